@@ -1,0 +1,54 @@
+// grafx: the command-line program. Thin subcommands over the library (see commands.h).
+
+#include "commands.h"
+
+#include <grafx/error.h>
+#include <grafx/graph/console.h>
+#include <grafx/graph/graph_json.h>
+
+#include <c10/util/Exception.h>
+
+#include <iostream>
+
+namespace grafx::cli {
+
+NodeTypes known_node_types() { return console_node_types(); }
+
+Graph load_graph_file(const std::string& path) { return load_graph(path, known_node_types()); }
+
+CLI::Option* add_force_flag(CLI::App& command, bool& force) {
+  return command.add_flag("-f,--force", force, "Replace output files that exist already");
+}
+
+}  // namespace grafx::cli
+
+namespace {
+
+// The first line of an exception message: LibTorch appends a C++ stack trace to its own.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"grafx: differentiable audio processing graphs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "grafx 0.1.0");
+  grafx::cli::add_console_command(app);
+  grafx::cli::add_info_command(app);
+  grafx::cli::add_draw_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const grafx::Error& e) {
+    std::cerr << "grafx: error: " << e.what() << "\n";
+    return 1;
+  } catch (const c10::Error& e) {
+    std::cerr << "grafx: error: " << first_line(e.what_without_backtrace()) << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "grafx: error: " << first_line(e.what()) << "\n";
+    return 1;
+  }
+  return 0;
+}

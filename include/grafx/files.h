@@ -1,0 +1,27 @@
+#pragma once
+/// File helpers shared by every layer: whole-file reads with clear errors, and atomic writes
+/// (a temporary file in the destination's folder, renamed over the destination only once it
+/// is complete), so that an interrupted or failed write never leaves a half-written file and
+/// an existing file is replaced only when the caller says so.
+
+#include <functional>
+#include <string>
+
+namespace grafx {
+
+/// Reads a whole file; throws IoError [grafx.io.unreadable] naming the path and the reason.
+std::string read_text_file(const std::string& path);
+
+/// Throws IoError [grafx.io.exists] when `path` exists and `overwrite` is false, and
+/// [grafx.io.unwritable] when its folder does not exist.
+void check_writable(const std::string& path, bool overwrite);
+
+/// Calls `write` with a temporary path beside `path` (same extension), then renames it to
+/// `path`. If `write` throws, the temporary file is removed and the exception propagates.
+void write_atomically(const std::string& path, bool overwrite,
+                      const std::function<void(const std::string& temporary_path)>& write);
+
+/// Writes `contents` to `path` atomically.
+void write_text_file(const std::string& path, const std::string& contents, bool overwrite);
+
+}  // namespace grafx

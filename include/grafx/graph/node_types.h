@@ -1,0 +1,85 @@
+#pragma once
+/// Node types: the vocabulary of a graph.
+///
+/// A node type is a name with the names of its inlets (input ports) and outlets (output ports).
+/// Every `NodeTypes` starts with the three utility types at fixed indices:
+///
+///   0 `in`  : no inlet, outlet `main`  (a source)
+///   1 `out` : inlet `main`, no outlet  (a graph output; sums what it receives)
+///   2 `mix` : inlet `main`, outlet `main` (sums what it receives)
+///
+/// Processor types follow in the order they are added. Most have one inlet and one outlet named
+/// `main`; multi-port types (a sidechain compressor with inlets `main` and `sidechain`, a
+/// crossover with outlets `low` and `high`) are declared with their own port names.
+///
+///   NodeTypes types;
+///   types.add("eq");                                            // main -> main
+///   types.add({"crossover", {"main"}, {"low", "high"}});         // multi-port
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace grafx {
+
+using TypeId = int64_t;
+
+struct NodeType {
+  std::string name;
+  std::vector<std::string> inlets{"main"};
+  std::vector<std::string> outlets{"main"};
+
+  bool operator==(const NodeType& other) const {
+    return name == other.name && inlets == other.inlets && outlets == other.outlets;
+  }
+  bool operator!=(const NodeType& other) const { return !(*this == other); }
+};
+
+class NodeTypes {
+ public:
+  static constexpr TypeId kIn = 0;
+  static constexpr TypeId kOut = 1;
+  static constexpr TypeId kMix = 2;
+
+  /// The utility types `in`, `out` and `mix` only.
+  NodeTypes();
+
+  /// Adds a type; throws GraphError [grafx.graph.duplicate_type] if the name exists with other
+  /// ports, and returns the existing id if it exists with the same ports.
+  TypeId add(const NodeType& type);
+  /// Adds a type with one `main` inlet and outlet.
+  TypeId add(const std::string& name) { return add(NodeType{name}); }
+
+  bool contains(const std::string& name) const { return index_.count(name) > 0; }
+  /// Throws GraphError [grafx.graph.unknown_type] naming the type and the known ones.
+  TypeId id(const std::string& name) const;
+  const NodeType& operator[](TypeId id) const { return types_.at(static_cast<size_t>(id)); }
+  const std::string& name(TypeId id) const { return (*this)[id].name; }
+  int64_t size() const { return static_cast<int64_t>(types_.size()); }
+  const std::vector<NodeType>& all() const { return types_; }
+
+  int64_t n_inlets(TypeId id) const { return static_cast<int64_t>((*this)[id].inlets.size()); }
+  int64_t n_outlets(TypeId id) const { return static_cast<int64_t>((*this)[id].outlets.size()); }
+  /// Index of a port by name; throws GraphError [grafx.graph.unknown_port] naming the type,
+  /// the port and the ports that exist.
+  int64_t inlet_index(TypeId id, const std::string& inlet) const;
+  int64_t outlet_index(TypeId id, const std::string& outlet) const;
+
+  /// True when every type has at most one inlet and one outlet.
+  bool single_port_only() const;
+  /// One letter per type for pictures and schedules: the first letter of the name.
+  static char letter(const std::string& type_name);
+
+  bool operator==(const NodeTypes& other) const { return types_ == other.types_; }
+  bool operator!=(const NodeTypes& other) const { return !(*this == other); }
+
+ private:
+  std::vector<NodeType> types_;
+  std::unordered_map<std::string, TypeId> index_;
+};
+
+/// True for the utility types `in`, `out` and `mix`.
+inline bool is_utility_type(TypeId id) { return id <= NodeTypes::kMix; }
+
+}  // namespace grafx

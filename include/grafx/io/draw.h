@@ -1,0 +1,34 @@
+#pragma once
+/// Pictures of graphs, laid out by Graphviz's `dot` left to right as in GRAFX's figures: a small
+/// box per node labelled with its type's letter (e eq, c compressor, n noise gate, s stereo
+/// imager, g gain/pan, d delay, r reverb, m mix; other types by their first letter), a colour
+/// per letter, `in` and `out` marked, and the ports of multi-port nodes drawn as labelled
+/// cells with edges attached to them. SVG pictures carry each node's id and name as a tooltip.
+///
+///   draw_graph(graph, "console.svg");
+
+#include <grafx/graph/graph.h>
+
+#include <string>
+
+namespace grafx {
+
+struct DrawOptions {
+  bool vertical = false;      ///< top to bottom instead of left to right
+  bool show_ids = false;      ///< label nodes "letter id" instead of the letter alone
+  std::string title;          ///< drawn above the graph when not empty
+};
+
+/// The Graphviz DOT text of a picture of the graph.
+std::string graph_to_dot(const Graph& graph, const DrawOptions& options = {});
+
+/// Renders the graph to `path`; the format follows the extension: .svg, .png, .pdf or .dot.
+/// Writes atomically and refuses to replace an existing file unless `overwrite`.
+/// Throws IoError [grafx.io.draw] for an unknown extension or a Graphviz failure.
+void draw_graph(const Graph& graph, const std::string& path, const DrawOptions& options = {},
+                bool overwrite = false);
+
+/// The fill colour used for a type's letter ("#rrggbb"), shared by every picture of grafx.
+std::string type_color(const std::string& type_name);
+
+}  // namespace grafx

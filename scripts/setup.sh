@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs every Debian package grafx needs. Idempotent: returns at once when all are present.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libtorch-dev            # tensors, FFT, autograd (LibTorch 1.13 on Debian 12)
+  libsndfile1-dev         # audio files
+  libsamplerate0-dev      # resampling (BSD)
+  nlohmann-json3-dev      # graph, parameter and report files
+  libcli11-dev            # command line
+  libgraphviz-dev         # graph pictures (cgraph + gvc, EPL)
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

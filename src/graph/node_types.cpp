@@ -1,0 +1,101 @@
+#include <grafx/error.h>
+#include <grafx/graph/node_types.h>
+
+#include <algorithm>
+
+namespace grafx {
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out.empty() ? "none" : out;
+}
+
+int64_t port_index(const std::vector<std::string>& ports, const std::string& port) {
+  auto it = std::find(ports.begin(), ports.end(), port);
+  return it == ports.end() ? -1 : static_cast<int64_t>(it - ports.begin());
+}
+
+void check_ports(const NodeType& type, const std::vector<std::string>& ports, const char* kind) {
+  for (size_t i = 0; i < ports.size(); ++i) {
+    if (ports[i].empty())
+      throw GraphError("grafx.graph.invalid_type",
+                       "node type \"" + type.name + "\": " + kind + " " + std::to_string(i) +
+                           " has an empty name");
+    if (port_index(ports, ports[i]) != static_cast<int64_t>(i))
+      throw GraphError("grafx.graph.invalid_type", "node type \"" + type.name + "\": " + kind +
+                                                       " \"" + ports[i] + "\" is listed twice");
+  }
+}
+
+}  // namespace
+
+NodeTypes::NodeTypes() {
+  add(NodeType{"in", {}, {"main"}});
+  add(NodeType{"out", {"main"}, {}});
+  add(NodeType{"mix", {"main"}, {"main"}});
+}
+
+TypeId NodeTypes::add(const NodeType& type) {
+  if (type.name.empty()) throw GraphError("grafx.graph.invalid_type", "a node type needs a name");
+  auto it = index_.find(type.name);
+  if (it != index_.end()) {
+    if (types_[static_cast<size_t>(it->second)] == type) return it->second;
+    const NodeType& known = types_[static_cast<size_t>(it->second)];
+    throw GraphError("grafx.graph.duplicate_type",
+                     "node type \"" + type.name + "\" is already declared with inlets (" +
+                         join(known.inlets) + ") and outlets (" + join(known.outlets) +
+                         "), but got inlets (" + join(type.inlets) + ") and outlets (" +
+                         join(type.outlets) + ")");
+  }
+  check_ports(type, type.inlets, "inlet");
+  check_ports(type, type.outlets, "outlet");
+  types_.push_back(type);
+  TypeId id = static_cast<TypeId>(types_.size()) - 1;
+  index_[type.name] = id;
+  return id;
+}
+
+TypeId NodeTypes::id(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) {
+    std::vector<std::string> names;
+    for (const auto& type : types_) names.push_back(type.name);
+    throw GraphError("grafx.graph.unknown_type",
+                     "unknown node type \"" + name + "\"; known types: " + join(names));
+  }
+  return it->second;
+}
+
+int64_t NodeTypes::inlet_index(TypeId id, const std::string& inlet) const {
+  const NodeType& type = (*this)[id];
+  int64_t index = port_index(type.inlets, inlet);
+  if (index < 0)
+    throw GraphError("grafx.graph.unknown_port", "node type \"" + type.name +
+                                                     "\" has no inlet \"" + inlet +
+                                                     "\"; its inlets: " + join(type.inlets));
+  return index;
+}
+
+int64_t NodeTypes::outlet_index(TypeId id, const std::string& outlet) const {
+  const NodeType& type = (*this)[id];
+  int64_t index = port_index(type.outlets, outlet);
+  if (index < 0)
+    throw GraphError("grafx.graph.unknown_port", "node type \"" + type.name +
+                                                     "\" has no outlet \"" + outlet +
+                                                     "\"; its outlets: " + join(type.outlets));
+  return index;
+}
+
+bool NodeTypes::single_port_only() const {
+  return std::all_of(types_.begin(), types_.end(), [](const NodeType& type) {
+    return type.inlets.size() <= 1 && type.outlets.size() <= 1;
+  });
+}
+
+char NodeTypes::letter(const std::string& type_name) {
+  return type_name.empty() ? '?' : type_name[0];
+}
+
+}  // namespace grafx

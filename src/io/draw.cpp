@@ -1,0 +1,156 @@
+#include <grafx/error.h>
+#include <grafx/files.h>
+#include <grafx/io/draw.h>
+
+#include <graphviz/cgraph.h>
+#include <graphviz/gvc.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+namespace grafx {
+namespace {
+
+// One pastel colour per letter, so a type looks the same in every picture.
+constexpr const char* kLetterColors[26] = {
+    "#f2e3bc", "#c6dbef", "#f4a6a6" /*c*/, "#f1b6da" /*d*/, "#9ed9f5" /*e*/, "#e8c4f0",
+    "#ffc078" /*g*/, "#d9d9d9", "#c7e9c0", "#fbb4ae", "#decbe4", "#e5d8bd",
+    "#e4e4e4" /*m*/, "#c2e6b8" /*n*/, "#b3cde3", "#f6d0b1", "#d4e8b0", "#c9c3f7" /*r*/,
+    "#f9e79f" /*s*/, "#a8e6cf", "#ffcfdf", "#d0f0fd", "#e2f0cb", "#f6dfeb", "#c5cae9", "#ffe0b2"};
+
+std::string escape_html(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string quote(const std::string& text) { return "\"" + escape_html(text) + "\""; }
+
+std::string tooltip(const Graph& graph, NodeId id) {
+  const Node& node = graph.node(id);
+  std::string text = std::to_string(id) + " " + graph.types().name(node.type);
+  if (!node.name.empty()) text += " \"" + node.name + "\"";
+  return text;
+}
+
+bool multi_port(const NodeType& type) { return type.inlets.size() > 1 || type.outlets.size() > 1; }
+
+}  // namespace
+
+std::string type_color(const std::string& type_name) {
+  char letter = NodeTypes::letter(type_name);
+  if (letter >= 'A' && letter <= 'Z') letter = static_cast<char>(letter - 'A' + 'a');
+  return letter >= 'a' && letter <= 'z' ? kLetterColors[letter - 'a'] : "#eeeeee";
+}
+
+std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
+  const NodeTypes& types = graph.types();
+  std::ostringstream dot;
+  dot << "digraph grafx {\n"
+      << "  graph [rankdir=" << (options.vertical ? "TB" : "LR")
+      << ", nodesep=0.06, ranksep=0.22, bgcolor=white, fontname=\"Helvetica\", fontsize=11";
+  if (!options.title.empty()) dot << ", label=" << quote(options.title) << ", labelloc=t";
+  dot << "];\n"
+      << "  node [shape=box, style=\"rounded,filled\", width=0.26, height=0.22, fixedsize=true, "
+         "fontname=\"Helvetica\", fontsize=9, penwidth=0.6, margin=0];\n"
+      << "  edge [arrowsize=0.35, penwidth=0.6];\n";
+  for (NodeId id : graph.nodes()) {
+    const Node& node = graph.node(id);
+    const NodeType& type = types[node.type];
+    std::string letter(1, NodeTypes::letter(type.name));
+    if (options.show_ids) letter += " " + std::to_string(id);
+    dot << "  n" << id << " [tooltip=" << quote(tooltip(graph, id));
+    if (node.type == NodeTypes::kIn || node.type == NodeTypes::kOut) {
+      bool in = node.type == NodeTypes::kIn;
+      dot << ", label=" << quote(options.show_ids ? type.name + " " + std::to_string(id) : type.name)
+          << ", fixedsize=false, width=0.3, fillcolor=white, color=" << (in ? "\"#1f5fbf\"" : "\"#c0392b\"")
+          << ", fontcolor=" << (in ? "\"#1f5fbf\"" : "\"#c0392b\"");
+    } else if (multi_port(type)) {
+      // A table: inlets on the left, the letter in the middle, outlets on the right.
+      size_t rows = std::max(type.inlets.size(), type.outlets.size());
+      dot << ", shape=plain, fixedsize=false, style=\"\", label=<<table border=\"0\" "
+             "cellborder=\"1\" cellspacing=\"0\" cellpadding=\"1\" bgcolor=\""
+          << type_color(type.name) << "\">";
+      for (size_t r = 0; r < rows; ++r) {
+        dot << "<tr>";
+        auto port_cell = [&](const std::vector<std::string>& ports, const char* prefix) {
+          if (r < ports.size())
+            dot << "<td port=\"" << prefix << r << "\"><font point-size=\"6\">"
+                << escape_html(ports[r]) << "</font></td>";
+          else if (r == ports.size())
+            dot << "<td rowspan=\"" << rows - r << "\" border=\"0\"></td>";
+        };
+        port_cell(type.inlets, "i");
+        if (r == 0) dot << "<td rowspan=\"" << rows << "\">" << escape_html(letter) << "</td>";
+        port_cell(type.outlets, "o");
+        dot << "</tr>";
+      }
+      dot << "</table>>";
+    } else {
+      dot << ", label=" << quote(letter) << ", fillcolor=\"" << type_color(type.name) << "\"";
+      if (options.show_ids) dot << ", fixedsize=false";
+    }
+    dot << "];\n";
+  }
+  for (const Edge& e : graph.edges()) {
+    const NodeType& source = types[graph.node(e.source).type];
+    const NodeType& dest = types[graph.node(e.dest).type];
+    dot << "  n" << e.source;
+    if (multi_port(source)) dot << ":o" << e.outlet << (options.vertical ? ":s" : ":e");
+    dot << " -> n" << e.dest;
+    if (multi_port(dest)) dot << ":i" << e.inlet << (options.vertical ? ":n" : ":w");
+    if (graph.node(e.source).type == NodeTypes::kIn) dot << " [color=\"#1f5fbf\"]";
+    else if (graph.node(e.dest).type == NodeTypes::kOut) dot << " [color=\"#c0392b\"]";
+    dot << ";\n";
+  }
+  dot << "}\n";
+  return dot.str();
+}
+
+void draw_graph(const Graph& graph, const std::string& path, const DrawOptions& options,
+                bool overwrite) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
+  std::string dot = graph_to_dot(graph, options);
+  if (extension == ".dot" || extension == ".gv") return write_text_file(path, dot, overwrite);
+  if (extension != ".svg" && extension != ".png" && extension != ".pdf")
+    throw IoError("grafx.io.draw", path + ": unknown picture format \"" + extension +
+                                       "\"; expected .svg, .png, .pdf or .dot");
+  std::string format = extension.substr(1);
+
+  static std::mutex graphviz_mutex;  // Graphviz keeps global state
+  std::lock_guard<std::mutex> lock(graphviz_mutex);
+  static std::string errors;
+  errors.clear();
+  agseterr(AGERR);  // collect errors, not warnings
+  agseterrf([](char* message) -> int {
+    errors += message;
+    return 0;
+  });
+  std::unique_ptr<GVC_t, int (*)(GVC_t*)> context(gvContext(), gvFreeContext);
+  std::unique_ptr<Agraph_t, int (*)(Agraph_t*)> g(agmemread(dot.c_str()), agclose);
+  auto fail = [&](const std::string& what) {
+    while (!errors.empty() && errors.back() == '\n') errors.pop_back();
+    throw IoError("grafx.io.draw", path + ": " + what + (errors.empty() ? "" : ": " + errors));
+  };
+  if (!context || !g) fail("Graphviz could not read the picture description");
+  if (gvLayout(context.get(), g.get(), "dot") != 0) fail("Graphviz layout failed");
+  write_atomically(path, overwrite, [&](const std::string& temporary) {
+    int status = gvRenderFilename(context.get(), g.get(), format.c_str(), temporary.c_str());
+    gvFreeLayout(context.get(), g.get());
+    if (status != 0) fail("Graphviz could not write " + format);
+  });
+}
+
+}  // namespace grafx

@@ -1,0 +1,102 @@
+// The grafx program's graph commands, run as a user would.
+
+#include <grafx/graph/graph_json.h>
+#include <grafx/graph/console.h>
+
+#include "support/test_support.h"
+
+namespace grafx {
+namespace {
+
+using testing::run_grafx;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(CliGraph, ConsoleInfoAndDraw) {
+  testing::TempDir dir;
+  std::string json = dir.file("console.json");
+  auto r = run_grafx({"console", "--tracks", "8", "--groups", "3", "-o", json, "--draw",
+                      dir.file("console.svg")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "8 tracks, 3 subgroups, 90 nodes (77 processors), 89 edges")) << r.out;
+  Graph g = load_graph(json, console_node_types());
+  EXPECT_EQ(g.n_nodes(), 90);
+  EXPECT_TRUE(testing::file_exists(dir.file("console.svg")));
+
+  r = run_grafx({"info", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "e  eq              11")) << r.out;
+  EXPECT_TRUE(contains(r.out, "valid"));
+
+  r = run_grafx({"draw", json, "-o", dir.file("console.png"), "--vertical", "--ids"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(testing::read_file(dir.file("console.png")).substr(1, 3), "PNG");
+}
+
+TEST(CliGraph, PrunedConsolesAndExplicitGroups) {
+  testing::TempDir dir;
+  auto r = run_grafx({"console", "--tracks", "5", "--groups", "0,1,1,0,2", "--chain", "egr",
+                      "--prune-seed", "4", "-o", dir.file("p.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "bypassed")) << r.out;
+  Graph g = load_graph(dir.file("p.json"), console_node_types());
+  EXPECT_NO_THROW(g.check());
+  EXPECT_EQ(g.count_per_type()[NodeTypes::kMix], 4);
+  EXPECT_EQ(g.nodes_of_type("compressor").size(), 0u);
+}
+
+TEST(CliGraph, ErrorsAreOneLineAndNonZeroAndLoseNothing) {
+  testing::TempDir dir;
+  std::string json = dir.file("c.json");
+  ASSERT_EQ(run_grafx({"console", "-o", json}).exit_code, 0);
+  std::string before = testing::read_file(json);
+
+  auto r = run_grafx({"console", "-o", json});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "[grafx.io.exists]")) << r.err;
+  EXPECT_EQ(testing::read_file(json), before) << "an existing file is never overwritten";
+  EXPECT_EQ(run_grafx({"console", "-o", json, "--tracks", "3", "--force"}).exit_code, 0);
+  EXPECT_NE(testing::read_file(json), before);
+
+  r = run_grafx({"console", "--chain", "exq", "-o", dir.file("x.json")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err, "grafx: error: [grafx.graph.unknown_type] chain letter 'x' names no processor "
+                   "type; letters: e eq, c compressor, n noise_gate, s stereo_imager, g gain_pan, "
+                   "d delay, r reverb\n");
+  EXPECT_FALSE(testing::file_exists(dir.file("x.json")));
+
+  r = run_grafx({"console", "--tracks", "2", "--groups", "3", "-o", dir.file("y.json")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "between 1 and 2 subgroups")) << r.err;
+  r = run_grafx({"console", "--groups", "a,b", "-o", dir.file("y.json")});
+  EXPECT_TRUE(contains(r.err, "\"a\" is not a subgroup number")) << r.err;
+
+  testing::write_file(dir.file("bad.json"), "{\"format\": \"grafx.graph\", \"version\": 1, "
+                                            "\"nodes\": [{\"id\": 0, \"type\": \"eqq\"}], "
+                                            "\"edges\": []}");
+  r = run_grafx({"info", dir.file("bad.json")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "nodes[0]: unknown node type \"eqq\"")) << r.err;
+  r = run_grafx({"draw", dir.file("bad.json"), "-o", dir.file("bad.svg")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_FALSE(testing::file_exists(dir.file("bad.svg")));
+
+  testing::write_file(dir.file("invalid.json"),
+                      "{\"format\": \"grafx.graph\", \"version\": 1, \"nodes\": [{\"id\": 0, "
+                      "\"type\": \"in\"}, {\"id\": 1, \"type\": \"eq\"}], \"edges\": []}");
+  r = run_grafx({"info", dir.file("invalid.json")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.out, "[grafx.graph.no_output]")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[grafx.graph.unconnected_inlet] node 1 (eq)")) << r.out;
+
+  r = run_grafx({"nonsense"});
+  EXPECT_NE(r.exit_code, 0);
+  r = run_grafx({"draw", dir.file("missing.json"), "-o", dir.file("m.svg")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "[grafx.io.unreadable]")) << r.err;
+}
+
+}  // namespace
+}  // namespace grafx

@@ -1,0 +1,135 @@
+#include <grafx/graph/console.h>
+
+#include "support/test_support.h"
+
+#include <set>
+
+namespace grafx {
+namespace {
+
+TEST(Console, ChainLettersNameTheConsoleTypes) {
+  auto chain = chain_from_letters("ecnsgdr", console_node_types());
+  EXPECT_EQ(chain, console_chain());
+  EXPECT_EQ(chain_from_letters("gg", console_node_types()),
+            (std::vector<std::string>{"gain_pan", "gain_pan"}));
+  EXPECT_GRAFX_ERROR(chain_from_letters("ex", console_node_types()), "grafx.graph.unknown_type",
+                     "chain letter 'x' names no processor type");
+  NodeTypes ambiguous = console_node_types();
+  ambiguous.add("echo");
+  EXPECT_GRAFX_ERROR(chain_from_letters("e", ambiguous), "grafx.graph.unknown_type",
+                     "names several processor types");
+}
+
+TEST(Console, EvenGroupsAreContiguousAndBalanced) {
+  EXPECT_EQ(ConsoleOptions::even_groups(8, 3), (std::vector<int64_t>{0, 0, 0, 1, 1, 1, 2, 2}));
+  EXPECT_EQ(ConsoleOptions::even_groups(3, 3), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_GRAFX_ERROR(ConsoleOptions::even_groups(2, 3), "grafx.graph.invalid_console",
+                     "between 1 and 2 subgroups");
+  EXPECT_GRAFX_ERROR(ConsoleOptions::even_groups(2, 0), "grafx.graph.invalid_console", "got 0");
+}
+
+TEST(Console, HasTheLayoutOfThePaper) {
+  ConsoleOptions options;
+  options.n_tracks = 8;
+  options.track_groups = ConsoleOptions::even_groups(8, 3);
+  Console console = build_console(options);
+  const Graph& g = console.graph;
+  const int64_t chain = 7, processors = (8 + 3) * chain;
+  EXPECT_EQ(g.n_nodes(), 8 + processors + 3 + 1 + 1);
+  EXPECT_EQ(console.inputs, (std::vector<NodeId>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(console.group_mixes.size(), 3u);
+  EXPECT_NO_THROW(g.check());
+  auto counts = g.count_per_type();
+  for (const auto& type : console_chain()) EXPECT_EQ(counts[size_t(g.types().id(type))], 11);
+  EXPECT_EQ(counts[NodeTypes::kMix], 4);
+  // Walk track 4: in -> e c n s g d r -> group 1's mix -> its chain -> master -> out.
+  NodeId id = console.inputs[4];
+  for (const auto& type : console_chain()) {
+    ASSERT_EQ(g.successors(id).size(), 1u);
+    id = g.successors(id)[0];
+    EXPECT_EQ(g.type_name(id), type);
+    EXPECT_EQ(g.node(id).name, "track4." + type);
+  }
+  ASSERT_EQ(g.successors(id), std::vector<NodeId>{console.group_mixes[1]});
+  EXPECT_EQ(g.predecessors(console.group_mixes[1]).size(), 3u);
+  id = console.group_mixes[1];
+  for (int i = 0; i < chain; ++i) id = g.successors(id)[0];
+  EXPECT_EQ(g.node(id).name, "group1.reverb");
+  EXPECT_EQ(g.successors(id), std::vector<NodeId>{console.master});
+  EXPECT_EQ(g.successors(console.master), std::vector<NodeId>{console.output});
+}
+
+TEST(Console, WithoutSubgroupsAndWithCustomChainAndNames) {
+  ConsoleOptions options;
+  options.n_tracks = 2;
+  options.chain = {"gain_pan"};
+  options.track_names = {"bass", "drums"};
+  Console console = build_console(options);
+  EXPECT_TRUE(console.group_mixes.empty());
+  EXPECT_EQ(console.graph.n_nodes(), 2 + 2 + 1 + 1);
+  EXPECT_EQ(console.graph.node(0).name, "bass");
+  NodeId gain = console.graph.successors(1)[0];
+  EXPECT_EQ(console.graph.node(gain).name, "drums.gain_pan");
+  EXPECT_EQ(console.graph.successors(gain), std::vector<NodeId>{console.master});
+  options.chain = {};
+  Console bare = build_console(options);
+  EXPECT_EQ(bare.graph.successors(0), std::vector<NodeId>{bare.master});
+}
+
+TEST(Console, RejectsBadOptions) {
+  ConsoleOptions options;
+  options.n_tracks = 0;
+  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "at least one track");
+  options.n_tracks = 3;
+  options.track_groups = {0, 1};
+  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console",
+                     "a subgroup for each of the 3 tracks");
+  options.track_groups = {0, 2, 2};
+  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "subgroup 1 has no track");
+  options.track_groups = {0, -1, 0};
+  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "negative");
+  options.track_groups = {};
+  options.track_names = {"a"};
+  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "3 track names");
+  options.track_names = {};
+  options.chain = {"eq", "out"};
+  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "cannot contain");
+  options.chain = {"flanger"};
+  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.unknown_type", "flanger");
+}
+
+TEST(Console, RandomPruningIsSeededAndKeepsTheGraphValid) {
+  ConsoleOptions options;
+  options.n_tracks = 40;
+  options.track_groups = ConsoleOptions::even_groups(40, 6);
+  Graph full = build_console(options).graph;
+  Graph a = full, b = full, c = full;
+  PruneOptions prune;
+  prune.seed = 7;
+  auto bypassed_a = prune_randomly(a, prune);
+  auto bypassed_b = prune_randomly(b, prune);
+  EXPECT_EQ(bypassed_a, bypassed_b);
+  EXPECT_EQ(a, b);
+  prune.seed = 8;
+  prune_randomly(c, prune);
+  EXPECT_NE(a, c);
+  EXPECT_NO_THROW(a.check());
+  // Pruning keeps every utility node and every track's path to the output.
+  EXPECT_EQ(a.count_per_type()[NodeTypes::kMix], 7);
+  EXPECT_EQ(a.n_nodes(), full.n_nodes() - int64_t(bypassed_a.size()));
+  // The per-type ratio is near the paper's (46 nodes per type; loose bounds).
+  auto full_counts = full.count_per_type(), counts = a.count_per_type();
+  for (const auto& [type, p] : prune.probability) {
+    size_t t = size_t(full.types().id(type));
+    double ratio = 1.0 - double(counts[t]) / double(full_counts[t]);
+    EXPECT_NEAR(ratio, p, 0.25) << type;
+  }
+  PruneOptions none;
+  none.probability.clear();
+  Graph d = full;
+  EXPECT_TRUE(prune_randomly(d, none).empty());
+  EXPECT_EQ(d, full);
+}
+
+}  // namespace
+}  // namespace grafx

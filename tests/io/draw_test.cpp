@@ -1,0 +1,79 @@
+#include <grafx/graph/console.h>
+#include <grafx/io/draw.h>
+
+#include "support/test_support.h"
+
+namespace grafx {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(Draw, DotHasALetteredBoxPerNodeAndMarksInAndOut) {
+  ConsoleOptions options;
+  options.n_tracks = 2;
+  Graph g = build_console(options).graph;
+  std::string dot = graph_to_dot(g);
+  EXPECT_TRUE(contains(dot, "rankdir=LR"));
+  for (const char* letter : {"e", "c", "n", "s", "g", "d", "r", "m"})
+    EXPECT_TRUE(contains(dot, std::string("label=\"") + letter + "\"")) << letter;
+  EXPECT_TRUE(contains(dot, "n0 [tooltip=\"0 in &quot;track0&quot;\", label=\"in\""));
+  EXPECT_TRUE(contains(dot, "label=\"out\""));
+  EXPECT_TRUE(contains(dot, "fillcolor=\"" + type_color("eq") + "\""));
+  EXPECT_NE(type_color("eq"), type_color("compressor"));
+  EXPECT_EQ(type_color("mix"), type_color("mute")) << "colours follow the letter";
+  EXPECT_TRUE(contains(graph_to_dot(g, {true, true, "My console"}), "rankdir=TB"));
+  EXPECT_TRUE(contains(graph_to_dot(g, {true, true, "My console"}), "label=\"My console\""));
+}
+
+TEST(Draw, MultiPortNodesShowTheirPorts) {
+  NodeTypes types;
+  types.add({"crossover", {"main"}, {"low", "high"}});
+  types.add({"sidechain_compressor", {"main", "sidechain"}, {"main"}});
+  Graph g(types);
+  NodeId in = g.add("in"), x = g.add("crossover"), sc = g.add("sidechain_compressor"),
+         out = g.add("out");
+  g.connect(in, x);
+  g.connect(x, sc, "low");
+  g.connect(x, sc, "high", "sidechain");
+  g.connect(sc, out);
+  std::string dot = graph_to_dot(g);
+  EXPECT_TRUE(contains(dot, "<td port=\"o1\"><font point-size=\"6\">high</font></td>"));
+  EXPECT_TRUE(contains(dot, "<td port=\"i1\"><font point-size=\"6\">sidechain</font></td>"));
+  EXPECT_TRUE(contains(dot, "n1:o1:e -> n2:i1:w"));
+  EXPECT_TRUE(contains(dot, "n1:o0:e -> n2:i0:w"));
+}
+
+TEST(Draw, RendersSvgPngAndDotFilesOfBigConsoles) {
+  testing::TempDir dir;
+  ConsoleOptions options;
+  options.n_tracks = 40;
+  options.track_groups = ConsoleOptions::even_groups(40, 6);
+  Graph g = build_console(options).graph;
+  ASSERT_GT(g.n_nodes(), 300);
+  draw_graph(g, dir.file("console.svg"));
+  draw_graph(g, dir.file("console.png"));
+  draw_graph(g, dir.file("console.dot"));
+  std::string svg = testing::read_file(dir.file("console.svg"));
+  EXPECT_TRUE(contains(svg, "<svg"));
+  EXPECT_TRUE(contains(svg, "track39.reverb")) << "tooltips carry node names";
+  std::string png = testing::read_file(dir.file("console.png"));
+  ASSERT_GT(png.size(), 8u);
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  EXPECT_EQ(testing::read_file(dir.file("console.dot")), graph_to_dot(g));
+}
+
+TEST(Draw, Errors) {
+  testing::TempDir dir;
+  Graph g = build_console({}).graph;
+  EXPECT_GRAFX_ERROR(draw_graph(g, dir.file("g.bmp")), "grafx.io.draw",
+                     "unknown picture format \".bmp\"");
+  draw_graph(g, dir.file("g.svg"));
+  EXPECT_GRAFX_ERROR(draw_graph(g, dir.file("g.svg")), "grafx.io.exists", "refusing to overwrite");
+  EXPECT_NO_THROW(draw_graph(g, dir.file("g.svg"), {}, true));
+  EXPECT_GRAFX_ERROR(draw_graph(g, dir.file("no/g.svg")), "grafx.io.unwritable", "does not exist");
+}
+
+}  // namespace
+}  // namespace grafx

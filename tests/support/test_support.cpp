@@ -1,0 +1,71 @@
+#include "support/test_support.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace grafx::testing {
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  std::string pattern = (fs::temp_directory_path() / "grafx-test-XXXXXX").string();
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (!mkdtemp(buffer.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = buffer.data();
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+namespace {
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+}  // namespace
+
+CommandResult run_grafx(const std::vector<std::string>& args) {
+  const char* bin = std::getenv("GRAFX_BIN");
+  if (!bin) throw std::runtime_error("GRAFX_BIN is not set (run the tests through ctest)");
+  TempDir scratch;
+  std::string command = shell_quote(bin);
+  for (const auto& arg : args) command += " " + shell_quote(arg);
+  command += " 2>" + shell_quote(scratch.file("stderr"));
+  CommandResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("popen failed");
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
+  int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.err = read_file(scratch.file("stderr"));
+  return result;
+}
+
+std::string testdata_dir() {
+  const char* dir = std::getenv("GRAFX_TESTDATA");
+  return dir ? dir : "";
+}
+
+bool file_exists(const std::string& path) { return fs::exists(path); }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const std::string& path, const std::string& contents) {
+  std::ofstream(path, std::ios::binary) << contents;
+}
+
+}  // namespace grafx::testing

@@ -1,0 +1,58 @@
+#pragma once
+// Helpers shared by the tests: error expectations, temporary folders, running the CLI.
+
+#include <grafx/error.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+/// Expects `statement` to throw a grafx::Error with `error_code` whose message contains `text`.
+#define EXPECT_GRAFX_ERROR(statement, error_code, text)                                   \
+  do {                                                                                    \
+    bool grafx_thrown = false;                                                            \
+    try {                                                                                 \
+      statement;                                                                          \
+    } catch (const grafx::Error& grafx_error) {                                           \
+      grafx_thrown = true;                                                                \
+      EXPECT_EQ(grafx_error.code(), error_code) << grafx_error.what();                    \
+      EXPECT_NE(std::string(grafx_error.what()).find(text), std::string::npos)            \
+          << "message \"" << grafx_error.what() << "\" lacks \"" << text << "\"";         \
+    }                                                                                     \
+    EXPECT_TRUE(grafx_thrown) << #statement << " did not throw " << (error_code);        \
+  } while (0)
+
+namespace grafx::testing {
+
+/// A fresh folder under the system's temporary folder, removed with everything in it.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  ///< standard output
+  std::string err;  ///< standard error
+};
+
+/// Runs the grafx program (path from $GRAFX_BIN) with shell-quoted arguments.
+CommandResult run_grafx(const std::vector<std::string>& args);
+
+/// The shared test audio folder ($GRAFX_TESTDATA); empty when not set.
+std::string testdata_dir();
+
+bool file_exists(const std::string& path);
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& contents);
+
+}  // namespace grafx::testing
