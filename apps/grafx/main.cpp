@@ -5,14 +5,23 @@
 #include <grafx/error.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_json.h>
+#include <grafx/processors/registry.h>
 
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <cstdlib>
 #include <iostream>
+#include <thread>
 
 namespace grafx::cli {
 
-NodeTypes known_node_types() { return console_node_types(); }
+NodeTypes known_node_types() {
+  NodeTypes types = registry_node_types();
+  for (const auto& type : console_node_types().all())  // the console's types, registered or not
+    if (!types.contains(type.name)) types.add(type);
+  return types;
+}
 
 Graph load_graph_file(const std::string& path) { return load_graph(path, known_node_types()); }
 
@@ -33,6 +42,12 @@ int main(int argc, char** argv) {
   CLI::App app{"grafx: differentiable audio processing graphs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "grafx 0.1.0");
+  // LibTorch defaults to one thread on these machines: use every core unless told otherwise.
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* env = std::getenv("GRAFX_THREADS")) threads = std::max(1, std::atoi(env));
+  app.add_option("--threads", threads, "CPU threads for LibTorch (default: all cores, or $GRAFX_THREADS)")
+      ->check(CLI::Range(1, 1024));
+  app.parse_complete_callback([&threads] { at::set_num_threads(threads); });
   grafx::cli::add_console_command(app);
   grafx::cli::add_info_command(app);
   grafx::cli::add_draw_command(app);

@@ -1,0 +1,28 @@
+#pragma once
+/// gain/pan (letter g): one gain per channel of a stereo signal (GRAFX's StereoGain).
+///
+///   y_c = x_c · exp(log_gain_c),  c ∈ {left, right}
+///
+/// | parameter  | shape | physical     | init | meaning                          |
+/// |------------|-------|--------------|------|----------------------------------|
+/// | `log_gain` | [2]   | `gain_db`, dB | 0    | natural-log gain of L and R      |
+///
+/// Input and output: N×2×L.
+///
+///   GainPan gain_pan({/*sample_rate=*/30000});
+///   auto y = gain_pan.forward({x}, {{"log_gain", at::zeros({x.size(0), 2})}}).outputs[0];
+
+#include <grafx/processors/processor.h>
+
+namespace grafx {
+
+class GainPan : public Processor {
+ public:
+  explicit GainPan(const ProcessorConfig& config) {}
+  std::string name() const override { return "gain_pan"; }
+  std::vector<ParameterSpec> parameter_specs() const override;
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
+                          const TensorDict& parameters) const override;
+};
+
+}  // namespace grafx

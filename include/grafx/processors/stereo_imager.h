@@ -1,0 +1,25 @@
+#pragma once
+/// stereo imager (letter s): scales the side signal of a stereo signal (GRAFX's SideGainImager).
+///
+///   M = L + R,  S = exp(log_gain) · (L − R),  y = [(M + S)/2, (M − S)/2]
+///
+/// | parameter  | shape | physical           | init | meaning                            |
+/// |------------|-------|--------------------|------|------------------------------------|
+/// | `log_gain` | [1]   | `side_gain_db`, dB | 0    | side gain (0 = unchanged, −∞ = mono) |
+///
+/// Input and output: N×2×L. At log_gain 0 the imager is the identity.
+
+#include <grafx/processors/processor.h>
+
+namespace grafx {
+
+class StereoImager : public Processor {
+ public:
+  explicit StereoImager(const ProcessorConfig& config) {}
+  std::string name() const override { return "stereo_imager"; }
+  std::vector<ParameterSpec> parameter_specs() const override;
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
+                          const TensorDict& parameters) const override;
+};
+
+}  // namespace grafx

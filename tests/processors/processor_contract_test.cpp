@@ -1,0 +1,249 @@
+// The contract every registered processor must keep, generated from the registry: shapes and
+// dtypes, finite output on noise and silence, batch consistency (one batched call equals a loop
+// over items: the invariant batched rendering depends on), determinism, argument checks, and
+// gradients against central finite differences in float64.
+
+#include <grafx/processors/registry.h>
+
+#include "support/test_support.h"
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <set>
+
+namespace grafx {
+namespace {
+
+/// How closely a processor's autograd gradient must match finite differences.
+struct GradientCheck {
+  bool finite_differences = true;  ///< false: a surrogate gradient (e.g. straight-through)
+  double relative_tolerance = 1e-6;
+  double absolute_tolerance = 1e-9;
+};
+
+/// Per-processor settings; processors not listed use the defaults (documented in
+/// docs/processors/*.md with the reasons).
+GradientCheck gradient_check(const std::string& name) {
+  static const std::map<std::string, GradientCheck> checks = {};
+  auto it = checks.find(name);
+  return it == checks.end() ? GradientCheck{} : it->second;
+}
+
+constexpr double kSampleRate = 8000.0;  // small constants (reverb, delay) keep the tests fast
+
+struct Case {
+  std::shared_ptr<Processor> processor;
+  std::vector<at::Tensor> inputs;
+  TensorDict parameters;
+};
+
+Case make_case(const std::string& name, int64_t n, int64_t length, at::ScalarType dtype,
+               uint64_t seed) {
+  Case c;
+  c.processor = make_processor(name, {kSampleRate});
+  at::manual_seed(seed);
+  for (size_t i = 0; i < c.processor->inlets().size(); ++i)
+    c.inputs.push_back(at::randn({n, 2, length}, at::TensorOptions().dtype(dtype)) * 0.3);
+  for (const auto& spec : c.processor->parameter_specs()) {
+    std::vector<int64_t> shape{n};
+    shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
+    // Wider than the initial spread, so that the processors do something.
+    c.parameters[spec.name] =
+        spec.init_mean + (spec.init_std + 0.3) * at::randn(shape, at::TensorOptions().dtype(dtype));
+  }
+  return c;
+}
+
+class ProcessorContract : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ProcessorContract, ShapesDtypesAndFiniteOutput) {
+  for (auto dtype : {at::kFloat, at::kDouble}) {
+    Case c = make_case(GetParam(), 3, 1000, dtype, 1);
+    ProcessorOutput out = c.processor->forward(c.inputs, c.parameters);
+    ASSERT_EQ(out.outputs.size(), c.processor->outlets().size());
+    for (const auto& y : out.outputs) {
+      EXPECT_EQ(y.sizes(), c.inputs[0].sizes());
+      EXPECT_EQ(y.scalar_type(), dtype);
+      EXPECT_TRUE(y.isfinite().all().item<bool>());
+    }
+    for (const auto& [key, loss] : out.aux_losses) {
+      EXPECT_EQ(loss.sizes(), at::IntArrayRef({3})) << key;
+      EXPECT_TRUE(loss.isfinite().all().item<bool>()) << key;
+    }
+    for (auto& x : c.inputs) x.zero_();
+    for (const auto& y : c.processor->forward(c.inputs, c.parameters).outputs)
+      EXPECT_TRUE(y.isfinite().all().item<bool>()) << "silence";
+  }
+}
+
+TEST_P(ProcessorContract, BatchedCallEqualsALoopOverItems) {
+  Case c = make_case(GetParam(), 4, 1500, at::kDouble, 2);
+  ProcessorOutput batched = c.processor->forward(c.inputs, c.parameters);
+  for (int64_t i = 0; i < 4; ++i) {
+    std::vector<at::Tensor> inputs;
+    for (const auto& x : c.inputs) inputs.push_back(x.narrow(0, i, 1));
+    TensorDict parameters;
+    for (const auto& [key, p] : c.parameters) parameters[key] = p.narrow(0, i, 1);
+    ProcessorOutput single = c.processor->forward(inputs, parameters);
+    for (size_t o = 0; o < single.outputs.size(); ++o)
+      EXPECT_TRUE(at::allclose(single.outputs[o], batched.outputs[o].narrow(0, i, 1), 1e-9, 1e-12))
+          << "outlet " << o << ", item " << i;
+    for (const auto& [key, loss] : single.aux_losses)
+      EXPECT_TRUE(at::allclose(loss, batched.aux_losses.at(key).narrow(0, i, 1), 1e-9, 1e-12)) << key;
+  }
+}
+
+TEST_P(ProcessorContract, Deterministic) {
+  Case c = make_case(GetParam(), 2, 800, at::kFloat, 3);
+  auto a = c.processor->forward(c.inputs, c.parameters);
+  auto b = make_processor(GetParam(), {kSampleRate})->forward(c.inputs, c.parameters);
+  for (size_t o = 0; o < a.outputs.size(); ++o) EXPECT_TRUE(at::equal(a.outputs[o], b.outputs[o]));
+}
+
+TEST_P(ProcessorContract, DeclaresWellFormedParameters) {
+  auto processor = make_processor(GetParam(), {kSampleRate});
+  EXPECT_EQ(processor->name(), GetParam());
+  std::set<std::string> names;
+  for (const auto& spec : processor->parameter_specs()) {
+    EXPECT_TRUE(names.insert(spec.name).second) << "parameter listed twice: " << spec.name;
+    EXPECT_FALSE(spec.physical_name.empty()) << spec.name;
+    EXPECT_FALSE(spec.description.empty()) << spec.name;
+    EXPECT_GE(spec.init_std, 0.0) << spec.name;
+    at::Tensor raw = at::zeros([&] {
+      std::vector<int64_t> s{2};
+      s.insert(s.end(), spec.shape.begin(), spec.shape.end());
+      return s;
+    }());
+    at::Tensor physical = spec.to_physical ? spec.to_physical(raw) : raw;
+    EXPECT_EQ(physical.size(0), 2) << spec.name;
+    EXPECT_TRUE(physical.isfinite().all().item<bool>()) << spec.name;
+  }
+}
+
+TEST_P(ProcessorContract, RejectsBadArguments) {
+  Case c = make_case(GetParam(), 2, 500, at::kFloat, 4);
+  const auto& p = *c.processor;
+  EXPECT_GRAFX_ERROR(p.forward({}, c.parameters), "grafx.processor.inputs", "one per inlet");
+  auto wrong = c.inputs;
+  wrong[0] = wrong[0].view({-1});
+  EXPECT_GRAFX_ERROR(p.forward(wrong, c.parameters), "grafx.processor.inputs", "N×C×L");
+  for (const auto& spec : p.parameter_specs()) {
+    TensorDict missing = c.parameters;
+    missing.erase(spec.name);
+    EXPECT_GRAFX_ERROR(p.forward(c.inputs, missing), "grafx.processor.parameters",
+                       "missing parameter \"" + spec.name + "\"");
+    TensorDict misshapen = c.parameters;
+    misshapen[spec.name] = misshapen[spec.name].narrow(0, 0, 1);
+    EXPECT_GRAFX_ERROR(p.forward(c.inputs, misshapen), "grafx.processor.parameters",
+                       "parameter \"" + spec.name + "\": expected shape [2");
+  }
+  TensorDict extra = c.parameters;
+  extra["bogus"] = at::zeros({2});
+  EXPECT_GRAFX_ERROR(p.forward(c.inputs, extra), "grafx.processor.parameters",
+                     "unknown parameter \"bogus\"");
+}
+
+TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
+  GradientCheck check = gradient_check(GetParam());
+  Case c = make_case(GetParam(), 2, 600, at::kDouble, 5);
+  for (auto& [key, p] : c.parameters) p.requires_grad_(true);
+  for (auto& x : c.inputs) x.requires_grad_(true);
+  std::vector<at::Tensor> weights;
+  auto loss_of = [&](const std::vector<at::Tensor>& inputs, const TensorDict& parameters) {
+    ProcessorOutput out = c.processor->forward(inputs, parameters);
+    if (weights.empty()) {
+      at::manual_seed(6);
+      for (const auto& y : out.outputs) weights.push_back(at::randn_like(y));
+    }
+    at::Tensor loss = at::zeros({}, at::kDouble);
+    for (size_t o = 0; o < out.outputs.size(); ++o) loss = loss + (out.outputs[o] * weights[o]).sum();
+    for (const auto& [key, aux] : out.aux_losses) loss = loss + aux.sum();
+    return loss;
+  };
+  at::Tensor loss = loss_of(c.inputs, c.parameters);
+  loss.backward();
+  for (const auto& [key, p] : c.parameters) {
+    ASSERT_TRUE(p.grad().defined()) << key << " gets no gradient";
+    EXPECT_TRUE(p.grad().isfinite().all().item<bool>()) << key;
+  }
+  if (!check.finite_differences) return;
+  const double step = 1e-6;
+  auto no_grad = [](const TensorDict& d) {
+    TensorDict out;
+    for (const auto& [k, v] : d) out[k] = v.detach().clone();
+    return out;
+  };
+  std::vector<at::Tensor> inputs;
+  for (const auto& x : c.inputs) inputs.push_back(x.detach());
+  for (const auto& [key, p] : c.parameters) {
+    at::Tensor flat_grad = p.grad().reshape(-1);
+    int64_t n = flat_grad.numel();
+    for (int64_t k = 0; k < std::min<int64_t>(n, 6); ++k) {
+      int64_t index = (k * 7919) % n;  // a spread of coordinates
+      TensorDict plus = no_grad(c.parameters), minus = no_grad(c.parameters);
+      plus[key].view(-1)[index] += step;
+      minus[key].view(-1)[index] -= step;
+      double numeric = (loss_of(inputs, plus).item<double>() - loss_of(inputs, minus).item<double>()) /
+                       (2 * step);
+      double analytic = flat_grad[index].item<double>();
+      EXPECT_NEAR(analytic, numeric,
+                  check.absolute_tolerance + check.relative_tolerance * std::abs(numeric) + 1e-6)
+          << key << "[" << index << "]";
+    }
+  }
+  // Gradient to the first input, at one coordinate.
+  at::Tensor x_grad = c.inputs[0].grad().reshape(-1);
+  int64_t index = x_grad.numel() / 3;
+  std::vector<at::Tensor> plus = {inputs[0].clone()}, minus = {inputs[0].clone()};
+  for (size_t i = 1; i < inputs.size(); ++i) plus.push_back(inputs[i]), minus.push_back(inputs[i]);
+  plus[0].view(-1)[index] += step;
+  minus[0].view(-1)[index] -= step;
+  TensorDict frozen = no_grad(c.parameters);
+  double numeric = (loss_of(plus, frozen).item<double>() - loss_of(minus, frozen).item<double>()) / (2 * step);
+  EXPECT_NEAR(x_grad[index].item<double>(), numeric, 1e-6 + check.relative_tolerance * std::abs(numeric));
+}
+
+std::vector<std::string> registered_names() {
+  std::vector<std::string> names;
+  for (const auto& info : processor_registry()) names.push_back(info.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, ProcessorContract, ::testing::ValuesIn(registered_names()),
+                         [](const auto& info) { return info.param; });
+
+TEST(Registry, EveryProcessorHeaderIsRegistered) {
+  std::set<std::string> registered;
+  for (const auto& info : processor_registry()) registered.insert(info.name);
+  const char* source = std::getenv("GRAFX_SOURCE_DIR");
+  ASSERT_NE(source, nullptr);
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(source) + "/include/grafx/processors")) {
+    std::string stem = entry.path().stem().string();
+    if (stem == "processor" || stem == "registry") continue;
+    // A header may define several registered variants ("eq" also defines "eq_stereo").
+    bool found = false;
+    for (const auto& name : registered) found = found || name.rfind(stem, 0) == 0;
+    EXPECT_TRUE(found) << "include/grafx/processors/" << stem << ".h is not in the registry";
+  }
+}
+
+TEST(Registry, NodeTypesAndProcessorsFollowTheRegistry) {
+  NodeTypes types = registry_node_types();
+  EXPECT_EQ(types.size(), 3 + int64_t(processor_registry().size()));
+  Processors processors = make_processors(types, {kSampleRate});
+  EXPECT_EQ(processors.size(), processor_registry().size());
+  EXPECT_GRAFX_ERROR(make_processor("flanger", {}), "grafx.processor.unknown",
+                     "no processor implements node type \"flanger\"");
+  NodeTypes unknown;
+  unknown.add("flanger");
+  EXPECT_GRAFX_ERROR(make_processors(unknown, {}), "grafx.processor.unknown", "flanger");
+  NodeTypes wrong_ports;
+  wrong_ports.add({processor_registry()[0].name, {"main", "sidechain"}, {"main"}});
+  EXPECT_GRAFX_ERROR(make_processors(wrong_ports, {}), "grafx.processor.ports",
+                     "has ports (main, sidechain -> main) but its processor has (main -> main)");
+}
+
+}  // namespace
+}  // namespace grafx
