@@ -18,7 +18,8 @@ namespace grafx::cli {
 
 NodeTypes known_node_types() {
   NodeTypes types = registry_node_types();
-  for (const auto& type : console_node_types().all())  // the console's types, registered or not
+  NodeTypes console_types = console_node_types();  // the console's types, registered or not
+  for (const auto& type : console_types.all())
     if (!types.contains(type.name)) types.add(type);
   return types;
 }
