@@ -17,10 +17,9 @@
 namespace grafx::cli {
 
 NodeTypes known_node_types() {
-  NodeTypes types = registry_node_types();
-  NodeTypes console_types = console_node_types();  // the console's types, registered or not
-  for (const auto& type : console_types.all())
-    if (!types.contains(type.name)) types.add(type);
+  NodeTypes types = console_node_types();  // in chain order, registered or not
+  NodeTypes registered = registry_node_types();
+  for (const auto& type : registered.all()) types.add(type);
   return types;
 }
 
