@@ -1,0 +1,74 @@
+#include "bench_support.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/ATen.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+namespace grafx::bench {
+
+Timing time_it(const std::function<void()>& work, int min_repeats, double min_seconds) {
+  using clock = std::chrono::steady_clock;
+  work();  // warm-up: caches, allocator, plans
+  std::vector<double> ms;
+  auto start = clock::now();
+  while (static_cast<int>(ms.size()) < min_repeats ||
+         std::chrono::duration<double>(clock::now() - start).count() < min_seconds) {
+    auto t0 = clock::now();
+    work();
+    ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms.front(), static_cast<int>(ms.size())};
+}
+
+int setup_threads() {
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const char* env = std::getenv("GRAFX_THREADS")) threads = std::max(1, std::atoi(env));
+  at::set_num_threads(threads);
+  return threads;
+}
+
+std::string machine_description() {
+  std::string cpu = "unknown CPU";
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);)
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  std::ostringstream s;
+  s << std::thread::hardware_concurrency() << " cores (" << cpu << "), LibTorch "
+    << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << "." << TORCH_VERSION_PATCH << ", "
+    << at::get_num_threads() << " threads";
+  return s.str();
+}
+
+void Table::print(std::ostream& out) const {
+  auto line = [&](const std::vector<std::string>& cells) {
+    out << "|";
+    for (const auto& cell : cells) out << " " << cell << " |";
+    out << "\n";
+  };
+  line(header_);
+  out << "|";
+  for (size_t i = 0; i < header_.size(); ++i) out << (i == 0 ? "---|" : "---:|");
+  out << "\n";
+  for (const auto& row : rows_) line(row);
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(digits) << value;
+  return s.str();
+}
+
+}  // namespace grafx::bench
