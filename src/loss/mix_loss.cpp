@@ -34,7 +34,7 @@ void check_options(const MixLossOptions& o) {
 struct MixLoss::Constants {
   std::vector<detail::StftResolution> resolutions;
   std::vector<at::Tensor> windows;      // per resolution, [fft], float64 CPU
-  std::vector<at::Tensor> filterbanks;  // per resolution, transposed: [fft/2+1, n_mels]
+  std::vector<at::Tensor> filterbanks;  // per resolution, sparse [n_mels, fft/2+1]
   at::Tensor a_weighting;               // [101]
   ConstantCache cache;                  // the above on each device and dtype in use
 };
@@ -59,7 +59,7 @@ MixLoss::MixLoss(MixLossOptions options)
       throw LossError("grafx.loss.options", s.str());
     }
     constants_->windows.push_back(detail::padded_hann_window(resolution));
-    constants_->filterbanks.push_back(filterbank.t().contiguous());
+    constants_->filterbanks.push_back(filterbank.to_sparse());
   }
   if (options_.a_weighting) constants_->a_weighting = detail::a_weighting_fir(options_.sample_rate);
 }
@@ -81,30 +81,14 @@ MixLossTerms MixLoss::terms(const at::Tensor& estimate, const at::Tensor& target
                        kWhat);
   const int64_t length = n_samples - skip;
   const int64_t n_items = estimate.numel() / (2 * n_samples);
-  auto constant = [&](const std::string& key, const at::Tensor& value) {
-    return constants_->cache.get(key, estimate.options(), [&] { return value; });
-  };
-
-  // Estimate and target rows go through one pipeline: rows [0, 4B) are the estimate's.
-  auto crop = [&](const at::Tensor& x) { return x.reshape({-1, n_samples}).narrow(1, skip, length); };
-  at::Tensor stereo = at::cat({crop(estimate), crop(target)});  // 2B·2 × T
-  // A-weighting is linear, so filtering L and R before forming M and S is the same as filtering
-  // all four channels, at half the cost.
-  if (options_.a_weighting)
-    stereo = detail::fir_filter(stereo, constant("a_weighting", constants_->a_weighting));
-  stereo = stereo.view({-1, 2, length});
-  at::Tensor left = stereo.select(1, 0), right = stereo.select(1, 1);
-  at::Tensor channels = at::stack({left, right, left + right, left - right}, 1).view({-1, length});
-
+  auto crop = [&](const at::Tensor& x) { return x.reshape({-1, 2, n_samples}).narrow(2, skip, length); };
+  // Two calls rather than one on the concatenation: the backward pass then runs over the
+  // estimate's rows only (a target without gradient records no graph).
+  std::vector<at::Tensor> x_mels = mel_spectrograms(crop(estimate)), y_mels = mel_spectrograms(crop(target));
   std::vector<at::Tensor> convergence, log_distance;  // per resolution, B×4
-  for (size_t r = 0; r < constants_->resolutions.size(); ++r) {
-    const std::string key = std::to_string(r);
-    at::Tensor magnitude = detail::stft_magnitude(channels, constant("window" + key, constants_->windows[r]),
-                                                  constants_->resolutions[r].hop_size, options_.eps);
-    at::Tensor mel = at::matmul(magnitude, constant("mel" + key, constants_->filterbanks[r]));
-    at::Tensor x = mel.narrow(0, 0, 4 * n_items), y = mel.narrow(0, 4 * n_items, 4 * n_items);
-    convergence.push_back(detail::spectral_convergence(x, y, {1, 2}).view({n_items, 4}));
-    log_distance.push_back(detail::log_magnitude_distance(x, y, {1, 2}).view({n_items, 4}));
+  for (size_t r = 0; r < x_mels.size(); ++r) {
+    convergence.push_back(detail::spectral_convergence(x_mels[r], y_mels[r], {1, 2}).view({n_items, 4}));
+    log_distance.push_back(detail::log_magnitude_distance(x_mels[r], y_mels[r], {1, 2}).view({n_items, 4}));
   }
   at::Tensor sc = at::stack(convergence), lm = at::stack(log_distance);  // R×B×4
   at::Tensor per_channel = (sc + lm).mean(0);                            // B×4: d_L, d_R, d_M, d_S
@@ -119,6 +103,34 @@ MixLossTerms MixLoss::terms(const at::Tensor& estimate, const at::Tensor& target
   terms.spectral_convergence = sc.mean(1);
   terms.log_magnitude = lm.mean(1);
   return terms;
+}
+
+std::vector<at::Tensor> MixLoss::mel_spectrograms(const at::Tensor& stereo) const {
+  auto constant = [&](const std::string& key, const at::Tensor& value) {
+    return constants_->cache.get(key, stereo.options(), [&] { return value; });
+  };
+  auto sparse_constant = [&](const std::string& key, const at::Tensor& value) {
+    // ConstantCache holds dense tensors: cache the parts, assemble the sparse tensor per call.
+    at::Tensor indices = constants_->cache.get(key + "/indices", stereo.options().dtype(at::kLong),
+                                               [&] { return value.indices(); });
+    return at::sparse_coo_tensor(indices, constant(key + "/values", value.values()), value.sizes());
+  };
+  const int64_t length = stereo.size(2);
+  at::Tensor x = stereo.reshape({-1, length});
+  // A-weighting is linear, so filtering L and R before forming M and S equals filtering all four
+  // channels, at half the cost.
+  if (options_.a_weighting) x = detail::fir_filter(x, constant("a_weighting", constants_->a_weighting));
+  x = x.view({-1, 2, length});
+  at::Tensor left = x.select(1, 0), right = x.select(1, 1);
+  at::Tensor channels = at::stack({left, right, left + right, left - right}, 1).view({-1, length});
+  std::vector<at::Tensor> mels;
+  for (size_t r = 0; r < constants_->resolutions.size(); ++r) {
+    const std::string key = std::to_string(r);
+    at::Tensor magnitude = detail::stft_magnitude(channels, constant("window" + key, constants_->windows[r]),
+                                                  constants_->resolutions[r].hop_size, options_.eps);
+    mels.push_back(detail::apply_filterbank(magnitude, sparse_constant("mel" + key, constants_->filterbanks[r])));
+  }
+  return mels;
 }
 
 }  // namespace grafx

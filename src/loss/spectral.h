@@ -51,6 +51,11 @@ at::Tensor stft_magnitude(const at::Tensor& x, const at::Tensor& window, int64_t
 /// `n_mels×(fft_size/2+1)`, float64, CPU.
 at::Tensor mel_filterbank(double sample_rate, int64_t fft_size, int64_t n_mels);
 
+/// Applies a filterbank to magnitudes: `magnitude` [..., bins] times the transpose of the
+/// sparse COO `filterbank` [n_bands, bins] → [..., n_bands]. Each mel band covers few bins, so
+/// the sparse product does ~20× less work than a dense one and needs no fast BLAS.
+at::Tensor apply_filterbank(const at::Tensor& magnitude, const at::Tensor& filterbank);
+
 /// Slaney mel scale of librosa (htk=False) and its inverse.
 double hz_to_mel(double frequency_hz);
 double mel_to_hz(double mel);
@@ -66,7 +71,7 @@ double a_weighting_gain(double frequency_hz);
 at::Tensor a_weighting_fir(double sample_rate, int64_t n_taps = 101);
 
 /// Filters `rows×T` signals with the symmetric (linear-phase) `taps` [K odd], keeping the
-/// length: zero-padded "same" convolution, K/2 samples of look-ahead.
+/// length: zero-padded "same" convolution, K/2 samples of look-ahead, computed by FFT.
 at::Tensor fir_filter(const at::Tensor& x, const at::Tensor& taps);
 
 /// Spectral convergence ‖y − x‖_F / ‖y‖_F over `dims` (y is the target's magnitude).

@@ -12,7 +12,8 @@
 /// STFT_r: FFT size n_r ∈ fft_sizes, hop n_r/4, periodic Hann window of n_r samples, centred
 /// frames (reflect padding of n_r/2). mel_r: librosa's Slaney mel filterbank (`n_mels` bands,
 /// 0 Hz to Nyquist, unit-area triangles). A-weighting: auraloss's 101-tap FIR fit. The four
-/// channels of the estimate and the target go through one batched STFT per resolution.
+/// channels of all items go through one batched STFT per resolution (one for the estimate, one
+/// for the target).
 /// See docs/loss.md for the math and where it differs from grafx-prune and auraloss.
 ///
 /// Inputs: estimate and target of the same shape `B×2×L` or `2×L`, float32 or float64, on any
@@ -73,6 +74,10 @@ class MixLoss {
 
  private:
   struct Constants;
+  /// Mel magnitudes of the L, R, M, S channels of B×2×T signals: one [B·4, frames, n_mels]
+  /// per resolution, each from one batched STFT.
+  std::vector<at::Tensor> mel_spectrograms(const at::Tensor& stereo) const;
+
   MixLossOptions options_;
   std::shared_ptr<Constants> constants_;  // windows, filterbanks, FIR; shared by copies
 };
