@@ -28,27 +28,34 @@ struct NaiveMixLoss {
     for (int64_t n : o.fft_sizes) {
       resolutions.push_back({n, n / 4, n});
       windows.push_back(detail::padded_hann_window(resolutions.back()).to(at::kFloat));
-      filterbanks.push_back(detail::mel_filterbank(o.sample_rate, n, o.n_mels).to(at::kFloat).to_sparse());
+      filterbanks.push_back(
+          detail::mel_filterbank(o.sample_rate, n, o.n_mels).to(at::kFloat).to_sparse());
     }
     taps = detail::a_weighting_fir(o.sample_rate).to(at::kFloat);
   }
 
   at::Tensor operator()(const at::Tensor& estimate, const at::Tensor& target) const {
     auto channels = [&](const at::Tensor& x) {  // 2×L → L, R, M, S, each 1×L
-      at::Tensor l = detail::fir_filter(x.narrow(0, 0, 1), taps), r = detail::fir_filter(x.narrow(0, 1, 1), taps);
+      at::Tensor l = detail::fir_filter(x.narrow(0, 0, 1), taps),
+                 r = detail::fir_filter(x.narrow(0, 1, 1), taps);
       return std::vector<at::Tensor>{l, r, l + r, l - r};
     };
     std::vector<at::Tensor> x = channels(estimate[0]), y = channels(target[0]);
-    const double weights[4] = {options.lr_weight / 2, options.lr_weight / 2, options.mid_weight, options.side_weight};
-    at::Tensor total = at::zeros({}, estimate.options());
+    const double weights[4] = {options.lr_weight / 2, options.lr_weight / 2, options.mid_weight,
+                               options.side_weight};
+    at::Tensor total        = at::zeros({}, estimate.options());
     for (int c = 0; c < 4; ++c)
       for (size_t r = 0; r < resolutions.size(); ++r) {
         auto mel = [&](const at::Tensor& s) {
-          return detail::apply_filterbank(detail::stft_magnitude(s, windows[r], resolutions[r].hop_size, options.eps), filterbanks[r]);
+          return detail::apply_filterbank(
+              detail::stft_magnitude(s, windows[r], resolutions[r].hop_size, options.eps),
+              filterbanks[r]);
         };
         at::Tensor xm = mel(x[c]), ym = mel(y[c]);
         total = total + weights[c] / resolutions.size() *
-                            (detail::spectral_convergence(xm, ym, {1, 2}) + detail::log_magnitude_distance(xm, ym, {1, 2})).sum();
+                            (detail::spectral_convergence(xm, ym, {1, 2}) +
+                             detail::log_magnitude_distance(xm, ym, {1, 2}))
+                                .sum();
       }
     return total;
   }
@@ -65,11 +72,13 @@ int main() {
             << bench::machine_description() << "\n\n";
   MixLoss batched;
   NaiveMixLoss naive(batched.options());
-  bench::Table table({"samples", "path", "STFT calls", "forward ms", "forward+backward ms", "speed-up (f+b)"});
+  bench::Table table(
+      {"samples", "path", "STFT calls", "forward ms", "forward+backward ms", "speed-up (f+b)"});
   for (int64_t n_samples : {84000, 114000}) {
-    at::Tensor target = at::randn({1, 2, n_samples});
+    at::Tensor target   = at::randn({1, 2, n_samples});
     at::Tensor estimate = (0.7 * target + 0.3 * at::randn({1, 2, n_samples})).requires_grad_(true);
-    const double difference = std::abs(batched(estimate, target).item<double>() - naive(estimate, target).item<double>());
+    const double difference =
+        std::abs(batched(estimate, target).item<double>() - naive(estimate, target).item<double>());
     if (difference > 1e-4) std::cerr << "paths disagree by " << difference << "\n";
     double reference = 0;
     for (bool is_naive : {true, false}) {
@@ -78,13 +87,15 @@ int main() {
         at::NoGradGuard no_grad;
         loss();
       });
-      bench::Timing both = bench::time_it([&] {
+      bench::Timing both    = bench::time_it([&] {
         estimate.mutable_grad() = at::Tensor();
         loss().backward();
       });
       if (is_naive) reference = both.median_ms;
-      table.add_row({std::to_string(n_samples), is_naive ? "naive: per channel and resolution" : "grafx: batched",
-                     is_naive ? "24" : "6", bench::fixed(forward.median_ms, 1), bench::fixed(both.median_ms, 1),
+      table.add_row({std::to_string(n_samples),
+                     is_naive ? "naive: per channel and resolution" : "grafx: batched",
+                     is_naive ? "24" : "6", bench::fixed(forward.median_ms, 1),
+                     bench::fixed(both.median_ms, 1),
                      bench::fixed(reference / both.median_ms, 2) + "×"});
     }
   }

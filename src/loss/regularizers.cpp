@@ -39,7 +39,7 @@ at::Tensor regularization_loss(const TensorDict& aux_losses,
                           "), but got \"" + key + "\"");
     }
     at::Tensor term = weight->second * loss.sum();
-    total = total.defined() ? total + term : term;
+    total           = total.defined() ? total + term : term;
   }
   return total.defined() ? total : at::zeros({});
 }

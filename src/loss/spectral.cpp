@@ -40,27 +40,27 @@ std::vector<double> solve_positive_definite(std::vector<double> a, std::vector<d
 
 }  // namespace
 
-void check_signal_pair(const at::Tensor& estimate, const at::Tensor& target,
-                       const std::string& what) {
-  auto describe = [](const at::Tensor& x) {
+void check_signal_pair(const at::Tensor& x, const at::Tensor& y, const std::string& what) {
+  auto describe = [](const at::Tensor& t) {
     std::ostringstream s;
-    if (x.defined())
-      s << x.scalar_type() << " on " << x.device();
+    if (t.defined())
+      s << t.scalar_type() << " on " << t.device();
     else
       s << "an undefined tensor";
     return s.str();
   };
-  auto real_float = [](const at::Tensor& x) {
-    return x.defined() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble);
+  auto real_float = [](const at::Tensor& t) {
+    return t.defined() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble);
   };
-  if (!real_float(estimate) || !real_float(target) ||
-      estimate.scalar_type() != target.scalar_type() || estimate.device() != target.device())
-    throw LossError("grafx.loss.dtype", what + ": expected two signals both float32 or both float64 on "
-                    "one device, but got " + describe(estimate) + " and " + describe(target));
-  if (estimate.sizes() != target.sizes()) {
+  if (!real_float(x) || !real_float(y) || x.scalar_type() != y.scalar_type() ||
+      x.device() != y.device())
+    throw LossError("grafx.loss.dtype", what + ": expected two signals both float32 or both " +
+                                            "float64 on one device, but got " + describe(x) +
+                                            " and " + describe(y));
+  if (x.sizes() != y.sizes()) {
     std::ostringstream s;
-    s << what << ": expected two signals of the same shape, but got " << estimate.sizes()
-      << " and " << target.sizes();
+    s << what << ": expected two signals of the same shape, but got " << x.sizes() << " and "
+      << y.sizes();
     throw LossError("grafx.loss.shape", s.str());
   }
 }
@@ -68,29 +68,34 @@ void check_signal_pair(const at::Tensor& estimate, const at::Tensor& target,
 void check_length(int64_t n_samples, int64_t skip_samples, int64_t min_samples,
                   const std::string& what) {
   if (skip_samples >= n_samples)
-    throw LossError("grafx.loss.skip", what + ": expected more than the " + std::to_string(skip_samples) +
-                    " warm-up samples to skip, but got signals of " + std::to_string(n_samples) + " samples");
+    throw LossError("grafx.loss.skip", what + ": expected more than the " +
+                                           std::to_string(skip_samples) +
+                                           " warm-up samples to skip, but got signals of " +
+                                           std::to_string(n_samples) + " samples");
   if (n_samples - skip_samples < min_samples)
-    throw LossError("grafx.loss.too_short",
-                    what + ": expected at least " + std::to_string(min_samples) +
-                        " samples (the largest FFT size) after skipping " + std::to_string(skip_samples) +
-                        ", but got " + std::to_string(n_samples - skip_samples) + " of " +
-                        std::to_string(n_samples));
+    throw LossError("grafx.loss.too_short", what + ": expected at least " +
+                                                std::to_string(min_samples) +
+                                                " samples (the largest FFT size) after skipping " +
+                                                std::to_string(skip_samples) + ", but got " +
+                                                std::to_string(n_samples - skip_samples) + " of " +
+                                                std::to_string(n_samples));
 }
 
 void check_resolutions(const std::vector<StftResolution>& resolutions, const std::string& what) {
   if (resolutions.empty())
-    throw LossError("grafx.loss.options", what + ": expected at least one STFT resolution, but got none");
+    throw LossError("grafx.loss.options",
+                    what + ": expected at least one STFT resolution, but got none");
   for (const auto& r : resolutions)
     if (r.window_size < 2 || r.window_size > r.fft_size || r.hop_size < 1)
-      throw LossError("grafx.loss.options",
-                      what + ": expected 2 <= window size <= FFT size and hop size >= 1, but got FFT " +
-                          std::to_string(r.fft_size) + ", hop " + std::to_string(r.hop_size) +
-                          ", window " + std::to_string(r.window_size));
+      throw LossError(
+          "grafx.loss.options",
+          what + ": expected 2 <= window size <= FFT size and hop size >= 1, but got FFT " +
+              std::to_string(r.fft_size) + ", hop " + std::to_string(r.hop_size) + ", window " +
+              std::to_string(r.window_size));
 }
 
 at::Tensor padded_hann_window(const StftResolution& resolution) {
-  at::Tensor window = at::hann_window(resolution.window_size, /*periodic=*/true, at::kDouble);
+  at::Tensor window  = at::hann_window(resolution.window_size, /*periodic=*/true, at::kDouble);
   const int64_t left = (resolution.fft_size - resolution.window_size) / 2;
   return at::constant_pad_nd(window, {left, resolution.fft_size - resolution.window_size - left});
 }
@@ -106,8 +111,8 @@ at::Tensor stft_magnitude(const at::Tensor& x, const at::Tensor& window, int64_t
 
 at::Tensor apply_filterbank(const at::Tensor& magnitude, const at::Tensor& filterbank) {
   std::vector<int64_t> shape = magnitude.sizes().vec();
-  shape.back() = filterbank.size(0);
-  at::Tensor columns = magnitude.reshape({-1, magnitude.size(-1)}).t().contiguous();
+  shape.back()               = filterbank.size(0);
+  at::Tensor columns         = magnitude.reshape({-1, magnitude.size(-1)}).t().contiguous();
   return at::mm(filterbank, columns).t().view(shape);
 }
 
@@ -130,11 +135,11 @@ at::Tensor mel_filterbank(double sample_rate, int64_t fft_size, int64_t n_mels) 
   for (int64_t i = 0; i < n_mels + 2; ++i)
     edges[i] = mel_to_hz(i == n_mels + 1 ? top_mel : top_mel * i / (n_mels + 1));
   at::Tensor weights = at::zeros({n_mels, n_bins}, at::kDouble);
-  auto w = weights.accessor<double, 2>();
+  auto w             = weights.accessor<double, 2>();
   for (int64_t m = 0; m < n_mels; ++m) {
     const double lower = edges[m], centre = edges[m + 1], upper = edges[m + 2];
     for (int64_t k = 0; k < n_bins; ++k) {
-      const double f = k * sample_rate / fft_size;
+      const double f    = k * sample_rate / fft_size;
       const double rise = (f - lower) / (centre - lower), fall = (upper - f) / (upper - centre);
       w[m][k] = std::max(0.0, std::min(rise, fall)) * 2.0 / (upper - lower);
     }
@@ -169,7 +174,8 @@ at::Tensor a_weighting_fir(double sample_rate, int64_t n_taps) {
     for (int64_t n = 0; n < n_taps; ++n) q[n] += f2 * sinc(f2 * n) - f1 * sinc(f1 * n);
     auto b_term = [&](double x, int64_t n) {  // antiderivative of (slope·x + offset)·cos(πnx)
       if (n == 0) return x * (slope * x + offset) - slope * x * x / 2;
-      return x * (slope * x + offset) * sinc(x * n) + slope * std::cos(kPi * n * x) / std::pow(kPi * n, 2);
+      return x * (slope * x + offset) * sinc(x * n) +
+             slope * std::cos(kPi * n * x) / std::pow(kPi * n, 2);
     };
     for (int64_t n = 0; n <= n_half; ++n) b[n] += b_term(f2, n) - b_term(f1, n);
   }
@@ -178,9 +184,9 @@ at::Tensor a_weighting_fir(double sample_rate, int64_t n_taps) {
     for (int64_t n = 0; n <= n_half; ++n)
       q_matrix[k * (n_half + 1) + n] = q[std::abs(k - n)] + q[k + n];
   std::vector<double> a = solve_positive_definite(std::move(q_matrix), std::move(b));
-  at::Tensor taps = at::empty({n_taps}, at::kDouble);
-  auto t = taps.accessor<double, 1>();
-  t[n_half] = 2 * a[0];
+  at::Tensor taps       = at::empty({n_taps}, at::kDouble);
+  auto t                = taps.accessor<double, 1>();
+  t[n_half]             = 2 * a[0];
   for (int64_t n = 1; n <= n_half; ++n) t[n_half - n] = t[n_half + n] = a[n];
   return taps;
 }
@@ -189,7 +195,7 @@ at::Tensor fir_filter(const at::Tensor& x, const at::Tensor& taps) {
   // FFT convolution: 5× faster than conv1d for a 101-tap filter on long signals (and 7× with
   // the backward pass). The FFT length n >= T + K − 1 avoids wrap-around; 2^a·3^b·5^c is fast.
   const int64_t n_samples = x.size(-1), n_taps = taps.size(0);
-  int64_t n = n_samples + n_taps - 1;
+  int64_t n   = n_samples + n_taps - 1;
   auto smooth = [](int64_t m) {
     for (int64_t p : {2, 3, 5})
       while (m % p == 0) m /= p;

@@ -14,16 +14,15 @@ namespace grafx::detail {
 /// One STFT resolution: frames of `fft_size` samples every `hop_size` samples, weighted by a
 /// periodic Hann window of `window_size` samples centred in the frame.
 struct StftResolution {
-  int64_t fft_size = 0;
-  int64_t hop_size = 0;
+  int64_t fft_size    = 0;
+  int64_t hop_size    = 0;
   int64_t window_size = 0;
 };
 
 /// Throws LossError [grafx.loss.dtype] unless the two signals are both float32 or both float64
 /// on one device, and [grafx.loss.shape] unless they have the same shape. `what` names
 /// the loss in the message.
-void check_signal_pair(const at::Tensor& estimate, const at::Tensor& target,
-                       const std::string& what);
+void check_signal_pair(const at::Tensor& x, const at::Tensor& y, const std::string& what);
 
 /// Throws LossError [grafx.loss.skip] unless skip_samples < n_samples, and
 /// [grafx.loss.too_short] unless n_samples − skip_samples >= min_samples.

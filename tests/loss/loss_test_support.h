@@ -33,17 +33,17 @@ inline double gradient_error(const std::function<at::Tensor(const at::Tensor&)>&
                              const at::Tensor& x, int64_t n_checks, double step = 1e-6) {
   at::Tensor input = x.detach().clone().requires_grad_(true);
   f(input).backward();
-  at::Tensor grad = input.grad().reshape(-1);
-  at::Tensor flat = x.detach().clone().reshape(-1);
-  double worst = 0.0;
+  at::Tensor grad      = input.grad().reshape(-1);
+  at::Tensor flat      = x.detach().clone().reshape(-1);
+  double worst         = 0.0;
   const int64_t stride = std::max<int64_t>(1, flat.numel() / n_checks);
   for (int64_t i = 0; i < flat.numel(); i += stride) {
     const double saved = flat[i].item<double>();
-    flat[i] = saved + step;
-    const double up = f(flat.view(x.sizes())).item<double>();
-    flat[i] = saved - step;
-    const double down = f(flat.view(x.sizes())).item<double>();
-    flat[i] = saved;
+    flat[i]            = saved + step;
+    const double up    = f(flat.view(x.sizes())).item<double>();
+    flat[i]            = saved - step;
+    const double down  = f(flat.view(x.sizes())).item<double>();
+    flat[i]            = saved;
     worst = std::max(worst, std::abs((up - down) / (2 * step) - grad[i].item<double>()));
   }
   return worst / grad.abs().max().item<double>();

@@ -31,11 +31,13 @@ TEST(MultiResolutionStftLoss, IdenticalSignalsGiveExactlyZero) {
 
 TEST(MultiResolutionStftLoss, KnownGainGivesPredictedDistances) {
   MultiResolutionStftLossOptions options;
-  options.eps = 1e-300;  // no floor
-  at::Tensor y = test_signal(6000, 44100, 2);
+  options.eps                        = 1e-300;  // no floor
+  at::Tensor y                       = test_signal(6000, 44100, 2);
   MultiResolutionStftLossTerms terms = MultiResolutionStftLoss(options).terms(0.25 * y, y);
-  EXPECT_TRUE(at::allclose(terms.spectral_convergence, at::full({3}, 0.75, at::kDouble), 1e-9, 1e-12));
-  EXPECT_TRUE(at::allclose(terms.log_magnitude, at::full({3}, std::log(4.0), at::kDouble), 1e-9, 1e-12));
+  EXPECT_TRUE(
+      at::allclose(terms.spectral_convergence, at::full({3}, 0.75, at::kDouble), 1e-9, 1e-12));
+  EXPECT_TRUE(
+      at::allclose(terms.log_magnitude, at::full({3}, std::log(4.0), at::kDouble), 1e-9, 1e-12));
   EXPECT_NEAR(terms.total.item<double>(), 0.75 + std::log(4.0), 1e-9);
 }
 
@@ -50,13 +52,14 @@ TEST(MultiResolutionStftLoss, PoolsTheBatchLikeAuraloss) {
   at::Tensor y = at::stack({loud, quiet});
   at::Tensor x = at::stack({0.5 * loud, quiet});
   // Item 1 contributes nothing to the numerator and almost nothing to the denominator.
-  at::Tensor sc = loss.terms(x, y).spectral_convergence;
+  at::Tensor sc      = loss.terms(x, y).spectral_convergence;
   at::Tensor sc_loud = loss.terms(x[0], y[0]).spectral_convergence;
   EXPECT_TRUE(at::allclose(sc, sc_loud, 1e-5));
   EXPECT_LT(sc_loud.max().item<double>(), 0.5 + 1e-9);
   // The log distance is a plain mean over all elements: the mean of the items'.
-  EXPECT_TRUE(at::allclose(loss.terms(x, y).log_magnitude,
-                           (loss.terms(x[0], y[0]).log_magnitude + loss.terms(x[1], y[1]).log_magnitude) / 2));
+  EXPECT_TRUE(at::allclose(
+      loss.terms(x, y).log_magnitude,
+      (loss.terms(x[0], y[0]).log_magnitude + loss.terms(x[1], y[1]).log_magnitude) / 2));
 }
 
 TEST(MultiResolutionStftLoss, MatchesIndependentPythonComputation) {
@@ -69,8 +72,8 @@ TEST(MultiResolutionStftLoss, MatchesIndependentPythonComputation) {
 
 TEST(MultiResolutionStftLoss, GradientMatchesFiniteDifferences) {
   MultiResolutionStftLossOptions options;
-  options.fft_sizes = {32, 64};
-  options.hop_sizes = {5, 16};
+  options.fft_sizes    = {32, 64};
+  options.hop_sizes    = {5, 16};
   options.window_sizes = {20, 64};
   MultiResolutionStftLoss loss(options);
   at::Tensor y = at::randn({3, 128}, at::kDouble), x = y + 0.3 * at::randn({3, 128}, at::kDouble);
@@ -87,11 +90,12 @@ TEST(MultiResolutionStftLoss, RejectsBadInputsAndOptions) {
   EXPECT_GRAFX_ERROR(loss(y.to(at::kHalf), y.to(at::kHalf)), "grafx.loss.dtype", "Half");
   MultiResolutionStftLossOptions options;
   options.hop_sizes = {120};
-  EXPECT_GRAFX_ERROR(MultiResolutionStftLoss{options}, "grafx.loss.options", "as many hop and window sizes");
-  options = {};
+  EXPECT_GRAFX_ERROR(MultiResolutionStftLoss{options}, "grafx.loss.options",
+                     "as many hop and window sizes");
+  options              = {};
   options.window_sizes = {600, 4096, 240};
   EXPECT_GRAFX_ERROR(MultiResolutionStftLoss{options}, "grafx.loss.options", "window 4096");
-  options = {};
+  options     = {};
   options.eps = -1;
   EXPECT_GRAFX_ERROR(MultiResolutionStftLoss{options}, "grafx.loss.options", "eps");
 }

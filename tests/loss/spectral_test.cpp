@@ -19,14 +19,14 @@ const double kPi = std::acos(-1.0);
 
 TEST(Stft, MagnitudeMatchesDirectDftWithReflectPaddingAndPaddedWindow) {
   const StftResolution resolution{16, 5, 11};  // odd hop and window, window shorter than FFT
-  at::Tensor x = at::randn({3, 50}, at::kDouble);
-  const double eps = 1e-6;
-  at::Tensor window = padded_hann_window(resolution);
-  at::Tensor magnitude = stft_magnitude(x, window, resolution.hop_size, eps);
+  at::Tensor x           = at::randn({3, 50}, at::kDouble);
+  const double eps       = 1e-6;
+  at::Tensor window      = padded_hann_window(resolution);
+  at::Tensor magnitude   = stft_magnitude(x, window, resolution.hop_size, eps);
   const int64_t n_frames = 1 + 50 / 5, n_bins = 9, pad = 8;
   ASSERT_EQ(magnitude.sizes(), (std::vector<int64_t>{3, n_frames, n_bins}));
   auto reflect = [](int64_t i) { return i < 0 ? -i : (i >= 50 ? 2 * 49 - i : i); };
-  auto hann = [](int64_t n) {  // periodic Hann of 11 samples starting at sample (16 − 11) / 2
+  auto hann    = [](int64_t n) {  // periodic Hann of 11 samples starting at sample (16 − 11) / 2
     return n < 2 || n >= 13 ? 0.0 : 0.5 - 0.5 * std::cos(2 * kPi * (n - 2) / 11);
   };
   for (int64_t row = 0; row < 3; ++row)
@@ -38,20 +38,20 @@ TEST(Stft, MagnitudeMatchesDirectDftWithReflectPaddingAndPaddedWindow) {
           re += v * std::cos(2 * kPi * k * n / 16);
           im -= v * std::sin(2 * kPi * k * n / 16);
         }
-        EXPECT_NEAR(magnitude[row][frame][k].item<double>(), std::sqrt(std::max(re * re + im * im, eps)),
-                    1e-12);
+        EXPECT_NEAR(magnitude[row][frame][k].item<double>(),
+                    std::sqrt(std::max(re * re + im * im, eps)), 1e-12);
       }
 }
 
 TEST(Stft, FloorsTheSquaredMagnitudeAtEps) {
-  at::Tensor magnitude = stft_magnitude(at::zeros({1, 64}, at::kDouble),
-                                        padded_hann_window({32, 8, 32}), 8, 1e-4);
+  at::Tensor magnitude =
+      stft_magnitude(at::zeros({1, 64}, at::kDouble), padded_hann_window({32, 8, 32}), 8, 1e-4);
   EXPECT_TRUE(magnitude.eq(0.01).all().item<bool>());
 }
 
 TEST(FirFilter, MatchesDirectSameConvolution) {
   at::Tensor x = at::randn({2, 40}, at::kDouble), taps = at::randn({7}, at::kDouble);
-  taps = taps + taps.flip(0);  // symmetric
+  taps         = taps + taps.flip(0);  // symmetric
   at::Tensor y = fir_filter(x, taps);
   for (int64_t row = 0; row < 2; ++row)
     for (int64_t n = 0; n < 40; ++n) {
@@ -71,7 +71,8 @@ TEST(Mel, SlaneyScaleDefiningPoints) {
   EXPECT_DOUBLE_EQ(hz_to_mel(1000), 15);
   EXPECT_NEAR(hz_to_mel(6400), 42, 1e-12);
   EXPECT_NEAR(hz_to_mel(6400 * 6.4), 69, 1e-12);
-  for (double f : {50.0, 999.0, 1000.0, 1234.5, 15000.0}) EXPECT_NEAR(mel_to_hz(hz_to_mel(f)), f, 1e-9);
+  for (double f : {50.0, 999.0, 1000.0, 1234.5, 15000.0})
+    EXPECT_NEAR(mel_to_hz(hz_to_mel(f)), f, 1e-9);
 }
 
 TEST(Mel, TrianglesPeakAtTheirCentreAndHaveUnitArea) {
@@ -83,9 +84,10 @@ TEST(Mel, TrianglesPeakAtTheirCentreAndHaveUnitArea) {
   const double bin_hz = sample_rate / fft_size, top = hz_to_mel(sample_rate / 2);
   for (int64_t m = 0; m < n_mels; ++m) {
     // Band m spans mel points m and m + 2 of n_mels + 2 evenly spaced ones, peaks at m + 1.
-    const double lower = mel_to_hz(top * m / (n_mels + 1)), centre = mel_to_hz(top * (m + 1) / (n_mels + 1)),
-                 upper = mel_to_hz(top * (m + 2) / (n_mels + 1));
-    at::Tensor row = weights[m];
+    const double lower  = mel_to_hz(top * m / (n_mels + 1)),
+                 centre = mel_to_hz(top * (m + 1) / (n_mels + 1)),
+                 upper  = mel_to_hz(top * (m + 2) / (n_mels + 1));
+    at::Tensor row      = weights[m];
     for (int64_t k = 0; k <= fft_size / 2; ++k) {
       const double f = k * bin_hz, w = row[k].item<double>();
       if (f <= lower || f >= upper) {
@@ -106,11 +108,15 @@ TEST(Mel, TrianglesPeakAtTheirCentreAndHaveUnitArea) {
 
 TEST(Mel, MatchesLibrosaFormulaValues) {
   // From the NumPy transcription of librosa.filters.mel in make_golden.py.
-  at::Tensor weights = mel_filterbank(30000, 512, 96);
+  at::Tensor weights                                               = mel_filterbank(30000, 512, 96);
   const std::vector<std::tuple<int64_t, int64_t, double>> expected = {
-      {0, 1, 0.011570433066777764}, {10, 7, 0.02601428811502892}, {40, 30, 0.00929061271168619},
-      {95, 246, 0.0017353413708084814}, {95, 255, 0.00018561106220161796}};
-  for (const auto& [m, k, value] : expected) EXPECT_NEAR(weights[m][k].item<double>(), value, 1e-15);
+      {0, 1, 0.011570433066777764},
+      {10, 7, 0.02601428811502892},
+      {40, 30, 0.00929061271168619},
+      {95, 246, 0.0017353413708084814},
+      {95, 255, 0.00018561106220161796}};
+  for (const auto& [m, k, value] : expected)
+    EXPECT_NEAR(weights[m][k].item<double>(), value, 1e-15);
   EXPECT_EQ((weights.amax(1) > 0).sum().item<int64_t>(), 96);  // no empty band at FFT 512
 }
 
@@ -131,7 +137,8 @@ TEST(AWeighting, FirTapsMatchScipyFirls) {
   at::Tensor taps = a_weighting_fir(30000);
   ASSERT_EQ(taps.size(0), 101);
   EXPECT_TRUE(taps.equal(taps.flip(0)));  // linear phase
-  const double expected_start[] = {-0.0011577732603501078, -0.0012104108972697764, -0.0012717024963101969};
+  const double expected_start[]  = {-0.0011577732603501078, -0.0012104108972697764,
+                                    -0.0012717024963101969};
   const double expected_centre[] = {-0.088526935148329253, 0.2535237892589603, 0.64681099963277366};
   for (int i = 0; i < 3; ++i) {
     EXPECT_NEAR(taps[i].item<double>(), expected_start[i], 1e-9);
@@ -146,7 +153,7 @@ TEST(AWeighting, FirResponseFollowsTheCurveAbove500Hz) {
   // departs from the curve (documented in docs/loss.md); above it stays within 0.3 dB.
   const double fs = 30000;
   at::Tensor taps = a_weighting_fir(fs);
-  auto fir_db = [&](double f) {
+  auto fir_db     = [&](double f) {
     double re = 0, im = 0;
     for (int64_t n = 0; n < 101; ++n) {
       re += taps[n].item<double>() * std::cos(2 * kPi * f / fs * n);
@@ -162,7 +169,7 @@ TEST(AWeighting, FirResponseFollowsTheCurveAbove500Hz) {
 }
 
 TEST(SpectralDistances, ConvergenceAndLogDistanceOfKnownMagnitudes) {
-  at::Tensor y = at::rand({2, 5, 7}, at::kDouble) + 0.5;
+  at::Tensor y  = at::rand({2, 5, 7}, at::kDouble) + 0.5;
   at::Tensor sc = spectral_convergence(0.75 * y, y, {1, 2});
   EXPECT_TRUE(at::allclose(sc, at::full({2}, 0.25, at::kDouble)));
   at::Tensor lm = log_magnitude_distance(0.75 * y, y, {1, 2});

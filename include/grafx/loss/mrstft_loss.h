@@ -28,9 +28,10 @@
 namespace grafx {
 
 struct MultiResolutionStftLossOptions {
-  std::vector<int64_t> fft_sizes = {1024, 2048, 512};
-  std::vector<int64_t> hop_sizes = {120, 240, 50};
+  std::vector<int64_t> fft_sizes    = {1024, 2048, 512};
+  std::vector<int64_t> hop_sizes    = {120, 240, 50};
   std::vector<int64_t> window_sizes = {600, 1200, 240};
+
   double eps = 1e-8;  ///< floor of the squared STFT magnitude
 };
 
