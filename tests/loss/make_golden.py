@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden values for tests/loss/golden_test.cpp, computed independently of grafx.
+"""Golden values for the loss tests (tests/loss/*_test.cpp), computed independently of grafx.
 
 Uses torch.stft (center=True, reflect padding), scipy's bilinear/freqz/firls A-weighting design (as
 auraloss's FIRFilter "aw" does) and a NumPy transcription of librosa.filters.mel (Slaney scale and
@@ -13,7 +13,7 @@ torch.set_default_dtype(torch.float64)
 
 
 def test_signal(n_samples, sample_rate, seed):
-    """Deterministic broadband stereo test signal (same formula as in golden_test.cpp)."""
+    """Deterministic broadband stereo test signal (same formula as test_signal() in loss_test_support.h)."""
     n = np.arange(n_samples, dtype=np.float64)
     t = n / sample_rate
     channels = []

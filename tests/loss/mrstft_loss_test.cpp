@@ -42,9 +42,9 @@ TEST(MultiResolutionStftLoss, KnownGainGivesPredictedDistances) {
 }
 
 TEST(MultiResolutionStftLoss, PoolsTheBatchLikeAuraloss) {
-  // Spectral convergence of a batch is ‖Y − X‖ / ‖Y‖ over all items at once: with a loud and a
-  // quiet item (each scaled by 1/2 in the estimate) it is still 1/2, while the mean of per-item
-  // values would be too; an unscaled quiet item weighs by its energy.
+  // Spectral convergence of a batch is ‖Y − X‖ / ‖Y‖ over all items at once: an estimate that
+  // halves a loud item and gets a quiet one exactly right scores ≈ 1/2 (the quiet item barely
+  // counts), where the mean of per-item values would be 1/4.
   MultiResolutionStftLossOptions options;
   options.eps = 1e-300;
   MultiResolutionStftLoss loss(options);
