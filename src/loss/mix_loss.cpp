@@ -105,8 +105,9 @@ MixLossTerms MixLoss::terms(const at::Tensor& estimate, const at::Tensor& target
   at::Tensor lr = per_channel.narrow(1, 0, 2).mean(1), mid = per_channel.select(1, 2),
              side = per_channel.select(1, 3);
   MixLossTerms terms;
-  terms.total =
-      (options_.lr_weight * lr + options_.mid_weight * mid + options_.side_weight * side).mean();
+  terms.per_item =
+      options_.lr_weight * lr + options_.mid_weight * mid + options_.side_weight * side;
+  terms.total                = terms.per_item.mean();
   terms.lr                   = lr.mean();
   terms.mid                  = mid.mean();
   terms.side                 = side.mean();

@@ -27,16 +27,18 @@ double value(const at::Tensor& x) { return x.item<double>(); }
 
 TEST(MixLoss, IdenticalSignalsGiveExactlyZeroAndZeroGradient) {
   MixLoss loss;
-  at::Tensor y       = target_signal();
-  MixLossTerms terms = loss.terms(y, y.clone());
-  EXPECT_EQ(value(terms.total), 0.0);
-  EXPECT_EQ(value(terms.side), 0.0);
-  EXPECT_TRUE(terms.spectral_convergence.eq(0).all().item<bool>());
-  EXPECT_TRUE(terms.log_magnitude.eq(0).all().item<bool>());
-  // A perfect fit must not produce NaN gradients (norm of zero, |0|).
-  at::Tensor x = y.clone().requires_grad_(true);
-  loss(x, y).backward();
-  EXPECT_TRUE(x.grad().eq(0).all().item<bool>());
+  for (auto dtype : {at::kDouble, at::kFloat}) {
+    at::Tensor y       = target_signal().to(dtype);
+    MixLossTerms terms = loss.terms(y, y.clone());
+    EXPECT_EQ(value(terms.total), 0.0) << dtype;
+    EXPECT_EQ(value(terms.side), 0.0) << dtype;
+    EXPECT_TRUE(terms.spectral_convergence.eq(0).all().item<bool>()) << dtype;
+    EXPECT_TRUE(terms.log_magnitude.eq(0).all().item<bool>()) << dtype;
+    // A perfect fit must not produce NaN gradients (norm of zero, |0|).
+    at::Tensor x = y.clone().requires_grad_(true);
+    loss(x, y).backward();
+    EXPECT_TRUE(x.grad().eq(0).all().item<bool>()) << dtype;
+  }
 }
 
 TEST(MixLoss, KnownGainGivesPredictedDistances) {
@@ -128,6 +130,8 @@ TEST(MixLoss, BatchLossIsTheMeanOverItems) {
   MixLossTerms batch = loss.terms(x, y), first = loss.terms(x[0], y[0]),
                second = loss.terms(x[1], y[1]);
   EXPECT_NEAR(value(batch.total), (value(first.total) + value(second.total)) / 2, 1e-12);
+  EXPECT_NEAR(value(batch.per_item[0]), value(first.total), 1e-12);
+  EXPECT_NEAR(value(batch.per_item[1]), value(second.total), 1e-12);
   EXPECT_NEAR(value(batch.side), (value(first.side) + value(second.side)) / 2, 1e-12);
   EXPECT_TRUE(at::allclose(batch.log_magnitude, (first.log_magnitude + second.log_magnitude) / 2));
 }

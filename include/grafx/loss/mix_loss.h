@@ -46,12 +46,13 @@ struct MixLossOptions {
   double side_weight   = 0.25;
 };
 
-/// The loss and its parts, for reports. All are means over the batch.
+/// The loss and its parts, for reports. All but `per_item` are means over the batch.
 struct MixLossTerms {
-  at::Tensor total;  ///< scalar, the loss
-  at::Tensor lr;     ///< scalar, L_lr = (d_L + d_R) / 2
-  at::Tensor mid;    ///< scalar, L_m = d_M
-  at::Tensor side;   ///< scalar, L_s = d_S
+  at::Tensor total;     ///< scalar, the loss
+  at::Tensor per_item;  ///< [B]: the loss of each item (e.g. candidates of a pruning trial)
+  at::Tensor lr;        ///< scalar, L_lr = (d_L + d_R) / 2
+  at::Tensor mid;       ///< scalar, L_m = d_M
+  at::Tensor side;      ///< scalar, L_s = d_S
   /// [resolutions, 4]: spectral convergence per resolution (fft_sizes order) and channel
   /// (L, R, M, S); d_c is the mean over resolutions of spectral_convergence + log_magnitude.
   at::Tensor spectral_convergence;
