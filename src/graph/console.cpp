@@ -22,17 +22,16 @@ std::vector<std::string> chain_from_letters(const std::string& letters, const No
   std::vector<std::string> chain;
   for (char letter : letters) {
     std::vector<std::string> matches;
-    for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t)
+    for (TypeId t = NodeTypes::kMix; t < types.size(); ++t)
       if (NodeTypes::letter(types.name(t)) == letter) matches.push_back(types.name(t));
     if (matches.size() != 1) {
       std::string known;
-      for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t)
+      for (TypeId t = NodeTypes::kMix; t < types.size(); ++t)
         known += std::string(known.empty() ? "" : ", ") + NodeTypes::letter(types.name(t)) + " " +
                  types.name(t);
       throw GraphError("grafx.graph.unknown_type",
                        std::string("chain letter '") + letter + "' " +
-                           (matches.empty() ? "names no processor type"
-                                            : "names several processor types") +
+                           (matches.empty() ? "names no node type" : "names several node types") +
                            "; letters: " + known);
     }
     chain.push_back(matches[0]);

@@ -13,11 +13,11 @@ TEST(Console, ChainLettersNameTheConsoleTypes) {
   EXPECT_EQ(chain_from_letters("gg", console_node_types()),
             (std::vector<std::string>{"gain_pan", "gain_pan"}));
   EXPECT_GRAFX_ERROR(chain_from_letters("ex", console_node_types()), "grafx.graph.unknown_type",
-                     "chain letter 'x' names no processor type");
+                     "chain letter 'x' names no node type");
   NodeTypes ambiguous = console_node_types();
   ambiguous.add("echo");
   EXPECT_GRAFX_ERROR(chain_from_letters("e", ambiguous), "grafx.graph.unknown_type",
-                     "names several processor types");
+                     "names several node types");
 }
 
 TEST(Console, EvenGroupsAreContiguousAndBalanced) {

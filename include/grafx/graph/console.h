@@ -24,9 +24,9 @@ const std::vector<std::string>& console_chain();
 /// The utility types plus the console's processor types (one `main` inlet and outlet each).
 NodeTypes console_node_types();
 
-/// Turns letters into type names, each letter naming the one type of `types` with that first
-/// letter ("ecnsgdr" -> eq, compressor, ...). Throws GraphError [grafx.graph.unknown_type]
-/// for a letter no type (or more than one type) has.
+/// Turns letters into type names, each letter naming the one processor or mix type of `types`
+/// with that first letter ("ecnsgdr" -> eq, compressor, ...; "m" -> mix). Throws GraphError
+/// [grafx.graph.unknown_type] for a letter no type (or more than one type) has.
 std::vector<std::string> chain_from_letters(const std::string& letters, const NodeTypes& types);
 
 struct ConsoleOptions {
