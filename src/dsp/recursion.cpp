@@ -5,27 +5,48 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
+
 namespace grafx::dsp {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// ---- kernels: rows in parallel, a tight loop over the samples of each row -----------------
+// ---- kernels: groups of rows in parallel; within a group, the rows advance together --------
+//
+// A recursion is a chain of dependent multiply-adds, bound by their latency; interleaving
+// independent rows keeps several chains in flight at once (2–3× faster than row by row here).
+// More than 4 rows is slower when rows are a power of two apart in memory (as 2^17-sample
+// signals are): their samples then compete for the same cache sets.
+
+constexpr int64_t kInterleavedRows = 4;
+
+/// Calls step(first_row, n_rows) for groups of up to kInterleavedRows rows, in parallel.
+template <typename Step>
+void for_row_groups(int64_t n_rows, const Step& step) {
+  int64_t n_groups = (n_rows + kInterleavedRows - 1) / kInterleavedRows;
+  at::parallel_for(0, n_groups, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g)
+      step(g * kInterleavedRows, std::min(kInterleavedRows, n_rows - g * kInterleavedRows));
+  });
+}
 
 /// y[n] = a·y[n∓1] + x[n] over rows of length L; `a` has one value per row or per sample.
 template <typename T, bool kVarying, bool kReverse>
 void recurrence_rows(const T* x, const T* a, const T* initial, T* y, int64_t n_rows, int64_t length) {
-  at::parallel_for(0, n_rows, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const T* xr = x + r * length;
-      const T* ar = a + r * (kVarying ? length : 1);
-      T* yr = y + r * length;
-      T state = initial[r];
-      for (int64_t i = 0; i < length; ++i) {
-        int64_t n = kReverse ? length - 1 - i : i;
-        state = (kVarying ? ar[n] : ar[0]) * state + xr[n];
-        yr[n] = state;
+  for_row_groups(n_rows, [&](int64_t first, int64_t count) {
+    T state[kInterleavedRows];
+    for (int64_t j = 0; j < count; ++j) state[j] = initial[first + j];
+    const T* xg = x + first * length;
+    const T* ag = a + first * (kVarying ? length : 1);
+    T* yg = y + first * length;
+    for (int64_t i = 0; i < length; ++i) {
+      int64_t n = kReverse ? length - 1 - i : i;
+      for (int64_t j = 0; j < count; ++j) {
+        T coefficient = kVarying ? ag[j * length + n] : ag[j];
+        state[j] = coefficient * state[j] + xg[j * length + n];
+        yg[j * length + n] = state[j];
       }
     }
   });
@@ -34,17 +55,23 @@ void recurrence_rows(const T* x, const T* a, const T* initial, T* y, int64_t n_r
 template <typename T>
 void ballistics_rows(const T* x, const T* rise, const T* fall, const T* initial, T* y, int64_t n_rows,
                      int64_t length) {
-  at::parallel_for(0, n_rows, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const T* xr = x + r * length;
-      T* yr = y + r * length;
-      T state = initial[r];
-      for (int64_t n = 0; n < length; ++n) {
-        T alpha = xr[n] > state ? rise[r] : fall[r];
-        state = alpha * state + (1 - alpha) * xr[n];
-        yr[n] = state;
-      }
+  for_row_groups(n_rows, [&](int64_t first, int64_t count) {
+    T state[kInterleavedRows], gain_rise[kInterleavedRows], gain_fall[kInterleavedRows];
+    for (int64_t j = 0; j < count; ++j) {
+      state[j] = initial[first + j];
+      gain_rise[j] = 1 - rise[first + j];
+      gain_fall[j] = 1 - fall[first + j];
     }
+    const T* xg = x + first * length;
+    T* yg = y + first * length;
+    for (int64_t n = 0; n < length; ++n)
+      for (int64_t j = 0; j < count; ++j) {
+        // y = y + (1 − α)(x − y) with α chosen by the sign of x − y, written with min/max:
+        // a branch here is unpredictable on noisy levels, and costs 3× more.
+        T step = xg[j * length + n] - state[j];
+        state[j] += gain_rise[j] * std::max(step, T(0)) + gain_fall[j] * std::min(step, T(0));
+        yg[j * length + n] = state[j];
+      }
   });
 }
 

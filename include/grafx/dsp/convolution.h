@@ -16,9 +16,12 @@
 ///
 /// `fft_convolve` transforms whole signals; `block_convolve` cuts them into overlapping blocks
 /// (overlap-save), which suits short filters on long signals; `convolve` picks the cheaper of the
-/// two with the cost model of `plan_convolution`. All three are compositions of ATen operations,
-/// so LibTorch differentiates them with respect to `x` and `h` (the adjoint of a convolution is
-/// a correlation, which the FFT backward computes in the same number of transforms).
+/// two with the cost model of `plan_convolution`. All three run one overlap-save
+/// `torch::autograd::Function` (a whole signal is one block) with a hand-written adjoint: the
+/// gradients of `x` and `h` are correlations with the spectra saved by the forward pass, one
+/// rfft of the output gradient and one irfft per gradient (autograd through rfft/irfft would
+/// take twice the transforms, some of them complex). When the backward pass itself is recorded
+/// (create_graph), it recomputes the spectra from `x` and `h`, so double backward works.
 ///
 ///   at::Tensor y = convolve(x, fir, ConvolutionMode::zero_phase);  // x N×2×L, fir N×1×2047
 
@@ -47,8 +50,8 @@ struct ConvolutionPlan {
 };
 
 /// The cheaper of one whole-signal transform and overlap-save blocks (every fast block size from
-/// 2K up), under a cost model counting n·log2(n) per transform of size n, with a penalty for
-/// transforms too large for the CPU caches (calibrated in bench/dsp_bench.cpp).
+/// 2K up), under a cost model counting n·log2(n) per transform of size n (checked against
+/// measured times in bench/dsp_bench.cpp).
 ConvolutionPlan plan_convolution(int64_t signal_length, int64_t filter_length, ConvolutionMode mode);
 
 /// Whole-signal FFT convolution (one transform per row).
