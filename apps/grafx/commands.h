@@ -13,6 +13,7 @@ namespace grafx::cli {
 void add_console_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_draw_command(CLI::App& app);
+void add_processors_command(CLI::App& app);
 
 /// Node types a graph file may use without declaring them.
 NodeTypes known_node_types();

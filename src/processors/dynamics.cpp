@@ -36,14 +36,14 @@ std::vector<ParameterSpec> Dynamics::parameter_specs() const {
   std::vector<ParameterSpec> specs = {
       {"log_threshold", {1}, 0.0, 0.01, "threshold_db", "dB",
        std::string(gate ? "level below which the gate attenuates" : "level above which the compressor attenuates") +
-           " (mean square over channels, dB); raw 0 is -26 dB",
+           " (mean square over channels, dB), raw - 6 in log energy",
        [](const at::Tensor& raw) { return (raw - kThresholdOffset) * kLogEnergyToDb; }},
       {"log_ratio", {1}, 0.0, 0.01, "ratio", ":1",
        std::string(gate ? "expansion ratio below the threshold" : "compression ratio above the threshold") +
-           ", 1 + exp(raw) in (1, inf); raw 0 is 2:1",
+           ", 1 + exp(raw) in (1, inf)",
        [](const at::Tensor& raw) { return 1 + raw.exp(); }},
       {"log_knee", {1}, 0.0, 0.01, "knee_db", "dB",
-       "width of the quadratic knee around the threshold, exp(raw) in log energy; raw 0 is 4.3 dB",
+       "width of the quadratic knee around the threshold, exp(raw) in log energy",
        [](const at::Tensor& raw) { return raw.exp() * kLogEnergyToDb; }},
   };
   if (smoothing == dsp::EnvelopeSmoothing::one_pole) {
@@ -77,7 +77,9 @@ at::Tensor Dynamics::forward(const at::Tensor& x, const TensorDict& parameters) 
   at::Tensor half_knee = (parameters.at("log_knee").exp() / 2).unsqueeze(-1);
   at::Tensor gain = curve == GainCurve::compressor ? (1 / ratio - 1) * knee(level - threshold, half_knee)
                                                    : (1 - ratio) * knee(threshold - level, half_knee);
-  return x * gain.exp();
+  // The curve maps log energies, so the amplitude gain is half the log-energy gain (GRAFX applies
+  // exp(gain) to the amplitude, which doubles every gain in dB: see compressor.h).
+  return x * (gain / 2).exp();
 }
 
 }  // namespace grafx::detail

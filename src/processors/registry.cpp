@@ -28,12 +28,12 @@ constexpr auto kBallistics = dsp::EnvelopeSmoothing::ballistics;
 
 const std::vector<ProcessorInfo>& processor_registry() {
   static const std::vector<ProcessorInfo> registry = {
-      entry<Equalizer>("zero-phase FIR equalizer: 1024 log-magnitudes, one 2047-tap filter on all channels"),
-      entry<Equalizer>("zero-phase FIR equalizer with one filter per channel (left, right)", EqChannels::stereo),
-      entry<Equalizer>("zero-phase FIR equalizer with one filter for mid and one for side", EqChannels::mid_side),
-      entry<Compressor>("compressor: level of the mid, one-pole smoothing, quadratic knee"),
+      entry<Equalizer>("zero-phase FIR EQ: 1024 log-magnitudes, one 2047-tap filter on all channels (the paper's)"),
+      entry<Equalizer>("zero-phase FIR EQ with one filter per channel (left, right)", EqChannels::stereo),
+      entry<Equalizer>("zero-phase FIR EQ with one filter for mid and one for side", EqChannels::mid_side),
+      entry<Compressor>("compressor: level of the mid, one-pole smoothing, quadratic knee (the paper's)"),
       entry<Compressor>("compressor with attack/release ballistics on its level detector", kBallistics),
-      entry<NoiseGate>("noise gate: level of the mid, one-pole smoothing, quadratic knee"),
+      entry<NoiseGate>("noise gate: level of the mid, one-pole smoothing, quadratic knee (the paper's)"),
       entry<NoiseGate>("noise gate with attack/release ballistics on its level detector", kBallistics),
       entry<StereoImager>("stereo imager: mid/side with a side gain"),
       entry<GainPan>("gain/pan: a gain per channel of a stereo signal"),

@@ -61,9 +61,10 @@ TEST(Dynamics, SteadyLevelsFollowThePapersStaticCurves) {
   at::Tensor gated = NoiseGate({8000}).forward({x}, p).outputs[0];
   for (int64_t i = 0; i < n; ++i) {
     double a = amplitudes[size_t(i)], g = std::log(a * a + 1e-5), t = log_threshold - 6;
-    EXPECT_NEAR(compressed[i][1][3999].item<double>(), a * std::exp(compressor_curve(g, t, 4.0, 1.0) - g), 1e-9 * a)
+    // The output's log energy is the curve's: the amplitude gain is half the log-energy gain.
+    EXPECT_NEAR(compressed[i][1][3999].item<double>(), a * std::exp((compressor_curve(g, t, 4.0, 1.0) - g) / 2), 1e-9 * a)
         << "compressor at amplitude " << a;
-    EXPECT_NEAR(gated[i][0][3999].item<double>(), a * std::exp(gate_curve(g, t, 4.0, 1.0) - g), 1e-9 * a)
+    EXPECT_NEAR(gated[i][0][3999].item<double>(), a * std::exp((gate_curve(g, t, 4.0, 1.0) - g) / 2), 1e-9 * a)
         << "gate at amplitude " << a;
   }
 }
@@ -81,7 +82,7 @@ TEST(Dynamics, BallisticsSmoothTheLevelWithAttackAndRelease) {
                                                      at::zeros({1}, at::kDouble))[0];
     for (int64_t n : {299, 300, 310, 999, 1000, 1010, 1500, 1999}) {
       double g = std::log(envelope[n].item<double>() + 1e-5);
-      double expected = level[n].item<double>() * std::exp(compressor_curve(g, -6.0, 5.0, 1.0) - g);
+      double expected = level[n].item<double>() * std::exp((compressor_curve(g, -6.0, 5.0, 1.0) - g) / 2);
       EXPECT_NEAR(y[0][0][n].item<double>(), expected, 1e-9) << "sample " << n << ", z_attack " << z_attack;
     }
   }

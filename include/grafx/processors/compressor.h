@@ -7,8 +7,8 @@
 ///   ē     = one_pole(e, α)       (compressor)                smoothed exactly, in O(L)
 ///         = ballistics(e, α_attack, α_release, 0)  (compressor_ballistics)
 ///   G_u   = log(ē + 1e−5),  T = log_threshold − 6,  R = 1 + exp(log_ratio),  w = exp(log_knee)/2
-///   gain  = (1/R − 1)·knee(G_u − T),  knee(d) = 0 (d < −w), (d + w)²/(4w) (|d| ≤ w), d (d > w)
-///   y_c   = exp(gain)·x_c                                    the same gain on every channel
+///   G_y − G_u = (1/R − 1)·knee(G_u − T),  knee(d) = 0 (d < −w), (d + w)²/(4w) (|d| ≤ w), d (d > w)
+///   y_c   = exp((G_y − G_u)/2)·x_c                           the same gain on every channel
 ///
 /// | parameter         | shape | physical             | init (raw 0) | meaning                   |
 /// |-------------------|-------|----------------------|--------------|---------------------------|
@@ -22,9 +22,15 @@
 /// α is σ(raw) bounded by 1 − 1e−5. At ratio 1 (log_ratio → −∞) the compressor is the identity.
 /// Input and output: N×C×L, any C. The smoothing starts from silence (ē[−1] = 0).
 ///
-/// Differences from GRAFX: the one-pole smoother is the exact recursion, not a 16384-tap FIR
-/// (truncated, convolved by FFT, then clipped by a ReLU); `compressor_ballistics` is a new
-/// variant with separate attack and release coefficients on the level detector.
+/// The output's level is the curve's: G_y is a log energy, so the amplitude gain is half of
+/// G_y − G_u. Above the knee, the level rises 1/R dB per dB of input.
+///
+/// Differences from GRAFX: GRAFX multiplies the amplitude by exp(G_y − G_u), which doubles every
+/// gain in dB, so its R acts as the ratio R/(2 − R): its compressors start (R = 2) as limiters,
+/// and for R > 2 their output falls as their input rises; here R is the ratio. The one-pole
+/// smoother is the exact recursion, not a 16384-tap FIR (truncated, convolved by FFT, then
+/// clipped by a ReLU). `compressor_ballistics` is a new variant with separate attack and
+/// release coefficients on the level detector.
 ///
 ///   Compressor compressor({30000});
 ///   auto y = compressor.forward({x}, parameters).outputs[0];

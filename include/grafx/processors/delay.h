@@ -12,7 +12,7 @@
 ///
 /// | parameter           | shape    | physical           | init (raw ≈ 0)  | meaning                      |
 /// |---------------------|----------|--------------------|-----------------|------------------------------|
-/// | `delay_z`           | [40, 2]  | `delay_ms`, ms     | m·100 ms        | tap t's pole z̃ (re, im): delay −arg(z)·S/2π within its segment |
+/// | `delay_z`           | [40, 2]  | `delay_ms`, ms     | random in its segment | tap t's pole z̃ (re, im): delay −arg(z)·S/2π within segment m |
 /// | `log_fir_magnitude` | [40, 20] | `tap_gain_db`, dB  | 0 dB (flat)     | colour of tap t at 20 frequencies from 0 Hz to Nyquist |
 ///
 /// Auxiliary loss "radii" [N]: Σ_t (1 − tanh|z̃_t|)² per node, pulling the poles to the unit
