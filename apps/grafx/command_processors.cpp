@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -55,23 +56,10 @@ void describe(const ProcessorInfo& info, bool detailed, double sample_rate) {
   }
 }
 
-/// Applies "--param NAME=V" (every element V) or "NAME=V1,V2,…" (as many values as elements, or
-/// fewer, interpolated linearly along the last dimension) to raw parameters of one node.
-void apply_parameter(TensorDict& parameters, const std::string& assignment, const Processor& processor) {
-  auto fail = [&](const std::string& why) {
-    throw ProcessorError("grafx.processor.parameters", "--param \"" + assignment + "\": " + why);
-  };
-  size_t equals = assignment.find('=');
-  if (equals == std::string::npos) fail("expected NAME=VALUE or NAME=V1,V2,...");
-  std::string name = assignment.substr(0, equals);
-  auto it = parameters.find(name);
-  if (it == parameters.end()) {
-    std::vector<std::string> names;
-    for (const auto& spec : processor.parameter_specs()) names.push_back(spec.name);
-    fail(processor.name() + " has no parameter \"" + name + "\"; parameters: " + join(names));
-  }
+/// Numbers of a comma-separated list; throws through `fail`.
+std::vector<double> parse_numbers(const std::string& text, const std::function<void(const std::string&)>& fail) {
   std::vector<double> numbers;
-  std::stringstream list(assignment.substr(equals + 1));
+  std::stringstream list(text);
   for (std::string item; std::getline(list, item, ',');) {
     try {
       size_t used = 0;
@@ -81,19 +69,46 @@ void apply_parameter(TensorDict& parameters, const std::string& assignment, cons
       fail("\"" + item + "\" is not a number");
     }
   }
-  at::Tensor& p = it->second;
-  int64_t last = p.size(-1);
+  if (numbers.empty()) fail("expected a value");
+  return numbers;
+}
+
+/// `numbers` spread over `length` points by linear interpolation (one number: constant).
+at::Tensor spread(const std::vector<double>& numbers, int64_t length) {
   at::Tensor given = at::tensor(numbers, at::kDouble);
-  if (numbers.size() == 1) p.fill_(numbers[0]);
-  else if (int64_t(numbers.size()) == p.numel()) p.copy_(given.view(p.sizes()));
-  else if (numbers.empty()) fail("expected a value");
-  else {
-    at::Tensor position = at::linspace(0, double(numbers.size() - 1), last, at::kDouble);
-    at::Tensor below = position.floor().clamp_max(double(numbers.size() - 2)).to(at::kLong);
-    at::Tensor t = position - below;
-    at::Tensor line = given.index_select(0, below) * (1 - t) + given.index_select(0, below + 1) * t;
-    p.copy_(line.expand(p.sizes()));
+  if (numbers.size() == 1) return given.expand({length});
+  at::Tensor position = at::linspace(0, double(numbers.size() - 1), length, at::kDouble);
+  at::Tensor below = position.floor().clamp_max(double(numbers.size() - 2)).to(at::kLong);
+  at::Tensor t = position - below;
+  return given.index_select(0, below) * (1 - t) + given.index_select(0, below + 1) * t;
+}
+
+/// Applies "--param NAME=VALUES" to raw parameters of one node. VALUES is one list of numbers
+/// spread along the parameter's last dimension (one number fills it; several are interpolated
+/// linearly), or one such list per row of the leading dimensions, separated by ';'.
+void apply_parameter(TensorDict& parameters, const std::string& assignment, const Processor& processor) {
+  auto fail = [&](const std::string& why) {
+    throw ProcessorError("grafx.processor.parameters", "--param \"" + assignment + "\": " + why);
+  };
+  size_t equals = assignment.find('=');
+  if (equals == std::string::npos) fail("expected NAME=VALUES, e.g. log_gain=0.5 or log_magnitude=1,0,-1");
+  std::string name = assignment.substr(0, equals);
+  auto it = parameters.find(name);
+  if (it == parameters.end()) {
+    std::vector<std::string> names;
+    for (const auto& spec : processor.parameter_specs()) names.push_back(spec.name);
+    fail(processor.name() + " has no parameter \"" + name + "\"; parameters: " + join(names));
   }
+  at::Tensor& p = it->second;  // 1×shape
+  int64_t length = p.size(-1), n_rows = p.numel() / length;
+  std::vector<std::string> rows;
+  std::stringstream text(assignment.substr(equals + 1));
+  for (std::string row; std::getline(text, row, ';');) rows.push_back(row);
+  if (rows.size() != 1 && int64_t(rows.size()) != n_rows)
+    fail("expected one list of values or " + std::to_string(n_rows) + " separated by ';', but got " +
+         std::to_string(rows.size()));
+  at::Tensor flat = p.view({n_rows, length});
+  for (int64_t r = 0; r < n_rows; ++r) flat[r].copy_(spread(parse_numbers(rows[rows.size() == 1 ? 0 : r], fail), length));
 }
 
 }  // namespace
@@ -114,8 +129,9 @@ void add_processors_command(CLI::App& app) {
                   "gain/imager stereo field")
       ->needs(name);
   cmd->add_option("--param", args->parameters,
-                  "Raw parameter for the picture: NAME=VALUE, or NAME=V1,V2,... (all elements, or "
-                  "interpolated along the last dimension); default: the initial values")
+                  "Raw parameter for the picture: NAME=VALUE, or NAME=V1,V2,... (interpolated along "
+                  "the last dimension), or one such list per row separated by ';'; default: the "
+                  "initial values")
       ->needs(name);
   cmd->add_option("--sample-rate", args->sample_rate, "Sample rate in Hz")
       ->capture_default_str()
