@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
   grafx::cli::add_console_command(app);
   grafx::cli::add_info_command(app);
   grafx::cli::add_draw_command(app);
+  grafx::cli::add_schedule_command(app);
+  grafx::cli::add_render_command(app);
   grafx::cli::add_processors_command(app);
   try {
     app.parse(argc, argv);

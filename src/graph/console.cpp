@@ -24,7 +24,7 @@ namespace {
 /// of variants sharing it (eq of eq, eq_stereo, eq_midside); empty for none or several others.
 std::string type_of_letter(char letter, const NodeTypes& types) {
   std::vector<std::string> matches;
-  for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t)
+  for (TypeId t = NodeTypes::kMix; t < types.size(); ++t)
     if (NodeTypes::letter(types.name(t)) == letter) matches.push_back(types.name(t));
   if (matches.empty()) return "";
   std::string base = *std::min_element(matches.begin(), matches.end(),
@@ -43,7 +43,7 @@ std::vector<std::string> chain_from_letters(const std::string& letters, const No
     if (name.empty()) {
       std::string known;
       bool several = false;
-      for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t) {
+      for (TypeId t = NodeTypes::kMix; t < types.size(); ++t) {
         char other = NodeTypes::letter(types.name(t));
         std::string base = type_of_letter(other, types);
         several = several || other == letter;
@@ -52,7 +52,7 @@ std::vector<std::string> chain_from_letters(const std::string& letters, const No
       }
       throw GraphError("grafx.graph.unknown_type",
                        std::string("chain letter '") + letter + "' " +
-                           (several ? "names several processor types" : "names no processor type") +
+                           (several ? "names several node types" : "names no node type") +
                            "; letters: " + known);
     }
     chain.push_back(name);

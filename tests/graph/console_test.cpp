@@ -13,17 +13,17 @@ TEST(Console, ChainLettersNameTheConsoleTypes) {
   EXPECT_EQ(chain_from_letters("gg", console_node_types()),
             (std::vector<std::string>{"gain_pan", "gain_pan"}));
   EXPECT_GRAFX_ERROR(chain_from_letters("ex", console_node_types()), "grafx.graph.unknown_type",
-                     "chain letter 'x' names no processor type");
+                     "chain letter 'x' names no node type");
   NodeTypes ambiguous = console_node_types();
   ambiguous.add("echo");
   EXPECT_GRAFX_ERROR(chain_from_letters("e", ambiguous), "grafx.graph.unknown_type",
-                     "names several processor types");
+                     "names several node types");
   NodeTypes variants = console_node_types();  // variants share their family's letter
   variants.add("eq_stereo");
   variants.add("compressor_ballistics");
   EXPECT_EQ(chain_from_letters("ec", variants), (std::vector<std::string>{"eq", "compressor"}));
   EXPECT_GRAFX_ERROR(chain_from_letters("x", variants), "grafx.graph.unknown_type",
-                     "letters: e eq, c compressor, n noise_gate, s stereo_imager, g gain_pan, d delay, r reverb");
+                     "letters: m mix, e eq, c compressor, n noise_gate, s stereo_imager, g gain_pan, d delay, r reverb");
 }
 
 TEST(Console, EvenGroupsAreContiguousAndBalanced) {

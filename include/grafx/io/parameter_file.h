@@ -1,0 +1,30 @@
+#pragma once
+/// Parameter files: a graph's raw parameters in the safetensors format, readable from Python
+/// (`safetensors.torch.load_file`). Tensors are named "<type>.<parameter>" with rows in graph
+/// order; the metadata records the format and, per type, the node ids of the rows
+/// ("node_ids.<type>": "[2, 9, 16]"), so a file is checked against the graph it is loaded for.
+///
+///   save_parameters("fit.safetensors", graph, parameters);
+///   Parameters p = load_parameters("fit.safetensors", graph);
+
+#include <grafx/graph/graph.h>
+#include <grafx/render/render.h>
+
+#include <string>
+
+namespace grafx {
+
+void save_parameters(const std::string& path, const Graph& graph, const Parameters& parameters,
+                     bool overwrite = false);
+
+/// Throws IoError [grafx.io.format] for a malformed file, and [grafx.io.mismatch] when its
+/// types or node ids differ from the graph's (naming the type and both id lists).
+Parameters load_parameters(const std::string& path, const Graph& graph);
+
+/// Every node's parameters in physical units, as JSON:
+/// {"format": "grafx.physical_parameters", "nodes": [{"id": 3, "name": "bass.eq", "type": "eq",
+///  "parameters": {"gain_db": [..], ...}}, ...]} (per-batch-item parameters: the first item).
+std::string physical_parameters_json(const Graph& graph, const Processors& processors,
+                                     const Parameters& parameters);
+
+}  // namespace grafx

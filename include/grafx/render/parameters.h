@@ -1,0 +1,45 @@
+#pragma once
+/// Creating, checking and describing the raw parameters of a graph.
+///
+///   Parameters p = create_parameters(graph, processors, {/*seed=*/0});
+///   std::cout << describe_parameters(graph, processors, p);   // physical units per node
+///
+/// Parameters are kept in graph order: for each processor type, one row per node of that type,
+/// in ascending node id (dead nodes included), so a parameter set stays valid whatever the
+/// schedule.
+
+#include <grafx/graph/graph.h>
+#include <grafx/render/render.h>
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <string>
+
+namespace grafx {
+
+struct ParameterOptions {
+  uint64_t seed = 0;                    ///< same seed, same values, on every platform
+  at::ScalarType dtype = at::kFloat;
+  bool requires_grad = true;
+};
+
+/// Initial raw parameters from the processors' specs: N(init_mean, init_std²) per element,
+/// drawn from a generator seeded by (seed, type, parameter), so adding a type to a graph does
+/// not change the others' values.
+Parameters create_parameters(const Graph& graph, const Processors& processors,
+                             const ParameterOptions& options = {});
+
+/// Throws RenderError naming the type and parameter unless `parameters` has exactly the
+/// processor types of `graph` that have nodes, each with exactly its specs' parameters of
+/// shape [N_t, spec...] (or [B, N_t, spec...] when `batch` > 0), all of `dtype`.
+void check_parameters(const Graph& graph, const Processors& processors,
+                      const Parameters& parameters, int64_t batch = 0,
+                      at::ScalarType dtype = at::kFloat);
+
+/// A table of every node's parameters in physical units (scalars in full; vectors summarised
+/// by range and mean).
+std::string describe_parameters(const Graph& graph, const Processors& processors,
+                                const Parameters& parameters);
+
+}  // namespace grafx

@@ -1,0 +1,98 @@
+#pragma once
+/// Rendering: a RenderPlan executed with processors and parameters on source audio.
+///
+///   RenderPlan plan = make_render_plan(to_tensor(graph), {ScheduleMethod::kOptimal});
+///   Processors processors = make_processors(graph.types(), {sample_rate});
+///   Parameters parameters = create_parameters(plan, processors, {seed});
+///   RenderResult result = render(plan, processors, parameters, sources);
+///   loss(result.outputs).backward();   // gradients reach every parameter
+///
+/// Shapes:
+///   sources      K×C×L, or B×K×C×L for a batch of B source sets through one graph
+///                (source k feeds the k-th `in` node in id order)
+///   parameters   per processor type, per parameter: N_t×... (shared across the batch) or
+///                B×N_t×... (one set per batch item), N_t = nodes of that type in the graph,
+///                rows in graph order (ascending node id)
+///   outputs      n_out×C×L or B×n_out×C×L, one per `out` node in id order
+///
+/// Each step stacks the ready nodes of one type into one processor call. Step outputs are kept
+/// as separate tensors (no shared signal buffer is copied or written in place), read by slices
+/// where the plan allows, and released as soon as no later step reads them, so autograd keeps
+/// only what a backward needs.
+
+#include <grafx/plan/render_plan.h>
+#include <grafx/processors/registry.h>
+
+#include <ATen/Tensor.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace grafx {
+
+/// Raw parameters of a graph: processor type name -> parameter name -> tensor.
+using Parameters = std::map<std::string, TensorDict>;
+
+/// Gradient surgery on one type's parameters, applied to each parameter's gradient as it flows
+/// back to the caller's tensors (rows in plan order, one row per node; see RenderPlan).
+struct GradientHook {
+  std::function<at::Tensor(const std::string& parameter, const at::Tensor& gradient)> apply;
+
+  /// Scales each node's gradient (of each parameter) down to at most `max_norm`.
+  static GradientHook clip_norm(double max_norm);
+  /// Divides each node's gradient (of each parameter) by its norm (plus `eps`).
+  static GradientHook normalize(double eps = 1e-7);
+  /// Any function of (parameter name, gradient) returning the new gradient.
+  static GradientHook custom(std::function<at::Tensor(const std::string&, const at::Tensor&)> f);
+};
+
+/// What an observer sees after each step.
+struct StepView {
+  int64_t index = 0;                  ///< step index in the plan
+  const PlanStep* step = nullptr;
+  std::vector<NodeId> nodes;          ///< graph ids of the step's nodes
+  std::vector<at::Tensor> inputs;     ///< one per inlet, [B,] m × C × L (empty for `in`)
+  std::vector<at::Tensor> outputs;    ///< one per outlet, [B,] m × C × L (`out`: its input)
+};
+
+struct RenderOptions {
+  /// Types whose parameters get no gradient (and no gradient work).
+  std::set<std::string> frozen_types;
+  /// Per-type gradient hooks.
+  std::map<std::string, GradientHook> gradient_hooks;
+  /// Called after every step (metering, debugging).
+  std::function<void(const StepView&)> observer;
+  /// Throws RenderError [grafx.render.non_finite] for NaN or infinite source samples.
+  bool check_finite = false;
+};
+
+struct RenderResult {
+  at::Tensor outputs;  ///< n_out×C×L or B×n_out×C×L
+  /// Auxiliary losses: type -> name -> [N] or [B, N], one value per rendered (live) node of
+  /// that type, in graph order (ascending node id).
+  std::map<std::string, TensorDict> aux_losses;
+};
+
+/// Renders a plan. Throws RenderError (codes in docs/errors.md) for sources or parameters that
+/// do not fit, naming the type, the parameter, what was expected and what came.
+RenderResult render(const RenderPlan& plan, const Processors& processors,
+                    const Parameters& parameters, const at::Tensor& sources,
+                    const RenderOptions& options = {});
+
+/// The naive reference: every live node on its own, in a topological order of the graph, with
+/// no batching and no plan. Same arguments and results as `render`. For tests and benchmarks.
+RenderResult render_naive(const Graph& graph, const Processors& processors,
+                          const Parameters& parameters, const at::Tensor& sources);
+
+/// Graph-level batching: renders several graphs (same node types) in one pass. `parameters`
+/// and `sources` are given per graph; outputs come back per graph.
+std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs, const Processors& processors,
+                                      const std::vector<Parameters>& parameters,
+                                      const std::vector<at::Tensor>& sources,
+                                      const ScheduleOptions& schedule = {},
+                                      const RenderOptions& options = {});
+
+}  // namespace grafx

@@ -1,0 +1,92 @@
+#include <grafx/error.h>
+#include <grafx/io/parameter_file.h>
+#include <grafx/io/safetensors.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+namespace grafx {
+namespace {
+
+using json = nlohmann::json;
+
+std::string id_list(const std::vector<NodeId>& ids) { return json(ids).dump(); }
+
+/// A tensor as nested JSON lists (a scalar for one element).
+json to_json(const at::Tensor& t) {
+  at::Tensor d = t.detach().to(at::kCPU, at::kDouble).contiguous();
+  if (d.numel() == 1) return d.item<double>();
+  if (d.dim() == 1) return std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+  json list = json::array();
+  for (int64_t i = 0; i < d.size(0); ++i) list.push_back(to_json(d[i]));
+  return list;
+}
+
+}  // namespace
+
+void save_parameters(const std::string& path, const Graph& graph, const Parameters& parameters,
+                     bool overwrite) {
+  TensorDict tensors;
+  std::map<std::string, std::string> metadata{{"format", "grafx.parameters"}, {"version", "1"}};
+  for (const auto& [type, named] : parameters) {
+    metadata["node_ids." + type] = id_list(graph.nodes_of_type(type));
+    for (const auto& [name, tensor] : named) tensors[type + "." + name] = tensor;
+  }
+  save_safetensors(path, tensors, metadata, overwrite);
+}
+
+Parameters load_parameters(const std::string& path, const Graph& graph) {
+  SafetensorsFile file = load_safetensors(path);
+  auto format = file.metadata.find("format");
+  if (format == file.metadata.end() || format->second != "grafx.parameters")
+    throw IoError("grafx.io.format", path + ": not a grafx parameter file (metadata \"format\" is not "
+                                            "\"grafx.parameters\")");
+  Parameters parameters;
+  for (const auto& [key, tensor] : file.tensors) {
+    auto dot = key.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == key.size())
+      throw IoError("grafx.io.format", path + ": tensor \"" + key + "\" is not named <type>.<parameter>");
+    parameters[key.substr(0, dot)][key.substr(dot + 1)] = tensor;
+  }
+  for (const auto& [type, named] : parameters) {
+    if (!graph.types().contains(type))
+      throw IoError("grafx.io.mismatch", path + ": parameters of type \"" + type + "\", which the graph does not have");
+    std::string graph_ids = id_list(graph.nodes_of_type(type));
+    auto ids = file.metadata.find("node_ids." + type);
+    if (ids != file.metadata.end() && ids->second != graph_ids)
+      throw IoError("grafx.io.mismatch", path + ": " + type + " parameters are for nodes " + ids->second +
+                                             ", but the graph's " + type + " nodes are " + graph_ids);
+  }
+  return parameters;
+}
+
+std::string physical_parameters_json(const Graph& graph, const Processors& processors,
+                                     const Parameters& parameters) {
+  json nodes = json::array();
+  std::map<NodeId, json> by_id;
+  for (const auto& [type, named] : parameters) {
+    const auto& processor = processors.at(type);
+    TensorDict physical = processor->to_physical(named);
+    auto ids = graph.nodes_of_type(type);
+    for (size_t row = 0; row < ids.size(); ++row) {
+      json values = json::object();
+      for (const auto& spec : processor->parameter_specs()) {
+        bool per_item = named.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
+        at::Tensor value = physical.at(spec.physical_name);
+        values[spec.physical_name] = to_json((per_item ? value[0] : value)[int64_t(row)]);
+      }
+      const Node& node = graph.node(ids[row]);
+      by_id[ids[row]] = {{"id", ids[row]}, {"type", type}, {"name", node.name}, {"parameters", values}};
+    }
+  }
+  for (auto& [id, node] : by_id) nodes.push_back(node);
+  json units = json::object();
+  for (const auto& [type, named] : parameters)
+    for (const auto& spec : processors.at(type)->parameter_specs())
+      units[type][spec.physical_name] = {{"unit", spec.unit}, {"description", spec.description}};
+  return json({{"format", "grafx.physical_parameters"}, {"version", 1}, {"units", units}, {"nodes", nodes}})
+             .dump(2, ' ', false, json::error_handler_t::replace) +
+         "\n";
+}
+
+}  // namespace grafx

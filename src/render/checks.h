@@ -1,0 +1,25 @@
+#pragma once
+// Argument checks shared by the renderers (private to the library).
+
+#include <grafx/render/render.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace grafx::detail {
+
+/// Checks sources (K×C×L or B×K×C×L, floating point, K = n_sources, finite if asked); returns
+/// whether they are batched.
+bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_finite);
+
+/// Checks that `parameters` holds exactly the types of `types` with nodes (counts per type),
+/// each with a processor of matching ports and exactly its specs' parameters, shaped
+/// [N_t, spec...] or, when `batch` > 0, possibly [batch, N_t, spec...], of `dtype` on `device`.
+/// Returns, per type, whether its parameters are per batch item.
+std::map<std::string, bool> check_parameters(const NodeTypes& types, const std::vector<int64_t>& counts,
+                                             const Processors& processors, const Parameters& parameters,
+                                             int64_t batch, at::ScalarType dtype, at::Device device,
+                                             const std::string& where = "");
+
+}  // namespace grafx::detail

@@ -1,0 +1,92 @@
+// The naive reference renderer: every live node on its own, in a topological order, straight
+// from the graph (no schedule, no plan, no batching of nodes). Batched rendering must equal it.
+
+#include <grafx/error.h>
+#include <grafx/render/render.h>
+
+#include "render/checks.h"
+
+#include <ATen/ATen.h>
+
+#include <set>
+
+namespace grafx {
+
+RenderResult render_naive(const Graph& graph, const Processors& processors,
+                          const Parameters& parameters, const at::Tensor& sources) {
+  graph.check();
+  const NodeTypes& types = graph.types();
+  auto counts = graph.count_per_type();
+  const bool batched = detail::check_sources(counts[NodeTypes::kIn], sources, false);
+  const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);
+  const int64_t B = source_batch.size(0), C = source_batch.size(2), L = source_batch.size(3);
+  auto per_item = detail::check_parameters(types, counts, processors, parameters, batched ? B : 0,
+                                           sources.scalar_type(), sources.device());
+
+  // Live nodes reach an `out`.
+  std::vector<NodeId> order = graph.topological_order();
+  std::set<NodeId> live;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    bool reaches = graph.node(*it).type == NodeTypes::kOut;
+    for (NodeId s : graph.successors(*it)) reaches = reaches || live.count(s);
+    if (reaches) live.insert(*it);
+  }
+  std::map<NodeId, int64_t> rank;  // graph order within the node's type
+  std::vector<int64_t> seen(size_t(types.size()), 0);
+  for (NodeId id : graph.nodes()) rank[id] = seen[size_t(graph.node(id).type)]++;
+
+  std::map<NodeId, std::vector<at::Tensor>> outputs;  // [B, 1, C, L] per outlet
+  std::map<NodeId, at::Tensor> results;
+  std::map<std::string, std::map<std::string, std::map<NodeId, at::Tensor>>> aux;
+  for (NodeId id : order) {
+    if (!live.count(id)) continue;
+    TypeId type = graph.node(id).type;
+    if (type == NodeTypes::kIn) {
+      outputs[id] = {source_batch.narrow(1, rank[id], 1)};
+      continue;
+    }
+    std::vector<at::Tensor> inputs(size_t(types.n_inlets(type)));
+    for (const Edge& e : graph.in_edges(id)) {
+      const at::Tensor& y = outputs.at(e.source)[size_t(e.outlet)];
+      at::Tensor& u = inputs[size_t(e.inlet)];
+      u = u.defined() ? u + y : y;
+    }
+    if (type == NodeTypes::kOut) {
+      results[id] = inputs[0];
+    } else if (type == NodeTypes::kMix) {
+      outputs[id] = {inputs[0]};
+    } else {
+      const std::string& name = types.name(type);
+      TensorDict node_parameters;
+      for (const auto& [parameter, tensor] : parameters.at(name)) {
+        at::Tensor row = per_item.at(name) ? tensor.narrow(1, rank[id], 1).squeeze(1)
+                                           : tensor.narrow(0, rank[id], 1);
+        if (!per_item.at(name) && B > 1) {
+          std::vector<int64_t> expanded(row.sizes().begin(), row.sizes().end());
+          expanded[0] = B;
+          row = row.expand(expanded);
+        }
+        node_parameters[parameter] = row;
+      }
+      for (auto& x : inputs) x = x.reshape({B, C, L});
+      ProcessorOutput out = processors.at(name)->forward(inputs, node_parameters);
+      for (auto& y : out.outputs) outputs[id].push_back(y.view({B, 1, C, L}));
+      for (auto& [loss_name, loss] : out.aux_losses) aux[name][loss_name][id] = loss.view({B, 1});
+    }
+  }
+  RenderResult result;
+  std::vector<at::Tensor> outs;
+  for (const auto& [id, y] : results) outs.push_back(y);  // ascending id
+  result.outputs = at::cat(outs, 1);
+  if (!batched) result.outputs = result.outputs.squeeze(0);
+  for (auto& [type, named] : aux)
+    for (auto& [name, by_node] : named) {
+      std::vector<at::Tensor> pieces;
+      for (auto& [id, loss] : by_node) pieces.push_back(loss);  // ascending id
+      at::Tensor all = at::cat(pieces, 1);
+      result.aux_losses[type][name] = batched ? all : all.squeeze(0);
+    }
+  return result;
+}
+
+}  // namespace grafx

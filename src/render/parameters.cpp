@@ -1,0 +1,83 @@
+#include <grafx/error.h>
+#include <grafx/render/parameters.h>
+
+#include "render/checks.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <iomanip>
+#include <sstream>
+
+namespace grafx {
+namespace {
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::string number(double value) {
+  std::ostringstream s;
+  s << std::setprecision(4) << value;
+  return s.str();
+}
+
+}  // namespace
+
+Parameters create_parameters(const Graph& graph, const Processors& processors,
+                             const ParameterOptions& options) {
+  Parameters parameters;
+  auto counts = graph.count_per_type();
+  for (TypeId t = NodeTypes::kMix + 1; t < graph.types().size(); ++t) {
+    if (counts[size_t(t)] == 0) continue;
+    const std::string& type = graph.types().name(t);
+    auto processor = processors.find(type);
+    if (processor == processors.end())
+      throw RenderError("grafx.render.processors", "no processor for node type \"" + type + "\"");
+    for (const auto& spec : processor->second->parameter_specs()) {
+      std::vector<int64_t> shape{counts[size_t(t)]};
+      shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
+      at::Generator generator = at::detail::createCPUGenerator(options.seed ^ fnv1a(type + "." + spec.name));
+      at::Tensor values = at::randn(shape, generator, at::TensorOptions().dtype(at::kDouble));
+      values = (values * spec.init_std + spec.init_mean).to(options.dtype);
+      parameters[type][spec.name] = values.set_requires_grad(options.requires_grad);
+    }
+  }
+  return parameters;
+}
+
+void check_parameters(const Graph& graph, const Processors& processors, const Parameters& parameters,
+                      int64_t batch, at::ScalarType dtype) {
+  detail::check_parameters(graph.types(), graph.count_per_type(), processors, parameters, batch, dtype,
+                           at::kCPU);
+}
+
+std::string describe_parameters(const Graph& graph, const Processors& processors,
+                                const Parameters& parameters) {
+  std::ostringstream s;
+  for (const auto& [type, tensors] : parameters) {
+    auto ids = graph.nodes_of_type(type);
+    TensorDict physical = processors.at(type)->to_physical(tensors);
+    for (size_t row = 0; row < ids.size(); ++row) {
+      s << graph.describe(ids[row]) << "\n";
+      for (const auto& spec : processors.at(type)->parameter_specs()) {
+        at::Tensor value = physical.at(spec.physical_name).detach().to(at::kDouble);
+        bool per_item = tensors.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
+        value = (per_item ? value[0] : value)[int64_t(row)];  // per batch item: the first item
+        s << "  " << spec.physical_name << " = ";
+        if (value.numel() == 1) {
+          s << number(value.item<double>());
+        } else {
+          s << "[" << value.numel() << " values: " << number(value.min().item<double>()) << " .. "
+            << number(value.max().item<double>()) << ", mean " << number(value.mean().item<double>()) << "]";
+        }
+        s << (spec.unit.empty() ? "" : " " + spec.unit) << "\n";
+      }
+    }
+  }
+  return s.str();
+}
+
+}  // namespace grafx

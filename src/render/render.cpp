@@ -1,0 +1,281 @@
+#include <grafx/error.h>
+#include <grafx/graph/graph_tensor.h>
+#include <grafx/render/render.h>
+
+#include "render/checks.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace grafx {
+
+// ---- gradient hooks ------------------------------------------------------------------------
+
+namespace {
+
+/// Norm of each node's gradient: over every dimension but the node dimension (the last two
+/// leading dimensions for batched parameters are (batch, node): both kept).
+at::Tensor row_norms(const at::Tensor& gradient, int64_t node_dims) {
+  at::Tensor flat = gradient.reshape({-1});
+  if (gradient.dim() <= node_dims) return gradient.abs();
+  std::vector<int64_t> shape(gradient.sizes().begin(), gradient.sizes().begin() + node_dims);
+  shape.push_back(-1);
+  at::Tensor norms = gradient.reshape(shape).norm(2, {-1}, /*keepdim=*/true);
+  std::vector<int64_t> view(gradient.sizes().begin(), gradient.sizes().begin() + node_dims);
+  view.resize(size_t(gradient.dim()), 1);
+  return norms.reshape(view);
+}
+
+}  // namespace
+
+GradientHook GradientHook::clip_norm(double max_norm) {
+  return {[max_norm](const std::string&, const at::Tensor& g) {
+    at::Tensor norms = row_norms(g, 1);
+    return g * (max_norm / norms.clamp_min(max_norm));
+  }};
+}
+
+GradientHook GradientHook::normalize(double eps) {
+  return {[eps](const std::string&, const at::Tensor& g) { return g / (row_norms(g, 1) + eps); }};
+}
+
+GradientHook GradientHook::custom(std::function<at::Tensor(const std::string&, const at::Tensor&)> f) {
+  return {std::move(f)};
+}
+
+// ---- rendering -----------------------------------------------------------------------------
+
+namespace {
+
+/// Where each buffer row lives: the step that wrote it, the outlet, the position in the step.
+struct RowHome {
+  std::vector<int64_t> step, outlet, position;
+};
+
+RowHome locate_rows(const RenderPlan& plan) {
+  RowHome home;
+  home.step.resize(size_t(plan.n_buffer_rows));
+  home.outlet.resize(size_t(plan.n_buffer_rows));
+  home.position.resize(size_t(plan.n_buffer_rows));
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    auto rows = plan.steps[k].writes.rows();
+    const int64_t m = int64_t(plan.steps[k].nodes.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      home.step[size_t(rows[i])] = int64_t(k);
+      home.outlet[size_t(rows[i])] = int64_t(i) / m;
+      home.position[size_t(rows[i])] = int64_t(i) % m;
+    }
+  }
+  return home;
+}
+
+/// Reads buffer rows from the step outputs ([B, m, C, L] per outlet): one narrow per run of
+/// consecutive rows of one output, one index_select when all rows come from one output.
+at::Tensor gather(const std::vector<int64_t>& rows, const RowHome& home,
+                  const std::vector<std::vector<at::Tensor>>& outputs) {
+  struct Run {
+    int64_t step, outlet, start, length;
+  };
+  std::vector<Run> runs;
+  bool one_tensor = true;
+  for (int64_t row : rows) {
+    int64_t s = home.step[size_t(row)], o = home.outlet[size_t(row)], p = home.position[size_t(row)];
+    if (!runs.empty() && runs.back().step == s && runs.back().outlet == o &&
+        runs.back().start + runs.back().length == p) {
+      ++runs.back().length;
+      continue;
+    }
+    one_tensor = one_tensor && (runs.empty() || (runs.front().step == s && runs.front().outlet == o));
+    runs.push_back({s, o, p, 1});
+  }
+  auto piece = [&](const Run& r) {
+    return outputs[size_t(r.step)][size_t(r.outlet)].narrow(1, r.start, r.length);
+  };
+  if (runs.size() == 1) return piece(runs[0]);
+  if (one_tensor) {
+    std::vector<int64_t> positions;
+    for (int64_t row : rows) positions.push_back(home.position[size_t(row)]);
+    const at::Tensor& source = outputs[size_t(runs[0].step)][size_t(runs[0].outlet)];
+    return source.index_select(1, at::tensor(positions, at::kLong).to(source.device()));
+  }
+  std::vector<at::Tensor> pieces;
+  for (const Run& r : runs) pieces.push_back(piece(r));
+  return at::cat(pieces, 1);
+}
+
+at::Tensor aggregate(const InletRead& read, const at::Tensor& gathered, int64_t m) {
+  switch (read.aggregation) {
+    case Aggregation::kNone: return gathered;
+    case Aggregation::kSum: return gathered.sum(1, /*keepdim=*/true);
+    case Aggregation::kSegmentSum: {
+      std::vector<int64_t> shape(gathered.sizes().begin(), gathered.sizes().end());
+      shape[1] = m;
+      at::Tensor segments = at::tensor(read.segments, at::kLong).to(gathered.device());
+      return at::zeros(shape, gathered.options()).index_add(1, segments, gathered);
+    }
+  }
+  return gathered;
+}
+
+/// A type's parameters prepared for one render: plan order, frozen types detached, hooks set.
+struct PreparedParameters {
+  TensorDict tensors;  // [N_live, ...] or [B, N_live, ...]
+  bool per_item = false;
+};
+
+}  // namespace
+
+RenderResult render(const RenderPlan& plan, const Processors& processors,
+                    const Parameters& parameters, const at::Tensor& sources,
+                    const RenderOptions& options) {
+  const bool batched = detail::check_sources(plan.n_sources, sources, options.check_finite);
+  const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);  // [B, K, C, L]
+  const int64_t B = source_batch.size(0), C = source_batch.size(2), L = source_batch.size(3);
+  auto per_item = detail::check_parameters(plan.types, plan.n_graph_nodes, processors, parameters,
+                                           batched ? B : 0, sources.scalar_type(), sources.device());
+
+  // Without anything that needs a gradient, skip autograd's bookkeeping altogether.
+  bool needs_gradient = sources.requires_grad();
+  for (const auto& [type, tensors] : parameters)
+    if (!options.frozen_types.count(type))
+      for (const auto& [name, tensor] : tensors) needs_gradient = needs_gradient || tensor.requires_grad();
+  std::optional<at::NoGradGuard> no_grad;
+  if (!needs_gradient) no_grad.emplace();
+
+  std::map<TypeId, PreparedParameters> prepared;
+  for (const auto& [type_name, tensors] : parameters) {
+    TypeId type = plan.types.id(type_name);
+    PreparedParameters& p = prepared[type];
+    p.per_item = per_item.at(type_name);
+    const bool reorder = !plan.parameters_in_graph_order(type);
+    at::Tensor order;
+    if (reorder) order = at::tensor(plan.parameter_graph_rows[size_t(type)], at::kLong).to(sources.device());
+    auto hook = options.gradient_hooks.find(type_name);
+    for (const auto& [name, tensor] : tensors) {
+      at::Tensor t = options.frozen_types.count(type_name) ? tensor.detach() : tensor;
+      if (reorder) t = t.index_select(p.per_item ? 1 : 0, order);
+      if (hook != options.gradient_hooks.end() && t.requires_grad()) {
+        if (!reorder) t = t.view(t.sizes());  // a node of our own to hang the hook on
+        auto apply = hook->second.apply;
+        std::string parameter = name;
+        t.register_hook([apply, parameter](const at::Tensor& g) { return apply(parameter, g); });
+      }
+      p.tensors[name] = t;
+    }
+  }
+
+  // The last step that reads each step's outputs: outputs are released after it.
+  const RowHome home = locate_rows(plan);
+  std::vector<int64_t> last_reader(plan.steps.size(), -1);
+  for (size_t k = 0; k < plan.steps.size(); ++k)
+    for (const auto& read : plan.steps[k].reads)
+      for (int64_t row : read.rows.rows()) last_reader[size_t(home.step[size_t(row)])] = int64_t(k);
+
+  RenderResult result;
+  std::map<TypeId, std::map<std::string, std::vector<at::Tensor>>> aux;  // per step, plan order
+  std::vector<std::vector<at::Tensor>> outputs(plan.steps.size());
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const PlanStep& step = plan.steps[k];
+    const int64_t m = int64_t(step.nodes.size());
+    std::vector<at::Tensor> inputs;
+    if (step.type == NodeTypes::kIn) {
+      RowAccess sources_read = RowAccess::of(plan.source_index);
+      outputs[k] = {sources_read.kind == RowAccess::Kind::kSlice
+                        ? source_batch.narrow(1, sources_read.start, sources_read.size())
+                        : source_batch.index_select(
+                              1, at::tensor(plan.source_index, at::kLong).to(sources.device()))};
+    } else {
+      for (const auto& read : step.reads) inputs.push_back(aggregate(read, gather(read.rows.rows(), home, outputs), m));
+      if (step.type == NodeTypes::kOut || step.type == NodeTypes::kMix) {
+        outputs[k] = {inputs[0]};
+      } else {
+        const std::string& type_name = plan.types.name(step.type);
+        const PreparedParameters& p = prepared.at(step.type);
+        TensorDict step_parameters;
+        for (const auto& [name, t] : p.tensors) {
+          at::Tensor rows = p.per_item ? t.narrow(1, step.parameter_rows.start, m)
+                                       : t.narrow(0, step.parameter_rows.start, m);
+          if (!p.per_item && B > 1) {
+            std::vector<int64_t> expanded{B};
+            expanded.insert(expanded.end(), rows.sizes().begin(), rows.sizes().end());
+            rows = rows.unsqueeze(0).expand(expanded);
+          }
+          std::vector<int64_t> flat{B * m};
+          flat.insert(flat.end(), rows.sizes().begin() + (p.per_item || B > 1 ? 2 : 1), rows.sizes().end());
+          step_parameters[name] = rows.reshape(flat);
+        }
+        std::vector<at::Tensor> flat_inputs;
+        for (const auto& x : inputs) flat_inputs.push_back(x.reshape({B * m, C, L}));
+        ProcessorOutput out = processors.at(type_name)->forward(flat_inputs, step_parameters);
+        for (auto& y : out.outputs) outputs[k].push_back(y.view({B, m, C, L}));
+        for (auto& [name, loss] : out.aux_losses) aux[step.type][name].push_back(loss.view({B, m}));
+      }
+    }
+    if (options.observer) {
+      StepView view{int64_t(k), &step, {}, inputs, outputs[k]};
+      for (int64_t node : step.nodes) view.nodes.push_back(plan.node_ids[size_t(node)]);
+      if (!batched) {
+        for (auto& x : view.inputs) x = x.squeeze(0);
+        for (auto& y : view.outputs) y = y.squeeze(0);
+      }
+      options.observer(view);
+    }
+    for (size_t j = 0; j < k; ++j)
+      if (last_reader[j] == int64_t(k)) outputs[j].clear();  // no later step reads it
+  }
+  result.outputs = batched ? outputs.back()[0] : outputs.back()[0].squeeze(0);
+
+  // Aux losses back in graph order (ascending node id) of the rendered nodes.
+  for (auto& [type, named] : aux) {
+    std::vector<NodeId> ids;
+    for (const auto& step : plan.steps)
+      if (step.type == type)
+        for (int64_t node : step.nodes) ids.push_back(plan.node_ids[size_t(node)]);
+    std::vector<int64_t> order(ids.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ids[size_t(a)] < ids[size_t(b)]; });
+    at::Tensor index = at::tensor(order, at::kLong).to(sources.device());
+    for (auto& [name, pieces] : named) {
+      at::Tensor all = at::cat(pieces, 1).index_select(1, index);
+      result.aux_losses[plan.types.name(type)][name] = batched ? all : all.squeeze(0);
+    }
+  }
+  return result;
+}
+
+std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs, const Processors& processors,
+                                      const std::vector<Parameters>& parameters,
+                                      const std::vector<at::Tensor>& sources,
+                                      const ScheduleOptions& schedule, const RenderOptions& options) {
+  if (graphs.size() != parameters.size() || graphs.size() != sources.size())
+    throw RenderError("grafx.render.batch",
+                      "expected parameters and sources for each of the " + std::to_string(graphs.size()) +
+                          " graphs, but got " + std::to_string(parameters.size()) + " parameter sets and " +
+                          std::to_string(sources.size()) + " source tensors");
+  std::vector<GraphTensor> tensors;
+  for (const auto& g : graphs) tensors.push_back(to_tensor(g));
+  GraphBatch batch = batch_graphs(tensors);
+  RenderPlan plan = make_render_plan(batch.graph, schedule);
+  Parameters joined;
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    detail::check_parameters(graphs[g].types(), graphs[g].count_per_type(), processors, parameters[g],
+                             0, sources[g].scalar_type(), sources[g].device(), "graph " + std::to_string(g) + ": ");
+  }
+  for (TypeId t = NodeTypes::kMix + 1; t < batch.graph.types.size(); ++t) {
+    const std::string& type = batch.graph.types.name(t);
+    std::map<std::string, std::vector<at::Tensor>> pieces;
+    for (size_t g = 0; g < graphs.size(); ++g) {
+      auto it = parameters[g].find(type);
+      if (it != parameters[g].end())
+        for (const auto& [name, tensor] : it->second) pieces[name].push_back(tensor);
+    }
+    for (auto& [name, list] : pieces) joined[type][name] = at::cat(list, 0);
+  }
+  at::Tensor all_sources = at::cat(sources, sources.front().dim() == 4 ? 1 : 0);
+  RenderResult result = render(plan, processors, joined, all_sources, options);
+  return batch.split_outputs(result.outputs, result.outputs.dim() == 4 ? 1 : 0);
+}
+
+}  // namespace grafx

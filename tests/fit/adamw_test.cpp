@@ -1,0 +1,65 @@
+// AdamW against a hand computation of PyTorch's update rule, and its state.
+
+#include <grafx/fit/adamw.h>
+
+#include "support/test_support.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace grafx {
+namespace {
+
+TEST(AdamW, MatchesTheUpdateRule) {
+  at::Tensor p = at::tensor({1.0, -2.0}, at::kDouble).requires_grad_(true);
+  Parameters parameters{{"eq", {{"w", p}}}};
+  AdamWOptions options;
+  options.lr = 0.1;
+  options.weight_decay = 0.01;
+  AdamW optimizer(parameters, options);
+  std::vector<double> value = {1.0, -2.0}, m = {0, 0}, v = {0, 0};
+  for (int t = 1; t <= 5; ++t) {
+    (p * p * p).sum().backward();  // gradient 3p²
+    optimizer.step();
+    for (int i = 0; i < 2; ++i) {
+      double g = 3 * value[size_t(i)] * value[size_t(i)];
+      value[size_t(i)] *= 1 - 0.1 * 0.01;
+      m[size_t(i)] = 0.9 * m[size_t(i)] + 0.1 * g;
+      v[size_t(i)] = 0.999 * v[size_t(i)] + 0.001 * g * g;
+      double m_hat = m[size_t(i)] / (1 - std::pow(0.9, t)), v_hat = v[size_t(i)] / (1 - std::pow(0.999, t));
+      value[size_t(i)] -= 0.1 * m_hat / (std::sqrt(v_hat) + 1e-8);
+      EXPECT_NEAR(p[i].item<double>(), value[size_t(i)], 1e-12) << "step " << t;
+    }
+    EXPECT_FALSE(p.grad().defined()) << "gradients are cleared";
+  }
+  EXPECT_EQ(optimizer.n_steps(), 5);
+}
+
+TEST(AdamW, StateSavesRestoresAndResets) {
+  at::Tensor p = at::ones({3}).requires_grad_(true);
+  AdamW a({{"g", {{"x", p}}}});
+  for (int t = 0; t < 3; ++t) {
+    (p * p).sum().backward();
+    a.step();
+  }
+  TensorDict state = a.state();
+  EXPECT_EQ(state.at("step").item<int64_t>(), 3);
+  at::Tensor q = p.detach().clone().requires_grad_(true);
+  AdamW b({{"g", {{"x", q}}}});
+  b.load_state(state);
+  (p * p).sum().backward();
+  a.step();
+  (q * q).sum().backward();
+  b.step();
+  EXPECT_TRUE(at::allclose(p, q)) << "a restored optimizer continues exactly";
+  b.reset();
+  EXPECT_EQ(b.n_steps(), 0);
+  EXPECT_EQ(b.state().at("exp_avg/g.x").abs().sum().item<double>(), 0.0);
+  TensorDict broken = state;
+  broken.erase("exp_avg/g.x");
+  EXPECT_GRAFX_ERROR(b.load_state(broken), "grafx.fit.checkpoint", "lacks \"exp_avg/g.x\"");
+}
+
+}  // namespace
+}  // namespace grafx

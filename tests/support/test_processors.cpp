@@ -1,0 +1,85 @@
+#include "support/test_processors.h"
+
+#include <grafx/graph/node_types.h>
+
+#include <ATen/ATen.h>
+
+namespace grafx::testing {
+namespace {
+
+/// x delayed by one sample (zero first).
+at::Tensor delayed(const at::Tensor& x) {
+  return at::constant_pad_nd(x.narrow(-1, 0, x.size(-1) - 1), {1, 0});
+}
+
+class TestProcessor : public Processor {
+ public:
+  TestProcessor(std::string name, TestKind kind) : name_(std::move(name)), kind_(kind) {}
+  std::string name() const override { return name_; }
+  std::vector<std::string> inlets() const override {
+    return kind_ == TestKind::kDuck ? std::vector<std::string>{"main", "side"} : std::vector<std::string>{"main"};
+  }
+  std::vector<std::string> outlets() const override {
+    return kind_ == TestKind::kSplit ? std::vector<std::string>{"low", "high"} : std::vector<std::string>{"main"};
+  }
+  std::vector<ParameterSpec> parameter_specs() const override {
+    auto identity = [](const at::Tensor& t) { return t; };
+    switch (kind_) {
+      case TestKind::kLinear:
+        return {{"a", {2}, 1.0, 0.3, "a", "", "gain per channel", identity},
+                {"b", {2}, 0.0, 0.3, "b", "", "gain of the delayed signal per channel", identity}};
+      case TestKind::kNonlinear:
+        return {{"g", {1}, 1.0, 0.3, "g", "", "drive", identity}, {"h", {1}, 1.0, 0.3, "h", "", "level", identity}};
+      case TestKind::kSplit:
+        return {{"p", {1}, 0.0, 1.0, "p", "", "split logit", identity}};
+      case TestKind::kDuck:
+        return {{"k", {1}, 0.0, 1.0, "k", "", "ducking logit", identity}};
+    }
+    return {};
+  }
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs, const TensorDict& p) const override {
+    check_arguments(inputs, p);
+    const at::Tensor& x = inputs[0];
+    auto column = [&](const char* name) { return p.at(name).unsqueeze(-1); };  // [N, k, 1]
+    switch (kind_) {
+      case TestKind::kLinear: {
+        at::Tensor a = column("a").narrow(1, 0, x.size(1)), b = column("b").narrow(1, 0, x.size(1));
+        return {{a * x + b * delayed(x)}, {{"l2", p.at("a").pow(2).sum(1)}}};
+      }
+      case TestKind::kNonlinear:
+        return {{at::tanh(column("g") * x) * column("h")}, {}};
+      case TestKind::kSplit: {
+        at::Tensor s = at::sigmoid(column("p"));
+        at::Tensor low = s * x + (1 - s) * delayed(x);
+        return {{low, x - low}, {}};
+      }
+      case TestKind::kDuck:
+        return {{x * (1 - at::sigmoid(column("k")) * at::tanh(inputs[1].pow(2)))}, {}};
+    }
+    return {};
+  }
+
+ private:
+  std::string name_;
+  TestKind kind_;
+};
+
+}  // namespace
+
+std::shared_ptr<const Processor> make_test_processor(const std::string& name, TestKind kind) {
+  return std::make_shared<TestProcessor>(name, kind);
+}
+
+Processors random_graph_processors(const NodeTypes& types) {
+  Processors processors;
+  for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t) {
+    const std::string& name = types.name(t);
+    TestKind kind = name == "split" ? TestKind::kSplit
+                    : name == "duck" ? TestKind::kDuck
+                    : (std::stoi(name.substr(1)) % 2 == 0 ? TestKind::kLinear : TestKind::kNonlinear);
+    processors[name] = make_test_processor(name, kind);
+  }
+  return processors;
+}
+
+}  // namespace grafx::testing

@@ -1,0 +1,23 @@
+#pragma once
+// Small processors for render tests, kept out of the registry: linear, nonlinear, two outlets
+// and two inlets, each following the processor contract (pure, batch-first, row n of the output
+// depends only on row n of inputs and parameters).
+
+#include <grafx/processors/registry.h>
+
+namespace grafx::testing {
+
+enum class TestKind {
+  kLinear,     ///< y = a·x + b·x[n−1], a and b per channel [2]; aux loss "l2" = Σ a²
+  kNonlinear,  ///< y = tanh(g·x)·h, g and h [1]
+  kSplit,      ///< main -> low, high: low = s·x + (1−s)·x[n−1], high = x − low, s = σ(p) [1]
+  kDuck,       ///< main, side -> main: y = main · (1 − σ(k)·tanh(side²)), k [1]
+};
+
+std::shared_ptr<const Processor> make_test_processor(const std::string& name, TestKind kind);
+
+/// Processors for the types of random_graph(): p0, p2, ... linear; p1, p3, ... nonlinear;
+/// split and duck.
+Processors random_graph_processors(const NodeTypes& types);
+
+}  // namespace grafx::testing
