@@ -28,11 +28,26 @@ at::Tensor run(const Processor& processor, const at::Tensor& x, const TensorDict
   return processor.forward({x}, repeated).outputs[0];
 }
 
-/// Unit impulses on both channels (N = 1), long enough for `seconds` of response.
+/// Unit impulses on both channels (N = 1).
 at::Tensor impulse(int64_t length) {
   at::Tensor x = at::zeros({1, 2, length}, at::kDouble);
   x.select(2, 0).fill_(1.0);
   return x;
+}
+
+/// The left and right rows of `rows` (2×n) against x.
+std::vector<PlotSeries> left_right(const std::vector<double>& x, const at::Tensor& rows) {
+  return {{"left", x, values(rows[0])}, {"right", x, values(rows[1])}};
+}
+
+Plot make_plot(std::vector<PlotSeries> series, std::string x_label, std::string y_label, double y_min = NAN,
+               double y_max = NAN) {
+  Plot plot{std::move(series), {}};
+  plot.options.x_label = std::move(x_label);
+  plot.options.y_label = std::move(y_label);
+  plot.options.y_min = y_min;
+  plot.options.y_max = y_max;
+  return plot;
 }
 
 /// EQs: the spectrum of the response to impulses at the centre (mid/side: a mid and a side impulse).
@@ -45,18 +60,17 @@ Plot magnitude_response(const Processor& processor, const TensorDict& parameters
   at::Tensor y = at::roll(run(processor, x, parameters), -centre, -1);
   at::Tensor gain_db = decibels(at::fft_rfft(y, length, -1));
   std::vector<double> frequency = values(at::arange(length / 2 + 1, at::kDouble) * (sample_rate / length));
-  Plot plot;
-  if (mid_side) plot.series = {{"mid", frequency, values(gain_db[0][0])}, {"side", frequency, values(gain_db[1][0])}};
-  else if (stereo) plot.series = {{"left", frequency, values(gain_db[0][0])}, {"right", frequency, values(gain_db[0][1])}};
-  else plot.series = {{"", frequency, values(gain_db[0][0])}};
-  double lo = gain_db.min().item<double>(), hi = gain_db.max().item<double>();
-  plot.options.y_min = std::min(-12.0, std::floor(lo / 6) * 6);  // at least ±12 dB: flat looks flat
-  plot.options.y_max = std::max(12.0, std::ceil(hi / 6) * 6);
+  std::vector<PlotSeries> series;
+  if (mid_side) series = {{"mid", frequency, values(gain_db[0][0])}, {"side", frequency, values(gain_db[1][0])}};
+  else if (stereo) series = left_right(frequency, gain_db[0]);
+  else series = {{"", frequency, values(gain_db[0][0])}};
+  // At least ±12 dB, so that flat looks flat.
+  Plot plot = make_plot(std::move(series), "frequency (Hz)", "gain (dB)",
+                        std::min(-12.0, std::floor(gain_db.min().item<double>() / 6) * 6),
+                        std::max(12.0, std::ceil(gain_db.max().item<double>() / 6) * 6));
   plot.options.log_x = true;
   plot.options.x_min = 20;
   plot.options.x_max = sample_rate / 2;
-  plot.options.x_label = "frequency (Hz)";
-  plot.options.y_label = "gain (dB)";
   return plot;
 }
 
@@ -68,29 +82,17 @@ Plot static_curve(const Processor& processor, const TensorDict& parameters, doub
   at::Tensor x = (level_db * (std::log(10.0) / 20)).exp().to(at::kFloat).view({-1, 1, 1}).expand({81, 1, length});
   at::Tensor y = run(processor, x.contiguous(), parameters).select(2, length - 1).select(1, 0);
   std::vector<double> input = values(level_db);
-  Plot plot;
-  plot.series = {{"output", input, values(decibels(y))}, {"unity", input, input, true}};
-  plot.options.x_label = "input level (dB)";
-  plot.options.y_label = "output level (dB)";
-  plot.options.y_min = -80;
-  plot.options.y_max = 0;
-  return plot;
+  return make_plot({{"output", input, values(decibels(y))}, {"unity", input, input, true}}, "input level (dB)",
+                   "output level (dB)", -80, 0);
 }
 
 /// Reverbs: Schroeder's energy decay curve, 10·log10(Σ_{m ≥ n} h[m]² / Σ h²), per channel.
 Plot energy_decay(const Processor& processor, const TensorDict& parameters, double sample_rate) {
   int64_t length = std::llround(2.2 * sample_rate);
-  at::Tensor h = run(processor, impulse(length), parameters)[0];
-  at::Tensor remaining = h.pow(2).flip(-1).cumsum(-1).flip(-1);
+  at::Tensor remaining = run(processor, impulse(length), parameters)[0].pow(2).flip(-1).cumsum(-1).flip(-1);
   at::Tensor decay_db = 10 * (remaining / remaining.select(1, 0).unsqueeze(1)).clamp_min(1e-30).log10();
-  std::vector<double> time = values(at::arange(length, at::kDouble) / sample_rate);
-  Plot plot;
-  plot.series = {{"left", time, values(decay_db[0])}, {"right", time, values(decay_db[1])}};
-  plot.options.x_label = "time (s)";
-  plot.options.y_label = "energy remaining (dB)";
-  plot.options.y_min = -90;
-  plot.options.y_max = 0;
-  return plot;
+  return make_plot(left_right(values(at::arange(length, at::kDouble) / sample_rate), decay_db), "time (s)",
+                   "energy remaining (dB)", -90, 0);
 }
 
 /// Stereo processors: a source panned from left to right with the constant-power law
@@ -99,28 +101,20 @@ Plot stereo_field(const Processor& processor, const TensorDict& parameters, doub
   at::Tensor pan = at::linspace(-1, 1, 101, at::kDouble);
   at::Tensor theta = (pan + 1) * (M_PI / 4);
   at::Tensor x = at::stack({theta.cos(), theta.sin()}, 1).unsqueeze(-1);  // 101×2×1
-  at::Tensor y = run(processor, x, parameters).select(2, 0);
+  at::Tensor out_db = decibels(run(processor, x, parameters).select(2, 0)), in_db = decibels(x.select(2, 0));
   std::vector<double> position = values(pan);
-  Plot plot;
-  plot.series = {{"left out", position, values(decibels(y.select(1, 0)))},
-                 {"right out", position, values(decibels(y.select(1, 1)))},
-                 {"left in", position, values(decibels(x.select(2, 0).select(1, 0))), true},
-                 {"right in", position, values(decibels(x.select(2, 0).select(1, 1))), true}};
-  plot.options.x_label = "input pan (−1 left, +1 right)";
-  plot.options.y_label = "level (dB)";
-  plot.options.y_min = -40;
-  return plot;
+  return make_plot({{"left out", position, values(out_db.select(1, 0))},
+                    {"right out", position, values(out_db.select(1, 1))},
+                    {"left in", position, values(in_db.select(1, 0)), true},
+                    {"right in", position, values(in_db.select(1, 1)), true}},
+                   "input pan (−1 left, +1 right)", "level (dB)", -40);
 }
 
 Plot impulse_response(const Processor& processor, const TensorDict& parameters, double sample_rate) {
   int64_t length = std::llround(2.1 * sample_rate);
-  at::Tensor h = run(processor, impulse(length), parameters)[0];
-  std::vector<double> time = values(at::arange(length, at::kDouble) * (1000 / sample_rate));
-  Plot plot;
-  plot.series = {{"left", time, values(h[0])}, {"right", time, values(h[1])}};
-  plot.options.x_label = "time (ms)";
-  plot.options.y_label = "amplitude";
-  return plot;
+  return make_plot(left_right(values(at::arange(length, at::kDouble) * (1000 / sample_rate)),
+                              run(processor, impulse(length), parameters)[0]),
+                   "time (ms)", "amplitude");
 }
 
 }  // namespace

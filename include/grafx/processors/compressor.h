@@ -40,19 +40,31 @@
 
 namespace grafx {
 
-class Compressor : public Processor {
+/// The compressor and the noise gate (grafx/processors/noise_gate.h): one level detector,
+/// smoother and parameter set; their gain curves differ.
+class Dynamics : public Processor {
  public:
-  explicit Compressor(const ProcessorConfig& config,
-                      dsp::EnvelopeSmoothing smoothing = dsp::EnvelopeSmoothing::one_pole)
-      : smoothing_(smoothing), sample_rate_(config.sample_rate) {}
+  enum class Curve { compressor, noise_gate };
+
+  Dynamics(const ProcessorConfig& config, Curve curve, dsp::EnvelopeSmoothing smoothing)
+      : curve_(curve), smoothing_(smoothing), sample_rate_(config.sample_rate) {}
+  /// compressor, compressor_ballistics, noise_gate or noise_gate_ballistics.
   std::string name() const override;
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
 
  private:
+  Curve curve_;
   dsp::EnvelopeSmoothing smoothing_;
   double sample_rate_;
+};
+
+class Compressor : public Dynamics {
+ public:
+  explicit Compressor(const ProcessorConfig& config,
+                      dsp::EnvelopeSmoothing smoothing = dsp::EnvelopeSmoothing::one_pole)
+      : Dynamics(config, Curve::compressor, smoothing) {}
 };
 
 }  // namespace grafx

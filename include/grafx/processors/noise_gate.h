@@ -13,24 +13,15 @@
 ///
 ///   NoiseGate gate({30000});
 
-#include <grafx/dsp/recursion.h>
-#include <grafx/processors/processor.h>
+#include <grafx/processors/compressor.h>
 
 namespace grafx {
 
-class NoiseGate : public Processor {
+class NoiseGate : public Dynamics {
  public:
   explicit NoiseGate(const ProcessorConfig& config,
                      dsp::EnvelopeSmoothing smoothing = dsp::EnvelopeSmoothing::one_pole)
-      : smoothing_(smoothing), sample_rate_(config.sample_rate) {}
-  std::string name() const override;
-  std::vector<ParameterSpec> parameter_specs() const override;
-  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
-                          const TensorDict& parameters) const override;
-
- private:
-  dsp::EnvelopeSmoothing smoothing_;
-  double sample_rate_;
+      : Dynamics(config, Curve::noise_gate, smoothing) {}
 };
 
 }  // namespace grafx
