@@ -15,6 +15,7 @@ void add_info_command(CLI::App& app);
 void add_draw_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
 void add_render_command(CLI::App& app);
+void add_processors_command(CLI::App& app);
 
 /// Node types a graph file may use without declaring them.
 NodeTypes known_node_types();

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   grafx::cli::add_draw_command(app);
   grafx::cli::add_schedule_command(app);
   grafx::cli::add_render_command(app);
+  grafx::cli::add_processors_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -18,23 +18,44 @@ NodeTypes console_node_types() {
   return types;
 }
 
+namespace {
+
+/// The type a chain letter names: the one type with that first letter, or the base of a family
+/// of variants sharing it (eq of eq, eq_stereo, eq_midside); empty for none or several others.
+std::string type_of_letter(char letter, const NodeTypes& types) {
+  std::vector<std::string> matches;
+  for (TypeId t = NodeTypes::kMix; t < types.size(); ++t)
+    if (NodeTypes::letter(types.name(t)) == letter) matches.push_back(types.name(t));
+  if (matches.empty()) return "";
+  std::string base = *std::min_element(matches.begin(), matches.end(),
+                                       [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  for (const auto& name : matches)
+    if (name.rfind(base, 0) != 0) return "";
+  return base;
+}
+
+}  // namespace
+
 std::vector<std::string> chain_from_letters(const std::string& letters, const NodeTypes& types) {
   std::vector<std::string> chain;
   for (char letter : letters) {
-    std::vector<std::string> matches;
-    for (TypeId t = NodeTypes::kMix; t < types.size(); ++t)
-      if (NodeTypes::letter(types.name(t)) == letter) matches.push_back(types.name(t));
-    if (matches.size() != 1) {
+    std::string name = type_of_letter(letter, types);
+    if (name.empty()) {
       std::string known;
-      for (TypeId t = NodeTypes::kMix; t < types.size(); ++t)
-        known += std::string(known.empty() ? "" : ", ") + NodeTypes::letter(types.name(t)) + " " +
-                 types.name(t);
+      bool several = false;
+      for (TypeId t = NodeTypes::kMix; t < types.size(); ++t) {
+        char other = NodeTypes::letter(types.name(t));
+        std::string base = type_of_letter(other, types);
+        several = several || other == letter;
+        if (base.empty() || base == types.name(t))  // list families by their base
+          known += std::string(known.empty() ? "" : ", ") + other + " " + types.name(t);
+      }
       throw GraphError("grafx.graph.unknown_type",
                        std::string("chain letter '") + letter + "' " +
-                           (matches.empty() ? "names no node type" : "names several node types") +
+                           (several ? "names several node types" : "names no node type") +
                            "; letters: " + known);
     }
-    chain.push_back(matches[0]);
+    chain.push_back(name);
   }
   return chain;
 }

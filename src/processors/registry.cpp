@@ -3,25 +3,42 @@
 #include <grafx/error.h>
 #include <grafx/processors/registry.h>
 
+#include <grafx/processors/compressor.h>
+#include <grafx/processors/delay.h>
+#include <grafx/processors/eq.h>
 #include <grafx/processors/gain_pan.h>
+#include <grafx/processors/noise_gate.h>
+#include <grafx/processors/reverb.h>
 #include <grafx/processors/stereo_imager.h>
 
 namespace grafx {
 namespace {
 
-template <class P>
-ProcessorInfo entry(std::string summary) {
+/// Processor P made with `options` after the config (variants of one class differ in them).
+template <class P, class... Options>
+ProcessorInfo entry(std::string summary, Options... options) {
   ProcessorConfig probe;
-  return ProcessorInfo{P(probe).name(), std::move(summary),
-                       [](const ProcessorConfig& config) { return std::make_unique<P>(config); }};
+  return ProcessorInfo{P(probe, options...).name(), std::move(summary),
+                       [=](const ProcessorConfig& config) { return std::make_unique<P>(config, options...); }};
 }
+
+constexpr auto kBallistics = dsp::EnvelopeSmoothing::ballistics;
 
 }  // namespace
 
 const std::vector<ProcessorInfo>& processor_registry() {
   static const std::vector<ProcessorInfo> registry = {
+      entry<Equalizer>("zero-phase FIR EQ: 1024 log-magnitudes, one 2047-tap filter on all channels (the paper's)"),
+      entry<Equalizer>("zero-phase FIR EQ with one filter per channel (left, right)", EqChannels::stereo),
+      entry<Equalizer>("zero-phase FIR EQ with one filter for mid and one for side", EqChannels::mid_side),
+      entry<Compressor>("compressor: level of the mid, one-pole smoothing, quadratic knee (the paper's)"),
+      entry<Compressor>("compressor with attack/release ballistics on its level detector", kBallistics),
+      entry<NoiseGate>("noise gate: level of the mid, one-pole smoothing, quadratic knee (the paper's)"),
+      entry<NoiseGate>("noise gate with attack/release ballistics on its level detector", kBallistics),
       entry<StereoImager>("stereo imager: mid/side with a side gain"),
       entry<GainPan>("gain/pan: a gain per channel of a stereo signal"),
+      entry<MultitapDelay>("multitap delay: 20 taps per channel over 2 s, surrogate delays, coloured taps"),
+      entry<NoiseReverb>("reverb: 2 s of mid/side noise shaped by an STFT mask, energy-normalised"),
   };
   return registry;
 }

@@ -18,6 +18,12 @@ TEST(Console, ChainLettersNameTheConsoleTypes) {
   ambiguous.add("echo");
   EXPECT_GRAFX_ERROR(chain_from_letters("e", ambiguous), "grafx.graph.unknown_type",
                      "names several node types");
+  NodeTypes variants = console_node_types();  // variants share their family's letter
+  variants.add("eq_stereo");
+  variants.add("compressor_ballistics");
+  EXPECT_EQ(chain_from_letters("ec", variants), (std::vector<std::string>{"eq", "compressor"}));
+  EXPECT_GRAFX_ERROR(chain_from_letters("x", variants), "grafx.graph.unknown_type",
+                     "letters: m mix, e eq, c compressor, n noise_gate, s stereo_imager, g gain_pan, d delay, r reverb");
 }
 
 TEST(Console, EvenGroupsAreContiguousAndBalanced) {

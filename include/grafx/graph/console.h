@@ -25,8 +25,10 @@ const std::vector<std::string>& console_chain();
 NodeTypes console_node_types();
 
 /// Turns letters into type names, each letter naming the one processor or mix type of `types`
-/// with that first letter ("ecnsgdr" -> eq, compressor, ...; "m" -> mix). Throws GraphError
-/// [grafx.graph.unknown_type] for a letter no type (or more than one type) has.
+/// with that first letter ("ecnsgdr" -> eq, compressor, ...; "m" -> mix); where variants share
+/// a letter, the one whose name begins all the others' (eq of eq, eq_stereo, eq_midside).
+/// Throws GraphError [grafx.graph.unknown_type] for a letter no type (or several unrelated
+/// types) has.
 std::vector<std::string> chain_from_letters(const std::string& letters, const NodeTypes& types);
 
 struct ConsoleOptions {

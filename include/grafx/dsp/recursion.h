@@ -1,0 +1,55 @@
+#pragma once
+/// First-order recursions over time, computed exactly in O(L) and differentiated by their
+/// adjoints: the adjoint of a linear recursion is the same recursion run backward in time.
+///
+/// Signals are `[..., L]` (any leading dimensions, e.g. N×C×L); coefficients and initial values
+/// have the leading shape `[...]` (one value per row). Rows run in parallel (at::parallel_for),
+/// each a tight loop over contiguous float or double samples.
+///
+///   one_pole(x, α):               y[n] = α·y[n−1] + (1 − α)·x[n],        y[−1] = 0
+///   ballistics(x, α↑, α↓, y0):    α[n] = α↑ if x[n] > y[n−1] else α↓ (attack when rising,
+///                                 release when falling), y[n] = α[n]·y[n−1] + (1 − α[n])·x[n],
+///                                 y[−1] = y0
+///   linear_recurrence(x, a, y0):  y[n] = a[n]·y[n−1] + x[n], y[−1] = y0; `a` per row ([...])
+///                                 or per sample ([..., L]); `reverse` runs from n = L−1 down:
+///                                 y[n] = a[n]·y[n+1] + x[n], y[L] = y0
+///
+/// All three are `torch::autograd::Function`s with hand-written backward passes that give
+/// gradients for the signal, the coefficients and the initial value. The backward passes are
+/// themselves built from `linear_recurrence` and ATen operations, so they are differentiable
+/// again (double backward and Hessian-vector products work). For ballistics, the choice between
+/// the attack and release coefficient is treated as a constant (the branch has no derivative),
+/// as in torchcomp.
+///
+/// Coefficients near 1 are slow smoothers: one_pole's time constant is −1/ln(α) samples.
+///
+///   at::Tensor energy = x.pow(2).mean(1, true);                        // N×1×L
+///   at::Tensor smooth = one_pole(energy, at::full({n, 1}, 0.999));    // same shape
+
+#include <ATen/Tensor.h>
+
+namespace grafx::dsp {
+
+/// How a dynamics processor smooths its level detector.
+enum class EnvelopeSmoothing {
+  one_pole,    ///< one coefficient for rising and falling levels (the GRAFX paper's default)
+  ballistics,  ///< separate attack (rising) and release (falling) coefficients
+};
+
+at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
+                             bool reverse = false);
+
+at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha);
+
+at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise,
+                      const at::Tensor& alpha_fall, const at::Tensor& initial);
+
+/// Plain sample-by-sample loops in double precision, without autograd: the references the
+/// tests compare the kernels with.
+namespace reference {
+at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha);
+at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise,
+                      const at::Tensor& alpha_fall, const at::Tensor& initial);
+}  // namespace reference
+
+}  // namespace grafx::dsp

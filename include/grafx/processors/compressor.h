@@ -1,0 +1,70 @@
+#pragma once
+/// Compressor (letter c): the feed-forward compressor of the GRAFX paper (GRAFX's Compressor
+/// with its defaults: energy detector, one-pole smoothing, quadratic knee; after Giannoulis et
+/// al. 2012 and Steinmetz et al. 2022).
+///
+///   e[n]  = mean_c x_c[n]²                                   level of the mid signal
+///   ē     = one_pole(e, α)       (compressor)                smoothed exactly, in O(L)
+///         = ballistics(e, α_attack, α_release, 0)  (compressor_ballistics)
+///   G_u   = log(ē + 1e−5),  T = log_threshold − 6,  R = 1 + exp(log_ratio),  w = exp(log_knee)/2
+///   G_y − G_u = (1/R − 1)·knee(G_u − T),  knee(d) = 0 (d < −w), (d + w)²/(4w) (|d| ≤ w), d (d > w)
+///   y_c   = exp((G_y − G_u)/2)·x_c                           the same gain on every channel
+///
+/// | parameter         | shape | physical             | init (raw 0) | meaning                   |
+/// |-------------------|-------|----------------------|--------------|---------------------------|
+/// | `log_threshold`   | [1]   | `threshold_db`, dB   | −26 dB       | 10·log10(e^T)             |
+/// | `log_ratio`       | [1]   | `ratio`, :1          | 2:1          | R, in (1, ∞)              |
+/// | `log_knee`        | [1]   | `knee_db`, dB        | 4.3 dB       | full knee width 2w in dB  |
+/// | `z_alpha`         | [1]   | `smoothing_ms`, ms   | 0.05 ms at 30 kHz | α = σ(raw); −1/ln α samples |
+/// | `z_alpha_attack`  | [1]   | `attack_ms`, ms      | as `z_alpha` | ballistics only: rising   |
+/// | `z_alpha_release` | [1]   | `release_ms`, ms     | as `z_alpha` | ballistics only: falling  |
+///
+/// α is σ(raw) bounded by 1 − 1e−5. At ratio 1 (log_ratio → −∞) the compressor is the identity.
+/// Input and output: N×C×L, any C. The smoothing starts from silence (ē[−1] = 0).
+///
+/// The output's level is the curve's: G_y is a log energy, so the amplitude gain is half of
+/// G_y − G_u. Above the knee, the level rises 1/R dB per dB of input.
+///
+/// Differences from GRAFX: GRAFX multiplies the amplitude by exp(G_y − G_u), which doubles every
+/// gain in dB, so its R acts as the ratio R/(2 − R): its compressors start (R = 2) as limiters,
+/// and for R > 2 their output falls as their input rises; here R is the ratio. The one-pole
+/// smoother is the exact recursion, not a 16384-tap FIR (truncated, convolved by FFT, then
+/// clipped by a ReLU). `compressor_ballistics` is a new variant with separate attack and
+/// release coefficients on the level detector.
+///
+///   Compressor compressor({30000});
+///   auto y = compressor.forward({x}, parameters).outputs[0];
+
+#include <grafx/dsp/recursion.h>
+#include <grafx/processors/processor.h>
+
+namespace grafx {
+
+/// The compressor and the noise gate (grafx/processors/noise_gate.h): one level detector,
+/// smoother and parameter set; their gain curves differ.
+class Dynamics : public Processor {
+ public:
+  enum class Curve { compressor, noise_gate };
+
+  Dynamics(const ProcessorConfig& config, Curve curve, dsp::EnvelopeSmoothing smoothing)
+      : curve_(curve), smoothing_(smoothing), sample_rate_(config.sample_rate) {}
+  /// compressor, compressor_ballistics, noise_gate or noise_gate_ballistics.
+  std::string name() const override;
+  std::vector<ParameterSpec> parameter_specs() const override;
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
+                          const TensorDict& parameters) const override;
+
+ private:
+  Curve curve_;
+  dsp::EnvelopeSmoothing smoothing_;
+  double sample_rate_;
+};
+
+class Compressor : public Dynamics {
+ public:
+  explicit Compressor(const ProcessorConfig& config,
+                      dsp::EnvelopeSmoothing smoothing = dsp::EnvelopeSmoothing::one_pole)
+      : Dynamics(config, Curve::compressor, smoothing) {}
+};
+
+}  // namespace grafx

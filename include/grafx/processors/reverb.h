@@ -1,0 +1,53 @@
+#pragma once
+/// Reverb (letter r): the STFT-masked noise reverb of the GRAFX paper (GRAFX's
+/// STFTMaskedNoiseReverb with its defaults, "pseudo-midside").
+///
+/// Two seconds of fixed uniform noise, one for mid and one for side (seeded, the same on every
+/// run), are shaped in the STFT domain (FFT 384, hop 192, Hann window, centred frames) by a mask
+/// with an initial log-magnitude and a per-frame decay per frequency bin:
+///
+///   log M[k, m] = H0[k] − softplus(HΔ[k])·m,   mask = exp(log M / 8),   m = 0 … M − 1 frames
+///   [h_mid, h_side] = istft(STFT(noise) ⊙ mask),  h = [h_mid + h_side, h_mid − h_side]
+///   h ← h / sqrt(mean_c Σ_n h_c[n]² + 1e−12)       energy-normalised: only the shape matters
+///   y_c = h_c ∗ x_c                                  causal, exact linear convolution
+///
+/// | parameter             | shape    | physical                | init (raw 0) | meaning               |
+/// |-----------------------|----------|-------------------------|--------------|-----------------------|
+/// | `init_log_magnitude`  | [2, 193] | `initial_level_db`, dB  | 0 dB         | level of mid/side bin k at the start (relative) |
+/// | `delta_log_magnitude` | [2, 193] | `decay_time_s`, s       | 0.51 s at 30 kHz | time to decay by 60 dB, per bin |
+///
+/// Input and output: N×2×L (the reverb is wet only; the console's dry/wet mixes it).
+/// Differences from GRAFX: the noise comes from a seeded 64-bit Mersenne Twister (GRAFX: NumPy's
+/// RandomState(0)), and the convolution is exact (GRAFX's FFT length warps time by up to a
+/// sample). The impulse response lasts 2 s at any sample rate (GRAFX: 60000 samples).
+///
+///   NoiseReverb reverb({30000});
+
+#include <grafx/processors/processor.h>
+
+namespace grafx {
+
+class NoiseReverb : public Processor {
+ public:
+  static constexpr int64_t kFftSize = 384;
+  static constexpr int64_t kHop = 192;
+  static constexpr double kLengthSeconds = 2.0;
+  static constexpr uint64_t kNoiseSeed = 0;
+
+  explicit NoiseReverb(const ProcessorConfig& config);
+  std::string name() const override { return "reverb"; }
+  std::vector<ParameterSpec> parameter_specs() const override;
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
+                          const TensorDict& parameters) const override;
+
+  /// The stereo impulse responses N×2×K for raw parameters (energy-normalised).
+  at::Tensor impulse_responses(const TensorDict& parameters, const at::TensorOptions& options) const;
+
+ private:
+  double sample_rate_;
+  int64_t length_;    ///< impulse response length in samples
+  int64_t n_frames_;  ///< STFT frames of the impulse response
+  ConstantCache constants_;
+};
+
+}  // namespace grafx

@@ -1,0 +1,67 @@
+#include <grafx/dsp/surrogate_delay.h>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <cmath>
+
+namespace grafx::dsp {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+constexpr double kEpsilon = 1e-7;  // GRAFX's guard against division by zero and 0^0
+
+struct NormalizedGradient : public torch::autograd::Function<NormalizedGradient> {
+  static at::Tensor forward(AutogradContext*, const at::Tensor& z) { return z.clone(); }
+  static variable_list backward(AutogradContext*, variable_list grads) {
+    const at::Tensor& g = grads[0];
+    return {g / (g.pow(2).sum(-1, true).sqrt() + kEpsilon)};
+  }
+};
+
+struct StraightThroughOneHot : public torch::autograd::Function<StraightThroughOneHot> {
+  static at::Tensor forward(AutogradContext*, const at::Tensor& soft) {
+    return at::one_hot(soft.argmax(-1), soft.size(-1)).to(soft.scalar_type());
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0]}; }
+};
+
+void check_z(const at::Tensor& z, const char* where) {
+  TORCH_CHECK(z.dim() >= 1 && z.size(-1) == 2 && at::isFloatingType(z.scalar_type()), where,
+              ": expected real and imaginary parts [..., 2] of float or double, but got ", z.sizes(), " ",
+              z.scalar_type());
+}
+
+}  // namespace
+
+at::Tensor normalized_gradient(const at::Tensor& z) {
+  check_z(z, "normalized_gradient");
+  return NormalizedGradient::apply(z);
+}
+
+at::Tensor straight_through_one_hot(const at::Tensor& soft) { return StraightThroughOneHot::apply(soft); }
+
+SurrogateDelay surrogate_delay(const at::Tensor& z, int64_t n, const SurrogateDelayOptions& options) {
+  check_z(z, "surrogate_delay");
+  TORCH_CHECK(n >= 2, "surrogate_delay: expected a length of at least 2, but got ", n);
+  SurrogateDelay delay;
+  delay.radii_loss = (1 - at::view_as_complex(z.contiguous()).abs().tanh()).pow(2);
+  at::Tensor pole = at::view_as_complex((options.normalize_gradients ? normalized_gradient(z) : z).contiguous());
+  at::Tensor radius = pole.abs();
+  pole = pole * (radius.tanh() / (radius + kEpsilon)) + kEpsilon;  // inside the unit disk
+  at::Tensor k = at::arange(n / 2 + 1, z.options());
+  at::Tensor soft = at::fft_irfft(at::exp(pole.log().unsqueeze(-1) * k), n, -1);
+  delay.impulse_responses = options.straight_through ? straight_through_one_hot(soft) : soft;
+  return delay;
+}
+
+at::Tensor delay_to_z(const at::Tensor& delay_samples, int64_t n, double radius) {
+  TORCH_CHECK(radius > 0 && radius < 1, "delay_to_z: expected a radius in (0, 1), but got ", radius);
+  at::Tensor angle = delay_samples * (-2 * M_PI / double(n));
+  double raw_radius = std::atanh(radius);  // tanh|z̃| = radius, up to the 1e−7 guards
+  return at::stack({angle.cos() * raw_radius, angle.sin() * raw_radius}, -1);
+}
+
+}  // namespace grafx::dsp

@@ -1,0 +1,248 @@
+#include <grafx/error.h>
+#include <grafx/files.h>
+#include <grafx/io/plot.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace grafx {
+namespace {
+
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                   "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+constexpr double kLeft = 72, kRight = 24, kTop = 44, kBottom = 52;  // margins, pixels
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+std::string number(double value, int decimals) {
+  if (std::abs(value) < 0.5 * std::pow(10.0, -decimals)) value = 0;  // no "-0.00"
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+/// A tick label on a logarithmic axis: 20, 100, 1k, 10k.
+std::string log_label(double value) {
+  if (value >= 1000) return number(value / 1000, value < 10000 && std::fmod(value, 1000) != 0 ? 1 : 0) + "k";
+  return number(value, value < 1 ? int(std::ceil(-std::log10(value))) : 0);
+}
+
+/// A 1-2-5 step giving about `n` intervals over `span`.
+double nice_step(double span, int n) {
+  double raw = span / n, decade = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (raw <= m * decade) return m * decade;
+  return 10 * decade;
+}
+
+struct Axis {
+  double min, max;
+  bool log;
+  double pixels_from, pixels_to;  ///< where min and max are drawn
+
+  double to_pixels(double v) const {
+    double t = log ? (std::log10(v) - std::log10(min)) / (std::log10(max) - std::log10(min))
+                   : (v - min) / (max - min);
+    return pixels_from + t * (pixels_to - pixels_from);
+  }
+  bool drawable(double v) const { return std::isfinite(v) && (!log || v > 0); }
+
+  /// Major ticks with labels, and minor ticks (log axes: 2…9 × 10^k).
+  void ticks(std::vector<std::pair<double, std::string>>& major, std::vector<double>& minor) const {
+    if (log) {
+      for (double decade = std::pow(10.0, std::floor(std::log10(min))); decade <= max; decade *= 10)
+        for (int m = 1; m < 10; ++m) {
+          double v = decade * m;
+          if (v < min * (1 - 1e-9) || v > max * (1 + 1e-9)) continue;
+          if (m == 1) major.push_back({v, log_label(v)});
+          else minor.push_back(v);
+        }
+      return;
+    }
+    double step = nice_step(max - min, 6);
+    int decimals = std::max(0, int(-std::floor(std::log10(step) + 1e-9)));
+    for (double v = std::ceil(min / step - 1e-9) * step; v <= max + step * 1e-9; v += step)
+      major.push_back({v, number(v, decimals)});
+  }
+};
+
+/// The range of x (or of y, over the points whose x lies in [x_axis.min, x_axis.max]) among the
+/// drawable points; NaNs when there is none.
+std::pair<double, double> data_range(const std::vector<PlotSeries>& series, const Axis& x_axis, bool of_y) {
+  double lo = NAN, hi = NAN;
+  for (const auto& s : series)
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      if (!x_axis.drawable(s.x[i]) || !std::isfinite(s.y[i])) continue;
+      if (of_y && (s.x[i] < x_axis.min || s.x[i] > x_axis.max)) continue;
+      double v = of_y ? s.y[i] : s.x[i];
+      lo = std::isnan(lo) ? v : std::min(lo, v);
+      hi = std::isnan(hi) ? v : std::max(hi, v);
+    }
+  return {lo, hi};
+}
+
+/// Indices of the points to draw: all, or each pixel column's first, minimum, maximum and last.
+std::vector<size_t> decimate(const PlotSeries& s, const Axis& x_axis, int width) {
+  std::vector<size_t> keep;
+  if (s.x.size() <= size_t(4 * width)) {
+    for (size_t i = 0; i < s.x.size(); ++i) keep.push_back(i);
+    return keep;
+  }
+  long column = -1;
+  size_t lo = 0, hi = 0, last = 0;
+  auto flush = [&] {
+    if (column < 0) return;
+    for (size_t i : {std::min(lo, hi), std::max(lo, hi), last})
+      if (keep.empty() || keep.back() != i) keep.push_back(i);
+  };
+  for (size_t i = 0; i < s.x.size(); ++i) {
+    if (!x_axis.drawable(s.x[i])) continue;
+    long c = long(std::floor(x_axis.to_pixels(s.x[i])));
+    if (c != column) {
+      flush();
+      column = c, lo = hi = i;
+      keep.push_back(i);
+    }
+    if (s.y[i] < s.y[lo]) lo = i;
+    if (s.y[i] > s.y[hi]) hi = i;
+    last = i;
+  }
+  flush();
+  return keep;
+}
+
+}  // namespace
+
+std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& options) {
+  for (const auto& s : series)
+    if (s.x.size() != s.y.size())
+      throw IoError("grafx.io.plot", "series \"" + s.label + "\": expected as many y as x values, but got " +
+                                         std::to_string(s.y.size()) + " and " + std::to_string(s.x.size()));
+  double width = options.width, height = options.height;
+  Axis x_axis{0, 1, options.log_x, kLeft, width - kRight};
+  Axis y_axis{0, 1, false, height - kBottom, kTop};
+  auto [x_lo, x_hi] = data_range(series, x_axis, false);
+  if (std::isnan(x_lo)) throw IoError("grafx.io.plot", "no point to draw");
+  x_axis.min = std::isnan(options.x_min) ? x_lo : options.x_min;
+  x_axis.max = std::isnan(options.x_max) ? x_hi : options.x_max;
+  if (!(x_axis.max > x_axis.min)) x_axis.max = x_axis.log ? x_axis.min * 10 : x_axis.min + 1;
+  auto [y_lo, y_hi] = data_range(series, x_axis, true);
+  if (std::isnan(y_lo)) y_lo = y_hi = 0;
+  y_axis.min = std::isnan(options.y_min) ? y_lo : options.y_min;
+  y_axis.max = std::isnan(options.y_max) ? y_hi : options.y_max;
+  // A flat line (up to rounding) gets a unit range around it, not a zoom into the rounding.
+  if (!(y_axis.max - y_axis.min > 1e-9 * std::max(1.0, std::abs(y_axis.max)))) y_axis.min -= 1, y_axis.max += 1;
+  if (std::isnan(options.y_min) || std::isnan(options.y_max)) {  // round the data's range out to ticks
+    double step = nice_step(y_axis.max - y_axis.min, 6);
+    if (std::isnan(options.y_min)) y_axis.min = std::floor(y_axis.min / step + 1e-9) * step;
+    if (std::isnan(options.y_max)) y_axis.max = std::ceil(y_axis.max / step - 1e-9) * step;
+  }
+
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<clipPath id=\"area\"><rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << width - kLeft - kRight
+      << "\" height=\"" << height - kTop - kBottom << "\"/></clipPath>\n";
+  // Grid and tick labels.
+  std::vector<std::pair<double, std::string>> x_major, y_major;
+  std::vector<double> x_minor, y_minor;
+  x_axis.ticks(x_major, x_minor);
+  y_axis.ticks(y_major, y_minor);
+  auto grid_x = [&](double v, const char* colour) {
+    double px = x_axis.to_pixels(v);
+    svg << "<line x1=\"" << px << "\" y1=\"" << kTop << "\" x2=\"" << px << "\" y2=\"" << height - kBottom
+        << "\" stroke=\"" << colour << "\"/>\n";
+  };
+  for (double v : x_minor) grid_x(v, "#f0f0f0");
+  for (const auto& [v, label] : x_major) {
+    grid_x(v, "#dddddd");
+    svg << "<text x=\"" << x_axis.to_pixels(v) << "\" y=\"" << height - kBottom + 16
+        << "\" text-anchor=\"middle\">" << escape(label) << "</text>\n";
+  }
+  for (const auto& [v, label] : y_major) {
+    double py = y_axis.to_pixels(v);
+    svg << "<line x1=\"" << kLeft << "\" y1=\"" << py << "\" x2=\"" << width - kRight << "\" y2=\"" << py
+        << "\" stroke=\"#dddddd\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py + 4
+        << "\" text-anchor=\"end\">" << escape(label) << "</text>\n";
+  }
+  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << width - kLeft - kRight << "\" height=\""
+      << height - kTop - kBottom << "\" fill=\"none\" stroke=\"#444444\"/>\n";
+  // Series: polylines broken at points that cannot be drawn.
+  for (size_t k = 0; k < series.size(); ++k) {
+    const PlotSeries& s = series[k];
+    svg << "<g clip-path=\"url(#area)\" fill=\"none\" stroke=\"" << kColors[k % 8] << "\" stroke-width=\"1.5\""
+        << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << ">\n";
+    std::string points;
+    auto flush = [&] {
+      if (!points.empty()) svg << "<polyline points=\"" << points << "\"/>\n";
+      points.clear();
+    };
+    for (size_t i : decimate(s, x_axis, options.width)) {
+      if (!x_axis.drawable(s.x[i]) || !std::isfinite(s.y[i])) {
+        flush();
+        continue;
+      }
+      double py = std::clamp(y_axis.to_pixels(s.y[i]), -1e5, 1e5);
+      points += number(x_axis.to_pixels(s.x[i]), 2) + "," + number(py, 2) + " ";
+    }
+    flush();
+    svg << "</g>\n";
+  }
+  // Title, axis labels, legend.
+  svg << "<text x=\"" << width / 2 << "\" y=\"" << kTop - 16 << "\" text-anchor=\"middle\" font-size=\"15\">"
+      << escape(options.title) << "</text>\n"
+      << "<text x=\"" << (kLeft + width - kRight) / 2 << "\" y=\"" << height - 12 << "\" text-anchor=\"middle\">"
+      << escape(options.x_label) << "</text>\n"
+      << "<text transform=\"translate(16," << (kTop + height - kBottom) / 2
+      << ") rotate(-90)\" text-anchor=\"middle\">" << escape(options.y_label) << "</text>\n";
+  // Legend: in the corner of the plot area that covers the fewest points.
+  int64_t n_labels = std::count_if(series.begin(), series.end(), [](const auto& s) { return !s.label.empty(); });
+  double box_width = 150, box_height = 18.0 * double(n_labels) + 6;
+  double best_x = 0, best_y = 0;
+  int64_t fewest = -1;
+  for (double bx : {width - kRight - box_width - 6, kLeft + 6})
+    for (double by : {kTop + 6, height - kBottom - box_height - 6}) {
+      int64_t covered = 0;
+      for (const auto& s : series)
+        for (size_t i = 0; i < s.x.size(); ++i) {
+          if (!x_axis.drawable(s.x[i]) || !std::isfinite(s.y[i])) continue;
+          double px = x_axis.to_pixels(s.x[i]), py = y_axis.to_pixels(s.y[i]);
+          covered += px >= bx && px <= bx + box_width && py >= by && py <= by + box_height;
+        }
+      if (fewest < 0 || covered < fewest) fewest = covered, best_x = bx, best_y = by;
+    }
+  if (n_labels > 0)
+    svg << "<rect x=\"" << best_x << "\" y=\"" << best_y << "\" width=\"" << box_width << "\" height=\""
+        << box_height << "\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n";
+  double legend_y = best_y + 16;
+  for (size_t k = 0; k < series.size(); ++k) {
+    if (series[k].label.empty()) continue;
+    double lx = best_x + 8;
+    svg << "<line x1=\"" << lx << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << lx + 24 << "\" y2=\"" << legend_y - 4
+        << "\" stroke=\"" << kColors[k % 8] << "\" stroke-width=\"2\"" << (series[k].dashed ? " stroke-dasharray=\"6 4\"" : "")
+        << "/>\n<text x=\"" << lx + 30 << "\" y=\"" << legend_y << "\">" << escape(series[k].label) << "</text>\n";
+    legend_y += 18;
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+void write_plot(const std::string& path, const std::vector<PlotSeries>& series, const PlotOptions& options,
+                bool overwrite) {
+  write_text_file(path, plot_svg(series, options), overwrite);
+}
+
+}  // namespace grafx
