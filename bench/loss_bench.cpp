@@ -5,6 +5,7 @@
 //
 //   build/bin/loss_bench            (GRAFX_THREADS=n to set the thread count)
 
+#include <grafx/dsp/convolution.h>
 #include <grafx/loss/mix_loss.h>
 
 #include "bench_support.h"
@@ -35,8 +36,12 @@ struct NaiveMixLoss {
 
   at::Tensor operator()(const at::Tensor& estimate, const at::Tensor& target) const {
     auto channels = [&](const at::Tensor& x) {  // 2×L → L, R, M, S, each 1×L
-      at::Tensor l = detail::fir_filter(x.narrow(0, 0, 1), taps),
-                 r = detail::fir_filter(x.narrow(0, 1, 1), taps);
+      auto filter = [&](const at::Tensor& c) {
+        return dsp::convolve(c.view({1, 1, -1}), taps.view({1, 1, -1}),
+                             dsp::ConvolutionMode::zero_phase)
+            .view({1, -1});
+      };
+      at::Tensor l = filter(x[0]), r = filter(x[1]);
       return std::vector<at::Tensor>{l, r, l + r, l - r};
     };
     std::vector<at::Tensor> x = channels(estimate[0]), y = channels(target[0]);

@@ -69,10 +69,6 @@ double a_weighting_gain(double frequency_hz);
 /// scipy.signal.firls does. [n_taps], float64, CPU.
 at::Tensor a_weighting_fir(double sample_rate, int64_t n_taps = 101);
 
-/// Filters `rows×T` signals with the symmetric (linear-phase) `taps` [K odd], keeping the
-/// length: zero-padded "same" convolution, K/2 samples of look-ahead, computed by FFT.
-at::Tensor fir_filter(const at::Tensor& x, const at::Tensor& taps);
-
 /// Spectral convergence ‖y − x‖_F / ‖y‖_F over `dims` (y is the target's magnitude).
 at::Tensor spectral_convergence(const at::Tensor& x_mag, const at::Tensor& y_mag,
                                 at::IntArrayRef dims);
