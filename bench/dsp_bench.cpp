@@ -22,12 +22,13 @@ namespace {
 using dsp::ConvolutionMode;
 constexpr int64_t kItems = 16, kLength = int64_t(1) << 17;
 
-/// GRAFX's FFT convolution: both zero-padded to P = L + K − 1 (its irfft has no length
-/// argument: for odd P it returns P − 1 samples on a warped grid; the exact length is used
-/// here, which costs the same).
-at::Tensor grafx_convolve(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode) {
-  int64_t p    = x.size(-1) + h.size(-1) - 1;
-  at::Tensor y = at::fft_irfft(at::fft_rfft(x, p, -1) * at::fft_rfft(h, p, -1), p, -1);
+/// FFT convolution composed of ATen operations (differentiated by autograd), zero-padded to
+/// `size` ≥ L + K − 1. GRAFX pads to exactly L + K − 1 (its irfft has no length argument: for an
+/// odd size it returns one sample less on a warped grid; the exact length is used here, which
+/// costs the same).
+at::Tensor aten_convolve(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode,
+                         int64_t size) {
+  at::Tensor y = at::fft_irfft(at::fft_rfft(x, size, -1) * at::fft_rfft(h, size, -1), size, -1);
   return y.narrow(-1, mode == ConvolutionMode::zero_phase ? h.size(-1) / 2 : 0, x.size(-1));
 }
 
@@ -86,16 +87,18 @@ void convolution(const std::string& title, int64_t taps, int64_t filter_channels
   at::Tensor x = at::randn({kItems, 2, kLength}),
              h = at::randn({kItems, filter_channels, taps}) * 0.01;
   Table table({"method", "transform size", "forward ms", "forward+backward ms", "speed-up (f+b)"});
+  int64_t exact = kLength + taps - 1, fast = dsp::fast_fft_size(exact);
   Timings naive = time_forward_backward(
-      [&](const auto& in) { return grafx_convolve(in[0], in[1], mode); }, {x, h});
+      [&](const auto& in) { return aten_convolve(in[0], in[1], mode, exact); }, {x, h});
   auto add = [&](const std::string& name, const std::string& size, Timings t) {
     table.add_row({name, size, fixed(t.forward_ms, 1), fixed(t.backward_ms, 1),
                    fixed(naive.backward_ms / t.backward_ms, 2) + "×"});
   };
-  add("naive: one FFT of L + K − 1 (GRAFX)", std::to_string(kLength + taps - 1), naive);
-  int64_t whole =
-      dsp::fast_fft_size(kLength + taps - 1 - (mode == ConvolutionMode::zero_phase ? taps / 2 : 0));
-  add("fft_convolve: one FFT of a fast size", std::to_string(whole),
+  add("naive: ATen FFT of L + K − 1 (GRAFX)", std::to_string(exact), naive);
+  add("ATen FFT of a fast size", std::to_string(fast),
+      time_forward_backward([&](const auto& in) { return aten_convolve(in[0], in[1], mode, fast); },
+                            {x, h}));
+  add("fft_convolve: one block of a fast size (hand-written adjoint)", std::to_string(fast),
       time_forward_backward([&](const auto& in) { return dsp::fft_convolve(in[0], in[1], mode); },
                             {x, h}));
   for (int64_t size : {int64_t(4096), int64_t(8192), int64_t(16384), int64_t(32768), int64_t(65536),
@@ -125,7 +128,7 @@ void envelope() {
     at::Tensor alpha = in[1].sigmoid().clamp_max(1 - 1e-5);
     at::Tensor n     = at::arange(kFirLength, alpha.options());
     at::Tensor h     = (1 - alpha).unsqueeze(-1) * (n * alpha.log().unsqueeze(-1)).exp();
-    return grafx_convolve(in[0], h, ConvolutionMode::causal).relu();
+    return aten_convolve(in[0], h, ConvolutionMode::causal, kLength + kFirLength - 1).relu();
   };
   auto recursion = [](const std::vector<at::Tensor>& in) {
     return dsp::one_pole(in[0], in[1].sigmoid().clamp_max(1 - 1e-5));
