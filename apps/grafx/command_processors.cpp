@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -131,17 +132,18 @@ void add_processors_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("processors", "List the processors, or show one and picture what it does");
   CLI::Option* name = cmd->add_option("name", args->name, "A processor (node type) name");
-  cmd->add_option("--response", args->response,
-                  "Write a picture (.svg) of the processor's response: EQ magnitude response, "
-                  "compressor/gate static curve, reverb energy decay, delay impulse response, "
-                  "gain/imager stereo field")
-      ->needs(name);
+  CLI::Option* response =
+      cmd->add_option("--response", args->response,
+                      "Write a picture (.svg) of the processor's response: EQ magnitude response, "
+                      "compressor/gate static curve, reverb energy decay, delay impulse response, "
+                      "gain/imager stereo field")
+          ->needs(name);
   cmd->add_option(
          "--param", args->parameters,
          "Raw parameter for the picture: NAME=VALUE, or NAME=V1,V2,... (interpolated along "
          "the last dimension), or one such list per row separated by ';'; default: the "
          "initial values")
-      ->needs(name);
+      ->needs(response);
   cmd->add_option("--sample-rate", args->sample_rate, "Sample rate in Hz")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -151,11 +153,12 @@ void add_processors_command(CLI::App& app) {
       for (const auto& info : processor_registry()) describe(info, false, args->sample_rate);
       return;
     }
-    auto processor = make_processor(args->name, {args->sample_rate});
-    for (const auto& info : processor_registry())
-      if (info.name == args->name && args->response.empty())
-        describe(info, true, args->sample_rate);
-    if (args->response.empty()) return;
+    auto processor = make_processor(args->name, {args->sample_rate});  // or an error naming them
+    if (args->response.empty()) {
+      for (const auto& info : processor_registry())
+        if (info.name == args->name) describe(info, true, args->sample_rate);
+      return;
+    }
     if (std::filesystem::path(args->response).extension() != ".svg")
       throw IoError("grafx.io.plot",
                     "--response: expected an .svg file, but got \"" + args->response + "\"");
