@@ -62,4 +62,10 @@ class FitError : public Error {
   using Error::Error;
 };
 
+/// Problems with loss options or loss inputs: shapes, dtypes, lengths.
+class LossError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace grafx

@@ -1,0 +1,118 @@
+#pragma once
+/// Fitting a graph (typically a mixing console) to a target mix by gradient descent, as in the
+/// pruning paper: AdamW, random crops with a warm-up that the loss skips, the mix-matching loss
+/// plus the processors' regularisers.
+///
+///   Fitter fitter(console, tracks, mix, 30000, options);    // tracks K×2×L, mix 2×L
+///   fitter.run([](const FitProgress& p) { print(p); });
+///   at::Tensor fitted = fitter.render_mix();                 // the whole song
+///   save_parameters("fit.safetensors", console, fitter.parameters());
+
+#include <grafx/fit/adamw.h>
+#include <grafx/fit/console_processors.h>
+#include <grafx/loss/mix_loss.h>
+#include <grafx/loss/regularizers.h>
+#include <grafx/render/render.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace grafx {
+
+struct FitOptions {
+  int64_t n_steps = 1000;
+  AdamWOptions optimizer;              ///< lr 0.01, weight decay 0 (the paper's)
+  double crop_seconds = 3.8;           ///< random crop per step (whole song if shorter)
+  double skip_seconds = 1.0;           ///< start of each crop left out of the loss (warm-up)
+  uint64_t seed = 0;                   ///< initial parameters and crops
+  int64_t reset_optimizer_every = 0;   ///< re-create the optimizer's state every n steps (0: never)
+  double max_gradient_norm = 0.0;      ///< clip the global gradient norm (0: no clipping)
+  int64_t max_non_finite_steps = 20;   ///< stop after this many skipped steps in a row
+  /// Weights of the processors' auxiliary losses (gain staging 1e-3, radii 0.5).
+  std::map<std::string, double> regularizer_weights = default_regularizer_weights();
+  MixLossOptions loss;                 ///< sample rate and skip are set by the fitter
+  ConsoleProcessorOptions processors;  ///< dry/wet and gain staging
+  ScheduleOptions schedule = ScheduleMethod::kOptimal;
+};
+
+/// Scales every gradient so that their global norm is at most `max_norm` (as PyTorch's
+/// clip_grad_norm_); returns the norm before clipping (infinite or NaN if a gradient is).
+double clip_gradient_norm(Parameters& parameters, double max_norm);
+
+/// One step's record.
+struct FitRecord {
+  int64_t step = 0;
+  double loss = 0;            ///< total (match + regularisation); NaN for a skipped step
+  double match_loss = 0;      ///< the mix-matching loss alone
+  double regularization = 0;
+  bool skipped = false;       ///< non-finite loss or gradients: no update
+  double gradient_norm = 0;   ///< global gradient norm before clipping
+};
+
+struct FitProgress {
+  int64_t step = 0;           ///< steps done
+  int64_t n_steps = 0;
+  FitRecord record;           ///< the step just done
+  double steps_per_second = 0;
+  double eta_seconds = 0;
+  int64_t skipped_steps = 0;  ///< in total
+};
+
+class Fitter {
+ public:
+  /// `tracks` K×C×L (one per `in` node, in id order) and `mix` C×L at `sample_rate`; initial
+  /// parameters are created from the seed unless given. Throws FitError [grafx.fit.data] for
+  /// data that does not fit the graph or is too short for the crop and the loss.
+  Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, int64_t sample_rate, FitOptions options,
+         Parameters initial = {});
+
+  /// Runs until `options.n_steps` steps are done, calling `progress` after each. Throws
+  /// FitError [grafx.fit.diverged] after max_non_finite_steps skipped steps in a row.
+  void run(const std::function<void(const FitProgress&)>& progress = {});
+  /// One step (crop, render, loss, backward, update); returns its record.
+  FitRecord step();
+
+  int64_t steps_done() const { return static_cast<int64_t>(history_.size()); }
+  const std::vector<FitRecord>& history() const { return history_; }
+  const Parameters& parameters() const { return parameters_; }
+  const Graph& graph() const { return graph_; }
+  const Processors& processors() const { return processors_; }
+  const FitOptions& options() const { return options_; }
+  const AdamW& optimizer() const { return optimizer_; }
+  int64_t sample_rate() const { return sample_rate_; }
+
+  /// The whole song rendered with the current parameters (C×L), without gradients.
+  at::Tensor render_mix() const;
+  /// The mix-matching loss of the whole song (no warm-up skip), with its terms.
+  MixLossTerms evaluate() const;
+
+  /// Writes the parameters, the optimizer's state and the history (safetensors, atomically).
+  void save_checkpoint(const std::string& path) const;
+  /// Continues from a checkpoint of the same graph, data and settings (FitError
+  /// [grafx.fit.checkpoint] naming what differs otherwise).
+  void load_checkpoint(const std::string& path);
+
+ private:
+  /// Where step `step`'s crop starts: a function of the seed and the step alone, so that a
+  /// resumed fit sees the same crops as an uninterrupted one.
+  int64_t crop_start(int64_t step) const;
+  /// What a checkpoint must agree on: graph, data, settings.
+  std::map<std::string, std::string> identity() const;
+
+  Graph graph_;
+  at::Tensor tracks_, mix_;
+  int64_t sample_rate_;
+  FitOptions options_;        // with the loss's sample rate and skip filled in
+  int64_t crop_samples_;
+  Processors processors_;
+  RenderPlan plan_;
+  Parameters parameters_;
+  MixLoss loss_;
+  AdamW optimizer_;
+  std::vector<FitRecord> history_;
+  int64_t non_finite_in_a_row_ = 0;
+};
+
+}  // namespace grafx

@@ -1,0 +1,87 @@
+#pragma once
+/// The mix-matching loss of "Searching for Music Mixing Graphs: A Pruning Approach" (Lee et
+/// al., DAFx 2024): a multi-resolution mel-STFT loss on the left, right, mid and side signals.
+///
+/// For an estimate x and a target y (stereo, `B×2×L`), per item and per channel
+/// c ∈ {L, R, M = L+R, S = L−R} of the A-weighted signals (first `skip_samples` dropped):
+///
+///   X_r = mel_r · max(|STFT_r(x_c)|, √eps)        (n_mels × frames, same for Y_r)
+///   d_c = 1/R Σ_r ( ‖Y_r − X_r‖_F / ‖Y_r‖_F  +  mean |log Y_r − log X_r| )
+///   loss = mean over items of  lr_weight · (d_L + d_R)/2 + mid_weight · d_M + side_weight · d_S
+///
+/// STFT_r: FFT size n_r ∈ fft_sizes, hop n_r/4, periodic Hann window of n_r samples, centred
+/// frames (reflect padding of n_r/2). mel_r: librosa's Slaney mel filterbank (`n_mels` bands,
+/// 0 Hz to Nyquist, unit-area triangles). A-weighting: auraloss's 101-tap FIR fit. The four
+/// channels of all items go through one batched STFT per resolution (one for the estimate, one
+/// for the target).
+/// See docs/loss.md for the math and where it differs from grafx-prune and auraloss.
+///
+/// Inputs: estimate and target of the same shape `B×2×L` or `2×L`, float32 or float64, on any
+/// one device; L − skip_samples must be at least the largest FFT size.
+///
+///   grafx::MixLossOptions options;
+///   options.skip_samples = 30000;                      // the paper skips the first second
+///   grafx::MixLoss loss(options);
+///   at::Tensor value = loss(estimate, target);         // scalar, differentiable
+///   grafx::MixLossTerms terms = loss.terms(estimate, target);  // also L_lr, L_m, L_s, ...
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace grafx {
+
+struct MixLossOptions {
+  std::vector<int64_t> fft_sizes = {512, 1024, 4096};  ///< hop = fft/4, window = fft
+
+  double sample_rate   = 30000;  ///< Hz; sets the mel bands and the A-weighting filter
+  int64_t n_mels       = 96;
+  bool a_weighting     = true;
+  double eps           = 1e-4;  ///< floor of the squared STFT magnitude
+  int64_t skip_samples = 0;     ///< warm-up: samples at the start left out of the loss
+  double lr_weight     = 0.5;   ///< weight of (d_L + d_R) / 2
+  double mid_weight    = 0.25;
+  double side_weight   = 0.25;
+};
+
+/// The loss and its parts, for reports. All but `per_item` are means over the batch.
+struct MixLossTerms {
+  at::Tensor total;     ///< scalar, the loss
+  at::Tensor per_item;  ///< [B]: the loss of each item (e.g. candidates of a pruning trial)
+  at::Tensor lr;        ///< scalar, L_lr = (d_L + d_R) / 2
+  at::Tensor mid;       ///< scalar, L_m = d_M
+  at::Tensor side;      ///< scalar, L_s = d_S
+  /// [resolutions, 4]: spectral convergence per resolution (fft_sizes order) and channel
+  /// (L, R, M, S); d_c is the mean over resolutions of spectral_convergence + log_magnitude.
+  at::Tensor spectral_convergence;
+  at::Tensor log_magnitude;  ///< [resolutions, 4]: mean |log Y − log X|
+};
+
+class MixLoss {
+ public:
+  /// Throws LossError [grafx.loss.options] for invalid options (no or too small FFT sizes,
+  /// n_mels < 1 or so many mel bands that one holds no FFT bin, non-positive eps or sample
+  /// rate, negative skip or weights).
+  explicit MixLoss(MixLossOptions options = {});
+
+  /// The scalar loss. Throws LossError [grafx.loss.shape], [grafx.loss.dtype],
+  /// [grafx.loss.skip] or [grafx.loss.too_short] for bad inputs.
+  at::Tensor operator()(const at::Tensor& estimate, const at::Tensor& target) const;
+  /// The loss with its parts.
+  MixLossTerms terms(const at::Tensor& estimate, const at::Tensor& target) const;
+
+  const MixLossOptions& options() const { return options_; }
+
+ private:
+  struct Constants;
+  /// Mel magnitudes of the L, R, M, S channels of B×2×T signals: one [B·4, frames, n_mels]
+  /// per resolution, each from one batched STFT.
+  std::vector<at::Tensor> mel_spectrograms(const at::Tensor& stereo) const;
+
+  MixLossOptions options_;
+  std::shared_ptr<Constants> constants_;  // windows, filterbanks, FIR; shared by copies
+};
+
+}  // namespace grafx

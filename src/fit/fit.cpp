@@ -1,0 +1,256 @@
+#include <grafx/error.h>
+#include <grafx/fit/fit.h>
+#include <grafx/graph/graph_json.h>
+#include <grafx/graph/graph_tensor.h>
+#include <grafx/io/safetensors.h>
+#include <grafx/render/parameters.h>
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+
+namespace grafx {
+namespace {
+
+/// Checks the data against the graph; returns the tracks as they will be used.
+at::Tensor checked_tracks(const Graph& graph, const at::Tensor& tracks, const at::Tensor& mix) {
+  graph.check();
+  const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
+  auto fail = [](const std::string& what) { throw FitError("grafx.fit.data", what); };
+  if (!tracks.defined() || tracks.dim() != 3) fail("expected tracks of shape K×C×L");
+  if (tracks.size(0) != n_inputs)
+    fail("expected " + std::to_string(n_inputs) + " tracks (one per `in` node), but got " + std::to_string(tracks.size(0)));
+  if (!mix.defined() || mix.dim() != 2 || mix.size(0) != tracks.size(1) || mix.size(1) != tracks.size(2))
+    fail("expected a mix of shape C×L with the tracks' channels and length (" + std::to_string(tracks.size(1)) + "×" +
+         std::to_string(tracks.size(2)) + ")");
+  if (!at::isFloatingType(tracks.scalar_type()) || mix.scalar_type() != tracks.scalar_type())
+    fail("expected floating-point tracks and mix of one dtype");
+  if (!tracks.isfinite().all().item<bool>() || !mix.isfinite().all().item<bool>())
+    fail("the tracks or the mix hold non-finite samples");
+  return tracks.detach().contiguous();
+}
+
+FitOptions completed(FitOptions options, int64_t sample_rate, int64_t length) {
+  const int64_t crop = std::min<int64_t>(length, std::llround(options.crop_seconds * double(sample_rate)));
+  options.loss.sample_rate = double(sample_rate);
+  options.loss.skip_samples = std::llround(options.skip_seconds * double(sample_rate));
+  const int64_t largest_fft = *std::max_element(options.loss.fft_sizes.begin(), options.loss.fft_sizes.end());
+  if (options.n_steps < 0) throw FitError("grafx.fit.options", "expected a number of steps ≥ 0");
+  if (crop - options.loss.skip_samples < largest_fft)
+    throw FitError("grafx.fit.data",
+                   "a crop of " + std::to_string(crop) + " samples (" + std::to_string(length) +
+                       " available) minus the warm-up of " + std::to_string(options.loss.skip_samples) +
+                       " is shorter than the loss's largest FFT (" + std::to_string(largest_fft) +
+                       "); use longer audio, a longer crop or a shorter warm-up");
+  options.crop_seconds = double(crop) / double(sample_rate);
+  return options;
+}
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::string number(double value) {
+  std::ostringstream s;
+  s << std::setprecision(10) << value;
+  return s.str();
+}
+
+}  // namespace
+
+double clip_gradient_norm(Parameters& parameters, double max_norm) {
+  at::NoGradGuard no_grad;
+  double squared = 0;
+  for (const auto& [type, named] : parameters)
+    for (const auto& [name, p] : named)
+      if (p.grad().defined()) squared += p.grad().to(at::kDouble).pow(2).sum().item<double>();
+  const double norm = std::sqrt(squared);
+  if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
+    for (auto& [type, named] : parameters)
+      for (auto& [name, p] : named)
+        if (p.grad().defined()) p.mutable_grad().mul_(max_norm / norm);
+  return norm;
+}
+
+Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, int64_t sample_rate, FitOptions options,
+               Parameters initial)
+    : graph_(std::move(graph)),
+      tracks_(checked_tracks(graph_, tracks, mix)),
+      mix_(mix.detach().contiguous()),
+      sample_rate_(sample_rate),
+      options_(completed(std::move(options), sample_rate, tracks_.size(2))),
+      crop_samples_(std::llround(options_.crop_seconds * double(sample_rate))),
+      processors_(console_processors(graph_.types(), {double(sample_rate)}, options_.processors)),
+      plan_(make_render_plan(to_tensor(graph_), options_.schedule)),
+      parameters_(initial.empty()
+                      ? create_parameters(graph_, processors_, {options_.seed, tracks_.scalar_type(), true})
+                      : initial),
+      loss_(options_.loss),
+      optimizer_(parameters_, options_.optimizer) {
+  if (!initial.empty()) {
+    check_parameters(graph_, processors_, initial, 0, tracks_.scalar_type());
+    for (auto& [type, named] : parameters_)  // our own copies, trained in place
+      for (auto& [name, p] : named) p = p.detach().clone().set_requires_grad(true);
+    optimizer_ = AdamW(parameters_, options_.optimizer);
+  }
+}
+
+int64_t Fitter::crop_start(int64_t step) const {
+  const int64_t choices = tracks_.size(2) - crop_samples_ + 1;
+  return int64_t(splitmix64(options_.seed ^ splitmix64(uint64_t(step))) % uint64_t(choices));
+}
+
+FitRecord Fitter::step() {
+  const int64_t s = steps_done();
+  if (options_.reset_optimizer_every > 0 && s > 0 && s % options_.reset_optimizer_every == 0) optimizer_.reset();
+  const int64_t start = crop_start(s);
+  RenderResult rendered = render(plan_, processors_, parameters_, tracks_.narrow(2, start, crop_samples_));
+  MixLossTerms terms =
+      loss_.terms(rendered.outputs[0].unsqueeze(0), mix_.narrow(1, start, crop_samples_).unsqueeze(0));
+  TensorDict aux;  // every type's aux losses, by name
+  for (const auto& [type, named] : rendered.aux_losses)
+    for (const auto& [name, values] : named) aux[name] = aux.count(name) ? at::cat({aux[name], values}) : values;
+  at::Tensor regularization = regularization_loss(aux, options_.regularizer_weights);
+  at::Tensor total = terms.total + regularization;
+
+  FitRecord record{s + 1, total.item<double>(), terms.total.item<double>(), regularization.item<double>()};
+  bool finite = std::isfinite(record.loss);
+  if (finite) {
+    total.backward();
+    record.gradient_norm = clip_gradient_norm(parameters_, options_.max_gradient_norm);
+    finite = std::isfinite(record.gradient_norm);
+  }
+  if (finite) {
+    optimizer_.step();
+    non_finite_in_a_row_ = 0;
+  } else {
+    optimizer_.zero_grad();
+    record.skipped = true;
+    record.loss = std::numeric_limits<double>::quiet_NaN();
+    if (++non_finite_in_a_row_ >= options_.max_non_finite_steps) {
+      history_.push_back(record);
+      throw FitError("grafx.fit.diverged",
+                     "the loss or its gradients were not finite for " + std::to_string(non_finite_in_a_row_) +
+                         " steps in a row (up to step " + std::to_string(record.step) +
+                         "); try a lower learning rate or gradient clipping");
+    }
+  }
+  history_.push_back(record);
+  return record;
+}
+
+void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
+  using clock = std::chrono::steady_clock;
+  std::deque<clock::time_point> recent{clock::now()};  // the last steps' end times
+  int64_t skipped = 0;
+  for (const auto& r : history_) skipped += r.skipped;
+  while (steps_done() < options_.n_steps) {
+    FitRecord record = step();
+    skipped += record.skipped;
+    recent.push_back(clock::now());
+    if (recent.size() > 11) recent.pop_front();
+    if (!progress) continue;
+    FitProgress p;
+    p.step = steps_done();
+    p.n_steps = options_.n_steps;
+    p.record = record;
+    p.skipped_steps = skipped;
+    double seconds = std::chrono::duration<double>(recent.back() - recent.front()).count();
+    p.steps_per_second = seconds > 0 ? double(recent.size() - 1) / seconds : 0;
+    p.eta_seconds = p.steps_per_second > 0 ? double(options_.n_steps - p.step) / p.steps_per_second : 0;
+    progress(p);
+  }
+}
+
+at::Tensor Fitter::render_mix() const {
+  at::NoGradGuard no_grad;
+  Parameters frozen;
+  for (const auto& [type, named] : parameters_)
+    for (const auto& [name, p] : named) frozen[type][name] = p.detach();
+  return render(plan_, processors_, frozen, tracks_).outputs[0];
+}
+
+MixLossTerms Fitter::evaluate() const {
+  at::NoGradGuard no_grad;
+  MixLossOptions whole = options_.loss;
+  whole.skip_samples = 0;
+  return MixLoss(whole).terms(render_mix().unsqueeze(0), mix_.unsqueeze(0));
+}
+
+std::map<std::string, std::string> Fitter::identity() const {
+  at::Tensor t = tracks_.to(at::kDouble), m = mix_.to(at::kDouble);
+  return {{"graph", graph_to_json(graph_)},
+          {"sample_rate", std::to_string(sample_rate_)},
+          {"seed", std::to_string(options_.seed)},
+          {"crop_samples", std::to_string(crop_samples_)},
+          {"skip_samples", std::to_string(options_.loss.skip_samples)},
+          {"lr", number(options_.optimizer.lr)},
+          {"data", std::to_string(tracks_.size(0)) + "x" + std::to_string(tracks_.size(1)) + "x" +
+                       std::to_string(tracks_.size(2)) + ", tracks " + number(t.abs().sum().item<double>()) +
+                       ", mix " + number(m.abs().sum().item<double>())}};
+}
+
+void Fitter::save_checkpoint(const std::string& path) const {
+  TensorDict tensors;
+  for (const auto& [type, named] : parameters_)
+    for (const auto& [name, p] : named) tensors["parameters/" + type + "." + name] = p.detach();
+  for (const auto& [key, value] : optimizer_.state()) tensors["optimizer/" + key] = value;
+  at::Tensor history = at::zeros({steps_done(), 5}, at::kDouble);
+  for (int64_t i = 0; i < steps_done(); ++i) {
+    const FitRecord& r = history_[size_t(i)];
+    history[i] = at::tensor({double(r.step), r.loss, r.match_loss, r.regularization, r.skipped ? 1.0 : 0.0}, at::kDouble);
+  }
+  tensors["history"] = history;
+  auto metadata = identity();
+  metadata["format"] = "grafx.checkpoint";
+  metadata["version"] = "1";
+  save_safetensors(path, tensors, metadata, /*overwrite=*/true);
+}
+
+void Fitter::load_checkpoint(const std::string& path) {
+  SafetensorsFile file = load_safetensors(path);
+  auto fail = [&](const std::string& what) { throw FitError("grafx.fit.checkpoint", path + ": " + what); };
+  if (file.metadata["format"] != "grafx.checkpoint") fail("not a grafx checkpoint");
+  for (const auto& [key, value] : identity()) {
+    if (file.metadata[key] == value) continue;
+    if (key == "graph") fail("made for another graph");
+    if (key == "data") fail("made for other data (" + file.metadata[key] + "; now " + value + ")");
+    fail("made with " + key + " " + file.metadata[key] + ", but this fit uses " + value);
+  }
+  at::NoGradGuard no_grad;
+  for (auto& [type, named] : parameters_)
+    for (auto& [name, p] : named) {
+      auto it = file.tensors.find("parameters/" + type + "." + name);
+      if (it == file.tensors.end() || it->second.sizes() != p.sizes()) fail("lacks parameter " + type + "." + name);
+      p.copy_(it->second);
+    }
+  TensorDict state;
+  for (const auto& [key, value] : file.tensors)
+    if (key.rfind("optimizer/", 0) == 0) state[key.substr(10)] = value;
+  try {
+    optimizer_.load_state(state);
+  } catch (const FitError& e) {
+    fail(e.message());
+  }
+  auto history = file.tensors.find("history");
+  if (history == file.tensors.end() || history->second.dim() != 2 || history->second.size(1) != 5)
+    fail("lacks the loss history");
+  at::Tensor h = history->second.to(at::kDouble);
+  history_.clear();
+  non_finite_in_a_row_ = 0;
+  for (int64_t i = 0; i < h.size(0); ++i) {
+    history_.push_back({int64_t(h[i][0].item<double>()), h[i][1].item<double>(), h[i][2].item<double>(),
+                        h[i][3].item<double>(), h[i][4].item<double>() != 0});
+    non_finite_in_a_row_ = history_.back().skipped ? non_finite_in_a_row_ + 1 : 0;
+  }
+}
+
+}  // namespace grafx

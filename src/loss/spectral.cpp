@@ -1,0 +1,240 @@
+#include "loss/spectral.h"
+
+#include <grafx/error.h>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace grafx::detail {
+
+namespace {
+
+const double kPi = std::acos(-1.0);
+
+// sin(πx)/(πx), NumPy's normalised sinc.
+double sinc(double x) { return x == 0.0 ? 1.0 : std::sin(kPi * x) / (kPi * x); }
+
+// Solves A·x = b for a symmetric positive definite A (row-major n×n) by Cholesky.
+std::vector<double> solve_positive_definite(std::vector<double> a, std::vector<double> b) {
+  const size_t n = b.size();
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t k = 0; k < j; ++k) a[j * n + j] -= a[j * n + k] * a[j * n + k];
+    a[j * n + j] = std::sqrt(a[j * n + j]);
+    for (size_t i = j + 1; i < n; ++i) {
+      for (size_t k = 0; k < j; ++k) a[i * n + j] -= a[i * n + k] * a[j * n + k];
+      a[i * n + j] /= a[j * n + j];
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {  // L·z = b
+    for (size_t k = 0; k < i; ++k) b[i] -= a[i * n + k] * b[k];
+    b[i] /= a[i * n + i];
+  }
+  for (size_t i = n; i-- > 0;) {  // Lᵀ·x = z
+    for (size_t k = i + 1; k < n; ++k) b[i] -= a[k * n + i] * b[k];
+    b[i] /= a[i * n + i];
+  }
+  return b;
+}
+
+// rfft along the last dimension, with a backward pass 3× cheaper than ATen's (which zero-pads
+// the gradient and runs a full-size complex FFT). For y = rfft(x) of length n the gradient is
+// Re Σ_k g_k e^{2πikn/N} = N · irfft(h), h = g with every bin but DC and Nyquist halved.
+struct RealFft : public torch::autograd::Function<RealFft> {
+  static at::Tensor forward(torch::autograd::AutogradContext* context, const at::Tensor& x) {
+    context->saved_data["n"] = x.size(-1);
+    return at::fft_rfft(x);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
+                                                 torch::autograd::variable_list grads) {
+    const int64_t n = context->saved_data["n"].toInt(), n_bins = grads[0].size(-1);
+    at::Tensor h = grads[0] * 0.5;
+    h.narrow(-1, 0, 1).mul_(2);
+    if (n % 2 == 0) h.narrow(-1, n_bins - 1, 1).mul_(2);
+    return {at::fft_irfft(h, n) * static_cast<double>(n)};
+  }
+};
+
+}  // namespace
+
+void check_signal_pair(const at::Tensor& x, const at::Tensor& y, const std::string& what) {
+  auto describe = [](const at::Tensor& t) {
+    std::ostringstream s;
+    if (t.defined())
+      s << t.scalar_type() << " on " << t.device();
+    else
+      s << "an undefined tensor";
+    return s.str();
+  };
+  auto real_float = [](const at::Tensor& t) {
+    return t.defined() && (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble);
+  };
+  if (!real_float(x) || !real_float(y) || x.scalar_type() != y.scalar_type() ||
+      x.device() != y.device())
+    throw LossError("grafx.loss.dtype", what + ": expected two signals both float32 or both " +
+                                            "float64 on one device, but got " + describe(x) +
+                                            " and " + describe(y));
+  if (x.sizes() != y.sizes()) {
+    std::ostringstream s;
+    s << what << ": expected two signals of the same shape, but got " << x.sizes() << " and "
+      << y.sizes();
+    throw LossError("grafx.loss.shape", s.str());
+  }
+}
+
+void check_length(int64_t n_samples, int64_t skip_samples, int64_t min_samples,
+                  const std::string& what) {
+  if (skip_samples >= n_samples)
+    throw LossError("grafx.loss.skip", what + ": expected more than the " +
+                                           std::to_string(skip_samples) +
+                                           " warm-up samples to skip, but got signals of " +
+                                           std::to_string(n_samples) + " samples");
+  if (n_samples - skip_samples < min_samples)
+    throw LossError("grafx.loss.too_short", what + ": expected at least " +
+                                                std::to_string(min_samples) +
+                                                " samples (the largest FFT size) after skipping " +
+                                                std::to_string(skip_samples) + ", but got " +
+                                                std::to_string(n_samples - skip_samples) + " of " +
+                                                std::to_string(n_samples));
+}
+
+void check_resolutions(const std::vector<StftResolution>& resolutions, const std::string& what) {
+  if (resolutions.empty())
+    throw LossError("grafx.loss.options",
+                    what + ": expected at least one STFT resolution, but got none");
+  for (const auto& r : resolutions)
+    if (r.window_size < 2 || r.window_size > r.fft_size || r.hop_size < 1)
+      throw LossError(
+          "grafx.loss.options",
+          what + ": expected 2 <= window size <= FFT size and hop size >= 1, but got FFT " +
+              std::to_string(r.fft_size) + ", hop " + std::to_string(r.hop_size) + ", window " +
+              std::to_string(r.window_size));
+}
+
+at::Tensor padded_hann_window(const StftResolution& resolution) {
+  at::Tensor window  = at::hann_window(resolution.window_size, /*periodic=*/true, at::kDouble);
+  const int64_t left = (resolution.fft_size - resolution.window_size) / 2;
+  return at::constant_pad_nd(window, {left, resolution.fft_size - resolution.window_size - left});
+}
+
+at::Tensor stft_magnitude(const at::Tensor& x, const at::Tensor& window, int64_t hop_size,
+                          double eps) {
+  const int64_t fft_size = window.size(0);
+  at::Tensor padded = at::reflection_pad1d(x.unsqueeze(1), {fft_size / 2, fft_size / 2}).squeeze(1);
+  at::Tensor frames = padded.unfold(-1, fft_size, hop_size) * window;
+  // sqrt(max(|X|², eps)) = max(|X|, √eps); the complex abs is twice as fast as squaring the parts.
+  return at::abs(RealFft::apply(frames)).clamp_min(std::sqrt(eps));
+}
+
+at::Tensor apply_filterbank(const at::Tensor& magnitude, const at::Tensor& filterbank) {
+  std::vector<int64_t> shape = magnitude.sizes().vec();
+  shape.back()               = filterbank.size(0);
+  at::Tensor columns         = magnitude.reshape({-1, magnitude.size(-1)}).t().contiguous();
+  return at::mm(filterbank, columns).t().view(shape);
+}
+
+double hz_to_mel(double frequency_hz) {
+  const double log_step = std::log(6.4) / 27.0;
+  return frequency_hz < 1000.0 ? frequency_hz * 3.0 / 200.0
+                               : 15.0 + std::log(frequency_hz / 1000.0) / log_step;
+}
+
+double mel_to_hz(double mel) {
+  const double log_step = std::log(6.4) / 27.0;
+  return mel < 15.0 ? mel * 200.0 / 3.0 : 1000.0 * std::exp(log_step * (mel - 15.0));
+}
+
+at::Tensor mel_filterbank(double sample_rate, int64_t fft_size, int64_t n_mels) {
+  const int64_t n_bins = fft_size / 2 + 1;
+  // Band edges: n_mels + 2 points evenly spaced in mel from 0 Hz to Nyquist.
+  std::vector<double> edges(n_mels + 2);
+  const double top_mel = hz_to_mel(sample_rate / 2);
+  for (int64_t i = 0; i < n_mels + 2; ++i)
+    edges[i] = mel_to_hz(i == n_mels + 1 ? top_mel : top_mel * i / (n_mels + 1));
+  at::Tensor weights = at::zeros({n_mels, n_bins}, at::kDouble);
+  auto w             = weights.accessor<double, 2>();
+  for (int64_t m = 0; m < n_mels; ++m) {
+    const double lower = edges[m], centre = edges[m + 1], upper = edges[m + 2];
+    for (int64_t k = 0; k < n_bins; ++k) {
+      const double f    = k * sample_rate / fft_size;
+      const double rise = (f - lower) / (centre - lower), fall = (upper - f) / (upper - centre);
+      w[m][k] = std::max(0.0, std::min(rise, fall)) * 2.0 / (upper - lower);
+    }
+  }
+  return weights;
+}
+
+double a_weighting_gain(double frequency_hz) {
+  const double w1 = 2 * kPi * 20.598997, w2 = 2 * kPi * 107.65265, w3 = 2 * kPi * 737.86223,
+               w4 = 2 * kPi * 12194.217, gain_1khz_db = 1.9997;
+  const double w = 2 * kPi * frequency_hz, w_sq = w * w;
+  return w4 * w4 * std::pow(10.0, gain_1khz_db / 20) * w_sq * w_sq /
+         ((w_sq + w4 * w4) * (w_sq + w1 * w1) * std::sqrt((w_sq + w3 * w3) * (w_sq + w2 * w2)));
+}
+
+at::Tensor a_weighting_fir(double sample_rate, int64_t n_taps) {
+  // The target: |H| of the bilinear transform of the analog filter, which is the analog
+  // response at the warped frequency fs/π·tan(πf/fs), on the grid f_k = k/512 (of Nyquist).
+  const int n_grid = 512;
+  std::vector<double> f(n_grid), d(n_grid);
+  for (int k = 0; k < n_grid; ++k) {
+    f[k] = static_cast<double>(k) / n_grid;
+    d[k] = a_weighting_gain(sample_rate / kPi * std::tan(kPi * f[k] / 2));
+  }
+  // scipy.signal.firls: minimise Σ_bands ∫ (H(f) − D(f))² df over the bands [f_2i, f_2i+1], D
+  // linear within a band, for H(f) = Σ_n a_n cos(πnf); normal equations Q·a = b.
+  const int64_t n_half = (n_taps - 1) / 2;
+  std::vector<double> q(n_taps, 0.0), b(n_half + 1, 0.0);
+  for (int i = 0; i + 1 < n_grid; i += 2) {
+    const double f1 = f[i], f2 = f[i + 1];
+    const double slope = (d[i + 1] - d[i]) / (f2 - f1), offset = d[i] - f1 * slope;
+    for (int64_t n = 0; n < n_taps; ++n) q[n] += f2 * sinc(f2 * n) - f1 * sinc(f1 * n);
+    auto b_term = [&](double x, int64_t n) {  // antiderivative of (slope·x + offset)·cos(πnx)
+      if (n == 0) return x * (slope * x + offset) - slope * x * x / 2;
+      return x * (slope * x + offset) * sinc(x * n) +
+             slope * std::cos(kPi * n * x) / std::pow(kPi * n, 2);
+    };
+    for (int64_t n = 0; n <= n_half; ++n) b[n] += b_term(f2, n) - b_term(f1, n);
+  }
+  std::vector<double> q_matrix((n_half + 1) * (n_half + 1));
+  for (int64_t k = 0; k <= n_half; ++k)
+    for (int64_t n = 0; n <= n_half; ++n)
+      q_matrix[k * (n_half + 1) + n] = q[std::abs(k - n)] + q[k + n];
+  std::vector<double> a = solve_positive_definite(std::move(q_matrix), std::move(b));
+  at::Tensor taps       = at::empty({n_taps}, at::kDouble);
+  auto t                = taps.accessor<double, 1>();
+  t[n_half]             = 2 * a[0];
+  for (int64_t n = 1; n <= n_half; ++n) t[n_half - n] = t[n_half + n] = a[n];
+  return taps;
+}
+
+at::Tensor fir_filter(const at::Tensor& x, const at::Tensor& taps) {
+  // FFT convolution: 5× faster than conv1d for a 101-tap filter on long signals (and 7× with
+  // the backward pass). The FFT length n >= T + K − 1 avoids wrap-around; 2^a·3^b·5^c is fast.
+  const int64_t n_samples = x.size(-1), n_taps = taps.size(0);
+  int64_t n   = n_samples + n_taps - 1;
+  auto smooth = [](int64_t m) {
+    for (int64_t p : {2, 3, 5})
+      while (m % p == 0) m /= p;
+    return m == 1;
+  };
+  while (!smooth(n)) ++n;
+  at::Tensor spectrum = at::fft_rfft(x, n) * at::fft_rfft(taps, n);
+  return at::fft_irfft(spectrum, n).narrow(-1, n_taps / 2, n_samples);
+}
+
+at::Tensor spectral_convergence(const at::Tensor& x_mag, const at::Tensor& y_mag,
+                                at::IntArrayRef dims) {
+  // linalg_vector_norm (not sqrt of a sum) has a zero gradient at a perfect match.
+  return at::linalg_vector_norm(y_mag - x_mag, 2, dims) / at::linalg_vector_norm(y_mag, 2, dims);
+}
+
+at::Tensor log_magnitude_distance(const at::Tensor& x_mag, const at::Tensor& y_mag,
+                                  at::IntArrayRef dims) {
+  return (y_mag.log() - x_mag.log()).abs().mean(dims);
+}
+
+}  // namespace grafx::detail

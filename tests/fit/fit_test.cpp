@@ -1,0 +1,176 @@
+// The fitting loop on small consoles of the stereo processors: the loss falls and the hidden
+// settings are found, checkpoints resume exactly, non-finite steps are skipped and reported,
+// and bad data is refused.
+
+#include <grafx/fit/fit.h>
+#include <grafx/graph/console.h>
+#include <grafx/render/parameters.h>
+
+#include "support/test_support.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace grafx {
+namespace {
+
+constexpr int64_t kRate = 8000;
+
+/// Three tracks of noise bursts in different rhythms (independent, so gains are identifiable).
+at::Tensor tracks(int64_t seconds) {
+  at::manual_seed(7);
+  at::Tensor noise = at::randn({3, 1, seconds * kRate});
+  at::Tensor t = at::arange(seconds * kRate, at::kFloat) / kRate;
+  at::Tensor envelopes = at::stack({(at::sin(t * 6.0) + 1) / 2, (at::sin(t * 9.5 + 1) + 1) / 2, (at::cos(t * 3.3) + 1) / 2});
+  return (noise * envelopes.unsqueeze(1) * 0.3).expand({3, 2, seconds * kRate}).contiguous();
+}
+
+Graph gain_console() {
+  ConsoleOptions options;
+  options.n_tracks = 3;
+  options.chain = {"gain_pan"};
+  return build_console(options, registry_node_types()).graph;
+}
+
+FitOptions small_options(int64_t steps) {
+  FitOptions options;
+  options.n_steps = steps;
+  options.crop_seconds = 1.0;
+  options.skip_seconds = 0.1;
+  options.optimizer.lr = 0.05;
+  options.processors.dry_wet = false;
+  return options;
+}
+
+/// The hidden mix: each track's left and right gains set by hand.
+at::Tensor hidden_mix(const Graph& console, const at::Tensor& x, const at::Tensor& log_gains) {
+  Processors processors = console_processors(console.types(), {double(kRate)}, small_options(0).processors);
+  RenderPlan plan = make_render_plan(to_tensor(console));
+  return render(plan, processors, {{"gain_pan", {{"log_gain", log_gains}}}}, x).outputs[0];
+}
+
+TEST(Fit, FindsHiddenGainsAndTheLossFalls) {
+  Graph console = gain_console();
+  at::Tensor x = tracks(3);
+  at::Tensor hidden = at::tensor({0.5f, -0.4f, -0.8f, 0.2f, 0.3f, 0.6f}).view({3, 2});
+  at::Tensor mix = hidden_mix(console, x, hidden);
+  Fitter fitter(console, x, mix, kRate, small_options(150));
+  double before = fitter.evaluate().total.item<double>();
+  std::vector<FitProgress> seen;
+  fitter.run([&](const FitProgress& p) { seen.push_back(p); });
+  double after = fitter.evaluate().total.item<double>();
+  EXPECT_LT(after, before / 20) << "before " << before << ", after " << after;
+  EXPECT_TRUE(at::allclose(fitter.parameters().at("gain_pan").at("log_gain").detach(), hidden, 0, 0.05))
+      << fitter.parameters().at("gain_pan").at("log_gain") << hidden;
+  ASSERT_EQ(seen.size(), 150u);
+  EXPECT_EQ(seen.back().step, 150);
+  EXPECT_GT(seen.back().steps_per_second, 0);
+  EXPECT_EQ(seen.back().eta_seconds, 0);
+  EXPECT_GT(seen.front().eta_seconds, 0);
+  EXPECT_EQ(fitter.history().size(), 150u);
+  EXPECT_GT(fitter.history().front().gradient_norm, 0);
+  EXPECT_LT(fitter.history().back().match_loss, fitter.history().front().match_loss);
+}
+
+TEST(Fit, CheckpointsResumeExactly) {
+  testing::TempDir dir;
+  Graph console = gain_console();
+  at::Tensor x = tracks(2);
+  at::Tensor mix = hidden_mix(console, x, at::full({3, 2}, 0.3f));
+  Fitter straight(console, x, mix, kRate, small_options(20));
+  straight.run();
+  Fitter first(console, x, mix, kRate, small_options(10));
+  first.run();
+  first.save_checkpoint(dir.file("c.safetensors"));
+  Fitter resumed(console, x, mix, kRate, small_options(20));
+  resumed.load_checkpoint(dir.file("c.safetensors"));
+  EXPECT_EQ(resumed.steps_done(), 10);
+  resumed.run();
+  EXPECT_TRUE(at::equal(resumed.parameters().at("gain_pan").at("log_gain"),
+                        straight.parameters().at("gain_pan").at("log_gain")));
+  EXPECT_EQ(resumed.history().back().loss, straight.history().back().loss);
+
+  FitOptions other_rate = small_options(20);
+  other_rate.optimizer.lr = 0.01;
+  Fitter mismatched(console, x, mix, kRate, other_rate);
+  EXPECT_GRAFX_ERROR(mismatched.load_checkpoint(dir.file("c.safetensors")), "grafx.fit.checkpoint",
+                     "made with lr 0.05, but this fit uses 0.01");
+  Fitter other_data(console, x * 0.5, mix, kRate, small_options(20));
+  EXPECT_GRAFX_ERROR(other_data.load_checkpoint(dir.file("c.safetensors")), "grafx.fit.checkpoint",
+                     "made for other data");
+  ConsoleOptions bigger;
+  bigger.n_tracks = 3;
+  bigger.chain = {"gain_pan", "stereo_imager"};
+  Fitter other_graph(build_console(bigger, registry_node_types()).graph, x, mix, kRate, small_options(20));
+  EXPECT_GRAFX_ERROR(other_graph.load_checkpoint(dir.file("c.safetensors")), "grafx.fit.checkpoint",
+                     "made for another graph");
+}
+
+TEST(Fit, NonFiniteStepsAreSkippedThenStop) {
+  Graph console = gain_console();
+  at::Tensor x = tracks(2);
+  FitOptions options = small_options(10);
+  options.max_non_finite_steps = 3;
+  Parameters overflowing = {{"gain_pan", {{"log_gain", at::full({3, 2}, 200.0f)}}}};
+  Fitter fitter(console, x, x.sum(0), kRate, options, overflowing);
+  EXPECT_GRAFX_ERROR(fitter.run(), "grafx.fit.diverged", "not finite for 3 steps in a row");
+  ASSERT_EQ(fitter.history().size(), 3u);
+  EXPECT_TRUE(fitter.history().back().skipped);
+  EXPECT_TRUE(std::isnan(fitter.history().back().loss));
+  EXPECT_EQ(fitter.optimizer().n_steps(), 0) << "no update was made";
+}
+
+TEST(Fit, OptimizerResetsAndGradientClipping) {
+  Graph console = gain_console();
+  at::Tensor x = tracks(2);
+  FitOptions options = small_options(7);
+  options.reset_optimizer_every = 5;
+  Fitter fitter(console, x, x.sum(0), kRate, options);
+  fitter.run();
+  EXPECT_EQ(fitter.optimizer().n_steps(), 2);
+
+  at::Tensor a = at::zeros({2}).requires_grad_(true), b = at::zeros({1}).requires_grad_(true);
+  Parameters p = {{"t", {{"a", a}, {"b", b}}}};
+  (a * at::tensor({3.0f, 0.0f})).sum().backward();
+  (b * 4.0f).sum().backward();
+  EXPECT_NEAR(clip_gradient_norm(p, 1.0), 5.0, 1e-6);
+  EXPECT_NEAR(a.grad()[0].item<double>(), 0.6, 1e-6);
+  EXPECT_NEAR(b.grad()[0].item<double>(), 0.8, 1e-6);
+  EXPECT_NEAR(clip_gradient_norm(p, 0.0), 1.0, 1e-6) << "0: measure only";
+}
+
+TEST(Fit, RefusesDataThatDoesNotFit) {
+  Graph console = gain_console();
+  at::Tensor x = tracks(2);
+  EXPECT_GRAFX_ERROR(Fitter(console, x.narrow(0, 0, 2), x.sum(0), kRate, small_options(1)), "grafx.fit.data",
+                     "expected 3 tracks (one per `in` node), but got 2");
+  EXPECT_GRAFX_ERROR(Fitter(console, x, x.sum(0).narrow(1, 0, 100), kRate, small_options(1)), "grafx.fit.data",
+                     "expected a mix of shape C×L");
+  EXPECT_GRAFX_ERROR(Fitter(console, x.narrow(2, 0, 3000), x.sum(0).narrow(1, 0, 3000), kRate, small_options(1)),
+                     "grafx.fit.data", "shorter than the loss's largest FFT (4096)");
+  at::Tensor bad = x.clone();
+  bad[0][0][5] = NAN;
+  EXPECT_GRAFX_ERROR(Fitter(console, bad, x.sum(0), kRate, small_options(1)), "grafx.fit.data", "non-finite");
+}
+
+TEST(Fit, DryWetWrapperMixesAndReportsGainStaging) {
+  ConsoleProcessorOptions options;
+  options.gain_staging_types = {"gain_pan"};
+  auto wrapped = with_dry_wet(make_processor("gain_pan", {}), options);
+  EXPECT_EQ(wrapped->name(), "gain_pan");
+  EXPECT_EQ(wrapped->parameter_specs().back().name, "dry_wet");
+  at::Tensor x = at::randn({2, 2, 100});
+  at::Tensor log_gain = at::full({2, 2}, std::log(3.0f));
+  at::Tensor dry_wet = at::tensor({0.0f, 100.0f}).view({2, 1});  // w = 0.5 and w = 1
+  ProcessorOutput out = wrapped->forward({x}, {{"log_gain", log_gain}, {"dry_wet", dry_wet}});
+  EXPECT_TRUE(at::allclose(out.outputs[0][0], 2 * x[0], 1e-5, 1e-6)) << "0.5·3x + 0.5·x";
+  EXPECT_TRUE(at::allclose(out.outputs[0][1], 3 * x[1], 1e-5, 1e-6));
+  ASSERT_TRUE(out.aux_losses.count("gain_staging"));
+  EXPECT_NEAR(out.aux_losses.at("gain_staging")[0].item<double>(), 2 * std::log(3.0), 1e-4)
+      << "the processor's own gain, before dry/wet";
+  EXPECT_NEAR(wrapped->to_physical({{"log_gain", log_gain}, {"dry_wet", dry_wet}}).at("wet")[0].item<double>(), 0.5, 1e-6);
+}
+
+}  // namespace
+}  // namespace grafx

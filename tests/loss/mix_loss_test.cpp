@@ -1,0 +1,242 @@
+// The mix-matching loss: exact zeros, analytic cases, channel weighting, warm-up skip, batch
+// reduction, golden values from an independent Python computation, gradients, input checks.
+
+#include <grafx/loss/mix_loss.h>
+
+#include "loss/loss_test_support.h"
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace grafx {
+namespace {
+
+using testing::test_signal;
+
+// A short pair of stereo mixes at 30 kHz (float64), estimate and target different.
+at::Tensor estimate_signal(int64_t n = 12000) { return test_signal(n, 30000, 1).unsqueeze(0); }
+at::Tensor target_signal(int64_t n = 12000) {
+  return (0.8 * test_signal(n, 30000, 1) + 0.1 * test_signal(n, 30000, 5)).unsqueeze(0);
+}
+
+double value(const at::Tensor& x) { return x.item<double>(); }
+
+TEST(MixLoss, IdenticalSignalsGiveExactlyZeroAndZeroGradient) {
+  MixLoss loss;
+  for (auto dtype : {at::kDouble, at::kFloat}) {
+    at::Tensor y       = target_signal().to(dtype);
+    MixLossTerms terms = loss.terms(y, y.clone());
+    EXPECT_EQ(value(terms.total), 0.0) << dtype;
+    EXPECT_EQ(value(terms.side), 0.0) << dtype;
+    EXPECT_TRUE(terms.spectral_convergence.eq(0).all().item<bool>()) << dtype;
+    EXPECT_TRUE(terms.log_magnitude.eq(0).all().item<bool>()) << dtype;
+    // A perfect fit must not produce NaN gradients (norm of zero, |0|).
+    at::Tensor x = y.clone().requires_grad_(true);
+    loss(x, y).backward();
+    EXPECT_TRUE(x.grad().eq(0).all().item<bool>()) << dtype;
+  }
+}
+
+TEST(MixLoss, KnownGainGivesPredictedDistances) {
+  // STFT, mel and A-weighting are linear, so an estimate g·y has magnitudes g·Y: spectral
+  // convergence |1 − g| and log distance |log g| in every channel and resolution (eps tiny, so
+  // the floor never acts).
+  MixLossOptions options;
+  options.eps = 1e-30;
+  MixLoss loss(options);
+  at::Tensor y = target_signal();
+  for (double g : {0.5, 2.0}) {
+    MixLossTerms terms = loss.terms(g * y, y);
+    EXPECT_TRUE(at::allclose(terms.spectral_convergence,
+                             at::full({3, 4}, std::abs(1 - g), at::kDouble), 1e-9, 1e-12));
+    EXPECT_TRUE(at::allclose(terms.log_magnitude,
+                             at::full({3, 4}, std::abs(std::log(g)), at::kDouble), 1e-9, 1e-12));
+    EXPECT_NEAR(value(terms.total), std::abs(1 - g) + std::abs(std::log(g)), 1e-9);
+  }
+}
+
+TEST(MixLoss, SilentEstimateHasSpectralConvergenceOne) {
+  MixLossOptions options;
+  options.eps = 1e-30;
+  MixLossTerms terms =
+      MixLoss(options).terms(at::zeros({1, 2, 12000}, at::kDouble), target_signal());
+  EXPECT_TRUE(at::allclose(terms.spectral_convergence, at::ones({3, 4}, at::kDouble), 1e-9, 1e-12));
+  EXPECT_GT(terms.log_magnitude.min().item<double>(), 10.0);  // log(Y) − log(√eps·Σfb) is large
+}
+
+TEST(MixLoss, SwappedChannelsMoveOnlyTheLeftRightTerm) {
+  // Swapping L and R keeps M = L + R and flips the sign of S = L − R, whose magnitudes are the
+  // same: L_m and L_s are exactly zero, L_lr is not.
+  MixLoss loss;
+  at::Tensor y       = target_signal();
+  MixLossTerms terms = loss.terms(y.flip(1), y);
+  EXPECT_EQ(value(terms.mid), 0.0);
+  EXPECT_EQ(value(terms.side), 0.0);
+  EXPECT_GT(value(terms.lr), 0.1);
+  EXPECT_NEAR(value(terms.total), 0.5 * value(terms.lr), 1e-15);
+}
+
+TEST(MixLoss, SideOnlyDifferenceLeavesTheMidTermAtZero) {
+  MixLoss loss;
+  at::Tensor y             = target_signal();
+  at::Tensor d             = 0.05 * test_signal(12000, 30000, 7).narrow(0, 0, 1);
+  MixLossTerms side_change = loss.terms(y + at::cat({d, -d}).unsqueeze(0), y);
+  EXPECT_LT(value(side_change.mid), 1e-9);  // zero up to rounding: (L + d) + (R − d) ≈ L + R
+  EXPECT_GT(value(side_change.side), 0.01);
+  EXPECT_GT(value(side_change.lr), 0.01);
+  MixLossTerms mid_change = loss.terms(y + at::cat({d, d}).unsqueeze(0), y);
+  EXPECT_LT(value(mid_change.side), 1e-9);
+  EXPECT_GT(value(mid_change.mid), 0.01);
+}
+
+TEST(MixLoss, WeightsCombineTheTerms) {
+  MixLossOptions options;
+  options.lr_weight   = 1.0;
+  options.mid_weight  = 2.0;
+  options.side_weight = 3.0;
+  MixLossTerms terms  = MixLoss(options).terms(estimate_signal(), target_signal());
+  EXPECT_NEAR(value(terms.total), value(terms.lr) + 2 * value(terms.mid) + 3 * value(terms.side),
+              1e-12);
+  // Each term is the mean over resolutions of spectral convergence + log distance.
+  at::Tensor per_channel = (terms.spectral_convergence + terms.log_magnitude).mean(0);
+  EXPECT_NEAR(value(terms.lr), value(per_channel.narrow(0, 0, 2).mean()), 1e-12);
+  EXPECT_NEAR(value(terms.side), value(per_channel[3]), 1e-12);
+}
+
+TEST(MixLoss, SkipLeavesOutTheWarmUp) {
+  MixLossOptions options;
+  options.skip_samples = 3000;
+  MixLoss loss(options);
+  at::Tensor x = estimate_signal(), y = target_signal();
+  const double base  = value(loss(x, y));
+  at::Tensor changed = x.clone();
+  changed.narrow(2, 0, 3000).mul_(-3.0).add_(0.5);
+  EXPECT_EQ(value(loss(changed, y)), base);
+  changed = x.clone();
+  changed.narrow(2, 3000, 1).add_(1.0);  // the first sample after the warm-up counts
+  EXPECT_NE(value(loss(changed, y)), base);
+  // Skipping equals cutting the signals.
+  EXPECT_NEAR(value(MixLoss()(x.narrow(2, 3000, 9000), y.narrow(2, 3000, 9000))), base, 1e-14);
+}
+
+TEST(MixLoss, BatchLossIsTheMeanOverItems) {
+  MixLoss loss;
+  at::Tensor x       = at::cat({estimate_signal(), target_signal().flip(1)});
+  at::Tensor y       = at::cat({target_signal(), estimate_signal()});
+  MixLossTerms batch = loss.terms(x, y), first = loss.terms(x[0], y[0]),
+               second = loss.terms(x[1], y[1]);
+  EXPECT_NEAR(value(batch.total), (value(first.total) + value(second.total)) / 2, 1e-12);
+  EXPECT_NEAR(value(batch.per_item[0]), value(first.total), 1e-12);
+  EXPECT_NEAR(value(batch.per_item[1]), value(second.total), 1e-12);
+  EXPECT_NEAR(value(batch.side), (value(first.side) + value(second.side)) / 2, 1e-12);
+  EXPECT_TRUE(at::allclose(batch.log_magnitude, (first.log_magnitude + second.log_magnitude) / 2));
+}
+
+TEST(MixLoss, MatchesIndependentPythonComputation) {
+  // make_golden.py: torch.stft, scipy firls and librosa's mel formula, batch of 2, skip 1000.
+  at::Tensor x = at::stack({test_signal(12000, 30000, 1), test_signal(12000, 30000, 2)});
+  at::Tensor y = at::stack({0.8 * test_signal(12000, 30000, 1) + 0.1 * test_signal(12000, 30000, 5),
+                            test_signal(12000, 30000, 3)});
+  MixLossOptions options;
+  options.skip_samples = 1000;
+  MixLossTerms terms   = MixLoss(options).terms(x, y);
+  EXPECT_NEAR(value(terms.total), 2.0041104081322385, 1e-9);
+  EXPECT_NEAR(value(terms.lr), 1.78695852156461, 1e-9);
+  EXPECT_NEAR(value(terms.mid), 2.2262046654420948, 1e-9);
+  EXPECT_NEAR(value(terms.side), 2.2163199239576401, 1e-9);
+  const double sc[3][4] = {
+      {0.80936794605360118, 0.83668009433744583, 0.81364602597549507, 0.8113156300613078},
+      {0.81433739790477155, 0.85866373620092107, 0.82490901420135876, 0.82270873250625964},
+      {0.78505871369668079, 0.82892183060781899, 0.7947290250561172, 0.7926262451805266}};
+  const double lm[3][4] = {
+      {1.2168130674667172, 0.84841554695275878, 1.4984980886342276, 1.4816910233724905},
+      {1.0930522853373721, 0.79909497456787015, 1.5526649589095878, 1.5422919862080349},
+      {1.0996453477026524, 0.73170018855904917, 1.1941668835494981, 1.1983261545443018}};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_NEAR(value(terms.spectral_convergence[r][c]), sc[r][c], 1e-9) << r << " " << c;
+      EXPECT_NEAR(value(terms.log_magnitude[r][c]), lm[r][c], 1e-9) << r << " " << c;
+    }
+}
+
+TEST(MixLoss, Float32AgreesWithFloat64) {
+  MixLoss loss;
+  at::Tensor x = estimate_signal(), y = target_signal();
+  const double exact  = value(loss(x, y));
+  const double single = value(loss(x.to(at::kFloat), y.to(at::kFloat)));
+  EXPECT_NEAR(single, exact, 1e-4 * exact);
+}
+
+TEST(MixLoss, GradientMatchesFiniteDifferences) {
+  MixLossOptions options;
+  options.fft_sizes    = {32, 64};
+  options.n_mels       = 8;
+  options.sample_rate  = 8000;
+  options.skip_samples = 16;
+  MixLoss loss(options);
+  at::Tensor y = at::randn({2, 2, 160}, at::kDouble);
+  at::Tensor x = y + 0.3 * at::randn({2, 2, 160}, at::kDouble);
+  EXPECT_LT(testing::gradient_error([&](const at::Tensor& e) { return loss(e, y); }, x, 96), 1e-6);
+  // With respect to the target too (fitting a source against a rendered mix, say).
+  EXPECT_LT(testing::gradient_error([&](const at::Tensor& t) { return loss(x, t); }, y, 48), 1e-6);
+}
+
+TEST(MixLoss, RunsOnCuda) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  MixLoss loss;
+  at::Tensor x = estimate_signal(), y = target_signal();
+  MixLossTerms cpu = loss.terms(x, y), gpu = loss.terms(x.cuda(), y.cuda());
+  EXPECT_NEAR(value(gpu.total.cpu()), value(cpu.total), 1e-9);
+  EXPECT_TRUE(at::allclose(gpu.log_magnitude.cpu(), cpu.log_magnitude, 1e-9, 1e-12));
+}
+
+TEST(MixLoss, RejectsBadInputs) {
+  MixLoss loss;
+  at::Tensor y = target_signal();
+  EXPECT_GRAFX_ERROR(loss(y.narrow(2, 0, 11999), y), "grafx.loss.shape",
+                     "[1, 2, 11999] and [1, 2, 12000]");
+  EXPECT_GRAFX_ERROR(loss(y.narrow(1, 0, 1), y.narrow(1, 0, 1)), "grafx.loss.shape",
+                     "(B >= 1), but got [1, 1, 12000]");
+  EXPECT_GRAFX_ERROR(loss(y.unsqueeze(0), y.unsqueeze(0)), "grafx.loss.shape", "[1, 1, 2, 12000]");
+  EXPECT_GRAFX_ERROR(loss(y.to(at::kFloat), y), "grafx.loss.dtype",
+                     "but got Float on cpu and Double on cpu");
+  EXPECT_GRAFX_ERROR(loss(y.to(at::kInt), y.to(at::kInt)), "grafx.loss.dtype", "Int");
+  EXPECT_GRAFX_ERROR(loss(at::Tensor(), y), "grafx.loss.dtype", "undefined");
+  EXPECT_GRAFX_ERROR(loss(y.narrow(2, 0, 4000), y.narrow(2, 0, 4000)), "grafx.loss.too_short",
+                     "expected at least 4096 samples");
+  MixLossOptions options;
+  options.skip_samples = 12000;
+  EXPECT_GRAFX_ERROR(MixLoss{options}(y, y), "grafx.loss.skip", "12000 warm-up samples");
+  options.skip_samples = 10000;
+  EXPECT_GRAFX_ERROR(MixLoss{options}(y, y), "grafx.loss.too_short", "but got 2000 of 12000");
+}
+
+TEST(MixLoss, RejectsBadOptions) {
+  auto make = [](auto edit) {
+    MixLossOptions options;
+    edit(options);
+    return MixLoss(options);
+  };
+  EXPECT_GRAFX_ERROR(make([](MixLossOptions& o) { o.fft_sizes = {}; }), "grafx.loss.options",
+                     "at least one");
+  EXPECT_GRAFX_ERROR(make([](MixLossOptions& o) { o.fft_sizes = {2}; }), "grafx.loss.options",
+                     "hop 0");
+  EXPECT_GRAFX_ERROR(make([](MixLossOptions& o) { o.n_mels = 400; }), "grafx.loss.options",
+                     "holds none at FFT size 512");
+  EXPECT_GRAFX_ERROR(make([](MixLossOptions& o) { o.n_mels = 0; }), "grafx.loss.options",
+                     "mel band");
+  EXPECT_GRAFX_ERROR(make([](MixLossOptions& o) { o.eps = 0; }), "grafx.loss.options", "eps");
+  EXPECT_GRAFX_ERROR(make([](MixLossOptions& o) { o.sample_rate = -1; }), "grafx.loss.options",
+                     "sample rate");
+  EXPECT_GRAFX_ERROR(make([](MixLossOptions& o) { o.skip_samples = -1; }), "grafx.loss.options",
+                     "skip_samples");
+  EXPECT_GRAFX_ERROR(make([](MixLossOptions& o) { o.side_weight = -1; }), "grafx.loss.options",
+                     "weights");
+}
+
+}  // namespace
+}  // namespace grafx
