@@ -22,12 +22,13 @@ namespace {
 using dsp::ConvolutionMode;
 constexpr int64_t kItems = 16, kLength = int64_t(1) << 17;
 
-/// GRAFX's FFT convolution: both zero-padded to P = L + K − 1 (its irfft has no length
-/// argument: for odd P it returns P − 1 samples on a warped grid; the exact length is used
-/// here, which costs the same).
-at::Tensor grafx_convolve(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode) {
-  int64_t p = x.size(-1) + h.size(-1) - 1;
-  at::Tensor y = at::fft_irfft(at::fft_rfft(x, p, -1) * at::fft_rfft(h, p, -1), p, -1);
+/// FFT convolution composed of ATen operations (differentiated by autograd), zero-padded to
+/// `size` ≥ L + K − 1. GRAFX pads to exactly L + K − 1 (its irfft has no length argument: for an
+/// odd size it returns one sample less on a warped grid; the exact length is used here, which
+/// costs the same).
+at::Tensor aten_convolve(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode,
+                         int64_t size) {
+  at::Tensor y = at::fft_irfft(at::fft_rfft(x, size, -1) * at::fft_rfft(h, size, -1), size, -1);
   return y.narrow(-1, mode == ConvolutionMode::zero_phase ? h.size(-1) / 2 : 0, x.size(-1));
 }
 
@@ -41,11 +42,11 @@ Timings time_forward_backward(const std::function<at::Tensor(const std::vector<a
   std::vector<at::Tensor> leaves;
   for (const auto& x : inputs) leaves.push_back(x.detach().requires_grad_(true));
   at::Tensor weights = at::randn_like(f(inputs));
-  double forward = time_it([&] {
+  double forward     = time_it([&] {
                      at::NoGradGuard no_grad;
                      f(inputs);
                    }).median_ms;
-  double backward = time_it([&] {
+  double backward    = time_it([&] {
                       for (auto& x : leaves) x.mutable_grad() = at::Tensor();
                       (f(leaves) * weights).sum().backward();
                     }).median_ms;
@@ -63,13 +64,15 @@ void fft_sizes() {
       if (r == 1) return m;
     }
   };
-  Table table({"needed length", "exact", "power of 2", "7-smooth", "5-smooth", "even 5-smooth (ours)"});
-  for (int64_t n : {kLength + 2047 - 1, kLength + 16384 - 1, kLength + 60000 - 1, int64_t(8190), int64_t(24573)}) {
+  Table table(
+      {"needed length", "exact", "power of 2", "7-smooth", "5-smooth", "even 5-smooth (ours)"});
+  for (int64_t n : {kLength + 2047 - 1, kLength + 16384 - 1, kLength + 60000 - 1, int64_t(8190),
+                    int64_t(24573)}) {
     std::vector<std::string> row{std::to_string(n)};
-    for (int64_t size : {n, next(n, {2}, true), next(n, {2, 3, 5, 7}, false), next(n, {2, 3, 5}, false),
-                         dsp::fast_fft_size(n)}) {
+    for (int64_t size : {n, next(n, {2}, true), next(n, {2, 3, 5, 7}, false),
+                         next(n, {2, 3, 5}, false), dsp::fast_fft_size(n)}) {
       at::Tensor x = at::randn({32, size});
-      double ms = time_it([&] { at::fft_irfft(at::fft_rfft(x, size, -1), size, -1); }).median_ms;
+      double ms    = time_it([&] { at::fft_irfft(at::fft_rfft(x, size, -1), size, -1); }).median_ms;
       row.push_back(std::to_string(size) + ": " + fixed(ms, 1) + " ms");
     }
     table.add_row(row);
@@ -77,29 +80,41 @@ void fft_sizes() {
   table.print(std::cout);
 }
 
-void convolution(const std::string& title, int64_t taps, int64_t filter_channels, ConvolutionMode mode) {
+void convolution(const std::string& title, int64_t taps, int64_t filter_channels,
+                 ConvolutionMode mode) {
   std::cout << "\n### " << title << "\n\n";
   at::manual_seed(0);
-  at::Tensor x = at::randn({kItems, 2, kLength}), h = at::randn({kItems, filter_channels, taps}) * 0.01;
+  at::Tensor x = at::randn({kItems, 2, kLength}),
+             h = at::randn({kItems, filter_channels, taps}) * 0.01;
   Table table({"method", "transform size", "forward ms", "forward+backward ms", "speed-up (f+b)"});
-  Timings naive = time_forward_backward([&](const auto& in) { return grafx_convolve(in[0], in[1], mode); }, {x, h});
+  int64_t exact = kLength + taps - 1, fast = dsp::fast_fft_size(exact);
+  Timings naive = time_forward_backward(
+      [&](const auto& in) { return aten_convolve(in[0], in[1], mode, exact); }, {x, h});
   auto add = [&](const std::string& name, const std::string& size, Timings t) {
     table.add_row({name, size, fixed(t.forward_ms, 1), fixed(t.backward_ms, 1),
                    fixed(naive.backward_ms / t.backward_ms, 2) + "×"});
   };
-  add("naive: one FFT of L + K − 1 (GRAFX)", std::to_string(kLength + taps - 1), naive);
-  int64_t whole = dsp::fast_fft_size(kLength + taps - 1 - (mode == ConvolutionMode::zero_phase ? taps / 2 : 0));
-  add("fft_convolve: one FFT of a fast size", std::to_string(whole),
-      time_forward_backward([&](const auto& in) { return dsp::fft_convolve(in[0], in[1], mode); }, {x, h}));
-  for (int64_t size : {int64_t(4096), int64_t(8192), int64_t(16384), int64_t(32768), int64_t(65536), int64_t(131072)}) {
+  add("naive: ATen FFT of L + K − 1 (GRAFX)", std::to_string(exact), naive);
+  add("ATen FFT of a fast size", std::to_string(fast),
+      time_forward_backward([&](const auto& in) { return aten_convolve(in[0], in[1], mode, fast); },
+                            {x, h}));
+  add("fft_convolve: one block of a fast size (hand-written adjoint)", std::to_string(fast),
+      time_forward_backward([&](const auto& in) { return dsp::fft_convolve(in[0], in[1], mode); },
+                            {x, h}));
+  for (int64_t size : {int64_t(4096), int64_t(8192), int64_t(16384), int64_t(32768), int64_t(65536),
+                       int64_t(131072)}) {
     if (size < 2 * taps) continue;
-    add("block_convolve", std::to_string(size) + " × " + std::to_string((kLength + size - taps) / (size - taps + 1)),
-        time_forward_backward([&](const auto& in) { return dsp::block_convolve(in[0], in[1], mode, size); }, {x, h}));
+    add("block_convolve",
+        std::to_string(size) + " × " + std::to_string((kLength + size - taps) / (size - taps + 1)),
+        time_forward_backward(
+            [&](const auto& in) { return dsp::block_convolve(in[0], in[1], mode, size); }, {x, h}));
   }
   dsp::ConvolutionPlan plan = dsp::plan_convolution(kLength, taps, mode);
   add("**convolve (planned)**",
-      plan.block ? std::to_string(plan.fft_size) + " × " + std::to_string(plan.n_blocks) : std::to_string(plan.fft_size),
-      time_forward_backward([&](const auto& in) { return dsp::convolve(in[0], in[1], mode); }, {x, h}));
+      plan.block ? std::to_string(plan.fft_size) + " × " + std::to_string(plan.n_blocks)
+                 : std::to_string(plan.fft_size),
+      time_forward_backward([&](const auto& in) { return dsp::convolve(in[0], in[1], mode); },
+                            {x, h}));
   table.print(std::cout);
 }
 
@@ -111,9 +126,9 @@ void envelope() {
   // GRAFX: α = min(σ(z), 1 − 1e−5), h[n] = (1 − α)·α^n for n < 16384, causal FFT convolution, ReLU.
   auto truncated_fir = [&](const std::vector<at::Tensor>& in) {
     at::Tensor alpha = in[1].sigmoid().clamp_max(1 - 1e-5);
-    at::Tensor n = at::arange(kFirLength, alpha.options());
-    at::Tensor h = (1 - alpha).unsqueeze(-1) * (n * alpha.log().unsqueeze(-1)).exp();
-    return grafx_convolve(in[0], h, ConvolutionMode::causal).relu();
+    at::Tensor n     = at::arange(kFirLength, alpha.options());
+    at::Tensor h     = (1 - alpha).unsqueeze(-1) * (n * alpha.log().unsqueeze(-1)).exp();
+    return aten_convolve(in[0], h, ConvolutionMode::causal, kLength + kFirLength - 1).relu();
   };
   auto recursion = [](const std::vector<at::Tensor>& in) {
     return dsp::one_pole(in[0], in[1].sigmoid().clamp_max(1 - 1e-5));
@@ -122,10 +137,12 @@ void envelope() {
     at::Tensor alpha = in[1].sigmoid().clamp_max(1 - 1e-5);
     return dsp::ballistics(in[0], alpha, alpha.sqrt(), at::zeros_like(alpha));
   };
-  Table table({"method", "forward ms", "forward+backward ms", "speed-up (forward)", "speed-up (f+b)"});
+  Table table(
+      {"method", "forward ms", "forward+backward ms", "speed-up (forward)", "speed-up (f+b)"});
   Timings naive = time_forward_backward(truncated_fir, {energy, z});
-  auto add = [&](const std::string& name, Timings t) {
-    table.add_row({name, fixed(t.forward_ms, 2), fixed(t.backward_ms, 2), fixed(naive.forward_ms / t.forward_ms, 1) + "×",
+  auto add      = [&](const std::string& name, Timings t) {
+    table.add_row({name, fixed(t.forward_ms, 2), fixed(t.backward_ms, 2),
+                   fixed(naive.forward_ms / t.forward_ms, 1) + "×",
                    fixed(naive.backward_ms / t.backward_ms, 1) + "×"});
   };
   add("naive: 16384-tap FIR by FFT (GRAFX)", naive);

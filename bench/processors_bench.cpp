@@ -18,7 +18,8 @@ int main() {
   std::cout << machine_description() << "\n\n";
   constexpr int64_t kItems = 16, kLength = int64_t(1) << 17;
   constexpr double kRate = 30000;
-  std::cout << "### Processors: 16×2×2^17 samples at 30 kHz (70 s of stereo audio per call), float32\n\n";
+  std::cout
+      << "### Processors: 16×2×2^17 samples at 30 kHz (70 s of stereo audio per call), float32\n\n";
   Table table({"processor", "forward ms", "forward+backward ms", "audio seconds per second (f+b)"});
   for (const auto& info : processor_registry()) {
     auto processor = info.make({kRate});
@@ -28,21 +29,23 @@ int main() {
     for (const auto& spec : processor->parameter_specs()) {
       std::vector<int64_t> shape{kItems};
       shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
-      parameters[spec.name] = (spec.init_mean + spec.init_std * at::randn(shape)).requires_grad_(true);
+      parameters[spec.name] =
+          (spec.init_mean + spec.init_std * at::randn(shape)).requires_grad_(true);
     }
     at::Tensor x_leaf = x.clone().requires_grad_(true), weights = at::randn_like(x);
-    double forward = time_it([&] {
+    double forward       = time_it([&] {
                        at::NoGradGuard no_grad;
                        processor->forward({x}, parameters);
                      }).median_ms;
-    double backward = time_it([&] {
+    double backward      = time_it([&] {
                         ProcessorOutput out = processor->forward({x_leaf}, parameters);
-                        at::Tensor loss = (out.outputs[0] * weights).sum();
+                        at::Tensor loss     = (out.outputs[0] * weights).sum();
                         for (const auto& [name, aux] : out.aux_losses) loss = loss + aux.sum();
                         loss.backward();
                       }).median_ms;
     double audio_seconds = kItems * kLength / kRate;
-    table.add_row({info.name, fixed(forward, 1), fixed(backward, 1), fixed(audio_seconds / (backward / 1000), 0)});
+    table.add_row({info.name, fixed(forward, 1), fixed(backward, 1),
+                   fixed(audio_seconds / (backward / 1000), 0)});
   }
   table.print(std::cout);
 }

@@ -15,6 +15,18 @@
 namespace grafx::cli {
 namespace {
 
+std::string summary(const Graph& graph) {
+  std::ostringstream s;
+  auto counts = graph.count_per_type();
+  int64_t processors = 0;
+  for (TypeId t = NodeTypes::kMix + 1; t < graph.types().size(); ++t) processors += counts[size_t(t)];
+  s << graph.n_nodes() << " nodes (" << processors << " processors), " << graph.n_edges()
+    << " edges";
+  return s.str();
+}
+
+}  // namespace
+
 std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks) {
   if (text.empty() || text == "0") return {};
   if (text.find(',') == std::string::npos) {
@@ -43,18 +55,6 @@ std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks) {
   }
   return groups;
 }
-
-std::string summary(const Graph& graph) {
-  std::ostringstream s;
-  auto counts = graph.count_per_type();
-  int64_t processors = 0;
-  for (TypeId t = NodeTypes::kMix + 1; t < graph.types().size(); ++t) processors += counts[size_t(t)];
-  s << graph.n_nodes() << " nodes (" << processors << " processors), " << graph.n_edges()
-    << " edges";
-  return s.str();
-}
-
-}  // namespace
 
 void add_console_command(CLI::App& app) {
   struct Args {

@@ -31,8 +31,14 @@ struct Blocks {
   int64_t length, taps, shift, n_outputs, fft_size, hop, n_blocks, left, padded_length;
 
   Blocks(int64_t length, int64_t taps, int64_t shift, int64_t n_outputs, int64_t fft_size)
-      : length(length), taps(taps), shift(shift), n_outputs(n_outputs), fft_size(fft_size),
-        hop(fft_size - taps + 1), n_blocks(ceil_div(n_outputs, hop)), left(taps - 1 - shift),
+      : length(length),
+        taps(taps),
+        shift(shift),
+        n_outputs(n_outputs),
+        fft_size(fft_size),
+        hop(fft_size - taps + 1),
+        n_blocks(ceil_div(n_outputs, hop)),
+        left(taps - 1 - shift),
         padded_length(n_blocks * hop + taps - 1) {}
 
   /// rfft of every block of x: N×C×B×F.
@@ -40,7 +46,9 @@ struct Blocks {
     at::Tensor padded = at::constant_pad_nd(x, {left, padded_length - left - length});
     return at::fft_rfft(padded.unfold(-1, fft_size, hop), fft_size, -1);
   }
-  at::Tensor filter_spectrum(const at::Tensor& h) const { return at::fft_rfft(h, fft_size, -1).unsqueeze(-2); }
+  at::Tensor filter_spectrum(const at::Tensor& h) const {
+    return at::fft_rfft(h, fft_size, -1).unsqueeze(-2);
+  }
 
   /// The valid part of each block's circular convolution, in order: N×C×n_outputs.
   at::Tensor outputs(const at::Tensor& circular) const {
@@ -50,12 +58,13 @@ struct Blocks {
   /// The adjoint of `outputs`: a gradient of the outputs placed at the valid part of each block.
   at::Tensor blocks_of(const at::Tensor& grad) const {
     at::Tensor padded = at::constant_pad_nd(grad, {0, n_blocks * hop - n_outputs});
-    return at::constant_pad_nd(padded.view({grad.size(0), grad.size(1), n_blocks, hop}), {taps - 1, 0});
+    return at::constant_pad_nd(padded.view({grad.size(0), grad.size(1), n_blocks, hop}),
+                               {taps - 1, 0});
   }
   /// The adjoint of `block_spectra`'s blocks: overlap-add, then the samples of x.
   at::Tensor overlap_add(const at::Tensor& block_grads) const {
-    at::Tensor padded = at::unfold_backward(block_grads, {block_grads.size(0), block_grads.size(1), padded_length},
-                                            2, fft_size, hop);
+    at::Tensor padded = at::unfold_backward(
+        block_grads, {block_grads.size(0), block_grads.size(1), padded_length}, 2, fft_size, hop);
     return padded.narrow(-1, left, length);
   }
 };
@@ -64,33 +73,37 @@ struct Blocks {
 /// the saved spectra (one rfft of the output gradient, one irfft per gradient), a third of the
 /// transforms autograd would spend differentiating rfft and irfft.
 struct OverlapSave : public torch::autograd::Function<OverlapSave> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& h, int64_t shift,
-                            int64_t n_outputs, int64_t fft_size) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& h,
+                            int64_t shift, int64_t n_outputs, int64_t fft_size) {
     Blocks blocks(x.size(2), h.size(2), shift, n_outputs, fft_size);
     at::Tensor x_spectra = blocks.block_spectra(x), h_spectrum = blocks.filter_spectrum(h);
     ctx->save_for_backward({x, h});
-    ctx->saved_data["x_spectra"] = x_spectra;
+    ctx->saved_data["x_spectra"]  = x_spectra;
     ctx->saved_data["h_spectrum"] = h_spectrum;
-    ctx->saved_data["geometry"] = std::vector<int64_t>{shift, n_outputs, fft_size};
+    ctx->saved_data["geometry"]   = std::vector<int64_t>{shift, n_outputs, fft_size};
     return blocks.outputs(at::fft_irfft(x_spectra * h_spectrum, fft_size, -1));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto saved = ctx->get_saved_variables();
+    auto saved          = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &h = saved[1];
     auto geometry = ctx->saved_data["geometry"].toIntVector();
     Blocks blocks(x.size(2), h.size(2), geometry[0], geometry[1], geometry[2]);
     // With create_graph, the spectra are recomputed from x and h so that the gradients are
     // differentiable again; otherwise the forward's are reused.
     bool again = at::GradMode::is_enabled();
-    at::Tensor x_spectra = again ? blocks.block_spectra(x) : ctx->saved_data["x_spectra"].toTensor();
-    at::Tensor h_spectrum = again ? blocks.filter_spectrum(h) : ctx->saved_data["h_spectrum"].toTensor();
+    at::Tensor x_spectra =
+        again ? blocks.block_spectra(x) : ctx->saved_data["x_spectra"].toTensor();
+    at::Tensor h_spectrum =
+        again ? blocks.filter_spectrum(h) : ctx->saved_data["h_spectrum"].toTensor();
     at::Tensor grad_spectra = at::fft_rfft(blocks.blocks_of(grads[0]), blocks.fft_size, -1);
     at::Tensor grad_x, grad_h;
     if (ctx->needs_input_grad(0))
-      grad_x = blocks.overlap_add(at::fft_irfft(grad_spectra * h_spectrum.conj(), blocks.fft_size, -1));
+      grad_x =
+          blocks.overlap_add(at::fft_irfft(grad_spectra * h_spectrum.conj(), blocks.fft_size, -1));
     if (ctx->needs_input_grad(1)) {
-      at::Tensor cross = (grad_spectra * x_spectra.conj()).sum(-2).sum_to_size(h_spectrum.squeeze(-2).sizes());
+      at::Tensor cross =
+          (grad_spectra * x_spectra.conj()).sum(-2).sum_to_size(h_spectrum.squeeze(-2).sizes());
       grad_h = at::fft_irfft(cross, blocks.fft_size, -1).narrow(-1, 0, blocks.taps);
     }
     return {grad_x, grad_h, at::Tensor(), at::Tensor(), at::Tensor()};
@@ -106,9 +119,11 @@ int64_t whole_signal_fft_size(int64_t signal_length, int64_t filter_length, Conv
 /// cost is infinite when there is no such block size.
 ConvolutionPlan best_block_plan(int64_t n_outputs, int64_t filter_length, int64_t max_size) {
   ConvolutionPlan best{true, 0, 0, std::numeric_limits<double>::infinity()};
-  for (int64_t size = fast_fft_size(2 * filter_length); size < max_size; size = fast_fft_size(size + 1)) {
+  for (int64_t size = fast_fft_size(2 * filter_length); size < max_size;
+       size         = fast_fft_size(size + 1)) {
     int64_t n_blocks = ceil_div(n_outputs, size - filter_length + 1);
-    double cost = double(2 * n_blocks + 1) * transform_cost(size);  // rfft + irfft per block, filter
+    double cost =
+        double(2 * n_blocks + 1) * transform_cost(size);  // rfft + irfft per block, filter
     if (cost < best.cost) best = {true, size, n_blocks, cost};
   }
   return best;
@@ -120,22 +135,25 @@ void check_arguments(const at::Tensor& x, const at::Tensor& h, const char* where
   TORCH_CHECK(x.scalar_type() == h.scalar_type() && at::isFloatingType(x.scalar_type()), where,
               ": expected x and h of one floating dtype, but got ", x.scalar_type(), " and ",
               h.scalar_type());
-  TORCH_CHECK(h.size(0) == 1 || h.size(0) == x.size(0), where, ": expected h with 1 or ",
-              x.size(0), " items, but got ", h.size(0));
-  TORCH_CHECK(h.size(1) == 1 || h.size(1) == x.size(1), where, ": expected h with 1 or ",
-              x.size(1), " channels, but got ", h.size(1));
+  TORCH_CHECK(h.size(0) == 1 || h.size(0) == x.size(0), where, ": expected h with 1 or ", x.size(0),
+              " items, but got ", h.size(0));
+  TORCH_CHECK(h.size(1) == 1 || h.size(1) == x.size(1), where, ": expected h with 1 or ", x.size(1),
+              " channels, but got ", h.size(1));
   TORCH_CHECK(x.size(2) > 0 && h.size(2) > 0, where, ": expected non-empty signals and filters");
 }
 
-at::Tensor overlap_save(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode, int64_t fft_size) {
+at::Tensor overlap_save(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode,
+                        int64_t fft_size) {
   int64_t taps = h.size(2);
-  return OverlapSave::apply(x, h, output_shift(taps, mode), output_length(x.size(2), taps, mode), fft_size);
+  return OverlapSave::apply(x, h, output_shift(taps, mode), output_length(x.size(2), taps, mode),
+                            fft_size);
 }
 
 }  // namespace
 
 int64_t fast_fft_size(int64_t n) {
-  TORCH_CHECK(n > 0 && n < (int64_t(1) << 52), "fast_fft_size: expected a positive size, but got ", n);
+  TORCH_CHECK(n > 0 && n < (int64_t(1) << 52), "fast_fft_size: expected a positive size, but got ",
+              n);
   int64_t best = std::numeric_limits<int64_t>::max();
   for (int64_t p5 = 1; p5 < best; p5 *= 5)
     for (int64_t p35 = p5; p35 < best; p35 *= 3) {
@@ -150,7 +168,8 @@ int64_t output_length(int64_t signal_length, int64_t filter_length, ConvolutionM
   return mode == ConvolutionMode::full ? signal_length + filter_length - 1 : signal_length;
 }
 
-ConvolutionPlan plan_convolution(int64_t signal_length, int64_t filter_length, ConvolutionMode mode) {
+ConvolutionPlan plan_convolution(int64_t signal_length, int64_t filter_length,
+                                 ConvolutionMode mode) {
   int64_t whole = whole_signal_fft_size(signal_length, filter_length, mode);
   ConvolutionPlan whole_plan{false, whole, 1, 3 * transform_cost(whole)};  // rfft x and h, irfft
   ConvolutionPlan block_plan =
@@ -163,16 +182,18 @@ at::Tensor fft_convolve(const at::Tensor& x, const at::Tensor& h, ConvolutionMod
   return overlap_save(x, h, mode, whole_signal_fft_size(x.size(2), h.size(2), mode));
 }
 
-at::Tensor block_convolve(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode, int64_t fft_size) {
+at::Tensor block_convolve(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode,
+                          int64_t fft_size) {
   check_arguments(x, h, "block_convolve");
   int64_t taps = h.size(2);
   if (fft_size == 0) {  // the cheapest block size below one whole-signal block (at least one)
     int64_t whole = whole_signal_fft_size(x.size(2), taps, mode);
-    fft_size = best_block_plan(output_length(x.size(2), taps, mode), taps,
-                               std::max(whole, fast_fft_size(2 * taps) + 1)).fft_size;
+    fft_size      = best_block_plan(output_length(x.size(2), taps, mode), taps,
+                                    std::max(whole, fast_fft_size(2 * taps) + 1))
+                   .fft_size;
   }
-  TORCH_CHECK(fft_size >= taps, "block_convolve: expected blocks of at least the filter length ", taps,
-              ", but got ", fft_size);
+  TORCH_CHECK(fft_size >= taps, "block_convolve: expected blocks of at least the filter length ",
+              taps, ", but got ", fft_size);
   return overlap_save(x, h, mode, fft_size);
 }
 

@@ -34,18 +34,19 @@ void for_row_groups(int64_t n_rows, const Step& step) {
 
 /// y[n] = a·y[n∓1] + x[n] over rows of length L; `a` has one value per row or per sample.
 template <typename T, bool kVarying, bool kReverse>
-void recurrence_rows(const T* x, const T* a, const T* initial, T* y, int64_t n_rows, int64_t length) {
+void recurrence_rows(const T* x, const T* a, const T* initial, T* y, int64_t n_rows,
+                     int64_t length) {
   for_row_groups(n_rows, [&](int64_t first, int64_t count) {
     T state[kInterleavedRows];
     for (int64_t j = 0; j < count; ++j) state[j] = initial[first + j];
     const T* xg = x + first * length;
     const T* ag = a + first * (kVarying ? length : 1);
-    T* yg = y + first * length;
+    T* yg       = y + first * length;
     for (int64_t i = 0; i < length; ++i) {
       int64_t n = kReverse ? length - 1 - i : i;
       for (int64_t j = 0; j < count; ++j) {
-        T coefficient = kVarying ? ag[j * length + n] : ag[j];
-        state[j] = coefficient * state[j] + xg[j * length + n];
+        T coefficient      = kVarying ? ag[j * length + n] : ag[j];
+        state[j]           = coefficient * state[j] + xg[j * length + n];
         yg[j * length + n] = state[j];
       }
     }
@@ -53,17 +54,17 @@ void recurrence_rows(const T* x, const T* a, const T* initial, T* y, int64_t n_r
 }
 
 template <typename T>
-void ballistics_rows(const T* x, const T* rise, const T* fall, const T* initial, T* y, int64_t n_rows,
-                     int64_t length) {
+void ballistics_rows(const T* x, const T* rise, const T* fall, const T* initial, T* y,
+                     int64_t n_rows, int64_t length) {
   for_row_groups(n_rows, [&](int64_t first, int64_t count) {
     T state[kInterleavedRows], gain_rise[kInterleavedRows], gain_fall[kInterleavedRows];
     for (int64_t j = 0; j < count; ++j) {
-      state[j] = initial[first + j];
+      state[j]     = initial[first + j];
       gain_rise[j] = 1 - rise[first + j];
       gain_fall[j] = 1 - fall[first + j];
     }
     const T* xg = x + first * length;
-    T* yg = y + first * length;
+    T* yg       = y + first * length;
     for (int64_t n = 0; n < length; ++n)
       for (int64_t j = 0; j < count; ++j) {
         // y = y + (1 − α)(x − y) with α chosen by the sign of x − y, written with min/max:
@@ -108,18 +109,21 @@ struct LinearRecurrence : public torch::autograd::Function<LinearRecurrence> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& a,
                             const at::Tensor& initial, bool reverse) {
     at::Tensor xc = cpu(x), ac = cpu(a), ic = cpu(initial);
-    at::Tensor y = on_cpu(x, [&](at::Tensor& out) {
+    at::Tensor y               = on_cpu(x, [&](at::Tensor& out) {
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_recurrence", [&] {
         const scalar_t* xp = xc.data_ptr<scalar_t>();
         const scalar_t* ap = ac.data_ptr<scalar_t>();
         const scalar_t* ip = ic.data_ptr<scalar_t>();
-        scalar_t* yp = out.data_ptr<scalar_t>();
-        bool varying = a.size(1) > 1;
+        scalar_t* yp       = out.data_ptr<scalar_t>();
+        bool varying       = a.size(1) > 1;
         int64_t rows = x.size(0), length = x.size(1);
         if (varying && reverse) recurrence_rows<scalar_t, true, true>(xp, ap, ip, yp, rows, length);
-        if (varying && !reverse) recurrence_rows<scalar_t, true, false>(xp, ap, ip, yp, rows, length);
-        if (!varying && reverse) recurrence_rows<scalar_t, false, true>(xp, ap, ip, yp, rows, length);
-        if (!varying && !reverse) recurrence_rows<scalar_t, false, false>(xp, ap, ip, yp, rows, length);
+        if (varying && !reverse)
+          recurrence_rows<scalar_t, true, false>(xp, ap, ip, yp, rows, length);
+        if (!varying && reverse)
+          recurrence_rows<scalar_t, false, true>(xp, ap, ip, yp, rows, length);
+        if (!varying && !reverse)
+          recurrence_rows<scalar_t, false, false>(xp, ap, ip, yp, rows, length);
       });
     });
     ctx->saved_data["reverse"] = reverse;
@@ -128,7 +132,7 @@ struct LinearRecurrence : public torch::autograd::Function<LinearRecurrence> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto saved = ctx->get_saved_variables();
+    auto saved          = ctx->get_saved_variables();
     const at::Tensor &a = saved[0], &initial = saved[1], &y = saved[2];
     bool reverse = ctx->saved_data["reverse"].toBool();
     // λ[n] = ∂loss/∂y[n] through all later samples: the same recursion, run the other way.
@@ -141,7 +145,7 @@ struct LinearRecurrence : public torch::autograd::Function<LinearRecurrence> {
     }
     if (ctx->needs_input_grad(2)) {
       int64_t first = reverse ? y.size(1) - 1 : 0;  // the sample that reads the initial value
-      grad_initial = lambda.select(1, first) * a.select(1, a.size(1) == 1 ? 0 : first);
+      grad_initial  = lambda.select(1, first) * a.select(1, a.size(1) == 1 ? 0 : first);
     }
     return {lambda, grad_a, grad_initial, at::Tensor()};
   }
@@ -153,8 +157,9 @@ struct Ballistics : public torch::autograd::Function<Ballistics> {
     at::Tensor xc = cpu(x), rc = cpu(rise), fc = cpu(fall), ic = cpu(initial);
     at::Tensor y = on_cpu(x, [&](at::Tensor& out) {
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "ballistics", [&] {
-        ballistics_rows<scalar_t>(xc.data_ptr<scalar_t>(), rc.data_ptr<scalar_t>(), fc.data_ptr<scalar_t>(),
-                                  ic.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), x.size(0), x.size(1));
+        ballistics_rows<scalar_t>(xc.data_ptr<scalar_t>(), rc.data_ptr<scalar_t>(),
+                                  fc.data_ptr<scalar_t>(), ic.data_ptr<scalar_t>(),
+                                  out.data_ptr<scalar_t>(), x.size(0), x.size(1));
       });
     });
     ctx->save_for_backward({x, rise, fall, initial, y});
@@ -162,17 +167,18 @@ struct Ballistics : public torch::autograd::Function<Ballistics> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto saved = ctx->get_saved_variables();
-    const at::Tensor &x = saved[0], &rise = saved[1], &fall = saved[2], &initial = saved[3], &y = saved[4];
+    auto saved          = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &rise = saved[1], &fall = saved[2], &initial = saved[3],
+                     &y = saved[4];
     // Given the branch taken at each sample, ballistics is the linear recurrence
     // y[n] = α[n]·y[n−1] + (1 − α[n])·x[n]; its adjoint runs backward in time.
     at::Tensor y_previous = previous(y, initial, false);
-    at::Tensor rising = (x > y_previous).detach();
-    at::Tensor alpha = at::where(rising, rise.unsqueeze(1), fall.unsqueeze(1));
-    at::Tensor lambda = LinearRecurrence::apply(grads[0], adjoint_coefficients(alpha, false),
-                                                at::zeros_like(initial), true);
+    at::Tensor rising     = (x > y_previous).detach();
+    at::Tensor alpha      = at::where(rising, rise.unsqueeze(1), fall.unsqueeze(1));
+    at::Tensor lambda     = LinearRecurrence::apply(grads[0], adjoint_coefficients(alpha, false),
+                                                    at::zeros_like(initial), true);
     at::Tensor grad_alpha = lambda * (y_previous - x);
-    at::Tensor zero = at::zeros({}, grad_alpha.options());
+    at::Tensor zero       = at::zeros({}, grad_alpha.options());
     return {(1 - alpha) * lambda, at::where(rising, grad_alpha, zero).sum(1),
             at::where(rising, zero, grad_alpha).sum(1), lambda.select(1, 0) * alpha.select(1, 0)};
   }
@@ -188,8 +194,8 @@ at::Tensor per_row(const at::Tensor& value, const at::Tensor& signal, const char
   TORCH_CHECK(value.defined() && value.sizes() == leading, what, ": expected shape ", leading,
               " (one value per row of the signal), but got ",
               value.defined() ? value.sizes() : at::IntArrayRef{});
-  TORCH_CHECK(value.scalar_type() == signal.scalar_type(), what, ": expected dtype ", signal.scalar_type(),
-              ", but got ", value.scalar_type());
+  TORCH_CHECK(value.scalar_type() == signal.scalar_type(), what, ": expected dtype ",
+              signal.scalar_type(), ", but got ", value.scalar_type());
   return value.reshape({-1});
 }
 
@@ -201,13 +207,15 @@ void check_signal(const at::Tensor& x, const char* what) {
 
 }  // namespace
 
-at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial, bool reverse) {
+at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
+                             bool reverse) {
   check_signal(x, "linear_recurrence");
   at::Tensor coefficients = a.defined() && a.sizes() == x.sizes()
                                 ? rows_of(a)
                                 : per_row(a, x, "linear_recurrence: a").unsqueeze(1);
-  TORCH_CHECK(coefficients.scalar_type() == x.scalar_type(), "linear_recurrence: expected a of dtype ",
-              x.scalar_type(), ", but got ", coefficients.scalar_type());
+  TORCH_CHECK(coefficients.scalar_type() == x.scalar_type(),
+              "linear_recurrence: expected a of dtype ", x.scalar_type(), ", but got ",
+              coefficients.scalar_type());
   at::Tensor start = initial.defined() ? per_row(initial, x, "linear_recurrence: initial")
                                        : at::zeros({rows_of(x).size(0)}, x.options());
   return LinearRecurrence::apply(rows_of(x), coefficients, start, reverse).view(x.sizes());
@@ -215,13 +223,13 @@ at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at:
 
 at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha) {
   check_signal(x, "one_pole");
-  at::Tensor a = per_row(alpha, x, "one_pole: alpha");
+  at::Tensor a    = per_row(alpha, x, "one_pole: alpha");
   at::Tensor rows = rows_of(x) * (1 - a).unsqueeze(1);
   return LinearRecurrence::apply(rows, a.unsqueeze(1), at::zeros_like(a), false).view(x.sizes());
 }
 
-at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise, const at::Tensor& alpha_fall,
-                      const at::Tensor& initial) {
+at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise,
+                      const at::Tensor& alpha_fall, const at::Tensor& initial) {
   check_signal(x, "ballistics");
   return Ballistics::apply(rows_of(x), per_row(alpha_rise, x, "ballistics: alpha_rise"),
                            per_row(alpha_fall, x, "ballistics: alpha_fall"),
@@ -236,21 +244,22 @@ at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha) {
   return ballistics(x, alpha, alpha, zero);
 }
 
-at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise, const at::Tensor& alpha_fall,
-                      const at::Tensor& initial) {
-  at::Tensor xs = rows_of(x.detach()).to(at::kDouble).contiguous();
-  at::Tensor rise = alpha_rise.detach().reshape({-1}).to(at::kDouble);
-  at::Tensor fall = alpha_fall.detach().reshape({-1}).to(at::kDouble);
+at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise,
+                      const at::Tensor& alpha_fall, const at::Tensor& initial) {
+  at::Tensor xs    = rows_of(x.detach()).to(at::kDouble).contiguous();
+  at::Tensor rise  = alpha_rise.detach().reshape({-1}).to(at::kDouble);
+  at::Tensor fall  = alpha_fall.detach().reshape({-1}).to(at::kDouble);
   at::Tensor start = initial.detach().reshape({-1}).to(at::kDouble);
-  at::Tensor y = at::empty_like(xs);
-  auto xa = xs.accessor<double, 2>();
-  auto ya = y.accessor<double, 2>();
+  at::Tensor y     = at::empty_like(xs);
+  auto xa          = xs.accessor<double, 2>();
+  auto ya          = y.accessor<double, 2>();
   for (int64_t r = 0; r < xs.size(0); ++r) {
-    double state = start[r].item<double>(), up = rise[r].item<double>(), down = fall[r].item<double>();
+    double state = start[r].item<double>(), up = rise[r].item<double>(),
+           down = fall[r].item<double>();
     for (int64_t n = 0; n < xs.size(1); ++n) {
       double alpha = xa[r][n] > state ? up : down;
-      state = alpha * state + (1 - alpha) * xa[r][n];
-      ya[r][n] = state;
+      state        = alpha * state + (1 - alpha) * xa[r][n];
+      ya[r][n]     = state;
     }
   }
   return y.view(x.sizes());

@@ -23,7 +23,7 @@ at::Tensor normalize_energy(const at::Tensor& h) {
 at::Tensor uniform_noise(int64_t n_channels, int64_t length, uint64_t seed) {
   std::mt19937_64 generator(seed);  // its sequence is fixed by the C++ standard
   at::Tensor noise = at::empty({n_channels, length}, at::kDouble);
-  double* data = noise.data_ptr<double>();
+  double* data     = noise.data_ptr<double>();
   for (int64_t i = 0; i < noise.numel(); ++i)
     data[i] = double(generator() >> 11) * 0x1.0p-52 - 1.0;  // 53 bits in [0, 2), minus 1
   return noise;

@@ -30,8 +30,8 @@ struct StraightThroughOneHot : public torch::autograd::Function<StraightThroughO
 
 void check_z(const at::Tensor& z, const char* where) {
   TORCH_CHECK(z.dim() >= 1 && z.size(-1) == 2 && at::isFloatingType(z.scalar_type()), where,
-              ": expected real and imaginary parts [..., 2] of float or double, but got ", z.sizes(), " ",
-              z.scalar_type());
+              ": expected real and imaginary parts [..., 2] of float or double, but got ",
+              z.sizes(), " ", z.scalar_type());
 }
 
 }  // namespace
@@ -41,25 +41,30 @@ at::Tensor normalized_gradient(const at::Tensor& z) {
   return NormalizedGradient::apply(z);
 }
 
-at::Tensor straight_through_one_hot(const at::Tensor& soft) { return StraightThroughOneHot::apply(soft); }
+at::Tensor straight_through_one_hot(const at::Tensor& soft) {
+  return StraightThroughOneHot::apply(soft);
+}
 
-SurrogateDelay surrogate_delay(const at::Tensor& z, int64_t n, const SurrogateDelayOptions& options) {
+SurrogateDelay surrogate_delay(const at::Tensor& z, int64_t n,
+                               const SurrogateDelayOptions& options) {
   check_z(z, "surrogate_delay");
   TORCH_CHECK(n >= 2, "surrogate_delay: expected a length of at least 2, but got ", n);
   SurrogateDelay delay;
   delay.radii_loss = (1 - at::view_as_complex(z.contiguous()).abs().tanh()).pow(2);
-  at::Tensor pole = at::view_as_complex((options.normalize_gradients ? normalized_gradient(z) : z).contiguous());
+  at::Tensor pole =
+      at::view_as_complex((options.normalize_gradients ? normalized_gradient(z) : z).contiguous());
   at::Tensor radius = pole.abs();
-  pole = pole * (radius.tanh() / (radius + kEpsilon)) + kEpsilon;  // inside the unit disk
+  pole         = pole * (radius.tanh() / (radius + kEpsilon)) + kEpsilon;  // inside the unit disk
   at::Tensor k = at::arange(n / 2 + 1, z.options());
-  at::Tensor soft = at::fft_irfft(at::exp(pole.log().unsqueeze(-1) * k), n, -1);
+  at::Tensor soft         = at::fft_irfft(at::exp(pole.log().unsqueeze(-1) * k), n, -1);
   delay.impulse_responses = options.straight_through ? straight_through_one_hot(soft) : soft;
   return delay;
 }
 
 at::Tensor delay_to_z(const at::Tensor& delay_samples, int64_t n, double radius) {
-  TORCH_CHECK(radius > 0 && radius < 1, "delay_to_z: expected a radius in (0, 1), but got ", radius);
-  at::Tensor angle = delay_samples * (-2 * M_PI / double(n));
+  TORCH_CHECK(radius > 0 && radius < 1, "delay_to_z: expected a radius in (0, 1), but got ",
+              radius);
+  at::Tensor angle  = delay_samples * (-2 * M_PI / double(n));
   double raw_radius = std::atanh(radius);  // tanh|z̃| = radius, up to the 1e−7 guards
   return at::stack({angle.cos() * raw_radius, angle.sin() * raw_radius}, -1);
 }

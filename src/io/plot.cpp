@@ -17,11 +17,16 @@ constexpr double kLeft = 72, kRight = 24, kTop = 44, kBottom = 52;  // margins, 
 std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -35,7 +40,8 @@ std::string number(double value, int decimals) {
 
 /// A tick label on a logarithmic axis: 20, 100, 1k, 10k.
 std::string log_label(double value) {
-  if (value >= 1000) return number(value / 1000, value < 10000 && std::fmod(value, 1000) != 0 ? 1 : 0) + "k";
+  if (value >= 1000)
+    return number(value / 1000, value < 10000 && std::fmod(value, 1000) != 0 ? 1 : 0) + "k";
   return number(value, value < 1 ? int(std::ceil(-std::log10(value))) : 0);
 }
 
@@ -66,12 +72,14 @@ struct Axis {
         for (int m = 1; m < 10; ++m) {
           double v = decade * m;
           if (v < min * (1 - 1e-9) || v > max * (1 + 1e-9)) continue;
-          if (m == 1) major.push_back({v, log_label(v)});
-          else minor.push_back(v);
+          if (m == 1)
+            major.push_back({v, log_label(v)});
+          else
+            minor.push_back(v);
         }
       return;
     }
-    double step = nice_step(max - min, 6);
+    double step  = nice_step(max - min, 6);
     int decimals = std::max(0, int(-std::floor(std::log10(step) + 1e-9)));
     for (double v = std::ceil(min / step - 1e-9) * step; v <= max + step * 1e-9; v += step)
       major.push_back({v, number(v, decimals)});
@@ -80,15 +88,16 @@ struct Axis {
 
 /// The range of x (or of y, over the points whose x lies in [x_axis.min, x_axis.max]) among the
 /// drawable points; NaNs when there is none.
-std::pair<double, double> data_range(const std::vector<PlotSeries>& series, const Axis& x_axis, bool of_y) {
+std::pair<double, double> data_range(const std::vector<PlotSeries>& series, const Axis& x_axis,
+                                     bool of_y) {
   double lo = NAN, hi = NAN;
   for (const auto& s : series)
     for (size_t i = 0; i < s.x.size(); ++i) {
       if (!x_axis.drawable(s.x[i]) || !std::isfinite(s.y[i])) continue;
       if (of_y && (s.x[i] < x_axis.min || s.x[i] > x_axis.max)) continue;
       double v = of_y ? s.y[i] : s.x[i];
-      lo = std::isnan(lo) ? v : std::min(lo, v);
-      hi = std::isnan(hi) ? v : std::max(hi, v);
+      lo       = std::isnan(lo) ? v : std::min(lo, v);
+      hi       = std::isnan(hi) ? v : std::max(hi, v);
     }
   return {lo, hi};
 }
@@ -128,8 +137,9 @@ std::vector<size_t> decimate(const PlotSeries& s, const Axis& x_axis, int width)
 std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& options) {
   for (const auto& s : series)
     if (s.x.size() != s.y.size())
-      throw IoError("grafx.io.plot", "series \"" + s.label + "\": expected as many y as x values, but got " +
-                                         std::to_string(s.y.size()) + " and " + std::to_string(s.x.size()));
+      throw IoError("grafx.io.plot",
+                    "series \"" + s.label + "\": expected as many y as x values, but got " +
+                        std::to_string(s.y.size()) + " and " + std::to_string(s.x.size()));
   double width = options.width, height = options.height;
   Axis x_axis{0, 1, options.log_x, kLeft, width - kRight};
   Axis y_axis{0, 1, false, height - kBottom, kTop};
@@ -143,8 +153,10 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
   y_axis.min = std::isnan(options.y_min) ? y_lo : options.y_min;
   y_axis.max = std::isnan(options.y_max) ? y_hi : options.y_max;
   // A flat line (up to rounding) gets a unit range around it, not a zoom into the rounding.
-  if (!(y_axis.max - y_axis.min > 1e-9 * std::max(1.0, std::abs(y_axis.max)))) y_axis.min -= 1, y_axis.max += 1;
-  if (std::isnan(options.y_min) || std::isnan(options.y_max)) {  // round the data's range out to ticks
+  if (!(y_axis.max - y_axis.min > 1e-9 * std::max(1.0, std::abs(y_axis.max))))
+    y_axis.min -= 1, y_axis.max += 1;
+  if (std::isnan(options.y_min) ||
+      std::isnan(options.y_max)) {  // round the data's range out to ticks
     double step = nice_step(y_axis.max - y_axis.min, 6);
     if (std::isnan(options.y_min)) y_axis.min = std::floor(y_axis.min / step + 1e-9) * step;
     if (std::isnan(options.y_max)) y_axis.max = std::ceil(y_axis.max / step - 1e-9) * step;
@@ -152,10 +164,11 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
 
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "\" viewBox=\"0 0 " << width << " " << height
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<clipPath id=\"area\"><rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << width - kLeft - kRight
-      << "\" height=\"" << height - kTop - kBottom << "\"/></clipPath>\n";
+      << "<clipPath id=\"area\"><rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\""
+      << width - kLeft - kRight << "\" height=\"" << height - kTop - kBottom << "\"/></clipPath>\n";
   // Grid and tick labels.
   std::vector<std::pair<double, std::string>> x_major, y_major;
   std::vector<double> x_minor, y_minor;
@@ -163,8 +176,8 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
   y_axis.ticks(y_major, y_minor);
   auto grid_x = [&](double v, const char* colour) {
     double px = x_axis.to_pixels(v);
-    svg << "<line x1=\"" << px << "\" y1=\"" << kTop << "\" x2=\"" << px << "\" y2=\"" << height - kBottom
-        << "\" stroke=\"" << colour << "\"/>\n";
+    svg << "<line x1=\"" << px << "\" y1=\"" << kTop << "\" x2=\"" << px << "\" y2=\""
+        << height - kBottom << "\" stroke=\"" << colour << "\"/>\n";
   };
   for (double v : x_minor) grid_x(v, "#f0f0f0");
   for (const auto& [v, label] : x_major) {
@@ -174,17 +187,17 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
   }
   for (const auto& [v, label] : y_major) {
     double py = y_axis.to_pixels(v);
-    svg << "<line x1=\"" << kLeft << "\" y1=\"" << py << "\" x2=\"" << width - kRight << "\" y2=\"" << py
-        << "\" stroke=\"#dddddd\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py + 4
+    svg << "<line x1=\"" << kLeft << "\" y1=\"" << py << "\" x2=\"" << width - kRight << "\" y2=\""
+        << py << "\" stroke=\"#dddddd\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py + 4
         << "\" text-anchor=\"end\">" << escape(label) << "</text>\n";
   }
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << width - kLeft - kRight << "\" height=\""
-      << height - kTop - kBottom << "\" fill=\"none\" stroke=\"#444444\"/>\n";
+  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << width - kLeft - kRight
+      << "\" height=\"" << height - kTop - kBottom << "\" fill=\"none\" stroke=\"#444444\"/>\n";
   // Series: polylines broken at points that cannot be drawn.
   for (size_t k = 0; k < series.size(); ++k) {
     const PlotSeries& s = series[k];
-    svg << "<g clip-path=\"url(#area)\" fill=\"none\" stroke=\"" << kColors[k % 8] << "\" stroke-width=\"1.5\""
-        << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << ">\n";
+    svg << "<g clip-path=\"url(#area)\" fill=\"none\" stroke=\"" << kColors[k % 8]
+        << "\" stroke-width=\"1.5\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << ">\n";
     std::string points;
     auto flush = [&] {
       if (!points.empty()) svg << "<polyline points=\"" << points << "\"/>\n";
@@ -202,14 +215,15 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
     svg << "</g>\n";
   }
   // Title, axis labels, legend.
-  svg << "<text x=\"" << width / 2 << "\" y=\"" << kTop - 16 << "\" text-anchor=\"middle\" font-size=\"15\">"
-      << escape(options.title) << "</text>\n"
-      << "<text x=\"" << (kLeft + width - kRight) / 2 << "\" y=\"" << height - 12 << "\" text-anchor=\"middle\">"
-      << escape(options.x_label) << "</text>\n"
+  svg << "<text x=\"" << width / 2 << "\" y=\"" << kTop - 16
+      << "\" text-anchor=\"middle\" font-size=\"15\">" << escape(options.title) << "</text>\n"
+      << "<text x=\"" << (kLeft + width - kRight) / 2 << "\" y=\"" << height - 12
+      << "\" text-anchor=\"middle\">" << escape(options.x_label) << "</text>\n"
       << "<text transform=\"translate(16," << (kTop + height - kBottom) / 2
       << ") rotate(-90)\" text-anchor=\"middle\">" << escape(options.y_label) << "</text>\n";
   // Legend: in the corner of the plot area that covers the fewest points.
-  int64_t n_labels = std::count_if(series.begin(), series.end(), [](const auto& s) { return !s.label.empty(); });
+  int64_t n_labels =
+      std::count_if(series.begin(), series.end(), [](const auto& s) { return !s.label.empty(); });
   double box_width = 150, box_height = 18.0 * double(n_labels) + 6;
   double best_x = 0, best_y = 0;
   int64_t fewest = -1;
@@ -225,23 +239,25 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
       if (fewest < 0 || covered < fewest) fewest = covered, best_x = bx, best_y = by;
     }
   if (n_labels > 0)
-    svg << "<rect x=\"" << best_x << "\" y=\"" << best_y << "\" width=\"" << box_width << "\" height=\""
-        << box_height << "\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n";
+    svg << "<rect x=\"" << best_x << "\" y=\"" << best_y << "\" width=\"" << box_width
+        << "\" height=\"" << box_height
+        << "\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n";
   double legend_y = best_y + 16;
   for (size_t k = 0; k < series.size(); ++k) {
     if (series[k].label.empty()) continue;
     double lx = best_x + 8;
-    svg << "<line x1=\"" << lx << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << lx + 24 << "\" y2=\"" << legend_y - 4
-        << "\" stroke=\"" << kColors[k % 8] << "\" stroke-width=\"2\"" << (series[k].dashed ? " stroke-dasharray=\"6 4\"" : "")
-        << "/>\n<text x=\"" << lx + 30 << "\" y=\"" << legend_y << "\">" << escape(series[k].label) << "</text>\n";
+    svg << "<line x1=\"" << lx << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << lx + 24 << "\" y2=\""
+        << legend_y - 4 << "\" stroke=\"" << kColors[k % 8] << "\" stroke-width=\"2\""
+        << (series[k].dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>\n<text x=\"" << lx + 30
+        << "\" y=\"" << legend_y << "\">" << escape(series[k].label) << "</text>\n";
     legend_y += 18;
   }
   svg << "</svg>\n";
   return svg.str();
 }
 
-void write_plot(const std::string& path, const std::vector<PlotSeries>& series, const PlotOptions& options,
-                bool overwrite) {
+void write_plot(const std::string& path, const std::vector<PlotSeries>& series,
+                const PlotOptions& options, bool overwrite) {
   write_text_file(path, plot_svg(series, options), overwrite);
 }
 

@@ -7,14 +7,18 @@
 namespace grafx {
 namespace {
 
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
 
 std::vector<double> values(const at::Tensor& t) {
   at::Tensor d = t.detach().to(at::kDouble).contiguous();
   return std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
 }
 
-at::Tensor decibels(const at::Tensor& amplitude) { return 20 * amplitude.abs().clamp_min(1e-12).log10(); }
+at::Tensor decibels(const at::Tensor& amplitude) {
+  return 20 * amplitude.abs().clamp_min(1e-12).log10();
+}
 
 /// The processor's output for x, with the parameters of one node repeated for every item.
 at::Tensor run(const Processor& processor, const at::Tensor& x, const TensorDict& parameters) {
@@ -22,7 +26,7 @@ at::Tensor run(const Processor& processor, const at::Tensor& x, const TensorDict
   TensorDict repeated;
   for (const auto& [name, p] : parameters) {
     std::vector<int64_t> times(size_t(p.dim()), 1);
-    times[0] = x.size(0);
+    times[0]       = x.size(0);
     repeated[name] = p.to(x.scalar_type()).repeat(times);
   }
   return processor.forward({x}, repeated).outputs[0];
@@ -40,34 +44,41 @@ std::vector<PlotSeries> left_right(const std::vector<double>& x, const at::Tenso
   return {{"left", x, values(rows[0])}, {"right", x, values(rows[1])}};
 }
 
-Plot make_plot(std::vector<PlotSeries> series, std::string x_label, std::string y_label, double y_min = NAN,
-               double y_max = NAN) {
+Plot make_plot(std::vector<PlotSeries> series, std::string x_label, std::string y_label,
+               double y_min = NAN, double y_max = NAN) {
   Plot plot{std::move(series), {}};
   plot.options.x_label = std::move(x_label);
   plot.options.y_label = std::move(y_label);
-  plot.options.y_min = y_min;
-  plot.options.y_max = y_max;
+  plot.options.y_min   = y_min;
+  plot.options.y_max   = y_max;
   return plot;
 }
 
-/// EQs: the spectrum of the response to impulses at the centre (mid/side: a mid and a side impulse).
-Plot magnitude_response(const Processor& processor, const TensorDict& parameters, double sample_rate) {
+/// EQs: the spectrum of the response to impulses at the centre (mid/side: a mid and a side
+/// impulse).
+Plot magnitude_response(const Processor& processor, const TensorDict& parameters,
+                        double sample_rate) {
   const int64_t length = 16384, centre = length / 2;
   bool mid_side = processor.name() == "eq_midside", stereo = processor.name() == "eq_stereo";
   at::Tensor x = at::zeros({mid_side ? 2 : 1, 2, length}, at::kDouble);
   x.select(2, centre).fill_(1.0);
   if (mid_side) x[1][1][centre] = -1.0;  // L − R: a side impulse
-  at::Tensor y = at::roll(run(processor, x, parameters), -centre, -1);
+  at::Tensor y       = at::roll(run(processor, x, parameters), -centre, -1);
   at::Tensor gain_db = decibels(at::fft_rfft(y, length, -1));
-  std::vector<double> frequency = values(at::arange(length / 2 + 1, at::kDouble) * (sample_rate / length));
+  std::vector<double> frequency =
+      values(at::arange(length / 2 + 1, at::kDouble) * (sample_rate / length));
   std::vector<PlotSeries> series;
-  if (mid_side) series = {{"mid", frequency, values(gain_db[0][0])}, {"side", frequency, values(gain_db[1][0])}};
-  else if (stereo) series = left_right(frequency, gain_db[0]);
-  else series = {{"", frequency, values(gain_db[0][0])}};
+  if (mid_side)
+    series = {{"mid", frequency, values(gain_db[0][0])},
+              {"side", frequency, values(gain_db[1][0])}};
+  else if (stereo)
+    series = left_right(frequency, gain_db[0]);
+  else
+    series = {{"", frequency, values(gain_db[0][0])}};
   // At least ±12 dB, so that flat looks flat.
-  Plot plot = make_plot(std::move(series), "frequency (Hz)", "gain (dB)",
-                        std::min(-12.0, std::floor(gain_db.min().item<double>() / 6) * 6),
-                        std::max(12.0, std::ceil(gain_db.max().item<double>() / 6) * 6));
+  Plot plot          = make_plot(std::move(series), "frequency (Hz)", "gain (dB)",
+                                 std::min(-12.0, std::floor(gain_db.min().item<double>() / 6) * 6),
+                                 std::max(12.0, std::ceil(gain_db.max().item<double>() / 6) * 6));
   plot.options.log_x = true;
   plot.options.x_min = 20;
   plot.options.x_max = sample_rate / 2;
@@ -77,31 +88,38 @@ Plot magnitude_response(const Processor& processor, const TensorDict& parameters
 /// Compressors and gates: the output level after 2 s of a constant signal, for levels −80…0 dB.
 Plot static_curve(const Processor& processor, const TensorDict& parameters, double sample_rate) {
   at::Tensor level_db = at::linspace(-80, 0, 81, at::kDouble);
-  int64_t length = std::max<int64_t>(16, std::llround(2 * sample_rate));
+  int64_t length      = std::max<int64_t>(16, std::llround(2 * sample_rate));
   // One channel in float32: 81 signals of 2 s (they accept any number of channels).
-  at::Tensor x = (level_db * (std::log(10.0) / 20)).exp().to(at::kFloat).view({-1, 1, 1}).expand({81, 1, length});
+  at::Tensor x = (level_db * (std::log(10.0) / 20))
+                     .exp()
+                     .to(at::kFloat)
+                     .view({-1, 1, 1})
+                     .expand({81, 1, length});
   at::Tensor y = run(processor, x.contiguous(), parameters).select(2, length - 1).select(1, 0);
   std::vector<double> input = values(level_db);
-  return make_plot({{"output", input, values(decibels(y))}, {"unity", input, input, true}}, "input level (dB)",
-                   "output level (dB)", -80, 0);
+  return make_plot({{"output", input, values(decibels(y))}, {"unity", input, input, true}},
+                   "input level (dB)", "output level (dB)", -80, 0);
 }
 
 /// Reverbs: Schroeder's energy decay curve, 10·log10(Σ_{m ≥ n} h[m]² / Σ h²), per channel.
 Plot energy_decay(const Processor& processor, const TensorDict& parameters, double sample_rate) {
   int64_t length = std::llround(2.2 * sample_rate);
-  at::Tensor remaining = run(processor, impulse(length), parameters)[0].pow(2).flip(-1).cumsum(-1).flip(-1);
-  at::Tensor decay_db = 10 * (remaining / remaining.select(1, 0).unsqueeze(1)).clamp_min(1e-30).log10();
-  return make_plot(left_right(values(at::arange(length, at::kDouble) / sample_rate), decay_db), "time (s)",
-                   "energy remaining (dB)", -90, 0);
+  at::Tensor remaining =
+      run(processor, impulse(length), parameters)[0].pow(2).flip(-1).cumsum(-1).flip(-1);
+  at::Tensor decay_db =
+      10 * (remaining / remaining.select(1, 0).unsqueeze(1)).clamp_min(1e-30).log10();
+  return make_plot(left_right(values(at::arange(length, at::kDouble) / sample_rate), decay_db),
+                   "time (s)", "energy remaining (dB)", -90, 0);
 }
 
 /// Stereo processors: a source panned from left to right with the constant-power law
 /// (L, R) = (cos θ, sin θ), θ ∈ [0, π/2]; the level of each output channel.
 Plot stereo_field(const Processor& processor, const TensorDict& parameters, double sample_rate) {
-  at::Tensor pan = at::linspace(-1, 1, 101, at::kDouble);
-  at::Tensor theta = (pan + 1) * (M_PI / 4);
-  at::Tensor x = at::stack({theta.cos(), theta.sin()}, 1).unsqueeze(-1);  // 101×2×1
-  at::Tensor out_db = decibels(run(processor, x, parameters).select(2, 0)), in_db = decibels(x.select(2, 0));
+  at::Tensor pan    = at::linspace(-1, 1, 101, at::kDouble);
+  at::Tensor theta  = (pan + 1) * (M_PI / 4);
+  at::Tensor x      = at::stack({theta.cos(), theta.sin()}, 1).unsqueeze(-1);  // 101×2×1
+  at::Tensor out_db = decibels(run(processor, x, parameters).select(2, 0)),
+             in_db  = decibels(x.select(2, 0));
   std::vector<double> position = values(pan);
   return make_plot({{"left out", position, values(out_db.select(1, 0))},
                     {"right out", position, values(out_db.select(1, 1))},
@@ -110,7 +128,8 @@ Plot stereo_field(const Processor& processor, const TensorDict& parameters, doub
                    "input pan (−1 left, +1 right)", "level (dB)", -40);
 }
 
-Plot impulse_response(const Processor& processor, const TensorDict& parameters, double sample_rate) {
+Plot impulse_response(const Processor& processor, const TensorDict& parameters,
+                      double sample_rate) {
   int64_t length = std::llround(2.1 * sample_rate);
   return make_plot(left_right(values(at::arange(length, at::kDouble) * (1000 / sample_rate)),
                               run(processor, impulse(length), parameters)[0]),
@@ -129,14 +148,20 @@ TensorDict default_parameters(const Processor& processor) {
   return parameters;
 }
 
-Plot processor_response(const Processor& processor, const TensorDict& parameters, double sample_rate) {
+Plot processor_response(const Processor& processor, const TensorDict& parameters,
+                        double sample_rate) {
   const std::string name = processor.name();
   Plot plot;
-  if (starts_with(name, "eq")) plot = magnitude_response(processor, parameters, sample_rate);
-  else if (starts_with(name, "compressor") || starts_with(name, "noise_gate")) plot = static_curve(processor, parameters, sample_rate);
-  else if (name == "reverb") plot = energy_decay(processor, parameters, sample_rate);
-  else if (name == "gain_pan" || name == "stereo_imager") plot = stereo_field(processor, parameters, sample_rate);
-  else plot = impulse_response(processor, parameters, sample_rate);
+  if (starts_with(name, "eq"))
+    plot = magnitude_response(processor, parameters, sample_rate);
+  else if (starts_with(name, "compressor") || starts_with(name, "noise_gate"))
+    plot = static_curve(processor, parameters, sample_rate);
+  else if (name == "reverb")
+    plot = energy_decay(processor, parameters, sample_rate);
+  else if (name == "gain_pan" || name == "stereo_imager")
+    plot = stereo_field(processor, parameters, sample_rate);
+  else
+    plot = impulse_response(processor, parameters, sample_rate);
   plot.options.title = name + " at " + std::to_string(std::lround(sample_rate)) + " Hz";
   return plot;
 }

@@ -9,7 +9,9 @@ namespace {
 
 using testing::run_grafx;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(CliProcessors, ListsEveryProcessorWithPortsAndParameters) {
   auto r = run_grafx({"processors"});
@@ -23,21 +25,25 @@ TEST(CliProcessors, ListsEveryProcessorWithPortsAndParameters) {
   r = run_grafx({"processors", "compressor", "--sample-rate", "30000"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "initial: raw 0 ± 0.01, i.e. -26.06 dB")) << r.out;
-  EXPECT_TRUE(contains(r.out, "initial: raw 0 ± 0.01, i.e. 0.04809 ms")) << r.out;  // −1/ln ½ at 30 kHz
+  EXPECT_TRUE(contains(r.out, "initial: raw 0 ± 0.01, i.e. 0.04809 ms"))
+      << r.out;  // −1/ln ½ at 30 kHz
   EXPECT_FALSE(contains(r.out, "reverb"));
 }
 
 TEST(CliProcessors, ResponsePicturesWithParameters) {
   testing::TempDir dir;
   std::string svg = dir.file("eq.svg");
-  auto r = run_grafx({"processors", "eq", "--response", svg, "--param", "log_magnitude=1,0,-1", "--sample-rate", "8000"});
+  auto r = run_grafx({"processors", "eq", "--response", svg, "--param", "log_magnitude=1,0,-1",
+                      "--sample-rate", "8000"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "picture: " + svg + " (eq at 8000 Hz)")) << r.out;
   std::string picture = testing::read_file(svg);
   EXPECT_EQ(picture.rfind("<svg", 0), 0u);
   EXPECT_TRUE(contains(picture, "frequency (Hz)"));
-  for (const char* name : {"compressor_ballistics", "noise_gate", "reverb", "delay", "stereo_imager"}) {
-    r = run_grafx({"processors", name, "--response", dir.file(std::string(name) + ".svg"), "--sample-rate", "4000"});
+  for (const char* name :
+       {"compressor_ballistics", "noise_gate", "reverb", "delay", "stereo_imager"}) {
+    r = run_grafx({"processors", name, "--response", dir.file(std::string(name) + ".svg"),
+                   "--sample-rate", "4000"});
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
   }
 }
@@ -45,30 +51,39 @@ TEST(CliProcessors, ResponsePicturesWithParameters) {
 TEST(CliProcessors, ErrorsAreOneLineAndNonZeroAndLoseNothing) {
   testing::TempDir dir;
   std::string svg = dir.file("gate.svg");
-  ASSERT_EQ(run_grafx({"processors", "noise_gate", "--response", svg, "--sample-rate", "4000"}).exit_code, 0);
+  ASSERT_EQ(
+      run_grafx({"processors", "noise_gate", "--response", svg, "--sample-rate", "4000"}).exit_code,
+      0);
   std::string before = testing::read_file(svg);
   auto r = run_grafx({"processors", "noise_gate", "--response", svg, "--param", "log_ratio=2"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.err, "[grafx.io.exists]")) << r.err;
   EXPECT_EQ(testing::read_file(svg), before) << "an existing picture is never overwritten";
-  r = run_grafx({"processors", "noise_gate", "--response", svg, "--param", "log_ratio=2", "--force", "--sample-rate", "4000"});
+  r = run_grafx({"processors", "noise_gate", "--response", svg, "--param", "log_ratio=2", "--force",
+                 "--sample-rate", "4000"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(testing::read_file(svg), before);
 
   r = run_grafx({"processors", "flanger"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.err, "[grafx.processor.unknown] no processor implements node type \"flanger\"")) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "[grafx.processor.unknown] no processor implements node type \"flanger\""))
+      << r.err;
   r = run_grafx({"processors", "eq", "--response", dir.file("x.svg"), "--param", "gain=2"});
-  EXPECT_EQ(r.err, "grafx: error: [grafx.processor.parameters] --param \"gain=2\": eq has no parameter \"gain\"; "
-                   "parameters: log_magnitude\n");
-  r = run_grafx({"processors", "eq", "--response", dir.file("x.svg"), "--param", "log_magnitude=1,x"});
+  EXPECT_EQ(r.err,
+            "grafx: error: [grafx.processor.parameters] --param \"gain=2\": eq has no parameter "
+            "\"gain\"; "
+            "parameters: log_magnitude\n");
+  r = run_grafx(
+      {"processors", "eq", "--response", dir.file("x.svg"), "--param", "log_magnitude=1,x"});
   EXPECT_TRUE(contains(r.err, "\"x\" is not a number")) << r.err;
   r = run_grafx({"processors", "eq", "--response", dir.file("x.png")});
   EXPECT_TRUE(contains(r.err, "[grafx.io.plot] --response: expected an .svg file")) << r.err;
   r = run_grafx({"processors", "reverb", "--sample-rate", "50"});
   EXPECT_TRUE(contains(r.err, "[grafx.processor.config]")) << r.err;
   EXPECT_FALSE(testing::file_exists(dir.file("x.svg")));
-  EXPECT_NE(run_grafx({"processors", "--response", dir.file("y.svg")}).exit_code, 0) << "a picture needs a name";
+  EXPECT_NE(run_grafx({"processors", "--response", dir.file("y.svg")}).exit_code, 0)
+      << "a picture needs a name";
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ at::Tensor direct_full(const at::Tensor& x, const at::Tensor& h) {
   int64_t length = x.size(2), taps = h.size(2);
   at::Tensor xd = x.to(at::kDouble).expand({n, c, length}).contiguous();
   at::Tensor hd = h.to(at::kDouble).expand({n, c, taps}).contiguous();
-  at::Tensor y = at::zeros({n, c, length + taps - 1}, at::kDouble);
+  at::Tensor y  = at::zeros({n, c, length + taps - 1}, at::kDouble);
   auto xa = xd.accessor<double, 3>(), ha = hd.accessor<double, 3>();
   auto ya = y.accessor<double, 3>();
   for (int64_t i = 0; i < n; ++i)
@@ -39,12 +39,15 @@ at::Tensor conv1d_reference(const at::Tensor& x, const at::Tensor& h, Convolutio
   int64_t n = x.size(0), c = x.size(1), taps = h.size(2);
   at::Tensor weight = h.expand({n, c, taps}).reshape({n * c, 1, taps}).flip(-1);
   at::Tensor padded = at::constant_pad_nd(x.reshape({1, n * c, x.size(2)}), {taps - 1, taps - 1});
-  at::Tensor full = at::conv1d(padded, weight, at::Tensor(), at::IntArrayRef{1}, at::IntArrayRef{0}, at::IntArrayRef{1}, n * c).view({n, c, -1});
+  at::Tensor full = at::conv1d(padded, weight, at::Tensor(), at::IntArrayRef{1}, at::IntArrayRef{0},
+                               at::IntArrayRef{1}, n * c)
+                        .view({n, c, -1});
   if (mode == ConvolutionMode::full) return full;
   return full.narrow(2, mode == ConvolutionMode::zero_phase ? taps / 2 : 0, x.size(2));
 }
 
-const ConvolutionMode kModes[] = {ConvolutionMode::causal, ConvolutionMode::zero_phase, ConvolutionMode::full};
+const ConvolutionMode kModes[] = {ConvolutionMode::causal, ConvolutionMode::zero_phase,
+                                  ConvolutionMode::full};
 
 TEST(FastFftSize, IsTheSmallestEvenFiveSmoothSizeAtLeastN) {
   auto even_five_smooth = [](int64_t m) {
@@ -57,7 +60,8 @@ TEST(FastFftSize, IsTheSmallestEvenFiveSmoothSizeAtLeastN) {
     int64_t size = fast_fft_size(n);
     ASSERT_GE(size, n);
     ASSERT_TRUE(even_five_smooth(size)) << size;
-    for (int64_t m = n; m < size; ++m) ASSERT_FALSE(even_five_smooth(m)) << n << ": " << m << " < " << size;
+    for (int64_t m = n; m < size; ++m)
+      ASSERT_FALSE(even_five_smooth(m)) << n << ": " << m << " < " << size;
   }
   EXPECT_EQ(fast_fft_size(133118), 135000);  // GRAFX pads 2^17 + 2047 − 1 to 133118 = 2·66559
   EXPECT_EQ(fast_fft_size(131072), 131072);
@@ -66,10 +70,12 @@ TEST(FastFftSize, IsTheSmallestEvenFiveSmoothSizeAtLeastN) {
 
 TEST(Convolution, EveryPathEqualsPlainLoops) {
   at::manual_seed(1);
-  struct Shape { int64_t length, taps, h_items, h_channels; };
+  struct Shape {
+    int64_t length, taps, h_items, h_channels;
+  };
   // Odd and even lengths and filters, filters longer than signals, one-tap filters, broadcasting.
-  for (Shape s : {Shape{1000, 2047, 3, 2}, Shape{1001, 64, 1, 2}, Shape{300, 1, 3, 1}, Shape{257, 256, 3, 1},
-                  Shape{50, 300, 1, 1}, Shape{4000, 39, 3, 2}}) {
+  for (Shape s : {Shape{1000, 2047, 3, 2}, Shape{1001, 64, 1, 2}, Shape{300, 1, 3, 1},
+                  Shape{257, 256, 3, 1}, Shape{50, 300, 1, 1}, Shape{4000, 39, 3, 2}}) {
     at::Tensor x = at::randn({3, 2, s.length}, at::kDouble);
     at::Tensor h = at::randn({s.h_items, s.h_channels, s.taps}, at::kDouble);
     for (ConvolutionMode mode : kModes) {
@@ -79,8 +85,10 @@ TEST(Convolution, EveryPathEqualsPlainLoops) {
       EXPECT_TRUE(at::allclose(fft_convolve(x, h, mode), expected, 1e-9, 1e-9));
       EXPECT_TRUE(at::allclose(convolve(x, h, mode), expected, 1e-9, 1e-9));
       EXPECT_TRUE(at::allclose(block_convolve(x, h, mode), expected, 1e-9, 1e-9));
-      for (int64_t size : {fast_fft_size(s.taps), fast_fft_size(2 * s.taps + 7), fast_fft_size(5 * s.taps)})
-        EXPECT_TRUE(at::allclose(block_convolve(x, h, mode, size), expected, 1e-9, 1e-9)) << "blocks of " << size;
+      for (int64_t size :
+           {fast_fft_size(s.taps), fast_fft_size(2 * s.taps + 7), fast_fft_size(5 * s.taps)})
+        EXPECT_TRUE(at::allclose(block_convolve(x, h, mode, size), expected, 1e-9, 1e-9))
+            << "blocks of " << size;
     }
   }
 }
@@ -109,7 +117,9 @@ TEST(Convolution, GradientsEqualThoseOfDirectConvolution) {
     return conv1d_reference(a, b, ConvolutionMode::zero_phase);
   });
   for (auto path : {fft_convolve, convolve}) {
-    auto got = gradients([&](const at::Tensor& a, const at::Tensor& b) { return path(a, b, ConvolutionMode::zero_phase); });
+    auto got = gradients([&](const at::Tensor& a, const at::Tensor& b) {
+      return path(a, b, ConvolutionMode::zero_phase);
+    });
     EXPECT_TRUE(at::allclose(got.first, expected.first, 1e-9, 1e-9));
     EXPECT_TRUE(at::allclose(got.second, expected.second, 1e-9, 1e-9));
   }
@@ -119,7 +129,9 @@ TEST(Convolution, GradientsEqualThoseOfDirectConvolution) {
   EXPECT_TRUE(at::allclose(blocks.first, expected.first, 1e-9, 1e-9));
   EXPECT_TRUE(at::allclose(blocks.second, expected.second, 1e-9, 1e-9));
   testing::expect_gradients_match(
-      [](const std::vector<at::Tensor>& in) { return block_convolve(in[0], in[1], ConvolutionMode::causal, 64); },
+      [](const std::vector<at::Tensor>& in) {
+        return block_convolve(in[0], in[1], ConvolutionMode::causal, 64);
+      },
       {at::randn({1, 2, 300}, at::kDouble), at::randn({1, 2, 33}, at::kDouble)});
 }
 
@@ -140,27 +152,28 @@ TEST(Convolution, BackwardIsDifferentiableAgain) {
   // d/dh of the gradient with respect to x, against finite differences of that gradient.
   at::manual_seed(4);
   at::Tensor x = at::randn({1, 2, 300}, at::kDouble), weights = at::randn({1, 2, 300}, at::kDouble);
-  at::Tensor probe = at::randn({1, 2, 300}, at::kDouble);
+  at::Tensor probe        = at::randn({1, 2, 300}, at::kDouble);
   auto gradient_dot_probe = [&](const at::Tensor& h, bool create_graph) {
-    at::Tensor xl = x.clone().requires_grad_(true);
+    at::Tensor xl   = x.clone().requires_grad_(true);
     at::Tensor loss = (block_convolve(xl, h, ConvolutionMode::zero_phase, 64) * weights).sum();
     return (torch::autograd::grad({loss}, {xl}, {}, true, create_graph)[0] * probe).sum();
   };
-  at::Tensor h = at::randn({1, 1, 21}, at::kDouble).requires_grad_(true);
+  at::Tensor h      = at::randn({1, 1, 21}, at::kDouble).requires_grad_(true);
   at::Tensor second = torch::autograd::grad({gradient_dot_probe(h, true)}, {h})[0];
   for (int64_t k : {0, 10, 20}) {
     at::Tensor plus = h.detach().clone(), minus = h.detach().clone();
     plus[0][0][k] += 1e-6;
     minus[0][0][k] -= 1e-6;
-    double numeric = (gradient_dot_probe(plus, false) - gradient_dot_probe(minus, false)).item<double>() / 2e-6;
+    double numeric =
+        (gradient_dot_probe(plus, false) - gradient_dot_probe(minus, false)).item<double>() / 2e-6;
     EXPECT_NEAR(second[0][0][k].item<double>(), numeric, 1e-6 * (1 + std::abs(numeric)));
   }
 }
 
 TEST(Convolution, RejectsMismatchedArguments) {
   at::Tensor x = at::randn({2, 2, 100});
-  EXPECT_THROW(convolve(x, at::randn({3, 1, 10})), c10::Error);          // 3 items for 2
-  EXPECT_THROW(convolve(x, at::randn({2, 3, 10})), c10::Error);          // 3 channels for 2
+  EXPECT_THROW(convolve(x, at::randn({3, 1, 10})), c10::Error);  // 3 items for 2
+  EXPECT_THROW(convolve(x, at::randn({2, 3, 10})), c10::Error);  // 3 channels for 2
   EXPECT_THROW(convolve(x, at::randn({2, 1, 10}, at::kDouble)), c10::Error);
   EXPECT_THROW(convolve(x.view({4, 100}), at::randn({2, 1, 10})), c10::Error);
   EXPECT_THROW(block_convolve(x, at::randn({2, 1, 10}), ConvolutionMode::causal, 8), c10::Error);

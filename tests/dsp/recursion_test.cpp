@@ -21,12 +21,12 @@ double max_error(const at::Tensor& a, const at::Tensor& b) {
 
 TEST(OnePole, EqualsDirectConvolutionWithItsImpulseResponse) {
   at::manual_seed(1);
-  int64_t length = 3000;
-  at::Tensor x = at::randn({3, 2, length}, at::kDouble);
+  int64_t length   = 3000;
+  at::Tensor x     = at::randn({3, 2, length}, at::kDouble);
   at::Tensor alpha = at::rand({3, 2}, at::kDouble) * 0.999;
   // h[n] = (1 − α)·α^n, as long as the signal: the truncation GRAFX makes is then exact.
-  at::Tensor n = at::arange(length, at::kDouble);
-  at::Tensor h = (1 - alpha).unsqueeze(-1) * alpha.unsqueeze(-1).pow(n);
+  at::Tensor n        = at::arange(length, at::kDouble);
+  at::Tensor h        = (1 - alpha).unsqueeze(-1) * alpha.unsqueeze(-1).pow(n);
   at::Tensor expected = fft_convolve(x, h, ConvolutionMode::causal);
   EXPECT_LT(max_error(one_pole(x, alpha), expected), 1e-12);
   EXPECT_LT(max_error(reference::one_pole(x, alpha), expected), 1e-12);
@@ -35,12 +35,13 @@ TEST(OnePole, EqualsDirectConvolutionWithItsImpulseResponse) {
 
 TEST(Ballistics, EqualsThePlainLoopInFloat32AndFloat64) {
   at::manual_seed(2);
-  at::Tensor x = at::rand({37, 2000}, at::kDouble);  // many rows: the parallel loop
+  at::Tensor x    = at::rand({37, 2000}, at::kDouble);  // many rows: the parallel loop
   at::Tensor rise = at::rand({37}, at::kDouble), fall = at::rand({37}, at::kDouble) * 0.2 + 0.8;
-  at::Tensor initial = at::rand({37}, at::kDouble);
+  at::Tensor initial  = at::rand({37}, at::kDouble);
   at::Tensor expected = reference::ballistics(x, rise, fall, initial);
   EXPECT_LT(max_error(ballistics(x, rise, fall, initial), expected), 1e-14);
-  at::Tensor y32 = ballistics(x.to(at::kFloat), rise.to(at::kFloat), fall.to(at::kFloat), initial.to(at::kFloat));
+  at::Tensor y32 = ballistics(x.to(at::kFloat), rise.to(at::kFloat), fall.to(at::kFloat),
+                              initial.to(at::kFloat));
   EXPECT_EQ(y32.scalar_type(), at::kFloat);
   EXPECT_LT(max_error(y32, expected), 1e-4);  // a float branch may flip where x ≈ y
   // Equal coefficients make it the one-pole smoother.
@@ -48,25 +49,27 @@ TEST(Ballistics, EqualsThePlainLoopInFloat32AndFloat64) {
 }
 
 TEST(Ballistics, OnARisingInputIsTheAttackOnePole) {
-  at::Tensor ramp = at::arange(1, 501, at::kDouble).view({1, 500});  // always above the state
+  at::Tensor ramp   = at::arange(1, 501, at::kDouble).view({1, 500});  // always above the state
   at::Tensor attack = at::full({1}, 0.9, at::kDouble), release = at::full({1}, 0.999, at::kDouble);
-  EXPECT_LT(max_error(ballistics(ramp, attack, release, at::zeros({1}, at::kDouble)), one_pole(ramp, attack)), 1e-12);
+  EXPECT_LT(max_error(ballistics(ramp, attack, release, at::zeros({1}, at::kDouble)),
+                      one_pole(ramp, attack)),
+            1e-12);
   // Falling from a high initial value toward silence: the release one-pole, plus the decay of y0.
   at::Tensor silence = at::zeros({1, 500}, at::kDouble);
-  at::Tensor y = ballistics(silence, attack, release, at::full({1}, 2.0, at::kDouble));
+  at::Tensor y       = ballistics(silence, attack, release, at::full({1}, 2.0, at::kDouble));
   EXPECT_NEAR(y[0][499].item<double>(), 2.0 * std::pow(0.999, 500), 1e-12);
 }
 
 TEST(LinearRecurrence, PerSampleCoefficientsAndBothDirections) {
   at::manual_seed(3);
   at::Tensor x = at::randn({4, 300}, at::kDouble), a = at::rand({4, 300}, at::kDouble);
-  at::Tensor initial = at::randn({4}, at::kDouble);
-  at::Tensor y = linear_recurrence(x, a, initial);
+  at::Tensor initial  = at::randn({4}, at::kDouble);
+  at::Tensor y        = linear_recurrence(x, a, initial);
   at::Tensor expected = at::empty_like(x);
   for (int64_t r = 0; r < 4; ++r) {
     double state = initial[r].item<double>();
     for (int64_t n = 0; n < 300; ++n) {
-      state = a[r][n].item<double>() * state + x[r][n].item<double>();
+      state          = a[r][n].item<double>() * state + x[r][n].item<double>();
       expected[r][n] = state;
     }
   }
@@ -77,13 +80,14 @@ TEST(LinearRecurrence, PerSampleCoefficientsAndBothDirections) {
 
 TEST(Recursions, GradientsMatchFiniteDifferencesInFloat64) {
   at::manual_seed(4);
-  at::Tensor x = at::randn({2, 3, 200}, at::kDouble);
+  at::Tensor x     = at::randn({2, 3, 200}, at::kDouble);
   at::Tensor alpha = at::rand({2, 3}, at::kDouble) * 0.98;
   expect_gradients_match([](const auto& in) { return one_pole(in[0], in[1]); }, {x, alpha});
   expect_gradients_match([](const auto& in) { return linear_recurrence(in[0], in[1], in[2]); },
                          {x, alpha, at::randn({2, 3}, at::kDouble)});
-  expect_gradients_match([](const auto& in) { return linear_recurrence(in[0], in[1], in[2], true); },
-                         {x, at::rand({2, 3, 200}, at::kDouble), at::randn({2, 3}, at::kDouble)});
+  expect_gradients_match(
+      [](const auto& in) { return linear_recurrence(in[0], in[1], in[2], true); },
+      {x, at::rand({2, 3, 200}, at::kDouble), at::randn({2, 3}, at::kDouble)});
   expect_gradients_match([](const auto& in) { return linear_recurrence(in[0], in[1], in[2]); },
                          {x, at::rand({2, 3, 200}, at::kDouble), at::randn({2, 3}, at::kDouble)});
   // Ballistics on an energy-like signal: the branches are fixed under small perturbations.
@@ -98,14 +102,16 @@ TEST(Recursions, BackwardIsDifferentiableAgain) {
   at::Tensor x = at::rand({2, 300}, at::kDouble), weights = at::randn({2, 300}, at::kDouble);
   auto gradient = [&](const at::Tensor& alpha, bool create_graph) {
     at::Tensor a = alpha.detach().requires_grad_(true);
-    at::Tensor loss = (ballistics(x, a, a * 0.5 + 0.45, at::zeros({2}, at::kDouble)) * weights).sum();
+    at::Tensor loss =
+        (ballistics(x, a, a * 0.5 + 0.45, at::zeros({2}, at::kDouble)) * weights).sum();
     return std::make_pair(a, torch::autograd::grad({loss}, {a}, {}, true, create_graph)[0]);
   };
-  at::Tensor alpha = at::full({2}, 0.7, at::kDouble);
-  auto [a, g] = gradient(alpha, true);
+  at::Tensor alpha  = at::full({2}, 0.7, at::kDouble);
+  auto [a, g]       = gradient(alpha, true);
   at::Tensor second = torch::autograd::grad({g.sum()}, {a})[0];
   const double step = 1e-6;
-  at::Tensor numeric = (gradient(alpha + step, false).second - gradient(alpha - step, false).second) / (2 * step);
+  at::Tensor numeric =
+      (gradient(alpha + step, false).second - gradient(alpha - step, false).second) / (2 * step);
   EXPECT_TRUE(at::allclose(second, numeric, 1e-5, 1e-6)) << second << numeric;
 }
 

@@ -14,7 +14,7 @@ namespace {
 TEST(SurrogateDelay, ForwardIsAnExactIntegerDelay) {
   for (int64_t n : {64, 65, 3000}) {
     at::Tensor delays = at::tensor({0.0, 1.0, double(n / 3), double(n - 1)}, at::kDouble);
-    at::Tensor h = surrogate_delay(delay_to_z(delays, n), n).impulse_responses;
+    at::Tensor h      = surrogate_delay(delay_to_z(delays, n), n).impulse_responses;
     ASSERT_EQ(h.sizes(), at::IntArrayRef({4, n}));
     at::Tensor expected = at::one_hot(delays.to(at::kLong), n).to(at::kDouble);
     EXPECT_TRUE(at::equal(h, expected)) << "n = " << n;
@@ -30,8 +30,9 @@ TEST(SurrogateDelay, TheHardDelayIsThePeakOfTheSoftSurrogate) {
   EXPECT_TRUE(at::equal(hard.argmax(-1), soft.argmax(-1)));
   EXPECT_TRUE(at::equal(hard.sum(-1), at::ones({50}, at::kDouble)));
   // A sharp pole: the surrogate approaches the hard delay.
-  at::Tensor sharp = surrogate_delay(delay_to_z(at::full({1}, 17.0, at::kDouble), 200, 0.99999), 200, soft_options)
-                         .impulse_responses;
+  at::Tensor sharp =
+      surrogate_delay(delay_to_z(at::full({1}, 17.0, at::kDouble), 200, 0.99999), 200, soft_options)
+          .impulse_responses;
   EXPECT_GT(sharp[0][17].item<double>(), 0.99);
 }
 
@@ -39,7 +40,9 @@ TEST(SurrogateDelay, SoftGradientsMatchFiniteDifferences) {
   at::manual_seed(2);
   SurrogateDelayOptions soft_options{false, false};
   testing::expect_gradients_match(
-      [&](const std::vector<at::Tensor>& in) { return surrogate_delay(in[0], 101, soft_options).impulse_responses; },
+      [&](const std::vector<at::Tensor>& in) {
+        return surrogate_delay(in[0], 101, soft_options).impulse_responses;
+      },
       {at::randn({6, 2}, at::kDouble)});
   testing::expect_gradients_match(
       [](const std::vector<at::Tensor>& in) { return surrogate_delay(in[0], 64).radii_loss; },
@@ -55,7 +58,8 @@ TEST(SurrogateDelay, StraightThroughGradientIsTheSoftOneNormalisedPerDelay) {
     return leaf.grad();
   };
   at::Tensor soft = gradient({false, false});
-  EXPECT_TRUE(at::allclose(gradient({true, false}), soft, 1e-12, 1e-14));  // the loss is linear in h
+  EXPECT_TRUE(
+      at::allclose(gradient({true, false}), soft, 1e-12, 1e-14));  // the loss is linear in h
   at::Tensor normalised = gradient({true, true});
   EXPECT_TRUE(at::allclose(normalised, soft / (soft.norm(2, {-1}, true) + 1e-7), 1e-12, 1e-14));
   EXPECT_TRUE(at::allclose(normalised.norm(2, {-1}), at::ones({5}, at::kDouble), 1e-6));

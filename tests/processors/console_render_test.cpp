@@ -24,10 +24,12 @@ struct Rendered {
 };
 
 template <class RenderFunction>
-Rendered render_and_backward(RenderFunction&& render_function, const Parameters& initial, const at::Tensor& sources) {
+Rendered render_and_backward(RenderFunction&& render_function, const Parameters& initial,
+                             const at::Tensor& sources) {
   Parameters parameters;
   for (const auto& [type, tensors] : initial)
-    for (const auto& [name, t] : tensors) parameters[type][name] = t.detach().clone().requires_grad_(true);
+    for (const auto& [name, t] : tensors)
+      parameters[type][name] = t.detach().clone().requires_grad_(true);
   RenderResult result = render_function(parameters);
   at::manual_seed(7);
   at::Tensor loss = (result.outputs * at::randn_like(result.outputs)).sum();
@@ -44,21 +46,23 @@ void expect_batched_equals_naive(const std::vector<std::string>& chain) {
   NodeTypes types = console_node_types();
   for (const auto& name : chain) types.add(name);
   ConsoleOptions options;
-  options.n_tracks = 3;
-  options.track_groups = {0, 1, 1};
-  options.chain = chain;
-  Graph graph = build_console(options, types).graph;
+  options.n_tracks      = 3;
+  options.track_groups  = {0, 1, 1};
+  options.chain         = chain;
+  Graph graph           = build_console(options, types).graph;
   Processors processors = make_processors(graph.types(), {4000});
   Parameters parameters = create_parameters(graph, processors, {3, at::kDouble, false});
   at::manual_seed(4);
   for (auto& [type, tensors] : parameters)  // wider than the initial spread: processors act
     for (auto& [name, t] : tensors) t = t + 0.3 * at::randn_like(t);
   at::Tensor sources = at::randn({3, 2, 2000}, at::kDouble) * 0.3;
-  RenderPlan plan = make_render_plan(to_tensor(graph));
-  Rendered batched = render_and_backward([&](const Parameters& p) { return render(plan, processors, p, sources); },
-                                         parameters, sources);
-  Rendered naive = render_and_backward([&](const Parameters& p) { return render_naive(graph, processors, p, sources); },
-                                       parameters, sources);
+  RenderPlan plan    = make_render_plan(to_tensor(graph));
+  Rendered batched =
+      render_and_backward([&](const Parameters& p) { return render(plan, processors, p, sources); },
+                          parameters, sources);
+  Rendered naive = render_and_backward(
+      [&](const Parameters& p) { return render_naive(graph, processors, p, sources); }, parameters,
+      sources);
   EXPECT_GT(batched.outputs.abs().max().item<double>(), 0.01);
   EXPECT_LT(relative_error(batched.outputs, naive.outputs), 1e-9);
   for (const auto& [type, named] : naive.aux)
@@ -68,15 +72,18 @@ void expect_batched_equals_naive(const std::vector<std::string>& chain) {
     for (const auto& [name, g] : grads) {
       ASSERT_TRUE(g.defined()) << type << "." << name;
       EXPECT_TRUE(g.isfinite().all().item<bool>()) << type << "." << name;
-      EXPECT_LT(relative_error(batched.gradients.at(type).at(name), g), 1e-9) << type << "." << name;
+      EXPECT_LT(relative_error(batched.gradients.at(type).at(name), g), 1e-9)
+          << type << "." << name;
     }
 }
 
-TEST(ConsoleRender, ThePapersChainBatchedEqualsNaive) { expect_batched_equals_naive(console_chain()); }
+TEST(ConsoleRender, ThePapersChainBatchedEqualsNaive) {
+  expect_batched_equals_naive(console_chain());
+}
 
 TEST(ConsoleRender, TheVariantsBatchedEqualNaive) {
-  expect_batched_equals_naive({"eq_midside", "compressor_ballistics", "noise_gate_ballistics", "eq_stereo",
-                               "stereo_imager", "gain_pan", "delay", "reverb"});
+  expect_batched_equals_naive({"eq_midside", "compressor_ballistics", "noise_gate_ballistics",
+                               "eq_stereo", "stereo_imager", "gain_pan", "delay", "reverb"});
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ TEST(MultitapDelay, ForwardIsAnExactSumOfIntegerDelays) {
   TensorDict p{{"delay_z", dsp::delay_to_z(delays, segment).unsqueeze(0)},
                {"log_fir_magnitude", at::zeros({1, 40, 20}, at::kDouble)}};
   at::manual_seed(1);
-  at::Tensor x = at::randn({1, 2, 9000}, at::kDouble);
+  at::Tensor x        = at::randn({1, 2, 9000}, at::kDouble);
   ProcessorOutput out = delay.forward({x}, p);
   at::Tensor expected = at::zeros_like(x);
   for (int64_t t = 0; t < 40; ++t) {
@@ -48,13 +48,15 @@ TEST(MultitapDelay, ForwardIsAnExactSumOfIntegerDelays) {
 
 TEST(MultitapDelay, ColouredTapsSpillAcrossSegmentBorders) {
   MultitapDelay delay({kRate});
-  int64_t segment = delay.segment_length();
+  int64_t segment   = delay.segment_length();
   at::Tensor delays = at::zeros({40}, at::kDouble);  // every tap at its segment's start
   at::manual_seed(2);
   at::Tensor log_magnitude = at::randn({1, 40, 20}, at::kDouble) * 0.5;
-  TensorDict p{{"delay_z", dsp::delay_to_z(delays, segment).unsqueeze(0)}, {"log_fir_magnitude", log_magnitude}};
+  TensorDict p{{"delay_z", dsp::delay_to_z(delays, segment).unsqueeze(0)},
+               {"log_fir_magnitude", log_magnitude}};
   at::Tensor ir = delay.impulse_responses(p).first[0];
-  at::Tensor fir = dsp::zero_phase_fir(log_magnitude[0], dsp::zero_phase_window(20, at::kDouble));  // 40×39
+  at::Tensor fir =
+      dsp::zero_phase_fir(log_magnitude[0], dsp::zero_phase_window(20, at::kDouble));  // 40×39
   at::Tensor expected = at::zeros({2, 20 * segment}, at::kDouble);
   for (int64_t t = 0; t < 40; ++t)
     for (int64_t k = 0; k < 39; ++k) {
@@ -69,7 +71,8 @@ TEST(NoiseReverb, ImpulseResponsesAreNormalisedAndDecayAsTheMask) {
   NoiseReverb reverb({kRate});
   int64_t n_bins = 193;
   // Mid decays slowly, side fast; flat spectra.
-  at::Tensor decay_raw = at::stack({at::full({n_bins}, -2.0, at::kDouble), at::full({n_bins}, 1.0, at::kDouble)});
+  at::Tensor decay_raw =
+      at::stack({at::full({n_bins}, -2.0, at::kDouble), at::full({n_bins}, 1.0, at::kDouble)});
   TensorDict p{{"init_log_magnitude", at::zeros({1, 2, n_bins}, at::kDouble)},
                {"delta_log_magnitude", decay_raw.unsqueeze(0)}};
   at::Tensor ir = reverb.impulse_responses(p, at::kDouble)[0];
@@ -77,13 +80,18 @@ TEST(NoiseReverb, ImpulseResponsesAreNormalisedAndDecayAsTheMask) {
   EXPECT_NEAR(ir.pow(2).sum(-1).mean().item<double>(), 1.0, 1e-9);
   // The mid (L + R)/2 decays by softplus(raw)/8 nepers per hop of 192 samples: compare the
   // energy of frames 10 hops apart.
-  at::Tensor mid = (ir[0] + ir[1]) / 2;
-  auto frame_energy = [&](int64_t frame) { return mid.narrow(0, frame * 192, 192).pow(2).sum().item<double>(); };
-  double measured = std::log(frame_energy(5) / frame_energy(25)) / 2 / 20;  // nepers of amplitude per hop
+  at::Tensor mid    = (ir[0] + ir[1]) / 2;
+  auto frame_energy = [&](int64_t frame) {
+    return mid.narrow(0, frame * 192, 192).pow(2).sum().item<double>();
+  };
+  double measured =
+      std::log(frame_energy(5) / frame_energy(25)) / 2 / 20;  // nepers of amplitude per hop
   double expected = std::log1p(std::exp(-2.0)) / 8;
   EXPECT_NEAR(measured, expected, 0.2 * expected);
   // No side: both channels are the same impulse response.
-  p["init_log_magnitude"] = at::stack({at::zeros({n_bins}, at::kDouble), at::full({n_bins}, -400.0, at::kDouble)}).unsqueeze(0);
+  p["init_log_magnitude"] =
+      at::stack({at::zeros({n_bins}, at::kDouble), at::full({n_bins}, -400.0, at::kDouble)})
+          .unsqueeze(0);
   ir = reverb.impulse_responses(p, at::kDouble)[0];
   EXPECT_TRUE(at::allclose(ir[0], ir[1], 1e-12, 1e-12));
 }
@@ -95,12 +103,13 @@ TEST(NoiseReverb, ConvolvesCausallyWithItsImpulseResponse) {
                {"delta_log_magnitude", at::randn({1, 2, 193}, at::kDouble)}};
   at::Tensor x = at::zeros({1, 2, 600}, at::kDouble);
   x[0][0][100] = 1.0, x[0][1][0] = -2.0;
-  at::Tensor y = reverb.forward({x}, p).outputs[0];
+  at::Tensor y  = reverb.forward({x}, p).outputs[0];
   at::Tensor ir = reverb.impulse_responses(p, at::kDouble)[0];
   EXPECT_TRUE(at::allclose(y[0][0].narrow(0, 100, 500), ir[0].narrow(0, 0, 500), 1e-10, 1e-12));
   EXPECT_LT(y[0][0].narrow(0, 0, 100).abs().max().item<double>(), 1e-12) << "causal";
   EXPECT_TRUE(at::allclose(y[0][1], -2 * ir[1].narrow(0, 0, 600), 1e-10, 1e-12));
-  EXPECT_GRAFX_ERROR(NoiseReverb({50}), "grafx.processor.config", "impulse response of at least 384 samples");
+  EXPECT_GRAFX_ERROR(NoiseReverb({50}), "grafx.processor.config",
+                     "impulse response of at least 384 samples");
 }
 
 }  // namespace

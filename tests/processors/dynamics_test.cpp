@@ -16,12 +16,15 @@ namespace {
 
 using dsp::EnvelopeSmoothing;
 
-TensorDict parameters(double log_threshold, double log_ratio, double log_knee, std::vector<double> z_alphas,
-                      int64_t n = 1) {
+TensorDict parameters(double log_threshold, double log_ratio, double log_knee,
+                      std::vector<double> z_alphas, int64_t n = 1) {
   auto value = [n](double v) { return at::full({n, 1}, v, at::kDouble); };
-  TensorDict p{{"log_threshold", value(log_threshold)}, {"log_ratio", value(log_ratio)}, {"log_knee", value(log_knee)}};
+  TensorDict p{{"log_threshold", value(log_threshold)},
+               {"log_ratio", value(log_ratio)},
+               {"log_knee", value(log_knee)}};
   if (z_alphas.size() == 1) p["z_alpha"] = value(z_alphas[0]);
-  if (z_alphas.size() == 2) p["z_alpha_attack"] = value(z_alphas[0]), p["z_alpha_release"] = value(z_alphas[1]);
+  if (z_alphas.size() == 2)
+    p["z_alpha_attack"] = value(z_alphas[0]), p["z_alpha_release"] = value(z_alphas[1]);
   return p;
 }
 
@@ -42,10 +45,14 @@ TEST(Dynamics, RatioOneIsTheIdentity) {
   at::manual_seed(1);
   at::Tensor x = at::randn({2, 2, 2000}, at::kDouble);
   for (auto smoothing : {EnvelopeSmoothing::one_pole, EnvelopeSmoothing::ballistics}) {
-    std::vector<double> z = smoothing == EnvelopeSmoothing::one_pole ? std::vector<double>{2.0} : std::vector<double>{1.0, 4.0};
-    TensorDict p = parameters(-3.0, -60.0, 0.5, z, 2);  // R = 1 + e^−60
-    EXPECT_TRUE(at::allclose(Compressor({8000}, smoothing).forward({x}, p).outputs[0], x, 1e-12, 1e-14));
-    EXPECT_TRUE(at::allclose(NoiseGate({8000}, smoothing).forward({x}, p).outputs[0], x, 1e-12, 1e-14));
+    std::vector<double> z = smoothing == EnvelopeSmoothing::one_pole
+                                ? std::vector<double>{2.0}
+                                : std::vector<double>{1.0, 4.0};
+    TensorDict p          = parameters(-3.0, -60.0, 0.5, z, 2);  // R = 1 + e^−60
+    EXPECT_TRUE(
+        at::allclose(Compressor({8000}, smoothing).forward({x}, p).outputs[0], x, 1e-12, 1e-14));
+    EXPECT_TRUE(
+        at::allclose(NoiseGate({8000}, smoothing).forward({x}, p).outputs[0], x, 1e-12, 1e-14));
   }
 }
 
@@ -53,18 +60,21 @@ TEST(Dynamics, SteadyLevelsFollowThePapersStaticCurves) {
   // Constant (DC) signals: the smoothed energy settles at a², so the last sample's gain is the
   // static curve's at G_u = log(a² + 1e−5). Levels below, inside and above the knee.
   std::vector<double> amplitudes = {0.001, 0.02, 0.05, 0.08, 0.15, 0.4, 1.0};
-  int64_t n = int64_t(amplitudes.size());
-  at::Tensor x = at::tensor(amplitudes, at::kDouble).view({n, 1, 1}).expand({n, 2, 4000}).contiguous();
+  int64_t n                      = int64_t(amplitudes.size());
+  at::Tensor x =
+      at::tensor(amplitudes, at::kDouble).view({n, 1, 1}).expand({n, 2, 4000}).contiguous();
   double log_threshold = 0.5, log_ratio = std::log(3.0), log_knee = 0.0;  // T = −5.5, R = 4, W = 1
-  TensorDict p = parameters(log_threshold, log_ratio, log_knee, {3.0}, n);
+  TensorDict p          = parameters(log_threshold, log_ratio, log_knee, {3.0}, n);
   at::Tensor compressed = Compressor({8000}).forward({x}, p).outputs[0];
-  at::Tensor gated = NoiseGate({8000}).forward({x}, p).outputs[0];
+  at::Tensor gated      = NoiseGate({8000}).forward({x}, p).outputs[0];
   for (int64_t i = 0; i < n; ++i) {
     double a = amplitudes[size_t(i)], g = std::log(a * a + 1e-5), t = log_threshold - 6;
     // The output's log energy is the curve's: the amplitude gain is half the log-energy gain.
-    EXPECT_NEAR(compressed[i][1][3999].item<double>(), a * std::exp((compressor_curve(g, t, 4.0, 1.0) - g) / 2), 1e-9 * a)
+    EXPECT_NEAR(compressed[i][1][3999].item<double>(),
+                a * std::exp((compressor_curve(g, t, 4.0, 1.0) - g) / 2), 1e-9 * a)
         << "compressor at amplitude " << a;
-    EXPECT_NEAR(gated[i][0][3999].item<double>(), a * std::exp((gate_curve(g, t, 4.0, 1.0) - g) / 2), 1e-9 * a)
+    EXPECT_NEAR(gated[i][0][3999].item<double>(),
+                a * std::exp((gate_curve(g, t, 4.0, 1.0) - g) / 2), 1e-9 * a)
         << "gate at amplitude " << a;
   }
 }
@@ -72,32 +82,41 @@ TEST(Dynamics, SteadyLevelsFollowThePapersStaticCurves) {
 TEST(Dynamics, BallisticsSmoothTheLevelWithAttackAndRelease) {
   // A burst: silence, loud, quiet. The gain must follow the curve of the level smoothed by the
   // plain-loop ballistics (attack while the level rises, release while it falls).
-  at::Tensor level = at::cat({at::zeros({300}), at::full({700}, 0.8), at::full({1000}, 0.05)}).to(at::kDouble);
+  at::Tensor level =
+      at::cat({at::zeros({300}), at::full({700}, 0.8), at::full({1000}, 0.05)}).to(at::kDouble);
   at::Tensor x = level.view({1, 1, -1}).expand({1, 2, 2000}).contiguous();
   for (auto [z_attack, z_release] : {std::pair{0.0, 6.0}, std::pair{6.0, 0.0}}) {
     TensorDict p = parameters(0.0, std::log(4.0), 0.0, {z_attack, z_release});
     at::Tensor y = Compressor({8000}, EnvelopeSmoothing::ballistics).forward({x}, p).outputs[0];
-    auto alpha = [](double z) { return at::full({1}, std::min(1 / (1 + std::exp(-z)), 1 - 1e-5), at::kDouble); };
-    at::Tensor envelope = dsp::reference::ballistics(level.pow(2).view({1, -1}), alpha(z_attack), alpha(z_release),
-                                                     at::zeros({1}, at::kDouble))[0];
+    auto alpha   = [](double z) {
+      return at::full({1}, std::min(1 / (1 + std::exp(-z)), 1 - 1e-5), at::kDouble);
+    };
+    at::Tensor envelope =
+        dsp::reference::ballistics(level.pow(2).view({1, -1}), alpha(z_attack), alpha(z_release),
+                                   at::zeros({1}, at::kDouble))[0];
     for (int64_t n : {299, 300, 310, 999, 1000, 1010, 1500, 1999}) {
       double g = std::log(envelope[n].item<double>() + 1e-5);
-      double expected = level[n].item<double>() * std::exp((compressor_curve(g, -6.0, 5.0, 1.0) - g) / 2);
-      EXPECT_NEAR(y[0][0][n].item<double>(), expected, 1e-9) << "sample " << n << ", z_attack " << z_attack;
+      double expected =
+          level[n].item<double>() * std::exp((compressor_curve(g, -6.0, 5.0, 1.0) - g) / 2);
+      EXPECT_NEAR(y[0][0][n].item<double>(), expected, 1e-9)
+          << "sample " << n << ", z_attack " << z_attack;
     }
   }
   // Equal coefficients: the one-pole compressor.
-  at::Tensor noise = at::randn({2, 2, 1000}, at::kDouble);
-  TensorDict one_pole = parameters(-1.0, 0.5, 0.2, {1.5}, 2), both = parameters(-1.0, 0.5, 0.2, {1.5, 1.5}, 2);
-  EXPECT_TRUE(at::allclose(Compressor({8000}).forward({noise}, one_pole).outputs[0],
-                           Compressor({8000}, EnvelopeSmoothing::ballistics).forward({noise}, both).outputs[0],
-                           1e-12, 1e-14));
+  at::Tensor noise    = at::randn({2, 2, 1000}, at::kDouble);
+  TensorDict one_pole = parameters(-1.0, 0.5, 0.2, {1.5}, 2),
+             both     = parameters(-1.0, 0.5, 0.2, {1.5, 1.5}, 2);
+  EXPECT_TRUE(at::allclose(
+      Compressor({8000}).forward({noise}, one_pole).outputs[0],
+      Compressor({8000}, EnvelopeSmoothing::ballistics).forward({noise}, both).outputs[0], 1e-12,
+      1e-14));
 }
 
 TEST(Dynamics, PhysicalParameters) {
   Compressor compressor({30000});
   TensorDict physical = compressor.to_physical(parameters(0.0, 0.0, 0.0, {0.0}));
-  EXPECT_NEAR(physical.at("threshold_db").item<double>(), -6 * 10 / std::log(10.0), 1e-9);  // −26.06 dB
+  EXPECT_NEAR(physical.at("threshold_db").item<double>(), -6 * 10 / std::log(10.0),
+              1e-9);  // −26.06 dB
   EXPECT_NEAR(physical.at("ratio").item<double>(), 2.0, 1e-12);
   EXPECT_NEAR(physical.at("knee_db").item<double>(), 10 / std::log(10.0), 1e-9);
   EXPECT_NEAR(physical.at("smoothing_ms").item<double>(), 1000 / (30000 * std::log(2.0)), 1e-9);

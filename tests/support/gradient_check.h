@@ -18,9 +18,11 @@ inline void expect_gradients_match(const TensorFunction& f, const std::vector<at
                                    double tolerance = 1e-6, int64_t n_coordinates = 8) {
   std::vector<at::Tensor> leaves;
   for (const auto& x : inputs) leaves.push_back(x.detach().clone().requires_grad_(true));
-  at::Tensor y = f(leaves);
+  at::Tensor y       = f(leaves);
   at::Tensor weights = at::randn(y.sizes(), y.options().requires_grad(false));
-  auto loss_of = [&](const std::vector<at::Tensor>& xs) { return (f(xs) * weights).sum().item<double>(); };
+  auto loss_of       = [&](const std::vector<at::Tensor>& xs) {
+    return (f(xs) * weights).sum().item<double>();
+  };
   (f(leaves) * weights).sum().backward();
   const double step = 1e-6;
   for (size_t i = 0; i < leaves.size(); ++i) {
@@ -29,7 +31,8 @@ inline void expect_gradients_match(const TensorFunction& f, const std::vector<at
     for (int64_t k = 0; k < std::min(n_coordinates, grad.numel()); ++k) {
       int64_t index = (k * 7919 + 3) % grad.numel();
       std::vector<at::Tensor> plus, minus;
-      for (const auto& x : leaves) plus.push_back(x.detach().clone()), minus.push_back(x.detach().clone());
+      for (const auto& x : leaves)
+        plus.push_back(x.detach().clone()), minus.push_back(x.detach().clone());
       plus[i].view(-1)[index] += step;
       minus[i].view(-1)[index] -= step;
       double numeric = (loss_of(plus) - loss_of(minus)) / (2 * step);

@@ -43,16 +43,17 @@ int64_t output_length(int64_t signal_length, int64_t filter_length, ConvolutionM
 
 /// How `convolve` will compute one convolution.
 struct ConvolutionPlan {
-  bool block = false;     ///< overlap-save blocks instead of one transform of the whole signal
-  int64_t fft_size = 0;   ///< transform size (of a block, or of the whole signal)
+  bool block       = false;  ///< overlap-save blocks instead of one transform of the whole signal
+  int64_t fft_size = 0;      ///< transform size (of a block, or of the whole signal)
   int64_t n_blocks = 1;
-  double cost = 0;        ///< model cost: Σ n·log2(n) over the transforms of one signal row
+  double cost      = 0;  ///< model cost: Σ n·log2(n) over the transforms of one signal row
 };
 
 /// The cheaper of one whole-signal transform and overlap-save blocks (every fast block size from
 /// 2K up), under a cost model counting n·log2(n) per transform of size n (checked against
 /// measured times in bench/dsp_bench.cpp).
-ConvolutionPlan plan_convolution(int64_t signal_length, int64_t filter_length, ConvolutionMode mode);
+ConvolutionPlan plan_convolution(int64_t signal_length, int64_t filter_length,
+                                 ConvolutionMode mode);
 
 /// Whole-signal FFT convolution (one transform per row).
 at::Tensor fft_convolve(const at::Tensor& x, const at::Tensor& h,

@@ -4,7 +4,8 @@
 ///
 /// Signals are `[..., L]` (any leading dimensions, e.g. N×C×L); coefficients and initial values
 /// have the leading shape `[...]` (one value per row). Rows run in parallel (at::parallel_for),
-/// each a tight loop over contiguous float or double samples.
+/// each a tight loop over contiguous float or double samples. The loops run on the CPU: tensors
+/// on another device are copied to the CPU and the result back (no GPU kernel yet).
 ///
 ///   one_pole(x, α):               y[n] = α·y[n−1] + (1 − α)·x[n],        y[−1] = 0
 ///   ballistics(x, α↑, α↓, y0):    α[n] = α↑ if x[n] > y[n−1] else α↓ (attack when rising,

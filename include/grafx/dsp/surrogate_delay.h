@@ -27,7 +27,7 @@
 namespace grafx::dsp {
 
 struct SurrogateDelayOptions {
-  bool straight_through = true;     ///< forward: the exact one-hot delay, not the soft surrogate
+  bool straight_through    = true;  ///< forward: the exact one-hot delay, not the soft surrogate
   bool normalize_gradients = true;  ///< unit-length gradient per delay (the straight-through path)
 };
 
@@ -36,7 +36,8 @@ struct SurrogateDelay {
   at::Tensor radii_loss;         ///< [...]: (1 − tanh|z̃|)² per delay
 };
 
-SurrogateDelay surrogate_delay(const at::Tensor& z, int64_t n, const SurrogateDelayOptions& options = {});
+SurrogateDelay surrogate_delay(const at::Tensor& z, int64_t n,
+                               const SurrogateDelayOptions& options = {});
 
 /// Raw z̃ ([..., 2]) whose surrogate peaks at `delay_samples` (of n) with squashed radius
 /// `radius` (0 < radius < 1), e.g. to initialise delays or to draw a response.

@@ -82,6 +82,8 @@ class Fitter {
   const FitOptions& options() const { return options_; }
   const AdamW& optimizer() const { return optimizer_; }
   int64_t sample_rate() const { return sample_rate_; }
+  /// The target mix (C×L).
+  const at::Tensor& target() const { return mix_; }
 
   /// The whole song rendered with the current parameters (C×L), without gradients.
   at::Tensor render_mix() const;

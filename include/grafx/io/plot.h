@@ -28,8 +28,10 @@ struct PlotOptions {
   std::string title, x_label, y_label;
   bool log_x = false;
   /// Axis ranges; NaN takes them from the data (y rounded out to ticks).
-  double x_min = std::numeric_limits<double>::quiet_NaN(), x_max = std::numeric_limits<double>::quiet_NaN();
-  double y_min = std::numeric_limits<double>::quiet_NaN(), y_max = std::numeric_limits<double>::quiet_NaN();
+  double x_min = std::numeric_limits<double>::quiet_NaN(),
+         x_max = std::numeric_limits<double>::quiet_NaN();
+  double y_min = std::numeric_limits<double>::quiet_NaN(),
+         y_max = std::numeric_limits<double>::quiet_NaN();
   int width = 720, height = 440;  ///< pixels
 };
 

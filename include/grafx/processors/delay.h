@@ -10,10 +10,11 @@
 ///   h_c[n] = Σ_m (δ[· − d_t] ∗ fir_t)[n − m·S],   S = 100 ms in samples
 ///   h ← h / sqrt(mean_c Σ_n h_c[n]² + 1e−12),      y_c = h_c ∗ x_c   (causal, exact)
 ///
-/// | parameter           | shape    | physical           | init (raw ≈ 0)  | meaning                      |
+/// | parameter           | shape    | physical           | init (raw ≈ 0)  | meaning |
 /// |---------------------|----------|--------------------|-----------------|------------------------------|
-/// | `delay_z`           | [40, 2]  | `delay_ms`, ms     | random in its segment | tap t's pole z̃ (re, im): delay −arg(z)·S/2π within segment m |
-/// | `log_fir_magnitude` | [40, 20] | `tap_gain_db`, dB  | 0 dB (flat)     | colour of tap t at 20 frequencies from 0 Hz to Nyquist |
+/// | `delay_z`           | [40, 2]  | `delay_ms`, ms     | random in its segment | tap t's pole z̃
+/// (re, im): delay −arg(z)·S/2π within segment m | | `log_fir_magnitude` | [40, 20] |
+/// `tap_gain_db`, dB  | 0 dB (flat)     | colour of tap t at 20 frequencies from 0 Hz to Nyquist |
 ///
 /// Auxiliary loss "radii" [N]: Σ_t (1 − tanh|z̃_t|)² per node, pulling the poles to the unit
 /// circle where the surrogate is sharp (GRAFX's radii_reg).
@@ -34,10 +35,10 @@ namespace grafx {
 
 class MultitapDelay : public Processor {
  public:
-  static constexpr int64_t kSegments = 20;       ///< per channel
-  static constexpr int64_t kTaps = 2 * kSegments;
+  static constexpr int64_t kSegments      = 20;  ///< per channel
+  static constexpr int64_t kTaps          = 2 * kSegments;
   static constexpr double kSegmentSeconds = 0.1;
-  static constexpr int64_t kColourBins = 20;     ///< 39-tap colour filters
+  static constexpr int64_t kColourBins    = 20;  ///< 39-tap colour filters
 
   explicit MultitapDelay(const ProcessorConfig& config);
   std::string name() const override { return "delay"; }

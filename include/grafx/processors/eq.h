@@ -13,7 +13,8 @@
 ///
 /// | parameter       | physical         | init | meaning                                         |
 /// |-----------------|------------------|------|-------------------------------------------------|
-/// | `log_magnitude` | `gain_db`, dB    | 0    | gain at frequency k·sr/2047, k = 0…1023; 0 = flat |
+/// | `log_magnitude` | `gain_db`, dB    | 0    | gain at frequency k·sr/2047, k = 0…1023; 0 = flat
+/// |
 ///
 /// Output: same shape as the input. All log-magnitudes 0 give exactly the identity.
 /// Mid/side: M = (L + R)/2, S = (L − R)/2, filtered, then L = M + S, R = M − S.

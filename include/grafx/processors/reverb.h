@@ -11,10 +11,11 @@
 ///   h ← h / sqrt(mean_c Σ_n h_c[n]² + 1e−12)       energy-normalised: only the shape matters
 ///   y_c = h_c ∗ x_c                                  causal, exact linear convolution
 ///
-/// | parameter             | shape    | physical                | init (raw 0) | meaning               |
+/// | parameter             | shape    | physical                | init (raw 0) | meaning |
 /// |-----------------------|----------|-------------------------|--------------|-----------------------|
-/// | `init_log_magnitude`  | [2, 193] | `initial_level_db`, dB  | 0 dB         | level of mid/side bin k at the start (relative) |
-/// | `delta_log_magnitude` | [2, 193] | `decay_time_s`, s       | 0.51 s at 30 kHz | time to decay by 60 dB, per bin |
+/// | `init_log_magnitude`  | [2, 193] | `initial_level_db`, dB  | 0 dB         | level of mid/side
+/// bin k at the start (relative) | | `delta_log_magnitude` | [2, 193] | `decay_time_s`, s       |
+/// 0.51 s at 30 kHz | time to decay by 60 dB, per bin |
 ///
 /// Input and output: N×2×L (the reverb is wet only; the console's dry/wet mixes it).
 /// Differences from GRAFX: the noise comes from a seeded 64-bit Mersenne Twister (GRAFX: NumPy's
@@ -29,10 +30,10 @@ namespace grafx {
 
 class NoiseReverb : public Processor {
  public:
-  static constexpr int64_t kFftSize = 384;
-  static constexpr int64_t kHop = 192;
+  static constexpr int64_t kFftSize      = 384;
+  static constexpr int64_t kHop          = 192;
   static constexpr double kLengthSeconds = 2.0;
-  static constexpr uint64_t kNoiseSeed = 0;
+  static constexpr uint64_t kNoiseSeed   = 0;
 
   explicit NoiseReverb(const ProcessorConfig& config);
   std::string name() const override { return "reverb"; }
@@ -41,7 +42,8 @@ class NoiseReverb : public Processor {
                           const TensorDict& parameters) const override;
 
   /// The stereo impulse responses N×2×K for raw parameters (energy-normalised).
-  at::Tensor impulse_responses(const TensorDict& parameters, const at::TensorOptions& options) const;
+  at::Tensor impulse_responses(const TensorDict& parameters,
+                               const at::TensorOptions& options) const;
 
  private:
   double sample_rate_;

@@ -1,0 +1,246 @@
+// grafx fit | demo: fit a mixing console to a mix, on the user's tracks or on the embedded demo.
+
+#include "commands.h"
+
+#include <grafx/error.h>
+#include <grafx/files.h>
+#include <grafx/fit/demo.h>
+#include <grafx/graph/console.h>
+#include <grafx/io/audio.h>
+#include <grafx/io/fit_report.h>
+
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <unistd.h>
+
+namespace grafx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<bool> interrupted{false};
+
+std::string duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  std::ostringstream s;
+  int64_t total = std::llround(seconds);
+  if (total >= 3600) s << total / 3600 << "h" << std::setw(2) << std::setfill('0') << (total % 3600) / 60 << "m";
+  else if (total >= 60) s << total / 60 << "m" << std::setw(2) << std::setfill('0') << total % 60 << "s";
+  else s << total << "s";
+  return s.str();
+}
+
+/// Spectral difference in dB: the loss's mean |log Y − log X| (natural log of magnitudes).
+double spectral_difference_db(const MixLossTerms& terms) {
+  return terms.log_magnitude.mean().item<double>() * 20.0 / std::log(10.0);
+}
+
+struct Session {
+  std::string folder;
+  bool force = false, resume = false;
+  int64_t checkpoint_every = 100;
+  FitSummary summary;
+};
+
+/// Creates the output folder, or checks that an existing one may be used.
+void prepare_folder(const Session& session) {
+  fs::path folder(session.folder);
+  std::error_code ec;
+  if (!fs::exists(folder)) {
+    if (session.resume)
+      throw FitError("grafx.fit.checkpoint", session.folder + ": no such folder to resume from");
+    if (!folder.parent_path().empty() && !fs::is_directory(folder.parent_path()))
+      throw IoError("grafx.io.unwritable", session.folder + ": folder " + folder.parent_path().string() + " does not exist");
+    fs::create_directory(folder, ec);
+    if (ec) throw IoError("grafx.io.unwritable", session.folder + ": " + ec.message());
+    return;
+  }
+  if (!fs::is_directory(folder)) throw IoError("grafx.io.unwritable", session.folder + ": exists and is not a folder");
+  if (session.resume || session.force) return;
+  for (const auto& name : fit_output_files())
+    if (fs::exists(folder / name) || fs::exists(folder / "checkpoint.safetensors"))
+      throw IoError("grafx.io.exists", session.folder + ": holds the results of an earlier fit; continue it with "
+                                                        "--resume, replace it with --force, or choose another folder");
+}
+
+/// Fits with a live progress line, checkpoints and Ctrl-C handling, then writes the outputs.
+void run_session(Fitter& fitter, Session& session) {
+  const std::string checkpoint = session.folder + "/checkpoint.safetensors";
+  session.summary.before = fitter.evaluate();  // the initial console, also when resuming
+  std::cout << "loss before fitting: " << std::fixed << std::setprecision(4) << session.summary.before.total.item<double>()
+            << " (spectral difference " << std::setprecision(1) << spectral_difference_db(session.summary.before)
+            << " dB)\n";
+  if (session.resume) {
+    fitter.load_checkpoint(checkpoint);
+    std::cout << "resuming at step " << fitter.steps_done() << " of " << fitter.options().n_steps << "\n";
+  }
+  const bool terminal = ::isatty(STDOUT_FILENO);
+  interrupted = false;
+  auto previous = std::signal(SIGINT, [](int) { interrupted = true; });
+  auto start = std::chrono::steady_clock::now();
+  try {
+    fitter.run([&](const FitProgress& p) {
+      bool last = p.step == p.n_steps;
+      if (terminal || last || p.step % 25 == 0) {
+        std::cout << (terminal ? "\r" : "") << "step " << p.step << "/" << p.n_steps << "  loss "
+                  << std::setprecision(4) << p.record.match_loss << " (with regularisers "
+                  << std::setprecision(3) << p.record.loss << ")  " << std::setprecision(2) << p.steps_per_second
+                  << " steps/s  ETA " << duration(p.eta_seconds)
+                  << (p.skipped_steps ? "  skipped " + std::to_string(p.skipped_steps) : "") << "   "
+                  << (terminal && !last ? "" : "\n") << std::flush;
+      }
+      if ((session.checkpoint_every > 0 && p.step % session.checkpoint_every == 0) || interrupted)
+        fitter.save_checkpoint(checkpoint);
+      if (interrupted)
+        throw FitError("grafx.fit.interrupted", "interrupted at step " + std::to_string(p.step) + "; " + checkpoint +
+                                                    " is saved: continue with --resume");
+    });
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    if (terminal) std::cout << "\n";
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  fitter.save_checkpoint(checkpoint);
+  session.summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  session.summary.after = fitter.evaluate();
+  write_fit_outputs(fitter, session.summary, session.folder, /*overwrite=*/true);
+  double before = session.summary.before.total.item<double>(), after = session.summary.after.total.item<double>();
+  std::cout << "loss after fitting:  " << std::setprecision(4) << after << " (spectral difference "
+            << std::setprecision(1) << spectral_difference_db(session.summary.after) << " dB), "
+            << std::setprecision(1) << before / after << "x lower\n"
+            << "results: " << session.folder << "/report.html (and mix.wav, console.json, parameters.safetensors, "
+            << "loss.csv)\n";
+}
+
+void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
+  cmd.add_option("--steps", options.n_steps, "Optimisation steps")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd.add_option("--lr", options.optimizer.lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("--crop", options.crop_seconds, "Seconds of audio per step")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("--warm-up", options.skip_seconds, "Seconds at the start of each crop left out of the loss")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd.add_option("--seed", options.seed, "Seed of the initial parameters and the crops")->capture_default_str();
+  cmd.add_option("--reset-every", options.reset_optimizer_every, "Reset the optimizer every N steps (0: never)")
+      ->capture_default_str();
+  cmd.add_option("--clip", options.max_gradient_norm, "Clip the gradient norm (0: off)")->capture_default_str();
+  cmd.add_option("--checkpoint-every", session.checkpoint_every, "Save a checkpoint every N steps (0: only at the end)")
+      ->capture_default_str();
+  cmd.add_flag("--resume", session.resume, "Continue the fit saved in the output folder");
+  add_force_flag(cmd, session.force);
+}
+
+/// Reads audio as stereo at `sample_rate`: mono goes to both channels; other rates are
+/// resampled unless `strict`.
+at::Tensor read_stereo(const std::string& path, int64_t sample_rate, bool strict) {
+  Audio audio = read_audio(path);
+  if (audio.samples.size(0) > 2)
+    throw IoError("grafx.io.channels", path + ": " + std::to_string(audio.samples.size(0)) +
+                                           " channels; expected mono or stereo");
+  if (audio.sample_rate != sample_rate) {
+    if (strict)
+      throw IoError("grafx.io.sample_rate", path + ": " + std::to_string(audio.sample_rate) + " Hz, but the fit runs at " +
+                                                std::to_string(sample_rate) + " Hz (without --strict-rate it is resampled)");
+    audio.samples = resample(audio.samples, audio.sample_rate, sample_rate);
+  }
+  return audio.samples.expand({2, audio.samples.size(1)}).contiguous();
+}
+
+}  // namespace
+
+void add_fit_command(CLI::App& app) {
+  struct Args {
+    std::vector<std::string> tracks;
+    std::string mix, groups, chain = "ecnsgdr";
+    int64_t sample_rate = 30000;
+    bool strict_rate = false;
+    FitOptions options;
+    Session session;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("fit", "Fit a mixing console to a mix of the given tracks");
+  cmd->add_option("--tracks", args->tracks, "The dry tracks (mono or stereo audio files)")->required();
+  cmd->add_option("--mix", args->mix, "The finished stereo mix")->required();
+  cmd->add_option("--groups", args->groups, "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
+  cmd->add_option("--chain", args->chain, "Processor chain as type letters")->capture_default_str();
+  cmd->add_option("--sample-rate", args->sample_rate, "Sample rate of the fit (Hz)")->capture_default_str()
+      ->check(CLI::Range(8000, 192000));
+  cmd->add_flag("--strict-rate", args->strict_rate, "Refuse audio at another sample rate instead of resampling it");
+  cmd->add_option("-o,--output", args->session.folder, "Output folder")->required();
+  add_fit_options(*cmd, args->options, args->session);
+  cmd->callback([args] {
+    prepare_folder(args->session);
+    std::vector<at::Tensor> tracks;
+    std::vector<std::string> names;
+    int64_t length = -1;
+    std::string shortest;
+    for (const auto& path : args->tracks) {
+      tracks.push_back(read_stereo(path, args->sample_rate, args->strict_rate));
+      names.push_back(fs::path(path).stem().string());
+    }
+    at::Tensor mix = read_stereo(args->mix, args->sample_rate, args->strict_rate);
+    std::vector<std::pair<std::string, at::Tensor*>> all;
+    for (size_t i = 0; i < tracks.size(); ++i) all.emplace_back(args->tracks[i], &tracks[i]);
+    all.emplace_back(args->mix, &mix);
+    for (const auto& [path, audio] : all)
+      if (length < 0 || audio->size(1) < length) length = audio->size(1), shortest = path;
+    for (const auto& [path, audio] : all)
+      if (audio->size(1) != length) {
+        std::cerr << "grafx: note: " << path << " is " << std::fixed << std::setprecision(2)
+                  << double(audio->size(1) - length) / double(args->sample_rate) << " s longer than " << shortest
+                  << "; its end is left out\n";
+        *audio = audio->narrow(1, 0, length);
+      }
+    ConsoleOptions console;
+    console.n_tracks = int64_t(tracks.size());
+    console.track_groups = parse_groups(args->groups, console.n_tracks);
+    console.chain = chain_from_letters(args->chain, known_node_types());
+    console.track_names = names;
+    Graph graph = build_console(console, known_node_types()).graph;
+    std::cout << "fitting a console of " << graph.n_nodes() << " nodes to " << args->mix << " ("
+              << tracks.size() << " tracks, " << std::fixed << std::setprecision(2)
+              << double(length) / double(args->sample_rate) << " s at " << args->sample_rate << " Hz)\n";
+    Fitter fitter(graph, at::stack(tracks), mix, args->sample_rate, args->options);
+    args->session.summary.title = "grafx fit: " + fs::path(args->mix).filename().string();
+    args->session.summary.track_names = names;
+    run_session(fitter, args->session);
+  });
+}
+
+void add_demo_command(CLI::App& app) {
+  struct Args {
+    DemoOptions demo;
+    FitOptions options;
+    Session session;
+  };
+  auto args = std::make_shared<Args>();
+  args->options.n_steps = 150;
+  args->options.optimizer.lr = 0.03;
+  args->options.crop_seconds = 2.5;
+  args->options.skip_seconds = 0.5;
+  args->session.folder = "demo-output";
+  args->session.checkpoint_every = 50;
+  CLI::App* cmd = app.add_subcommand(
+      "demo", "Fit a console to a synthesised song mixed by a hidden console (no files needed)");
+  cmd->add_option("-o,--output", args->session.folder, "Output folder")->capture_default_str();
+  cmd->add_option("--song-seed", args->demo.seed, "Seed of the song and the hidden console")->capture_default_str();
+  add_fit_options(*cmd, args->options, args->session);
+  cmd->callback([args] {
+    prepare_folder(args->session);
+    std::cout << "synthesising a song (drums, bass, chords, lead; " << args->demo.seconds << " s at "
+              << args->demo.sample_rate << " Hz) and mixing it through a hidden console\n";
+    DemoSong song = make_demo_song(args->demo);
+    std::cout << "fitting a fresh console of " << song.console.n_nodes() << " nodes to that mix\n";
+    Fitter fitter(song.console, song.tracks, song.mix, song.sample_rate, args->options);
+    args->session.summary.title = "grafx demo: a synthesised song mixed by a hidden console";
+    args->session.summary.track_names = song.track_names;
+    run_session(fitter, args->session);
+  });
+}
+
+}  // namespace grafx::cli
