@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the main job on an embedded default: builds a mixing console of
-# 8 tracks in 3 subgroups and draws it (results in ./demo-output).
+# Sets up, builds and runs the main job on an embedded default: `grafx demo` synthesises a song,
+# mixes it through a hidden console and fits a fresh console to that mix (results, with an HTML
+# report, in ./demo-output). Extra arguments go to `grafx demo` (e.g. --steps 400).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
-out="demo-output"
-mkdir -p "$out"
-build/bin/grafx console --tracks 8 --groups 3 -o "$out/console.json" --draw "$out/console.svg" --force
-build/bin/grafx info "$out/console.json"
+exec build/bin/grafx demo -o demo-output --force "$@"
