@@ -219,7 +219,7 @@ void add_demo_command(CLI::App& app) {
     Session session;
   };
   auto args = std::make_shared<Args>();
-  args->options.n_steps = 150;
+  args->options.n_steps = 600;
   args->options.optimizer.lr = 0.03;
   args->options.crop_seconds = 2.5;
   args->options.skip_seconds = 0.5;
