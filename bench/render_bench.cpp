@@ -73,6 +73,7 @@ double peak_memory_mib(const std::function<void()>& work) {
       if (line.rfind(field, 0) == 0) return std::stod(line.substr(line.find(':') + 1));
     return 0.0;
   };
+  malloc_trim(0);                                  // give freed memory back first
   std::ofstream("/proc/self/clear_refs") << "5";  // reset the high-water mark to the current size
   double before = read_kib("VmRSS:");
   work();
@@ -87,8 +88,6 @@ struct BenchGraph {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Large blocks always come from (and go back to) the system, so resident memory tracks use.
-  mallopt(M_MMAP_THRESHOLD, 1 << 17);
   bench::setup_threads();
   const double seconds = argc > 1 ? std::atof(argv[1]) : 3.8;
   const int64_t sample_rate = argc > 2 ? std::atoll(argv[2]) : 30000;
@@ -157,7 +156,10 @@ int main(int argc, char** argv) {
   }
   table.print(std::cout);
 
-  // Peak memory of one forward+backward render of a console of about 100 nodes.
+  // Peak memory of one forward+backward render of a console of about 100 nodes. Large blocks
+  // now always come from (and go back to) the system, so resident memory tracks use (this
+  // slows allocation down, hence only here, after the timings).
+  mallopt(M_MMAP_THRESHOLD, 1 << 17);
   Graph hundred = console(10, 2, -1);
   Processors processors = make_processors(hundred.types(), {double(sample_rate)});
   at::Tensor sources = at::randn({10, 2, length}) * 0.1;
