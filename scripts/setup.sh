@@ -7,9 +7,11 @@ packages=(
   libtorch-dev            # tensors, FFT, autograd (LibTorch 1.13 on Debian 12)
   libsndfile1-dev         # audio files
   libsamplerate0-dev      # resampling (BSD)
+  zlib1g-dev              # PNG pictures
   nlohmann-json3-dev      # graph, parameter and report files
   libcli11-dev            # command line
   libgraphviz-dev         # graph pictures (cgraph + gvc, EPL)
+  fonts-dejavu-core       # a font for the letters in pictures
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 

@@ -3,6 +3,8 @@
 
 #include <ATen/ATen.h>
 
+#include "common/tensors.h"
+
 #include <algorithm>
 #include <array>
 #include <unordered_map>
@@ -10,20 +12,13 @@
 namespace grafx {
 namespace {
 
+using detail::shape_text;
+using detail::to_vector;
+
 at::Tensor long_tensor(const std::vector<int64_t>& values) {
   return at::tensor(values, at::kLong);
 }
 
-std::vector<int64_t> to_vector(const at::Tensor& tensor) {
-  at::Tensor t = tensor.contiguous();
-  return {t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel()};
-}
-
-std::string shape(const at::Tensor& t) {
-  std::string s = "[";
-  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
-  return s + "]";
-}
 
 std::vector<at::Tensor> split(const at::Tensor& tensor, const std::vector<int64_t>& offsets,
                               int64_t dim, const char* what) {
@@ -43,8 +38,8 @@ std::vector<at::Tensor> split(const at::Tensor& tensor, const std::vector<int64_
 int64_t GraphTensor::n_edges() const { return edge_index.defined() ? edge_index.size(1) : 0; }
 
 std::string GraphTensor::to_string() const {
-  return "GraphTensor(node_types=" + shape(node_types) + ", edge_index=" + shape(edge_index) +
-         ", edge_ports=" + shape(edge_ports) + ", n_types=" + std::to_string(types.size()) + ")";
+  return "GraphTensor(node_types=" + shape_text(node_types.sizes()) + ", edge_index=" + shape_text(edge_index.sizes()) +
+         ", edge_ports=" + shape_text(edge_ports.sizes()) + ", n_types=" + std::to_string(types.size()) + ")";
 }
 
 GraphTensor to_tensor(const Graph& graph) {

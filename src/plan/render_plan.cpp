@@ -3,6 +3,8 @@
 #include <grafx/schedule/reorder.h>
 
 #include <ATen/ATen.h>
+
+#include "common/tensors.h"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,11 +14,6 @@
 
 namespace grafx {
 namespace {
-
-std::vector<int64_t> values(const at::Tensor& t) {
-  at::Tensor c = t.contiguous();
-  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
-}
 
 std::string list(const std::vector<int64_t>& items) {
   std::string text;
@@ -99,12 +96,12 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
   plan.proven_optimal = schedule.proven_optimal;
   plan.node_ids = g.node_ids;
   plan.node_names = g.node_names;
-  plan.node_types = values(g.node_types);
+  plan.node_types = detail::to_vector(g.node_types);
   for (int64_t row : schedule.dead_rows) plan.dead_nodes.push_back(graph.node_ids[size_t(row)]);
-  plan.n_graph_nodes = values(graph.type_counts);
+  plan.n_graph_nodes = detail::to_vector(graph.type_counts);
 
   // Graph order of each original row within its type, and source order of `in` rows.
-  auto old_types = values(graph.node_types);
+  auto old_types = detail::to_vector(graph.node_types);
   std::vector<int64_t> graph_rank(old_types.size()), seen(size_t(types.size()), 0);
   for (size_t r = 0; r < old_types.size(); ++r) graph_rank[r] = seen[size_t(old_types[r])]++;
   plan.n_sources = seen[NodeTypes::kIn];
@@ -145,8 +142,8 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
   plan.n_buffer_rows = next_row;
 
   // Reads: edges are sorted by (dest, inlet, source, outlet); steps hold consecutive nodes.
-  auto index = values(g.edge_index);
-  auto ports = values(g.edge_ports);
+  auto index = detail::to_vector(g.edge_index);
+  auto ports = detail::to_vector(g.edge_ports);
   const int64_t n_edges = g.n_edges();
   std::vector<int64_t> step_of_node = reordering.schedule.step_of_rows(n_nodes);
   for (auto& step : plan.steps) {

@@ -4,17 +4,15 @@
 
 #include <ATen/ATen.h>
 
+#include "common/tensors.h"
+
 #include <sstream>
 
 namespace grafx {
 namespace {
 
-std::string shape_text(at::IntArrayRef sizes) {
-  std::ostringstream s;
-  s << "[";
-  for (size_t i = 0; i < sizes.size(); ++i) s << (i ? ", " : "") << sizes[i];
-  return s.str() + "]";
-}
+using detail::shape_text;
+
 
 }  // namespace
 
@@ -78,7 +76,7 @@ void Processor::check_arguments(const std::vector<at::Tensor>& inputs, const Ten
 
 at::Tensor ConstantCache::get(const std::string& key, const at::TensorOptions& options,
                               const std::function<at::Tensor()>& make) const {
-  std::string full_key = key + "@" + options.device().str() + "/" + std::string(c10::toString(options.dtype()));
+  std::string full_key = key + "@" + options.device().str() + "/" + detail::dtype_name(options.dtype().toScalarType());
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = tensors_.find(full_key);
   if (it != tensors_.end()) return it->second;

@@ -1,5 +1,7 @@
 #include "render/checks.h"
 
+#include "common/tensors.h"
+
 #include <grafx/error.h>
 
 #include <ATen/ATen.h>
@@ -10,23 +12,6 @@
 
 namespace grafx::detail {
 namespace {
-
-std::string shape_text(at::IntArrayRef sizes) {
-  std::ostringstream s;
-  s << "[";
-  for (size_t i = 0; i < sizes.size(); ++i) s << (i ? ", " : "") << sizes[i];
-  return s.str() + "]";
-}
-
-std::string dtype_name(at::ScalarType dtype) {
-  switch (dtype) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    default: return c10::toString(dtype);
-  }
-}
 
 std::string join(const std::vector<std::string>& names) {
   std::string text;

@@ -2,25 +2,18 @@
 
 #include <ATen/ATen.h>
 
+#include "common/tensors.h"
+
 #include <algorithm>
 #include <array>
 #include <numeric>
 
 namespace grafx {
-namespace {
-
-std::vector<int64_t> values(const at::Tensor& t) {
-  at::Tensor c = t.contiguous();
-  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
-}
-
-}  // namespace
-
 Reordering reorder_for_render(const GraphTensor& graph, const Schedule& schedule) {
   const int64_t n_rows = graph.n_nodes(), n_edges = graph.n_edges();
-  auto index = values(graph.edge_index);
-  auto ports = values(graph.edge_ports);
-  auto types = values(graph.node_types);
+  auto index = detail::to_vector(graph.edge_index);
+  auto ports = detail::to_vector(graph.edge_ports);
+  auto types = detail::to_vector(graph.node_types);
   std::vector<std::vector<int64_t>> sources(static_cast<size_t>(n_rows));  // source rows of each row, by inlet
   for (int64_t e = 0; e < n_edges; ++e) sources[size_t(index[size_t(n_edges + e)])].push_back(index[size_t(e)]);
 

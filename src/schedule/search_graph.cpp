@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include "common/tensors.h"
+
 #include <algorithm>
 #include <queue>
 
@@ -22,11 +24,6 @@ uint64_t Bitset::hash() const {
 
 namespace {
 
-std::vector<int64_t> values(const at::Tensor& t) {
-  at::Tensor c = t.contiguous();
-  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
-}
-
 std::string describe_row(const GraphTensor& g, int64_t row, TypeId type) {
   std::string text = "node " + std::to_string(g.node_ids[size_t(row)]) + " (" + g.types.name(type);
   if (!g.node_names[size_t(row)].empty()) text += " \"" + g.node_names[size_t(row)] + "\"";
@@ -38,9 +35,9 @@ std::string describe_row(const GraphTensor& g, int64_t row, TypeId type) {
 SearchGraph::SearchGraph(const GraphTensor& graph) {
   const int64_t n_rows = graph.n_nodes();
   const int64_t n_edges = graph.n_edges();
-  auto row_types = values(graph.node_types);
-  auto index = values(graph.edge_index);
-  auto ports = values(graph.edge_ports);
+  auto row_types = detail::to_vector(graph.node_types);
+  auto index = detail::to_vector(graph.edge_index);
+  auto ports = detail::to_vector(graph.edge_ports);
   std::vector<std::vector<int64_t>> row_successors(static_cast<size_t>(n_rows)), row_predecessors(static_cast<size_t>(n_rows));
   std::vector<std::vector<bool>> connected(static_cast<size_t>(n_rows));
   for (int64_t r = 0; r < n_rows; ++r)

@@ -10,11 +10,8 @@
 namespace grafx {
 namespace {
 
+using testing::contains;
 using testing::run_grafx;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST(CliFit, DemoWritesEverythingAndResumes) {
   testing::TempDir dir;

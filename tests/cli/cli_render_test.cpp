@@ -14,11 +14,8 @@
 namespace grafx {
 namespace {
 
+using testing::contains;
 using testing::run_grafx;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 /// in0 -> gain_pan -> out; in1 -> stereo_imager -> out (one output), plus a second out fed by
 /// in1 directly when `two_outputs`.

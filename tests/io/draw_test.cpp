@@ -6,9 +6,7 @@
 namespace grafx {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 TEST(Draw, DotHasALetteredBoxPerNodeAndMarksInAndOut) {
   ConsoleOptions options;

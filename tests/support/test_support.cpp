@@ -55,6 +55,10 @@ std::string testdata_dir() {
   return dir ? dir : "";
 }
 
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 bool file_exists(const std::string& path) { return fs::exists(path); }
 
 std::string read_file(const std::string& path) {

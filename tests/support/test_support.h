@@ -51,6 +51,7 @@ CommandResult run_grafx(const std::vector<std::string>& args);
 /// The shared test audio folder ($GRAFX_TESTDATA); empty when not set.
 std::string testdata_dir();
 
+bool contains(const std::string& text, const std::string& part);
 bool file_exists(const std::string& path);
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& contents);
