@@ -109,7 +109,8 @@ void run_session(Fitter& fitter, Session& session) {
   std::signal(SIGINT, previous);
   fitter.save_checkpoint(checkpoint);
   session.summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  session.summary.after = fitter.evaluate();
+  session.summary.fitted = fitter.render_mix();  // once, for the loss and for mix.wav
+  session.summary.after = fitter.evaluate(session.summary.fitted);
   write_fit_outputs(fitter, session.summary, session.folder, /*overwrite=*/true);
   double before = session.summary.before.total.item<double>(), after = session.summary.after.total.item<double>();
   std::cout << "loss after fitting:  " << std::setprecision(4) << after << " (spectral difference "

@@ -178,11 +178,11 @@ at::Tensor Fitter::render_mix() const {
   return render(plan_, processors_, frozen, tracks_).outputs[0];
 }
 
-MixLossTerms Fitter::evaluate() const {
+MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
   at::NoGradGuard no_grad;
   MixLossOptions whole = options_.loss;
   whole.skip_samples = 0;
-  return MixLoss(whole).terms(render_mix().unsqueeze(0), mix_.unsqueeze(0));
+  return MixLoss(whole).terms((fitted.defined() ? fitted : render_mix()).unsqueeze(0), mix_.unsqueeze(0));
 }
 
 std::map<std::string, std::string> Fitter::identity() const {

@@ -98,7 +98,7 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   const Graph& graph = fitter.graph();
   const int64_t sample_rate = fitter.sample_rate();
 
-  at::Tensor fitted = fitter.render_mix();
+  at::Tensor fitted = summary.fitted.defined() ? summary.fitted : fitter.render_mix();
   write_audio(path("mix.wav"), fitted, sample_rate, overwrite);
   save_graph(graph, path("console.json"), overwrite);
   draw_graph(graph, path("console.svg"), {}, overwrite);

@@ -87,8 +87,9 @@ class Fitter {
 
   /// The whole song rendered with the current parameters (C×L), without gradients.
   at::Tensor render_mix() const;
-  /// The mix-matching loss of the whole song (no warm-up skip), with its terms.
-  MixLossTerms evaluate() const;
+  /// The mix-matching loss of the whole song (no warm-up skip), with its terms; of `fitted`
+  /// when given (a render_mix() the caller has already made), else of a fresh render.
+  MixLossTerms evaluate(const at::Tensor& fitted = {}) const;
 
   /// Writes the parameters, the optimizer's state and the history (safetensors, atomically).
   void save_checkpoint(const std::string& path) const;
