@@ -63,9 +63,10 @@ void prepare_folder(const Session& session) {
   }
   if (!fs::is_directory(folder)) throw IoError("grafx.io.unwritable", session.folder + ": exists and is not a folder");
   if (session.resume || session.force) return;
-  for (const auto& name : fit_output_files())
-    if (fs::exists(folder / name) || fs::exists(folder / "checkpoint.safetensors"))
-      throw IoError("grafx.io.exists", session.folder + ": holds the results of an earlier fit; continue it with "
+  bool earlier_fit = fs::exists(folder / "checkpoint.safetensors");
+  for (const auto& name : fit_output_files()) earlier_fit = earlier_fit || fs::exists(folder / name);
+  if (earlier_fit)
+    throw IoError("grafx.io.exists", session.folder + ": holds the results of an earlier fit; continue it with "
                                                         "--resume, replace it with --force, or choose another folder");
 }
 
