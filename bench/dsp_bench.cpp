@@ -29,7 +29,7 @@ constexpr int64_t kItems = 16, kLength = int64_t(1) << 17;
 at::Tensor aten_convolve(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode,
                          int64_t size) {
   at::Tensor y = at::fft_irfft(at::fft_rfft(x, size, -1) * at::fft_rfft(h, size, -1), size, -1);
-  return y.narrow(-1, mode == ConvolutionMode::zero_phase ? h.size(-1) / 2 : 0, x.size(-1));
+  return y.narrow(-1, mode == ConvolutionMode::kZeroPhase ? h.size(-1) / 2 : 0, x.size(-1));
 }
 
 struct Timings {
@@ -128,7 +128,7 @@ void envelope() {
     at::Tensor alpha = in[1].sigmoid().clamp_max(1 - 1e-5);
     at::Tensor n     = at::arange(kFirLength, alpha.options());
     at::Tensor h     = (1 - alpha).unsqueeze(-1) * (n * alpha.log().unsqueeze(-1)).exp();
-    return aten_convolve(in[0], h, ConvolutionMode::causal, kLength + kFirLength - 1).relu();
+    return aten_convolve(in[0], h, ConvolutionMode::kCausal, kLength + kFirLength - 1).relu();
   };
   auto recursion = [](const std::vector<at::Tensor>& in) {
     return dsp::one_pole(in[0], in[1].sigmoid().clamp_max(1 - 1e-5));
@@ -160,8 +160,8 @@ int main() {
   std::cout << machine_description() << "\n";
   fft_sizes();
   convolution("EQ: 16×2×2^17 signals, one 2047-tap zero-phase FIR per item (float32)", 2047, 1,
-              grafx::dsp::ConvolutionMode::zero_phase);
+              grafx::dsp::ConvolutionMode::kZeroPhase);
   convolution("Reverb: 16×2×2^17 signals, a 60000-tap FIR per channel (float32)", 60000, 2,
-              grafx::dsp::ConvolutionMode::causal);
+              grafx::dsp::ConvolutionMode::kCausal);
   envelope();
 }

@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   ConsoleOptions options;
   options.n_tracks = 8;
   options.track_groups = ConsoleOptions::even_groups(8, 3);
+  options.chain = default_console_chain();
+  options.dry_wet = true;
   Graph console = build_console(options, registry_node_types()).graph;
   at::manual_seed(0);
   at::Tensor tracks = (at::randn({8, 1, length}) * 0.1).expand({8, 2, length}).contiguous();

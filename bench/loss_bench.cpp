@@ -40,7 +40,7 @@ struct NaiveMixLoss {
     auto channels = [&](const at::Tensor& x) {  // 2×L → L, R, M, S, each 1×L
       auto filter = [&](const at::Tensor& c) {
         return dsp::convolve(c.view({1, 1, -1}), taps.view({1, 1, -1}),
-                             dsp::ConvolutionMode::zero_phase)
+                             dsp::ConvolutionMode::kZeroPhase)
             .view({1, -1});
       };
       at::Tensor l = filter(x[0]), r = filter(x[1]);

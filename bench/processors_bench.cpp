@@ -17,7 +17,7 @@ int main() {
   setup_threads();
   std::cout << machine_description() << "\n\n";
   constexpr int64_t kItems = 16, kLength = int64_t(1) << 17;
-  constexpr double kRate = 30000;
+  constexpr SampleRate kRate = 30000;
   std::cout
       << "### Processors: 16×2×2^17 samples at 30 kHz (70 s of stereo audio per call), float32\n\n";
   Table table({"processor", "forward ms", "forward+backward ms", "audio seconds per second (f+b)"});

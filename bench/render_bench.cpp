@@ -6,6 +6,7 @@
 //   build/bin/render_bench [seconds=3.8] [sample_rate=30000]
 
 #include <grafx/graph/console.h>
+#include <grafx/processors/registry.h>
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
@@ -98,11 +99,13 @@ int main(int argc, char** argv) {
   std::vector<BenchGraph> consoles;
   auto console = [](int64_t tracks, int64_t groups, int64_t prune_seed) {
     ConsoleOptions options;
+    options.chain = default_console_chain();
     options.n_tracks = tracks;
     options.track_groups = ConsoleOptions::even_groups(tracks, groups);
-    Graph g = build_console(options).graph;
+    Graph g = build_console(options, registry_node_types()).graph;
     if (prune_seed >= 0) {
       PruneOptions prune;
+      prune.probability = random_pruning_rates();
       prune.seed = uint64_t(prune_seed);
       prune_randomly(g, prune);
     }

@@ -6,6 +6,7 @@
 //   build/bin/schedule_bench [n_consoles=240]
 
 #include <grafx/graph/console.h>
+#include <grafx/processors/registry.h>
 #include <grafx/graph/random_graph.h>
 #include <grafx/schedule/schedule.h>
 
@@ -28,10 +29,12 @@ Graph corpus_console(uint64_t seed) {
   std::uniform_real_distribution<double> per_group(3.0, 8.0);
   int64_t n_groups = std::clamp<int64_t>(std::lround(double(n_tracks) / per_group(rng)), 1, std::min<int64_t>(26, n_tracks));
   ConsoleOptions options;
+  options.chain = default_console_chain();
   options.n_tracks = n_tracks;
   options.track_groups = ConsoleOptions::even_groups(n_tracks, n_groups);
-  Graph graph = build_console(options).graph;
+  Graph graph = build_console(options, registry_node_types()).graph;
   PruneOptions prune;
+  prune.probability = random_pruning_rates();
   prune.seed = seed;
   prune_randomly(graph, prune);
   return graph;
@@ -78,7 +81,7 @@ int main(int argc, char** argv) {
   methods.push_back({"optimal (A*)", method(ScheduleMethod::kOptimal), "11.8"});
   methods.push_back({"beam (width 32)", method(ScheduleMethod::kBeam), "12.6"});
   ScheduleOptions fixed = method(ScheduleMethod::kFixed);
-  fixed.fixed_order = console_fixed_order(console_chain());
+  fixed.fixed_order = console_fixed_order(default_console_chain());
   methods.push_back({"fixed (console order)", fixed, "–"});
   methods.push_back({"greedy", method(ScheduleMethod::kGreedy), "16.4"});
   methods.push_back({"one-by-one", method(ScheduleMethod::kOneByOne), "77.6"});
@@ -111,10 +114,11 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, GraphTensor>> graphs;
   for (bool pruned : {false, true}) {
     ConsoleOptions options;
+    options.chain = default_console_chain();
     options.n_tracks = 133;
     options.track_groups = ConsoleOptions::even_groups(133, 26);
-    Graph g = build_console(options).graph;
-    if (pruned) prune_randomly(g, PruneOptions{});
+    Graph g = build_console(options, registry_node_types()).graph;
+    if (pruned) prune_randomly(g, PruneOptions{0, random_pruning_rates()});
     graphs.emplace_back(pruned ? "133-track console, pruned" : "133-track console, full", to_tensor(g));
   }
   for (uint64_t seed : {1, 2}) {

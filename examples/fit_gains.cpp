@@ -15,7 +15,7 @@
 using namespace grafx;
 
 int main() {
-  const int64_t rate = 16000;
+  const SampleRate rate = 16000;
   ConsoleOptions options;
   options.n_tracks = 4;
   options.chain = {"gain_pan"};
@@ -30,8 +30,7 @@ int main() {
   fit.optimizer.lr = 0.05;
   fit.crop_seconds = 1.0;
   fit.skip_seconds = 0.1;
-  fit.processors.dry_wet = false;
-  Processors processors = console_processors(console.types(), {double(rate)}, fit.processors);
+  Processors processors = make_processors(console.types(), {rate});
   Parameters hidden = {{"gain_pan", {{"log_gain", hidden_db * (std::log(10.f) / 20)}}}};
   at::Tensor mix = render(make_render_plan(to_tensor(console)), processors, hidden, tracks).outputs[0];
 

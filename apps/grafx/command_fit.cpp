@@ -7,7 +7,7 @@
 #include <grafx/fit/demo.h>
 #include <grafx/graph/console.h>
 #include <grafx/io/audio.h>
-#include <grafx/io/fit_report.h>
+#include <grafx/report/fit_report.h>
 
 #include <ATen/ATen.h>
 
@@ -139,7 +139,7 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
 
 /// Reads audio as stereo at `sample_rate`: mono goes to both channels; other rates are
 /// resampled unless `strict`.
-at::Tensor read_stereo(const std::string& path, int64_t sample_rate, bool strict) {
+at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool strict) {
   Audio audio = read_audio(path);
   if (audio.samples.size(0) > 2)
     throw IoError("grafx.io.channels", path + ": " + std::to_string(audio.samples.size(0)) +
@@ -158,18 +158,24 @@ at::Tensor read_stereo(const std::string& path, int64_t sample_rate, bool strict
 void add_fit_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> tracks;
-    std::string mix, groups, chain = "ecnsgdr";
-    int64_t sample_rate = 30000;
+    std::string mix, groups, chain = default_chain_letters(), graph;
+    SampleRate sample_rate = 30000;
     bool strict_rate = false;
     FitOptions options;
     Session session;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("fit", "Fit a mixing console to a mix of the given tracks");
+  CLI::App* cmd = app.add_subcommand("fit", "Fit a mixing console (or any graph) to a mix of the given tracks");
   cmd->add_option("--tracks", args->tracks, "The dry tracks (mono or stereo audio files)")->required();
   cmd->add_option("--mix", args->mix, "The finished stereo mix")->required();
-  cmd->add_option("--groups", args->groups, "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
-  cmd->add_option("--chain", args->chain, "Processor chain as type letters")->capture_default_str();
+  CLI::Option* groups =
+      cmd->add_option("--groups", args->groups, "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
+  CLI::Option* chain = cmd->add_option("--chain", args->chain, "Processor chain as type letters")->capture_default_str();
+  cmd->add_option("--graph", args->graph,
+                  "Fit this graph file instead of a console: any processors and wiring, one `in` node per track "
+                  "(in id order), dry/wet where the file says")
+      ->excludes(groups)
+      ->excludes(chain);
   cmd->add_option("--sample-rate", args->sample_rate, "Sample rate of the fit (Hz)")->capture_default_str()
       ->check(CLI::Range(8000, 192000));
   cmd->add_flag("--strict-rate", args->strict_rate, "Refuse audio at another sample rate instead of resampling it");
@@ -198,13 +204,21 @@ void add_fit_command(CLI::App& app) {
                   << "; its end is left out\n";
         *audio = audio->narrow(1, 0, length);
       }
-    ConsoleOptions console;
-    console.n_tracks = int64_t(tracks.size());
-    console.track_groups = parse_groups(args->groups, console.n_tracks);
-    console.chain = chain_from_letters(args->chain, known_node_types());
-    console.track_names = names;
-    Graph graph = build_console(console, known_node_types()).graph;
-    std::cout << "fitting a console of " << graph.n_nodes() << " nodes to " << args->mix << " ("
+    Graph graph;
+    if (args->graph.empty()) {
+      ConsoleOptions console;
+      console.n_tracks = int64_t(tracks.size());
+      console.track_groups = parse_groups(args->groups, console.n_tracks);
+      console.chain = chain_from_letters(args->chain);
+      console.track_names = names;
+      console.dry_wet = true;
+      graph = build_console(console, known_node_types()).graph;
+    } else {
+      graph = load_graph_file(args->graph);
+      graph.check();
+    }
+    std::cout << "fitting " << (args->graph.empty() ? "a console" : args->graph) << " of " << graph.n_nodes()
+              << " nodes to " << args->mix << " ("
               << tracks.size() << " tracks, " << std::fixed << std::setprecision(2)
               << double(length) / double(args->sample_rate) << " s at " << args->sample_rate << " Hz)\n";
     Fitter fitter(graph, at::stack(tracks), mix, args->sample_rate, args->options);
@@ -237,6 +251,14 @@ void add_demo_command(CLI::App& app) {
     std::cout << "synthesising a song (drums, bass, chords, lead; " << args->demo.seconds << " s at "
               << args->demo.sample_rate << " Hz) and mixing it through a hidden console\n";
     DemoSong song = make_demo_song(args->demo);
+    // The tracks as files, so that `grafx render` can reproduce the fitted mix from them.
+    const std::string tracks = args->session.folder + "/tracks";
+    std::error_code ec;
+    fs::create_directory(tracks, ec);
+    if (ec) throw IoError("grafx.io.unwritable", tracks + ": " + ec.message());
+    for (size_t k = 0; k < song.track_names.size(); ++k)
+      write_audio(tracks + "/" + song.track_names[k] + ".wav", song.tracks[int64_t(k)].narrow(0, 0, 1),
+                  song.sample_rate, args->session.force || args->session.resume);
     std::cout << "fitting a fresh console of " << song.console.n_nodes() << " nodes to that mix\n";
     Fitter fitter(song.console, song.tracks, song.mix, song.sample_rate, args->options);
     args->session.summary.title = "grafx demo: a synthesised song mixed by a hidden console";

@@ -60,10 +60,10 @@ void add_console_command(CLI::App& app) {
   struct Args {
     int64_t n_tracks = 8;
     std::string groups;
-    std::string chain = "ecnsgdr";
+    std::string chain = default_chain_letters();
     int64_t prune_seed = -1;
     std::string output, picture;
-    bool force = false;
+    bool dry_wet = false, force = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("console", "Build a mixing console graph (optionally pruned)");
@@ -74,6 +74,8 @@ void add_console_command(CLI::App& app) {
   cmd->add_option("--prune-seed", args->prune_seed,
                   "Bypass processors at random (per-type ratios of the paper) with this seed")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--dry-wet", args->dry_wet,
+                "Give every processor a learnable wet amount (the pruning paper's console)");
   cmd->add_option("-o,--output", args->output, "Graph file to write (.json)")->required();
   cmd->add_option("--draw", args->picture, "Also draw the console (.svg, .png, .pdf)");
   add_force_flag(*cmd, args->force);
@@ -81,12 +83,14 @@ void add_console_command(CLI::App& app) {
     ConsoleOptions options;
     options.n_tracks = args->n_tracks;
     options.track_groups = parse_groups(args->groups, args->n_tracks);
-    options.chain = chain_from_letters(args->chain, known_node_types());
+    options.chain = chain_from_letters(args->chain);
+    options.dry_wet = args->dry_wet;
     Console console = build_console(options, known_node_types());
     std::string pruned;
     if (args->prune_seed >= 0) {
       PruneOptions prune;
       prune.seed = static_cast<uint64_t>(args->prune_seed);
+      prune.probability = random_pruning_rates();
       pruned = ", " + std::to_string(prune_randomly(console.graph, prune).size()) + " bypassed";
     }
     if (!args->picture.empty()) check_writable(args->picture, args->force);
@@ -111,7 +115,7 @@ void add_info_command(CLI::App& app) {
     auto counts = graph.count_per_type();
     for (TypeId t = 0; t < graph.types().size(); ++t) {
       const NodeType& type = graph.types()[t];
-      std::cout << "  " << NodeTypes::letter(type.name) << "  " << type.name;
+      std::cout << "  " << type_letter(type.name) << "  " << type.name;
       for (size_t pad = type.name.size(); pad < 16; ++pad) std::cout << ' ';
       std::cout << counts[size_t(t)];
       if (type.inlets.size() > 1 || type.outlets.size() > 1) {

@@ -19,78 +19,7 @@
 namespace grafx::cli {
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text;
-  for (int64_t n : shape) text += (text.empty() ? "" : ", ") + std::to_string(n);
-  return "[" + text + "]";
-}
-
-/// "−26.06 dB", or "0.05 … 2.3 ms" when the initial physical values differ.
-std::string initial_value(const ParameterSpec& spec) {
-  std::vector<int64_t> shape{1};
-  shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
-  at::Tensor raw      = at::full(shape, spec.init_mean, at::kDouble);
-  at::Tensor physical = spec.to_physical ? spec.to_physical(raw) : raw;
-  double lo = physical.min().item<double>(), hi = physical.max().item<double>();
-  std::ostringstream s;
-  s << std::setprecision(4) << lo;
-  if (hi != lo) s << " … " << hi;
-  return s.str() + (spec.unit.rfind(":", 0) == 0 ? "" : " ") + spec.unit;
-}
-
-void describe(const ProcessorInfo& info, bool detailed, double sample_rate) {
-  auto processor = info.make({sample_rate});
-  std::cout << std::left << std::setw(24) << info.name << info.summary << "\n"
-            << "  ports: " << join(processor->inlets()) << " -> " << join(processor->outlets())
-            << "\n";
-  for (const auto& spec : processor->parameter_specs()) {
-    std::cout << "  " << std::left << std::setw(20) << spec.name << std::setw(10)
-              << shape_text(spec.shape) << spec.physical_name << " (" << spec.unit
-              << "): " << spec.description << "\n";
-    if (detailed)
-      std::cout << "  " << std::setw(30) << ""
-                << "initial: raw " << spec.init_mean << " ± " << spec.init_std << ", i.e. "
-                << initial_value(spec) << "\n";
-  }
-}
-
-/// Numbers of a comma-separated list; throws through `fail`.
-std::vector<double> parse_numbers(const std::string& text,
-                                  const std::function<void(const std::string&)>& fail) {
-  std::vector<double> numbers;
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');) {
-    try {
-      size_t used = 0;
-      numbers.push_back(std::stod(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::logic_error&) {
-      fail("\"" + item + "\" is not a number");
-    }
-  }
-  if (numbers.empty()) fail("expected a value");
-  return numbers;
-}
-
-/// `numbers` spread over `length` points by linear interpolation (one number: constant).
-at::Tensor spread(const std::vector<double>& numbers, int64_t length) {
-  at::Tensor given = at::tensor(numbers, at::kDouble);
-  if (numbers.size() == 1) return given.expand({length});
-  at::Tensor position = at::linspace(0, double(numbers.size() - 1), length, at::kDouble);
-  at::Tensor below    = position.floor().clamp_max(double(numbers.size() - 2)).to(at::kLong);
-  at::Tensor t        = position - below;
-  return given.index_select(0, below) * (1 - t) + given.index_select(0, below + 1) * t;
-}
-
-/// Applies "--param NAME=VALUES" to raw parameters of one node. VALUES is one list of numbers
-/// spread along the parameter's last dimension (one number fills it; several are interpolated
-/// linearly), or one such list per row of the leading dimensions, separated by ';'.
+/// Applies "--param NAME=VALUES" to raw parameters of one node (see fill_values).
 void apply_parameter(TensorDict& parameters, const std::string& assignment,
                      const Processor& processor) {
   auto fail = [&](const std::string& why) {
@@ -106,17 +35,7 @@ void apply_parameter(TensorDict& parameters, const std::string& assignment,
     for (const auto& spec : processor.parameter_specs()) names.push_back(spec.name);
     fail(processor.name() + " has no parameter \"" + name + "\"; parameters: " + join(names));
   }
-  at::Tensor& p  = it->second;  // 1×shape
-  int64_t length = p.size(-1), n_rows = p.numel() / length;
-  std::vector<std::string> rows;
-  std::stringstream text(assignment.substr(equals + 1));
-  for (std::string row; std::getline(text, row, ';');) rows.push_back(row);
-  if (rows.size() != 1 && int64_t(rows.size()) != n_rows)
-    fail("expected one list of values or " + std::to_string(n_rows) +
-         " separated by ';', but got " + std::to_string(rows.size()));
-  at::Tensor flat = p.view({n_rows, length});
-  for (int64_t r = 0; r < n_rows; ++r)
-    flat[r].copy_(spread(parse_numbers(rows[rows.size() == 1 ? 0 : r], fail), length));
+  fill_values(it->second, assignment.substr(equals + 1), fail);
 }
 
 }  // namespace
@@ -125,7 +44,7 @@ void add_processors_command(CLI::App& app) {
   struct Args {
     std::string name, response;
     std::vector<std::string> parameters;
-    double sample_rate = ProcessorConfig().sample_rate;
+    SampleRate sample_rate = ProcessorConfig().sample_rate;
     bool force         = false;
   };
   auto args = std::make_shared<Args>();
@@ -146,17 +65,16 @@ void add_processors_command(CLI::App& app) {
       ->needs(response);
   cmd->add_option("--sample-rate", args->sample_rate, "Sample rate in Hz")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(SampleRate(1), SampleRate(1) << 24));
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
     if (args->name.empty()) {
-      for (const auto& info : processor_registry()) describe(info, false, args->sample_rate);
+      for (const auto& d : processor_registry()) std::cout << describe_processor(d, args->sample_rate, false);
       return;
     }
     auto processor = make_processor(args->name, {args->sample_rate});  // or an error naming them
     if (args->response.empty()) {
-      for (const auto& info : processor_registry())
-        if (info.name == args->name) describe(info, true, args->sample_rate);
+      std::cout << describe_processor(processor_descriptor(args->name), args->sample_rate, true);
       return;
     }
     if (std::filesystem::path(args->response).extension() != ".svg")

@@ -19,17 +19,21 @@
 namespace grafx::cli {
 namespace {
 
+/// The sources as K×C×L at `sample_rate`: the files' own rate when 0 (then they must agree),
+/// else every file resampled to it.
 at::Tensor load_sources(const std::vector<std::string>& paths, int64_t channels, bool pad,
-                        int64_t& sample_rate) {
+                        SampleRate& sample_rate) {
   std::vector<at::Tensor> sources;
   int64_t longest = 0;
+  const bool resampled = sample_rate > 0;
   for (size_t i = 0; i < paths.size(); ++i) {
     Audio audio = read_audio(paths[i]);
-    if (i == 0) sample_rate = audio.sample_rate;
-    if (audio.sample_rate != sample_rate)
+    if (i == 0 && !resampled) sample_rate = audio.sample_rate;
+    if (audio.sample_rate != sample_rate && !resampled)
       throw IoError("grafx.io.sample_rate", paths[i] + ": sample rate " + std::to_string(audio.sample_rate) +
                                                 " Hz differs from " + paths[0] + " (" + std::to_string(sample_rate) + " Hz)");
-    at::Tensor x = audio.samples;
+    at::Tensor x = audio.sample_rate == sample_rate ? audio.samples
+                                                    : resample(audio.samples, audio.sample_rate, sample_rate);
     if (x.size(0) == 1 && channels > 1) x = x.expand({channels, x.size(1)});  // mono to every channel
     if (x.size(0) != channels)
       throw IoError("grafx.io.channels", paths[i] + ": " + std::to_string(x.size(0)) + " channels, but the graph is "
@@ -86,9 +90,13 @@ void add_render_command(CLI::App& app) {
                                                     " source files were given");
     auto outputs = output_paths(args->output, graph.count_per_type()[NodeTypes::kOut]);
     for (const auto& path : outputs) check_writable(path, args->force);
-    int64_t sample_rate = 0;
+    // Parameters made at one sample rate (a fit's) are rendered at that rate.
+    SampleRate sample_rate = args->parameters.empty() ? 0 : parameter_file_sample_rate(args->parameters);
+    if (sample_rate > 0)
+      std::cout << "rendering at " << sample_rate << " Hz, the rate " << args->parameters
+                << " was made for (sources at other rates are resampled)\n";
     at::Tensor sources = load_sources(args->sources, args->channels, args->pad, sample_rate);
-    Processors processors = make_processors(graph.types(), {double(sample_rate)});
+    Processors processors = make_processors(graph.types(), {sample_rate});
     Parameters parameters = args->parameters.empty()
                                 ? create_parameters(graph, processors, {uint64_t(args->seed), at::kFloat, false})
                                 : load_parameters(args->parameters, graph);

@@ -18,10 +18,10 @@ namespace {
 /// "eq,compressor,mix" or letters "e,c,m" (or "ecm").
 std::vector<std::string> parse_type_list(const std::string& text, const NodeTypes& types) {
   std::vector<std::string> names;
-  if (text.find(',') == std::string::npos && !types.contains(text)) return chain_from_letters(text, types);
+  if (text.find(',') == std::string::npos && !types.contains(text)) return chain_from_letters(text);
   std::stringstream s(text);
   for (std::string item; std::getline(s, item, ',');) {
-    if (item.size() == 1 && !types.contains(item)) names.push_back(chain_from_letters(item, types)[0]);
+    if (item.size() == 1 && !types.contains(item)) names.push_back(chain_from_letters(item)[0]);
     else names.push_back(types.name(types.id(item)));  // throws for unknown names
   }
   return names;
@@ -56,7 +56,7 @@ void add_schedule_command(CLI::App& app) {
     ScheduleOptions options = args->options;
     options.method = parse_schedule_method(args->method);
     if (options.method == ScheduleMethod::kFixed)
-      options.fixed_order = args->fixed.empty() ? console_fixed_order(console_chain())
+      options.fixed_order = args->fixed.empty() ? console_fixed_order(default_console_chain())
                                                 : parse_type_list(args->fixed, graph.types());
     else if (!args->fixed.empty())
       throw ScheduleError("grafx.schedule.invalid_options", "--fixed needs --method fixed");

@@ -3,10 +3,14 @@
 // does the work; errors propagate as grafx::Error and are reported by main().
 
 #include <grafx/graph/graph.h>
+#include <grafx/processors/registry.h>
 
+#include <ATen/Tensor.h>
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace grafx::cli {
 
@@ -18,14 +22,25 @@ void add_render_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_processors_command(CLI::App& app);
+void add_process_command(CLI::App& app);
 
 /// Node types a graph file may use without declaring them.
 NodeTypes known_node_types();
+/// The letters of the default console chain ("ecnsgdr").
+std::string default_chain_letters();
 /// Loads a graph file with the known node types.
 Graph load_graph_file(const std::string& path);
 /// Subgroups from "--groups": a count (tracks split evenly), or a subgroup per track ("0,0,1");
 /// empty or "0" for none.
 std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks);
+/// Fills a parameter's values `[1, shape...]` from text: one list of comma-separated finite
+/// numbers spread along the last dimension (one number fills it; several are interpolated
+/// linearly), or one such list per row of the leading dimensions, separated by ';'. Throws
+/// through `fail` with the reason.
+void fill_values(at::Tensor& values, const std::string& text,
+                 const std::function<void(const std::string&)>& fail);
+/// "a, b, c".
+std::string join(const std::vector<std::string>& items);
 /// Adds the usual "--force" flag (replace existing outputs) to a subcommand.
 CLI::Option* add_force_flag(CLI::App& command, bool& force);
 

@@ -16,11 +16,12 @@
 
 namespace grafx::cli {
 
-NodeTypes known_node_types() {
-  NodeTypes types = console_node_types();  // in chain order, registered or not
-  NodeTypes registered = registry_node_types();
-  for (const auto& type : registered.all()) types.add(type);
-  return types;
+NodeTypes known_node_types() { return registry_node_types(); }
+
+std::string default_chain_letters() {
+  std::string letters;
+  for (const auto& type : default_console_chain()) letters += type_letter(type);
+  return letters;
 }
 
 Graph load_graph_file(const std::string& path) { return load_graph(path, known_node_types()); }
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   grafx::cli::add_fit_command(app);
   grafx::cli::add_demo_command(app);
   grafx::cli::add_processors_command(app);
+  grafx::cli::add_process_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -18,7 +18,7 @@ double transform_cost(int64_t n) { return double(n) * std::log2(double(n)); }
 
 /// Index of the full convolution that becomes output sample 0.
 int64_t output_shift(int64_t filter_length, ConvolutionMode mode) {
-  return mode == ConvolutionMode::zero_phase ? filter_length / 2 : 0;
+  return mode == ConvolutionMode::kZeroPhase ? filter_length / 2 : 0;
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -165,7 +165,7 @@ int64_t fast_fft_size(int64_t n) {
 }
 
 int64_t output_length(int64_t signal_length, int64_t filter_length, ConvolutionMode mode) {
-  return mode == ConvolutionMode::full ? signal_length + filter_length - 1 : signal_length;
+  return mode == ConvolutionMode::kFull ? signal_length + filter_length - 1 : signal_length;
 }
 
 ConvolutionPlan plan_convolution(int64_t signal_length, int64_t filter_length,

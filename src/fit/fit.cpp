@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <set>
 #include <iomanip>
 #include <limits>
 #include <sstream>
@@ -35,9 +36,9 @@ at::Tensor checked_tracks(const Graph& graph, const at::Tensor& tracks, const at
   return tracks.detach().contiguous();
 }
 
-FitOptions completed(FitOptions options, int64_t sample_rate, int64_t length) {
+FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length) {
   const int64_t crop = std::min<int64_t>(length, std::llround(options.crop_seconds * double(sample_rate)));
-  options.loss.sample_rate = double(sample_rate);
+  options.loss.sample_rate = sample_rate;
   options.loss.skip_samples = std::llround(options.skip_seconds * double(sample_rate));
   const int64_t largest_fft = *std::max_element(options.loss.fft_sizes.begin(), options.loss.fft_sizes.end());
   if (options.n_steps < 0) throw FitError("grafx.fit.options", "expected a number of steps ≥ 0");
@@ -64,6 +65,25 @@ std::string number(double value) {
   return s.str();
 }
 
+/// The gain-staging regulariser of the pruning paper on the nodes of the types whose
+/// descriptors ask for it (single-port types: it compares a signal with itself processed).
+RenderOptions gain_staging(const NodeTypes& types) {
+  std::set<std::string> regularised;
+  for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t) {
+    const ProcessorDescriptor* d = find_processor(types.name(t));
+    if (d && d->gain_staging && types.n_inlets(t) == 1 && types.n_outlets(t) == 1)
+      regularised.insert(types.name(t));
+  }
+  RenderOptions options;
+  if (regularised.empty()) return options;
+  options.extra_aux_losses = [regularised](const std::string& type, const std::vector<at::Tensor>& inputs,
+                                           const std::vector<at::Tensor>& outputs) {
+    return regularised.count(type) ? TensorDict{{"gain_staging", gain_staging_loss(inputs[0], outputs[0])}}
+                                   : TensorDict{};
+  };
+  return options;
+}
+
 }  // namespace
 
 double clip_gradient_norm(Parameters& parameters, double max_norm) {
@@ -80,7 +100,7 @@ double clip_gradient_norm(Parameters& parameters, double max_norm) {
   return norm;
 }
 
-Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, int64_t sample_rate, FitOptions options,
+Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample_rate, FitOptions options,
                Parameters initial)
     : graph_(std::move(graph)),
       tracks_(checked_tracks(graph_, tracks, mix)),
@@ -88,8 +108,9 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, int64_t sample_ra
       sample_rate_(sample_rate),
       options_(completed(std::move(options), sample_rate, tracks_.size(2))),
       crop_samples_(std::llround(options_.crop_seconds * double(sample_rate))),
-      processors_(console_processors(graph_.types(), {double(sample_rate)}, options_.processors)),
+      processors_(make_processors(graph_.types(), {sample_rate})),
       plan_(make_render_plan(to_tensor(graph_), options_.schedule)),
+      render_options_(gain_staging(graph_.types())),
       parameters_(initial.empty()
                       ? create_parameters(graph_, processors_, {options_.seed, tracks_.scalar_type(), true})
                       : initial),
@@ -112,7 +133,8 @@ FitRecord Fitter::step() {
   const int64_t s = steps_done();
   if (options_.reset_optimizer_every > 0 && s > 0 && s % options_.reset_optimizer_every == 0) optimizer_.reset();
   const int64_t start = crop_start(s);
-  RenderResult rendered = render(plan_, processors_, parameters_, tracks_.narrow(2, start, crop_samples_));
+  RenderResult rendered =
+      render(plan_, processors_, parameters_, tracks_.narrow(2, start, crop_samples_), render_options_);
   MixLossTerms terms =
       loss_.terms(rendered.outputs[0].unsqueeze(0), mix_.narrow(1, start, crop_samples_).unsqueeze(0));
   TensorDict aux;  // every type's aux losses, by name

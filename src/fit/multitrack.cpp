@@ -27,7 +27,7 @@ void normalise(std::vector<float>& track, double peak) {
 
 }  // namespace
 
-Multitrack synthesize_multitrack(int64_t sample_rate, double seconds, uint64_t seed) {
+Multitrack synthesize_multitrack(SampleRate sample_rate, double seconds, uint64_t seed) {
   if (sample_rate < 8000 || seconds <= 0)
     throw FitError("grafx.fit.options", "a synthesised multitrack needs a sample rate of at least 8000 Hz and a "
                                         "positive duration");

@@ -6,60 +6,6 @@
 
 namespace grafx {
 
-const std::vector<std::string>& console_chain() {
-  static const std::vector<std::string> chain = {"eq",       "compressor", "noise_gate",
-                                                 "stereo_imager", "gain_pan", "delay", "reverb"};
-  return chain;
-}
-
-NodeTypes console_node_types() {
-  NodeTypes types;
-  for (const auto& name : console_chain()) types.add(name);
-  return types;
-}
-
-namespace {
-
-/// The type a chain letter names: the one type with that first letter, or the base of a family
-/// of variants sharing it (eq of eq, eq_stereo, eq_midside); empty for none or several others.
-std::string type_of_letter(char letter, const NodeTypes& types) {
-  std::vector<std::string> matches;
-  for (TypeId t = NodeTypes::kMix; t < types.size(); ++t)
-    if (NodeTypes::letter(types.name(t)) == letter) matches.push_back(types.name(t));
-  if (matches.empty()) return "";
-  std::string base = *std::min_element(matches.begin(), matches.end(),
-                                       [](const auto& a, const auto& b) { return a.size() < b.size(); });
-  for (const auto& name : matches)
-    if (name.rfind(base, 0) != 0) return "";
-  return base;
-}
-
-}  // namespace
-
-std::vector<std::string> chain_from_letters(const std::string& letters, const NodeTypes& types) {
-  std::vector<std::string> chain;
-  for (char letter : letters) {
-    std::string name = type_of_letter(letter, types);
-    if (name.empty()) {
-      std::string known;
-      bool several = false;
-      for (TypeId t = NodeTypes::kMix; t < types.size(); ++t) {
-        char other = NodeTypes::letter(types.name(t));
-        std::string base = type_of_letter(other, types);
-        several = several || other == letter;
-        if (base.empty() || base == types.name(t))  // list families by their base
-          known += std::string(known.empty() ? "" : ", ") + other + " " + types.name(t);
-      }
-      throw GraphError("grafx.graph.unknown_type",
-                       std::string("chain letter '") + letter + "' " +
-                           (several ? "names several node types" : "names no node type") +
-                           "; letters: " + known);
-    }
-    chain.push_back(name);
-  }
-  return chain;
-}
-
 std::vector<int64_t> ConsoleOptions::even_groups(int64_t n_tracks, int64_t n_groups) {
   if (n_groups < 1 || n_groups > n_tracks)
     throw GraphError("grafx.graph.invalid_console",
@@ -107,6 +53,9 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
     if (options.chain.empty()) return from;
     auto [first, last] = g.add_serial_chain(options.chain, chain_names(prefix));
     g.connect(from, first);
+    if (options.dry_wet)
+      for (NodeId id = first; id <= last; ++id)
+        if (!is_utility_type(g.node(id).type)) g.set_dry_wet(id);
     return last;
   };
 

@@ -196,15 +196,9 @@ void Graph::bypass(NodeId id) {
     throw GraphError("grafx.graph.invalid_bypass",
                      "cannot bypass " + describe(id) + ": only nodes with inlets and outlets " +
                          "pass a signal through");
-  auto passed_inlet = [&](int64_t outlet) -> int64_t {
-    const std::string& name = type.outlets[static_cast<size_t>(outlet)];
-    auto it = std::find(type.inlets.begin(), type.inlets.end(), name);
-    if (it != type.inlets.end()) return it - type.inlets.begin();
-    return outlet == 0 ? 0 : -1;
-  };
   std::vector<Edge> created;
   for (const Edge& out : d.out) {
-    int64_t inlet = passed_inlet(out.outlet);
+    int64_t inlet = types_.passed_inlet(d.node.type, out.outlet);
     for (const Edge& in : d.in) {
       if (in.inlet != inlet) continue;
       Edge edge{in.source, out.dest, in.outlet, out.inlet};
@@ -220,6 +214,22 @@ void Graph::bypass(NodeId id) {
 }
 
 void Graph::set_name(NodeId id, const std::string& name) { data(id).node.name = name; }
+
+void Graph::set_dry_wet(NodeId id, bool dry_wet) {
+  Node& node = data(id).node;
+  if (dry_wet && is_utility_type(node.type))
+    throw GraphError("grafx.graph.node_property",
+                     "cannot give " + describe(id) + " a dry/wet amount: only processor nodes have one");
+  node.dry_wet = dry_wet;
+}
+
+void Graph::set_bypassed(NodeId id, bool bypassed) {
+  Node& node = data(id).node;
+  if (bypassed && is_utility_type(node.type))
+    throw GraphError("grafx.graph.node_property",
+                     "cannot bypass " + describe(id) + ": only processor nodes can be bypassed");
+  node.bypassed = bypassed;
+}
 
 std::vector<NodeId> Graph::nodes() const {
   std::vector<NodeId> ids;
@@ -325,6 +335,8 @@ std::string Graph::to_string() const {
   auto label = [&](NodeId id) {
     std::string text = "[" + std::to_string(id) + "] " + types_.name(node(id).type);
     if (!node(id).name.empty()) text += " \"" + node(id).name + "\"";
+    if (node(id).dry_wet) text += " (dry/wet)";
+    if (node(id).bypassed) text += " (bypassed)";
     return text;
   };
   auto port = [](const std::vector<std::string>& ports, int64_t index) {

@@ -63,6 +63,14 @@ class Reader {
     return v.get<int64_t>();
   }
 
+  /// An optional flag: false when absent.
+  bool boolean(const char* field) const {
+    if (!has(field)) return false;
+    const json& v = get(field);
+    if (!v.is_boolean()) fail(std::string("expected true or false, but got ") + kind(v), field);
+    return v.get<bool>();
+  }
+
   const json& array(const char* field) const {
     const json& v = get(field);
     if (!v.is_array()) fail(std::string("expected an array, but got ") + kind(v), field);
@@ -116,6 +124,8 @@ std::string graph_to_json(const Graph& graph) {
     const Node& node = graph.node(id);
     json item = {{"id", id}, {"type", graph.types().name(node.type)}};
     if (!node.name.empty()) item["name"] = node.name;
+    if (node.dry_wet) item["dry_wet"] = true;
+    if (node.bypassed) item["bypassed"] = true;
     nodes.push_back(item);
   }
   json edges = json::array();
@@ -169,9 +179,10 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
   top.allow_only({"format", "version", "node_types", "nodes", "edges", "next_id"});
   if (top.string("format") != "grafx.graph")
     top.fail("expected \"grafx.graph\", but got \"" + top.string("format") + "\"", "format");
-  if (top.integer("version") != kGraphFormatVersion)
-    top.fail("unsupported version " + std::to_string(top.integer("version")) +
-                 " (this grafx reads version " + std::to_string(kGraphFormatVersion) + ")",
+  const int64_t version = top.integer("version");
+  if (version < 1 || version > kGraphFormatVersion)
+    top.fail("unsupported version " + std::to_string(version) + " (this grafx reads versions 1 to " +
+                 std::to_string(kGraphFormatVersion) + ")",
              "version");
 
   NodeTypes types;
@@ -189,14 +200,20 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
   Graph graph(types);
   for (size_t i = 0; i < nodes.size(); ++i) {
     Reader n(nodes[i], origin, element("nodes", i));
-    n.allow_only({"id", "type", "name"});
+    if (version >= 2)
+      n.allow_only({"id", "type", "name", "dry_wet", "bypassed"});
+    else
+      n.allow_only({"id", "type", "name"});
     int64_t id = n.integer("id");
     std::string type = n.string("type");
     std::string name = n.string("name", "", false);
+    bool dry_wet = n.boolean("dry_wet"), bypassed = n.boolean("bypassed");
     annotate(origin, n.path(), [&] {
       if (!graph.types().contains(type) && known_types.contains(type))
         graph.add_type(known_types[known_types.id(type)]);
       graph.insert(id, type, name);
+      graph.set_dry_wet(id, dry_wet);
+      graph.set_bypassed(id, bypassed);
     });
   }
 

@@ -53,6 +53,8 @@ GraphTensor to_tensor(const Graph& graph) {
     const Node& node = graph.node(t.node_ids[i]);
     node_types.push_back(node.type);
     t.node_names.push_back(node.name);
+    t.node_dry_wet.push_back(node.dry_wet);
+    t.node_bypassed.push_back(node.bypassed);
   }
   std::vector<std::array<int64_t, 4>> edges;  // dest, inlet, source, outlet
   for (const Edge& e : graph.edges()) edges.push_back({row[e.dest], e.inlet, row[e.source], e.outlet});
@@ -75,8 +77,12 @@ GraphTensor to_tensor(const Graph& graph) {
 Graph to_graph(const GraphTensor& t) {
   Graph graph(t.types);
   auto types = to_vector(t.node_types);
-  for (int64_t r = 0; r < t.n_nodes(); ++r)
-    graph.insert(t.node_ids[size_t(r)], t.types.name(types[size_t(r)]), t.node_names[size_t(r)]);
+  for (int64_t r = 0; r < t.n_nodes(); ++r) {
+    NodeId id = t.node_ids[size_t(r)];
+    graph.insert(id, t.types.name(types[size_t(r)]), t.node_names[size_t(r)]);
+    graph.set_dry_wet(id, t.node_dry_wet[size_t(r)]);
+    graph.set_bypassed(id, t.node_bypassed[size_t(r)]);
+  }
   auto index = to_vector(t.edge_index);
   auto ports = to_vector(t.edge_ports);
   int64_t n_edges = t.n_edges();
@@ -125,6 +131,8 @@ GraphBatch batch_graphs(const std::vector<GraphTensor>& graphs) {
       // Ids stay unique across graphs: graph g's ids are shifted past graph g-1's rows.
       u.node_ids.push_back(offset + r);
       u.node_names.push_back(t.node_names[size_t(r)]);
+      u.node_dry_wet.push_back(t.node_dry_wet[size_t(r)]);
+      u.node_bypassed.push_back(t.node_bypassed[size_t(r)]);
     }
     auto counts = to_vector(t.type_counts);
     batch.node_offsets.push_back(offset + t.n_nodes());

@@ -94,8 +94,11 @@ bool NodeTypes::single_port_only() const {
   });
 }
 
-char NodeTypes::letter(const std::string& type_name) {
-  return type_name.empty() ? '?' : type_name[0];
+int64_t NodeTypes::passed_inlet(TypeId id, int64_t outlet) const {
+  const NodeType& type = (*this)[id];
+  auto it = std::find(type.inlets.begin(), type.inlets.end(), type.outlets.at(size_t(outlet)));
+  if (it != type.inlets.end()) return it - type.inlets.begin();
+  return outlet == 0 && !type.inlets.empty() ? 0 : -1;
 }
 
 }  // namespace grafx

@@ -46,7 +46,7 @@ Audio read_audio(const std::string& path) {
   return {interleaved.t().contiguous(), info.samplerate};
 }
 
-void write_audio(const std::string& path, const at::Tensor& samples, int64_t sample_rate, bool overwrite,
+void write_audio(const std::string& path, const at::Tensor& samples, SampleRate sample_rate, bool overwrite,
                  AudioEncoding encoding) {
   if (!samples.defined() || samples.dim() != 2 || samples.size(0) < 1)
     throw IoError("grafx.io.audio_format", path + ": expected C×L samples to write");
@@ -73,7 +73,7 @@ void write_audio(const std::string& path, const at::Tensor& samples, int64_t sam
   });
 }
 
-at::Tensor resample(const at::Tensor& samples, int64_t from_rate, int64_t to_rate) {
+at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate to_rate) {
   if (from_rate == to_rate) return samples;
   if (from_rate < 1 || to_rate < 1)
     throw IoError("grafx.io.audio_format", "cannot resample from " + std::to_string(from_rate) + " Hz to " +

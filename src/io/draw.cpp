@@ -1,6 +1,7 @@
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/io/draw.h>
+#include <grafx/processors/registry.h>
 
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
@@ -49,7 +50,7 @@ bool multi_port(const NodeType& type) { return type.inlets.size() > 1 || type.ou
 }  // namespace
 
 std::string type_color(const std::string& type_name) {
-  char letter = NodeTypes::letter(type_name);
+  char letter = type_letter(type_name);
   if (letter >= 'A' && letter <= 'Z') letter = static_cast<char>(letter - 'A' + 'a');
   return letter >= 'a' && letter <= 'z' ? kLetterColors[letter - 'a'] : "#eeeeee";
 }
@@ -68,7 +69,7 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
   for (NodeId id : graph.nodes()) {
     const Node& node = graph.node(id);
     const NodeType& type = types[node.type];
-    std::string letter(1, NodeTypes::letter(type.name));
+    std::string letter(1, type_letter(type.name));
     if (options.show_ids) letter += " " + std::to_string(id);
     dot << "  n" << id << " [tooltip=" << quote(tooltip(graph, id));
     if (node.type == NodeTypes::kIn || node.type == NodeTypes::kOut) {

@@ -69,7 +69,7 @@ void write_png(const std::string& path, const at::Tensor& rgb, bool overwrite) {
   write_text_file(path, encode_png(rgb), overwrite);
 }
 
-at::Tensor spectrogram_image(const at::Tensor& audio, int64_t sample_rate, const SpectrogramOptions& options,
+at::Tensor spectrogram_image(const at::Tensor& audio, SampleRate sample_rate, const SpectrogramOptions& options,
                              double* level_db) {
   at::NoGradGuard no_grad;
   at::Tensor x = audio.detach().to(at::kCPU, at::kDouble);

@@ -1,6 +1,7 @@
 #include <grafx/error.h>
 #include <grafx/io/parameter_file.h>
 #include <grafx/io/safetensors.h>
+#include <grafx/render/parameters.h>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -25,9 +26,10 @@ json to_json(const at::Tensor& t) {
 }  // namespace
 
 void save_parameters(const std::string& path, const Graph& graph, const Parameters& parameters,
-                     bool overwrite) {
+                     bool overwrite, SampleRate sample_rate) {
   TensorDict tensors;
   std::map<std::string, std::string> metadata{{"format", "grafx.parameters"}, {"version", "1"}};
+  if (sample_rate > 0) metadata["sample_rate"] = std::to_string(sample_rate);
   for (const auto& [type, named] : parameters) {
     metadata["node_ids." + type] = id_list(graph.nodes_of_type(type));
     for (const auto& [name, tensor] : named) tensors[type + "." + name] = tensor;
@@ -60,29 +62,44 @@ Parameters load_parameters(const std::string& path, const Graph& graph) {
   return parameters;
 }
 
+SampleRate parameter_file_sample_rate(const std::string& path) {
+  SafetensorsFile file = load_safetensors(path);
+  auto rate = file.metadata.find("sample_rate");
+  if (rate == file.metadata.end()) return 0;
+  try {
+    size_t used = 0;
+    long long value = std::stoll(rate->second, &used);
+    if (used == rate->second.size() && value > 0) return SampleRate(value);
+  } catch (const std::logic_error&) {
+  }
+  throw IoError("grafx.io.format", path + ": metadata \"sample_rate\" is \"" + rate->second +
+                                       "\"; expected a positive whole number of Hz");
+}
+
 std::string physical_parameters_json(const Graph& graph, const Processors& processors,
                                      const Parameters& parameters) {
   json nodes = json::array();
   std::map<NodeId, json> by_id;
   for (const auto& [type, named] : parameters) {
-    const auto& processor = processors.at(type);
-    TensorDict physical = processor->to_physical(named);
+    auto specs = graph_parameter_specs(graph, type, *processors.at(type));
     auto ids = graph.nodes_of_type(type);
     for (size_t row = 0; row < ids.size(); ++row) {
+      const Node& node = graph.node(ids[row]);
       json values = json::object();
-      for (const auto& spec : processor->parameter_specs()) {
+      for (const auto& spec : specs) {
+        if (spec.name == dry_wet_spec().name && !node.dry_wet) continue;
         bool per_item = named.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
-        at::Tensor value = physical.at(spec.physical_name);
+        at::Tensor value = spec.to_physical(named.at(spec.name));
         values[spec.physical_name] = to_json((per_item ? value[0] : value)[int64_t(row)]);
       }
-      const Node& node = graph.node(ids[row]);
       by_id[ids[row]] = {{"id", ids[row]}, {"type", type}, {"name", node.name}, {"parameters", values}};
+      if (node.bypassed) by_id[ids[row]]["bypassed"] = true;
     }
   }
   for (auto& [id, node] : by_id) nodes.push_back(node);
   json units = json::object();
   for (const auto& [type, named] : parameters)
-    for (const auto& spec : processors.at(type)->parameter_specs())
+    for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type)))
       units[type][spec.physical_name] = {{"unit", spec.unit}, {"description", spec.description}};
   return json({{"format", "grafx.physical_parameters"}, {"version", 1}, {"units", units}, {"nodes", nodes}})
              .dump(2, ' ', false, json::error_handler_t::replace) +

@@ -1,4 +1,5 @@
 #include <grafx/io/processor_response.h>
+#include <grafx/processors/registry.h>
 
 #include <ATen/ATen.h>
 
@@ -6,10 +7,6 @@
 
 namespace grafx {
 namespace {
-
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.rfind(prefix, 0) == 0;
-}
 
 std::vector<double> values(const at::Tensor& t) {
   at::Tensor d = t.detach().to(at::kDouble).contiguous();
@@ -54,12 +51,13 @@ Plot make_plot(std::vector<PlotSeries> series, std::string x_label, std::string 
   return plot;
 }
 
-/// EQs: the spectrum of the response to impulses at the centre (mid/side: a mid and a side
+/// Filters: the spectrum of the response to impulses at the centre (mid/side: a mid and a side
 /// impulse).
 Plot magnitude_response(const Processor& processor, const TensorDict& parameters,
-                        double sample_rate) {
+                        double sample_rate, ResponsePicture picture) {
   const int64_t length = 16384, centre = length / 2;
-  bool mid_side = processor.name() == "eq_midside", stereo = processor.name() == "eq_stereo";
+  bool mid_side = picture == ResponsePicture::kMagnitudeMidSide,
+       stereo   = picture == ResponsePicture::kMagnitudeLeftRight;
   at::Tensor x = at::zeros({mid_side ? 2 : 1, 2, length}, at::kDouble);
   x.select(2, centre).fill_(1.0);
   if (mid_side) x[1][1][centre] = -1.0;  // L − R: a side impulse
@@ -149,20 +147,23 @@ TensorDict default_parameters(const Processor& processor) {
 }
 
 Plot processor_response(const Processor& processor, const TensorDict& parameters,
-                        double sample_rate) {
-  const std::string name = processor.name();
+                        SampleRate sample_rate) {
+  const ProcessorDescriptor* descriptor = find_processor(processor.name());
+  const ResponsePicture picture = descriptor ? descriptor->response : ResponsePicture::kImpulse;
+  const double rate = double(sample_rate);
   Plot plot;
-  if (starts_with(name, "eq"))
-    plot = magnitude_response(processor, parameters, sample_rate);
-  else if (starts_with(name, "compressor") || starts_with(name, "noise_gate"))
-    plot = static_curve(processor, parameters, sample_rate);
-  else if (name == "reverb")
-    plot = energy_decay(processor, parameters, sample_rate);
-  else if (name == "gain_pan" || name == "stereo_imager")
-    plot = stereo_field(processor, parameters, sample_rate);
-  else
-    plot = impulse_response(processor, parameters, sample_rate);
-  plot.options.title = name + " at " + std::to_string(std::lround(sample_rate)) + " Hz";
+  switch (picture) {
+    case ResponsePicture::kMagnitude:
+    case ResponsePicture::kMagnitudeLeftRight:
+    case ResponsePicture::kMagnitudeMidSide:
+      plot = magnitude_response(processor, parameters, rate, picture);
+      break;
+    case ResponsePicture::kStaticCurve: plot = static_curve(processor, parameters, rate); break;
+    case ResponsePicture::kEnergyDecay: plot = energy_decay(processor, parameters, rate); break;
+    case ResponsePicture::kStereoField: plot = stereo_field(processor, parameters, rate); break;
+    case ResponsePicture::kImpulse: plot = impulse_response(processor, parameters, rate); break;
+  }
+  plot.options.title = processor.name() + " at " + std::to_string(sample_rate) + " Hz";
   return plot;
 }
 

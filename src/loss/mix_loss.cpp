@@ -133,7 +133,7 @@ std::vector<at::Tensor> MixLoss::mel_spectrograms(const at::Tensor& stereo) cons
   at::Tensor x =
       options_.a_weighting
           ? dsp::convolve(stereo, constant("a_weighting", constants_->a_weighting).view({1, 1, -1}),
-                          dsp::ConvolutionMode::zero_phase)
+                          dsp::ConvolutionMode::kZeroPhase)
           : stereo;
   at::Tensor left = x.select(1, 0), right = x.select(1, 1);
   at::Tensor channels = at::stack({left, right, left + right, left - right}, 1).view({-1, length});

@@ -96,6 +96,8 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
   plan.proven_optimal = schedule.proven_optimal;
   plan.node_ids = g.node_ids;
   plan.node_names = g.node_names;
+  plan.node_dry_wet = g.node_dry_wet;
+  plan.node_bypassed = g.node_bypassed;
   plan.node_types = detail::to_vector(g.node_types);
   for (int64_t row : schedule.dead_rows) plan.dead_nodes.push_back(graph.node_ids[size_t(row)]);
   plan.n_graph_nodes = detail::to_vector(graph.type_counts);
@@ -103,7 +105,11 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
   // Graph order of each original row within its type, and source order of `in` rows.
   auto old_types = detail::to_vector(graph.node_types);
   std::vector<int64_t> graph_rank(old_types.size()), seen(size_t(types.size()), 0);
-  for (size_t r = 0; r < old_types.size(); ++r) graph_rank[r] = seen[size_t(old_types[r])]++;
+  plan.dry_wet_types.assign(size_t(types.size()), false);
+  for (size_t r = 0; r < old_types.size(); ++r) {
+    graph_rank[r] = seen[size_t(old_types[r])]++;
+    if (graph.node_dry_wet[r]) plan.dry_wet_types[size_t(old_types[r])] = true;
+  }
   plan.n_sources = seen[NodeTypes::kIn];
   plan.parameter_graph_rows.assign(size_t(types.size()), {});
 
@@ -220,8 +226,12 @@ std::string RenderPlan::to_json() const {
     return nullptr;
   };
   json nodes = json::array();
-  for (size_t i = 0; i < node_ids.size(); ++i)
-    nodes.push_back({{"id", node_ids[i]}, {"type", types.name(node_types[i])}, {"name", node_names[i]}});
+  for (size_t i = 0; i < node_ids.size(); ++i) {
+    json node = {{"id", node_ids[i]}, {"type", types.name(node_types[i])}, {"name", node_names[i]}};
+    if (node_dry_wet[i]) node["dry_wet"] = true;
+    if (node_bypassed[i]) node["bypassed"] = true;
+    nodes.push_back(node);
+  }
   json steps_json = json::array();
   for (const auto& step : steps) {
     json reads = json::array();

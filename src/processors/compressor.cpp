@@ -2,7 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <cctype>
 #include <cmath>
+#include <limits>
 #include <functional>
 
 namespace grafx {
@@ -15,86 +17,111 @@ const double kLogEnergyToDb       = 10.0 / std::log(10.0);
 
 at::Tensor smoothing_alpha(const at::Tensor& z) { return z.sigmoid().clamp_max(kMaxAlpha); }
 
-/// Raw smoothing coefficient to its time constant −1/ln α, in milliseconds.
-std::function<at::Tensor(const at::Tensor&)> time_constant_ms(double sample_rate) {
-  return [sample_rate](const at::Tensor& z) {
-    return -1000.0 / (sample_rate * smoothing_alpha(z).log());
-  };
-}
-
 /// The quadratic knee of half width w: 0 below −w, d above w, (d + w)²/(4w) between; it is
 /// continuous with its slope (Giannoulis et al. 2012, with knee width 2w).
 at::Tensor knee(const at::Tensor& d, const at::Tensor& w) {
   return at::minimum((d + w).relu(), 2 * w).pow(2) / (4 * w) + (d - w).relu();
 }
 
+/// Moderate compression, or gentle gating of what is well below the music.
+TensorDict musical_dynamics(const PriorContext& c, bool gate) {
+  Random& r   = c.random;
+  auto scalar = [](double value) { return at::full({1}, value, at::kDouble); };
+  TensorDict settings{
+      {"threshold_db", scalar(gate ? r.uniform(-60, -45) : r.uniform(-32, -18))},
+      {"ratio", scalar(gate ? r.uniform(2, 4) : r.uniform(2, 6))},
+      {"knee_db", scalar(r.uniform(3, 9))},
+  };
+  for (const auto& spec : c.processor.parameter_specs()) {
+    if (spec.physical_name == "smoothing_ms") settings[spec.physical_name] = scalar(r.uniform(5, 40));
+    if (spec.physical_name == "attack_ms") settings[spec.physical_name] = scalar(r.uniform(2, 15));
+    if (spec.physical_name == "release_ms") settings[spec.physical_name] = scalar(r.uniform(40, 200));
+  }
+  return settings;
+}
+
 }  // namespace
 
+ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoothing smoothing) {
+  const bool gate       = curve == Dynamics::Curve::kNoiseGate;
+  const bool ballistics = smoothing == dsp::EnvelopeSmoothing::kBallistics;
+  std::string family    = gate ? "noise_gate" : "compressor";
+  char letter           = gate ? 'n' : 'c';
+  ProcessorDescriptor d = ProcessorDescriptor::of<Dynamics>(
+      ballistics ? family + "_ballistics" : family, ballistics ? char(std::toupper(letter)) : letter,
+      curve, smoothing);
+  d.summary = ballistics ? (gate ? "noise gate" : "compressor") +
+                               std::string(" with attack/release ballistics on its level detector")
+                         : (gate ? "noise gate" : "compressor") +
+                               std::string(": level of the mid, one-pole smoothing, quadratic knee "
+                                           "(the paper's)");
+  d.response      = ResponsePicture::kStaticCurve;
+  d.musical_prior = [gate](const PriorContext& c) { return musical_dynamics(c, gate); };
+  // The paper's console and its hybrid pruning ratios at tolerance 0.01 (Table 2).
+  d.console_position    = ballistics ? 0 : (gate ? 3 : 2);
+  d.random_pruning_rate = gate ? 0.79 : 0.71;
+  return d;
+}
+
+ProcessorDescriptor compressor_descriptor() {
+  return dynamics_descriptor(Dynamics::Curve::kCompressor, dsp::EnvelopeSmoothing::kOnePole);
+}
+ProcessorDescriptor compressor_ballistics_descriptor() {
+  return dynamics_descriptor(Dynamics::Curve::kCompressor, dsp::EnvelopeSmoothing::kBallistics);
+}
+ProcessorDescriptor noise_gate_descriptor() {
+  return dynamics_descriptor(Dynamics::Curve::kNoiseGate, dsp::EnvelopeSmoothing::kOnePole);
+}
+ProcessorDescriptor noise_gate_ballistics_descriptor() {
+  return dynamics_descriptor(Dynamics::Curve::kNoiseGate, dsp::EnvelopeSmoothing::kBallistics);
+}
+
 std::string Dynamics::name() const {
-  std::string family = curve_ == Curve::compressor ? "compressor" : "noise_gate";
-  return smoothing_ == dsp::EnvelopeSmoothing::ballistics ? family + "_ballistics" : family;
+  std::string family = curve_ == Curve::kCompressor ? "compressor" : "noise_gate";
+  return smoothing_ == dsp::EnvelopeSmoothing::kBallistics ? family + "_ballistics" : family;
 }
 
 std::vector<ParameterSpec> Dynamics::parameter_specs() const {
-  bool gate                        = curve_ == Curve::noise_gate;
-  std::vector<ParameterSpec> specs = {
-      {"log_threshold",
-       {1},
-       0.0,
-       0.01,
-       "threshold_db",
-       "dB",
-       std::string(gate ? "level below which the gate attenuates"
-                        : "level above which the compressor attenuates") +
-           " (mean square over channels, dB), raw - 6 in log energy",
-       [](const at::Tensor& raw) { return (raw - kThresholdOffset) * kLogEnergyToDb; }},
-      {"log_ratio",
-       {1},
-       0.0,
-       0.01,
-       "ratio",
-       ":1",
-       std::string(gate ? "expansion ratio below the threshold"
-                        : "compression ratio above the threshold") +
-           ", 1 + exp(raw) in (1, inf)",
-       [](const at::Tensor& raw) { return 1 + raw.exp(); }},
-      {"log_knee",
-       {1},
-       0.0,
-       0.01,
-       "knee_db",
-       "dB",
-       "width of the quadratic knee around the threshold, exp(raw) in log energy",
-       [](const at::Tensor& raw) { return raw.exp() * kLogEnergyToDb; }},
+  const bool gate        = curve_ == Curve::kNoiseGate;
+  const double rate      = double(sample_rate_);
+  auto smoother = [rate](std::string name, std::string physical_name, std::string what) {
+    return ParameterSpec::raw(std::move(name), {1})
+        .physical(
+            std::move(physical_name), "ms",
+            [rate](const at::Tensor& z) { return -1000.0 / (rate * smoothing_alpha(z).log()); },
+            [rate](const at::Tensor& ms) { return (-1000.0 / (rate * ms)).exp().logit(); })
+        .range(0.0, -1000.0 / (rate * std::log(kMaxAlpha)))
+        .about("time constant of the level smoother" + what + ", alpha = sigmoid(raw)");
   };
-  if (smoothing_ == dsp::EnvelopeSmoothing::one_pole) {
-    specs.push_back({"z_alpha",
-                     {1},
-                     0.0,
-                     0.01,
-                     "smoothing_ms",
-                     "ms",
-                     "time constant of the one-pole level smoother, alpha = sigmoid(raw)",
-                     time_constant_ms(sample_rate_)});
+  std::vector<ParameterSpec> specs = {
+      ParameterSpec::raw("log_threshold", {1})
+          .physical(
+              "threshold_db", "dB",
+              [](const at::Tensor& raw) { return (raw - kThresholdOffset) * kLogEnergyToDb; },
+              [](const at::Tensor& db) { return db / kLogEnergyToDb + kThresholdOffset; })
+          .about(std::string(gate ? "level below which the gate attenuates"
+                                  : "level above which the compressor attenuates") +
+                 " (mean square over channels, dB), raw - 6 in log energy"),
+      ParameterSpec::raw("log_ratio", {1})
+          .physical(
+              "ratio", ":1", [](const at::Tensor& raw) { return 1 + raw.exp(); },
+              [](const at::Tensor& ratio) { return (ratio - 1).log(); })
+          .range(1.0, std::numeric_limits<double>::infinity())
+          .about(std::string(gate ? "expansion ratio below the threshold"
+                                  : "compression ratio above the threshold") +
+                 ", 1 + exp(raw) in (1, inf)"),
+      ParameterSpec::raw("log_knee", {1})
+          .physical(
+              "knee_db", "dB", [](const at::Tensor& raw) { return raw.exp() * kLogEnergyToDb; },
+              [](const at::Tensor& db) { return (db / kLogEnergyToDb).log(); })
+          .range(0.0, std::numeric_limits<double>::infinity())
+          .about("width of the quadratic knee around the threshold, exp(raw) in log energy"),
+  };
+  if (smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
+    specs.push_back(smoother("z_alpha", "smoothing_ms", " (one pole)"));
   } else {
-    specs.push_back(
-        {"z_alpha_attack",
-         {1},
-         0.0,
-         0.01,
-         "attack_ms",
-         "ms",
-         "time constant of the level smoother while the level rises, alpha = sigmoid(raw)",
-         time_constant_ms(sample_rate_)});
-    specs.push_back(
-        {"z_alpha_release",
-         {1},
-         0.0,
-         0.01,
-         "release_ms",
-         "ms",
-         "time constant of the level smoother while the level falls, alpha = sigmoid(raw)",
-         time_constant_ms(sample_rate_)});
+    specs.push_back(smoother("z_alpha_attack", "attack_ms", " while the level rises"));
+    specs.push_back(smoother("z_alpha_release", "release_ms", " while the level falls"));
   }
   return specs;
 }
@@ -105,7 +132,7 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
   const at::Tensor& x = inputs[0];
   at::Tensor energy   = x.pow(2).mean(1, true);  // N×1×L: the level of the mid signal
   at::Tensor envelope;
-  if (smoothing_ == dsp::EnvelopeSmoothing::one_pole) {
+  if (smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
     envelope = dsp::one_pole(energy, smoothing_alpha(parameters.at("z_alpha")));
   } else {
     at::Tensor attack = smoothing_alpha(parameters.at("z_alpha_attack"));
@@ -116,7 +143,7 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
   at::Tensor threshold = (parameters.at("log_threshold") - kThresholdOffset).unsqueeze(-1);
   at::Tensor ratio     = (1 + parameters.at("log_ratio").exp()).unsqueeze(-1);
   at::Tensor half_knee = (parameters.at("log_knee").exp() / 2).unsqueeze(-1);
-  at::Tensor gain      = curve_ == Curve::compressor
+  at::Tensor gain      = curve_ == Curve::kCompressor
                              ? (1 / ratio - 1) * knee(level - threshold, half_knee)
                              : (1 - ratio) * knee(threshold - level, half_knee);
   // The curve maps log energies, so the amplitude gain is half the log-energy gain (GRAFX applies

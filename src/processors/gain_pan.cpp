@@ -7,9 +7,25 @@
 
 namespace grafx {
 
+ProcessorDescriptor gain_pan_descriptor() {
+  auto d                = ProcessorDescriptor::of<GainPan>("gain_pan", 'g');
+  d.summary             = "gain/pan: a gain per channel of a stereo signal";
+  d.response            = ResponsePicture::kStereoField;
+  d.console_position    = 5;
+  d.random_pruning_rate = 0.51;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)
+  d.musical_prior       = [](const PriorContext& c) {
+    // A level, and for tracks a pan position (±0.6 moves each channel by up to 2.4 dB).
+    double level = c.subgroup ? c.random.uniform(-3, 0) : c.random.uniform(-6, 2);
+    double pan   = c.subgroup ? 0.0 : c.random.uniform(-0.6, 0.6);
+    return TensorDict{{"gain_db", at::tensor({level - 4 * pan, level + 4 * pan}, at::kDouble)}};
+  };
+  return d;
+}
+
 std::vector<ParameterSpec> GainPan::parameter_specs() const {
-  return {{"log_gain", {2}, 0.0, 0.01, "gain_db", "dB",
-           "gain of the left and right channel (natural-log raw value)", units::log_gain_to_db}};
+  return {ParameterSpec::raw("log_gain", {2})
+              .physical("gain_db", "dB", units::log_gain_to_db, units::db_to_log_gain)
+              .about("gain of the left and right channel (natural-log raw value)")};
 }
 
 ProcessorOutput GainPan::forward(const std::vector<at::Tensor>& inputs,

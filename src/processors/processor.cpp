@@ -9,12 +9,62 @@
 #include <sstream>
 
 namespace grafx {
-namespace {
 
 using detail::shape_text;
 
+ParameterSpec ParameterSpec::raw(std::string name, std::vector<int64_t> shape) {
+  ParameterSpec spec;
+  spec.name          = std::move(name);
+  spec.shape         = std::move(shape);
+  spec.physical_name = spec.name;
+  auto identity      = [](const at::Tensor& t) { return t; };
+  spec.to_physical   = identity;
+  spec.to_raw        = identity;
+  return spec;
+}
 
-}  // namespace
+ParameterSpec& ParameterSpec::initial(double mean, double std) {
+  init_mean = mean;
+  init_std  = std;
+  return *this;
+}
+
+ParameterSpec& ParameterSpec::physical(std::string name, std::string unit_name, ValueMap forward,
+                                       ValueMap inverse) {
+  physical_name = std::move(name);
+  unit          = std::move(unit_name);
+  if (!forward) return *this;  // keep the identity
+  to_physical = std::move(forward);
+  to_raw      = std::move(inverse);
+  return *this;
+}
+
+ParameterSpec& ParameterSpec::range(double min, double max) {
+  physical_min = min;
+  physical_max = max;
+  return *this;
+}
+
+ParameterSpec& ParameterSpec::about(std::string text) {
+  description = std::move(text);
+  return *this;
+}
+
+ParameterSpec dry_wet_spec() {
+  return ParameterSpec::raw("dry_wet", {1})
+      .initial(0.0, 0.0)
+      .physical(
+          "wet", "ratio", [](const at::Tensor& raw) { return raw.sigmoid(); },
+          [](const at::Tensor& wet) { return wet.logit(); })
+      .range(0.0, 1.0)
+      .about("share of the processed signal in the node's output (0 dry, 1 wet)");
+}
+
+std::vector<int64_t> ParameterSpec::shape_for(int64_t n) const {
+  std::vector<int64_t> full{n};
+  full.insert(full.end(), shape.begin(), shape.end());
+  return full;
+}
 
 NodeType Processor::node_type() const { return NodeType{name(), inlets(), outlets()}; }
 
@@ -72,17 +122,6 @@ void Processor::check_arguments(const std::vector<at::Tensor>& inputs, const Ten
                            prefix + "unknown parameter \"" + key + "\"; expected: " + (names.empty() ? "none" : names));
     }
   }
-}
-
-at::Tensor ConstantCache::get(const std::string& key, const at::TensorOptions& options,
-                              const std::function<at::Tensor()>& make) const {
-  std::string full_key = key + "@" + options.device().str() + "/" + detail::dtype_name(options.dtype().toScalarType());
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = tensors_.find(full_key);
-  if (it != tensors_.end()) return it->second;
-  at::Tensor value = make().to(options.device(), options.dtype()).contiguous();
-  tensors_[full_key] = value;
-  return value;
 }
 
 }  // namespace grafx

@@ -11,51 +11,119 @@
 #include <grafx/processors/reverb.h>
 #include <grafx/processors/stereo_imager.h>
 
+#include <algorithm>
+#include <cctype>
+#include <set>
+
 namespace grafx {
 namespace {
 
-/// Processor P made with `options` after the config (variants of one class differ in them).
-template <class P, class... Options>
-ProcessorInfo entry(std::string summary, Options... options) {
-  ProcessorConfig probe;
-  return ProcessorInfo{P(probe, options...).name(), std::move(summary),
-                       [=](const ProcessorConfig& config) { return std::make_unique<P>(config, options...); }};
+std::vector<ProcessorDescriptor> built_in() {
+  return {
+      eq_descriptor(),
+      eq_stereo_descriptor(),
+      eq_midside_descriptor(),
+      compressor_descriptor(),
+      compressor_ballistics_descriptor(),
+      noise_gate_descriptor(),
+      noise_gate_ballistics_descriptor(),
+      stereo_imager_descriptor(),
+      gain_pan_descriptor(),
+      delay_descriptor(),
+      reverb_descriptor(),
+  };
 }
 
-constexpr auto kBallistics = dsp::EnvelopeSmoothing::ballistics;
+/// Utility types' letters, which no processor may take.
+char utility_letter(const std::string& name) {
+  if (name == "in") return 'i';
+  if (name == "out") return 'o';
+  if (name == "mix") return 'm';
+  return 0;
+}
+
+void check_descriptor(const ProcessorDescriptor& d, const std::vector<ProcessorDescriptor>& others) {
+  auto fail = [&](const std::string& what) {
+    throw ProcessorError("grafx.processor.registry",
+                         "processor \"" + d.name + "\" cannot be registered: " + what);
+  };
+  if (d.name.empty() || utility_letter(d.name)) fail("expected a name other than in, out and mix");
+  if (!std::isalpha(static_cast<unsigned char>(d.letter)))
+    fail("expected a letter a-z or A-Z, but got '" + std::string(1, d.letter) + "'");
+  for (const char* utility : {"in", "out", "mix"})
+    if (d.letter == utility_letter(utility))
+      fail(std::string("letter '") + d.letter + "' is the " + utility + " type's");
+  for (const auto& other : others) {
+    if (other.name == d.name) fail("the name is taken");
+    if (other.letter == d.letter)
+      fail(std::string("letter '") + d.letter + "' is taken by \"" + other.name + "\"");
+  }
+  if (!d.make) fail("expected a make function");
+  std::unique_ptr<Processor> processor = d.make(ProcessorConfig());
+  if (processor->name() != d.name)
+    fail("its processor calls itself \"" + processor->name() + "\"");
+  if (processor->inlets().empty() || processor->outlets().empty())
+    fail("expected at least one inlet and one outlet");
+  std::set<std::string> names;
+  for (const auto& spec : processor->parameter_specs()) {
+    std::string where = "parameter \"" + spec.name + "\": ";
+    if (spec.name == dry_wet_spec().name) fail(where + "the name is reserved for the graph's dry/wet");
+    if (!names.insert(spec.name).second) fail(where + "listed twice");
+    if (spec.physical_name.empty() || spec.description.empty() || !spec.to_physical)
+      fail(where + "expected a physical name, a description and a mapping to physical values");
+    for (int64_t size : spec.shape)
+      if (size < 1) fail(where + "expected a shape of positive sizes");
+  }
+}
+
+std::vector<ProcessorDescriptor>& registry() {
+  static std::vector<ProcessorDescriptor> descriptors = [] {
+    std::vector<ProcessorDescriptor> checked;
+    for (auto& d : built_in()) {
+      check_descriptor(d, checked);
+      checked.push_back(std::move(d));
+    }
+    return checked;
+  }();
+  return descriptors;
+}
+
+std::string known_processors() {
+  std::string known;
+  for (const auto& d : registry()) known += (known.empty() ? "" : ", ") + d.name;
+  return known;
+}
 
 }  // namespace
 
-const std::vector<ProcessorInfo>& processor_registry() {
-  static const std::vector<ProcessorInfo> registry = {
-      entry<Equalizer>("zero-phase FIR EQ: 1024 log-magnitudes, one 2047-tap filter on all channels (the paper's)"),
-      entry<Equalizer>("zero-phase FIR EQ with one filter per channel (left, right)", EqChannels::stereo),
-      entry<Equalizer>("zero-phase FIR EQ with one filter for mid and one for side", EqChannels::mid_side),
-      entry<Compressor>("compressor: level of the mid, one-pole smoothing, quadratic knee (the paper's)"),
-      entry<Compressor>("compressor with attack/release ballistics on its level detector", kBallistics),
-      entry<NoiseGate>("noise gate: level of the mid, one-pole smoothing, quadratic knee (the paper's)"),
-      entry<NoiseGate>("noise gate with attack/release ballistics on its level detector", kBallistics),
-      entry<StereoImager>("stereo imager: mid/side with a side gain"),
-      entry<GainPan>("gain/pan: a gain per channel of a stereo signal"),
-      entry<MultitapDelay>("multitap delay: 20 taps per channel over 2 s, surrogate delays, coloured taps"),
-      entry<NoiseReverb>("reverb: 2 s of mid/side noise shaped by an STFT mask, energy-normalised"),
-  };
-  return registry;
+const std::vector<ProcessorDescriptor>& processor_registry() { return registry(); }
+
+void register_processor(ProcessorDescriptor descriptor) {
+  check_descriptor(descriptor, registry());
+  registry().push_back(std::move(descriptor));
+}
+
+const ProcessorDescriptor* find_processor(const std::string& name) {
+  for (const auto& d : registry())
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+const ProcessorDescriptor& processor_descriptor(const std::string& name) {
+  const ProcessorDescriptor* d = find_processor(name);
+  if (!d)
+    throw ProcessorError("grafx.processor.unknown", "no processor implements node type \"" + name +
+                                                        "\"; processors: " + known_processors());
+  return *d;
 }
 
 std::unique_ptr<Processor> make_processor(const std::string& name, const ProcessorConfig& config) {
-  std::string known;
-  for (const auto& info : processor_registry()) {
-    if (info.name == name) return info.make(config);
-    known += (known.empty() ? "" : ", ") + info.name;
-  }
-  throw ProcessorError("grafx.processor.unknown",
-                       "no processor implements node type \"" + name + "\"; processors: " + known);
+  return processor_descriptor(name).make(config);
 }
 
 NodeTypes registry_node_types() {
   NodeTypes types;
-  for (const auto& info : processor_registry()) types.add(info.make(ProcessorConfig())->node_type());
+  for (const auto& d : registry()) types.add(d.make(ProcessorConfig())->node_type());
   return types;
 }
 
@@ -78,6 +146,53 @@ Processors make_processors(const NodeTypes& types, const ProcessorConfig& config
     processors[types.name(t)] = processor;
   }
   return processors;
+}
+
+char type_letter(const std::string& type_name) {
+  if (char letter = utility_letter(type_name)) return letter;
+  if (const ProcessorDescriptor* d = find_processor(type_name)) return d->letter;
+  return type_name.empty() ? '?' : type_name[0];
+}
+
+std::vector<std::string> chain_from_letters(const std::string& letters) {
+  auto fail = [](const std::string& what) {
+    std::string known = "m mix";
+    for (const auto& d : registry()) known += std::string(", ") + d.letter + " " + d.name;
+    throw GraphError("grafx.graph.unknown_type", what + "; letters: " + known);
+  };
+  if (letters.empty()) fail("expected a chain of type letters, but got none");
+  std::vector<std::string> chain;
+  for (char letter : letters) {
+    if (letter == 'm') {
+      chain.push_back("mix");
+      continue;
+    }
+    auto it = std::find_if(registry().begin(), registry().end(),
+                           [&](const ProcessorDescriptor& d) { return d.letter == letter; });
+    if (it == registry().end())
+      fail("chain letter '" + std::string(1, letter) + "' names no processor");
+    chain.push_back(it->name);
+  }
+  return chain;
+}
+
+std::vector<std::string> default_console_chain() {
+  std::vector<const ProcessorDescriptor*> placed;
+  for (const auto& d : registry())
+    if (d.console_position > 0) placed.push_back(&d);
+  std::stable_sort(placed.begin(), placed.end(), [](const auto* a, const auto* b) {
+    return a->console_position < b->console_position;
+  });
+  std::vector<std::string> chain;
+  for (const auto* d : placed) chain.push_back(d->name);
+  return chain;
+}
+
+std::map<std::string, double> random_pruning_rates() {
+  std::map<std::string, double> rates;
+  for (const auto& d : registry())
+    if (d.random_pruning_rate > 0) rates[d.name] = d.random_pruning_rate;
+  return rates;
 }
 
 }  // namespace grafx

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <limits>
 
 namespace grafx {
 namespace {
@@ -20,30 +21,51 @@ NoiseReverb::NoiseReverb(const ProcessorConfig& config)
       length_(units::samples(kLengthSeconds, config, "reverb", "impulse response", kFftSize)),
       n_frames_(1 + length_ / kHop) {}
 
-std::vector<ParameterSpec> NoiseReverb::parameter_specs() const {
-  double seconds_per_frame = kHop / sample_rate_;
-  // The mask falls by softplus(raw)/8 nepers per frame; 60 dB are 3·ln(10) nepers.
-  auto decay_time_s = [seconds_per_frame](const at::Tensor& raw) {
-    return 3 * std::log(10.0) / (at::softplus(raw) * kMaskExponent) * seconds_per_frame;
+ProcessorDescriptor reverb_descriptor() {
+  auto d             = ProcessorDescriptor::of<NoiseReverb>("reverb", 'r');
+  d.summary          = "reverb: 2 s of mid/side noise shaped by an STFT mask, energy-normalised";
+  d.response         = ResponsePicture::kEnergyDecay;
+  d.console_position = 7;
+  d.gain_staging     = true;  // grafx-prune regularises its reverbs' gain staging
+  d.random_pruning_rate = 0.71;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)
+  d.musical_prior = [](const PriorContext& c) {
+    // A small room: darker above 1 kHz, decaying faster at high frequencies, a little wet.
+    Random& r       = c.random;
+    constexpr int64_t kFftSize = NoiseReverb::kFftSize, n = kFftSize / 2 + 1;
+    at::Tensor hz   = at::arange(n, at::kDouble) * (double(c.sample_rate) / double(kFftSize));
+    at::Tensor darker   = -3.0 * at::log2(hz.clamp_min(1000.0) / 1000.0);
+    double low          = r.uniform(0.6, 1.6);
+    at::Tensor shorter  = at::linspace(low, low * 0.4, n, at::kDouble);
+    return TensorDict{{"initial_level_db", at::stack({darker, darker - r.uniform(0, 6)})},
+                      {"decay_time_s", at::stack({shorter, shorter * r.uniform(0.8, 1.0)})},
+                      {"wet", at::full({1}, r.uniform(0.1, 0.35), at::kDouble)}};
   };
-  int64_t n_bins = kFftSize / 2 + 1;
-  return {{"init_log_magnitude",
-           {2, n_bins},
-           0.0,
-           0.01,
-           "initial_level_db",
-           "dB",
-           "level of the mid and side noise per frequency bin at the start (relative: the "
-           "impulse response is energy-normalised)",
-           [](const at::Tensor& raw) { return units::log_gain_to_db(raw * kMaskExponent); }},
-          {"delta_log_magnitude",
-           {2, n_bins},
-           0.0,
-           0.01,
-           "decay_time_s",
-           "s",
-           "time the mid and side noise take to decay by 60 dB, per frequency bin",
-           decay_time_s}};
+  return d;
+}
+
+std::vector<ParameterSpec> NoiseReverb::parameter_specs() const {
+  const double seconds_per_frame = double(kHop) / double(sample_rate_);
+  // The mask falls by softplus(raw)/8 nepers per frame; 60 dB are 3·ln(10) nepers.
+  const double decay_nepers = 3 * std::log(10.0) / kMaskExponent * seconds_per_frame;
+  const int64_t n_bins      = kFftSize / 2 + 1;
+  return {ParameterSpec::raw("init_log_magnitude", {2, n_bins})
+              .physical(
+                  "initial_level_db", "dB",
+                  [](const at::Tensor& raw) { return units::log_gain_to_db(raw * kMaskExponent); },
+                  [](const at::Tensor& db) { return units::db_to_log_gain(db) / kMaskExponent; })
+              .about("level of the mid and side noise per frequency bin at the start (relative: "
+                     "the impulse response is energy-normalised)"),
+          ParameterSpec::raw("delta_log_magnitude", {2, n_bins})
+              .physical(
+                  "decay_time_s", "s",
+                  [=](const at::Tensor& raw) { return decay_nepers / at::softplus(raw); },
+                  // softplus⁻¹(y) = y + log(1 − e^−y), stable for large y
+                  [=](const at::Tensor& seconds) {
+                    at::Tensor y = decay_nepers / seconds;
+                    return y + (-(-y).exp()).log1p();
+                  })
+              .range(0.0, std::numeric_limits<double>::infinity())
+              .about("time the mid and side noise take to decay by 60 dB, per frequency bin")};
 }
 
 at::Tensor NoiseReverb::impulse_responses(const TensorDict& parameters,
@@ -74,7 +96,7 @@ ProcessorOutput NoiseReverb::forward(const std::vector<at::Tensor>& inputs,
   const at::Tensor& x = inputs[0];
   units::check_stereo(x, name());
   return {
-      {dsp::convolve(x, impulse_responses(parameters, x.options()), dsp::ConvolutionMode::causal)},
+      {dsp::convolve(x, impulse_responses(parameters, x.options()), dsp::ConvolutionMode::kCausal)},
       {}};
 }
 

@@ -21,6 +21,13 @@ std::string join(const std::vector<std::string>& names) {
 
 }  // namespace
 
+std::vector<bool> dry_wet_types(const Graph& graph) {
+  std::vector<bool> types(size_t(graph.types().size()), false);
+  for (NodeId id : graph.nodes())
+    if (graph.node(id).dry_wet) types[size_t(graph.node(id).type)] = true;
+  return types;
+}
+
 bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_finite) {
   if (!sources.defined() || (sources.dim() != 3 && sources.dim() != 4))
     throw RenderError("grafx.render.sources",
@@ -53,6 +60,7 @@ bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_fini
 }
 
 std::map<std::string, bool> check_parameters(const NodeTypes& types, const std::vector<int64_t>& counts,
+                                             const std::vector<bool>& dry_wet_types,
                                              const Processors& processors, const Parameters& parameters,
                                              int64_t batch, at::ScalarType dtype, at::Device device,
                                              const std::string& where) {
@@ -77,6 +85,7 @@ std::map<std::string, bool> check_parameters(const NodeTypes& types, const std::
     if (given == parameters.end())
       fail("grafx.render.parameters", "missing parameters for type \"" + type + "\" (" + std::to_string(n) + " nodes)");
     auto specs = processor->second->parameter_specs();
+    if (dry_wet_types[size_t(t)]) specs.push_back(dry_wet_spec());
     std::vector<std::string> expected_names;
     for (const auto& spec : specs) expected_names.push_back(spec.name);
     for (const auto& [name, tensor] : given->second)

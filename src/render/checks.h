@@ -13,11 +13,16 @@ namespace grafx::detail {
 /// whether they are batched.
 bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_finite);
 
+/// For each type of `graph`, whether any of its nodes carries a wet amount.
+std::vector<bool> dry_wet_types(const Graph& graph);
+
 /// Checks that `parameters` holds exactly the types of `types` with nodes (counts per type),
-/// each with a processor of matching ports and exactly its specs' parameters, shaped
-/// [N_t, spec...] or, when `batch` > 0, possibly [batch, N_t, spec...], of `dtype` on `device`.
-/// Returns, per type, whether its parameters are per batch item.
+/// each with a processor of matching ports and exactly its specs' parameters (plus "dry_wet"
+/// for the types with `dry_wet_types[t]`), shaped [N_t, spec...] or, when `batch` > 0, possibly
+/// [batch, N_t, spec...], of `dtype` on `device`. Returns, per type, whether its parameters are
+/// per batch item.
 std::map<std::string, bool> check_parameters(const NodeTypes& types, const std::vector<int64_t>& counts,
+                                             const std::vector<bool>& dry_wet_types,
                                              const Processors& processors, const Parameters& parameters,
                                              int64_t batch, at::ScalarType dtype, at::Device device,
                                              const std::string& where = "");

@@ -20,8 +20,8 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
   const bool batched = detail::check_sources(counts[NodeTypes::kIn], sources, false);
   const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);
   const int64_t B = source_batch.size(0), C = source_batch.size(2), L = source_batch.size(3);
-  auto per_item = detail::check_parameters(types, counts, processors, parameters, batched ? B : 0,
-                                           sources.scalar_type(), sources.device());
+  auto per_item = detail::check_parameters(types, counts, detail::dry_wet_types(graph), processors, parameters,
+                                           batched ? B : 0, sources.scalar_type(), sources.device());
 
   // Live nodes reach an `out`.
   std::vector<NodeId> order = graph.topological_order();
@@ -69,9 +69,21 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
         node_parameters[parameter] = row;
       }
       for (auto& x : inputs) x = x.reshape({B, C, L});
+      const Node& node = graph.node(id);
+      at::Tensor wet;  // [B, 1, 1]
+      if (node.dry_wet) wet = node_parameters.at("dry_wet").sigmoid().view({B, 1, 1});
+      node_parameters.erase("dry_wet");
       ProcessorOutput out = processors.at(name)->forward(inputs, node_parameters);
-      for (auto& y : out.outputs) outputs[id].push_back(y.view({B, 1, C, L}));
-      for (auto& [loss_name, loss] : out.aux_losses) aux[name][loss_name][id] = loss.view({B, 1});
+      for (int64_t o = 0; o < types.n_outlets(type); ++o) {
+        int64_t passed = types.passed_inlet(type, o);
+        at::Tensor dry = passed >= 0 ? inputs[size_t(passed)] : at::zeros_like(inputs[0]);
+        at::Tensor y = out.outputs[size_t(o)];
+        if (node.bypassed) y = dry;
+        else if (node.dry_wet) y = dry + wet * (y - dry);  // w·f + (1 − w)·dry
+        outputs[id].push_back(y.view({B, 1, C, L}));
+      }
+      for (auto& [loss_name, loss] : out.aux_losses)
+        aux[name][loss_name][id] = node.bypassed ? at::zeros({B, 1}, loss.options()) : loss.view({B, 1});
     }
   }
   RenderResult result;

@@ -36,7 +36,7 @@ Parameters create_parameters(const Graph& graph, const Processors& processors,
     auto processor = processors.find(type);
     if (processor == processors.end())
       throw RenderError("grafx.render.processors", "no processor for node type \"" + type + "\"");
-    for (const auto& spec : processor->second->parameter_specs()) {
+    for (const auto& spec : graph_parameter_specs(graph, type, *processor->second)) {
       std::vector<int64_t> shape{counts[size_t(t)]};
       shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
       at::Generator generator = at::detail::createCPUGenerator(options.seed ^ fnv1a(type + "." + spec.name));
@@ -48,10 +48,21 @@ Parameters create_parameters(const Graph& graph, const Processors& processors,
   return parameters;
 }
 
+std::vector<ParameterSpec> graph_parameter_specs(const Graph& graph, const std::string& type,
+                                                 const Processor& processor) {
+  std::vector<ParameterSpec> specs = processor.parameter_specs();
+  for (NodeId id : graph.nodes_of_type(type))
+    if (graph.node(id).dry_wet) {
+      specs.push_back(dry_wet_spec());
+      break;
+    }
+  return specs;
+}
+
 void check_parameters(const Graph& graph, const Processors& processors, const Parameters& parameters,
                       int64_t batch, at::ScalarType dtype) {
-  detail::check_parameters(graph.types(), graph.count_per_type(), processors, parameters, batch, dtype,
-                           at::kCPU);
+  detail::check_parameters(graph.types(), graph.count_per_type(), detail::dry_wet_types(graph), processors, parameters,
+                           batch, dtype, at::kCPU);
 }
 
 std::string describe_parameters(const Graph& graph, const Processors& processors,
@@ -59,11 +70,12 @@ std::string describe_parameters(const Graph& graph, const Processors& processors
   std::ostringstream s;
   for (const auto& [type, tensors] : parameters) {
     auto ids = graph.nodes_of_type(type);
-    TensorDict physical = processors.at(type)->to_physical(tensors);
     for (size_t row = 0; row < ids.size(); ++row) {
-      s << graph.describe(ids[row]) << "\n";
-      for (const auto& spec : processors.at(type)->parameter_specs()) {
-        at::Tensor value = physical.at(spec.physical_name).detach().to(at::kDouble);
+      const Node& node = graph.node(ids[row]);
+      s << graph.describe(ids[row]) << (node.bypassed ? " (bypassed)" : "") << "\n";
+      for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type))) {
+        if (spec.name == dry_wet_spec().name && !node.dry_wet) continue;
+        at::Tensor value = spec.to_physical(tensors.at(spec.name)).detach().to(at::kDouble);
         bool per_item = tensors.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
         value = (per_item ? value[0] : value)[int64_t(row)];  // per batch item: the first item
         s << "  " << spec.physical_name << " = ";

@@ -119,6 +119,37 @@ at::Tensor aggregate(const InletRead& read, const at::Tensor& gathered, int64_t 
   return gathered;
 }
 
+/// How a step's nodes mix their processed and dry signals (each [B·m, 1, 1], undefined when
+/// no node of the step needs it): `wet` the weight of the processed signal (σ(dry_wet) for
+/// dry/wet nodes, 1 for the others), `kept` false for bypassed nodes.
+struct NodeMix {
+  at::Tensor wet, kept;
+};
+
+/// The step's node mix; takes "dry_wet" out of the step's parameters (processors never see it).
+NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, TensorDict& step_parameters,
+                    int64_t B, const at::TensorOptions& options) {
+  NodeMix mix;
+  std::vector<double> dry_wet, kept;
+  for (int64_t node : step.nodes) {
+    dry_wet.push_back(plan.node_dry_wet[size_t(node)] ? 1.0 : 0.0);
+    kept.push_back(plan.node_bypassed[size_t(node)] ? 0.0 : 1.0);
+  }
+  auto per_row = [&](const std::vector<double>& values) {  // [m] -> [B·m, 1, 1]
+    return at::tensor(values, at::kDouble).to(options).repeat({B}).view({-1, 1, 1});
+  };
+  auto raw = step_parameters.find("dry_wet");
+  if (raw != step_parameters.end()) {
+    if (std::find(dry_wet.begin(), dry_wet.end(), 1.0) != dry_wet.end()) {
+      at::Tensor has = per_row(dry_wet);
+      mix.wet = has * raw->second.sigmoid().view({-1, 1, 1}) + (1 - has);
+    }
+    step_parameters.erase(raw);
+  }
+  if (std::find(kept.begin(), kept.end(), 0.0) != kept.end()) mix.kept = per_row(kept) > 0.5;
+  return mix;
+}
+
 /// A type's parameters prepared for one render: plan order, frozen types detached, hooks set.
 struct PreparedParameters {
   TensorDict tensors;  // [N_live, ...] or [B, N_live, ...]
@@ -133,7 +164,7 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
   const bool batched = detail::check_sources(plan.n_sources, sources, options.check_finite);
   const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);  // [B, K, C, L]
   const int64_t B = source_batch.size(0), C = source_batch.size(2), L = source_batch.size(3);
-  auto per_item = detail::check_parameters(plan.types, plan.n_graph_nodes, processors, parameters,
+  auto per_item = detail::check_parameters(plan.types, plan.n_graph_nodes, plan.dry_wet_types, processors, parameters,
                                            batched ? B : 0, sources.scalar_type(), sources.device());
 
   // Without anything that needs a gradient, skip autograd's bookkeeping altogether.
@@ -208,9 +239,27 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
         }
         std::vector<at::Tensor> flat_inputs;
         for (const auto& x : inputs) flat_inputs.push_back(x.reshape({B * m, C, L}));
+        NodeMix node_mix = node_mix_of(plan, step, step_parameters, B, sources.options());
         ProcessorOutput out = processors.at(type_name)->forward(flat_inputs, step_parameters);
-        for (auto& y : out.outputs) outputs[k].push_back(y.view({B, m, C, L}));
-        for (auto& [name, loss] : out.aux_losses) aux[step.type][name].push_back(loss.view({B, m}));
+        if (options.extra_aux_losses)
+          for (auto& [name, loss] : options.extra_aux_losses(type_name, flat_inputs, out.outputs))
+            out.aux_losses[name] = loss;
+        for (size_t o = 0; o < out.outputs.size(); ++o) {
+          at::Tensor y = out.outputs[o];
+          if (node_mix.wet.defined() || node_mix.kept.defined()) {
+            int64_t passed = plan.types.passed_inlet(step.type, int64_t(o));
+            at::Tensor dry = passed >= 0 ? flat_inputs[size_t(passed)] : at::zeros_like(y);
+            // w·f + (1 − w)·dry, written so that ∂/∂w = f − dry has no cancellation
+            if (node_mix.wet.defined()) y = dry + node_mix.wet * (y - dry);
+            if (node_mix.kept.defined()) y = at::where(node_mix.kept, y, dry);
+          }
+          outputs[k].push_back(y.view({B, m, C, L}));
+        }
+        for (auto& [name, loss] : out.aux_losses) {
+          at::Tensor per_node = loss.view({B * m});
+          if (node_mix.kept.defined()) per_node = at::where(node_mix.kept.view({B * m}), per_node, at::zeros_like(per_node));
+          aux[step.type][name].push_back(per_node.view({B, m}));
+        }
       }
     }
     if (options.observer) {
@@ -260,7 +309,7 @@ std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs, const Pr
   RenderPlan plan = make_render_plan(batch.graph, schedule);
   Parameters joined;
   for (size_t g = 0; g < graphs.size(); ++g) {
-    detail::check_parameters(graphs[g].types(), graphs[g].count_per_type(), processors, parameters[g],
+    detail::check_parameters(graphs[g].types(), graphs[g].count_per_type(), detail::dry_wet_types(graphs[g]), processors, parameters[g],
                              0, sources[g].scalar_type(), sources[g].device(), "graph " + std::to_string(g) + ": ");
   }
   for (TypeId t = NodeTypes::kMix + 1; t < batch.graph.types.size(); ++t) {

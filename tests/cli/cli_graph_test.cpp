@@ -59,8 +59,9 @@ TEST(CliGraph, ErrorsAreOneLineAndNonZeroAndLoseNothing) {
 
   r = run_grafx({"console", "--chain", "exq", "-o", dir.file("x.json")});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.err, "grafx: error: [grafx.graph.unknown_type] chain letter 'x' names no node "
-                   "type; letters: m mix, e eq, c compressor, n noise_gate, s stereo_imager, "
+  EXPECT_EQ(r.err, "grafx: error: [grafx.graph.unknown_type] chain letter 'x' names no "
+                   "processor; letters: m mix, e eq, E eq_stereo, Q eq_midside, c compressor, "
+                   "C compressor_ballistics, n noise_gate, N noise_gate_ballistics, s stereo_imager, "
                    "g gain_pan, d delay, r reverb\n");
   EXPECT_FALSE(testing::file_exists(dir.file("x.json")));
 

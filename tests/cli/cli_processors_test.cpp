@@ -13,17 +13,18 @@ using testing::run_grafx;
 TEST(CliProcessors, ListsEveryProcessorWithPortsAndParameters) {
   auto r = run_grafx({"processors"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const auto& info : processor_registry()) {
-    EXPECT_TRUE(contains(r.out, info.name + " ")) << info.name;
-    for (const auto& spec : info.make({44100})->parameter_specs())
+  for (const auto& d : processor_registry()) {
+    EXPECT_TRUE(contains(r.out, d.name + " ")) << d.name;
+    for (const auto& spec : d.make({44100})->parameter_specs())
       EXPECT_TRUE(contains(r.out, spec.name) && contains(r.out, spec.physical_name)) << spec.name;
   }
   EXPECT_TRUE(contains(r.out, "ports: main -> main"));
   r = run_grafx({"processors", "compressor", "--sample-rate", "30000"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "initial: raw 0 ± 0.01, i.e. -26.06 dB")) << r.out;
-  EXPECT_TRUE(contains(r.out, "initial: raw 0 ± 0.01, i.e. 0.04809 ms"))
-      << r.out;  // −1/ln ½ at 30 kHz
+  EXPECT_TRUE(contains(r.out, "range -inf to inf dB; initial -26.06 dB (raw 0 ± 0.01)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "range 1 to inf:1; initial 2:1 (raw 0 ± 0.01)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "initial 0.04809 ms (raw 0 ± 0.01)")) << r.out;  // −1/ln ½ at 30 kHz
+  EXPECT_TRUE(contains(r.out, "any node may also carry wet (ratio, 0 to 1)")) << r.out;
   EXPECT_FALSE(contains(r.out, "reverb"));
 }
 

@@ -30,8 +30,8 @@ at::Tensor direct_full(const at::Tensor& x, const at::Tensor& h) {
 
 at::Tensor direct(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode) {
   at::Tensor full = direct_full(x, h);
-  if (mode == ConvolutionMode::full) return full;
-  return full.narrow(2, mode == ConvolutionMode::zero_phase ? h.size(2) / 2 : 0, x.size(2));
+  if (mode == ConvolutionMode::kFull) return full;
+  return full.narrow(2, mode == ConvolutionMode::kZeroPhase ? h.size(2) / 2 : 0, x.size(2));
 }
 
 /// Direct convolution with autograd, through conv1d (a correlation, hence the flipped filter).
@@ -42,12 +42,12 @@ at::Tensor conv1d_reference(const at::Tensor& x, const at::Tensor& h, Convolutio
   at::Tensor full = at::conv1d(padded, weight, at::Tensor(), at::IntArrayRef{1}, at::IntArrayRef{0},
                                at::IntArrayRef{1}, n * c)
                         .view({n, c, -1});
-  if (mode == ConvolutionMode::full) return full;
-  return full.narrow(2, mode == ConvolutionMode::zero_phase ? taps / 2 : 0, x.size(2));
+  if (mode == ConvolutionMode::kFull) return full;
+  return full.narrow(2, mode == ConvolutionMode::kZeroPhase ? taps / 2 : 0, x.size(2));
 }
 
-const ConvolutionMode kModes[] = {ConvolutionMode::causal, ConvolutionMode::zero_phase,
-                                  ConvolutionMode::full};
+const ConvolutionMode kModes[] = {ConvolutionMode::kCausal, ConvolutionMode::kZeroPhase,
+                                  ConvolutionMode::kFull};
 
 TEST(FastFftSize, IsTheSmallestEvenFiveSmoothSizeAtLeastN) {
   auto even_five_smooth = [](int64_t m) {
@@ -96,9 +96,9 @@ TEST(Convolution, EveryPathEqualsPlainLoops) {
 TEST(Convolution, Float32IsAccurate) {
   at::manual_seed(2);
   at::Tensor x = at::randn({2, 2, 5000}), h = at::randn({2, 1, 2047}) * 0.02;
-  at::Tensor expected = direct(x, h, ConvolutionMode::zero_phase);
-  for (const at::Tensor& y : {fft_convolve(x, h, ConvolutionMode::zero_phase),
-                              block_convolve(x, h, ConvolutionMode::zero_phase)}) {
+  at::Tensor expected = direct(x, h, ConvolutionMode::kZeroPhase);
+  for (const at::Tensor& y : {fft_convolve(x, h, ConvolutionMode::kZeroPhase),
+                              block_convolve(x, h, ConvolutionMode::kZeroPhase)}) {
     EXPECT_EQ(y.scalar_type(), at::kFloat);
     EXPECT_LT((y.to(at::kDouble) - expected).abs().max().item<double>(), 1e-5);
   }
@@ -114,36 +114,36 @@ TEST(Convolution, GradientsEqualThoseOfDirectConvolution) {
     return std::make_pair(xl.grad(), hl.grad());
   };
   auto expected = gradients([](const at::Tensor& a, const at::Tensor& b) {
-    return conv1d_reference(a, b, ConvolutionMode::zero_phase);
+    return conv1d_reference(a, b, ConvolutionMode::kZeroPhase);
   });
   for (auto path : {fft_convolve, convolve}) {
     auto got = gradients([&](const at::Tensor& a, const at::Tensor& b) {
-      return path(a, b, ConvolutionMode::zero_phase);
+      return path(a, b, ConvolutionMode::kZeroPhase);
     });
     EXPECT_TRUE(at::allclose(got.first, expected.first, 1e-9, 1e-9));
     EXPECT_TRUE(at::allclose(got.second, expected.second, 1e-9, 1e-9));
   }
   auto blocks = gradients([](const at::Tensor& a, const at::Tensor& b) {
-    return block_convolve(a, b, ConvolutionMode::zero_phase, 256);
+    return block_convolve(a, b, ConvolutionMode::kZeroPhase, 256);
   });
   EXPECT_TRUE(at::allclose(blocks.first, expected.first, 1e-9, 1e-9));
   EXPECT_TRUE(at::allclose(blocks.second, expected.second, 1e-9, 1e-9));
   testing::expect_gradients_match(
       [](const std::vector<at::Tensor>& in) {
-        return block_convolve(in[0], in[1], ConvolutionMode::causal, 64);
+        return block_convolve(in[0], in[1], ConvolutionMode::kCausal, 64);
       },
       {at::randn({1, 2, 300}, at::kDouble), at::randn({1, 2, 33}, at::kDouble)});
 }
 
 TEST(Convolution, PlanPrefersBlocksForShortFiltersOnLongSignals) {
-  ConvolutionPlan eq = plan_convolution(1 << 17, 2047, ConvolutionMode::zero_phase);
+  ConvolutionPlan eq = plan_convolution(1 << 17, 2047, ConvolutionMode::kZeroPhase);
   EXPECT_TRUE(eq.block);
   EXPECT_GE(eq.fft_size, 2 * 2047);
   EXPECT_GE(eq.n_blocks * (eq.fft_size - 2047 + 1), 1 << 17);
-  ConvolutionPlan reverb = plan_convolution(1 << 17, 60000, ConvolutionMode::causal);
+  ConvolutionPlan reverb = plan_convolution(1 << 17, 60000, ConvolutionMode::kCausal);
   EXPECT_FALSE(reverb.block);
   EXPECT_EQ(reverb.fft_size, fast_fft_size((1 << 17) + 60000 - 1));
-  ConvolutionPlan long_filter = plan_convolution(50, 300, ConvolutionMode::causal);
+  ConvolutionPlan long_filter = plan_convolution(50, 300, ConvolutionMode::kCausal);
   EXPECT_FALSE(long_filter.block);
   EXPECT_EQ(long_filter.fft_size, fast_fft_size(50 + 299));  // one block: outputs and history
 }
@@ -155,7 +155,7 @@ TEST(Convolution, BackwardIsDifferentiableAgain) {
   at::Tensor probe        = at::randn({1, 2, 300}, at::kDouble);
   auto gradient_dot_probe = [&](const at::Tensor& h, bool create_graph) {
     at::Tensor xl   = x.clone().requires_grad_(true);
-    at::Tensor loss = (block_convolve(xl, h, ConvolutionMode::zero_phase, 64) * weights).sum();
+    at::Tensor loss = (block_convolve(xl, h, ConvolutionMode::kZeroPhase, 64) * weights).sum();
     return (torch::autograd::grad({loss}, {xl}, {}, true, create_graph)[0] * probe).sum();
   };
   at::Tensor h      = at::randn({1, 1, 21}, at::kDouble).requires_grad_(true);
@@ -176,7 +176,7 @@ TEST(Convolution, RejectsMismatchedArguments) {
   EXPECT_THROW(convolve(x, at::randn({2, 3, 10})), c10::Error);  // 3 channels for 2
   EXPECT_THROW(convolve(x, at::randn({2, 1, 10}, at::kDouble)), c10::Error);
   EXPECT_THROW(convolve(x.view({4, 100}), at::randn({2, 1, 10})), c10::Error);
-  EXPECT_THROW(block_convolve(x, at::randn({2, 1, 10}), ConvolutionMode::causal, 8), c10::Error);
+  EXPECT_THROW(block_convolve(x, at::randn({2, 1, 10}), ConvolutionMode::kCausal, 8), c10::Error);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ TEST(OnePole, EqualsDirectConvolutionWithItsImpulseResponse) {
   // h[n] = (1 − α)·α^n, as long as the signal: the truncation GRAFX makes is then exact.
   at::Tensor n        = at::arange(length, at::kDouble);
   at::Tensor h        = (1 - alpha).unsqueeze(-1) * alpha.unsqueeze(-1).pow(n);
-  at::Tensor expected = fft_convolve(x, h, ConvolutionMode::causal);
+  at::Tensor expected = fft_convolve(x, h, ConvolutionMode::kCausal);
   EXPECT_LT(max_error(one_pole(x, alpha), expected), 1e-12);
   EXPECT_LT(max_error(reference::one_pole(x, alpha), expected), 1e-12);
   EXPECT_LT(max_error(one_pole(x.to(at::kFloat), alpha.to(at::kFloat)), expected), 1e-5);

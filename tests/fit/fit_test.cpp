@@ -39,13 +39,12 @@ FitOptions small_options(int64_t steps) {
   options.crop_seconds = 1.0;
   options.skip_seconds = 0.1;
   options.optimizer.lr = 0.05;
-  options.processors.dry_wet = false;
   return options;
 }
 
 /// The hidden mix: each track's left and right gains set by hand.
 at::Tensor hidden_mix(const Graph& console, const at::Tensor& x, const at::Tensor& log_gains) {
-  Processors processors = console_processors(console.types(), {double(kRate)}, small_options(0).processors);
+  Processors processors = make_processors(console.types(), {kRate});
   RenderPlan plan = make_render_plan(to_tensor(console));
   return render(plan, processors, {{"gain_pan", {{"log_gain", log_gains}}}}, x).outputs[0];
 }
@@ -154,22 +153,21 @@ TEST(Fit, RefusesDataThatDoesNotFit) {
   EXPECT_GRAFX_ERROR(Fitter(console, bad, x.sum(0), kRate, small_options(1)), "grafx.fit.data", "non-finite");
 }
 
-TEST(Fit, DryWetWrapperMixesAndReportsGainStaging) {
-  ConsoleProcessorOptions options;
-  options.gain_staging_types = {"gain_pan"};
-  auto wrapped = with_dry_wet(make_processor("gain_pan", {}), options);
-  EXPECT_EQ(wrapped->name(), "gain_pan");
-  EXPECT_EQ(wrapped->parameter_specs().back().name, "dry_wet");
-  at::Tensor x = at::randn({2, 2, 100});
-  at::Tensor log_gain = at::full({2, 2}, std::log(3.0f));
-  at::Tensor dry_wet = at::tensor({0.0f, 100.0f}).view({2, 1});  // w = 0.5 and w = 1
-  ProcessorOutput out = wrapped->forward({x}, {{"log_gain", log_gain}, {"dry_wet", dry_wet}});
-  EXPECT_TRUE(at::allclose(out.outputs[0][0], 2 * x[0], 1e-5, 1e-6)) << "0.5·3x + 0.5·x";
-  EXPECT_TRUE(at::allclose(out.outputs[0][1], 3 * x[1], 1e-5, 1e-6));
-  ASSERT_TRUE(out.aux_losses.count("gain_staging"));
-  EXPECT_NEAR(out.aux_losses.at("gain_staging")[0].item<double>(), 2 * std::log(3.0), 1e-4)
-      << "the processor's own gain, before dry/wet";
-  EXPECT_NEAR(wrapped->to_physical({{"log_gain", log_gain}, {"dry_wet", dry_wet}}).at("wet")[0].item<double>(), 0.5, 1e-6);
+TEST(Fit, GainStagingRegularisesTheTypesWhoseDescriptorsAskForIt) {
+  ConsoleOptions options;
+  options.n_tracks = 3;
+  options.chain = {"eq", "gain_pan"};
+  Graph console = build_console(options, registry_node_types()).graph;
+  ASSERT_TRUE(processor_descriptor("eq").gain_staging);
+  ASSERT_FALSE(processor_descriptor("gain_pan").gain_staging);
+  at::Tensor x = tracks(2);
+  // Every EQ a flat gain of 3 (its FIR is 3·δ) and every gain/pan a gain of 2: only the EQs'
+  // |log energy out − log energy in| = 2·ln 3 counts, weighted 1e-3 (the paper's).
+  Parameters initial = {{"eq", {{"log_magnitude", at::full({3, 1024}, std::log(3.0f))}}},
+                        {"gain_pan", {{"log_gain", at::full({3, 2}, std::log(2.0f))}}}};
+  Fitter fitter(console, x, x.sum(0), kRate, small_options(1), initial);
+  FitRecord record = fitter.step();
+  EXPECT_NEAR(record.regularization, 1e-3 * 3 * 2 * std::log(3.0), 1e-6);
 }
 
 }  // namespace

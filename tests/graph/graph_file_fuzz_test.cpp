@@ -16,14 +16,29 @@ namespace {
 
 using json = nlohmann::json;
 
+// The graph layer alone (no processor registry): the paper's console types by name.
+const std::vector<std::string> kChain = {"eq",       "compressor", "noise_gate", "stereo_imager",
+                                         "gain_pan", "delay",      "reverb"};
+
+NodeTypes console_node_types() {
+  NodeTypes types;
+  for (const auto& name : kChain) types.add(name);
+  return types;
+}
+
 std::vector<std::string> seed_files() {
   ConsoleOptions options;
   options.n_tracks = 5;
   options.track_groups = ConsoleOptions::even_groups(5, 2);
-  Graph console = build_console(options).graph;
+  options.chain = kChain;
+  options.dry_wet = true;
+  Graph console = build_console(options, console_node_types()).graph;
   PruneOptions prune;
   prune.seed = 3;
+  for (const auto& type : kChain) prune.probability[type] = 0.5;
   prune_randomly(console, prune);
+  for (NodeId id : console.nodes())  // a few bypassed nodes, for the version 2 flags
+    if (id % 5 == 0 && !is_utility_type(console.node(id).type)) console.set_bypassed(id);
 
   NodeTypes types = console_node_types();
   types.add({"crossover", {"main"}, {"low", "high"}});

@@ -39,11 +39,33 @@ TEST(GraphJson, RoundTripsExactly) {
   EXPECT_EQ(graph_from_json(graph_to_json(console)), console);
 }
 
+TEST(GraphJson, NodeFlagsRoundTripAndVersionOneFilesLoad) {
+  Graph g = build_console({}).graph;
+  g.set_dry_wet(10);
+  g.set_bypassed(11);
+  g.set_dry_wet(11);
+  std::string text = graph_to_json(g);
+  EXPECT_NE(text.find(R"("dry_wet":true,"id":10,)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"({"bypassed":true,"dry_wet":true,"id":11,)"), std::string::npos) << text;
+  Graph loaded = graph_from_json(text, "g.json", console_node_types());
+  EXPECT_EQ(loaded, g);
+  EXPECT_TRUE(loaded.node(11).bypassed && loaded.node(11).dry_wet && !loaded.node(12).dry_wet);
+  loaded.set_bypassed(11, false);
+  EXPECT_NE(loaded, g);
+  std::string version_1 = R"({"format": "grafx.graph", "version": 1,
+    "nodes": [{"id": 0, "type": "in"}, {"id": 1, "type": "eq"}, {"id": 2, "type": "out"}],
+    "edges": [{"source": 0, "dest": 1}, {"source": 1, "dest": 2}]})";
+  Graph old = graph_from_json(version_1, "old.json", console_node_types());
+  EXPECT_FALSE(old.node(1).dry_wet || old.node(1).bypassed);
+  EXPECT_NE(graph_to_json(old).find("\"version\": 2"), std::string::npos) << "saved as the current version";
+  EXPECT_GRAFX_ERROR(g.set_dry_wet(0), "grafx.graph.node_property", "only processor nodes have one");
+}
+
 TEST(GraphJson, HasTheDocumentedLayout) {
   Graph g = multi_port_graph();
   std::string text = graph_to_json(g);
   EXPECT_NE(text.find("\"format\": \"grafx.graph\""), std::string::npos);
-  EXPECT_NE(text.find("\"version\": 1"), std::string::npos);
+  EXPECT_NE(text.find("\"version\": 2"), std::string::npos);
   EXPECT_NE(text.find(R"({"inlets":["main"],"name":"crossover","outlets":["low","high"]})"),
             std::string::npos);
   EXPECT_NE(text.find(R"({"id":3,"name":"duck \"low\"","type":"sidechain_compressor"})"),
@@ -87,8 +109,17 @@ const BadFile kBadFiles[] = {
                 "missing field \"format\""},
         BadFile{R"({"format": "x", "version": 1, "nodes": [], "edges": []})", "grafx.io.format",
                 "format: expected \"grafx.graph\""},
-        BadFile{R"({"format": "grafx.graph", "version": 2, "nodes": [], "edges": []})",
-                "grafx.io.format", "version: unsupported version 2"},
+        BadFile{R"({"format": "grafx.graph", "version": 3, "nodes": [], "edges": []})",
+                "grafx.io.format", "version: unsupported version 3 (this grafx reads versions 1 to 2)"},
+        BadFile{R"({"format": "grafx.graph", "version": 1, "nodes": [{"id": 0, "type": "eq", "dry_wet": true}],
+                 "edges": []})",
+                "grafx.io.format", "nodes[0]: unknown field \"dry_wet\""},
+        BadFile{R"({"format": "grafx.graph", "version": 2, "nodes": [{"id": 0, "type": "eq", "dry_wet": 1}],
+                 "edges": []})",
+                "grafx.io.format", "nodes[0].dry_wet: expected true or false, but got an integer"},
+        BadFile{R"({"format": "grafx.graph", "version": 2, "nodes": [{"id": 0, "type": "in", "bypassed": true}],
+                 "edges": []})",
+                "grafx.graph.node_property", "g.json: nodes[0]: cannot bypass node 0 (in)"},
         BadFile{"{" HEAD R"("edges": []})", "grafx.io.format", "missing field \"nodes\""},
         BadFile{"{" HEAD R"("nodes": {}, "edges": []})", "grafx.io.format",
                 "nodes: expected an array, but got object"},

@@ -56,9 +56,17 @@ TEST(NodeTypes, Errors) {
                      "its outlets: none");
 }
 
-TEST(NodeTypes, LettersAndEquality) {
-  EXPECT_EQ(NodeTypes::letter("stereo_imager"), 's');
-  EXPECT_EQ(NodeTypes::letter("eq"), 'e');
+TEST(NodeTypes, PassedInletsAndEquality) {
+  NodeTypes types;
+  TypeId crossover = types.add({"crossover", {"main"}, {"low", "high"}});
+  TypeId duck = types.add({"duck", {"main", "sidechain"}, {"main"}});
+  TypeId merge = types.add({"merge", {"mid", "side"}, {"left", "side"}});
+  EXPECT_EQ(types.passed_inlet(crossover, 0), 0);   // everything goes to the first outlet
+  EXPECT_EQ(types.passed_inlet(crossover, 1), -1);  // and nothing to the others
+  EXPECT_EQ(types.passed_inlet(duck, 0), 0);        // the sidechain is dropped
+  EXPECT_EQ(types.passed_inlet(merge, 0), 0);
+  EXPECT_EQ(types.passed_inlet(merge, 1), 1);       // namesakes pass through
+  EXPECT_EQ(types.passed_inlet(NodeTypes::kMix, 0), 0);
   NodeTypes a, b;
   a.add("eq");
   EXPECT_NE(a, b);

@@ -77,7 +77,7 @@ double value_at(const PlotSeries& s, double x) {
 }
 
 TEST(ProcessorResponse, MeasuresEqCompressorReverbDelayAndStereoField) {
-  const double rate = 8000;
+  const SampleRate rate = 8000;
   auto response     = [&](const std::string& name, TensorDict changes) {
     auto processor = make_processor(name, {rate});
     TensorDict p   = default_parameters(*processor);

@@ -15,7 +15,7 @@
 namespace grafx {
 namespace {
 
-constexpr double kRate = 4000;  // segments of 400 samples, impulse responses of 8000
+constexpr SampleRate kRate = 4000;  // segments of 400 samples, impulse responses of 8000
 
 /// One delay per tap, in samples within its segment: taps 0–19 left, 20–39 right.
 at::Tensor delays_for_test(int64_t segment) {

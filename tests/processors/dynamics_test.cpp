@@ -44,8 +44,8 @@ double gate_curve(double g, double t, double r, double w) {
 TEST(Dynamics, RatioOneIsTheIdentity) {
   at::manual_seed(1);
   at::Tensor x = at::randn({2, 2, 2000}, at::kDouble);
-  for (auto smoothing : {EnvelopeSmoothing::one_pole, EnvelopeSmoothing::ballistics}) {
-    std::vector<double> z = smoothing == EnvelopeSmoothing::one_pole
+  for (auto smoothing : {EnvelopeSmoothing::kOnePole, EnvelopeSmoothing::kBallistics}) {
+    std::vector<double> z = smoothing == EnvelopeSmoothing::kOnePole
                                 ? std::vector<double>{2.0}
                                 : std::vector<double>{1.0, 4.0};
     TensorDict p          = parameters(-3.0, -60.0, 0.5, z, 2);  // R = 1 + e^−60
@@ -87,7 +87,7 @@ TEST(Dynamics, BallisticsSmoothTheLevelWithAttackAndRelease) {
   at::Tensor x = level.view({1, 1, -1}).expand({1, 2, 2000}).contiguous();
   for (auto [z_attack, z_release] : {std::pair{0.0, 6.0}, std::pair{6.0, 0.0}}) {
     TensorDict p = parameters(0.0, std::log(4.0), 0.0, {z_attack, z_release});
-    at::Tensor y = Compressor({8000}, EnvelopeSmoothing::ballistics).forward({x}, p).outputs[0];
+    at::Tensor y = Compressor({8000}, EnvelopeSmoothing::kBallistics).forward({x}, p).outputs[0];
     auto alpha   = [](double z) {
       return at::full({1}, std::min(1 / (1 + std::exp(-z)), 1 - 1e-5), at::kDouble);
     };
@@ -108,7 +108,7 @@ TEST(Dynamics, BallisticsSmoothTheLevelWithAttackAndRelease) {
              both     = parameters(-1.0, 0.5, 0.2, {1.5, 1.5}, 2);
   EXPECT_TRUE(at::allclose(
       Compressor({8000}).forward({noise}, one_pole).outputs[0],
-      Compressor({8000}, EnvelopeSmoothing::ballistics).forward({noise}, both).outputs[0], 1e-12,
+      Compressor({8000}, EnvelopeSmoothing::kBallistics).forward({noise}, both).outputs[0], 1e-12,
       1e-14));
 }
 
@@ -120,8 +120,8 @@ TEST(Dynamics, PhysicalParameters) {
   EXPECT_NEAR(physical.at("ratio").item<double>(), 2.0, 1e-12);
   EXPECT_NEAR(physical.at("knee_db").item<double>(), 10 / std::log(10.0), 1e-9);
   EXPECT_NEAR(physical.at("smoothing_ms").item<double>(), 1000 / (30000 * std::log(2.0)), 1e-9);
-  EXPECT_EQ(Compressor({30000}, EnvelopeSmoothing::ballistics).name(), "compressor_ballistics");
-  EXPECT_EQ(NoiseGate({30000}, EnvelopeSmoothing::ballistics).name(), "noise_gate_ballistics");
+  EXPECT_EQ(Compressor({30000}, EnvelopeSmoothing::kBallistics).name(), "compressor_ballistics");
+  EXPECT_EQ(NoiseGate({30000}, EnvelopeSmoothing::kBallistics).name(), "noise_gate_ballistics");
 }
 
 }  // namespace

@@ -18,8 +18,8 @@ at::Tensor run(const Equalizer& eq, const at::Tensor& x, const at::Tensor& log_m
 TEST(Equalizer, FlatIsTheIdentityAndConstantGainsAreExact) {
   at::manual_seed(1);
   at::Tensor x = at::randn({2, 2, 3000}, at::kDouble);
-  Equalizer mono({8000}), stereo({8000}, EqChannels::stereo),
-      mid_side({8000}, EqChannels::mid_side);
+  Equalizer mono({8000}), stereo({8000}, EqChannels::kStereo),
+      mid_side({8000}, EqChannels::kMidSide);
   EXPECT_TRUE(at::allclose(run(mono, x, at::zeros({2, 1024}, at::kDouble)), x, 1e-12, 1e-12));
   EXPECT_TRUE(at::allclose(run(stereo, x, at::zeros({2, 2, 1024}, at::kDouble)), x, 1e-12, 1e-12));
   EXPECT_TRUE(
@@ -64,7 +64,7 @@ TEST(Equalizer, StereoVariantsNeedTwoChannels) {
   at::Tensor mono_signal = at::randn({1, 1, 100});
   EXPECT_NO_THROW(run(Equalizer({8000}), mono_signal, at::zeros({1, 1024})));
   EXPECT_GRAFX_ERROR(
-      run(Equalizer({8000}, EqChannels::mid_side), mono_signal, at::zeros({1, 2, 1024})),
+      run(Equalizer({8000}, EqChannels::kMidSide), mono_signal, at::zeros({1, 2, 1024})),
       "grafx.processor.inputs", "eq_midside: expected a stereo (N×2×L) input, but got 1 channel");
 }
 

@@ -15,26 +15,7 @@
 namespace grafx {
 namespace {
 
-/// How closely a processor's autograd gradient must match finite differences.
-struct GradientCheck {
-  /// Parameters whose gradient is a surrogate by design (e.g. straight-through), not a
-  /// derivative of the output: only checked to be finite here, and in their own tests.
-  std::set<std::string> surrogate_parameters;
-  double relative_tolerance = 1e-6;
-  double absolute_tolerance = 1e-9;
-};
-
-/// Per-processor settings; processors not listed use the defaults (documented in
-/// docs/processors/*.md with the reasons).
-GradientCheck gradient_check(const std::string& name) {
-  static const std::map<std::string, GradientCheck> checks = {
-      {"delay", {{"delay_z"}}},  // straight-through, normalised (tests/dsp/surrogate_delay_test.cpp)
-  };
-  auto it = checks.find(name);
-  return it == checks.end() ? GradientCheck{} : it->second;
-}
-
-constexpr double kSampleRate = 8000.0;  // small constants (reverb, delay) keep the tests fast
+constexpr SampleRate kSampleRate = 8000;  // small constants (reverb, delay) keep the tests fast
 
 struct Case {
   std::shared_ptr<Processor> processor;
@@ -125,6 +106,46 @@ TEST_P(ProcessorContract, DeclaresWellFormedParameters) {
   }
 }
 
+TEST_P(ProcessorContract, PhysicalValuesRoundTripThroughRawValues) {
+  Case c = make_case(GetParam(), 3, 100, at::kDouble, 7);
+  for (const auto& spec : c.processor->parameter_specs()) {
+    if (!spec.to_raw) continue;
+    at::Tensor physical = spec.to_physical(c.parameters.at(spec.name));
+    at::Tensor raw      = spec.to_raw(physical);
+    EXPECT_EQ(raw.sizes(), c.parameters.at(spec.name).sizes()) << spec.name;
+    EXPECT_TRUE(at::allclose(spec.to_physical(raw), physical, 1e-6, 1e-9)) << spec.name;
+    EXPECT_GE(physical.min().item<double>(), spec.physical_min) << spec.name;
+    EXPECT_LE(physical.max().item<double>(), spec.physical_max) << spec.name;
+  }
+}
+
+TEST_P(ProcessorContract, MusicalPriorSetsKnownParametersInRange) {
+  const ProcessorDescriptor& d = processor_descriptor(GetParam());
+  if (!d.musical_prior) GTEST_SKIP() << "no musical prior: hidden consoles keep initial values";
+  auto processor = d.make({kSampleRate});
+  Random random(3);
+  for (bool subgroup : {false, true}) {
+    TensorDict settings = d.musical_prior({*processor, kSampleRate, subgroup, random});
+    EXPECT_FALSE(settings.empty());
+    for (const auto& [name, value] : settings) {
+      if (name == dry_wet_spec().physical_name) {
+        EXPECT_TRUE((value >= 0).all().item<bool>() && (value <= 1).all().item<bool>()) << name;
+        continue;
+      }
+      bool known = false;
+      for (const auto& spec : processor->parameter_specs()) {
+        if (spec.physical_name != name) continue;
+        known = true;
+        ASSERT_TRUE(spec.to_raw) << name << " cannot be set from a physical value";
+        at::Tensor raw = spec.to_raw(value.unsqueeze(0));
+        EXPECT_EQ(raw.sizes(), at::IntArrayRef(spec.shape_for(1))) << name;
+        EXPECT_TRUE(at::allclose(spec.to_physical(raw).squeeze(0), value, 1e-6, 1e-6)) << name;
+      }
+      EXPECT_TRUE(known) << "the prior sets " << name << ", which " << GetParam() << " lacks";
+    }
+  }
+}
+
 TEST_P(ProcessorContract, RejectsBadArguments) {
   Case c = make_case(GetParam(), 2, 500, at::kFloat, 4);
   const auto& p = *c.processor;
@@ -149,7 +170,7 @@ TEST_P(ProcessorContract, RejectsBadArguments) {
 }
 
 TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
-  GradientCheck check = gradient_check(GetParam());
+  const GradientCheck& check = processor_descriptor(GetParam()).gradient_check;
   Case c = make_case(GetParam(), 2, 600, at::kDouble, 5);
   for (auto& [key, p] : c.parameters) p.requires_grad_(true);
   for (auto& x : c.inputs) x.requires_grad_(true);
@@ -210,7 +231,7 @@ TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
 
 std::vector<std::string> registered_names() {
   std::vector<std::string> names;
-  for (const auto& info : processor_registry()) names.push_back(info.name);
+  for (const auto& d : processor_registry()) names.push_back(d.name);
   return names;
 }
 
@@ -219,13 +240,13 @@ INSTANTIATE_TEST_SUITE_P(Registry, ProcessorContract, ::testing::ValuesIn(regist
 
 TEST(Registry, EveryProcessorHeaderIsRegistered) {
   std::set<std::string> registered;
-  for (const auto& info : processor_registry()) registered.insert(info.name);
+  for (const auto& d : processor_registry()) registered.insert(d.name);
   const char* source = std::getenv("GRAFX_SOURCE_DIR");
   ASSERT_NE(source, nullptr);
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(source) + "/include/grafx/processors")) {
     std::string stem = entry.path().stem().string();
-    if (stem == "processor" || stem == "registry") continue;
+    if (stem == "processor" || stem == "registry" || stem == "descriptor") continue;
     // A header may define several registered variants ("eq" also defines "eq_stereo").
     bool found = false;
     for (const auto& name : registered) found = found || name.rfind(stem, 0) == 0;

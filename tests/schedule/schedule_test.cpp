@@ -114,6 +114,7 @@ TEST(Schedule, FixedConsoleOrderIsValidOnEveryPrunedConsole) {
     if (seed % 3) options.track_groups = ConsoleOptions::even_groups(options.n_tracks, 1 + int64_t(seed % 5) % options.n_tracks);
     Graph console = build_console(options).graph;
     PruneOptions prune;
+    prune.probability = random_pruning_rates();
     prune.seed = seed;
     prune_randomly(console, prune);
     GraphTensor g = to_tensor(console);

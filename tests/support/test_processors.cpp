@@ -23,17 +23,19 @@ class TestProcessor : public Processor {
     return kind_ == TestKind::kSplit ? std::vector<std::string>{"low", "high"} : std::vector<std::string>{"main"};
   }
   std::vector<ParameterSpec> parameter_specs() const override {
-    auto identity = [](const at::Tensor& t) { return t; };
+    auto spec = [](const char* name, int64_t size, double mean, double std, const char* about) {
+      return ParameterSpec::raw(name, {size}).initial(mean, std).about(about);
+    };
     switch (kind_) {
       case TestKind::kLinear:
-        return {{"a", {2}, 1.0, 0.3, "a", "", "gain per channel", identity},
-                {"b", {2}, 0.0, 0.3, "b", "", "gain of the delayed signal per channel", identity}};
+        return {spec("a", 2, 1.0, 0.3, "gain per channel"),
+                spec("b", 2, 0.0, 0.3, "gain of the delayed signal per channel")};
       case TestKind::kNonlinear:
-        return {{"g", {1}, 1.0, 0.3, "g", "", "drive", identity}, {"h", {1}, 1.0, 0.3, "h", "", "level", identity}};
+        return {spec("g", 1, 1.0, 0.3, "drive"), spec("h", 1, 1.0, 0.3, "level")};
       case TestKind::kSplit:
-        return {{"p", {1}, 0.0, 1.0, "p", "", "split logit", identity}};
+        return {spec("p", 1, 0.0, 1.0, "split logit")};
       case TestKind::kDuck:
-        return {{"k", {1}, 0.0, 1.0, "k", "", "ducking logit", identity}};
+        return {spec("k", 1, 0.0, 1.0, "ducking logit")};
     }
     return {};
   }

@@ -1,11 +1,29 @@
 #include "support/test_support.h"
 
+#include <grafx/processors/registry.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
+
+namespace grafx {
+
+const std::vector<std::string>& console_chain() {
+  static const std::vector<std::string> chain = default_console_chain();
+  return chain;
+}
+
+NodeTypes console_node_types() { return registry_node_types(); }
+
+Console build_console(ConsoleOptions options) {
+  if (options.chain.empty()) options.chain = console_chain();
+  return build_console(options, console_node_types());
+}
+
+}  // namespace grafx
 
 namespace grafx::testing {
 namespace fs = std::filesystem;

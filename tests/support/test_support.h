@@ -2,6 +2,8 @@
 // Helpers shared by the tests: error expectations, temporary folders, running the CLI.
 
 #include <grafx/error.h>
+#include <grafx/graph/console.h>
+#include <grafx/processors/registry.h>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +24,17 @@
     }                                                                                     \
     EXPECT_TRUE(grafx_thrown) << #statement << " did not throw " << (error_code);        \
   } while (0)
+
+namespace grafx {
+
+/// The paper's console chain (e c n s g d r): the registry's default_console_chain().
+const std::vector<std::string>& console_chain();
+/// The registry's node types (the console's among them).
+NodeTypes console_node_types();
+/// build_console with the registry's types, and the paper's chain when the options name none.
+Console build_console(ConsoleOptions options);
+
+}  // namespace grafx
 
 namespace grafx::testing {
 

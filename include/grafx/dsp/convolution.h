@@ -23,7 +23,7 @@
 /// take twice the transforms, some of them complex). When the backward pass itself is recorded
 /// (create_graph), it recomputes the spectra from `x` and `h`, so double backward works.
 ///
-///   at::Tensor y = convolve(x, fir, ConvolutionMode::zero_phase);  // x N×2×L, fir N×1×2047
+///   at::Tensor y = convolve(x, fir, ConvolutionMode::kZeroPhase);  // x N×2×L, fir N×1×2047
 
 #include <ATen/Tensor.h>
 
@@ -31,7 +31,7 @@
 
 namespace grafx::dsp {
 
-enum class ConvolutionMode { causal, zero_phase, full };
+enum class ConvolutionMode { kCausal, kZeroPhase, kFull };
 
 /// The smallest even 5-smooth number (2^a·3^b·5^c, a ≥ 1) that is ≥ n: sizes pocketfft (LibTorch's
 /// CPU FFT) transforms fastest. Measured in bench/dsp_bench.cpp against powers of two, 7-smooth
@@ -57,15 +57,15 @@ ConvolutionPlan plan_convolution(int64_t signal_length, int64_t filter_length,
 
 /// Whole-signal FFT convolution (one transform per row).
 at::Tensor fft_convolve(const at::Tensor& x, const at::Tensor& h,
-                        ConvolutionMode mode = ConvolutionMode::causal);
+                        ConvolutionMode mode = ConvolutionMode::kCausal);
 
 /// Overlap-save block convolution with blocks of `fft_size` samples (0: the cheapest size by
 /// the cost model). `fft_size` must be at least the filter length.
 at::Tensor block_convolve(const at::Tensor& x, const at::Tensor& h,
-                          ConvolutionMode mode = ConvolutionMode::causal, int64_t fft_size = 0);
+                          ConvolutionMode mode = ConvolutionMode::kCausal, int64_t fft_size = 0);
 
 /// fft_convolve or block_convolve, whichever plan_convolution finds cheaper.
 at::Tensor convolve(const at::Tensor& x, const at::Tensor& h,
-                    ConvolutionMode mode = ConvolutionMode::causal);
+                    ConvolutionMode mode = ConvolutionMode::kCausal);
 
 }  // namespace grafx::dsp

@@ -33,8 +33,8 @@ namespace grafx::dsp {
 
 /// How a dynamics processor smooths its level detector.
 enum class EnvelopeSmoothing {
-  one_pole,    ///< one coefficient for rising and falling levels (the GRAFX paper's default)
-  ballistics,  ///< separate attack (rising) and release (falling) coefficients
+  kOnePole,     ///< one coefficient for rising and falling levels (the GRAFX paper's default)
+  kBallistics,  ///< separate attack (rising) and release (falling) coefficients
 };
 
 at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,

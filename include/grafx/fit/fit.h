@@ -1,7 +1,9 @@
 #pragma once
 /// Fitting a graph (typically a mixing console) to a target mix by gradient descent, as in the
 /// pruning paper: AdamW, random crops with a warm-up that the loss skips, the mix-matching loss
-/// plus the processors' regularisers.
+/// plus the processors' regularisers (their own, e.g. the delay's radii, and gain staging for
+/// the types whose descriptor asks for it). Any graph can be fitted: its dry/wet nodes fit
+/// their wet amounts with the rest.
 ///
 ///   Fitter fitter(console, tracks, mix, 30000, options);    // tracks K×2×L, mix 2×L
 ///   fitter.run([](const FitProgress& p) { print(p); });
@@ -9,7 +11,6 @@
 ///   save_parameters("fit.safetensors", console, fitter.parameters());
 
 #include <grafx/fit/adamw.h>
-#include <grafx/fit/console_processors.h>
 #include <grafx/loss/mix_loss.h>
 #include <grafx/loss/regularizers.h>
 #include <grafx/render/render.h>
@@ -33,7 +34,6 @@ struct FitOptions {
   /// Weights of the processors' auxiliary losses (gain staging 1e-3, radii 0.5).
   std::map<std::string, double> regularizer_weights = default_regularizer_weights();
   MixLossOptions loss;                 ///< sample rate and skip are set by the fitter
-  ConsoleProcessorOptions processors;  ///< dry/wet and gain staging
   ScheduleOptions schedule = ScheduleMethod::kOptimal;
 };
 
@@ -65,7 +65,7 @@ class Fitter {
   /// `tracks` K×C×L (one per `in` node, in id order) and `mix` C×L at `sample_rate`; initial
   /// parameters are created from the seed unless given. Throws FitError [grafx.fit.data] for
   /// data that does not fit the graph or is too short for the crop and the loss.
-  Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, int64_t sample_rate, FitOptions options,
+  Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample_rate, FitOptions options,
          Parameters initial = {});
 
   /// Runs until `options.n_steps` steps are done, calling `progress` after each. Throws
@@ -81,7 +81,7 @@ class Fitter {
   const Processors& processors() const { return processors_; }
   const FitOptions& options() const { return options_; }
   const AdamW& optimizer() const { return optimizer_; }
-  int64_t sample_rate() const { return sample_rate_; }
+  SampleRate sample_rate() const { return sample_rate_; }
   /// The target mix (C×L).
   const at::Tensor& target() const { return mix_; }
 
@@ -106,11 +106,12 @@ class Fitter {
 
   Graph graph_;
   at::Tensor tracks_, mix_;
-  int64_t sample_rate_;
+  SampleRate sample_rate_;
   FitOptions options_;        // with the loss's sample rate and skip filled in
   int64_t crop_samples_;
   Processors processors_;
   RenderPlan plan_;
+  RenderOptions render_options_;  // gain staging
   Parameters parameters_;
   MixLoss loss_;
   AdamW optimizer_;

@@ -5,6 +5,8 @@
 ///   Multitrack song = synthesize_multitrack(24000, 8.0, /*seed=*/1);
 ///   song.tracks;   // K×1×L mono tracks, peak about 0.5 each
 
+#include <grafx/tensors.h>
+
 #include <ATen/Tensor.h>
 
 #include <cstdint>
@@ -16,9 +18,9 @@ namespace grafx {
 struct Multitrack {
   std::vector<std::string> names;
   at::Tensor tracks;  ///< K×1×L, float32
-  int64_t sample_rate = 0;
+  SampleRate sample_rate = 0;
 };
 
-Multitrack synthesize_multitrack(int64_t sample_rate, double seconds, uint64_t seed = 1);
+Multitrack synthesize_multitrack(SampleRate sample_rate, double seconds, uint64_t seed = 1);
 
 }  // namespace grafx

@@ -33,8 +33,17 @@ struct Node {
   NodeId id = -1;
   TypeId type = -1;
   std::string name;  ///< optional, free text (e.g. "bass.eq")
+  /// Carries a learnable wet amount w: the node renders w·f(u) + (1 − w)·dry(u), where dry(u)
+  /// is what a bypassed node passes on (see NodeTypes::passed_inlet). Its raw value is the
+  /// type's parameter "dry_wet" ([N_t, 1], w = σ(raw)).
+  bool dry_wet = false;
+  /// Renders as bypassed (w = 0): its inputs pass through, its parameters are kept.
+  bool bypassed = false;
 
-  bool operator==(const Node& o) const { return id == o.id && type == o.type && name == o.name; }
+  bool operator==(const Node& o) const {
+    return id == o.id && type == o.type && name == o.name && dry_wet == o.dry_wet &&
+           bypassed == o.bypassed;
+  }
 };
 
 /// An edge from outlet `outlet` of `source` to inlet `inlet` of `dest` (port indices).
@@ -89,13 +98,18 @@ class Graph {
                   const std::string& inlet = "main");
   /// Removes a node and its edges; returns the removed edges (incoming first).
   std::vector<Edge> remove(NodeId id);
-  /// Removes a processor node and connects each source that fed it to each destination it fed.
-  /// Port-aware: an outlet passes on the inlet of the same name; an outlet with no namesake
-  /// passes on the first inlet if it is the first outlet and nothing otherwise (so a bypassed
-  /// crossover sends everything to `low`, and a bypassed sidechain compressor drops its
-  /// sidechain). Throws if the new edges would duplicate existing ones.
+  /// Removes a processor node and connects each source that fed it to each destination it fed,
+  /// each outlet passing on its NodeTypes::passed_inlet (so a bypassed crossover sends
+  /// everything to `low`, and a bypassed sidechain compressor drops its sidechain). Throws if
+  /// the new edges would duplicate existing ones.
   void bypass(NodeId id);
   void set_name(NodeId id, const std::string& name);
+  /// Gives a processor node a learnable wet amount, or takes it away; throws
+  /// [grafx.graph.node_property] for in, out and mix nodes.
+  void set_dry_wet(NodeId id, bool dry_wet = true);
+  /// Marks a processor node bypassed (kept in the graph, rendered as a pass-through), or not;
+  /// throws [grafx.graph.node_property] for in, out and mix nodes.
+  void set_bypassed(NodeId id, bool bypassed = true);
   /// Makes `add` hand out ids from at least `next_id` on (ids of removed nodes stay retired).
   void reserve_ids(NodeId next_id) { next_id_ = std::max(next_id_, next_id); }
 

@@ -1,15 +1,17 @@
 #pragma once
-/// Graph files: JSON, format "grafx.graph" version 1 (docs/graph-format.md).
+/// Graph files: JSON, format "grafx.graph" version 2 (docs/graph-format.md).
 ///
 ///   {
-///     "format": "grafx.graph", "version": 1,
+///     "format": "grafx.graph", "version": 2,
 ///     "node_types": [{"name": "crossover", "inlets": ["main"], "outlets": ["low", "high"]}],
-///     "nodes": [{"id": 0, "type": "in", "name": "bass"}, {"id": 1, "type": "crossover"}, ...],
+///     "nodes": [{"id": 0, "type": "in", "name": "bass"}, {"id": 1, "type": "crossover"},
+///               {"id": 2, "type": "eq", "dry_wet": true}, {"id": 3, "type": "reverb",
+///               "bypassed": true}, ...],
 ///     "edges": [{"source": 0, "dest": 1}, {"source": 1, "dest": 5, "outlet": "high"}, ...],
 ///     "next_id": 7
 ///   }
 ///
-/// Saving and loading round-trip exactly (types, ids, names, ports, edges, next id). A malformed
+/// Saving and loading round-trip exactly (types, ids, names, flags, ports, edges, next id). A malformed
 /// file throws one IoError [grafx.io.format] (or the GraphError of the offending node or edge)
 /// naming the file, the field and what was expected; it never crashes.
 
@@ -19,8 +21,9 @@
 
 namespace grafx {
 
-/// Current version of the graph file format.
-constexpr int kGraphFormatVersion = 1;
+/// Current version of the graph file format. Version 2 added the node flags "dry_wet" and
+/// "bypassed"; version 1 files still load.
+constexpr int kGraphFormatVersion = 2;
 
 /// Canonical text of a graph file (2-space indentation, nodes by id, edges sorted).
 std::string graph_to_json(const Graph& graph);

@@ -33,6 +33,8 @@ struct GraphTensor {
   at::Tensor type_counts;
   std::vector<NodeId> node_ids;        ///< the Graph id of each row
   std::vector<std::string> node_names; ///< the name of each row
+  std::vector<bool> node_dry_wet;      ///< whether each row carries a wet amount (Node::dry_wet)
+  std::vector<bool> node_bypassed;     ///< whether each row is bypassed (Node::bypassed)
 
   int64_t n_nodes() const { return static_cast<int64_t>(node_ids.size()); }
   int64_t n_edges() const;

@@ -68,8 +68,9 @@ class NodeTypes {
 
   /// True when every type has at most one inlet and one outlet.
   bool single_port_only() const;
-  /// One letter per type for pictures and schedules: the first letter of the name.
-  static char letter(const std::string& type_name);
+  /// The inlet whose signal a bypassed (or dry) node passes on at `outlet`: the inlet of the
+  /// same name, else the first inlet for the first outlet; -1 for none (the outlet is silent).
+  int64_t passed_inlet(TypeId id, int64_t outlet) const;
 
   bool operator==(const NodeTypes& other) const { return types_ == other.types_; }
   bool operator!=(const NodeTypes& other) const { return !(*this == other); }

@@ -5,6 +5,8 @@
 ///   Audio a = read_audio("bass.wav");           // samples: C×L float32 in [-1, 1]
 ///   write_audio("mix.wav", y, a.sample_rate);    // float WAV, written atomically
 
+#include <grafx/tensors.h>
+
 #include <ATen/Tensor.h>
 
 #include <cstdint>
@@ -14,7 +16,7 @@ namespace grafx {
 
 struct Audio {
   at::Tensor samples;       ///< C×L, float32
-  int64_t sample_rate = 0;  ///< Hz
+  SampleRate sample_rate = 0;
 };
 
 /// Throws IoError [grafx.io.unreadable] (missing file, not audio) naming the file and reason.
@@ -25,10 +27,10 @@ enum class AudioEncoding { kFloat32, kPcm16, kPcm24 };
 /// Writes C×L samples; the container follows the extension (.wav, .flac, .ogg, .aiff). FLAC and
 /// OGG cannot hold float samples: they are written as 24-bit PCM (FLAC) or Vorbis (OGG).
 /// Refuses to replace an existing file unless `overwrite`. PCM encodings clip to [-1, 1].
-void write_audio(const std::string& path, const at::Tensor& samples, int64_t sample_rate,
+void write_audio(const std::string& path, const at::Tensor& samples, SampleRate sample_rate,
                  bool overwrite = false, AudioEncoding encoding = AudioEncoding::kFloat32);
 
 /// Resamples C×L audio with libsamplerate's best sinc converter.
-at::Tensor resample(const at::Tensor& samples, int64_t from_rate, int64_t to_rate);
+at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate to_rate);
 
 }  // namespace grafx

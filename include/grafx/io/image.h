@@ -4,6 +4,8 @@
 ///   at::Tensor picture = spectrogram_image(mix, 44100);   // H×W×3 uint8
 ///   write_png("mix.png", picture);
 
+#include <grafx/tensors.h>
+
 #include <ATen/Tensor.h>
 
 #include <cstdint>
@@ -28,7 +30,7 @@ struct SpectrogramOptions {
 /// A spectrogram of C×L audio (channels averaged in power), magma colours, low frequencies at
 /// the bottom. `level_db` (optional) receives the reference level used, so that two pictures
 /// can share one scale.
-at::Tensor spectrogram_image(const at::Tensor& audio, int64_t sample_rate,
+at::Tensor spectrogram_image(const at::Tensor& audio, SampleRate sample_rate,
                              const SpectrogramOptions& options = {}, double* level_db = nullptr);
 
 }  // namespace grafx

@@ -1,11 +1,14 @@
 #pragma once
 /// Parameter files: a graph's raw parameters in the safetensors format, readable from Python
 /// (`safetensors.torch.load_file`). Tensors are named "<type>.<parameter>" with rows in graph
-/// order; the metadata records the format and, per type, the node ids of the rows
-/// ("node_ids.<type>": "[2, 9, 16]"), so a file is checked against the graph it is loaded for.
+/// order; the metadata records the format, per type the node ids of the rows
+/// ("node_ids.<type>": "[2, 9, 16]"), so a file is checked against the graph it is loaded for,
+/// and the sample rate the parameters were made for ("sample_rate": "30000"; time constants
+/// and filter frequencies depend on it), where known.
 ///
-///   save_parameters("fit.safetensors", graph, parameters);
+///   save_parameters("fit.safetensors", graph, parameters, /*overwrite=*/false, 30000);
 ///   Parameters p = load_parameters("fit.safetensors", graph);
+///   SampleRate rate = parameter_file_sample_rate("fit.safetensors");   // 30000
 
 #include <grafx/graph/graph.h>
 #include <grafx/render/render.h>
@@ -14,12 +17,17 @@
 
 namespace grafx {
 
+/// `sample_rate` 0: not recorded.
 void save_parameters(const std::string& path, const Graph& graph, const Parameters& parameters,
-                     bool overwrite = false);
+                     bool overwrite = false, SampleRate sample_rate = 0);
 
 /// Throws IoError [grafx.io.format] for a malformed file, and [grafx.io.mismatch] when its
 /// types or node ids differ from the graph's (naming the type and both id lists).
 Parameters load_parameters(const std::string& path, const Graph& graph);
+
+/// The sample rate a parameter file records, or 0 when it records none; throws IoError
+/// [grafx.io.format] for a malformed file or rate.
+SampleRate parameter_file_sample_rate(const std::string& path);
 
 /// Every node's parameters in physical units, as JSON:
 /// {"format": "grafx.physical_parameters", "nodes": [{"id": 3, "name": "bass.eq", "type": "eq",

@@ -25,6 +25,8 @@
 ///   at::Tensor value = loss(estimate, target);         // scalar, differentiable
 ///   grafx::MixLossTerms terms = loss.terms(estimate, target);  // also L_lr, L_m, L_s, ...
 
+#include <grafx/tensors.h>
+
 #include <ATen/Tensor.h>
 
 #include <cstdint>
@@ -36,7 +38,7 @@ namespace grafx {
 struct MixLossOptions {
   std::vector<int64_t> fft_sizes = {512, 1024, 4096};  ///< hop = fft/4, window = fft
 
-  double sample_rate   = 30000;  ///< Hz; sets the mel bands and the A-weighting filter
+  SampleRate sample_rate = 30000;  ///< sets the mel bands and the A-weighting filter
   int64_t n_mels       = 96;
   bool a_weighting     = true;
   double eps           = 1e-4;  ///< floor of the squared STFT magnitude

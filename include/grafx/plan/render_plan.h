@@ -62,6 +62,11 @@ struct RenderPlan {
   std::vector<NodeId> node_ids;         ///< graph id of each plan node
   std::vector<std::string> node_names;  ///< name of each plan node
   std::vector<TypeId> node_types;       ///< type of each plan node
+  std::vector<bool> node_dry_wet;       ///< whether each plan node carries a wet amount
+  std::vector<bool> node_bypassed;      ///< whether each plan node renders as bypassed
+  /// For each type, whether any of its graph nodes (dead ones included) carries a wet amount:
+  /// then its parameters include "dry_wet", one row per graph node.
+  std::vector<bool> dry_wet_types;
   /// Number of sources the graph takes: one per `in` node, live or dead.
   int64_t n_sources = 0;
   /// For each node of the `in` step, the source it reads (sources feed `in` nodes in id order).

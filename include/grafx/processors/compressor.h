@@ -37,7 +37,7 @@
 ///   auto y = compressor.forward({x}, parameters).outputs[0];
 
 #include <grafx/dsp/recursion.h>
-#include <grafx/processors/processor.h>
+#include <grafx/processors/descriptor.h>
 
 namespace grafx {
 
@@ -45,7 +45,7 @@ namespace grafx {
 /// smoother and parameter set; their gain curves differ.
 class Dynamics : public Processor {
  public:
-  enum class Curve { compressor, noise_gate };
+  enum class Curve { kCompressor, kNoiseGate };
 
   Dynamics(const ProcessorConfig& config, Curve curve, dsp::EnvelopeSmoothing smoothing)
       : curve_(curve), smoothing_(smoothing), sample_rate_(config.sample_rate) {}
@@ -58,14 +58,19 @@ class Dynamics : public Processor {
  private:
   Curve curve_;
   dsp::EnvelopeSmoothing smoothing_;
-  double sample_rate_;
+  SampleRate sample_rate_;
 };
+
+/// The descriptor of one member of the family (letters c, C, n, N).
+ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoothing smoothing);
+ProcessorDescriptor compressor_descriptor();             ///< letter c
+ProcessorDescriptor compressor_ballistics_descriptor();  ///< letter C
 
 class Compressor : public Dynamics {
  public:
   explicit Compressor(const ProcessorConfig& config,
-                      dsp::EnvelopeSmoothing smoothing = dsp::EnvelopeSmoothing::one_pole)
-      : Dynamics(config, Curve::compressor, smoothing) {}
+                      dsp::EnvelopeSmoothing smoothing = dsp::EnvelopeSmoothing::kOnePole)
+      : Dynamics(config, Curve::kCompressor, smoothing) {}
 };
 
 }  // namespace grafx

@@ -29,9 +29,11 @@
 ///   MultitapDelay delay({30000});
 ///   auto out = delay.forward({x}, parameters);   // out.aux_losses.at("radii"): [N]
 
-#include <grafx/processors/processor.h>
+#include <grafx/processors/descriptor.h>
 
 namespace grafx {
+
+ProcessorDescriptor delay_descriptor();
 
 class MultitapDelay : public Processor {
  public:
@@ -52,7 +54,7 @@ class MultitapDelay : public Processor {
   int64_t segment_length() const { return segment_; }
 
  private:
-  double sample_rate_;
+  SampleRate sample_rate_;
   int64_t segment_;
   ConstantCache constants_;
 };

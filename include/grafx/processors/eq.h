@@ -22,17 +22,21 @@
 ///   Equalizer eq({/*sample_rate=*/30000});
 ///   auto y = eq.forward({x}, {{"log_magnitude", at::zeros({x.size(0), 1024})}}).outputs[0];
 
-#include <grafx/processors/processor.h>
+#include <grafx/processors/descriptor.h>
 
 namespace grafx {
 
-enum class EqChannels { mono, stereo, mid_side };
+enum class EqChannels { kMono, kStereo, kMidSide };
+
+ProcessorDescriptor eq_descriptor();          ///< letter e
+ProcessorDescriptor eq_stereo_descriptor();   ///< letter E
+ProcessorDescriptor eq_midside_descriptor();  ///< letter Q
 
 class Equalizer : public Processor {
  public:
   static constexpr int64_t kBins = 1024;
 
-  explicit Equalizer(const ProcessorConfig& config, EqChannels channels = EqChannels::mono)
+  explicit Equalizer(const ProcessorConfig& config, EqChannels channels = EqChannels::kMono)
       : channels_(channels) {}
   std::string name() const override;
   std::vector<ParameterSpec> parameter_specs() const override;

@@ -12,9 +12,11 @@
 ///   GainPan gain_pan({/*sample_rate=*/30000});
 ///   auto y = gain_pan.forward({x}, {{"log_gain", at::zeros({x.size(0), 2})}}).outputs[0];
 
-#include <grafx/processors/processor.h>
+#include <grafx/processors/descriptor.h>
 
 namespace grafx {
+
+ProcessorDescriptor gain_pan_descriptor();
 
 class GainPan : public Processor {
  public:

@@ -17,11 +17,14 @@
 
 namespace grafx {
 
+ProcessorDescriptor noise_gate_descriptor();             ///< letter n
+ProcessorDescriptor noise_gate_ballistics_descriptor();  ///< letter N
+
 class NoiseGate : public Dynamics {
  public:
   explicit NoiseGate(const ProcessorConfig& config,
-                     dsp::EnvelopeSmoothing smoothing = dsp::EnvelopeSmoothing::one_pole)
-      : Dynamics(config, Curve::noise_gate, smoothing) {}
+                     dsp::EnvelopeSmoothing smoothing = dsp::EnvelopeSmoothing::kOnePole)
+      : Dynamics(config, Curve::kNoiseGate, smoothing) {}
 };
 
 }  // namespace grafx

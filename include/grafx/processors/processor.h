@@ -10,18 +10,23 @@
 ///
 /// Raw parameters are unconstrained reals (friendly to gradient descent); the processor applies
 /// its own activations. `parameter_specs()` lists each parameter with its per-node shape, its
-/// initial value, and the mapping from raw values to physical units for reports.
+/// initial value, and the mappings between raw values and physical units:
+///
+///   ParameterSpec::raw("log_gain", {2})
+///       .physical("gain_db", "dB", units::log_gain_to_db, units::db_to_log_gain)
+///       .about("gain of the left and right channel")
 ///
 /// Constant data (noise, windows, filter tables) is built once per processor instance, device
-/// and dtype (see ConstantCache), never per call.
+/// and dtype (see ConstantCache), never per call. Everything else about a type (its letter,
+/// picture, musical prior, ...) is in its descriptor (grafx/processors/descriptor.h).
+
+#include <grafx/tensors.h>
 
 #include <ATen/Tensor.h>
 
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <memory>
-#include <mutex>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -29,14 +34,15 @@ namespace grafx {
 
 struct NodeType;
 
-/// Named tensors, ordered by name.
-using TensorDict = std::map<std::string, at::Tensor>;
-
 /// Everything a processor is told when it is made.
 struct ProcessorConfig {
-  double sample_rate = 44100.0;  ///< Hz
+  SampleRate sample_rate = 44100;
 };
 
+/// A map between raw and physical values, elementwise unless a spec says otherwise.
+using ValueMap = std::function<at::Tensor(const at::Tensor&)>;
+
+/// One parameter of a processor, built with named steps (see the header comment).
 struct ParameterSpec {
   std::string name;             ///< raw parameter name, e.g. "log_threshold"
   std::vector<int64_t> shape;   ///< per node, e.g. {1}, {1024}, {2, 193}
@@ -44,15 +50,38 @@ struct ParameterSpec {
   double init_std = 0.01;
   std::string physical_name;    ///< e.g. "threshold_db" (units in the name)
   std::string unit;             ///< e.g. "dB"
-  std::string description;      ///< one line: what it does, its range
+  std::string description;      ///< one line: what it does
+  double physical_min = -std::numeric_limits<double>::infinity();  ///< range of physical values
+  double physical_max = std::numeric_limits<double>::infinity();
   /// Raw values `[N, shape...]` to physical values (any shape with first dimension N).
-  std::function<at::Tensor(const at::Tensor&)> to_physical;
+  ValueMap to_physical;
+  /// Physical values to raw values `[N, shape...]`; empty when a physical value does not
+  /// determine the raw one (then only raw values can be set).
+  ValueMap to_raw;
+
+  /// A parameter with identity mappings (physical = raw) until `physical` says otherwise.
+  static ParameterSpec raw(std::string name, std::vector<int64_t> shape);
+  ParameterSpec& initial(double mean, double std = 0.01);
+  /// Names the physical value; without mappings it is the raw value itself.
+  ParameterSpec& physical(std::string physical_name, std::string unit, ValueMap to_physical = {},
+                          ValueMap to_raw = {});
+  /// Physical values outside [min, max] are refused where users set them (`grafx process`).
+  ParameterSpec& range(double min, double max);
+  ParameterSpec& about(std::string description);
+
+  /// The shape of N nodes' values: [n, shape...].
+  std::vector<int64_t> shape_for(int64_t n) const;
 };
 
 struct ProcessorOutput {
   std::vector<at::Tensor> outputs;  ///< one per outlet, each N×C×L
   TensorDict aux_losses;            ///< e.g. {"radii": [N]}: one value per node
 };
+
+/// The learnable wet amount any node of a graph may carry, `y = w·f(u) + (1 − w)·u` with
+/// `w = σ(dry_wet)` (rendered by the render layer for every processor; no processor may declare
+/// a parameter of this name). Initial raw value 0: w = 0.5, as in the pruning paper.
+ParameterSpec dry_wet_spec();
 
 class Processor {
  public:
@@ -76,19 +105,6 @@ class Processor {
   /// shape [N, spec shape...] and nothing else is. `where` prefixes the message.
   void check_arguments(const std::vector<at::Tensor>& inputs, const TensorDict& parameters,
                        const std::string& where = "") const;
-};
-
-/// Caches constant tensors per (device, dtype) for one processor instance; thread-safe.
-class ConstantCache {
- public:
-  /// Returns the cached tensor for `options`' device and dtype, building it with `make` (on the
-  /// CPU in float64, say) the first time and converting it to `options`.
-  at::Tensor get(const std::string& key, const at::TensorOptions& options,
-                 const std::function<at::Tensor()>& make) const;
-
- private:
-  mutable std::mutex mutex_;
-  mutable std::map<std::string, at::Tensor> tensors_;
 };
 
 }  // namespace grafx

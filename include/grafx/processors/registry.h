@@ -1,15 +1,19 @@
 #pragma once
-/// The processor registry: the one explicit list of grafx's processors
-/// (src/processors/registry.cpp), from which node types, the CLI's listing and the contract
-/// tests are generated.
+/// The processor registry: grafx's processors (the one list in src/processors/registry.cpp),
+/// plus any registered at run time, from which node types, chain letters, the default console,
+/// random pruning, pictures, listings and the contract tests are generated.
 ///
 ///   auto eq = make_processor("eq", {/*sample_rate=*/30000});
 ///   Processors processors = make_processors(graph.types(), {30000});
+///   auto chain = chain_from_letters("ecg");             // eq, compressor, gain_pan
+///
+/// A processor defined outside the library registers itself once, e.g. from a static object:
+///
+///   static ProcessorRegistration chorus(chorus_descriptor());
 
 #include <grafx/graph/node_types.h>
-#include <grafx/processors/processor.h>
+#include <grafx/processors/descriptor.h>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,14 +21,28 @@
 
 namespace grafx {
 
-struct ProcessorInfo {
-  std::string name;     ///< node type name, e.g. "eq"
-  std::string summary;  ///< one line for listings
-  std::function<std::unique_ptr<Processor>(const ProcessorConfig&)> make;
+/// Every registered processor, in registry order.
+const std::vector<ProcessorDescriptor>& processor_registry();
+
+/// Adds a processor type. Throws ProcessorError [grafx.processor.registry] naming what is wrong:
+/// a name or letter already taken, a letter that is not an ASCII letter (a-z, A-Z) or is one of
+/// the utility types' (i in, o out, m mix), no `make`, a processor whose name differs from the
+/// descriptor's, a parameter named "dry_wet" (the graph's own), or a parameter spec without a
+/// physical name, description or mapping.
+void register_processor(ProcessorDescriptor descriptor);
+
+/// Registers a descriptor when constructed (for static registration objects).
+struct ProcessorRegistration {
+  explicit ProcessorRegistration(ProcessorDescriptor descriptor) {
+    register_processor(std::move(descriptor));
+  }
 };
 
-/// Every registered processor, in registry order.
-const std::vector<ProcessorInfo>& processor_registry();
+/// The descriptor of a registered type, or nullptr.
+const ProcessorDescriptor* find_processor(const std::string& name);
+/// The descriptor of a registered type; throws ProcessorError [grafx.processor.unknown] naming
+/// the known processors.
+const ProcessorDescriptor& processor_descriptor(const std::string& name);
 
 /// Throws ProcessorError [grafx.processor.unknown] naming the known processors.
 std::unique_ptr<Processor> make_processor(const std::string& name, const ProcessorConfig& config);
@@ -39,5 +57,26 @@ using Processors = std::map<std::string, std::shared_ptr<const Processor>>;
 /// [grafx.processor.unknown] for a type no processor implements, and
 /// [grafx.processor.ports] when a type's ports differ from its processor's.
 Processors make_processors(const NodeTypes& types, const ProcessorConfig& config);
+
+/// The letter of a node type: `i`, `o`, `m` for in, out and mix, a registered type's own
+/// letter, and the first character of any other name.
+char type_letter(const std::string& type_name);
+
+/// Type names of chain letters ("ecnsgdr" -> eq, compressor, ...; "m" -> mix). Throws
+/// GraphError [grafx.graph.unknown_type] for an empty chain or a letter of no processor, listing
+/// the letters.
+std::vector<std::string> chain_from_letters(const std::string& letters);
+
+/// The default chain of console tracks and subgroups: the registered types with a console
+/// position, in that order (the paper's e-c-n-s-g-d-r).
+std::vector<std::string> default_console_chain();
+
+/// A processor for listings: name, letter, summary, ports, and each parameter's raw name and
+/// shape, physical name, unit and meaning; `detailed` adds ranges and initial values.
+std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate sample_rate,
+                               bool detailed);
+
+/// The probability of bypassing each type's nodes in `prune_randomly` (the registered rates).
+std::map<std::string, double> random_pruning_rates();
 
 }  // namespace grafx

@@ -24,9 +24,11 @@
 ///
 ///   NoiseReverb reverb({30000});
 
-#include <grafx/processors/processor.h>
+#include <grafx/processors/descriptor.h>
 
 namespace grafx {
+
+ProcessorDescriptor reverb_descriptor();
 
 class NoiseReverb : public Processor {
  public:
@@ -46,7 +48,7 @@ class NoiseReverb : public Processor {
                                const at::TensorOptions& options) const;
 
  private:
-  double sample_rate_;
+  SampleRate sample_rate_;
   int64_t length_;    ///< impulse response length in samples
   int64_t n_frames_;  ///< STFT frames of the impulse response
   ConstantCache constants_;

@@ -9,9 +9,11 @@
 ///
 /// Input and output: N×2×L. At log_gain 0 the imager is the identity.
 
-#include <grafx/processors/processor.h>
+#include <grafx/processors/descriptor.h>
 
 namespace grafx {
+
+ProcessorDescriptor stereo_imager_descriptor();
 
 class StereoImager : public Processor {
  public:

@@ -24,6 +24,11 @@ struct ParameterOptions {
   bool requires_grad = true;
 };
 
+/// The parameters of a type's nodes in `graph`: its processor's specs, plus `dry_wet_spec()`
+/// when any node of the type carries a wet amount (one row per node of the type either way).
+std::vector<ParameterSpec> graph_parameter_specs(const Graph& graph, const std::string& type,
+                                                 const Processor& processor);
+
 /// Initial raw parameters from the processors' specs: N(init_mean, init_std²) per element,
 /// drawn from a generator seeded by (seed, type, parameter), so adding a type to a graph does
 /// not change the others' values.

@@ -67,6 +67,11 @@ struct RenderOptions {
   std::function<void(const StepView&)> observer;
   /// Throws RenderError [grafx.render.non_finite] for NaN or infinite source samples.
   bool check_finite = false;
+  /// More auxiliary losses per processor call, from its inputs and its own outputs (before
+  /// dry/wet), each [rows] like the processor's (e.g. the fit's gain staging).
+  std::function<TensorDict(const std::string& type, const std::vector<at::Tensor>& inputs,
+                           const std::vector<at::Tensor>& outputs)>
+      extra_aux_losses;
 };
 
 struct RenderResult {

@@ -3,7 +3,7 @@
 #include <grafx/graph/graph_json.h>
 #include <grafx/io/audio.h>
 #include <grafx/io/draw.h>
-#include <grafx/io/fit_report.h>
+#include <grafx/report/fit_report.h>
 #include <grafx/io/image.h>
 #include <grafx/io/parameter_file.h>
 #include <grafx/io/plot.h>
@@ -96,13 +96,13 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   auto path = [&](const std::string& name) { return folder + "/" + name; };
   for (const auto& name : fit_output_files()) check_writable(path(name), overwrite);
   const Graph& graph = fitter.graph();
-  const int64_t sample_rate = fitter.sample_rate();
+  const SampleRate sample_rate = fitter.sample_rate();
 
   at::Tensor fitted = summary.fitted.defined() ? summary.fitted : fitter.render_mix();
   write_audio(path("mix.wav"), fitted, sample_rate, overwrite);
   save_graph(graph, path("console.json"), overwrite);
   draw_graph(graph, path("console.svg"), {}, overwrite);
-  save_parameters(path("parameters.safetensors"), graph, fitter.parameters(), overwrite);
+  save_parameters(path("parameters.safetensors"), graph, fitter.parameters(), overwrite, sample_rate);
   write_text_file(path("parameters.json"), physical_parameters_json(graph, fitter.processors(), fitter.parameters()),
                   overwrite);
 

@@ -1,0 +1,139 @@
+// grafx process TYPE -i in.wav -o out.wav --set NAME=VALUE ...: one processor applied to a file,
+// with parameters in physical units.
+
+#include "commands.h"
+
+#include <grafx/error.h>
+#include <grafx/files.h>
+#include <grafx/io/audio.h>
+#include <grafx/io/processor_response.h>
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace grafx::cli {
+namespace {
+
+/// Sets one parameter of one node from "NAME=VALUES": NAME is a physical name (values in its
+/// unit, converted to raw values), a raw name (raw values), or "wet" (the node's dry/wet
+/// amount, returned through `wet`).
+void set_parameter(TensorDict& raw, at::Tensor& wet, const std::string& assignment,
+                   const Processor& processor) {
+  auto fail = [&](const std::string& why) {
+    throw ProcessorError("grafx.processor.parameters", "--set \"" + assignment + "\": " + why);
+  };
+  size_t equals = assignment.find('=');
+  if (equals == std::string::npos) fail("expected NAME=VALUE, e.g. gain_db=-6,-6");
+  const std::string name = assignment.substr(0, equals), text = assignment.substr(equals + 1);
+  std::vector<ParameterSpec> specs = processor.parameter_specs();
+  specs.push_back(dry_wet_spec());
+  for (const auto& spec : specs) {
+    at::Tensor& target = spec.name == dry_wet_spec().name ? wet : raw.at(spec.name);
+    if (name == spec.name) {  // raw values
+      fill_values(target, text, fail);
+      return;
+    }
+    if (name != spec.physical_name) continue;
+    if (!spec.to_raw) fail(name + " is set by its raw value only: use " + spec.name + "=...");
+    at::Tensor physical = spec.to_physical(target).clone();
+    fill_values(physical, text, fail);
+    const double lo = physical.min().item<double>(), hi = physical.max().item<double>();
+    auto text_of = [&](double value) {
+      std::ostringstream s;
+      s << value;
+      return s.str();
+    };
+    if (lo < spec.physical_min || hi > spec.physical_max)
+      fail("expected " + name + " from " + text_of(spec.physical_min) + " to " + text_of(spec.physical_max) +
+           " (" + spec.unit + "), but got " + text_of(lo < spec.physical_min ? lo : hi));
+    at::Tensor values = spec.to_raw(physical);
+    if (!values.isfinite().all().item<bool>() ||
+        !at::allclose(spec.to_physical(values), physical, 1e-6, 1e-6))
+      fail(name + " cannot take these values exactly (" + spec.description + ")");
+    target = values;
+    return;
+  }
+  std::vector<std::string> names;
+  for (const auto& spec : specs) names.push_back(spec.physical_name + " (" + spec.unit + ")");
+  fail(processor.name() + " has no parameter \"" + name + "\"; it has: " + join(names) +
+       " (or their raw names; see grafx processors " + processor.name() + ")");
+}
+
+/// "out.wav" for one outlet; "out.low.wav", "out.high.wav", ... for several.
+std::vector<std::string> outlet_paths(const std::string& path, const std::vector<std::string>& outlets) {
+  if (outlets.size() == 1) return {path};
+  std::filesystem::path p(path);
+  std::vector<std::string> paths;
+  for (const auto& outlet : outlets)
+    paths.push_back((p.parent_path() / (p.stem().string() + "." + outlet + p.extension().string())).string());
+  return paths;
+}
+
+}  // namespace
+
+void add_process_command(CLI::App& app) {
+  struct Args {
+    std::string type, input, output;
+    std::vector<std::string> settings;
+    bool stereo = false, force = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "process", "Apply one processor to an audio file, with parameters in physical units");
+  cmd->add_option("type", args->type, "Processor (node type) name; see grafx processors")->required();
+  cmd->add_option("-i,--input", args->input, "Input audio file (every inlet reads it)")->required();
+  cmd->add_option("-o,--output", args->output,
+                  "Output audio file (several outlets: NAME.OUTLET.wav each)")
+      ->required();
+  cmd->add_option("--set", args->settings,
+                  "NAME=VALUE in physical units (vectors comma-separated, e.g. gain_db=-6,-6; "
+                  "several values along a longer axis are interpolated; rows separated by ';'), "
+                  "a raw parameter by its raw name, or wet=0..1; unset parameters keep their "
+                  "initial values");
+  cmd->add_flag("--stereo", args->stereo, "Spread a mono input to two channels");
+  add_force_flag(*cmd, args->force);
+  cmd->callback([args] {
+    const ProcessorDescriptor& descriptor = processor_descriptor(args->type);
+    Audio audio = read_audio(args->input);
+    if (!audio.samples.isfinite().all().item<bool>())
+      throw IoError("grafx.io.non_finite", args->input + ": holds non-finite samples (NaN or infinity)");
+    auto processor = descriptor.make({audio.sample_rate});
+    auto outputs = outlet_paths(args->output, processor->outlets());
+    for (const auto& path : outputs) check_writable(path, args->force);
+    TensorDict raw = default_parameters(*processor);
+    at::Tensor wet = at::full({1, 1}, INFINITY, at::kDouble);  // raw: fully wet
+    for (const auto& setting : args->settings) set_parameter(raw, wet, setting, *processor);
+    at::Tensor x = audio.samples;
+    if (args->stereo && x.size(0) == 1) x = x.expand({2, x.size(1)});
+    x = x.contiguous().unsqueeze(0);  // 1×C×L
+    std::vector<at::Tensor> inputs(processor->inlets().size(), x);
+    TensorDict parameters;
+    for (const auto& [name, value] : raw) parameters[name] = value.to(at::kFloat);
+    at::NoGradGuard no_grad;
+    ProcessorOutput out = processor->forward(inputs, parameters);
+    const double w = wet.sigmoid().item<double>();
+    NodeTypes types;
+    const TypeId type = types.add(processor->node_type());
+    std::vector<at::Tensor> ys;
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      int64_t passed = types.passed_inlet(type, int64_t(o));  // the dry signal, as in graphs
+      at::Tensor dry = passed >= 0 ? x : at::zeros_like(x);
+      ys.push_back((w * out.outputs[o] + (1 - w) * dry).squeeze(0));
+      if (!ys.back().isfinite().all().item<bool>())
+        throw ProcessorError("grafx.processor.non_finite",
+                             args->type + ": outlet \"" + processor->outlets()[o] +
+                                 "\" holds non-finite samples; nothing was written");
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) write_audio(outputs[o], ys[o], audio.sample_rate, args->force);
+    std::cout << "processed " << args->input << " (" << x.size(1) << " ch, " << audio.sample_rate
+              << " Hz, " << std::fixed << std::setprecision(2)
+              << double(x.size(2)) / double(audio.sample_rate) << " s) with " << args->type << " -> "
+              << join(outputs) << "\n";
+  });
+}
+
+}  // namespace grafx::cli

@@ -1,0 +1,65 @@
+// Values typed on the command line for a processor's parameters (`processors --param`,
+// `process --set`).
+
+#include "commands.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace grafx::cli {
+namespace {
+
+/// Finite numbers of a comma-separated list; throws through `fail`.
+std::vector<double> parse_numbers(const std::string& text,
+                                  const std::function<void(const std::string&)>& fail) {
+  std::vector<double> numbers;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    try {
+      size_t used = 0;
+      numbers.push_back(std::stod(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::logic_error&) {
+      fail("\"" + item + "\" is not a number");
+    }
+    if (!std::isfinite(numbers.back())) fail("\"" + item + "\" is not a finite number");
+  }
+  if (numbers.empty()) fail("expected a value");
+  return numbers;
+}
+
+/// `numbers` spread over `length` points by linear interpolation (one number: constant).
+at::Tensor spread(const std::vector<double>& numbers, int64_t length) {
+  at::Tensor given = at::tensor(numbers, at::kDouble);
+  if (numbers.size() == 1) return given.expand({length});
+  at::Tensor position = at::linspace(0, double(numbers.size() - 1), length, at::kDouble);
+  at::Tensor below    = position.floor().clamp_max(double(numbers.size() - 2)).to(at::kLong);
+  at::Tensor t        = position - below;
+  return given.index_select(0, below) * (1 - t) + given.index_select(0, below + 1) * t;
+}
+
+}  // namespace
+
+void fill_values(at::Tensor& values, const std::string& text,
+                 const std::function<void(const std::string&)>& fail) {
+  const int64_t length = values.size(-1), n_rows = values.numel() / length;
+  std::vector<std::string> rows;
+  std::stringstream list(text);
+  for (std::string row; std::getline(list, row, ';');) rows.push_back(row);
+  if (rows.size() != 1 && int64_t(rows.size()) != n_rows)
+    fail("expected one list of values or " + std::to_string(n_rows) + " separated by ';', but got " +
+         std::to_string(rows.size()));
+  at::Tensor flat = values.view({n_rows, length});
+  for (int64_t r = 0; r < n_rows; ++r)
+    flat[r].copy_(spread(parse_numbers(rows[rows.size() == 1 ? 0 : size_t(r)], fail), length));
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
+}  // namespace grafx::cli

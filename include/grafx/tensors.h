@@ -1,0 +1,39 @@
+#pragma once
+/// Vocabulary shared by every layer that handles tensors: named tensors, cached constants and
+/// the type of sample rates.
+///
+///   TensorDict parameters{{"log_gain", at::zeros({4, 2})}};
+///   at::Tensor window = cache.get("window", x.options(), [] { return at::hann_window(512); });
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace grafx {
+
+/// Named tensors, ordered by name.
+using TensorDict = std::map<std::string, at::Tensor>;
+
+/// Samples per second (Hz). Audio files store whole numbers, and so does every sample rate in
+/// grafx: processors, losses, fits and files agree on one type.
+using SampleRate = int64_t;
+
+/// Caches constant tensors per (device, dtype) for one owner (a processor instance, a loss);
+/// thread-safe.
+class ConstantCache {
+ public:
+  /// Returns the cached tensor for `options`' device and dtype, building it with `make` (on the
+  /// CPU in float64, say) the first time and converting it to `options`.
+  at::Tensor get(const std::string& key, const at::TensorOptions& options,
+                 const std::function<at::Tensor()>& make) const;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, at::Tensor> tensors_;
+};
+
+}  // namespace grafx

@@ -1,0 +1,71 @@
+// Text descriptions of registered processors (`grafx processors`).
+
+#include <grafx/processors/registry.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+namespace grafx {
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::vector<std::string> sizes;
+  for (int64_t n : shape) sizes.push_back(std::to_string(n));
+  return "[" + join(sizes) + "]";
+}
+
+std::string with_unit(const std::string& value, const std::string& unit) {
+  if (unit.empty()) return value;
+  return value + (unit.rfind(":", 0) == 0 ? "" : " ") + unit;
+}
+
+std::string number(double value) {
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  std::ostringstream s;
+  s << std::setprecision(4) << value;
+  return s.str();
+}
+
+/// "−26.06 dB", or "0.05 … 2.3 ms" when the initial physical values differ.
+std::string initial_value(const ParameterSpec& spec) {
+  at::Tensor physical = spec.to_physical(at::full(spec.shape_for(1), spec.init_mean, at::kDouble));
+  double lo = physical.min().item<double>(), hi = physical.max().item<double>();
+  return with_unit(number(lo) + (hi != lo ? " … " + number(hi) : ""), spec.unit);
+}
+
+}  // namespace
+
+std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate sample_rate,
+                               bool detailed) {
+  auto processor = descriptor.make({sample_rate});
+  std::ostringstream s;
+  s << std::left << std::setw(24) << descriptor.name << descriptor.letter << "  "
+    << descriptor.summary << "\n"
+    << "  ports: " << join(processor->inlets()) << " -> " << join(processor->outlets()) << "\n";
+  for (const auto& spec : processor->parameter_specs()) {
+    s << "  " << std::left << std::setw(20) << spec.name << std::setw(10) << shape_text(spec.shape)
+      << spec.physical_name << " (" << spec.unit << "): " << spec.description << "\n";
+    if (!detailed) continue;
+    s << "  " << std::setw(30) << "" << "range " << number(spec.physical_min) << " to "
+      << with_unit(number(spec.physical_max), spec.unit) << "; initial " << initial_value(spec)
+      << " (raw " << spec.init_mean << " ± " << spec.init_std << ")"
+      << (spec.to_raw ? "" : "; set by its raw value only") << "\n";
+  }
+  if (detailed) {
+    const ParameterSpec wet = dry_wet_spec();
+    s << "  any node may also carry " << wet.physical_name << " (" << wet.unit
+      << ", 0 to 1): " << wet.description << "\n";
+  }
+  return s.str();
+}
+
+}  // namespace grafx
