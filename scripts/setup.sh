@@ -13,6 +13,7 @@ packages=(
   libgraphviz-dev         # graph pictures (cgraph + gvc, EPL)
   fonts-dejavu-core       # a font for the letters in pictures
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format            # the formatting check of the test command
 )
 
 missing=()

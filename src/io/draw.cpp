@@ -42,6 +42,8 @@ std::string tooltip(const Graph& graph, NodeId id) {
   const Node& node = graph.node(id);
   std::string text = std::to_string(id) + " " + graph.types().name(node.type);
   if (!node.name.empty()) text += " \"" + node.name + "\"";
+  if (node.dry_wet) text += ", dry/wet";
+  if (node.bypassed) text += ", bypassed";
   return text;
 }
 
@@ -100,6 +102,7 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
       dot << "</table>>";
     } else {
       dot << ", label=" << quote(letter) << ", fillcolor=\"" << type_color(type.name) << "\"";
+      if (node.bypassed) dot << ", style=\"rounded,dashed\"";  // kept, but passes its input on
       if (options.show_ids) dot << ", fixedsize=false";
     }
     dot << "];\n";

@@ -16,6 +16,10 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
 
 namespace grafx {
 namespace {
@@ -91,6 +95,32 @@ TEST(Registration, PicturesListingsAndContractTestsIncludeIt) {
     for (int t = 0; t < unit.GetTestSuite(s)->total_test_count(); ++t)
       contract_tests += testing::contains(unit.GetTestSuite(s)->GetTestInfo(t)->name(), "/test_gain");
   EXPECT_GE(contract_tests, 8) << "the generated contract tests cover every registered processor";
+}
+
+TEST(Registration, NoFileOutsideTheProcessorsTestsAProcessorsName) {
+  // Everything about a type is in its own files: elsewhere, a registered name in a condition
+  // (if, ==, !=, ?:, case, count, find) is knowledge that belongs in a descriptor.
+  const char* source = std::getenv("GRAFX_SOURCE_DIR");
+  ASSERT_NE(source, nullptr);
+  const std::regex condition(R"re(\bif\s*\(|==|!=|\?|\bcase\b|\.count\(|\.find\(|rfind\()re");
+  std::string found;
+  for (const char* folder : {"src", "apps", "include"}) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(source) + "/" + folder)) {
+      std::string path = entry.path().string();
+      if (!entry.is_regular_file() || path.find("/processors/") != std::string::npos) continue;
+      std::ifstream file(path);
+      int number = 0;
+      for (std::string line; std::getline(file, line);) {
+        ++number;
+        std::string code = line.substr(0, line.find("//"));  // comments may name anything
+        if (!std::regex_search(code, condition)) continue;
+        for (const auto& d : processor_registry())
+          if (code.find("\"" + d.name + "\"") != std::string::npos)
+            found += path + ":" + std::to_string(number) + ": " + line + "\n";
+      }
+    }
+  }
+  EXPECT_TRUE(found.empty()) << found;
 }
 
 TEST(Registration, RefusesWhatWouldBreakTheRegistry) {

@@ -1,9 +1,10 @@
 #pragma once
 /// Pictures of graphs, laid out by Graphviz's `dot` left to right as in GRAFX's figures: a small
-/// box per node labelled with its type's letter (e eq, c compressor, n noise gate, s stereo
-/// imager, g gain/pan, d delay, r reverb, m mix; other types by their first letter), a colour
-/// per letter, `in` and `out` marked, and the ports of multi-port nodes drawn as labelled
-/// cells with edges attached to them. SVG pictures carry each node's id and name as a tooltip.
+/// box per node labelled with its type's letter (`type_letter`: e eq, c compressor, n noise
+/// gate, s stereo imager, g gain/pan, d delay, r reverb, m mix, ...), a colour per letter (a
+/// variant's capital shares its family's), `in` and `out` marked, bypassed nodes dashed, and the
+/// ports of multi-port nodes drawn as labelled cells with edges attached to them. SVG pictures
+/// carry each node's id, name and flags (dry/wet, bypassed) as a tooltip.
 ///
 ///   draw_graph(graph, "console.svg");
 

@@ -15,10 +15,11 @@
 /// | `log_threshold`   | [1]   | `threshold_db`, dB   | −26 dB       | 10·log10(e^T)             |
 /// | `log_ratio`       | [1]   | `ratio`, :1          | 2:1          | R, in (1, ∞)              |
 /// | `log_knee`        | [1]   | `knee_db`, dB        | 4.3 dB       | full knee width 2w in dB  |
-/// | `z_alpha`         | [1]   | `smoothing_ms`, ms   | 0.05 ms at 30 kHz | α = σ(raw); −1/ln α
-/// samples | | `z_alpha_attack`  | [1]   | `attack_ms`, ms      | as `z_alpha` | ballistics only:
-/// rising   | | `z_alpha_release` | [1]   | `release_ms`, ms     | as `z_alpha` | ballistics only:
-/// falling  |
+/// | `z_alpha`         | [1]   | `smoothing_ms`, ms   | 0.05 ms      | α = σ(raw); −1/ln α samples |
+/// | `z_alpha_attack`  | [1]   | `attack_ms`, ms      | as `z_alpha` | ballistics only: rising   |
+/// | `z_alpha_release` | [1]   | `release_ms`, ms     | as `z_alpha` | ballistics only: falling  |
+///
+/// (0.05 ms at 30 kHz.)
 ///
 /// α is σ(raw) bounded by 1 − 1e−5. At ratio 1 (log_ratio → −∞) the compressor is the identity.
 /// Input and output: N×C×L, any C. The smoothing starts from silence (ē[−1] = 0).

@@ -11,11 +11,14 @@
 ///   h ← h / sqrt(mean_c Σ_n h_c[n]² + 1e−12)       energy-normalised: only the shape matters
 ///   y_c = h_c ∗ x_c                                  causal, exact linear convolution
 ///
-/// | parameter             | shape    | physical                | init (raw 0) | meaning |
-/// |-----------------------|----------|-------------------------|--------------|-----------------------|
-/// | `init_log_magnitude`  | [2, 193] | `initial_level_db`, dB  | 0 dB         | level of mid/side
-/// bin k at the start (relative) | | `delta_log_magnitude` | [2, 193] | `decay_time_s`, s       |
-/// 0.51 s at 30 kHz | time to decay by 60 dB, per bin |
+/// | parameter             | shape    | physical               | init (raw 0) | meaning           |
+/// |-----------------------|----------|------------------------|--------------|-------------------|
+/// | `init_log_magnitude`  | [2, 193] | `initial_level_db`, dB | 0 dB         | level of mid/side |
+/// |                       |          |                        |              | bin k at the start|
+/// | `delta_log_magnitude` | [2, 193] | `decay_time_s`, s      | 0.51 s (1)   | time to decay by  |
+/// |                       |          |                        |              | 60 dB, per bin    |
+///
+/// (1) at 30 kHz.
 ///
 /// Input and output: N×2×L (the reverb is wet only; the console's dry/wet mixes it).
 /// Differences from GRAFX: the noise comes from a seeded 64-bit Mersenne Twister (GRAFX: NumPy's

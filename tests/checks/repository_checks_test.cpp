@@ -1,0 +1,139 @@
+// Checks of the source tree itself, so that the rules of CONTRIBUTING.md hold without anyone
+// remembering them: layers include only lower layers (the order is read from docs/design.md),
+// and the error catalogue (docs/errors.md) lists exactly the codes the code throws. Plain C++
+// (no LibTorch), reading the tree from $GRAFX_SOURCE_DIR.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path source_dir() {
+  const char* dir = std::getenv("GRAFX_SOURCE_DIR");
+  if (!dir) throw std::runtime_error("GRAFX_SOURCE_DIR is not set (run the tests through ctest)");
+  return dir;
+}
+
+std::vector<std::string> lines_of(const fs::path& path) {
+  std::ifstream file(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(file, line);) lines.push_back(line);
+  return lines;
+}
+
+/// Every .h and .cpp file under `folders` of the source tree, sorted.
+std::vector<fs::path> sources(const std::vector<std::string>& folders) {
+  std::vector<fs::path> files;
+  for (const auto& folder : folders) {
+    fs::path root = source_dir() / folder;
+    if (!fs::exists(root)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+      std::string ext = entry.path().extension().string();
+      if (entry.is_regular_file() && (ext == ".h" || ext == ".cpp")) files.push_back(entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string relative_path(const fs::path& path) { return fs::relative(path, source_dir()).string(); }
+
+/// The layers, lowest first, from the line "Layers, lowest first: `a` → `b` → ..." of
+/// docs/design.md.
+std::vector<std::string> layer_order() {
+  for (const auto& line : lines_of(source_dir() / "docs/design.md")) {
+    if (line.rfind("Layers, lowest first:", 0) != 0) continue;
+    std::vector<std::string> layers;
+    std::regex name("`([a-z_]+)`");
+    for (std::sregex_iterator it(line.begin(), line.end(), name), end; it != end; ++it)
+      layers.push_back((*it)[1]);
+    return layers;
+  }
+  return {};
+}
+
+/// The layer of a file of the tree ("" for files outside the layers, e.g. tests).
+std::string layer_of_file(const std::string& path) {
+  std::smatch m;
+  if (std::regex_match(path, m, std::regex("include/grafx/([a-z_]+)/.*"))) return m[1];
+  if (std::regex_match(path, m, std::regex("include/grafx/[a-z_]+\\.h"))) return "common";
+  if (std::regex_match(path, m, std::regex("src/([a-z_]+)/.*"))) return m[1];
+  if (path.rfind("apps/", 0) == 0) return "apps";
+  return "";
+}
+
+/// The layer an include names: <grafx/LAYER/x.h>, <grafx/x.h> (common) or "LAYER/x.h" (a
+/// private header of src/LAYER); "" for others (the standard library, LibTorch, the app's own).
+std::string layer_of_include(const std::string& line) {
+  std::smatch m;
+  if (std::regex_search(line, m, std::regex(R"(^\s*#\s*include\s*<grafx/([a-z_]+)/)"))) return m[1];
+  if (std::regex_search(line, m, std::regex(R"(^\s*#\s*include\s*<grafx/[a-z_]+\.h>)"))) return "common";
+  if (std::regex_search(line, m, std::regex(R"(^\s*#\s*include\s*"([a-z_]+)/)"))) return m[1];
+  return "";
+}
+
+TEST(RepositoryChecks, LayersIncludeOnlyLowerLayers) {
+  std::vector<std::string> order = layer_order();
+  ASSERT_GE(order.size(), 5u) << "docs/design.md lacks the line \"Layers, lowest first: `common` → ...\"";
+  auto rank = [&](const std::string& layer) {
+    auto it = std::find(order.begin(), order.end(), layer);
+    return it == order.end() ? -1 : int(it - order.begin());
+  };
+  std::string violations;
+  for (const auto& file : sources({"include", "src", "apps"})) {
+    std::string path = relative_path(file), from = layer_of_file(path);
+    if (rank(from) < 0) {
+      violations += path + ": layer \"" + from + "\" is not in docs/design.md's order\n";
+      continue;
+    }
+    auto lines = lines_of(file);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      std::string to = layer_of_include(lines[i]);
+      if (to.empty() || rank(to) <= rank(from)) continue;
+      violations += path + ":" + std::to_string(i + 1) + ": " + from + " includes " + to +
+                    (rank(to) < 0 ? " (not a layer)" : " (a higher layer)") + ": " + lines[i] + "\n";
+    }
+  }
+  EXPECT_TRUE(violations.empty()) << violations;
+}
+
+TEST(RepositoryChecks, ErrorCatalogueListsExactlyTheCodesThrown) {
+  // Codes are three-part literals "grafx.<layer>.<what>"; two-part ones ("grafx.graph",
+  // "grafx.parameters") name file formats.
+  std::regex code(R"re("(grafx\.[a-z_]+\.[a-z_]+)")re");
+  std::map<std::string, std::string> thrown;  // code -> first file:line
+  for (const auto& file : sources({"src", "apps"})) {
+    auto lines = lines_of(file);
+    for (size_t i = 0; i < lines.size(); ++i)
+      for (std::sregex_iterator it(lines[i].begin(), lines[i].end(), code), end; it != end; ++it)
+        thrown.emplace((*it)[1], relative_path(file) + ":" + std::to_string(i + 1));
+  }
+  ASSERT_GT(thrown.size(), 30u) << "the scan found almost no codes: is the pattern right?";
+  std::set<std::string> listed;
+  std::regex listed_code(R"(`(grafx\.[a-z_]+\.[a-z_]+)`)");
+  for (const auto& line : lines_of(source_dir() / "docs/errors.md"))
+    if (line.rfind("|", 0) == 0)
+      for (std::sregex_iterator it(line.begin(), line.end(), listed_code), end; it != end; ++it)
+        listed.insert((*it)[1]);
+  std::string missing, stale;
+  for (const auto& [c, where] : thrown)
+    if (!listed.count(c)) missing += "  " + c + " (" + where + ")\n";
+  for (const auto& c : listed)
+    if (!thrown.count(c)) stale += "  " + c + "\n";
+  EXPECT_TRUE(missing.empty()) << "codes thrown but missing from docs/errors.md:\n" << missing;
+  EXPECT_TRUE(stale.empty()) << "codes in docs/errors.md that nothing throws:\n" << stale;
+}
+
+}  // namespace
