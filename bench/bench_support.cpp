@@ -1,7 +1,7 @@
 #include "bench_support.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/version.h>
 
 #include <algorithm>

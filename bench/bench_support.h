@@ -10,8 +10,8 @@ namespace grafx::bench {
 
 struct Timing {
   double median_ms = 0;
-  double min_ms = 0;
-  int repeats = 0;
+  double min_ms    = 0;
+  int repeats      = 0;
 };
 
 /// Runs `work` once to warm up, then repeatedly until both `min_repeats` runs and `min_seconds`

@@ -6,8 +6,8 @@
 //   build/bin/render_bench [seconds=3.8] [sample_rate=30000]
 
 #include <grafx/graph/console.h>
-#include <grafx/processors/registry.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/processors/registry.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
 
@@ -27,8 +27,8 @@ namespace {
 
 /// GRAFX's render loop (render_grafx, grafx.md §2.4) on our plan: one buffer [B, rows, C, L],
 /// reads by narrow+clone or index_select, aggregation, writes by in-place slice assignment.
-at::Tensor render_grafx_style(const RenderPlan& plan, const Processors& processors, const Parameters& parameters,
-                              const at::Tensor& sources) {
+at::Tensor render_grafx_style(const RenderPlan& plan, const Processors& processors,
+                              const Parameters& parameters, const at::Tensor& sources) {
   const int64_t C = sources.size(1), L = sources.size(2);
   at::Tensor buffer = at::zeros({plan.n_buffer_rows, C, L}, sources.options());
   at::Tensor outputs;
@@ -74,7 +74,7 @@ double peak_memory_mib(const std::function<void()>& work) {
       if (line.rfind(field, 0) == 0) return std::stod(line.substr(line.find(':') + 1));
     return 0.0;
   };
-  malloc_trim(0);                                  // give freed memory back first
+  malloc_trim(0);                                 // give freed memory back first
   std::ofstream("/proc/self/clear_refs") << "5";  // reset the high-water mark to the current size
   double before = read_kib("VmRSS:");
   work();
@@ -90,23 +90,25 @@ struct BenchGraph {
 
 int main(int argc, char** argv) {
   bench::setup_threads();
-  const double seconds = argc > 1 ? std::atof(argv[1]) : 3.8;
+  const double seconds      = argc > 1 ? std::atof(argv[1]) : 3.8;
   const int64_t sample_rate = argc > 2 ? std::atoll(argv[2]) : 30000;
-  const int64_t length = int64_t(seconds * double(sample_rate));
-  std::cout << "# Rendering\n\n" << bench::machine_description() << "\n\nStereo sources of " << seconds
-            << " s at " << sample_rate << " Hz (" << length << " samples), float32, batch 1; the paper's processors.\n\n";
+  const int64_t length      = int64_t(seconds * double(sample_rate));
+  std::cout << "# Rendering\n\n"
+            << bench::machine_description() << "\n\nStereo sources of " << seconds << " s at "
+            << sample_rate << " Hz (" << length
+            << " samples), float32, batch 1; the paper's processors.\n\n";
 
   std::vector<BenchGraph> consoles;
   auto console = [](int64_t tracks, int64_t groups, int64_t prune_seed) {
     ConsoleOptions options;
-    options.chain = default_console_chain();
-    options.n_tracks = tracks;
+    options.chain        = default_console_chain();
+    options.n_tracks     = tracks;
     options.track_groups = ConsoleOptions::even_groups(tracks, groups);
-    Graph g = build_console(options, registry_node_types()).graph;
+    Graph g              = build_console(options, registry_node_types()).graph;
     if (prune_seed >= 0) {
       PruneOptions prune;
       prune.probability = random_pruning_rates();
-      prune.seed = uint64_t(prune_seed);
+      prune.seed        = uint64_t(prune_seed);
       prune_randomly(g, prune);
     }
     return g;
@@ -115,16 +117,16 @@ int main(int argc, char** argv) {
   consoles.push_back({"8 tracks, 3 groups, pruned", console(8, 3, 1)});
   consoles.push_back({"28 tracks, 5 groups, pruned", console(28, 5, 2)});
 
-  bench::Table table({"console", "nodes", "method", "calls", "forward (ms)", "forward+backward (ms)",
-                      "speed-up vs one-by-one (f+b)"});
+  bench::Table table({"console", "nodes", "method", "calls", "forward (ms)",
+                      "forward+backward (ms)", "speed-up vs one-by-one (f+b)"});
   for (const auto& c : consoles) {
-    GraphTensor tensor = to_tensor(c.graph);
+    GraphTensor tensor    = to_tensor(c.graph);
     Processors processors = make_processors(c.graph.types(), {double(sample_rate)});
-    Parameters trained = create_parameters(c.graph, processors, {0});
-    Parameters fixed = create_parameters(c.graph, processors, {0, at::kFloat, false});
+    Parameters trained    = create_parameters(c.graph, processors, {0});
+    Parameters fixed      = create_parameters(c.graph, processors, {0, at::kFloat, false});
     at::manual_seed(0);
     at::Tensor sources = at::randn({c.graph.count_per_type()[NodeTypes::kIn], 2, length}) * 0.1;
-    auto backward = [&](const at::Tensor& y) {
+    auto backward      = [&](const at::Tensor& y) {
       y.pow(2).mean().backward();
       for (auto& [type, named] : trained)
         for (auto& [name, p] : named) p.mutable_grad() = at::Tensor();
@@ -133,11 +135,13 @@ int main(int argc, char** argv) {
     for (auto method : {ScheduleMethod::kOneByOne, ScheduleMethod::kGreedy, ScheduleMethod::kBeam,
                         ScheduleMethod::kOptimal}) {
       RenderPlan plan = make_render_plan(tensor, method);
-      auto forward = bench::time_it([&] { render(plan, processors, fixed, sources); }, 3, 1.0);
-      auto both = bench::time_it([&] { backward(render(plan, processors, trained, sources).outputs); }, 3, 1.0);
+      auto forward    = bench::time_it([&] { render(plan, processors, fixed, sources); }, 3, 1.0);
+      auto both       = bench::time_it(
+          [&] { backward(render(plan, processors, trained, sources).outputs); }, 3, 1.0);
       if (method == ScheduleMethod::kOneByOne) one_by_one = both.median_ms;
-      table.add_row({c.name, std::to_string(c.graph.n_nodes()), to_string(method), std::to_string(plan.n_calls()),
-                     bench::fixed(forward.median_ms, 0), bench::fixed(both.median_ms, 0),
+      table.add_row({c.name, std::to_string(c.graph.n_nodes()), to_string(method),
+                     std::to_string(plan.n_calls()), bench::fixed(forward.median_ms, 0),
+                     bench::fixed(both.median_ms, 0),
                      bench::fixed(one_by_one / both.median_ms, 2) + "×"});
     }
     RenderPlan optimal = make_render_plan(tensor, ScheduleMethod::kOptimal);
@@ -147,12 +151,16 @@ int main(int argc, char** argv) {
           render_grafx_style(optimal, processors, fixed, sources);
         },
         3, 1.0);
-    auto grafx_both = bench::time_it([&] { backward(render_grafx_style(optimal, processors, trained, sources)); }, 3, 1.0);
+    auto grafx_both = bench::time_it(
+        [&] { backward(render_grafx_style(optimal, processors, trained, sources)); }, 3, 1.0);
     table.add_row({c.name, std::to_string(c.graph.n_nodes()), "GRAFX-style buffer (optimal plan)",
                    std::to_string(optimal.n_calls()), bench::fixed(grafx_forward.median_ms, 0),
-                   bench::fixed(grafx_both.median_ms, 0), bench::fixed(one_by_one / grafx_both.median_ms, 2) + "×"});
-    auto naive_forward = bench::time_it([&] { render_naive(c.graph, processors, fixed, sources); }, 3, 1.0);
-    auto naive_both = bench::time_it([&] { backward(render_naive(c.graph, processors, trained, sources).outputs); }, 3, 1.0);
+                   bench::fixed(grafx_both.median_ms, 0),
+                   bench::fixed(one_by_one / grafx_both.median_ms, 2) + "×"});
+    auto naive_forward =
+        bench::time_it([&] { render_naive(c.graph, processors, fixed, sources); }, 3, 1.0);
+    auto naive_both = bench::time_it(
+        [&] { backward(render_naive(c.graph, processors, trained, sources).outputs); }, 3, 1.0);
     table.add_row({c.name, std::to_string(c.graph.n_nodes()), "naive per-node reference", "–",
                    bench::fixed(naive_forward.median_ms, 0), bench::fixed(naive_both.median_ms, 0),
                    bench::fixed(one_by_one / naive_both.median_ms, 2) + "×"});
@@ -163,29 +171,31 @@ int main(int argc, char** argv) {
   // now always come from (and go back to) the system, so resident memory tracks use (this
   // slows allocation down, hence only here, after the timings).
   mallopt(M_MMAP_THRESHOLD, 1 << 17);
-  Graph hundred = console(10, 2, -1);
-  Processors processors = make_processors(hundred.types(), {double(sample_rate)});
-  at::Tensor sources = at::randn({10, 2, length}) * 0.1;
+  Graph hundred           = console(10, 2, -1);
+  Processors processors   = make_processors(hundred.types(), {double(sample_rate)});
+  at::Tensor sources      = at::randn({10, 2, length}) * 0.1;
   const double signal_mib = double(2 * length * 4) / (1 << 20);
   std::cout << "\nPeak memory of one forward+backward render of a " << hundred.n_nodes()
-            << "-node console (10 tracks, 2 groups, full); one stereo signal is " << bench::fixed(signal_mib, 2)
-            << " MiB.\n\n";
+            << "-node console (10 tracks, 2 groups, full); one stereo signal is "
+            << bench::fixed(signal_mib, 2) << " MiB.\n\n";
   bench::Table memory({"renderer", "peak memory growth (MiB)", "in signals"});
   GraphTensor tensor = to_tensor(hundred);
   for (auto method : {ScheduleMethod::kOneByOne, ScheduleMethod::kOptimal}) {
     RenderPlan plan = make_render_plan(tensor, method);
-    double mib = peak_memory_mib([&] {
+    double mib      = peak_memory_mib([&] {
       Parameters p = create_parameters(hundred, processors, {0});
       render(plan, processors, p, sources).outputs.pow(2).mean().backward();
     });
-    memory.add_row({"grafx, " + to_string(method), bench::fixed(mib, 0), bench::fixed(mib / signal_mib, 0)});
+    memory.add_row(
+        {"grafx, " + to_string(method), bench::fixed(mib, 0), bench::fixed(mib / signal_mib, 0)});
   }
   RenderPlan optimal = make_render_plan(tensor, ScheduleMethod::kOptimal);
-  double grafx_mib = peak_memory_mib([&] {
+  double grafx_mib   = peak_memory_mib([&] {
     Parameters p = create_parameters(hundred, processors, {0});
     render_grafx_style(optimal, processors, p, sources).pow(2).mean().backward();
   });
-  memory.add_row({"GRAFX-style buffer, optimal", bench::fixed(grafx_mib, 0), bench::fixed(grafx_mib / signal_mib, 0)});
+  memory.add_row({"GRAFX-style buffer, optimal", bench::fixed(grafx_mib, 0),
+                  bench::fixed(grafx_mib / signal_mib, 0)});
   memory.print(std::cout);
   return 0;
 }

@@ -11,13 +11,13 @@
 
 #include <ATen/ATen.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
-#include <unistd.h>
 
 namespace grafx::cli {
 namespace {
@@ -30,9 +30,12 @@ std::string duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   std::ostringstream s;
   int64_t total = std::llround(seconds);
-  if (total >= 3600) s << total / 3600 << "h" << std::setw(2) << std::setfill('0') << (total % 3600) / 60 << "m";
-  else if (total >= 60) s << total / 60 << "m" << std::setw(2) << std::setfill('0') << total % 60 << "s";
-  else s << total << "s";
+  if (total >= 3600)
+    s << total / 3600 << "h" << std::setw(2) << std::setfill('0') << (total % 3600) / 60 << "m";
+  else if (total >= 60)
+    s << total / 60 << "m" << std::setw(2) << std::setfill('0') << total % 60 << "s";
+  else
+    s << total << "s";
   return s.str();
 }
 
@@ -56,50 +59,57 @@ void prepare_folder(const Session& session) {
     if (session.resume)
       throw FitError("grafx.fit.checkpoint", session.folder + ": no such folder to resume from");
     if (!folder.parent_path().empty() && !fs::is_directory(folder.parent_path()))
-      throw IoError("grafx.io.unwritable", session.folder + ": folder " + folder.parent_path().string() + " does not exist");
+      throw IoError("grafx.io.unwritable", session.folder + ": folder " +
+                                               folder.parent_path().string() + " does not exist");
     fs::create_directory(folder, ec);
     if (ec) throw IoError("grafx.io.unwritable", session.folder + ": " + ec.message());
     return;
   }
-  if (!fs::is_directory(folder)) throw IoError("grafx.io.unwritable", session.folder + ": exists and is not a folder");
+  if (!fs::is_directory(folder))
+    throw IoError("grafx.io.unwritable", session.folder + ": exists and is not a folder");
   if (session.resume || session.force) return;
   bool earlier_fit = fs::exists(folder / "checkpoint.safetensors");
-  for (const auto& name : fit_output_files()) earlier_fit = earlier_fit || fs::exists(folder / name);
+  for (const auto& name : fit_output_files())
+    earlier_fit = earlier_fit || fs::exists(folder / name);
   if (earlier_fit)
-    throw IoError("grafx.io.exists", session.folder + ": holds the results of an earlier fit; continue it with "
-                                                        "--resume, replace it with --force, or choose another folder");
+    throw IoError("grafx.io.exists",
+                  session.folder +
+                      ": holds the results of an earlier fit; continue it with "
+                      "--resume, replace it with --force, or choose another folder");
 }
 
 /// Fits with a live progress line, checkpoints and Ctrl-C handling, then writes the outputs.
 void run_session(Fitter& fitter, Session& session) {
   const std::string checkpoint = session.folder + "/checkpoint.safetensors";
-  session.summary.before = fitter.evaluate();  // the initial console, also when resuming
-  std::cout << "loss before fitting: " << std::fixed << std::setprecision(4) << session.summary.before.total.item<double>()
-            << " (spectral difference " << std::setprecision(1) << spectral_difference_db(session.summary.before)
-            << " dB)\n";
+  session.summary.before       = fitter.evaluate();  // the initial console, also when resuming
+  std::cout << "loss before fitting: " << std::fixed << std::setprecision(4)
+            << session.summary.before.total.item<double>() << " (spectral difference "
+            << std::setprecision(1) << spectral_difference_db(session.summary.before) << " dB)\n";
   if (session.resume) {
     fitter.load_checkpoint(checkpoint);
-    std::cout << "resuming at step " << fitter.steps_done() << " of " << fitter.options().n_steps << "\n";
+    std::cout << "resuming at step " << fitter.steps_done() << " of " << fitter.options().n_steps
+              << "\n";
   }
   const bool terminal = ::isatty(STDOUT_FILENO);
-  interrupted = false;
-  auto previous = std::signal(SIGINT, [](int) { interrupted = true; });
-  auto start = std::chrono::steady_clock::now();
+  interrupted         = false;
+  auto previous       = std::signal(SIGINT, [](int) { interrupted = true; });
+  auto start          = std::chrono::steady_clock::now();
   try {
     fitter.run([&](const FitProgress& p) {
       bool last = p.step == p.n_steps;
       if (terminal || last || p.step % 25 == 0) {
         std::cout << (terminal ? "\r" : "") << "step " << p.step << "/" << p.n_steps << "  loss "
                   << std::setprecision(4) << p.record.match_loss << " (with regularisers "
-                  << std::setprecision(3) << p.record.loss << ")  " << std::setprecision(2) << p.steps_per_second
-                  << " steps/s  ETA " << duration(p.eta_seconds)
-                  << (p.skipped_steps ? "  skipped " + std::to_string(p.skipped_steps) : "") << "   "
-                  << (terminal && !last ? "" : "\n") << std::flush;
+                  << std::setprecision(3) << p.record.loss << ")  " << std::setprecision(2)
+                  << p.steps_per_second << " steps/s  ETA " << duration(p.eta_seconds)
+                  << (p.skipped_steps ? "  skipped " + std::to_string(p.skipped_steps) : "")
+                  << "   " << (terminal && !last ? "" : "\n") << std::flush;
       }
       if ((session.checkpoint_every > 0 && p.step % session.checkpoint_every == 0) || interrupted)
         fitter.save_checkpoint(checkpoint);
       if (interrupted)
-        throw FitError("grafx.fit.interrupted", "interrupted at step " + std::to_string(p.step) + "; " + checkpoint +
+        throw FitError("grafx.fit.interrupted", "interrupted at step " + std::to_string(p.step) +
+                                                    "; " + checkpoint +
                                                     " is saved: continue with --resume");
     });
   } catch (...) {
@@ -109,29 +119,44 @@ void run_session(Fitter& fitter, Session& session) {
   }
   std::signal(SIGINT, previous);
   fitter.save_checkpoint(checkpoint);
-  session.summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  session.summary.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   session.summary.fitted = fitter.render_mix();  // once, for the loss and for mix.wav
-  session.summary.after = fitter.evaluate(session.summary.fitted);
+  session.summary.after  = fitter.evaluate(session.summary.fitted);
   write_fit_outputs(fitter, session.summary, session.folder, /*overwrite=*/true);
-  double before = session.summary.before.total.item<double>(), after = session.summary.after.total.item<double>();
+  double before = session.summary.before.total.item<double>(),
+         after  = session.summary.after.total.item<double>();
   std::cout << "loss after fitting:  " << std::setprecision(4) << after << " (spectral difference "
             << std::setprecision(1) << spectral_difference_db(session.summary.after) << " dB), "
             << std::setprecision(1) << before / after << "x lower\n"
-            << "results: " << session.folder << "/report.html (and mix.wav, console.json, parameters.safetensors, "
+            << "results: " << session.folder
+            << "/report.html (and mix.wav, console.json, parameters.safetensors, "
             << "loss.csv)\n";
 }
 
 void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
-  cmd.add_option("--steps", options.n_steps, "Optimisation steps")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd.add_option("--lr", options.optimizer.lr, "AdamW learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd.add_option("--crop", options.crop_seconds, "Seconds of audio per step")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd.add_option("--warm-up", options.skip_seconds, "Seconds at the start of each crop left out of the loss")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd.add_option("--seed", options.seed, "Seed of the initial parameters and the crops")->capture_default_str();
-  cmd.add_option("--reset-every", options.reset_optimizer_every, "Reset the optimizer every N steps (0: never)")
+  cmd.add_option("--steps", options.n_steps, "Optimisation steps")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--lr", options.optimizer.lr, "AdamW learning rate")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--crop", options.crop_seconds, "Seconds of audio per step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--warm-up", options.skip_seconds,
+                 "Seconds at the start of each crop left out of the loss")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--seed", options.seed, "Seed of the initial parameters and the crops")
       ->capture_default_str();
-  cmd.add_option("--clip", options.max_gradient_norm, "Clip the gradient norm (0: off)")->capture_default_str();
-  cmd.add_option("--checkpoint-every", session.checkpoint_every, "Save a checkpoint every N steps (0: only at the end)")
+  cmd.add_option("--reset-every", options.reset_optimizer_every,
+                 "Reset the optimizer every N steps (0: never)")
+      ->capture_default_str();
+  cmd.add_option("--clip", options.max_gradient_norm, "Clip the gradient norm (0: off)")
+      ->capture_default_str();
+  cmd.add_option("--checkpoint-every", session.checkpoint_every,
+                 "Save a checkpoint every N steps (0: only at the end)")
       ->capture_default_str();
   cmd.add_flag("--resume", session.resume, "Continue the fit saved in the output folder");
   add_force_flag(cmd, session.force);
@@ -146,8 +171,10 @@ at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool str
                                            " channels; expected mono or stereo");
   if (audio.sample_rate != sample_rate) {
     if (strict)
-      throw IoError("grafx.io.sample_rate", path + ": " + std::to_string(audio.sample_rate) + " Hz, but the fit runs at " +
-                                                std::to_string(sample_rate) + " Hz (without --strict-rate it is resampled)");
+      throw IoError("grafx.io.sample_rate", path + ": " + std::to_string(audio.sample_rate) +
+                                                " Hz, but the fit runs at " +
+                                                std::to_string(sample_rate) +
+                                                " Hz (without --strict-rate it is resampled)");
     audio.samples = resample(audio.samples, audio.sample_rate, sample_rate);
   }
   return audio.samples.expand({2, audio.samples.size(1)}).contiguous();
@@ -160,25 +187,32 @@ void add_fit_command(CLI::App& app) {
     std::vector<std::string> tracks;
     std::string mix, groups, chain = default_chain_letters(), graph;
     SampleRate sample_rate = 30000;
-    bool strict_rate = false;
+    bool strict_rate       = false;
     FitOptions options;
     Session session;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("fit", "Fit a mixing console (or any graph) to a mix of the given tracks");
-  cmd->add_option("--tracks", args->tracks, "The dry tracks (mono or stereo audio files)")->required();
+  CLI::App* cmd =
+      app.add_subcommand("fit", "Fit a mixing console (or any graph) to a mix of the given tracks");
+  cmd->add_option("--tracks", args->tracks, "The dry tracks (mono or stereo audio files)")
+      ->required();
   cmd->add_option("--mix", args->mix, "The finished stereo mix")->required();
-  CLI::Option* groups =
-      cmd->add_option("--groups", args->groups, "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
-  CLI::Option* chain = cmd->add_option("--chain", args->chain, "Processor chain as type letters")->capture_default_str();
+  CLI::Option* groups = cmd->add_option(
+      "--groups", args->groups,
+      "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
+  CLI::Option* chain = cmd->add_option("--chain", args->chain, "Processor chain as type letters")
+                           ->capture_default_str();
   cmd->add_option("--graph", args->graph,
-                  "Fit this graph file instead of a console: any processors and wiring, one `in` node per track "
+                  "Fit this graph file instead of a console: any processors and wiring, one `in` "
+                  "node per track "
                   "(in id order), dry/wet where the file says")
       ->excludes(groups)
       ->excludes(chain);
-  cmd->add_option("--sample-rate", args->sample_rate, "Sample rate of the fit (Hz)")->capture_default_str()
+  cmd->add_option("--sample-rate", args->sample_rate, "Sample rate of the fit (Hz)")
+      ->capture_default_str()
       ->check(CLI::Range(8000, 192000));
-  cmd->add_flag("--strict-rate", args->strict_rate, "Refuse audio at another sample rate instead of resampling it");
+  cmd->add_flag("--strict-rate", args->strict_rate,
+                "Refuse audio at another sample rate instead of resampling it");
   cmd->add_option("-o,--output", args->session.folder, "Output folder")->required();
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
@@ -200,29 +234,30 @@ void add_fit_command(CLI::App& app) {
     for (const auto& [path, audio] : all)
       if (audio->size(1) != length) {
         std::cerr << "grafx: note: " << path << " is " << std::fixed << std::setprecision(2)
-                  << double(audio->size(1) - length) / double(args->sample_rate) << " s longer than " << shortest
-                  << "; its end is left out\n";
+                  << double(audio->size(1) - length) / double(args->sample_rate)
+                  << " s longer than " << shortest << "; its end is left out\n";
         *audio = audio->narrow(1, 0, length);
       }
     Graph graph;
     if (args->graph.empty()) {
       ConsoleOptions console;
-      console.n_tracks = int64_t(tracks.size());
+      console.n_tracks     = int64_t(tracks.size());
       console.track_groups = parse_groups(args->groups, console.n_tracks);
-      console.chain = chain_from_letters(args->chain);
-      console.track_names = names;
-      console.dry_wet = true;
-      graph = build_console(console, known_node_types()).graph;
+      console.chain        = chain_from_letters(args->chain);
+      console.track_names  = names;
+      console.dry_wet      = true;
+      graph                = build_console(console, known_node_types()).graph;
     } else {
       graph = load_graph_file(args->graph);
       graph.check();
     }
-    std::cout << "fitting " << (args->graph.empty() ? "a console" : args->graph) << " of " << graph.n_nodes()
-              << " nodes to " << args->mix << " ("
-              << tracks.size() << " tracks, " << std::fixed << std::setprecision(2)
-              << double(length) / double(args->sample_rate) << " s at " << args->sample_rate << " Hz)\n";
+    std::cout << "fitting " << (args->graph.empty() ? "a console" : args->graph) << " of "
+              << graph.n_nodes() << " nodes to " << args->mix << " (" << tracks.size()
+              << " tracks, " << std::fixed << std::setprecision(2)
+              << double(length) / double(args->sample_rate) << " s at " << args->sample_rate
+              << " Hz)\n";
     Fitter fitter(graph, at::stack(tracks), mix, args->sample_rate, args->options);
-    args->session.summary.title = "grafx fit: " + fs::path(args->mix).filename().string();
+    args->session.summary.title       = "grafx fit: " + fs::path(args->mix).filename().string();
     args->session.summary.track_names = names;
     run_session(fitter, args->session);
   });
@@ -234,22 +269,24 @@ void add_demo_command(CLI::App& app) {
     FitOptions options;
     Session session;
   };
-  auto args = std::make_shared<Args>();
-  args->options.n_steps = 600;
-  args->options.optimizer.lr = 0.03;
-  args->options.crop_seconds = 2.5;
-  args->options.skip_seconds = 0.5;
-  args->session.folder = "demo-output";
+  auto args                      = std::make_shared<Args>();
+  args->options.n_steps          = 600;
+  args->options.optimizer.lr     = 0.03;
+  args->options.crop_seconds     = 2.5;
+  args->options.skip_seconds     = 0.5;
+  args->session.folder           = "demo-output";
   args->session.checkpoint_every = 50;
-  CLI::App* cmd = app.add_subcommand(
-      "demo", "Fit a console to a synthesised song mixed by a hidden console (no files needed)");
+  CLI::App* cmd                  = app.add_subcommand(
+                       "demo", "Fit a console to a synthesised song mixed by a hidden console (no files needed)");
   cmd->add_option("-o,--output", args->session.folder, "Output folder")->capture_default_str();
-  cmd->add_option("--song-seed", args->demo.seed, "Seed of the song and the hidden console")->capture_default_str();
+  cmd->add_option("--song-seed", args->demo.seed, "Seed of the song and the hidden console")
+      ->capture_default_str();
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
     prepare_folder(args->session);
-    std::cout << "synthesising a song (drums, bass, chords, lead; " << args->demo.seconds << " s at "
-              << args->demo.sample_rate << " Hz) and mixing it through a hidden console\n";
+    std::cout << "synthesising a song (drums, bass, chords, lead; " << args->demo.seconds
+              << " s at " << args->demo.sample_rate
+              << " Hz) and mixing it through a hidden console\n";
     DemoSong song = make_demo_song(args->demo);
     // The tracks as files, so that `grafx render` can reproduce the fitted mix from them.
     const std::string tracks = args->session.folder + "/tracks";
@@ -257,11 +294,12 @@ void add_demo_command(CLI::App& app) {
     fs::create_directory(tracks, ec);
     if (ec) throw IoError("grafx.io.unwritable", tracks + ": " + ec.message());
     for (size_t k = 0; k < song.track_names.size(); ++k)
-      write_audio(tracks + "/" + song.track_names[k] + ".wav", song.tracks[int64_t(k)].narrow(0, 0, 1),
-                  song.sample_rate, args->session.force || args->session.resume);
+      write_audio(tracks + "/" + song.track_names[k] + ".wav",
+                  song.tracks[int64_t(k)].narrow(0, 0, 1), song.sample_rate,
+                  args->session.force || args->session.resume);
     std::cout << "fitting a fresh console of " << song.console.n_nodes() << " nodes to that mix\n";
     Fitter fitter(song.console, song.tracks, song.mix, song.sample_rate, args->options);
-    args->session.summary.title = "grafx demo: a synthesised song mixed by a hidden console";
+    args->session.summary.title       = "grafx demo: a synthesised song mixed by a hidden console";
     args->session.summary.track_names = song.track_names;
     run_session(fitter, args->session);
   });

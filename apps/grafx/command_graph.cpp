@@ -17,9 +17,10 @@ namespace {
 
 std::string summary(const Graph& graph) {
   std::ostringstream s;
-  auto counts = graph.count_per_type();
+  auto counts        = graph.count_per_type();
   int64_t processors = 0;
-  for (TypeId t = NodeTypes::kMix + 1; t < graph.types().size(); ++t) processors += counts[size_t(t)];
+  for (TypeId t = NodeTypes::kMix + 1; t < graph.types().size(); ++t)
+    processors += counts[size_t(t)];
   s << graph.n_nodes() << " nodes (" << processors << " processors), " << graph.n_edges()
     << " edges";
   return s.str();
@@ -32,13 +33,14 @@ std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks) {
   if (text.find(',') == std::string::npos) {
     try {
       size_t used = 0;
-      int64_t n = std::stoll(text, &used);
+      int64_t n   = std::stoll(text, &used);
       if (used == text.size()) return ConsoleOptions::even_groups(n_tracks, n);
     } catch (const std::logic_error&) {
     }
     throw GraphError("grafx.graph.invalid_console",
                      "--groups: expected a number of subgroups or a comma-separated subgroup per "
-                     "track, but got \"" + text + "\"");
+                     "track, but got \"" +
+                         text + "\"");
   }
   std::vector<int64_t> groups;
   std::stringstream s(text);
@@ -60,12 +62,12 @@ void add_console_command(CLI::App& app) {
   struct Args {
     int64_t n_tracks = 8;
     std::string groups;
-    std::string chain = default_chain_letters();
+    std::string chain  = default_chain_letters();
     int64_t prune_seed = -1;
     std::string output, picture;
     bool dry_wet = false, force = false;
   };
-  auto args = std::make_shared<Args>();
+  auto args     = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("console", "Build a mixing console graph (optionally pruned)");
   cmd->add_option("--tracks", args->n_tracks, "Number of tracks")->check(CLI::Range(1, 100000));
   cmd->add_option("--groups", args->groups,
@@ -81,15 +83,15 @@ void add_console_command(CLI::App& app) {
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
     ConsoleOptions options;
-    options.n_tracks = args->n_tracks;
+    options.n_tracks     = args->n_tracks;
     options.track_groups = parse_groups(args->groups, args->n_tracks);
-    options.chain = chain_from_letters(args->chain);
-    options.dry_wet = args->dry_wet;
-    Console console = build_console(options, known_node_types());
+    options.chain        = chain_from_letters(args->chain);
+    options.dry_wet      = args->dry_wet;
+    Console console      = build_console(options, known_node_types());
     std::string pruned;
     if (args->prune_seed >= 0) {
       PruneOptions prune;
-      prune.seed = static_cast<uint64_t>(args->prune_seed);
+      prune.seed        = static_cast<uint64_t>(args->prune_seed);
       prune.probability = random_pruning_rates();
       pruned = ", " + std::to_string(prune_randomly(console.graph, prune).size()) + " bypassed";
     }
@@ -106,7 +108,7 @@ void add_console_command(CLI::App& app) {
 }
 
 void add_info_command(CLI::App& app) {
-  auto path = std::make_shared<std::string>();
+  auto path     = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("info", "Describe a graph file and validate it");
   cmd->add_option("graph", *path, "Graph file (.json)")->required();
   cmd->callback([path] {
@@ -120,9 +122,11 @@ void add_info_command(CLI::App& app) {
       std::cout << counts[size_t(t)];
       if (type.inlets.size() > 1 || type.outlets.size() > 1) {
         std::cout << "   (";
-        for (size_t i = 0; i < type.inlets.size(); ++i) std::cout << (i ? ", " : "") << type.inlets[i];
+        for (size_t i = 0; i < type.inlets.size(); ++i)
+          std::cout << (i ? ", " : "") << type.inlets[i];
         std::cout << " -> ";
-        for (size_t i = 0; i < type.outlets.size(); ++i) std::cout << (i ? ", " : "") << type.outlets[i];
+        for (size_t i = 0; i < type.outlets.size(); ++i)
+          std::cout << (i ? ", " : "") << type.outlets[i];
         std::cout << ")";
       }
       std::cout << "\n";
@@ -132,8 +136,10 @@ void add_info_command(CLI::App& app) {
       std::cout << "valid\n";
       return;
     }
-    std::cout << "invalid: " << issues.size() << " problem" << (issues.size() > 1 ? "s" : "") << "\n";
-    for (const auto& issue : issues) std::cout << "  [" << issue.code << "] " << issue.message << "\n";
+    std::cout << "invalid: " << issues.size() << " problem" << (issues.size() > 1 ? "s" : "")
+              << "\n";
+    for (const auto& issue : issues)
+      std::cout << "  [" << issue.code << "] " << issue.message << "\n";
     throw GraphError(issues.front().code, *path + ": the graph is not valid");
   });
 }
@@ -144,7 +150,7 @@ void add_draw_command(CLI::App& app) {
     DrawOptions options;
     bool force = false;
   };
-  auto args = std::make_shared<Args>();
+  auto args     = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("draw", "Draw a graph file (.svg, .png, .pdf or .dot)");
   cmd->add_option("graph", args->graph, "Graph file (.json)")->required();
   cmd->add_option("-o,--output", args->output, "Picture to write")->required();

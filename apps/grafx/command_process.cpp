@@ -48,8 +48,9 @@ void set_parameter(TensorDict& raw, at::Tensor& wet, const std::string& assignme
       return s.str();
     };
     if (lo < spec.physical_min || hi > spec.physical_max)
-      fail("expected " + name + " from " + text_of(spec.physical_min) + " to " + text_of(spec.physical_max) +
-           " (" + spec.unit + "), but got " + text_of(lo < spec.physical_min ? lo : hi));
+      fail("expected " + name + " from " + text_of(spec.physical_min) + " to " +
+           text_of(spec.physical_max) + " (" + spec.unit + "), but got " +
+           text_of(lo < spec.physical_min ? lo : hi));
     at::Tensor values = spec.to_raw(physical);
     if (!values.isfinite().all().item<bool>() ||
         !at::allclose(spec.to_physical(values), physical, 1e-6, 1e-6))
@@ -64,12 +65,14 @@ void set_parameter(TensorDict& raw, at::Tensor& wet, const std::string& assignme
 }
 
 /// "out.wav" for one outlet; "out.low.wav", "out.high.wav", ... for several.
-std::vector<std::string> outlet_paths(const std::string& path, const std::vector<std::string>& outlets) {
+std::vector<std::string> outlet_paths(const std::string& path,
+                                      const std::vector<std::string>& outlets) {
   if (outlets.size() == 1) return {path};
   std::filesystem::path p(path);
   std::vector<std::string> paths;
   for (const auto& outlet : outlets)
-    paths.push_back((p.parent_path() / (p.stem().string() + "." + outlet + p.extension().string())).string());
+    paths.push_back(
+        (p.parent_path() / (p.stem().string() + "." + outlet + p.extension().string())).string());
   return paths;
 }
 
@@ -81,10 +84,11 @@ void add_process_command(CLI::App& app) {
     std::vector<std::string> settings;
     bool stereo = false, force = false;
   };
-  auto args = std::make_shared<Args>();
+  auto args     = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "process", "Apply one processor to an audio file, with parameters in physical units");
-  cmd->add_option("type", args->type, "Processor (node type) name; see grafx processors")->required();
+  cmd->add_option("type", args->type, "Processor (node type) name; see grafx processors")
+      ->required();
   cmd->add_option("-i,--input", args->input, "Input audio file (every inlet reads it)")->required();
   cmd->add_option("-o,--output", args->output,
                   "Output audio file (several outlets: NAME.OUTLET.wav each)")
@@ -98,11 +102,12 @@ void add_process_command(CLI::App& app) {
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
     const ProcessorDescriptor& descriptor = processor_descriptor(args->type);
-    Audio audio = read_audio(args->input);
+    Audio audio                           = read_audio(args->input);
     if (!audio.samples.isfinite().all().item<bool>())
-      throw IoError("grafx.io.non_finite", args->input + ": holds non-finite samples (NaN or infinity)");
+      throw IoError("grafx.io.non_finite",
+                    args->input + ": holds non-finite samples (NaN or infinity)");
     auto processor = descriptor.make({audio.sample_rate});
-    auto outputs = outlet_paths(args->output, processor->outlets());
+    auto outputs   = outlet_paths(args->output, processor->outlets());
     for (const auto& path : outputs) check_writable(path, args->force);
     TensorDict raw = default_parameters(*processor);
     at::Tensor wet = at::full({1, 1}, INFINITY, at::kDouble);  // raw: fully wet
@@ -115,7 +120,7 @@ void add_process_command(CLI::App& app) {
     for (const auto& [name, value] : raw) parameters[name] = value.to(at::kFloat);
     at::NoGradGuard no_grad;
     ProcessorOutput out = processor->forward(inputs, parameters);
-    const double w = wet.sigmoid().item<double>();
+    const double w      = wet.sigmoid().item<double>();
     NodeTypes types;
     const TypeId type = types.add(processor->node_type());
     std::vector<at::Tensor> ys;
@@ -128,11 +133,12 @@ void add_process_command(CLI::App& app) {
                              args->type + ": outlet \"" + processor->outlets()[o] +
                                  "\" holds non-finite samples; nothing was written");
     }
-    for (size_t o = 0; o < outputs.size(); ++o) write_audio(outputs[o], ys[o], audio.sample_rate, args->force);
+    for (size_t o = 0; o < outputs.size(); ++o)
+      write_audio(outputs[o], ys[o], audio.sample_rate, args->force);
     std::cout << "processed " << args->input << " (" << x.size(1) << " ch, " << audio.sample_rate
               << " Hz, " << std::fixed << std::setprecision(2)
-              << double(x.size(2)) / double(audio.sample_rate) << " s) with " << args->type << " -> "
-              << join(outputs) << "\n";
+              << double(x.size(2)) / double(audio.sample_rate) << " s) with " << args->type
+              << " -> " << join(outputs) << "\n";
   });
 }
 

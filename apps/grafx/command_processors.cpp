@@ -45,7 +45,7 @@ void add_processors_command(CLI::App& app) {
     std::string name, response;
     std::vector<std::string> parameters;
     SampleRate sample_rate = ProcessorConfig().sample_rate;
-    bool force         = false;
+    bool force             = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd =
@@ -69,7 +69,8 @@ void add_processors_command(CLI::App& app) {
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
     if (args->name.empty()) {
-      for (const auto& d : processor_registry()) std::cout << describe_processor(d, args->sample_rate, false);
+      for (const auto& d : processor_registry())
+        std::cout << describe_processor(d, args->sample_rate, false);
       return;
     }
     auto processor = make_processor(args->name, {args->sample_rate});  // or an error naming them

@@ -24,23 +24,31 @@ namespace {
 at::Tensor load_sources(const std::vector<std::string>& paths, int64_t channels, bool pad,
                         SampleRate& sample_rate) {
   std::vector<at::Tensor> sources;
-  int64_t longest = 0;
+  int64_t longest      = 0;
   const bool resampled = sample_rate > 0;
   for (size_t i = 0; i < paths.size(); ++i) {
     Audio audio = read_audio(paths[i]);
     if (i == 0 && !resampled) sample_rate = audio.sample_rate;
     if (audio.sample_rate != sample_rate && !resampled)
-      throw IoError("grafx.io.sample_rate", paths[i] + ": sample rate " + std::to_string(audio.sample_rate) +
-                                                " Hz differs from " + paths[0] + " (" + std::to_string(sample_rate) + " Hz)");
-    at::Tensor x = audio.sample_rate == sample_rate ? audio.samples
-                                                    : resample(audio.samples, audio.sample_rate, sample_rate);
-    if (x.size(0) == 1 && channels > 1) x = x.expand({channels, x.size(1)});  // mono to every channel
+      throw IoError("grafx.io.sample_rate", paths[i] + ": sample rate " +
+                                                std::to_string(audio.sample_rate) +
+                                                " Hz differs from " + paths[0] + " (" +
+                                                std::to_string(sample_rate) + " Hz)");
+    at::Tensor x = audio.sample_rate == sample_rate
+                       ? audio.samples
+                       : resample(audio.samples, audio.sample_rate, sample_rate);
+    if (x.size(0) == 1 && channels > 1)
+      x = x.expand({channels, x.size(1)});  // mono to every channel
     if (x.size(0) != channels)
-      throw IoError("grafx.io.channels", paths[i] + ": " + std::to_string(x.size(0)) + " channels, but the graph is "
-                                             "rendered with " + std::to_string(channels) + " (mono files are spread to all)");
+      throw IoError("grafx.io.channels", paths[i] + ": " + std::to_string(x.size(0)) +
+                                             " channels, but the graph is "
+                                             "rendered with " +
+                                             std::to_string(channels) +
+                                             " (mono files are spread to all)");
     if (!sources.empty() && x.size(1) != sources.front().size(1) && !pad)
-      throw IoError("grafx.io.length", paths[i] + ": " + std::to_string(x.size(1)) + " samples, but " + paths[0] +
-                                           " has " + std::to_string(sources.front().size(1)) +
+      throw IoError("grafx.io.length", paths[i] + ": " + std::to_string(x.size(1)) +
+                                           " samples, but " + paths[0] + " has " +
+                                           std::to_string(sources.front().size(1)) +
                                            " (use --pad to zero-pad the shorter files)");
     longest = std::max(longest, x.size(1));
     sources.push_back(x);
@@ -54,7 +62,9 @@ std::vector<std::string> output_paths(const std::string& path, int64_t n) {
   std::filesystem::path p(path);
   std::vector<std::string> paths;
   for (int64_t i = 1; i <= n; ++i)
-    paths.push_back((p.parent_path() / (p.stem().string() + "." + std::to_string(i) + p.extension().string())).string());
+    paths.push_back(
+        (p.parent_path() / (p.stem().string() + "." + std::to_string(i) + p.extension().string()))
+            .string());
   return paths;
 }
 
@@ -67,56 +77,67 @@ void add_render_command(CLI::App& app) {
     int64_t channels = 2, seed = 0;
     bool pad = false, pcm16 = false, force = false;
   };
-  auto args = std::make_shared<Args>();
+  auto args     = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("render", "Render a graph on audio files");
   cmd->add_option("graph", args->graph, "Graph file (.json)")->required();
-  cmd->add_option("--sources", args->sources, "One audio file per `in` node, in node id order")->required();
-  cmd->add_option("--params", args->parameters, "Parameter file (.safetensors); default: initial parameters");
+  cmd->add_option("--sources", args->sources, "One audio file per `in` node, in node id order")
+      ->required();
+  cmd->add_option("--params", args->parameters,
+                  "Parameter file (.safetensors); default: initial parameters");
   cmd->add_option("--seed", args->seed, "Seed of the initial parameters")->capture_default_str();
-  cmd->add_option("--method", args->method, "Schedule: one-by-one, greedy, beam or optimal")->capture_default_str();
-  cmd->add_option("--channels", args->channels, "Channels to render with")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--method", args->method, "Schedule: one-by-one, greedy, beam or optimal")
+      ->capture_default_str();
+  cmd->add_option("--channels", args->channels, "Channels to render with")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   cmd->add_flag("--pad", args->pad, "Zero-pad shorter sources to the longest");
   cmd->add_flag("--pcm16", args->pcm16, "Write 16-bit PCM instead of float");
-  cmd->add_option("-o,--output", args->output, "Output audio file (several `out` nodes: name.1.wav, ...)")->required();
+  cmd->add_option("-o,--output", args->output,
+                  "Output audio file (several `out` nodes: name.1.wav, ...)")
+      ->required();
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
-    auto start = std::chrono::steady_clock::now();
+    auto start  = std::chrono::steady_clock::now();
     Graph graph = load_graph_file(args->graph);
     graph.check();
     int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
     if (int64_t(args->sources.size()) != n_inputs)
-      throw RenderError("grafx.render.sources", args->graph + " has " + std::to_string(n_inputs) +
-                                                    " `in` nodes, but " + std::to_string(args->sources.size()) +
-                                                    " source files were given");
+      throw RenderError("grafx.render.sources",
+                        args->graph + " has " + std::to_string(n_inputs) + " `in` nodes, but " +
+                            std::to_string(args->sources.size()) + " source files were given");
     auto outputs = output_paths(args->output, graph.count_per_type()[NodeTypes::kOut]);
     for (const auto& path : outputs) check_writable(path, args->force);
     // Parameters made at one sample rate (a fit's) are rendered at that rate.
-    SampleRate sample_rate = args->parameters.empty() ? 0 : parameter_file_sample_rate(args->parameters);
+    SampleRate sample_rate =
+        args->parameters.empty() ? 0 : parameter_file_sample_rate(args->parameters);
     if (sample_rate > 0)
       std::cout << "rendering at " << sample_rate << " Hz, the rate " << args->parameters
                 << " was made for (sources at other rates are resampled)\n";
-    at::Tensor sources = load_sources(args->sources, args->channels, args->pad, sample_rate);
+    at::Tensor sources    = load_sources(args->sources, args->channels, args->pad, sample_rate);
     Processors processors = make_processors(graph.types(), {sample_rate});
-    Parameters parameters = args->parameters.empty()
-                                ? create_parameters(graph, processors, {uint64_t(args->seed), at::kFloat, false})
-                                : load_parameters(args->parameters, graph);
+    Parameters parameters =
+        args->parameters.empty()
+            ? create_parameters(graph, processors, {uint64_t(args->seed), at::kFloat, false})
+            : load_parameters(args->parameters, graph);
     ScheduleOptions schedule(parse_schedule_method(args->method));
-    RenderPlan plan = make_render_plan(to_tensor(graph), schedule);
+    RenderPlan plan     = make_render_plan(to_tensor(graph), schedule);
     RenderResult result = render(plan, processors, parameters, sources);
     for (size_t i = 0; i < outputs.size(); ++i) {
       at::Tensor y = result.outputs[int64_t(i)];
-      double peak = y.abs().max().item<double>();
+      double peak  = y.abs().max().item<double>();
       if (args->pcm16 && peak > 1.0)
-        std::cerr << "grafx: warning: " << outputs[i] << " peaks at " << std::setprecision(3) << peak
-                  << " and is clipped in 16-bit PCM\n";
+        std::cerr << "grafx: warning: " << outputs[i] << " peaks at " << std::setprecision(3)
+                  << peak << " and is clipped in 16-bit PCM\n";
       write_audio(outputs[i], y, sample_rate, args->force,
                   args->pcm16 ? AudioEncoding::kPcm16 : AudioEncoding::kFloat32);
     }
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::cout << "rendered " << args->sources.size() << " source(s) (" << args->channels << " ch, " << sample_rate
-              << " Hz, " << std::fixed << std::setprecision(2) << double(sources.size(2)) / double(sample_rate)
-              << " s) through " << graph.n_nodes() << " nodes in " << plan.n_calls() << " processor calls ("
-              << to_string(plan.method) << ") in " << seconds << " s -> " << outputs.front()
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "rendered " << args->sources.size() << " source(s) (" << args->channels << " ch, "
+              << sample_rate << " Hz, " << std::fixed << std::setprecision(2)
+              << double(sources.size(2)) / double(sample_rate) << " s) through " << graph.n_nodes()
+              << " nodes in " << plan.n_calls() << " processor calls (" << to_string(plan.method)
+              << ") in " << seconds << " s -> " << outputs.front()
               << (outputs.size() > 1 ? " ..." : "") << "\n";
   });
 }

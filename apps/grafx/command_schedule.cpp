@@ -21,8 +21,10 @@ std::vector<std::string> parse_type_list(const std::string& text, const NodeType
   if (text.find(',') == std::string::npos && !types.contains(text)) return chain_from_letters(text);
   std::stringstream s(text);
   for (std::string item; std::getline(s, item, ',');) {
-    if (item.size() == 1 && !types.contains(item)) names.push_back(chain_from_letters(item)[0]);
-    else names.push_back(types.name(types.id(item)));  // throws for unknown names
+    if (item.size() == 1 && !types.contains(item))
+      names.push_back(chain_from_letters(item)[0]);
+    else
+      names.push_back(types.name(types.id(item)));  // throws for unknown names
   }
   return names;
 }
@@ -36,25 +38,31 @@ void add_schedule_command(CLI::App& app) {
     bool plan = false, force = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("schedule", "Schedule a graph's nodes into batched processor calls");
+  CLI::App* cmd =
+      app.add_subcommand("schedule", "Schedule a graph's nodes into batched processor calls");
   cmd->add_option("graph", args->graph, "Graph file (.json)")->required();
   cmd->add_option("--method", args->method, "one-by-one, fixed, greedy, beam or optimal")
       ->capture_default_str();
   cmd->add_option("--fixed", args->fixed,
                   "Type order for --method fixed: names or letters, comma-separated "
                   "(default: the console order, chain, mix, chain, mix)");
-  cmd->add_option("--width", args->options.beam_width, "Beam width")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--depth", args->options.beam_depth, "Beam look-ahead depth")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--width", args->options.beam_width, "Beam width")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--depth", args->options.beam_depth, "Beam look-ahead depth")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--budget", args->options.time_budget_s, "Time budget of the optimal search (s)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--plan", args->plan, "Print the render plan");
   cmd->add_option("--json", args->json, "Write the render plan as JSON to this file");
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
-    Graph graph = load_graph_file(args->graph);
-    GraphTensor tensor = to_tensor(graph);
+    Graph graph             = load_graph_file(args->graph);
+    GraphTensor tensor      = to_tensor(graph);
     ScheduleOptions options = args->options;
-    options.method = parse_schedule_method(args->method);
+    options.method          = parse_schedule_method(args->method);
     if (options.method == ScheduleMethod::kFixed)
       options.fixed_order = args->fixed.empty() ? console_fixed_order(default_console_chain())
                                                 : parse_type_list(args->fixed, graph.types());
@@ -65,11 +73,13 @@ void add_schedule_command(CLI::App& app) {
     std::cout << "method: " << to_string(schedule.method);
     if (schedule.method == ScheduleMethod::kOptimal)
       std::cout << (schedule.proven_optimal ? " (proven optimal)"
-                                            : " (not proven; lower bound " + std::to_string(schedule.lower_bound) + ")");
+                                            : " (not proven; lower bound " +
+                                                  std::to_string(schedule.lower_bound) + ")");
     std::cout << "\nprocessor calls: " << schedule.n_calls() << " (" << tensor.n_nodes()
               << " nodes, " << schedule.dead_rows.size() << " dead)\n"
               << "types: " << schedule.type_sequence(graph.types()) << "\n"
-              << "time: " << std::fixed << std::setprecision(2) << schedule.seconds * 1000 << " ms\n";
+              << "time: " << std::fixed << std::setprecision(2) << schedule.seconds * 1000
+              << " ms\n";
     if (args->plan || !args->json.empty()) {
       RenderPlan plan = make_render_plan(tensor, schedule);
       if (args->plan) std::cout << plan.to_string();

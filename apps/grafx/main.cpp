@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   // LibTorch defaults to one thread on these machines: use every core unless told otherwise.
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (const char* env = std::getenv("GRAFX_THREADS")) threads = std::max(1, std::atoi(env));
-  app.add_option("--threads", threads, "CPU threads for LibTorch (default: all cores, or $GRAFX_THREADS)")
+  app.add_option("--threads", threads,
+                 "CPU threads for LibTorch (default: all cores, or $GRAFX_THREADS)")
       ->check(CLI::Range(1, 1024));
   app.parse_complete_callback([&threads] { at::set_num_threads(threads); });
   grafx::cli::add_console_command(app);

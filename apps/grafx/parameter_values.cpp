@@ -49,8 +49,8 @@ void fill_values(at::Tensor& values, const std::string& text,
   std::stringstream list(text);
   for (std::string row; std::getline(list, row, ';');) rows.push_back(row);
   if (rows.size() != 1 && int64_t(rows.size()) != n_rows)
-    fail("expected one list of values or " + std::to_string(n_rows) + " separated by ';', but got " +
-         std::to_string(rows.size()));
+    fail("expected one list of values or " + std::to_string(n_rows) +
+         " separated by ';', but got " + std::to_string(rows.size()));
   at::Tensor flat = values.view({n_rows, length});
   for (int64_t r = 0; r < n_rows; ++r)
     flat[r].copy_(spread(parse_numbers(rows[rows.size() == 1 ? 0 : size_t(r)], fail), length));

@@ -14,7 +14,9 @@ namespace grafx {
 class Error : public std::runtime_error {
  public:
   Error(std::string code, const std::string& message)
-      : std::runtime_error("[" + code + "] " + message), code_(std::move(code)), message_(message) {}
+      : std::runtime_error("[" + code + "] " + message),
+        code_(std::move(code)),
+        message_(message) {}
 
   /// Stable identifier, e.g. "grafx.graph.cycle".
   const std::string& code() const noexcept { return code_; }

@@ -13,7 +13,7 @@ at::Tensor ConstantCache::get(const std::string& key, const at::TensorOptions& o
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = tensors_.find(full_key);
   if (it != tensors_.end()) return it->second;
-  at::Tensor value = make().to(options.device(), options.dtype()).contiguous();
+  at::Tensor value   = make().to(options.device(), options.dtype()).contiguous();
   tensors_[full_key] = value;
   return value;
 }

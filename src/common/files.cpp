@@ -1,13 +1,13 @@
 #include <grafx/error.h>
 #include <grafx/files.h>
 
+#include <unistd.h>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace grafx {
 namespace fs = std::filesystem;
@@ -28,8 +28,9 @@ void check_writable(const std::string& path, bool overwrite) {
   std::error_code ec;
   if (!overwrite && fs::exists(path, ec))
     throw IoError("grafx.io.exists",
-                  path + ": exists already; refusing to overwrite it (choose another name or "
-                         "allow overwriting)");
+                  path +
+                      ": exists already; refusing to overwrite it (choose another name or "
+                      "allow overwriting)");
   fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec))
     throw IoError("grafx.io.unwritable", path + ": folder " + parent.string() + " does not exist");
@@ -40,9 +41,9 @@ void write_atomically(const std::string& path, bool overwrite,
   check_writable(path, overwrite);
   static std::atomic<int> counter{0};
   fs::path target(path);
-  fs::path temporary = target.parent_path() /
-                       ("." + target.stem().string() + ".tmp" + std::to_string(::getpid()) + "-" +
-                        std::to_string(counter++) + target.extension().string());
+  fs::path temporary =
+      target.parent_path() / ("." + target.stem().string() + ".tmp" + std::to_string(::getpid()) +
+                              "-" + std::to_string(counter++) + target.extension().string());
   try {
     write(temporary.string());
     std::error_code ec;

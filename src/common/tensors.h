@@ -26,11 +26,16 @@ inline std::string shape_text(at::IntArrayRef sizes) {
 /// "float32", "float64", ...: how messages show dtypes.
 inline std::string dtype_name(at::ScalarType dtype) {
   switch (dtype) {
-    case at::kFloat: return "float32";
-    case at::kDouble: return "float64";
-    case at::kHalf: return "float16";
-    case at::kBFloat16: return "bfloat16";
-    default: return c10::toString(dtype);
+    case at::kFloat:
+      return "float32";
+    case at::kDouble:
+      return "float64";
+    case at::kHalf:
+      return "float16";
+    case at::kBFloat16:
+      return "bfloat16";
+    default:
+      return c10::toString(dtype);
   }
 }
 

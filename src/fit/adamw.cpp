@@ -18,7 +18,7 @@ void AdamW::reset() {
   exp_avg_sq_.clear();
   for (const auto& [type, named] : parameters_)
     for (const auto& [name, p] : named) {
-      exp_avg_[type + "." + name] = at::zeros_like(p).detach();
+      exp_avg_[type + "." + name]    = at::zeros_like(p).detach();
       exp_avg_sq_[type + "." + name] = at::zeros_like(p).detach();
     }
 }
@@ -60,9 +60,11 @@ TensorDict AdamW::state() const {
 void AdamW::load_state(const TensorDict& state) {
   auto take = [&](const std::string& key, at::Tensor& into) {
     auto it = state.find(key);
-    if (it == state.end()) throw FitError("grafx.fit.checkpoint", "optimizer state lacks \"" + key + "\"");
+    if (it == state.end())
+      throw FitError("grafx.fit.checkpoint", "optimizer state lacks \"" + key + "\"");
     if (it->second.sizes() != into.sizes())
-      throw FitError("grafx.fit.checkpoint", "optimizer state \"" + key + "\" has another shape than its parameter");
+      throw FitError("grafx.fit.checkpoint",
+                     "optimizer state \"" + key + "\" has another shape than its parameter");
     into.copy_(it->second);
   };
   for (auto& [key, m] : exp_avg_) take("exp_avg/" + key, m);

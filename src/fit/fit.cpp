@@ -10,9 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
-#include <set>
 #include <iomanip>
 #include <limits>
+#include <set>
 #include <sstream>
 
 namespace grafx {
@@ -22,13 +22,15 @@ namespace {
 at::Tensor checked_tracks(const Graph& graph, const at::Tensor& tracks, const at::Tensor& mix) {
   graph.check();
   const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
-  auto fail = [](const std::string& what) { throw FitError("grafx.fit.data", what); };
+  auto fail              = [](const std::string& what) { throw FitError("grafx.fit.data", what); };
   if (!tracks.defined() || tracks.dim() != 3) fail("expected tracks of shape K×C×L");
   if (tracks.size(0) != n_inputs)
-    fail("expected " + std::to_string(n_inputs) + " tracks (one per `in` node), but got " + std::to_string(tracks.size(0)));
-  if (!mix.defined() || mix.dim() != 2 || mix.size(0) != tracks.size(1) || mix.size(1) != tracks.size(2))
-    fail("expected a mix of shape C×L with the tracks' channels and length (" + std::to_string(tracks.size(1)) + "×" +
-         std::to_string(tracks.size(2)) + ")");
+    fail("expected " + std::to_string(n_inputs) + " tracks (one per `in` node), but got " +
+         std::to_string(tracks.size(0)));
+  if (!mix.defined() || mix.dim() != 2 || mix.size(0) != tracks.size(1) ||
+      mix.size(1) != tracks.size(2))
+    fail("expected a mix of shape C×L with the tracks' channels and length (" +
+         std::to_string(tracks.size(1)) + "×" + std::to_string(tracks.size(2)) + ")");
   if (!at::isFloatingType(tracks.scalar_type()) || mix.scalar_type() != tracks.scalar_type())
     fail("expected floating-point tracks and mix of one dtype");
   if (!tracks.isfinite().all().item<bool>() || !mix.isfinite().all().item<bool>())
@@ -37,15 +39,18 @@ at::Tensor checked_tracks(const Graph& graph, const at::Tensor& tracks, const at
 }
 
 FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length) {
-  const int64_t crop = std::min<int64_t>(length, std::llround(options.crop_seconds * double(sample_rate)));
-  options.loss.sample_rate = sample_rate;
+  const int64_t crop =
+      std::min<int64_t>(length, std::llround(options.crop_seconds * double(sample_rate)));
+  options.loss.sample_rate  = sample_rate;
   options.loss.skip_samples = std::llround(options.skip_seconds * double(sample_rate));
-  const int64_t largest_fft = *std::max_element(options.loss.fft_sizes.begin(), options.loss.fft_sizes.end());
+  const int64_t largest_fft =
+      *std::max_element(options.loss.fft_sizes.begin(), options.loss.fft_sizes.end());
   if (options.n_steps < 0) throw FitError("grafx.fit.options", "expected a number of steps ≥ 0");
   if (crop - options.loss.skip_samples < largest_fft)
     throw FitError("grafx.fit.data",
                    "a crop of " + std::to_string(crop) + " samples (" + std::to_string(length) +
-                       " available) minus the warm-up of " + std::to_string(options.loss.skip_samples) +
+                       " available) minus the warm-up of " +
+                       std::to_string(options.loss.skip_samples) +
                        " is shorter than the loss's largest FFT (" + std::to_string(largest_fft) +
                        "); use longer audio, a longer crop or a shorter warm-up");
   options.crop_seconds = double(crop) / double(sample_rate);
@@ -76,10 +81,12 @@ RenderOptions gain_staging(const NodeTypes& types) {
   }
   RenderOptions options;
   if (regularised.empty()) return options;
-  options.extra_aux_losses = [regularised](const std::string& type, const std::vector<at::Tensor>& inputs,
+  options.extra_aux_losses = [regularised](const std::string& type,
+                                           const std::vector<at::Tensor>& inputs,
                                            const std::vector<at::Tensor>& outputs) {
-    return regularised.count(type) ? TensorDict{{"gain_staging", gain_staging_loss(inputs[0], outputs[0])}}
-                                   : TensorDict{};
+    return regularised.count(type)
+               ? TensorDict{{"gain_staging", gain_staging_loss(inputs[0], outputs[0])}}
+               : TensorDict{};
   };
   return options;
 }
@@ -100,8 +107,8 @@ double clip_gradient_norm(Parameters& parameters, double max_norm) {
   return norm;
 }
 
-Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample_rate, FitOptions options,
-               Parameters initial)
+Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample_rate,
+               FitOptions options, Parameters initial)
     : graph_(std::move(graph)),
       tracks_(checked_tracks(graph_, tracks, mix)),
       mix_(mix.detach().contiguous()),
@@ -111,9 +118,9 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
       processors_(make_processors(graph_.types(), {sample_rate})),
       plan_(make_render_plan(to_tensor(graph_), options_.schedule)),
       render_options_(gain_staging(graph_.types())),
-      parameters_(initial.empty()
-                      ? create_parameters(graph_, processors_, {options_.seed, tracks_.scalar_type(), true})
-                      : initial),
+      parameters_(initial.empty() ? create_parameters(graph_, processors_,
+                                                      {options_.seed, tracks_.scalar_type(), true})
+                                  : initial),
       loss_(options_.loss),
       optimizer_(parameters_, options_.optimizer) {
   if (!initial.empty()) {
@@ -131,24 +138,27 @@ int64_t Fitter::crop_start(int64_t step) const {
 
 FitRecord Fitter::step() {
   const int64_t s = steps_done();
-  if (options_.reset_optimizer_every > 0 && s > 0 && s % options_.reset_optimizer_every == 0) optimizer_.reset();
-  const int64_t start = crop_start(s);
-  RenderResult rendered =
-      render(plan_, processors_, parameters_, tracks_.narrow(2, start, crop_samples_), render_options_);
-  MixLossTerms terms =
-      loss_.terms(rendered.outputs[0].unsqueeze(0), mix_.narrow(1, start, crop_samples_).unsqueeze(0));
+  if (options_.reset_optimizer_every > 0 && s > 0 && s % options_.reset_optimizer_every == 0)
+    optimizer_.reset();
+  const int64_t start   = crop_start(s);
+  RenderResult rendered = render(plan_, processors_, parameters_,
+                                 tracks_.narrow(2, start, crop_samples_), render_options_);
+  MixLossTerms terms    = loss_.terms(rendered.outputs[0].unsqueeze(0),
+                                      mix_.narrow(1, start, crop_samples_).unsqueeze(0));
   TensorDict aux;  // every type's aux losses, by name
   for (const auto& [type, named] : rendered.aux_losses)
-    for (const auto& [name, values] : named) aux[name] = aux.count(name) ? at::cat({aux[name], values}) : values;
+    for (const auto& [name, values] : named)
+      aux[name] = aux.count(name) ? at::cat({aux[name], values}) : values;
   at::Tensor regularization = regularization_loss(aux, options_.regularizer_weights);
-  at::Tensor total = terms.total + regularization;
+  at::Tensor total          = terms.total + regularization;
 
-  FitRecord record{s + 1, total.item<double>(), terms.total.item<double>(), regularization.item<double>()};
+  FitRecord record{s + 1, total.item<double>(), terms.total.item<double>(),
+                   regularization.item<double>()};
   bool finite = std::isfinite(record.loss);
   if (finite) {
     total.backward();
     record.gradient_norm = clip_gradient_norm(parameters_, options_.max_gradient_norm);
-    finite = std::isfinite(record.gradient_norm);
+    finite               = std::isfinite(record.gradient_norm);
   }
   if (finite) {
     optimizer_.step();
@@ -156,13 +166,14 @@ FitRecord Fitter::step() {
   } else {
     optimizer_.zero_grad();
     record.skipped = true;
-    record.loss = std::numeric_limits<double>::quiet_NaN();
+    record.loss    = std::numeric_limits<double>::quiet_NaN();
     if (++non_finite_in_a_row_ >= options_.max_non_finite_steps) {
       history_.push_back(record);
-      throw FitError("grafx.fit.diverged",
-                     "the loss or its gradients were not finite for " + std::to_string(non_finite_in_a_row_) +
-                         " steps in a row (up to step " + std::to_string(record.step) +
-                         "); try a lower learning rate or gradient clipping");
+      throw FitError("grafx.fit.diverged", "the loss or its gradients were not finite for " +
+                                               std::to_string(non_finite_in_a_row_) +
+                                               " steps in a row (up to step " +
+                                               std::to_string(record.step) +
+                                               "); try a lower learning rate or gradient clipping");
     }
   }
   history_.push_back(record);
@@ -181,13 +192,14 @@ void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
     if (recent.size() > 11) recent.pop_front();
     if (!progress) continue;
     FitProgress p;
-    p.step = steps_done();
-    p.n_steps = options_.n_steps;
-    p.record = record;
-    p.skipped_steps = skipped;
-    double seconds = std::chrono::duration<double>(recent.back() - recent.front()).count();
+    p.step             = steps_done();
+    p.n_steps          = options_.n_steps;
+    p.record           = record;
+    p.skipped_steps    = skipped;
+    double seconds     = std::chrono::duration<double>(recent.back() - recent.front()).count();
     p.steps_per_second = seconds > 0 ? double(recent.size() - 1) / seconds : 0;
-    p.eta_seconds = p.steps_per_second > 0 ? double(options_.n_steps - p.step) / p.steps_per_second : 0;
+    p.eta_seconds =
+        p.steps_per_second > 0 ? double(options_.n_steps - p.step) / p.steps_per_second : 0;
     progress(p);
   }
 }
@@ -203,8 +215,9 @@ at::Tensor Fitter::render_mix() const {
 MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
   at::NoGradGuard no_grad;
   MixLossOptions whole = options_.loss;
-  whole.skip_samples = 0;
-  return MixLoss(whole).terms((fitted.defined() ? fitted : render_mix()).unsqueeze(0), mix_.unsqueeze(0));
+  whole.skip_samples   = 0;
+  return MixLoss(whole).terms((fitted.defined() ? fitted : render_mix()).unsqueeze(0),
+                              mix_.unsqueeze(0));
 }
 
 std::map<std::string, std::string> Fitter::identity() const {
@@ -216,8 +229,9 @@ std::map<std::string, std::string> Fitter::identity() const {
           {"skip_samples", std::to_string(options_.loss.skip_samples)},
           {"lr", number(options_.optimizer.lr)},
           {"data", std::to_string(tracks_.size(0)) + "x" + std::to_string(tracks_.size(1)) + "x" +
-                       std::to_string(tracks_.size(2)) + ", tracks " + number(t.abs().sum().item<double>()) +
-                       ", mix " + number(m.abs().sum().item<double>())}};
+                       std::to_string(tracks_.size(2)) + ", tracks " +
+                       number(t.abs().sum().item<double>()) + ", mix " +
+                       number(m.abs().sum().item<double>())}};
 }
 
 void Fitter::save_checkpoint(const std::string& path) const {
@@ -228,18 +242,22 @@ void Fitter::save_checkpoint(const std::string& path) const {
   at::Tensor history = at::zeros({steps_done(), 5}, at::kDouble);
   for (int64_t i = 0; i < steps_done(); ++i) {
     const FitRecord& r = history_[size_t(i)];
-    history[i] = at::tensor({double(r.step), r.loss, r.match_loss, r.regularization, r.skipped ? 1.0 : 0.0}, at::kDouble);
+    history[i] =
+        at::tensor({double(r.step), r.loss, r.match_loss, r.regularization, r.skipped ? 1.0 : 0.0},
+                   at::kDouble);
   }
-  tensors["history"] = history;
-  auto metadata = identity();
-  metadata["format"] = "grafx.checkpoint";
+  tensors["history"]  = history;
+  auto metadata       = identity();
+  metadata["format"]  = "grafx.checkpoint";
   metadata["version"] = "1";
   save_safetensors(path, tensors, metadata, /*overwrite=*/true);
 }
 
 void Fitter::load_checkpoint(const std::string& path) {
   SafetensorsFile file = load_safetensors(path);
-  auto fail = [&](const std::string& what) { throw FitError("grafx.fit.checkpoint", path + ": " + what); };
+  auto fail            = [&](const std::string& what) {
+    throw FitError("grafx.fit.checkpoint", path + ": " + what);
+  };
   if (file.metadata["format"] != "grafx.checkpoint") fail("not a grafx checkpoint");
   for (const auto& [key, value] : identity()) {
     if (file.metadata[key] == value) continue;
@@ -251,7 +269,8 @@ void Fitter::load_checkpoint(const std::string& path) {
   for (auto& [type, named] : parameters_)
     for (auto& [name, p] : named) {
       auto it = file.tensors.find("parameters/" + type + "." + name);
-      if (it == file.tensors.end() || it->second.sizes() != p.sizes()) fail("lacks parameter " + type + "." + name);
+      if (it == file.tensors.end() || it->second.sizes() != p.sizes())
+        fail("lacks parameter " + type + "." + name);
       p.copy_(it->second);
     }
   TensorDict state;
@@ -269,8 +288,9 @@ void Fitter::load_checkpoint(const std::string& path) {
   history_.clear();
   non_finite_in_a_row_ = 0;
   for (int64_t i = 0; i < h.size(0); ++i) {
-    history_.push_back({int64_t(h[i][0].item<double>()), h[i][1].item<double>(), h[i][2].item<double>(),
-                        h[i][3].item<double>(), h[i][4].item<double>() != 0});
+    history_.push_back({int64_t(h[i][0].item<double>()), h[i][1].item<double>(),
+                        h[i][2].item<double>(), h[i][3].item<double>(),
+                        h[i][4].item<double>() != 0});
     non_finite_in_a_row_ = history_.back().skipped ? non_finite_in_a_row_ + 1 : 0;
   }
 }

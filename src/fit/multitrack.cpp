@@ -29,8 +29,9 @@ void normalise(std::vector<float>& track, double peak) {
 
 Multitrack synthesize_multitrack(SampleRate sample_rate, double seconds, uint64_t seed) {
   if (sample_rate < 8000 || seconds <= 0)
-    throw FitError("grafx.fit.options", "a synthesised multitrack needs a sample rate of at least 8000 Hz and a "
-                                        "positive duration");
+    throw FitError("grafx.fit.options",
+                   "a synthesised multitrack needs a sample rate of at least 8000 Hz and a "
+                   "positive duration");
   const int64_t n = int64_t(seconds * double(sample_rate));
   const double sr = double(sample_rate), beat = 60.0 / 112.0;
   Noise noise{std::mt19937_64(seed)};
@@ -38,26 +39,32 @@ Multitrack synthesize_multitrack(SampleRate sample_rate, double seconds, uint64_
   std::vector<float> drums(length), bass(length), chords(length), lead(length);
   auto add = [&](std::vector<float>& track, double start_s, double length_s, auto&& voice) {
     int64_t begin = int64_t(start_s * sr), end = std::min(n, begin + int64_t(length_s * sr));
-    for (int64_t i = std::max<int64_t>(begin, 0); i < end; ++i) track[size_t(i)] += float(voice(double(i - begin) / sr));
+    for (int64_t i = std::max<int64_t>(begin, 0); i < end; ++i)
+      track[size_t(i)] += float(voice(double(i - begin) / sr));
   };
   // Chord roots per bar (Am, F, C, G) and their triads (MIDI notes).
-  const double roots[4] = {45, 41, 48, 43};
+  const double roots[4]     = {45, 41, 48, 43};
   const double triads[4][3] = {{57, 60, 64}, {53, 57, 60}, {55, 60, 64}, {55, 59, 62}};
-  const double melody[16] = {76, 74, 72, 74, 76, 76, 76, 0, 74, 74, 74, 0, 76, 79, 79, 0};
-  double hat_state = 0;
+  const double melody[16]   = {76, 74, 72, 74, 76, 76, 76, 0, 74, 74, 74, 0, 76, 79, 79, 0};
+  double hat_state          = 0;
   for (int64_t b = 0; double(b) * beat < seconds; ++b) {
     const double t = double(b) * beat;
-    const int bar = int((b / 4) % 4);
+    const int bar  = int((b / 4) % 4);
     // Drums: kick on 1 and 3, snare on 2 and 4, hats on eighths.
     if (b % 2 == 0)
-      add(drums, t, 0.35, [&](double u) { return 0.9 * std::sin(2 * kPi * (50 * u + 60 * (1 - std::exp(-u * 30)) / 30)) * std::exp(-u * 9); });
+      add(drums, t, 0.35, [&](double u) {
+        return 0.9 * std::sin(2 * kPi * (50 * u + 60 * (1 - std::exp(-u * 30)) / 30)) *
+               std::exp(-u * 9);
+      });
     else
-      add(drums, t, 0.25, [&](double u) { return (0.5 * noise() + 0.3 * std::sin(2 * kPi * 190 * u)) * std::exp(-u * 18); });
+      add(drums, t, 0.25, [&](double u) {
+        return (0.5 * noise() + 0.3 * std::sin(2 * kPi * 190 * u)) * std::exp(-u * 18);
+      });
     for (double half : {0.0, 0.5})
       add(drums, t + half * beat, 0.06, [&](double u) {
         double white = noise();
-        double high = white - hat_state;  // a one-zero high-pass: hats are bright
-        hat_state = white;
+        double high  = white - hat_state;  // a one-zero high-pass: hats are bright
+        hat_state    = white;
         return 0.25 * high * std::exp(-u * 60);
       });
     // Bass: a saw on the bar's root, eighth notes, darkened by a one-pole low-pass.
@@ -79,14 +86,15 @@ Multitrack synthesize_multitrack(SampleRate sample_rate, double seconds, uint64_
     double note = melody[b % 16];
     if (note > 0)
       add(lead, t, beat * 0.9, [&](double u) {
-        double f = midi_hz(note) * (1 + 0.006 * std::sin(2 * kPi * 5.5 * u));
+        double f     = midi_hz(note) * (1 + 0.006 * std::sin(2 * kPi * 5.5 * u));
         double phase = 2 * kPi * f * u;
-        return (0.6 * std::sin(phase) + 0.2 * std::sin(2 * phase)) * std::min(1.0, u * 30) * std::exp(-u * 1.2);
+        return (0.6 * std::sin(phase) + 0.2 * std::sin(2 * phase)) * std::min(1.0, u * 30) *
+               std::exp(-u * 1.2);
       });
   }
   Multitrack song;
   song.sample_rate = sample_rate;
-  song.names = {"drums", "bass", "chords", "lead"};
+  song.names       = {"drums", "bass", "chords", "lead"};
   std::vector<at::Tensor> tracks;
   for (auto* track : {&drums, &bass, &chords, &lead}) {
     normalise(*track, 0.5);

@@ -42,7 +42,7 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
       fail("a console chain cannot contain \"" + type + "\" nodes");
 
   Console console{Graph(types), {}, {}, -1, -1};
-  Graph& g = console.graph;
+  Graph& g         = console.graph;
   auto chain_names = [&](const std::string& prefix) {
     std::vector<std::string> names;
     for (const auto& type : options.chain) names.push_back(prefix + "." + type);
@@ -67,7 +67,8 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
                                              ? "track" + std::to_string(t)
                                              : options.track_names[size_t(t)]));
   for (int64_t t = 0; t < options.n_tracks; ++t)
-    track_ends.push_back(add_chain(console.inputs[size_t(t)], g.node(console.inputs[size_t(t)]).name));
+    track_ends.push_back(
+        add_chain(console.inputs[size_t(t)], g.node(console.inputs[size_t(t)]).name));
   std::vector<NodeId> group_ends;
   for (int64_t group = 0; group < n_groups; ++group) {
     std::string prefix = "group" + std::to_string(group);
@@ -89,7 +90,7 @@ std::vector<NodeId> prune_randomly(Graph& graph, const PruneOptions& options) {
   std::vector<NodeId> bypassed;
   for (NodeId id : graph.nodes()) {
     TypeId type = graph.node(id).type;
-    double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // same stream on every platform
+    double u    = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // same stream on every platform
     if (is_utility_type(type)) continue;
     auto it = options.probability.find(graph.types().name(type));
     if (it != options.probability.end() && u < it->second) {

@@ -49,7 +49,7 @@ const std::vector<Edge>& Graph::out_edges(NodeId id) const { return data(id).out
 std::string Graph::describe(NodeId id) const {
   auto it = nodes_.find(id);
   if (it == nodes_.end()) return "node " + std::to_string(id);
-  const Node& n = it->second.node;
+  const Node& n    = it->second.node;
   std::string text = "node " + std::to_string(id) + " (" + types_.name(n.type);
   if (!n.name.empty()) text += " \"" + n.name + "\"";
   return text + ")";
@@ -60,10 +60,10 @@ std::string Graph::describe(const Edge& edge) const {
     auto it = nodes_.find(id);
     if (it == nodes_.end()) return std::to_string(id);
     const NodeType& type = types_[it->second.node.type];
-    const auto& ports = outlet ? type.outlets : type.inlets;
-    std::string name = index >= 0 && index < static_cast<int64_t>(ports.size())
-                           ? ports[static_cast<size_t>(index)]
-                           : std::to_string(index);
+    const auto& ports    = outlet ? type.outlets : type.inlets;
+    std::string name     = index >= 0 && index < static_cast<int64_t>(ports.size())
+                               ? ports[static_cast<size_t>(index)]
+                               : std::to_string(index);
     return std::to_string(id) + "." + name;
   };
   return port(edge.source, edge.outlet, true) + " -> " + port(edge.dest, edge.inlet, false);
@@ -81,8 +81,8 @@ NodeId Graph::insert(NodeId id, const std::string& type, const std::string& name
     throw GraphError("grafx.graph.duplicate_node",
                      "node id " + std::to_string(id) + " is already used by " + describe(id));
   TypeId type_id = types_.id(type);
-  nodes_[id] = NodeData{Node{id, type_id, name}, {}, {}};
-  next_id_ = std::max(next_id_, id + 1);
+  nodes_[id]     = NodeData{Node{id, type_id, name}, {}, {}};
+  next_id_       = std::max(next_id_, id + 1);
   return id;
 }
 
@@ -115,10 +115,10 @@ Edge Graph::resolve(NodeId source, NodeId dest, const std::string& outlet,
   const Node& d = node(dest);
   Edge edge;
   edge.source = source;
-  edge.dest = dest;
+  edge.dest   = dest;
   try {
     edge.outlet = types_.outlet_index(s.type, outlet);
-    edge.inlet = types_.inlet_index(d.type, inlet);
+    edge.inlet  = types_.inlet_index(d.type, inlet);
   } catch (const GraphError& e) {
     throw GraphError(e.code(), "edge " + std::to_string(source) + "." + outlet + " -> " +
                                    std::to_string(dest) + "." + inlet + ": " + e.message());
@@ -181,7 +181,7 @@ void Graph::disconnect(NodeId source, NodeId dest, const std::string& outlet,
 }
 
 std::vector<Edge> Graph::remove(NodeId id) {
-  NodeData& d = data(id);
+  NodeData& d               = data(id);
   std::vector<Edge> removed = d.in;
   removed.insert(removed.end(), d.out.begin(), d.out.end());
   for (const Edge& e : removed) erase_edge(e);
@@ -190,12 +190,12 @@ std::vector<Edge> Graph::remove(NodeId id) {
 }
 
 void Graph::bypass(NodeId id) {
-  const NodeData& d = data(id);
+  const NodeData& d    = data(id);
   const NodeType& type = types_[d.node.type];
   if (type.inlets.empty() || type.outlets.empty())
-    throw GraphError("grafx.graph.invalid_bypass",
-                     "cannot bypass " + describe(id) + ": only nodes with inlets and outlets " +
-                         "pass a signal through");
+    throw GraphError("grafx.graph.invalid_bypass", "cannot bypass " + describe(id) +
+                                                       ": only nodes with inlets and outlets " +
+                                                       "pass a signal through");
   std::vector<Edge> created;
   for (const Edge& out : d.out) {
     int64_t inlet = types_.passed_inlet(d.node.type, out.outlet);
@@ -218,8 +218,9 @@ void Graph::set_name(NodeId id, const std::string& name) { data(id).node.name = 
 void Graph::set_dry_wet(NodeId id, bool dry_wet) {
   Node& node = data(id).node;
   if (dry_wet && is_utility_type(node.type))
-    throw GraphError("grafx.graph.node_property",
-                     "cannot give " + describe(id) + " a dry/wet amount: only processor nodes have one");
+    throw GraphError(
+        "grafx.graph.node_property",
+        "cannot give " + describe(id) + " a dry/wet amount: only processor nodes have one");
   node.dry_wet = dry_wet;
 }
 
@@ -311,9 +312,9 @@ std::vector<ValidationIssue> Graph::validate() const {
     for (const Edge& e : d.in) connected[static_cast<size_t>(e.inlet)] = true;
     for (size_t i = 0; i < connected.size(); ++i)
       if (!connected[i])
-        issues.push_back({"grafx.graph.unconnected_inlet", id,
-                          describe(id) + " has nothing connected to its inlet \"" +
-                              type.inlets[i] + "\""});
+        issues.push_back(
+            {"grafx.graph.unconnected_inlet", id,
+             describe(id) + " has nothing connected to its inlet \"" + type.inlets[i] + "\""});
   }
   return issues;
 }
@@ -346,9 +347,9 @@ std::string Graph::to_string() const {
   for (const auto& [id, d] : nodes_) {
     s << "  " << label(id);
     const NodeType& type = types_[d.node.type];
-    auto edge_text = [&](const Edge& e) {
-      return port(type.outlets, e.outlet) + " -> " + port(types_[node(e.dest).type].inlets, e.inlet) +
-             label(e.dest);
+    auto edge_text       = [&](const Edge& e) {
+      return port(type.outlets, e.outlet) + " -> " +
+             port(types_[node(e.dest).type].inlets, e.inlet) + label(e.dest);
     };
     if (d.out.size() == 1) s << edge_text(d.out[0]);
     s << "\n";

@@ -36,7 +36,8 @@ class Reader {
 
   void allow_only(std::initializer_list<const char*> fields) const {
     for (const auto& item : value_.items())
-      if (std::none_of(fields.begin(), fields.end(), [&](const char* f) { return item.key() == f; }))
+      if (std::none_of(fields.begin(), fields.end(),
+                       [&](const char* f) { return item.key() == f; }))
         fail("unknown field \"" + item.key() + "\"");
   }
 
@@ -48,7 +49,8 @@ class Reader {
     return *it;
   }
 
-  std::string string(const char* field, const std::string& fallback = "", bool required = true) const {
+  std::string string(const char* field, const std::string& fallback = "",
+                     bool required = true) const {
     if (!required && !has(field)) return fallback;
     const json& v = get(field);
     if (!v.is_string()) fail(std::string("expected a string, but got ") + kind(v), field);
@@ -122,7 +124,7 @@ std::string graph_to_json(const Graph& graph) {
   json nodes = json::array();
   for (NodeId id : graph.nodes()) {
     const Node& node = graph.node(id);
-    json item = {{"id", id}, {"type", graph.types().name(node.type)}};
+    json item        = {{"id", id}, {"type", graph.types().name(node.type)}};
     if (!node.name.empty()) item["name"] = node.name;
     if (node.dry_wet) item["dry_wet"] = true;
     if (node.bypassed) item["bypassed"] = true;
@@ -130,9 +132,9 @@ std::string graph_to_json(const Graph& graph) {
   }
   json edges = json::array();
   for (const Edge& e : graph.edges()) {
-    json item = {{"source", e.source}, {"dest", e.dest}};
+    json item                 = {{"source", e.source}, {"dest", e.dest}};
     const std::string& outlet = graph.types()[graph.node(e.source).type].outlets[size_t(e.outlet)];
-    const std::string& inlet = graph.types()[graph.node(e.dest).type].inlets[size_t(e.inlet)];
+    const std::string& inlet  = graph.types()[graph.node(e.dest).type].inlets[size_t(e.inlet)];
     if (outlet != "main") item["outlet"] = outlet;
     if (inlet != "main") item["inlet"] = inlet;
     edges.push_back(item);
@@ -161,18 +163,19 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
   json root;
   try {
     bool too_deep = false;
-    root = json::parse(text, [&](int depth, json::parse_event_t, json&) {
+    root          = json::parse(text, [&](int depth, json::parse_event_t, json&) {
       if (depth > kMaxDepth) too_deep = true;
       return !too_deep;
     });
-    if (too_deep) throw IoError("grafx.io.format", origin + ": nesting deeper than " +
-                                                       std::to_string(kMaxDepth) + " levels");
+    if (too_deep)
+      throw IoError("grafx.io.format",
+                    origin + ": nesting deeper than " + std::to_string(kMaxDepth) + " levels");
   } catch (const json::parse_error& e) {
     // e.what() reads "[json.exception.parse_error.101] parse error at line 3, column 5: ...".
     std::string what = e.what();
-    auto at = what.find("parse error");
-    throw IoError("grafx.io.format", origin + ": invalid JSON: " +
-                                         (at == std::string::npos ? what : what.substr(at)));
+    auto at          = what.find("parse error");
+    throw IoError("grafx.io.format",
+                  origin + ": invalid JSON: " + (at == std::string::npos ? what : what.substr(at)));
   }
 
   Reader top(root, origin, "");
@@ -181,8 +184,8 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
     top.fail("expected \"grafx.graph\", but got \"" + top.string("format") + "\"", "format");
   const int64_t version = top.integer("version");
   if (version < 1 || version > kGraphFormatVersion)
-    top.fail("unsupported version " + std::to_string(version) + " (this grafx reads versions 1 to " +
-                 std::to_string(kGraphFormatVersion) + ")",
+    top.fail("unsupported version " + std::to_string(version) +
+                 " (this grafx reads versions 1 to " + std::to_string(kGraphFormatVersion) + ")",
              "version");
 
   NodeTypes types;
@@ -204,7 +207,7 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
       n.allow_only({"id", "type", "name", "dry_wet", "bypassed"});
     else
       n.allow_only({"id", "type", "name"});
-    int64_t id = n.integer("id");
+    int64_t id       = n.integer("id");
     std::string type = n.string("type");
     std::string name = n.string("name", "", false);
     bool dry_wet = n.boolean("dry_wet"), bypassed = n.boolean("bypassed");
@@ -223,7 +226,7 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
     e.allow_only({"source", "dest", "outlet", "inlet"});
     int64_t source = e.integer("source"), dest = e.integer("dest");
     std::string outlet = e.string("outlet", "main", false);
-    std::string inlet = e.string("inlet", "main", false);
+    std::string inlet  = e.string("inlet", "main", false);
     if (!graph.contains(source)) e.fail("no node with id " + std::to_string(source), "source");
     if (!graph.contains(dest)) e.fail("no node with id " + std::to_string(dest), "dest");
     annotate(origin, e.path(), [&] { graph.connect(source, dest, outlet, inlet); });

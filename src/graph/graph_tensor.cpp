@@ -15,18 +15,15 @@ namespace {
 using detail::shape_text;
 using detail::to_vector;
 
-at::Tensor long_tensor(const std::vector<int64_t>& values) {
-  return at::tensor(values, at::kLong);
-}
-
+at::Tensor long_tensor(const std::vector<int64_t>& values) { return at::tensor(values, at::kLong); }
 
 std::vector<at::Tensor> split(const at::Tensor& tensor, const std::vector<int64_t>& offsets,
                               int64_t dim, const char* what) {
   if (tensor.size(dim) != offsets.back())
-    throw GraphError("grafx.graph.batch", std::string("expected ") + std::to_string(offsets.back()) +
-                                              " " + what + " along dimension " +
-                                              std::to_string(dim) + ", but got " +
-                                              std::to_string(tensor.size(dim)));
+    throw GraphError("grafx.graph.batch", std::string("expected ") +
+                                              std::to_string(offsets.back()) + " " + what +
+                                              " along dimension " + std::to_string(dim) +
+                                              ", but got " + std::to_string(tensor.size(dim)));
   std::vector<at::Tensor> parts;
   for (size_t g = 0; g + 1 < offsets.size(); ++g)
     parts.push_back(tensor.narrow(dim, offsets[g], offsets[g + 1] - offsets[g]));
@@ -38,26 +35,29 @@ std::vector<at::Tensor> split(const at::Tensor& tensor, const std::vector<int64_
 int64_t GraphTensor::n_edges() const { return edge_index.defined() ? edge_index.size(1) : 0; }
 
 std::string GraphTensor::to_string() const {
-  return "GraphTensor(node_types=" + shape_text(node_types.sizes()) + ", edge_index=" + shape_text(edge_index.sizes()) +
-         ", edge_ports=" + shape_text(edge_ports.sizes()) + ", n_types=" + std::to_string(types.size()) + ")";
+  return "GraphTensor(node_types=" + shape_text(node_types.sizes()) +
+         ", edge_index=" + shape_text(edge_index.sizes()) +
+         ", edge_ports=" + shape_text(edge_ports.sizes()) +
+         ", n_types=" + std::to_string(types.size()) + ")";
 }
 
 GraphTensor to_tensor(const Graph& graph) {
   GraphTensor t;
-  t.types = graph.types();
+  t.types    = graph.types();
   t.node_ids = graph.nodes();
   std::unordered_map<NodeId, int64_t> row;
   std::vector<int64_t> node_types;
   for (size_t i = 0; i < t.node_ids.size(); ++i) {
     row[t.node_ids[i]] = static_cast<int64_t>(i);
-    const Node& node = graph.node(t.node_ids[i]);
+    const Node& node   = graph.node(t.node_ids[i]);
     node_types.push_back(node.type);
     t.node_names.push_back(node.name);
     t.node_dry_wet.push_back(node.dry_wet);
     t.node_bypassed.push_back(node.bypassed);
   }
   std::vector<std::array<int64_t, 4>> edges;  // dest, inlet, source, outlet
-  for (const Edge& e : graph.edges()) edges.push_back({row[e.dest], e.inlet, row[e.source], e.outlet});
+  for (const Edge& e : graph.edges())
+    edges.push_back({row[e.dest], e.inlet, row[e.source], e.outlet});
   std::sort(edges.begin(), edges.end());
   std::vector<int64_t> sources, dests, ports;
   for (const auto& e : edges) {
@@ -67,10 +67,10 @@ GraphTensor to_tensor(const Graph& graph) {
     ports.push_back(e[1]);
   }
   int64_t n_edges = static_cast<int64_t>(edges.size());
-  t.node_types = long_tensor(node_types);
-  t.edge_index = at::stack({long_tensor(sources), long_tensor(dests)}).view({2, n_edges});
-  t.edge_ports = long_tensor(ports).view({n_edges, 2});
-  t.type_counts = long_tensor(graph.count_per_type());
+  t.node_types    = long_tensor(node_types);
+  t.edge_index    = at::stack({long_tensor(sources), long_tensor(dests)}).view({2, n_edges});
+  t.edge_ports    = long_tensor(ports).view({n_edges, 2});
+  t.type_counts   = long_tensor(graph.count_per_type());
   return t;
 }
 
@@ -83,14 +83,14 @@ Graph to_graph(const GraphTensor& t) {
     graph.set_dry_wet(id, t.node_dry_wet[size_t(r)]);
     graph.set_bypassed(id, t.node_bypassed[size_t(r)]);
   }
-  auto index = to_vector(t.edge_index);
-  auto ports = to_vector(t.edge_ports);
+  auto index      = to_vector(t.edge_index);
+  auto ports      = to_vector(t.edge_ports);
   int64_t n_edges = t.n_edges();
   for (int64_t e = 0; e < n_edges; ++e) {
-    NodeId source = t.node_ids[size_t(index[size_t(e)])];
-    NodeId dest = t.node_ids[size_t(index[size_t(n_edges + e)])];
+    NodeId source      = t.node_ids[size_t(index[size_t(e)])];
+    NodeId dest        = t.node_ids[size_t(index[size_t(n_edges + e)])];
     TypeId source_type = types[size_t(index[size_t(e)])];
-    TypeId dest_type = types[size_t(index[size_t(n_edges + e)])];
+    TypeId dest_type   = types[size_t(index[size_t(n_edges + e)])];
     graph.connect(source, dest, t.types[source_type].outlets[size_t(ports[size_t(2 * e)])],
                   t.types[dest_type].inlets[size_t(ports[size_t(2 * e + 1)])]);
   }
@@ -115,13 +115,13 @@ GraphBatch batch_graphs(const std::vector<GraphTensor>& graphs) {
                                                 " has other node types than graph 0; batched "
                                                 "graphs must share their node types");
   GraphBatch batch;
-  batch.node_offsets = {0};
+  batch.node_offsets   = {0};
   batch.source_offsets = {0};
   batch.output_offsets = {0};
   batch.type_offsets.assign(size_t(types.size()), {0});
   std::vector<at::Tensor> node_types, edge_index, edge_ports;
   GraphTensor& u = batch.graph;
-  u.types = types;
+  u.types        = types;
   for (const GraphTensor& t : graphs) {
     int64_t offset = batch.node_offsets.back();
     node_types.push_back(t.node_types);
@@ -141,9 +141,9 @@ GraphBatch batch_graphs(const std::vector<GraphTensor>& graphs) {
     for (size_t type = 0; type < counts.size(); ++type)
       batch.type_offsets[type].push_back(batch.type_offsets[type].back() + counts[type]);
   }
-  u.node_types = at::cat(node_types);
-  u.edge_index = at::cat(edge_index, 1);
-  u.edge_ports = at::cat(edge_ports, 0);
+  u.node_types  = at::cat(node_types);
+  u.edge_index  = at::cat(edge_index, 1);
+  u.edge_ports  = at::cat(edge_ports, 0);
   u.type_counts = at::zeros({types.size()}, at::kLong);
   for (const GraphTensor& t : graphs) u.type_counts += t.type_counts;
   return batch;

@@ -20,9 +20,9 @@ int64_t port_index(const std::vector<std::string>& ports, const std::string& por
 void check_ports(const NodeType& type, const std::vector<std::string>& ports, const char* kind) {
   for (size_t i = 0; i < ports.size(); ++i) {
     if (ports[i].empty())
-      throw GraphError("grafx.graph.invalid_type",
-                       "node type \"" + type.name + "\": " + kind + " " + std::to_string(i) +
-                           " has an empty name");
+      throw GraphError("grafx.graph.invalid_type", "node type \"" + type.name + "\": " + kind +
+                                                       " " + std::to_string(i) +
+                                                       " has an empty name");
     if (port_index(ports, ports[i]) != static_cast<int64_t>(i))
       throw GraphError("grafx.graph.invalid_type", "node type \"" + type.name + "\": " + kind +
                                                        " \"" + ports[i] + "\" is listed twice");
@@ -52,7 +52,7 @@ TypeId NodeTypes::add(const NodeType& type) {
   check_ports(type, type.inlets, "inlet");
   check_ports(type, type.outlets, "outlet");
   types_.push_back(type);
-  TypeId id = static_cast<TypeId>(types_.size()) - 1;
+  TypeId id         = static_cast<TypeId>(types_.size()) - 1;
   index_[type.name] = id;
   return id;
 }
@@ -70,17 +70,17 @@ TypeId NodeTypes::id(const std::string& name) const {
 
 int64_t NodeTypes::inlet_index(TypeId id, const std::string& inlet) const {
   const NodeType& type = (*this)[id];
-  int64_t index = port_index(type.inlets, inlet);
+  int64_t index        = port_index(type.inlets, inlet);
   if (index < 0)
-    throw GraphError("grafx.graph.unknown_port", "node type \"" + type.name +
-                                                     "\" has no inlet \"" + inlet +
+    throw GraphError("grafx.graph.unknown_port", "node type \"" + type.name + "\" has no inlet \"" +
+                                                     inlet +
                                                      "\"; its inlets: " + join(type.inlets));
   return index;
 }
 
 int64_t NodeTypes::outlet_index(TypeId id, const std::string& outlet) const {
   const NodeType& type = (*this)[id];
-  int64_t index = port_index(type.outlets, outlet);
+  int64_t index        = port_index(type.outlets, outlet);
   if (index < 0)
     throw GraphError("grafx.graph.unknown_port", "node type \"" + type.name +
                                                      "\" has no outlet \"" + outlet +

@@ -37,7 +37,7 @@ Graph random_graph(uint64_t seed, const RandomGraphOptions& options) {
     NodeId node = g.add(choices[size_t(pick(int64_t(choices.size())))]);
     // Prefer recent producers, so graphs have depth, not just width.
     for (const auto& inlet : types[g.node(node).type].inlets) {
-      int64_t back = std::min<int64_t>(int64_t(producers.size()), 1 + pick(4));
+      int64_t back  = std::min<int64_t>(int64_t(producers.size()), 1 + pick(4));
       NodeId source = producers[producers.size() - size_t(back)];
       try_connect(source, node, random_outlet(source), inlet);
       if (rng() % 1000 < uint64_t(options.extra_edge_rate * 1000)) {

@@ -39,21 +39,24 @@ Audio read_audio(const std::string& path) {
   if (info.channels < 1 || info.frames < 0 || info.samplerate < 1)
     throw IoError("grafx.io.unreadable", path + ": not a usable audio file");
   at::Tensor interleaved = at::empty({int64_t(info.frames), int64_t(info.channels)}, at::kFloat);
-  sf_count_t read = sf_readf_float(file.get(), interleaved.data_ptr<float>(), info.frames);
+  sf_count_t read        = sf_readf_float(file.get(), interleaved.data_ptr<float>(), info.frames);
   if (read != info.frames)
     throw IoError("grafx.io.unreadable", path + ": read " + std::to_string(read) + " of " +
                                              std::to_string(info.frames) + " frames");
   return {interleaved.t().contiguous(), info.samplerate};
 }
 
-void write_audio(const std::string& path, const at::Tensor& samples, SampleRate sample_rate, bool overwrite,
-                 AudioEncoding encoding) {
+void write_audio(const std::string& path, const at::Tensor& samples, SampleRate sample_rate,
+                 bool overwrite, AudioEncoding encoding) {
   if (!samples.defined() || samples.dim() != 2 || samples.size(0) < 1)
     throw IoError("grafx.io.audio_format", path + ": expected C×L samples to write");
-  if (sample_rate < 1) throw IoError("grafx.io.audio_format", path + ": invalid sample rate " + std::to_string(sample_rate));
+  if (sample_rate < 1)
+    throw IoError("grafx.io.audio_format",
+                  path + ": invalid sample rate " + std::to_string(sample_rate));
   int container = container_for(path);
-  int subtype = encoding == AudioEncoding::kPcm16 ? SF_FORMAT_PCM_16
-                : encoding == AudioEncoding::kPcm24 ? SF_FORMAT_PCM_24 : SF_FORMAT_FLOAT;
+  int subtype   = encoding == AudioEncoding::kPcm16   ? SF_FORMAT_PCM_16
+                  : encoding == AudioEncoding::kPcm24 ? SF_FORMAT_PCM_24
+                                                      : SF_FORMAT_FLOAT;
   if (container == SF_FORMAT_FLAC && subtype == SF_FORMAT_FLOAT) subtype = SF_FORMAT_PCM_24;
   if (container == SF_FORMAT_OGG) subtype = SF_FORMAT_VORBIS;
   at::Tensor interleaved = samples.detach().to(at::kCPU, at::kFloat).t().contiguous();
@@ -61,8 +64,8 @@ void write_audio(const std::string& path, const at::Tensor& samples, SampleRate 
   write_atomically(path, overwrite, [&](const std::string& temporary) {
     SF_INFO info{};
     info.samplerate = int(sample_rate);
-    info.channels = int(samples.size(0));
-    info.format = container | subtype;
+    info.channels   = int(samples.size(0));
+    info.format     = container | subtype;
     if (!sf_format_check(&info))
       throw IoError("grafx.io.audio_format", path + ": this container cannot hold this encoding");
     SndfilePtr file(sf_open(temporary.c_str(), SFM_WRITE, &info));
@@ -76,20 +79,21 @@ void write_audio(const std::string& path, const at::Tensor& samples, SampleRate 
 at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate to_rate) {
   if (from_rate == to_rate) return samples;
   if (from_rate < 1 || to_rate < 1)
-    throw IoError("grafx.io.audio_format", "cannot resample from " + std::to_string(from_rate) + " Hz to " +
-                                               std::to_string(to_rate) + " Hz");
+    throw IoError("grafx.io.audio_format", "cannot resample from " + std::to_string(from_rate) +
+                                               " Hz to " + std::to_string(to_rate) + " Hz");
   at::Tensor in = samples.detach().to(at::kCPU, at::kFloat).t().contiguous();  // L×C interleaved
-  const double ratio = double(to_rate) / double(from_rate);
+  const double ratio       = double(to_rate) / double(from_rate);
   const int64_t frames_out = int64_t(std::llround(double(in.size(0)) * ratio));
-  at::Tensor out = at::zeros({frames_out + 16, in.size(1)}, at::kFloat);
+  at::Tensor out           = at::zeros({frames_out + 16, in.size(1)}, at::kFloat);
   SRC_DATA data{};
-  data.data_in = in.data_ptr<float>();
-  data.input_frames = long(in.size(0));
-  data.data_out = out.data_ptr<float>();
+  data.data_in       = in.data_ptr<float>();
+  data.input_frames  = long(in.size(0));
+  data.data_out      = out.data_ptr<float>();
   data.output_frames = long(out.size(0));
-  data.src_ratio = ratio;
-  int error = src_simple(&data, SRC_SINC_BEST_QUALITY, int(in.size(1)));
-  if (error) throw IoError("grafx.io.resample", std::string("resampling failed: ") + src_strerror(error));
+  data.src_ratio     = ratio;
+  int error          = src_simple(&data, SRC_SINC_BEST_QUALITY, int(in.size(1)));
+  if (error)
+    throw IoError("grafx.io.resample", std::string("resampling failed: ") + src_strerror(error));
   return out.narrow(0, 0, std::min<int64_t>(frames_out, data.output_frames_gen)).t().contiguous();
 }
 

@@ -17,20 +17,31 @@ namespace {
 
 // One pastel colour per letter, so a type looks the same in every picture.
 constexpr const char* kLetterColors[26] = {
-    "#f2e3bc", "#c6dbef", "#f4a6a6" /*c*/, "#f1b6da" /*d*/, "#9ed9f5" /*e*/, "#e8c4f0",
-    "#ffc078" /*g*/, "#d9d9d9", "#c7e9c0", "#fbb4ae", "#decbe4", "#e5d8bd",
-    "#e4e4e4" /*m*/, "#c2e6b8" /*n*/, "#b3cde3", "#f6d0b1", "#d4e8b0", "#c9c3f7" /*r*/,
-    "#f9e79f" /*s*/, "#a8e6cf", "#ffcfdf", "#d0f0fd", "#e2f0cb", "#f6dfeb", "#c5cae9", "#ffe0b2"};
+    "#f2e3bc", "#c6dbef",       "#f4a6a6" /*c*/, "#f1b6da" /*d*/, "#9ed9f5" /*e*/,
+    "#e8c4f0", "#ffc078" /*g*/, "#d9d9d9",       "#c7e9c0",       "#fbb4ae",
+    "#decbe4", "#e5d8bd",       "#e4e4e4" /*m*/, "#c2e6b8" /*n*/, "#b3cde3",
+    "#f6d0b1", "#d4e8b0",       "#c9c3f7" /*r*/, "#f9e79f" /*s*/, "#a8e6cf",
+    "#ffcfdf", "#d0f0fd",       "#e2f0cb",       "#f6dfeb",       "#c5cae9",
+    "#ffe0b2"};
 
 std::string escape_html(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -69,15 +80,17 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
          "fontname=\"Helvetica\", fontsize=9, penwidth=0.6, margin=0];\n"
       << "  edge [arrowsize=0.35, penwidth=0.6];\n";
   for (NodeId id : graph.nodes()) {
-    const Node& node = graph.node(id);
+    const Node& node     = graph.node(id);
     const NodeType& type = types[node.type];
     std::string letter(1, type_letter(type.name));
     if (options.show_ids) letter += " " + std::to_string(id);
     dot << "  n" << id << " [tooltip=" << quote(tooltip(graph, id));
     if (node.type == NodeTypes::kIn || node.type == NodeTypes::kOut) {
       bool in = node.type == NodeTypes::kIn;
-      dot << ", label=" << quote(options.show_ids ? type.name + " " + std::to_string(id) : type.name)
-          << ", fixedsize=false, width=0.3, fillcolor=white, color=" << (in ? "\"#1f5fbf\"" : "\"#c0392b\"")
+      dot << ", label="
+          << quote(options.show_ids ? type.name + " " + std::to_string(id) : type.name)
+          << ", fixedsize=false, width=0.3, fillcolor=white, color="
+          << (in ? "\"#1f5fbf\"" : "\"#c0392b\"")
           << ", fontcolor=" << (in ? "\"#1f5fbf\"" : "\"#c0392b\"");
     } else if (multi_port(type)) {
       // A table: inlets on the left, the letter in the middle, outlets on the right.
@@ -109,13 +122,15 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
   }
   for (const Edge& e : graph.edges()) {
     const NodeType& source = types[graph.node(e.source).type];
-    const NodeType& dest = types[graph.node(e.dest).type];
+    const NodeType& dest   = types[graph.node(e.dest).type];
     dot << "  n" << e.source;
     if (multi_port(source)) dot << ":o" << e.outlet << (options.vertical ? ":s" : ":e");
     dot << " -> n" << e.dest;
     if (multi_port(dest)) dot << ":i" << e.inlet << (options.vertical ? ":n" : ":w");
-    if (graph.node(e.source).type == NodeTypes::kIn) dot << " [color=\"#1f5fbf\"]";
-    else if (graph.node(e.dest).type == NodeTypes::kOut) dot << " [color=\"#c0392b\"]";
+    if (graph.node(e.source).type == NodeTypes::kIn)
+      dot << " [color=\"#1f5fbf\"]";
+    else if (graph.node(e.dest).type == NodeTypes::kOut)
+      dot << " [color=\"#c0392b\"]";
     dot << ";\n";
   }
   dot << "}\n";

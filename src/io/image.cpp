@@ -25,21 +25,21 @@ void put_chunk(std::string& out, const char* type, const std::string& data) {
 
 // Magma, sampled at nine points (matplotlib's colormap), interpolated linearly.
 constexpr std::array<std::array<double, 3>, 9> kMagma = {{{0.001, 0.000, 0.014},
-                                                           {0.078, 0.054, 0.211},
-                                                           {0.232, 0.060, 0.438},
-                                                           {0.390, 0.100, 0.502},
-                                                           {0.550, 0.161, 0.506},
-                                                           {0.716, 0.215, 0.475},
-                                                           {0.868, 0.288, 0.409},
-                                                           {0.967, 0.439, 0.360},
-                                                           {0.987, 0.991, 0.750}}};
+                                                          {0.078, 0.054, 0.211},
+                                                          {0.232, 0.060, 0.438},
+                                                          {0.390, 0.100, 0.502},
+                                                          {0.550, 0.161, 0.506},
+                                                          {0.716, 0.215, 0.475},
+                                                          {0.868, 0.288, 0.409},
+                                                          {0.967, 0.439, 0.360},
+                                                          {0.987, 0.991, 0.750}}};
 
 }  // namespace
 
 std::string encode_png(const at::Tensor& rgb) {
   if (!rgb.defined() || rgb.dim() != 3 || rgb.size(2) != 3 || rgb.scalar_type() != at::kByte)
     throw IoError("grafx.io.image", "expected an H×W×3 uint8 image");
-  at::Tensor image = rgb.contiguous();
+  at::Tensor image     = rgb.contiguous();
   const int64_t height = image.size(0), width = image.size(1);
   std::string raw;
   raw.reserve(size_t(height * (width * 3 + 1)));
@@ -50,8 +50,8 @@ std::string encode_png(const at::Tensor& rgb) {
   }
   uLongf size = compressBound(uLong(raw.size()));
   std::string compressed(size, '\0');
-  if (compress2(reinterpret_cast<Bytef*>(&compressed[0]), &size, reinterpret_cast<const Bytef*>(raw.data()),
-                uLong(raw.size()), 6) != Z_OK)
+  if (compress2(reinterpret_cast<Bytef*>(&compressed[0]), &size,
+                reinterpret_cast<const Bytef*>(raw.data()), uLong(raw.size()), 6) != Z_OK)
     throw IoError("grafx.io.image", "PNG compression failed");
   compressed.resize(size);
   std::string png = "\x89PNG\r\n\x1a\n";
@@ -69,8 +69,8 @@ void write_png(const std::string& path, const at::Tensor& rgb, bool overwrite) {
   write_text_file(path, encode_png(rgb), overwrite);
 }
 
-at::Tensor spectrogram_image(const at::Tensor& audio, SampleRate sample_rate, const SpectrogramOptions& options,
-                             double* level_db) {
+at::Tensor spectrogram_image(const at::Tensor& audio, SampleRate sample_rate,
+                             const SpectrogramOptions& options, double* level_db) {
   at::NoGradGuard no_grad;
   at::Tensor x = audio.detach().to(at::kCPU, at::kDouble);
   if (x.dim() == 1) x = x.unsqueeze(0);
@@ -80,32 +80,36 @@ at::Tensor spectrogram_image(const at::Tensor& audio, SampleRate sample_rate, co
   if (x.size(1) < n_fft) x = at::constant_pad_nd(x, {0, n_fft - x.size(1)});
   // About two frames per column, at least a quarter-window hop.
   const int64_t hop = std::max<int64_t>(n_fft / 4, (x.size(1) - n_fft) / (2 * options.width) + 1);
-  at::Tensor window = at::hann_window(n_fft, /*periodic=*/true, at::TensorOptions().dtype(at::kDouble));
-  at::Tensor frames = x.unfold(1, n_fft, hop) * window;                             // C×F×N
-  at::Tensor power = at::fft_rfft(frames, n_fft, -1).abs().pow(2).mean(0);          // F×bins
+  at::Tensor window =
+      at::hann_window(n_fft, /*periodic=*/true, at::TensorOptions().dtype(at::kDouble));
+  at::Tensor frames = x.unfold(1, n_fft, hop) * window;                      // C×F×N
+  at::Tensor power  = at::fft_rfft(frames, n_fft, -1).abs().pow(2).mean(0);  // F×bins
   // Columns: average frames; rows: log-spaced frequencies, linearly interpolated between bins.
   const int64_t width = std::min<int64_t>(options.width, power.size(0));
-  power = at::adaptive_avg_pool1d(power.t().unsqueeze(0), width).squeeze(0);        // bins×W
+  power = at::adaptive_avg_pool1d(power.t().unsqueeze(0), width).squeeze(0);  // bins×W
   const double nyquist = double(sample_rate) / 2, bin_hz = double(sample_rate) / double(n_fft);
   at::Tensor image_db = at::empty({options.height, width}, at::kDouble);
   for (int64_t r = 0; r < options.height; ++r) {
-    double hz = options.min_hz * std::pow(nyquist / options.min_hz, double(options.height - 1 - r) / double(options.height - 1));
-    double bin = std::min(hz / bin_hz, double(power.size(0) - 1));
-    int64_t lo = int64_t(std::floor(bin));
-    int64_t hi = std::min(lo + 1, power.size(0) - 1);
+    double hz = options.min_hz * std::pow(nyquist / options.min_hz, double(options.height - 1 - r) /
+                                                                        double(options.height - 1));
+    double bin  = std::min(hz / bin_hz, double(power.size(0) - 1));
+    int64_t lo  = int64_t(std::floor(bin));
+    int64_t hi  = std::min(lo + 1, power.size(0) - 1);
     double frac = bin - double(lo);
     image_db[r] = ((1 - frac) * power[lo] + frac * power[hi] + 1e-20).log10() * 10;
   }
-  double reference = options.reference_db != 0.0 ? options.reference_db : image_db.max().item<double>();
+  double reference =
+      options.reference_db != 0.0 ? options.reference_db : image_db.max().item<double>();
   if (level_db) *level_db = reference;
-  at::Tensor level = ((image_db - reference) / options.range_db + 1).clamp(0, 1) * double(kMagma.size() - 1);
+  at::Tensor level =
+      ((image_db - reference) / options.range_db + 1).clamp(0, 1) * double(kMagma.size() - 1);
   at::Tensor lower = level.floor().clamp_max(double(kMagma.size() - 2));
-  at::Tensor frac = (level - lower).unsqueeze(-1);
+  at::Tensor frac  = (level - lower).unsqueeze(-1);
   at::Tensor table = at::empty({int64_t(kMagma.size()), 3}, at::kDouble);
   for (size_t i = 0; i < kMagma.size(); ++i)
     for (int c = 0; c < 3; ++c) table[int64_t(i)][c] = kMagma[i][size_t(c)];
   at::Tensor index = lower.to(at::kLong);
-  at::Tensor rgb = table.index({index}) * (1 - frac) + table.index({index + 1}) * frac;
+  at::Tensor rgb   = table.index({index}) * (1 - frac) + table.index({index + 1}) * frac;
   return (rgb * 255).round().clamp(0, 255).to(at::kByte);
 }
 

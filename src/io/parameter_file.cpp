@@ -17,7 +17,8 @@ std::string id_list(const std::vector<NodeId>& ids) { return json(ids).dump(); }
 json to_json(const at::Tensor& t) {
   at::Tensor d = t.detach().to(at::kCPU, at::kDouble).contiguous();
   if (d.numel() == 1) return d.item<double>();
-  if (d.dim() == 1) return std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+  if (d.dim() == 1)
+    return std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
   json list = json::array();
   for (int64_t i = 0; i < d.size(0); ++i) list.push_back(to_json(d[i]));
   return list;
@@ -39,35 +40,39 @@ void save_parameters(const std::string& path, const Graph& graph, const Paramete
 
 Parameters load_parameters(const std::string& path, const Graph& graph) {
   SafetensorsFile file = load_safetensors(path);
-  auto format = file.metadata.find("format");
+  auto format          = file.metadata.find("format");
   if (format == file.metadata.end() || format->second != "grafx.parameters")
-    throw IoError("grafx.io.format", path + ": not a grafx parameter file (metadata \"format\" is not "
-                                            "\"grafx.parameters\")");
+    throw IoError("grafx.io.format", path +
+                                         ": not a grafx parameter file (metadata \"format\" is not "
+                                         "\"grafx.parameters\")");
   Parameters parameters;
   for (const auto& [key, tensor] : file.tensors) {
     auto dot = key.find('.');
     if (dot == std::string::npos || dot == 0 || dot + 1 == key.size())
-      throw IoError("grafx.io.format", path + ": tensor \"" + key + "\" is not named <type>.<parameter>");
+      throw IoError("grafx.io.format",
+                    path + ": tensor \"" + key + "\" is not named <type>.<parameter>");
     parameters[key.substr(0, dot)][key.substr(dot + 1)] = tensor;
   }
   for (const auto& [type, named] : parameters) {
     if (!graph.types().contains(type))
-      throw IoError("grafx.io.mismatch", path + ": parameters of type \"" + type + "\", which the graph does not have");
+      throw IoError("grafx.io.mismatch",
+                    path + ": parameters of type \"" + type + "\", which the graph does not have");
     std::string graph_ids = id_list(graph.nodes_of_type(type));
-    auto ids = file.metadata.find("node_ids." + type);
+    auto ids              = file.metadata.find("node_ids." + type);
     if (ids != file.metadata.end() && ids->second != graph_ids)
-      throw IoError("grafx.io.mismatch", path + ": " + type + " parameters are for nodes " + ids->second +
-                                             ", but the graph's " + type + " nodes are " + graph_ids);
+      throw IoError("grafx.io.mismatch", path + ": " + type + " parameters are for nodes " +
+                                             ids->second + ", but the graph's " + type +
+                                             " nodes are " + graph_ids);
   }
   return parameters;
 }
 
 SampleRate parameter_file_sample_rate(const std::string& path) {
   SafetensorsFile file = load_safetensors(path);
-  auto rate = file.metadata.find("sample_rate");
+  auto rate            = file.metadata.find("sample_rate");
   if (rate == file.metadata.end()) return 0;
   try {
-    size_t used = 0;
+    size_t used     = 0;
     long long value = std::stoll(rate->second, &used);
     if (used == rate->second.size() && value > 0) return SampleRate(value);
   } catch (const std::logic_error&) {
@@ -82,17 +87,18 @@ std::string physical_parameters_json(const Graph& graph, const Processors& proce
   std::map<NodeId, json> by_id;
   for (const auto& [type, named] : parameters) {
     auto specs = graph_parameter_specs(graph, type, *processors.at(type));
-    auto ids = graph.nodes_of_type(type);
+    auto ids   = graph.nodes_of_type(type);
     for (size_t row = 0; row < ids.size(); ++row) {
       const Node& node = graph.node(ids[row]);
-      json values = json::object();
+      json values      = json::object();
       for (const auto& spec : specs) {
         if (spec.name == dry_wet_spec().name && !node.dry_wet) continue;
-        bool per_item = named.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
-        at::Tensor value = spec.to_physical(named.at(spec.name));
+        bool per_item              = named.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
+        at::Tensor value           = spec.to_physical(named.at(spec.name));
         values[spec.physical_name] = to_json((per_item ? value[0] : value)[int64_t(row)]);
       }
-      by_id[ids[row]] = {{"id", ids[row]}, {"type", type}, {"name", node.name}, {"parameters", values}};
+      by_id[ids[row]] = {
+          {"id", ids[row]}, {"type", type}, {"name", node.name}, {"parameters", values}};
       if (node.bypassed) by_id[ids[row]]["bypassed"] = true;
     }
   }
@@ -101,7 +107,10 @@ std::string physical_parameters_json(const Graph& graph, const Processors& proce
   for (const auto& [type, named] : parameters)
     for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type)))
       units[type][spec.physical_name] = {{"unit", spec.unit}, {"description", spec.description}};
-  return json({{"format", "grafx.physical_parameters"}, {"version", 1}, {"units", units}, {"nodes", nodes}})
+  return json({{"format", "grafx.physical_parameters"},
+               {"version", 1},
+               {"units", units},
+               {"nodes", nodes}})
              .dump(2, ' ', false, json::error_handler_t::replace) +
          "\n";
 }

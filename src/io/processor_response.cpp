@@ -58,7 +58,7 @@ Plot magnitude_response(const Processor& processor, const TensorDict& parameters
   const int64_t length = 16384, centre = length / 2;
   bool mid_side = picture == ResponsePicture::kMagnitudeMidSide,
        stereo   = picture == ResponsePicture::kMagnitudeLeftRight;
-  at::Tensor x = at::zeros({mid_side ? 2 : 1, 2, length}, at::kDouble);
+  at::Tensor x  = at::zeros({mid_side ? 2 : 1, 2, length}, at::kDouble);
   x.select(2, centre).fill_(1.0);
   if (mid_side) x[1][1][centre] = -1.0;  // L − R: a side impulse
   at::Tensor y       = at::roll(run(processor, x, parameters), -centre, -1);
@@ -150,7 +150,7 @@ Plot processor_response(const Processor& processor, const TensorDict& parameters
                         SampleRate sample_rate) {
   const ProcessorDescriptor* descriptor = find_processor(processor.name());
   const ResponsePicture picture = descriptor ? descriptor->response : ResponsePicture::kImpulse;
-  const double rate = double(sample_rate);
+  const double rate             = double(sample_rate);
   Plot plot;
   switch (picture) {
     case ResponsePicture::kMagnitude:
@@ -158,10 +158,18 @@ Plot processor_response(const Processor& processor, const TensorDict& parameters
     case ResponsePicture::kMagnitudeMidSide:
       plot = magnitude_response(processor, parameters, rate, picture);
       break;
-    case ResponsePicture::kStaticCurve: plot = static_curve(processor, parameters, rate); break;
-    case ResponsePicture::kEnergyDecay: plot = energy_decay(processor, parameters, rate); break;
-    case ResponsePicture::kStereoField: plot = stereo_field(processor, parameters, rate); break;
-    case ResponsePicture::kImpulse: plot = impulse_response(processor, parameters, rate); break;
+    case ResponsePicture::kStaticCurve:
+      plot = static_curve(processor, parameters, rate);
+      break;
+    case ResponsePicture::kEnergyDecay:
+      plot = energy_decay(processor, parameters, rate);
+      break;
+    case ResponsePicture::kStereoField:
+      plot = stereo_field(processor, parameters, rate);
+      break;
+    case ResponsePicture::kImpulse:
+      plot = impulse_response(processor, parameters, rate);
+      break;
   }
   plot.options.title = processor.name() + " at " + std::to_string(sample_rate) + " Hz";
   return plot;

@@ -17,9 +17,9 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 const std::vector<std::pair<const char*, at::ScalarType>>& dtypes() {
   static const std::vector<std::pair<const char*, at::ScalarType>> table = {
-      {"BOOL", at::kBool},  {"U8", at::kByte},      {"I8", at::kChar},   {"I16", at::kShort},
-      {"I32", at::kInt},    {"I64", at::kLong},     {"F16", at::kHalf},  {"BF16", at::kBFloat16},
-      {"F32", at::kFloat},  {"F64", at::kDouble}};
+      {"BOOL", at::kBool}, {"U8", at::kByte},   {"I8", at::kChar},  {"I16", at::kShort},
+      {"I32", at::kInt},   {"I64", at::kLong},  {"F16", at::kHalf}, {"BF16", at::kBFloat16},
+      {"F32", at::kFloat}, {"F64", at::kDouble}};
   return table;
 }
 
@@ -34,14 +34,18 @@ void save_safetensors(const std::string& path, const TensorDict& tensors,
   std::vector<at::Tensor> data;
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
-    if (name == "__metadata__") throw IoError("grafx.io.format", path + ": \"__metadata__\" is not a tensor name");
+    if (name == "__metadata__")
+      throw IoError("grafx.io.format", path + ": \"__metadata__\" is not a tensor name");
     auto it = std::find_if(dtypes().begin(), dtypes().end(),
                            [&](const auto& d) { return d.second == tensor.scalar_type(); });
     if (it == dtypes().end())
-      throw IoError("grafx.io.format", path + ": tensor \"" + name + "\" has a dtype safetensors cannot hold");
-    at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
+      throw IoError("grafx.io.format",
+                    path + ": tensor \"" + name + "\" has a dtype safetensors cannot hold");
+    at::Tensor t   = tensor.detach().to(at::kCPU).contiguous();
     uint64_t bytes = uint64_t(t.numel()) * uint64_t(t.element_size());
-    header[name] = {{"dtype", it->first}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name]   = {{"dtype", it->first},
+                      {"shape", t.sizes().vec()},
+                      {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     data.push_back(t);
   }
@@ -51,10 +55,13 @@ void save_safetensors(const std::string& path, const TensorDict& tensors,
     std::ofstream out(temporary, std::ios::binary);
     uint64_t length = text.size();
     unsigned char prefix[8];
-    for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(length >> (8 * i));  // little-endian
+    for (int i = 0; i < 8; ++i)
+      prefix[i] = static_cast<unsigned char>(length >> (8 * i));  // little-endian
     out.write(reinterpret_cast<const char*>(prefix), 8);
     out.write(text.data(), std::streamsize(text.size()));
-    for (const auto& t : data) out.write(static_cast<const char*>(t.data_ptr()), std::streamsize(t.numel() * t.element_size()));
+    for (const auto& t : data)
+      out.write(static_cast<const char*>(t.data_ptr()),
+                std::streamsize(t.numel() * t.element_size()));
     out.close();
     if (!out) throw IoError("grafx.io.unwritable", path + ": write failed");
   });
@@ -62,12 +69,17 @@ void save_safetensors(const std::string& path, const TensorDict& tensors,
 
 SafetensorsFile load_safetensors(const std::string& path) {
   const std::string bytes = read_text_file(path);
-  auto fail = [&](const std::string& what) -> void { throw IoError("grafx.io.format", path + ": " + what); };
-  if (bytes.size() < 8) fail("too short for a safetensors file (" + std::to_string(bytes.size()) + " bytes)");
+  auto fail               = [&](const std::string& what) -> void {
+    throw IoError("grafx.io.format", path + ": " + what);
+  };
+  if (bytes.size() < 8)
+    fail("too short for a safetensors file (" + std::to_string(bytes.size()) + " bytes)");
   uint64_t length = 0;
-  for (int i = 0; i < 8; ++i) length |= uint64_t(static_cast<unsigned char>(bytes[size_t(i)])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    length |= uint64_t(static_cast<unsigned char>(bytes[size_t(i)])) << (8 * i);
   if (length > kMaxHeaderBytes || length > bytes.size() - 8)
-    fail("header length " + std::to_string(length) + " exceeds the file (" + std::to_string(bytes.size()) + " bytes)");
+    fail("header length " + std::to_string(length) + " exceeds the file (" +
+         std::to_string(bytes.size()) + " bytes)");
   json header;
   try {
     header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + int64_t(length));
@@ -76,7 +88,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   }
   if (!header.is_object()) fail("the header is not a JSON object");
   const uint64_t data_size = bytes.size() - 8 - length;
-  const char* data = bytes.data() + 8 + length;
+  const char* data         = bytes.data() + 8 + length;
   SafetensorsFile file;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const auto& [name, entry] : header.items()) {
@@ -89,30 +101,35 @@ SafetensorsFile load_safetensors(const std::string& path) {
       continue;
     }
     std::string where = "tensor \"" + name + "\": ";
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+        !entry.contains("data_offsets"))
       fail(where + "expected an object with dtype, shape and data_offsets");
     const json& dtype = entry["dtype"];
-    auto it = std::find_if(dtypes().begin(), dtypes().end(),
-                           [&](const auto& d) { return dtype.is_string() && dtype.get<std::string>() == d.first; });
+    auto it           = std::find_if(dtypes().begin(), dtypes().end(), [&](const auto& d) {
+      return dtype.is_string() && dtype.get<std::string>() == d.first;
+    });
     if (it == dtypes().end()) fail(where + "unsupported dtype " + dtype.dump());
     std::vector<int64_t> shape;
     uint64_t numel = 1;
     if (!entry["shape"].is_array()) fail(where + "shape: expected an array");
     for (const auto& d : entry["shape"]) {
-      if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t{1} << 40)) fail(where + "shape: expected sizes ≥ 0");
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t{1} << 40))
+        fail(where + "shape: expected sizes ≥ 0");
       shape.push_back(d.get<int64_t>());
       numel *= d.get<uint64_t>();
       if (numel > (uint64_t{1} << 40)) fail(where + "shape is too large");
     }
     const json& offsets = entry["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned())
       fail(where + "data_offsets: expected [begin, end]");
     uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
     uint64_t element = uint64_t(c10::elementSize(it->second));
-    if (begin > end || end > data_size) fail(where + "data_offsets outside the data (" + std::to_string(data_size) + " bytes)");
+    if (begin > end || end > data_size)
+      fail(where + "data_offsets outside the data (" + std::to_string(data_size) + " bytes)");
     if (end - begin != numel * element)
-      fail(where + "data_offsets span " + std::to_string(end - begin) + " bytes, but the shape needs " +
-           std::to_string(numel * element));
+      fail(where + "data_offsets span " + std::to_string(end - begin) +
+           " bytes, but the shape needs " + std::to_string(numel * element));
     at::Tensor t = at::empty(shape, at::TensorOptions().dtype(it->second));
     if (numel > 0) std::memcpy(t.data_ptr(), data + begin, size_t(end - begin));
     file.tensors[name] = t;
@@ -121,10 +138,13 @@ SafetensorsFile load_safetensors(const std::string& path) {
   std::sort(ranges.begin(), ranges.end());
   uint64_t covered = 0;
   for (const auto& [begin, end] : ranges) {
-    if (begin != covered) fail("tensor data overlaps or leaves gaps (at byte " + std::to_string(begin) + ")");
+    if (begin != covered)
+      fail("tensor data overlaps or leaves gaps (at byte " + std::to_string(begin) + ")");
     covered = end;
   }
-  if (covered != data_size) fail("tensor data does not fill the file (" + std::to_string(data_size - covered) + " bytes left)");
+  if (covered != data_size)
+    fail("tensor data does not fill the file (" + std::to_string(data_size - covered) +
+         " bytes left)");
   return file;
 }
 

@@ -4,8 +4,8 @@
 
 #include <ATen/ATen.h>
 
-#include "common/tensors.h"
 #include <nlohmann/json.hpp>
+#include "common/tensors.h"
 
 #include <algorithm>
 #include <numeric>
@@ -29,11 +29,11 @@ RowAccess RowAccess::of(const std::vector<int64_t>& rows) {
   bool consecutive = true;
   for (size_t i = 1; i < rows.size(); ++i) consecutive = consecutive && rows[i] == rows[i - 1] + 1;
   if (consecutive) {
-    access.kind = Kind::kSlice;
+    access.kind  = Kind::kSlice;
     access.start = rows.front();
-    access.end = rows.back() + 1;
+    access.end   = rows.back() + 1;
   } else {
-    access.kind = Kind::kIndex;
+    access.kind  = Kind::kIndex;
     access.index = rows;
   }
   return access;
@@ -41,9 +41,12 @@ RowAccess RowAccess::of(const std::vector<int64_t>& rows) {
 
 int64_t RowAccess::size() const {
   switch (kind) {
-    case Kind::kNone: return 0;
-    case Kind::kSlice: return end - start;
-    case Kind::kIndex: return static_cast<int64_t>(index.size());
+    case Kind::kNone:
+      return 0;
+    case Kind::kSlice:
+      return end - start;
+    case Kind::kIndex:
+      return static_cast<int64_t>(index.size());
   }
   return 0;
 }
@@ -57,18 +60,24 @@ std::vector<int64_t> RowAccess::rows() const {
 
 std::string RowAccess::to_string() const {
   switch (kind) {
-    case Kind::kNone: return "none";
-    case Kind::kSlice: return "slice with (" + std::to_string(start) + ", " + std::to_string(end) + ")";
-    case Kind::kIndex: return "index with " + list(index);
+    case Kind::kNone:
+      return "none";
+    case Kind::kSlice:
+      return "slice with (" + std::to_string(start) + ", " + std::to_string(end) + ")";
+    case Kind::kIndex:
+      return "index with " + list(index);
   }
   return "?";
 }
 
 std::string to_string(Aggregation aggregation) {
   switch (aggregation) {
-    case Aggregation::kNone: return "none";
-    case Aggregation::kSum: return "sum";
-    case Aggregation::kSegmentSum: return "segment-sum";
+    case Aggregation::kNone:
+      return "none";
+    case Aggregation::kSum:
+      return "sum";
+    case Aggregation::kSegmentSum:
+      return "segment-sum";
   }
   return "?";
 }
@@ -87,18 +96,18 @@ RenderPlan make_render_plan(const GraphTensor& graph, const ScheduleOptions& opt
 
 RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) {
   check_schedule(graph, schedule, /*maximal=*/false);
-  Reordering reordering = reorder_for_render(graph, schedule);
-  const GraphTensor& g = reordering.graph;
+  Reordering reordering  = reorder_for_render(graph, schedule);
+  const GraphTensor& g   = reordering.graph;
   const NodeTypes& types = graph.types;
   RenderPlan plan;
-  plan.types = types;
-  plan.method = schedule.method;
+  plan.types          = types;
+  plan.method         = schedule.method;
   plan.proven_optimal = schedule.proven_optimal;
-  plan.node_ids = g.node_ids;
-  plan.node_names = g.node_names;
-  plan.node_dry_wet = g.node_dry_wet;
-  plan.node_bypassed = g.node_bypassed;
-  plan.node_types = detail::to_vector(g.node_types);
+  plan.node_ids       = g.node_ids;
+  plan.node_names     = g.node_names;
+  plan.node_dry_wet   = g.node_dry_wet;
+  plan.node_bypassed  = g.node_bypassed;
+  plan.node_types     = detail::to_vector(g.node_types);
   for (int64_t row : schedule.dead_rows) plan.dead_nodes.push_back(graph.node_ids[size_t(row)]);
   plan.n_graph_nodes = detail::to_vector(graph.type_counts);
 
@@ -115,21 +124,22 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
 
   // Buffer rows: per step, outlet-major.
   const int64_t n_nodes = g.n_nodes();
-  std::vector<int64_t> position(static_cast<size_t>(n_nodes)), first_row(static_cast<size_t>(n_nodes)), step_size(static_cast<size_t>(n_nodes));
+  std::vector<int64_t> position(static_cast<size_t>(n_nodes)),
+      first_row(static_cast<size_t>(n_nodes)), step_size(static_cast<size_t>(n_nodes));
   std::vector<int64_t> type_seen(size_t(types.size()), 0);
   int64_t next_row = 0;
   for (size_t k = 0; k < reordering.schedule.steps.size(); ++k) {
     const auto& rows = reordering.schedule.steps[k];
     PlanStep step;
-    step.type = reordering.schedule.step_types[k];
-    step.nodes = rows;
+    step.type       = reordering.schedule.step_types[k];
+    step.nodes      = rows;
     const int64_t m = int64_t(rows.size());
     for (int64_t p = 0; p < m; ++p) {
-      int64_t node = rows[size_t(p)];
-      position[size_t(node)] = p;
+      int64_t node            = rows[size_t(p)];
+      position[size_t(node)]  = p;
       first_row[size_t(node)] = next_row;
       step_size[size_t(node)] = m;
-      int64_t old_row = reordering.old_rows[size_t(node)];
+      int64_t old_row         = reordering.old_rows[size_t(node)];
       plan.parameter_graph_rows[size_t(step.type)].push_back(graph_rank[size_t(old_row)]);
       if (step.type == NodeTypes::kIn) plan.source_index.push_back(graph_rank[size_t(old_row)]);
     }
@@ -148,13 +158,13 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
   plan.n_buffer_rows = next_row;
 
   // Reads: edges are sorted by (dest, inlet, source, outlet); steps hold consecutive nodes.
-  auto index = detail::to_vector(g.edge_index);
-  auto ports = detail::to_vector(g.edge_ports);
-  const int64_t n_edges = g.n_edges();
+  auto index                        = detail::to_vector(g.edge_index);
+  auto ports                        = detail::to_vector(g.edge_ports);
+  const int64_t n_edges             = g.n_edges();
   std::vector<int64_t> step_of_node = reordering.schedule.step_of_rows(n_nodes);
   for (auto& step : plan.steps) {
     if (step.type == NodeTypes::kIn) continue;
-    const int64_t m = int64_t(step.nodes.size());
+    const int64_t m    = int64_t(step.nodes.size());
     const auto& inlets = types[step.type].inlets;
     for (size_t inlet = 0; inlet < inlets.size(); ++inlet) {
       InletRead read;
@@ -165,7 +175,8 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
         if (ports[size_t(2 * e + 1)] != int64_t(inlet) ||
             step_of_node[size_t(d)] != step_of_node[size_t(step.nodes.front())])
           continue;
-        rows.push_back(first_row[size_t(s)] + ports[size_t(2 * e)] * step_size[size_t(s)] + position[size_t(s)]);
+        rows.push_back(first_row[size_t(s)] + ports[size_t(2 * e)] * step_size[size_t(s)] +
+                       position[size_t(s)]);
         read.segments.push_back(position[size_t(d)]);
       }
       std::vector<int64_t> identity(static_cast<size_t>(m));
@@ -189,8 +200,8 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
 
 std::string RenderPlan::to_string() const {
   std::ostringstream s;
-  s << "RenderPlan: " << node_ids.size() << " nodes in " << steps.size() << " steps ("
-    << n_calls() << " processor calls), method " << grafx::to_string(method)
+  s << "RenderPlan: " << node_ids.size() << " nodes in " << steps.size() << " steps (" << n_calls()
+    << " processor calls), method " << grafx::to_string(method)
     << (method == ScheduleMethod::kOptimal ? (proven_optimal ? " (proven)" : " (not proven)") : "")
     << ", buffer of " << n_buffer_rows << " rows\n";
   for (size_t k = 0; k < steps.size(); ++k) {
@@ -216,12 +227,15 @@ std::string RenderPlan::to_string() const {
 }
 
 std::string RenderPlan::to_json() const {
-  using json = nlohmann::json;
+  using json  = nlohmann::json;
   auto access = [](const RowAccess& a) -> json {
     switch (a.kind) {
-      case RowAccess::Kind::kNone: return nullptr;
-      case RowAccess::Kind::kSlice: return {{"slice", {a.start, a.end}}};
-      case RowAccess::Kind::kIndex: return {{"index", a.index}};
+      case RowAccess::Kind::kNone:
+        return nullptr;
+      case RowAccess::Kind::kSlice:
+        return {{"slice", {a.start, a.end}}};
+      case RowAccess::Kind::kIndex:
+        return {{"index", a.index}};
     }
     return nullptr;
   };
@@ -236,7 +250,8 @@ std::string RenderPlan::to_json() const {
   for (const auto& step : steps) {
     json reads = json::array();
     for (const auto& read : step.reads) {
-      json r = {{"inlet", read.inlet}, {"rows", access(read.rows)},
+      json r = {{"inlet", read.inlet},
+                {"rows", access(read.rows)},
                 {"aggregation", grafx::to_string(read.aggregation)}};
       if (!read.segments.empty()) r["segments"] = read.segments;
       reads.push_back(r);

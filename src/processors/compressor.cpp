@@ -4,8 +4,8 @@
 
 #include <cctype>
 #include <cmath>
-#include <limits>
 #include <functional>
+#include <limits>
 
 namespace grafx {
 namespace {
@@ -33,9 +33,11 @@ TensorDict musical_dynamics(const PriorContext& c, bool gate) {
       {"knee_db", scalar(r.uniform(3, 9))},
   };
   for (const auto& spec : c.processor.parameter_specs()) {
-    if (spec.physical_name == "smoothing_ms") settings[spec.physical_name] = scalar(r.uniform(5, 40));
+    if (spec.physical_name == "smoothing_ms")
+      settings[spec.physical_name] = scalar(r.uniform(5, 40));
     if (spec.physical_name == "attack_ms") settings[spec.physical_name] = scalar(r.uniform(2, 15));
-    if (spec.physical_name == "release_ms") settings[spec.physical_name] = scalar(r.uniform(40, 200));
+    if (spec.physical_name == "release_ms")
+      settings[spec.physical_name] = scalar(r.uniform(40, 200));
   }
   return settings;
 }
@@ -48,13 +50,14 @@ ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoo
   std::string family    = gate ? "noise_gate" : "compressor";
   char letter           = gate ? 'n' : 'c';
   ProcessorDescriptor d = ProcessorDescriptor::of<Dynamics>(
-      ballistics ? family + "_ballistics" : family, ballistics ? char(std::toupper(letter)) : letter,
-      curve, smoothing);
-  d.summary = ballistics ? (gate ? "noise gate" : "compressor") +
+      ballistics ? family + "_ballistics" : family,
+      ballistics ? char(std::toupper(letter)) : letter, curve, smoothing);
+  d.summary       = ballistics ? (gate ? "noise gate" : "compressor") +
                                std::string(" with attack/release ballistics on its level detector")
-                         : (gate ? "noise gate" : "compressor") +
-                               std::string(": level of the mid, one-pole smoothing, quadratic knee "
-                                           "(the paper's)");
+                               : (gate ? "noise gate" : "compressor") +
+                               std::string(
+                                         ": level of the mid, one-pole smoothing, quadratic knee "
+                                               "(the paper's)");
   d.response      = ResponsePicture::kStaticCurve;
   d.musical_prior = [gate](const PriorContext& c) { return musical_dynamics(c, gate); };
   // The paper's console and its hybrid pruning ratios at tolerance 0.01 (Table 2).
@@ -82,14 +85,14 @@ std::string Dynamics::name() const {
 }
 
 std::vector<ParameterSpec> Dynamics::parameter_specs() const {
-  const bool gate        = curve_ == Curve::kNoiseGate;
-  const double rate      = double(sample_rate_);
-  auto smoother = [rate](std::string name, std::string physical_name, std::string what) {
+  const bool gate   = curve_ == Curve::kNoiseGate;
+  const double rate = double(sample_rate_);
+  auto smoother     = [rate](std::string name, std::string physical_name, std::string what) {
     return ParameterSpec::raw(std::move(name), {1})
         .physical(
-            std::move(physical_name), "ms",
-            [rate](const at::Tensor& z) { return -1000.0 / (rate * smoothing_alpha(z).log()); },
-            [rate](const at::Tensor& ms) { return (-1000.0 / (rate * ms)).exp().logit(); })
+                std::move(physical_name), "ms",
+                [rate](const at::Tensor& z) { return -1000.0 / (rate * smoothing_alpha(z).log()); },
+                [rate](const at::Tensor& ms) { return (-1000.0 / (rate * ms)).exp().logit(); })
         .range(0.0, -1000.0 / (rate * std::log(kMaxAlpha)))
         .about("time constant of the level smoother" + what + ", alpha = sigmoid(raw)");
   };

@@ -15,25 +15,26 @@ MultitapDelay::MultitapDelay(const ProcessorConfig& config)
       segment_(units::samples(kSegmentSeconds, config, "delay", "segment", 2 * kColourBins)) {}
 
 ProcessorDescriptor delay_descriptor() {
-  auto d             = ProcessorDescriptor::of<MultitapDelay>("delay", 'd');
-  d.summary          = "multitap delay: 20 taps per channel over 2 s, surrogate delays, coloured taps";
-  d.response         = ResponsePicture::kImpulse;
-  d.console_position = 6;
+  auto d     = ProcessorDescriptor::of<MultitapDelay>("delay", 'd');
+  d.summary  = "multitap delay: 20 taps per channel over 2 s, surrogate delays, coloured taps";
+  d.response = ResponsePicture::kImpulse;
+  d.console_position    = 6;
   d.random_pruning_rate = 0.63;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)
   // The delay's pole angles are trained through a straight-through estimator, normalised.
   d.gradient_check.surrogate_parameters = {"delay_z"};
-  d.musical_prior = [](const PriorContext& c) {
+  d.musical_prior                       = [](const PriorContext& c) {
     // Echoes in two or three segments per channel, darker with frequency; the rest silent; and
     // sometimes no echo at all.
     constexpr int64_t kTaps = MultitapDelay::kTaps, kSegments = MultitapDelay::kSegments,
                       kColourBins = MultitapDelay::kColourBins;
-    Random& r        = c.random;
-    at::Tensor gains = at::full({kTaps, kColourBins}, -80.0, at::kDouble);
-    at::Tensor tilt  = at::linspace(0, -12, kColourBins, at::kDouble);
+    Random& r                     = c.random;
+    at::Tensor gains              = at::full({kTaps, kColourBins}, -80.0, at::kDouble);
+    at::Tensor tilt               = at::linspace(0, -12, kColourBins, at::kDouble);
     for (int64_t channel = 0; channel < 2; ++channel)
       for (int64_t echo = 1; echo <= 3; ++echo) {
         int64_t segment = echo * int64_t(r.uniform(2, 4)) + channel;
-        if (segment < kSegments) gains[channel * kSegments + segment] = tilt - 4.0 * double(echo - 1);
+        if (segment < kSegments)
+          gains[channel * kSegments + segment] = tilt - 4.0 * double(echo - 1);
       }
     double wet = r.uniform(0, 1) < 0.5 ? r.uniform(0.1, 0.3) : 0.02;
     return TensorDict{{"tap_gain_db", gains}, {"wet", at::full({1}, wet, at::kDouble)}};
@@ -44,7 +45,7 @@ ProcessorDescriptor delay_descriptor() {
 std::vector<ParameterSpec> MultitapDelay::parameter_specs() const {
   const double ms_per_sample = 1000.0 / double(sample_rate_);
   const int64_t segment      = segment_;
-  auto delay_ms = [=](const at::Tensor& raw) {
+  auto delay_ms              = [=](const at::Tensor& raw) {
     at::NoGradGuard no_grad;
     at::Tensor within = dsp::surrogate_delay(raw, segment).impulse_responses.argmax(-1);
     at::Tensor first  = at::arange(kTaps, within.options()).remainder(kSegments) * segment;

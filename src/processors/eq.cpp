@@ -16,7 +16,8 @@ TensorDict musical_curve(const PriorContext& c) {
   const ParameterSpec spec = c.processor.parameter_specs().at(0);
   const int64_t n_bins     = spec.shape.back();
   const double depth_db    = c.subgroup ? 3.0 : 6.0;
-  at::Tensor hz = at::arange(n_bins, at::kDouble) * (double(c.sample_rate) / double(2 * n_bins - 1));
+  at::Tensor hz =
+      at::arange(n_bins, at::kDouble) * (double(c.sample_rate) / double(2 * n_bins - 1));
   at::Tensor octaves = at::log2(hz.clamp_min(20.0) / 1000.0);
   at::Tensor curve   = c.random.uniform(-0.8, 0.8) * octaves;
   for (int bell = 0; bell < 3; ++bell) {
@@ -76,7 +77,7 @@ std::vector<ParameterSpec> Equalizer::parameter_specs() const {
   if (channels_ != EqChannels::kMono) {
     shape.insert(shape.begin(), 2);
     filters = channels_ == EqChannels::kStereo ? " of the left and right filter"
-                                              : " of the mid and side filter";
+                                               : " of the mid and side filter";
   }
   return {ParameterSpec::raw("log_magnitude", shape)
               .physical("gain_db", "dB", units::log_gain_to_db, units::db_to_log_gain)

@@ -55,7 +55,8 @@ std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate
     s << "  " << std::left << std::setw(20) << spec.name << std::setw(10) << shape_text(spec.shape)
       << spec.physical_name << " (" << spec.unit << "): " << spec.description << "\n";
     if (!detailed) continue;
-    s << "  " << std::setw(30) << "" << "range " << number(spec.physical_min) << " to "
+    s << "  " << std::setw(30) << ""
+      << "range " << number(spec.physical_min) << " to "
       << with_unit(number(spec.physical_max), spec.unit) << "; initial " << initial_value(spec)
       << " (raw " << spec.init_mean << " ± " << spec.init_std << ")"
       << (spec.to_raw ? "" : "; set by its raw value only") << "\n";

@@ -42,7 +42,8 @@ char utility_letter(const std::string& name) {
   return 0;
 }
 
-void check_descriptor(const ProcessorDescriptor& d, const std::vector<ProcessorDescriptor>& others) {
+void check_descriptor(const ProcessorDescriptor& d,
+                      const std::vector<ProcessorDescriptor>& others) {
   auto fail = [&](const std::string& what) {
     throw ProcessorError("grafx.processor.registry",
                          "processor \"" + d.name + "\" cannot be registered: " + what);
@@ -60,14 +61,14 @@ void check_descriptor(const ProcessorDescriptor& d, const std::vector<ProcessorD
   }
   if (!d.make) fail("expected a make function");
   std::unique_ptr<Processor> processor = d.make(ProcessorConfig());
-  if (processor->name() != d.name)
-    fail("its processor calls itself \"" + processor->name() + "\"");
+  if (processor->name() != d.name) fail("its processor calls itself \"" + processor->name() + "\"");
   if (processor->inlets().empty() || processor->outlets().empty())
     fail("expected at least one inlet and one outlet");
   std::set<std::string> names;
   for (const auto& spec : processor->parameter_specs()) {
     std::string where = "parameter \"" + spec.name + "\": ";
-    if (spec.name == dry_wet_spec().name) fail(where + "the name is reserved for the graph's dry/wet");
+    if (spec.name == dry_wet_spec().name)
+      fail(where + "the name is reserved for the graph's dry/wet");
     if (!names.insert(spec.name).second) fail(where + "listed twice");
     if (spec.physical_name.empty() || spec.description.empty() || !spec.to_physical)
       fail(where + "expected a physical name, a description and a mapping to physical values");

@@ -22,20 +22,20 @@ NoiseReverb::NoiseReverb(const ProcessorConfig& config)
       n_frames_(1 + length_ / kHop) {}
 
 ProcessorDescriptor reverb_descriptor() {
-  auto d             = ProcessorDescriptor::of<NoiseReverb>("reverb", 'r');
-  d.summary          = "reverb: 2 s of mid/side noise shaped by an STFT mask, energy-normalised";
-  d.response         = ResponsePicture::kEnergyDecay;
-  d.console_position = 7;
-  d.gain_staging     = true;  // grafx-prune regularises its reverbs' gain staging
+  auto d                = ProcessorDescriptor::of<NoiseReverb>("reverb", 'r');
+  d.summary             = "reverb: 2 s of mid/side noise shaped by an STFT mask, energy-normalised";
+  d.response            = ResponsePicture::kEnergyDecay;
+  d.console_position    = 7;
+  d.gain_staging        = true;  // grafx-prune regularises its reverbs' gain staging
   d.random_pruning_rate = 0.71;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)
-  d.musical_prior = [](const PriorContext& c) {
+  d.musical_prior       = [](const PriorContext& c) {
     // A small room: darker above 1 kHz, decaying faster at high frequencies, a little wet.
-    Random& r       = c.random;
+    Random& r                  = c.random;
     constexpr int64_t kFftSize = NoiseReverb::kFftSize, n = kFftSize / 2 + 1;
-    at::Tensor hz   = at::arange(n, at::kDouble) * (double(c.sample_rate) / double(kFftSize));
-    at::Tensor darker   = -3.0 * at::log2(hz.clamp_min(1000.0) / 1000.0);
-    double low          = r.uniform(0.6, 1.6);
-    at::Tensor shorter  = at::linspace(low, low * 0.4, n, at::kDouble);
+    at::Tensor hz      = at::arange(n, at::kDouble) * (double(c.sample_rate) / double(kFftSize));
+    at::Tensor darker  = -3.0 * at::log2(hz.clamp_min(1000.0) / 1000.0);
+    double low         = r.uniform(0.6, 1.6);
+    at::Tensor shorter = at::linspace(low, low * 0.4, n, at::kDouble);
     return TensorDict{{"initial_level_db", at::stack({darker, darker - r.uniform(0, 6)})},
                       {"decay_time_s", at::stack({shorter, shorter * r.uniform(0.8, 1.0)})},
                       {"wet", at::full({1}, r.uniform(0.1, 0.35), at::kDouble)}};

@@ -30,7 +30,7 @@ ProcessorOutput StereoImager::forward(const std::vector<at::Tensor>& inputs,
   const at::Tensor& x = inputs[0];
   units::check_stereo(x, name());
   at::Tensor left = x.narrow(1, 0, 1), right = x.narrow(1, 1, 1);
-  at::Tensor mid = left + right;
+  at::Tensor mid  = left + right;
   at::Tensor side = parameters.at("log_gain").exp().unsqueeze(-1) * (left - right);
   return {{at::cat({mid + side, mid - side}, 1) * 0.5}, {}};
 }

@@ -12,7 +12,9 @@
 namespace grafx::units {
 
 /// Natural-log gain to decibels: 20·log10(e^g) = g·20/ln 10.
-inline at::Tensor log_gain_to_db(const at::Tensor& log_gain) { return log_gain * (20.0 / std::log(10.0)); }
+inline at::Tensor log_gain_to_db(const at::Tensor& log_gain) {
+  return log_gain * (20.0 / std::log(10.0));
+}
 
 /// Decibels to natural-log gain, the inverse of log_gain_to_db.
 inline at::Tensor db_to_log_gain(const at::Tensor& db) { return db * (std::log(10.0) / 20.0); }
@@ -23,11 +25,12 @@ inline at::Tensor db_to_log_gain(const at::Tensor& db) { return db * (std::log(1
 inline int64_t samples(double seconds, const ProcessorConfig& config, const std::string& processor,
                        const std::string& what, int64_t minimum) {
   SampleRate rate = config.sample_rate;
-  int64_t n = rate > 0 ? int64_t(std::llround(seconds * double(rate))) : 0;
+  int64_t n       = rate > 0 ? int64_t(std::llround(seconds * double(rate))) : 0;
   if (n < minimum)
     throw ProcessorError("grafx.processor.config",
                          processor + ": expected a sample rate giving a " + what + " of at least " +
-                             std::to_string(minimum) + " samples, but got " + std::to_string(rate) + " Hz");
+                             std::to_string(minimum) + " samples, but got " + std::to_string(rate) +
+                             " Hz");
   return n;
 }
 

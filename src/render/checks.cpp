@@ -37,32 +37,37 @@ bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_fini
     throw RenderError("grafx.render.sources", "expected floating-point sources, but got " +
                                                   dtype_name(sources.scalar_type()));
   const bool batched = sources.dim() == 4;
-  const int64_t k = sources.size(batched ? 1 : 0);
+  const int64_t k    = sources.size(batched ? 1 : 0);
   if (k != n_sources)
-    throw RenderError("grafx.render.sources",
-                      "expected " + std::to_string(n_sources) + " source" + (n_sources == 1 ? "" : "s") +
-                          " (one per `in` node), but got " + std::to_string(k) + " (sources of shape " +
-                          shape_text(sources.sizes()) + ")");
+    throw RenderError("grafx.render.sources", "expected " + std::to_string(n_sources) + " source" +
+                                                  (n_sources == 1 ? "" : "s") +
+                                                  " (one per `in` node), but got " +
+                                                  std::to_string(k) + " (sources of shape " +
+                                                  shape_text(sources.sizes()) + ")");
   if (sources.size(-1) == 0 || sources.size(-2) == 0)
-    throw RenderError("grafx.render.sources", "expected sources with channels and samples, but got " +
-                                                  shape_text(sources.sizes()));
+    throw RenderError(
+        "grafx.render.sources",
+        "expected sources with channels and samples, but got " + shape_text(sources.sizes()));
   if (check_finite) {
     at::Tensor bad = (~sources.detach().isfinite()).flatten(batched ? 2 : 1).any(-1);  // [B,] K
     if (bad.any().item<bool>()) {
-      at::Tensor which = bad.nonzero()[0];
-      std::string where = batched ? "batch item " + std::to_string(which[0].item<int64_t>()) + ", source " +
-                                        std::to_string(which[1].item<int64_t>())
+      at::Tensor which  = bad.nonzero()[0];
+      std::string where = batched ? "batch item " + std::to_string(which[0].item<int64_t>()) +
+                                        ", source " + std::to_string(which[1].item<int64_t>())
                                   : "source " + std::to_string(which[0].item<int64_t>());
-      throw RenderError("grafx.render.non_finite", where + " has non-finite samples (NaN or infinity)");
+      throw RenderError("grafx.render.non_finite",
+                        where + " has non-finite samples (NaN or infinity)");
     }
   }
   return batched;
 }
 
-std::map<std::string, bool> check_parameters(const NodeTypes& types, const std::vector<int64_t>& counts,
+std::map<std::string, bool> check_parameters(const NodeTypes& types,
+                                             const std::vector<int64_t>& counts,
                                              const std::vector<bool>& dry_wet_types,
-                                             const Processors& processors, const Parameters& parameters,
-                                             int64_t batch, at::ScalarType dtype, at::Device device,
+                                             const Processors& processors,
+                                             const Parameters& parameters, int64_t batch,
+                                             at::ScalarType dtype, at::Device device,
                                              const std::string& where) {
   auto fail = [&](const std::string& code, const std::string& message) {
     throw RenderError(code, where + message);
@@ -70,27 +75,32 @@ std::map<std::string, bool> check_parameters(const NodeTypes& types, const std::
   std::map<std::string, bool> per_item;
   for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t) {
     const std::string& type = types.name(t);
-    const int64_t n = counts[size_t(t)];
-    auto given = parameters.find(type);
+    const int64_t n         = counts[size_t(t)];
+    auto given              = parameters.find(type);
     if (n == 0) {
       if (given != parameters.end())
-        fail("grafx.render.parameters", "parameters given for type \"" + type + "\", which has no nodes in the graph");
+        fail("grafx.render.parameters",
+             "parameters given for type \"" + type + "\", which has no nodes in the graph");
       continue;
     }
     auto processor = processors.find(type);
     if (processor == processors.end())
-      fail("grafx.render.processors", "no processor for node type \"" + type + "\" (" + std::to_string(n) + " nodes)");
+      fail("grafx.render.processors",
+           "no processor for node type \"" + type + "\" (" + std::to_string(n) + " nodes)");
     if (processor->second->node_type() != types[t])
-      fail("grafx.render.processors", "the processor for \"" + type + "\" has other ports than the graph's type");
+      fail("grafx.render.processors",
+           "the processor for \"" + type + "\" has other ports than the graph's type");
     if (given == parameters.end())
-      fail("grafx.render.parameters", "missing parameters for type \"" + type + "\" (" + std::to_string(n) + " nodes)");
+      fail("grafx.render.parameters",
+           "missing parameters for type \"" + type + "\" (" + std::to_string(n) + " nodes)");
     auto specs = processor->second->parameter_specs();
     if (dry_wet_types[size_t(t)]) specs.push_back(dry_wet_spec());
     std::vector<std::string> expected_names;
     for (const auto& spec : specs) expected_names.push_back(spec.name);
     for (const auto& [name, tensor] : given->second)
       if (std::find(expected_names.begin(), expected_names.end(), name) == expected_names.end())
-        fail("grafx.render.parameters", type + ": unknown parameter \"" + name + "\"; expected: " + join(expected_names));
+        fail("grafx.render.parameters",
+             type + ": unknown parameter \"" + name + "\"; expected: " + join(expected_names));
     std::optional<bool> item;
     for (const auto& spec : specs) {
       auto it = given->second.find(spec.name);
@@ -101,30 +111,32 @@ std::map<std::string, bool> check_parameters(const NodeTypes& types, const std::
       shared.insert(shared.end(), spec.shape.begin(), spec.shape.end());
       std::vector<int64_t> batched{batch};
       batched.insert(batched.end(), shared.begin(), shared.end());
-      bool is_shared = p.defined() && p.sizes() == at::IntArrayRef(shared);
-      bool is_batched = batch > 0 && p.defined() && p.sizes() == at::IntArrayRef(batched);
+      bool is_shared   = p.defined() && p.sizes() == at::IntArrayRef(shared);
+      bool is_batched  = batch > 0 && p.defined() && p.sizes() == at::IntArrayRef(batched);
       std::string name = type + "." + spec.name;
       if (!is_shared && !is_batched)
         fail("grafx.render.parameters",
              name + ": expected shape " + shape_text(shared) +
-                 (batch > 0 ? " (or " + shape_text(batched) + ", one set per batch item)" : "") + ", but got " +
-                 (p.defined() ? shape_text(p.sizes()) : std::string("none")));
+                 (batch > 0 ? " (or " + shape_text(batched) + ", one set per batch item)" : "") +
+                 ", but got " + (p.defined() ? shape_text(p.sizes()) : std::string("none")));
       if (item && *item != is_batched)
         fail("grafx.render.parameters",
              name + ": parameters of one type must all be shared or all per batch item");
       item = is_batched;
       if (p.scalar_type() != dtype)
-        fail("grafx.render.parameters",
-             name + ": expected " + dtype_name(dtype) + " like the sources, but got " + dtype_name(p.scalar_type()));
+        fail("grafx.render.parameters", name + ": expected " + dtype_name(dtype) +
+                                            " like the sources, but got " +
+                                            dtype_name(p.scalar_type()));
       if (p.device() != device)
-        fail("grafx.render.parameters", name + ": expected device " + device.str() + " like the sources, but got " +
-                                            p.device().str());
+        fail("grafx.render.parameters", name + ": expected device " + device.str() +
+                                            " like the sources, but got " + p.device().str());
     }
     per_item[type] = item.value_or(false);
   }
   for (const auto& [type, tensors] : parameters)
     if (!types.contains(type) || types.id(type) <= NodeTypes::kMix)
-      fail("grafx.render.parameters", "parameters given for type \"" + type + "\", which is not a processor type of the graph");
+      fail("grafx.render.parameters", "parameters given for type \"" + type +
+                                          "\", which is not a processor type of the graph");
   return per_item;
 }
 

@@ -21,10 +21,12 @@ std::vector<bool> dry_wet_types(const Graph& graph);
 /// for the types with `dry_wet_types[t]`), shaped [N_t, spec...] or, when `batch` > 0, possibly
 /// [batch, N_t, spec...], of `dtype` on `device`. Returns, per type, whether its parameters are
 /// per batch item.
-std::map<std::string, bool> check_parameters(const NodeTypes& types, const std::vector<int64_t>& counts,
+std::map<std::string, bool> check_parameters(const NodeTypes& types,
+                                             const std::vector<int64_t>& counts,
                                              const std::vector<bool>& dry_wet_types,
-                                             const Processors& processors, const Parameters& parameters,
-                                             int64_t batch, at::ScalarType dtype, at::Device device,
+                                             const Processors& processors,
+                                             const Parameters& parameters, int64_t batch,
+                                             at::ScalarType dtype, at::Device device,
                                              const std::string& where = "");
 
 }  // namespace grafx::detail

@@ -15,13 +15,14 @@ namespace grafx {
 RenderResult render_naive(const Graph& graph, const Processors& processors,
                           const Parameters& parameters, const at::Tensor& sources) {
   graph.check();
-  const NodeTypes& types = graph.types();
-  auto counts = graph.count_per_type();
-  const bool batched = detail::check_sources(counts[NodeTypes::kIn], sources, false);
+  const NodeTypes& types        = graph.types();
+  auto counts                   = graph.count_per_type();
+  const bool batched            = detail::check_sources(counts[NodeTypes::kIn], sources, false);
   const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);
   const int64_t B = source_batch.size(0), C = source_batch.size(2), L = source_batch.size(3);
-  auto per_item = detail::check_parameters(types, counts, detail::dry_wet_types(graph), processors, parameters,
-                                           batched ? B : 0, sources.scalar_type(), sources.device());
+  auto per_item =
+      detail::check_parameters(types, counts, detail::dry_wet_types(graph), processors, parameters,
+                               batched ? B : 0, sources.scalar_type(), sources.device());
 
   // Live nodes reach an `out`.
   std::vector<NodeId> order = graph.topological_order();
@@ -48,8 +49,8 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
     std::vector<at::Tensor> inputs(size_t(types.n_inlets(type)));
     for (const Edge& e : graph.in_edges(id)) {
       const at::Tensor& y = outputs.at(e.source)[size_t(e.outlet)];
-      at::Tensor& u = inputs[size_t(e.inlet)];
-      u = u.defined() ? u + y : y;
+      at::Tensor& u       = inputs[size_t(e.inlet)];
+      u                   = u.defined() ? u + y : y;
     }
     if (type == NodeTypes::kOut) {
       results[id] = inputs[0];
@@ -64,7 +65,7 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
         if (!per_item.at(name) && B > 1) {
           std::vector<int64_t> expanded(row.sizes().begin(), row.sizes().end());
           expanded[0] = B;
-          row = row.expand(expanded);
+          row         = row.expand(expanded);
         }
         node_parameters[parameter] = row;
       }
@@ -77,13 +78,16 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
       for (int64_t o = 0; o < types.n_outlets(type); ++o) {
         int64_t passed = types.passed_inlet(type, o);
         at::Tensor dry = passed >= 0 ? inputs[size_t(passed)] : at::zeros_like(inputs[0]);
-        at::Tensor y = out.outputs[size_t(o)];
-        if (node.bypassed) y = dry;
-        else if (node.dry_wet) y = dry + wet * (y - dry);  // w·f + (1 − w)·dry
+        at::Tensor y   = out.outputs[size_t(o)];
+        if (node.bypassed)
+          y = dry;
+        else if (node.dry_wet)
+          y = dry + wet * (y - dry);  // w·f + (1 − w)·dry
         outputs[id].push_back(y.view({B, 1, C, L}));
       }
       for (auto& [loss_name, loss] : out.aux_losses)
-        aux[name][loss_name][id] = node.bypassed ? at::zeros({B, 1}, loss.options()) : loss.view({B, 1});
+        aux[name][loss_name][id] =
+            node.bypassed ? at::zeros({B, 1}, loss.options()) : loss.view({B, 1});
     }
   }
   RenderResult result;
@@ -95,7 +99,7 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
     for (auto& [name, by_node] : named) {
       std::vector<at::Tensor> pieces;
       for (auto& [id, loss] : by_node) pieces.push_back(loss);  // ascending id
-      at::Tensor all = at::cat(pieces, 1);
+      at::Tensor all                = at::cat(pieces, 1);
       result.aux_losses[type][name] = batched ? all : all.squeeze(0);
     }
   return result;

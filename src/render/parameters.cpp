@@ -33,15 +33,16 @@ Parameters create_parameters(const Graph& graph, const Processors& processors,
   for (TypeId t = NodeTypes::kMix + 1; t < graph.types().size(); ++t) {
     if (counts[size_t(t)] == 0) continue;
     const std::string& type = graph.types().name(t);
-    auto processor = processors.find(type);
+    auto processor          = processors.find(type);
     if (processor == processors.end())
       throw RenderError("grafx.render.processors", "no processor for node type \"" + type + "\"");
     for (const auto& spec : graph_parameter_specs(graph, type, *processor->second)) {
       std::vector<int64_t> shape{counts[size_t(t)]};
       shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
-      at::Generator generator = at::detail::createCPUGenerator(options.seed ^ fnv1a(type + "." + spec.name));
+      at::Generator generator =
+          at::detail::createCPUGenerator(options.seed ^ fnv1a(type + "." + spec.name));
       at::Tensor values = at::randn(shape, generator, at::TensorOptions().dtype(at::kDouble));
-      values = (values * spec.init_std + spec.init_mean).to(options.dtype);
+      values            = (values * spec.init_std + spec.init_mean).to(options.dtype);
       parameters[type][spec.name] = values.set_requires_grad(options.requires_grad);
     }
   }
@@ -59,10 +60,10 @@ std::vector<ParameterSpec> graph_parameter_specs(const Graph& graph, const std::
   return specs;
 }
 
-void check_parameters(const Graph& graph, const Processors& processors, const Parameters& parameters,
-                      int64_t batch, at::ScalarType dtype) {
-  detail::check_parameters(graph.types(), graph.count_per_type(), detail::dry_wet_types(graph), processors, parameters,
-                           batch, dtype, at::kCPU);
+void check_parameters(const Graph& graph, const Processors& processors,
+                      const Parameters& parameters, int64_t batch, at::ScalarType dtype) {
+  detail::check_parameters(graph.types(), graph.count_per_type(), detail::dry_wet_types(graph),
+                           processors, parameters, batch, dtype, at::kCPU);
 }
 
 std::string describe_parameters(const Graph& graph, const Processors& processors,
@@ -76,14 +77,15 @@ std::string describe_parameters(const Graph& graph, const Processors& processors
       for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type))) {
         if (spec.name == dry_wet_spec().name && !node.dry_wet) continue;
         at::Tensor value = spec.to_physical(tensors.at(spec.name)).detach().to(at::kDouble);
-        bool per_item = tensors.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
+        bool per_item    = tensors.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
         value = (per_item ? value[0] : value)[int64_t(row)];  // per batch item: the first item
         s << "  " << spec.physical_name << " = ";
         if (value.numel() == 1) {
           s << number(value.item<double>());
         } else {
           s << "[" << value.numel() << " values: " << number(value.min().item<double>()) << " .. "
-            << number(value.max().item<double>()) << ", mean " << number(value.mean().item<double>()) << "]";
+            << number(value.max().item<double>()) << ", mean "
+            << number(value.mean().item<double>()) << "]";
         }
         s << (spec.unit.empty() ? "" : " " + spec.unit) << "\n";
       }

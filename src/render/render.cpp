@@ -41,7 +41,8 @@ GradientHook GradientHook::normalize(double eps) {
   return {[eps](const std::string&, const at::Tensor& g) { return g / (row_norms(g, 1) + eps); }};
 }
 
-GradientHook GradientHook::custom(std::function<at::Tensor(const std::string&, const at::Tensor&)> f) {
+GradientHook GradientHook::custom(
+    std::function<at::Tensor(const std::string&, const at::Tensor&)> f) {
   return {std::move(f)};
 }
 
@@ -60,11 +61,11 @@ RowHome locate_rows(const RenderPlan& plan) {
   home.outlet.resize(size_t(plan.n_buffer_rows));
   home.position.resize(size_t(plan.n_buffer_rows));
   for (size_t k = 0; k < plan.steps.size(); ++k) {
-    auto rows = plan.steps[k].writes.rows();
+    auto rows       = plan.steps[k].writes.rows();
     const int64_t m = int64_t(plan.steps[k].nodes.size());
     for (size_t i = 0; i < rows.size(); ++i) {
-      home.step[size_t(rows[i])] = int64_t(k);
-      home.outlet[size_t(rows[i])] = int64_t(i) / m;
+      home.step[size_t(rows[i])]     = int64_t(k);
+      home.outlet[size_t(rows[i])]   = int64_t(i) / m;
       home.position[size_t(rows[i])] = int64_t(i) % m;
     }
   }
@@ -81,13 +82,15 @@ at::Tensor gather(const std::vector<int64_t>& rows, const RowHome& home,
   std::vector<Run> runs;
   bool one_tensor = true;
   for (int64_t row : rows) {
-    int64_t s = home.step[size_t(row)], o = home.outlet[size_t(row)], p = home.position[size_t(row)];
+    int64_t s = home.step[size_t(row)], o = home.outlet[size_t(row)],
+            p = home.position[size_t(row)];
     if (!runs.empty() && runs.back().step == s && runs.back().outlet == o &&
         runs.back().start + runs.back().length == p) {
       ++runs.back().length;
       continue;
     }
-    one_tensor = one_tensor && (runs.empty() || (runs.front().step == s && runs.front().outlet == o));
+    one_tensor =
+        one_tensor && (runs.empty() || (runs.front().step == s && runs.front().outlet == o));
     runs.push_back({s, o, p, 1});
   }
   auto piece = [&](const Run& r) {
@@ -107,11 +110,13 @@ at::Tensor gather(const std::vector<int64_t>& rows, const RowHome& home,
 
 at::Tensor aggregate(const InletRead& read, const at::Tensor& gathered, int64_t m) {
   switch (read.aggregation) {
-    case Aggregation::kNone: return gathered;
-    case Aggregation::kSum: return gathered.sum(1, /*keepdim=*/true);
+    case Aggregation::kNone:
+      return gathered;
+    case Aggregation::kSum:
+      return gathered.sum(1, /*keepdim=*/true);
     case Aggregation::kSegmentSum: {
       std::vector<int64_t> shape(gathered.sizes().begin(), gathered.sizes().end());
-      shape[1] = m;
+      shape[1]            = m;
       at::Tensor segments = at::tensor(read.segments, at::kLong).to(gathered.device());
       return at::zeros(shape, gathered.options()).index_add(1, segments, gathered);
     }
@@ -142,7 +147,7 @@ NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, TensorDict& st
   if (raw != step_parameters.end()) {
     if (std::find(dry_wet.begin(), dry_wet.end(), 1.0) != dry_wet.end()) {
       at::Tensor has = per_row(dry_wet);
-      mix.wet = has * raw->second.sigmoid().view({-1, 1, 1}) + (1 - has);
+      mix.wet        = has * raw->second.sigmoid().view({-1, 1, 1}) + (1 - has);
     }
     step_parameters.erase(raw);
   }
@@ -164,32 +169,35 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
   const bool batched = detail::check_sources(plan.n_sources, sources, options.check_finite);
   const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);  // [B, K, C, L]
   const int64_t B = source_batch.size(0), C = source_batch.size(2), L = source_batch.size(3);
-  auto per_item = detail::check_parameters(plan.types, plan.n_graph_nodes, plan.dry_wet_types, processors, parameters,
-                                           batched ? B : 0, sources.scalar_type(), sources.device());
+  auto per_item = detail::check_parameters(plan.types, plan.n_graph_nodes, plan.dry_wet_types,
+                                           processors, parameters, batched ? B : 0,
+                                           sources.scalar_type(), sources.device());
 
   // Without anything that needs a gradient, skip autograd's bookkeeping altogether.
   bool needs_gradient = sources.requires_grad();
   for (const auto& [type, tensors] : parameters)
     if (!options.frozen_types.count(type))
-      for (const auto& [name, tensor] : tensors) needs_gradient = needs_gradient || tensor.requires_grad();
+      for (const auto& [name, tensor] : tensors)
+        needs_gradient = needs_gradient || tensor.requires_grad();
   std::optional<at::NoGradGuard> no_grad;
   if (!needs_gradient) no_grad.emplace();
 
   std::map<TypeId, PreparedParameters> prepared;
   for (const auto& [type_name, tensors] : parameters) {
-    TypeId type = plan.types.id(type_name);
+    TypeId type           = plan.types.id(type_name);
     PreparedParameters& p = prepared[type];
-    p.per_item = per_item.at(type_name);
-    const bool reorder = !plan.parameters_in_graph_order(type);
+    p.per_item            = per_item.at(type_name);
+    const bool reorder    = !plan.parameters_in_graph_order(type);
     at::Tensor order;
-    if (reorder) order = at::tensor(plan.parameter_graph_rows[size_t(type)], at::kLong).to(sources.device());
+    if (reorder)
+      order = at::tensor(plan.parameter_graph_rows[size_t(type)], at::kLong).to(sources.device());
     auto hook = options.gradient_hooks.find(type_name);
     for (const auto& [name, tensor] : tensors) {
       at::Tensor t = options.frozen_types.count(type_name) ? tensor.detach() : tensor;
       if (reorder) t = t.index_select(p.per_item ? 1 : 0, order);
       if (hook != options.gradient_hooks.end() && t.requires_grad()) {
         if (!reorder) t = t.view(t.sizes());  // a node of our own to hang the hook on
-        auto apply = hook->second.apply;
+        auto apply            = hook->second.apply;
         std::string parameter = name;
         t.register_hook([apply, parameter](const at::Tensor& g) { return apply(parameter, g); });
       }
@@ -209,21 +217,22 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
   std::vector<std::vector<at::Tensor>> outputs(plan.steps.size());
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const PlanStep& step = plan.steps[k];
-    const int64_t m = int64_t(step.nodes.size());
+    const int64_t m      = int64_t(step.nodes.size());
     std::vector<at::Tensor> inputs;
     if (step.type == NodeTypes::kIn) {
       RowAccess sources_read = RowAccess::of(plan.source_index);
-      outputs[k] = {sources_read.kind == RowAccess::Kind::kSlice
-                        ? source_batch.narrow(1, sources_read.start, sources_read.size())
-                        : source_batch.index_select(
-                              1, at::tensor(plan.source_index, at::kLong).to(sources.device()))};
+      outputs[k]             = {sources_read.kind == RowAccess::Kind::kSlice
+                                    ? source_batch.narrow(1, sources_read.start, sources_read.size())
+                                    : source_batch.index_select(
+                                          1, at::tensor(plan.source_index, at::kLong).to(sources.device()))};
     } else {
-      for (const auto& read : step.reads) inputs.push_back(aggregate(read, gather(read.rows.rows(), home, outputs), m));
+      for (const auto& read : step.reads)
+        inputs.push_back(aggregate(read, gather(read.rows.rows(), home, outputs), m));
       if (step.type == NodeTypes::kOut || step.type == NodeTypes::kMix) {
         outputs[k] = {inputs[0]};
       } else {
         const std::string& type_name = plan.types.name(step.type);
-        const PreparedParameters& p = prepared.at(step.type);
+        const PreparedParameters& p  = prepared.at(step.type);
         TensorDict step_parameters;
         for (const auto& [name, t] : p.tensors) {
           at::Tensor rows = p.per_item ? t.narrow(1, step.parameter_rows.start, m)
@@ -234,12 +243,13 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
             rows = rows.unsqueeze(0).expand(expanded);
           }
           std::vector<int64_t> flat{B * m};
-          flat.insert(flat.end(), rows.sizes().begin() + (p.per_item || B > 1 ? 2 : 1), rows.sizes().end());
+          flat.insert(flat.end(), rows.sizes().begin() + (p.per_item || B > 1 ? 2 : 1),
+                      rows.sizes().end());
           step_parameters[name] = rows.reshape(flat);
         }
         std::vector<at::Tensor> flat_inputs;
         for (const auto& x : inputs) flat_inputs.push_back(x.reshape({B * m, C, L}));
-        NodeMix node_mix = node_mix_of(plan, step, step_parameters, B, sources.options());
+        NodeMix node_mix    = node_mix_of(plan, step, step_parameters, B, sources.options());
         ProcessorOutput out = processors.at(type_name)->forward(flat_inputs, step_parameters);
         if (options.extra_aux_losses)
           for (auto& [name, loss] : options.extra_aux_losses(type_name, flat_inputs, out.outputs))
@@ -257,7 +267,8 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
         }
         for (auto& [name, loss] : out.aux_losses) {
           at::Tensor per_node = loss.view({B * m});
-          if (node_mix.kept.defined()) per_node = at::where(node_mix.kept.view({B * m}), per_node, at::zeros_like(per_node));
+          if (node_mix.kept.defined())
+            per_node = at::where(node_mix.kept.view({B * m}), per_node, at::zeros_like(per_node));
           aux[step.type][name].push_back(per_node.view({B, m}));
         }
       }
@@ -284,33 +295,39 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
         for (int64_t node : step.nodes) ids.push_back(plan.node_ids[size_t(node)]);
     std::vector<int64_t> order(ids.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
-    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return ids[size_t(a)] < ids[size_t(b)]; });
+    std::sort(order.begin(), order.end(),
+              [&](int64_t a, int64_t b) { return ids[size_t(a)] < ids[size_t(b)]; });
     at::Tensor index = at::tensor(order, at::kLong).to(sources.device());
     for (auto& [name, pieces] : named) {
-      at::Tensor all = at::cat(pieces, 1).index_select(1, index);
+      at::Tensor all                                 = at::cat(pieces, 1).index_select(1, index);
       result.aux_losses[plan.types.name(type)][name] = batched ? all : all.squeeze(0);
     }
   }
   return result;
 }
 
-std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs, const Processors& processors,
+std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs,
+                                      const Processors& processors,
                                       const std::vector<Parameters>& parameters,
                                       const std::vector<at::Tensor>& sources,
-                                      const ScheduleOptions& schedule, const RenderOptions& options) {
+                                      const ScheduleOptions& schedule,
+                                      const RenderOptions& options) {
   if (graphs.size() != parameters.size() || graphs.size() != sources.size())
     throw RenderError("grafx.render.batch",
-                      "expected parameters and sources for each of the " + std::to_string(graphs.size()) +
-                          " graphs, but got " + std::to_string(parameters.size()) + " parameter sets and " +
+                      "expected parameters and sources for each of the " +
+                          std::to_string(graphs.size()) + " graphs, but got " +
+                          std::to_string(parameters.size()) + " parameter sets and " +
                           std::to_string(sources.size()) + " source tensors");
   std::vector<GraphTensor> tensors;
   for (const auto& g : graphs) tensors.push_back(to_tensor(g));
   GraphBatch batch = batch_graphs(tensors);
-  RenderPlan plan = make_render_plan(batch.graph, schedule);
+  RenderPlan plan  = make_render_plan(batch.graph, schedule);
   Parameters joined;
   for (size_t g = 0; g < graphs.size(); ++g) {
-    detail::check_parameters(graphs[g].types(), graphs[g].count_per_type(), detail::dry_wet_types(graphs[g]), processors, parameters[g],
-                             0, sources[g].scalar_type(), sources[g].device(), "graph " + std::to_string(g) + ": ");
+    detail::check_parameters(graphs[g].types(), graphs[g].count_per_type(),
+                             detail::dry_wet_types(graphs[g]), processors, parameters[g], 0,
+                             sources[g].scalar_type(), sources[g].device(),
+                             "graph " + std::to_string(g) + ": ");
   }
   for (TypeId t = NodeTypes::kMix + 1; t < batch.graph.types.size(); ++t) {
     const std::string& type = batch.graph.types.name(t);
@@ -323,7 +340,7 @@ std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs, const Pr
     for (auto& [name, list] : pieces) joined[type][name] = at::cat(list, 0);
   }
   at::Tensor all_sources = at::cat(sources, sources.front().dim() == 4 ? 1 : 0);
-  RenderResult result = render(plan, processors, joined, all_sources, options);
+  RenderResult result    = render(plan, processors, joined, all_sources, options);
   return batch.split_outputs(result.outputs, result.outputs.dim() == 4 ? 1 : 0);
 }
 

@@ -3,11 +3,11 @@
 #include <grafx/graph/graph_json.h>
 #include <grafx/io/audio.h>
 #include <grafx/io/draw.h>
-#include <grafx/report/fit_report.h>
 #include <grafx/io/image.h>
 #include <grafx/io/parameter_file.h>
 #include <grafx/io/plot.h>
 #include <grafx/render/parameters.h>
+#include <grafx/report/fit_report.h>
 
 #include <ATen/ATen.h>
 
@@ -24,11 +24,13 @@ std::string base64(const std::string& bytes) {
   std::string out;
   size_t i = 0;
   for (; i + 2 < bytes.size(); i += 3) {
-    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | uint32_t(uint8_t(bytes[i + 1])) << 8 | uint8_t(bytes[i + 2]);
+    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | uint32_t(uint8_t(bytes[i + 1])) << 8 |
+                 uint8_t(bytes[i + 2]);
     for (int s = 18; s >= 0; s -= 6) out += table[(v >> s) & 63];
   }
   if (i < bytes.size()) {
-    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | (i + 1 < bytes.size() ? uint32_t(uint8_t(bytes[i + 1])) << 8 : 0);
+    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 |
+                 (i + 1 < bytes.size() ? uint32_t(uint8_t(bytes[i + 1])) << 8 : 0);
     out += table[(v >> 18) & 63];
     out += table[(v >> 12) & 63];
     out += i + 1 < bytes.size() ? table[(v >> 6) & 63] : '=';
@@ -40,10 +42,14 @@ std::string base64(const std::string& bytes) {
 std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -77,17 +83,18 @@ std::vector<PlotSeries> loss_series(const std::vector<FitRecord>& history) {
 }
 
 std::string terms_row(const char* label, const MixLossTerms& t) {
-  return std::string("<tr><td>") + label + "</td><td>" + fixed(t.total.item<double>(), 4) + "</td><td>" +
-         fixed(t.lr.item<double>(), 4) + "</td><td>" + fixed(t.mid.item<double>(), 4) + "</td><td>" +
-         fixed(t.side.item<double>(), 4) + "</td></tr>\n";
+  return std::string("<tr><td>") + label + "</td><td>" + fixed(t.total.item<double>(), 4) +
+         "</td><td>" + fixed(t.lr.item<double>(), 4) + "</td><td>" +
+         fixed(t.mid.item<double>(), 4) + "</td><td>" + fixed(t.side.item<double>(), 4) +
+         "</td></tr>\n";
 }
 
 }  // namespace
 
 const std::vector<std::string>& fit_output_files() {
-  static const std::vector<std::string> files = {"mix.wav",         "console.json", "console.svg",
-                                                 "parameters.safetensors", "parameters.json", "loss.csv",
-                                                 "loss.svg",        "report.html"};
+  static const std::vector<std::string> files = {
+      "mix.wav",         "console.json", "console.svg", "parameters.safetensors",
+      "parameters.json", "loss.csv",     "loss.svg",    "report.html"};
   return files;
 }
 
@@ -95,80 +102,103 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
                        bool overwrite) {
   auto path = [&](const std::string& name) { return folder + "/" + name; };
   for (const auto& name : fit_output_files()) check_writable(path(name), overwrite);
-  const Graph& graph = fitter.graph();
+  const Graph& graph           = fitter.graph();
   const SampleRate sample_rate = fitter.sample_rate();
 
   at::Tensor fitted = summary.fitted.defined() ? summary.fitted : fitter.render_mix();
   write_audio(path("mix.wav"), fitted, sample_rate, overwrite);
   save_graph(graph, path("console.json"), overwrite);
   draw_graph(graph, path("console.svg"), {}, overwrite);
-  save_parameters(path("parameters.safetensors"), graph, fitter.parameters(), overwrite, sample_rate);
-  write_text_file(path("parameters.json"), physical_parameters_json(graph, fitter.processors(), fitter.parameters()),
+  save_parameters(path("parameters.safetensors"), graph, fitter.parameters(), overwrite,
+                  sample_rate);
+  write_text_file(path("parameters.json"),
+                  physical_parameters_json(graph, fitter.processors(), fitter.parameters()),
                   overwrite);
 
   std::ostringstream csv;
   csv << "step,loss,match_loss,regularization,gradient_norm,skipped\n" << std::setprecision(8);
   for (const auto& r : fitter.history())
-    csv << r.step << "," << r.loss << "," << r.match_loss << "," << r.regularization << "," << r.gradient_norm << ","
-        << (r.skipped ? 1 : 0) << "\n";
+    csv << r.step << "," << r.loss << "," << r.match_loss << "," << r.regularization << ","
+        << r.gradient_norm << "," << (r.skipped ? 1 : 0) << "\n";
   write_text_file(path("loss.csv"), csv.str(), overwrite);
   PlotOptions plot;
-  plot.title = "Mix-matching loss of the training crops";
+  plot.title   = "Mix-matching loss of the training crops";
   plot.x_label = "step";
   plot.y_label = "loss";
-  std::string loss_svg = fitter.history().empty() ? "" : plot_svg(loss_series(fitter.history()), plot);
+  std::string loss_svg =
+      fitter.history().empty() ? "" : plot_svg(loss_series(fitter.history()), plot);
   if (!loss_svg.empty()) write_text_file(path("loss.svg"), loss_svg, overwrite);
 
   // Spectrograms of the target and the fit on one level scale.
   double level = 0;
   SpectrogramOptions spectrogram;
-  std::string target_png = encode_png(spectrogram_image(fitter.target(), sample_rate, spectrogram, &level));
+  std::string target_png =
+      encode_png(spectrogram_image(fitter.target(), sample_rate, spectrogram, &level));
   spectrogram.reference_db = level;
-  std::string fitted_png = encode_png(spectrogram_image(fitted, sample_rate, spectrogram));
+  std::string fitted_png   = encode_png(spectrogram_image(fitted, sample_rate, spectrogram));
 
-  auto counts = graph.count_per_type();
+  auto counts        = graph.count_per_type();
   int64_t processors = 0;
-  for (TypeId t = NodeTypes::kMix + 1; t < graph.types().size(); ++t) processors += counts[size_t(t)];
+  for (TypeId t = NodeTypes::kMix + 1; t < graph.types().size(); ++t)
+    processors += counts[size_t(t)];
   int64_t skipped = 0;
   for (const auto& r : fitter.history()) skipped += r.skipped;
   std::time_t now = std::time(nullptr);
   char date[64];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
   std::string tracks;
-  for (const auto& name : summary.track_names) tracks += (tracks.empty() ? "" : ", ") + escape(name);
+  for (const auto& name : summary.track_names)
+    tracks += (tracks.empty() ? "" : ", ") + escape(name);
 
   const std::string graph_svg = read_text_file(path("console.svg"));
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << escape(summary.title)
-       << "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;max-width:980px;margin:2em auto;color:#222}"
+  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+       << escape(summary.title)
+       << "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;max-width:980px;margin:2em "
+          "auto;color:#222}"
           "h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}table{border-collapse:collapse}"
-          "td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #ddd}td:first-child,th:first-child"
-          "{text-align:left}.pictures img{width:100%;height:280px;image-rendering:pixelated}.facts td{text-align:left}.graph svg{max-width:100%;height:auto}"
-          "figure{margin:0 0 1em 0}figcaption{font-size:.9em;color:#555}pre{font-size:.8em;overflow:auto}</style>"
+          "td,th{padding:2px 10px;text-align:right;border-bottom:1px solid "
+          "#ddd}td:first-child,th:first-child"
+          "{text-align:left}.pictures img{width:100%;height:280px;image-rendering:pixelated}.facts "
+          "td{text-align:left}.graph svg{max-width:100%;height:auto}"
+          "figure{margin:0 0 1em "
+          "0}figcaption{font-size:.9em;color:#555}pre{font-size:.8em;overflow:auto}</style>"
           "</head><body>\n"
-       << "<h1>" << escape(summary.title) << "</h1>\n<p>" << date << " · " << fitter.steps_done() << " steps in "
-       << fixed(summary.seconds, 1) << " s (" << fixed(summary.seconds > 0 ? double(fitter.steps_done()) / summary.seconds : 0, 2)
+       << "<h1>" << escape(summary.title) << "</h1>\n<p>" << date << " · " << fitter.steps_done()
+       << " steps in " << fixed(summary.seconds, 1) << " s ("
+       << fixed(summary.seconds > 0 ? double(fitter.steps_done()) / summary.seconds : 0, 2)
        << " steps/s" << (skipped ? ", " + std::to_string(skipped) + " skipped" : "") << ")</p>\n"
        << "<h2>Summary</h2>\n<table class=\"facts\">"
        << "<tr><td>tracks</td><td>" << summary.track_names.size() << " (" << tracks << ")</td></tr>"
-       << "<tr><td>audio</td><td>" << fixed(double(fitted.size(1)) / double(sample_rate), 2) << " s at "
-       << sample_rate << " Hz</td></tr>"
-       << "<tr><td>console</td><td>" << graph.n_nodes() << " nodes, " << processors << " processors</td></tr>"
-       << "<tr><td>optimiser</td><td>AdamW, learning rate " << fitter.options().optimizer.lr << ", crops of "
-       << fixed(fitter.options().crop_seconds, 2) << " s (first " << fixed(fitter.options().skip_seconds, 2)
-       << " s not in the loss)</td></tr></table>\n"
-       << "<h2>Whole-song loss</h2>\n<table><tr><th></th><th>loss</th><th>L/R</th><th>mid</th><th>side</th></tr>\n"
+       << "<tr><td>audio</td><td>" << fixed(double(fitted.size(1)) / double(sample_rate), 2)
+       << " s at " << sample_rate << " Hz</td></tr>"
+       << "<tr><td>console</td><td>" << graph.n_nodes() << " nodes, " << processors
+       << " processors</td></tr>"
+       << "<tr><td>optimiser</td><td>AdamW, learning rate " << fitter.options().optimizer.lr
+       << ", crops of " << fixed(fitter.options().crop_seconds, 2) << " s (first "
+       << fixed(fitter.options().skip_seconds, 2) << " s not in the loss)</td></tr></table>\n"
+       << "<h2>Whole-song "
+          "loss</h2>\n<table><tr><th></th><th>loss</th><th>L/R</th><th>mid</th><th>side</th></tr>\n"
        << terms_row("before", summary.before) << terms_row("after", summary.after) << "</table>\n"
-       << "<p>The mix-matching loss of the pruning paper: multi-resolution log-mel and spectral-convergence "
+       << "<p>The mix-matching loss of the pruning paper: multi-resolution log-mel and "
+          "spectral-convergence "
           "distances of the left, right, mid and side signals (0 is a perfect match).</p>\n"
-       << "<h2>Loss curve</h2>\n" << loss_svg << "\n"
-       << "<h2>Spectrograms</h2>\n<div class=\"pictures\"><figure><img alt=\"target\" src=\"data:image/png;base64,"
-       << base64(target_png) << "\"><figcaption>Target mix (log frequency, " << fixed(spectrogram.range_db, 0)
+       << "<h2>Loss curve</h2>\n"
+       << loss_svg << "\n"
+       << "<h2>Spectrograms</h2>\n<div class=\"pictures\"><figure><img alt=\"target\" "
+          "src=\"data:image/png;base64,"
+       << base64(target_png) << "\"><figcaption>Target mix (log frequency, "
+       << fixed(spectrogram.range_db, 0)
        << " dB range)</figcaption></figure><figure><img alt=\"fitted\" src=\"data:image/png;base64,"
-       << base64(fitted_png) << "\"><figcaption>Fitted mix, on the same scale</figcaption></figure></div>\n"
-       << "<h2>Console</h2>\n<div class=\"graph\">" << graph_svg.substr(graph_svg.find("<svg")) << "</div>\n<h2>Parameters</h2>\n<details><summary>every node in physical units</summary><pre>"
-       << escape(describe_parameters(graph, fitter.processors(), fitter.parameters())) << "</pre></details>\n"
-       << "<p>Files: mix.wav, console.json, parameters.safetensors, parameters.json, loss.csv.</p>\n</body></html>\n";
+       << base64(fitted_png)
+       << "\"><figcaption>Fitted mix, on the same scale</figcaption></figure></div>\n"
+       << "<h2>Console</h2>\n<div class=\"graph\">" << graph_svg.substr(graph_svg.find("<svg"))
+       << "</div>\n<h2>Parameters</h2>\n<details><summary>every node in physical "
+          "units</summary><pre>"
+       << escape(describe_parameters(graph, fitter.processors(), fitter.parameters()))
+       << "</pre></details>\n"
+       << "<p>Files: mix.wav, console.json, parameters.safetensors, parameters.json, "
+          "loss.csv.</p>\n</body></html>\n";
   write_text_file(path("report.html"), html.str(), overwrite);
 }
 

@@ -28,10 +28,10 @@ struct SearchState {
   Bitset visited;
   std::vector<int32_t> ready;
   std::vector<int32_t> remaining;  // unvisited nodes per type index
-  int32_t steps = 0;
-  int32_t bound = 0;               // lower bound on the steps still needed
-  int32_t parent = -1;
-  int32_t type = -1;               // the move that led here
+  int32_t steps     = 0;
+  int32_t bound     = 0;  // lower bound on the steps still needed
+  int32_t parent    = -1;
+  int32_t type      = -1;  // the move that led here
   int32_t n_visited = 0;
 };
 
@@ -46,15 +46,15 @@ struct Entry {
 }  // namespace
 
 Schedule optimal_schedule(const SearchGraph& graph, const ScheduleOptions& options) {
-  auto start = std::chrono::steady_clock::now();
-  int64_t expanded = 0;
+  auto start                = std::chrono::steady_clock::now();
+  int64_t expanded          = 0;
   std::vector<int64_t> best = greedy_sequence(graph);
-  auto beam = beam_sequence(graph, options.beam_width, 1, expanded);
+  auto beam                 = beam_sequence(graph, options.beam_width, 1, expanded);
   if (beam.size() < best.size()) best = beam;
 
   std::vector<SearchState> states(1);
   states[0].visited = Bitset(graph.n_nodes());
-  states[0].ready = graph.initial_ready();
+  states[0].ready   = graph.initial_ready();
   states[0].remaining.assign(graph.types().size(), 0);
   for (int64_t v = 0; v < graph.n_nodes(); ++v) ++states[0].remaining[size_t(graph.type_index(v))];
   states[0].bound = graph.lower_bound(states[0].ready);
@@ -63,9 +63,9 @@ Schedule optimal_schedule(const SearchGraph& graph, const ScheduleOptions& optio
   std::unordered_map<Bitset, int32_t, BitsetHash> fewest_steps;
   open.push({states[0].bound, 0, 0});
   fewest_steps[states[0].visited] = 0;
-  int32_t lower_bound = states[0].bound;
-  bool proven = false;
-  int32_t goal = -1;
+  int32_t lower_bound             = states[0].bound;
+  bool proven                     = false;
+  int32_t goal                    = -1;
 
   while (!open.empty()) {
     Entry entry = open.top();
@@ -78,7 +78,7 @@ Schedule optimal_schedule(const SearchGraph& graph, const ScheduleOptions& optio
       break;
     }
     if (states[size_t(id)].ready.empty()) {
-      goal = id;
+      goal   = id;
       proven = true;
       break;
     }
@@ -102,14 +102,14 @@ Schedule optimal_schedule(const SearchGraph& graph, const ScheduleOptions& optio
     for (int64_t t : moves) {
       SearchState child;
       const SearchState& parent = states[size_t(id)];
-      child.visited = parent.visited;
-      child.ready = graph.step(parent.ready, t, child.visited);
-      child.remaining = parent.remaining;
+      child.visited             = parent.visited;
+      child.ready               = graph.step(parent.ready, t, child.visited);
+      child.remaining           = parent.remaining;
       child.remaining[size_t(t)] -= counts[size_t(t)];
-      child.steps = parent.steps + 1;
-      child.bound = graph.lower_bound(child.ready);
-      child.parent = id;
-      child.type = int32_t(t);
+      child.steps     = parent.steps + 1;
+      child.bound     = graph.lower_bound(child.ready);
+      child.parent    = id;
+      child.type      = int32_t(t);
       child.n_visited = parent.n_visited + counts[size_t(t)];
       if (child.steps + child.bound >= int32_t(best.size())) continue;  // cannot improve
       auto [it, fresh] = fewest_steps.emplace(child.visited, child.steps);
@@ -130,12 +130,13 @@ Schedule optimal_schedule(const SearchGraph& graph, const ScheduleOptions& optio
 
   if (goal >= 0) {
     best.clear();
-    for (const SearchState* s = &states[size_t(goal)]; s->parent >= 0; s = &states[size_t(s->parent)])
+    for (const SearchState* s = &states[size_t(goal)]; s->parent >= 0;
+         s                    = &states[size_t(s->parent)])
       best.insert(best.begin(), s->type);
   }
-  Schedule schedule = replay(graph, best, ScheduleMethod::kOptimal);
-  schedule.proven_optimal = proven;
-  schedule.lower_bound = proven ? int64_t(best.size()) : int64_t(lower_bound);
+  Schedule schedule        = replay(graph, best, ScheduleMethod::kOptimal);
+  schedule.proven_optimal  = proven;
+  schedule.lower_bound     = proven ? int64_t(best.size()) : int64_t(lower_bound);
   schedule.states_expanded = expanded;
   return schedule;
 }

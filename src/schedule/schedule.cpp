@@ -17,7 +17,7 @@ namespace detail {
 Schedule replay(const SearchGraph& graph, const std::vector<int64_t>& sequence,
                 ScheduleMethod method) {
   Schedule schedule;
-  schedule.method = method;
+  schedule.method    = method;
   schedule.dead_rows = graph.dead_rows();
   schedule.steps.push_back(graph.in_rows());
   schedule.step_types.push_back(NodeTypes::kIn);
@@ -43,7 +43,7 @@ std::vector<int64_t> greedy_sequence(const SearchGraph& graph) {
   Bitset visited(graph.n_nodes());
   std::vector<int32_t> ready = graph.initial_ready();
   while (!ready.empty()) {
-    auto counts = graph.ready_counts(ready);
+    auto counts  = graph.ready_counts(ready);
     int64_t best = std::max_element(counts.begin(), counts.end()) - counts.begin();  // first max
     sequence.push_back(best);
     ready = graph.step(ready, best, visited);
@@ -58,20 +58,20 @@ struct BeamState {
   std::vector<int32_t> ready;
   std::vector<int64_t> sequence;
   int64_t n_visited = 0;
-  int64_t score = 0;  // steps taken + look-ahead + lower bound on the rest: lower is better
-  bool greedy_line = false;
+  int64_t score     = 0;  // steps taken + look-ahead + lower bound on the rest: lower is better
+  bool greedy_line  = false;
 };
 
 /// The best (lowest) steps-plus-bound reachable within `depth` more steps.
-int64_t look_ahead(const SearchGraph& graph, const Bitset& visited, const std::vector<int32_t>& ready,
-                   int64_t depth, int64_t& expanded) {
+int64_t look_ahead(const SearchGraph& graph, const Bitset& visited,
+                   const std::vector<int32_t>& ready, int64_t depth, int64_t& expanded) {
   int64_t best = graph.lower_bound(ready);
   if (depth == 0 || ready.empty()) return best;
   auto counts = graph.ready_counts(ready);
   for (size_t t = 0; t < counts.size(); ++t) {
     if (counts[t] == 0) continue;
     Bitset next_visited = visited;
-    auto next = graph.step(ready, int64_t(t), next_visited);
+    auto next           = graph.step(ready, int64_t(t), next_visited);
     ++expanded;
     best = std::min(best, 1 + look_ahead(graph, next_visited, next, depth - 1, expanded));
   }
@@ -85,8 +85,8 @@ std::vector<int64_t> beam_sequence(const SearchGraph& graph, int64_t width, int6
   // The beam always keeps the greedy line (the state greedy scheduling would reach), so beam
   // search is never worse than greedy.
   std::vector<BeamState> beam(1);
-  beam[0].visited = Bitset(graph.n_nodes());
-  beam[0].ready = graph.initial_ready();
+  beam[0].visited     = Bitset(graph.n_nodes());
+  beam[0].ready       = graph.initial_ready();
   beam[0].greedy_line = true;
   while (true) {
     for (const auto& state : beam)
@@ -94,23 +94,25 @@ std::vector<int64_t> beam_sequence(const SearchGraph& graph, int64_t width, int6
     std::unordered_map<Bitset, size_t, BitsetHash> seen;
     std::vector<BeamState> children;
     for (const auto& state : beam) {
-      auto counts = graph.ready_counts(state.ready);
+      auto counts    = graph.ready_counts(state.ready);
       int64_t greedy = std::max_element(counts.begin(), counts.end()) - counts.begin();
       for (size_t t = 0; t < counts.size(); ++t) {
         if (counts[t] == 0) continue;
         BeamState child;
         child.visited = state.visited;
-        child.ready = graph.step(state.ready, int64_t(t), child.visited);
+        child.ready   = graph.step(state.ready, int64_t(t), child.visited);
         ++expanded;
         child.sequence = state.sequence;
         child.sequence.push_back(int64_t(t));
-        child.n_visited = state.n_visited + counts[t];
+        child.n_visited   = state.n_visited + counts[t];
         child.greedy_line = state.greedy_line && int64_t(t) == greedy;
-        child.score = int64_t(child.sequence.size()) +
+        child.score       = int64_t(child.sequence.size()) +
                       look_ahead(graph, child.visited, child.ready, depth - 1, expanded);
         auto [it, fresh] = seen.emplace(child.visited, children.size());
-        if (fresh) children.push_back(std::move(child));  // same nodes visited: same future
-        else if (child.greedy_line) children[it->second].greedy_line = true;
+        if (fresh)
+          children.push_back(std::move(child));  // same nodes visited: same future
+        else if (child.greedy_line)
+          children[it->second].greedy_line = true;
       }
     }
     std::stable_sort(children.begin(), children.end(), [](const BeamState& a, const BeamState& b) {
@@ -133,11 +135,16 @@ using detail::SearchGraph;
 
 std::string to_string(ScheduleMethod method) {
   switch (method) {
-    case ScheduleMethod::kOneByOne: return "one-by-one";
-    case ScheduleMethod::kFixed: return "fixed";
-    case ScheduleMethod::kGreedy: return "greedy";
-    case ScheduleMethod::kBeam: return "beam";
-    case ScheduleMethod::kOptimal: return "optimal";
+    case ScheduleMethod::kOneByOne:
+      return "one-by-one";
+    case ScheduleMethod::kFixed:
+      return "fixed";
+    case ScheduleMethod::kGreedy:
+      return "greedy";
+    case ScheduleMethod::kBeam:
+      return "beam";
+    case ScheduleMethod::kOptimal:
+      return "optimal";
   }
   return "?";
 }
@@ -186,7 +193,7 @@ std::vector<int64_t> fixed_sequence(const SearchGraph& graph, const GraphTensor&
   std::vector<int64_t> sequence;
   detail::Bitset visited(graph.n_nodes());
   std::vector<int32_t> ready = graph.initial_ready();
-  size_t position = 0;
+  size_t position            = 0;
   while (!ready.empty()) {
     auto counts = graph.ready_counts(ready);
     while (position < list.size() && (list[position] < 0 || counts[size_t(list[position])] == 0))
@@ -195,8 +202,8 @@ std::vector<int64_t> fixed_sequence(const SearchGraph& graph, const GraphTensor&
       std::string waiting;
       for (size_t t = 0; t < counts.size(); ++t)
         if (counts[t] > 0)
-          waiting += std::string(waiting.empty() ? "" : ", ") + tensor.types.name(graph.types()[t]) +
-                     " (" + std::to_string(counts[t]) + ")";
+          waiting += std::string(waiting.empty() ? "" : ", ") +
+                     tensor.types.name(graph.types()[t]) + " (" + std::to_string(counts[t]) + ")";
       throw ScheduleError("grafx.schedule.fixed_exhausted",
                           "the fixed type list ran out after " + std::to_string(sequence.size()) +
                               " steps with nodes still to place; ready: " + waiting +
@@ -227,9 +234,9 @@ Schedule schedule_graph(const GraphTensor& tensor, const ScheduleOptions& option
       break;
     case ScheduleMethod::kOneByOne: {
       // Greedy, then each step split into single nodes in row order: a topological order.
-      Schedule greedy = detail::replay(graph, detail::greedy_sequence(graph), options.method);
-      schedule = greedy;
-      schedule.steps = {greedy.steps.front()};
+      Schedule greedy     = detail::replay(graph, detail::greedy_sequence(graph), options.method);
+      schedule            = greedy;
+      schedule.steps      = {greedy.steps.front()};
       schedule.step_types = {NodeTypes::kIn};
       for (size_t k = 1; k + 1 < greedy.steps.size(); ++k)
         for (int64_t row : greedy.steps[k]) {
@@ -241,7 +248,8 @@ Schedule schedule_graph(const GraphTensor& tensor, const ScheduleOptions& option
       break;
     }
     case ScheduleMethod::kFixed:
-      schedule = detail::replay(graph, fixed_sequence(graph, tensor, options.fixed_order), options.method);
+      schedule =
+          detail::replay(graph, fixed_sequence(graph, tensor, options.fixed_order), options.method);
       break;
     case ScheduleMethod::kBeam:
       schedule = detail::replay(
@@ -254,7 +262,8 @@ Schedule schedule_graph(const GraphTensor& tensor, const ScheduleOptions& option
       break;
   }
   schedule.states_expanded = expanded;
-  schedule.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  schedule.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return schedule;
 }
 
@@ -263,9 +272,10 @@ void check_schedule(const GraphTensor& graph, const Schedule& schedule, bool max
     throw ScheduleError("grafx.schedule.invalid", "invalid schedule: " + what);
   };
   const int64_t n_rows = graph.n_nodes(), n_edges = graph.n_edges();
-  at::Tensor types_tensor = graph.node_types.contiguous(), index_tensor = graph.edge_index.contiguous();
-  const int64_t* type = types_tensor.data_ptr<int64_t>();
-  const int64_t* index = index_tensor.data_ptr<int64_t>();
+  at::Tensor types_tensor = graph.node_types.contiguous(),
+             index_tensor = graph.edge_index.contiguous();
+  const int64_t* type     = types_tensor.data_ptr<int64_t>();
+  const int64_t* index    = index_tensor.data_ptr<int64_t>();
   if (schedule.steps.size() != schedule.step_types.size() || schedule.steps.size() < 2)
     fail("expected at least the `in` and `out` steps, one type per step");
   std::vector<int64_t> step_of = schedule.step_of_rows(n_rows);
@@ -281,18 +291,25 @@ void check_schedule(const GraphTensor& graph, const Schedule& schedule, bool max
   for (bool changed = true; changed;) {
     changed = false;
     for (int64_t e = 0; e < n_edges; ++e)
-      if (live[size_t(index[n_edges + e])] && !live[size_t(index[e])]) live[size_t(index[e])] = changed = true;
+      if (live[size_t(index[n_edges + e])] && !live[size_t(index[e])])
+        live[size_t(index[e])] = changed = true;
   }
   for (int64_t r = 0; r < n_rows; ++r) {
     bool dead = std::binary_search(schedule.dead_rows.begin(), schedule.dead_rows.end(), r);
-    if (live[size_t(r)] == dead) fail("row " + std::to_string(r) + (dead ? " is live but listed dead" : " is dead but not listed"));
+    if (live[size_t(r)] == dead)
+      fail("row " + std::to_string(r) +
+           (dead ? " is live but listed dead" : " is dead but not listed"));
     if (live[size_t(r)] && count[size_t(r)] != 1)
-      fail("row " + std::to_string(r) + " appears in " + std::to_string(count[size_t(r)]) + " steps");
-    if (!live[size_t(r)] && count[size_t(r)] != 0) fail("dead row " + std::to_string(r) + " is scheduled");
+      fail("row " + std::to_string(r) + " appears in " + std::to_string(count[size_t(r)]) +
+           " steps");
+    if (!live[size_t(r)] && count[size_t(r)] != 0)
+      fail("dead row " + std::to_string(r) + " is scheduled");
     if (!live[size_t(r)]) continue;
     size_t last = schedule.steps.size() - 1;
-    if ((type[r] == NodeTypes::kIn) != (step_of[size_t(r)] == 0)) fail("`in` rows, and only they, belong in the first step");
-    if ((type[r] == NodeTypes::kOut) != (step_of[size_t(r)] == int64_t(last))) fail("`out` rows, and only they, belong in the last step");
+    if ((type[r] == NodeTypes::kIn) != (step_of[size_t(r)] == 0))
+      fail("`in` rows, and only they, belong in the first step");
+    if ((type[r] == NodeTypes::kOut) != (step_of[size_t(r)] == int64_t(last)))
+      fail("`out` rows, and only they, belong in the last step");
     if (type[r] != schedule.step_types[size_t(step_of[size_t(r)])])
       fail("row " + std::to_string(r) + " is not of its step's type");
   }
@@ -305,12 +322,14 @@ void check_schedule(const GraphTensor& graph, const Schedule& schedule, bool max
   if (!maximal) return;
   for (size_t k = 1; k + 1 < schedule.steps.size(); ++k)
     for (int64_t r = 0; r < n_rows; ++r) {
-      if (!live[size_t(r)] || type[r] != schedule.step_types[k] || step_of[size_t(r)] <= int64_t(k)) continue;
+      if (!live[size_t(r)] || type[r] != schedule.step_types[k] || step_of[size_t(r)] <= int64_t(k))
+        continue;
       bool ready = true;
       for (int64_t e = 0; e < n_edges; ++e)
         if (index[n_edges + e] == r && step_of[size_t(index[e])] >= int64_t(k)) ready = false;
       if (ready)
-        fail("step " + std::to_string(k) + " leaves ready row " + std::to_string(r) + " of its type for later");
+        fail("step " + std::to_string(k) + " leaves ready row " + std::to_string(r) +
+             " of its type for later");
     }
 }
 

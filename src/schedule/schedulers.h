@@ -8,7 +8,8 @@
 namespace grafx::detail {
 
 /// The schedule that takes, step by step, every ready node of each type in `sequence`.
-Schedule replay(const SearchGraph& graph, const std::vector<int64_t>& sequence, ScheduleMethod method);
+Schedule replay(const SearchGraph& graph, const std::vector<int64_t>& sequence,
+                ScheduleMethod method);
 
 /// Each step takes the type with the most ready nodes (ties: the lowest type).
 std::vector<int64_t> greedy_sequence(const SearchGraph& graph);

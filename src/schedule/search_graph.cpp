@@ -33,12 +33,13 @@ std::string describe_row(const GraphTensor& g, int64_t row, TypeId type) {
 }  // namespace
 
 SearchGraph::SearchGraph(const GraphTensor& graph) {
-  const int64_t n_rows = graph.n_nodes();
+  const int64_t n_rows  = graph.n_nodes();
   const int64_t n_edges = graph.n_edges();
-  auto row_types = detail::to_vector(graph.node_types);
-  auto index = detail::to_vector(graph.edge_index);
-  auto ports = detail::to_vector(graph.edge_ports);
-  std::vector<std::vector<int64_t>> row_successors(static_cast<size_t>(n_rows)), row_predecessors(static_cast<size_t>(n_rows));
+  auto row_types        = detail::to_vector(graph.node_types);
+  auto index            = detail::to_vector(graph.edge_index);
+  auto ports            = detail::to_vector(graph.edge_ports);
+  std::vector<std::vector<int64_t>> row_successors(static_cast<size_t>(n_rows)),
+      row_predecessors(static_cast<size_t>(n_rows));
   std::vector<std::vector<bool>> connected(static_cast<size_t>(n_rows));
   for (int64_t r = 0; r < n_rows; ++r)
     connected[size_t(r)].assign(size_t(graph.types.n_inlets(row_types[size_t(r)])), false);
@@ -52,7 +53,7 @@ SearchGraph::SearchGraph(const GraphTensor& graph) {
   // Validation, as Graph::validate() does for the mutable graph.
   bool has_in = false, has_out = false;
   for (int64_t r = 0; r < n_rows; ++r) {
-    has_in = has_in || row_types[size_t(r)] == NodeTypes::kIn;
+    has_in  = has_in || row_types[size_t(r)] == NodeTypes::kIn;
     has_out = has_out || row_types[size_t(r)] == NodeTypes::kOut;
     for (size_t i = 0; i < connected[size_t(r)].size(); ++i)
       if (!connected[size_t(r)][i])
@@ -66,7 +67,8 @@ SearchGraph::SearchGraph(const GraphTensor& graph) {
 
   // Topological order (Kahn); a leftover node lies on a cycle.
   std::vector<int64_t> waiting(static_cast<size_t>(n_rows)), order;
-  for (int64_t r = 0; r < n_rows; ++r) waiting[size_t(r)] = int64_t(row_predecessors[size_t(r)].size());
+  for (int64_t r = 0; r < n_rows; ++r)
+    waiting[size_t(r)] = int64_t(row_predecessors[size_t(r)].size());
   std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> ready;
   for (int64_t r = 0; r < n_rows; ++r)
     if (waiting[size_t(r)] == 0) ready.push(r);
@@ -88,15 +90,19 @@ SearchGraph::SearchGraph(const GraphTensor& graph) {
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     int64_t r = *it;
     if (row_types[size_t(r)] == NodeTypes::kOut) live[size_t(r)] = true;
-    for (int64_t s : row_successors[size_t(r)]) live[size_t(r)] = live[size_t(r)] || live[size_t(s)];
+    for (int64_t s : row_successors[size_t(r)])
+      live[size_t(r)] = live[size_t(r)] || live[size_t(s)];
   }
 
   std::vector<int64_t> node_of_row(size_t(n_rows), -1);
   for (int64_t r = 0; r < n_rows; ++r) {
     TypeId type = row_types[size_t(r)];
-    if (!live[size_t(r)]) dead_rows_.push_back(r);
-    else if (type == NodeTypes::kIn) in_rows_.push_back(r);
-    else if (type == NodeTypes::kOut) out_rows_.push_back(r);
+    if (!live[size_t(r)])
+      dead_rows_.push_back(r);
+    else if (type == NodeTypes::kIn)
+      in_rows_.push_back(r);
+    else if (type == NodeTypes::kOut)
+      out_rows_.push_back(r);
     else {
       node_of_row[size_t(r)] = int64_t(row_.size());
       row_.push_back(r);
@@ -108,12 +114,15 @@ SearchGraph::SearchGraph(const GraphTensor& graph) {
   successors_.resize(size_t(n));
   predecessors_.resize(size_t(n));
   for (int64_t v = 0; v < n; ++v) {
-    type_index_.push_back(std::lower_bound(types_.begin(), types_.end(), row_types[size_t(row_[size_t(v)])]) -
-                          types_.begin());
+    type_index_.push_back(
+        std::lower_bound(types_.begin(), types_.end(), row_types[size_t(row_[size_t(v)])]) -
+        types_.begin());
     for (int64_t s : row_successors[size_t(row_[size_t(v)])])
-      if (node_of_row[size_t(s)] >= 0) successors_[size_t(v)].push_back(int32_t(node_of_row[size_t(s)]));
+      if (node_of_row[size_t(s)] >= 0)
+        successors_[size_t(v)].push_back(int32_t(node_of_row[size_t(s)]));
     for (int64_t p : row_predecessors[size_t(row_[size_t(v)])])
-      if (node_of_row[size_t(p)] >= 0) predecessors_[size_t(v)].push_back(int32_t(node_of_row[size_t(p)]));
+      if (node_of_row[size_t(p)] >= 0)
+        predecessors_[size_t(v)].push_back(int32_t(node_of_row[size_t(p)]));
     // Parallel edges (other ports) repeat a neighbour; the search needs each once.
     for (auto* list : {&successors_[size_t(v)], &predecessors_[size_t(v)]}) {
       std::sort(list->begin(), list->end());
@@ -139,7 +148,7 @@ SearchGraph::SearchGraph(const GraphTensor& graph) {
 int32_t SearchGraph::lower_bound(const std::vector<int32_t>& ready) const {
   // Every unvisited node descends from a ready one, so maxima over ready nodes cover all paths.
   const size_t n_types = types_.size();
-  int32_t best[64] = {0};
+  int32_t best[64]     = {0};
   std::vector<int32_t> large;
   int32_t* most = best;
   if (n_types > 64) {
@@ -172,7 +181,8 @@ std::vector<int32_t> SearchGraph::step(const std::vector<int32_t>& ready, int64_
   // ready nodes are the successors whose predecessors are now all visited.
   std::vector<int32_t> candidates;
   for (int32_t v : took)
-    candidates.insert(candidates.end(), successors_[size_t(v)].begin(), successors_[size_t(v)].end());
+    candidates.insert(candidates.end(), successors_[size_t(v)].begin(),
+                      successors_[size_t(v)].end());
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   for (int32_t s : candidates) {

@@ -43,7 +43,9 @@ class SearchGraph {
   int64_t type_index(int64_t node) const { return type_index_[size_t(node)]; }
   int64_t row(int64_t node) const { return row_[size_t(node)]; }
   const std::vector<int32_t>& successors(int64_t node) const { return successors_[size_t(node)]; }
-  const std::vector<int32_t>& predecessors(int64_t node) const { return predecessors_[size_t(node)]; }
+  const std::vector<int32_t>& predecessors(int64_t node) const {
+    return predecessors_[size_t(node)];
+  }
   /// Nodes ready at the start (all predecessors are `in` nodes), ascending.
   const std::vector<int32_t>& initial_ready() const { return initial_ready_; }
   /// The most nodes of type index t on any path starting at `node` (the node included).

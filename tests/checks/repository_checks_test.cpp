@@ -48,7 +48,9 @@ std::vector<fs::path> sources(const std::vector<std::string>& folders) {
   return files;
 }
 
-std::string relative_path(const fs::path& path) { return fs::relative(path, source_dir()).string(); }
+std::string relative_path(const fs::path& path) {
+  return fs::relative(path, source_dir()).string();
+}
 
 /// The layers, lowest first, from the line "Layers, lowest first: `a` → `b` → ..." of
 /// docs/design.md.
@@ -79,14 +81,16 @@ std::string layer_of_file(const std::string& path) {
 std::string layer_of_include(const std::string& line) {
   std::smatch m;
   if (std::regex_search(line, m, std::regex(R"(^\s*#\s*include\s*<grafx/([a-z_]+)/)"))) return m[1];
-  if (std::regex_search(line, m, std::regex(R"(^\s*#\s*include\s*<grafx/[a-z_]+\.h>)"))) return "common";
+  if (std::regex_search(line, m, std::regex(R"(^\s*#\s*include\s*<grafx/[a-z_]+\.h>)")))
+    return "common";
   if (std::regex_search(line, m, std::regex(R"(^\s*#\s*include\s*"([a-z_]+)/)"))) return m[1];
   return "";
 }
 
 TEST(RepositoryChecks, LayersIncludeOnlyLowerLayers) {
   std::vector<std::string> order = layer_order();
-  ASSERT_GE(order.size(), 5u) << "docs/design.md lacks the line \"Layers, lowest first: `common` → ...\"";
+  ASSERT_GE(order.size(), 5u)
+      << "docs/design.md lacks the line \"Layers, lowest first: `common` → ...\"";
   auto rank = [&](const std::string& layer) {
     auto it = std::find(order.begin(), order.end(), layer);
     return it == order.end() ? -1 : int(it - order.begin());
@@ -103,7 +107,8 @@ TEST(RepositoryChecks, LayersIncludeOnlyLowerLayers) {
       std::string to = layer_of_include(lines[i]);
       if (to.empty() || rank(to) <= rank(from)) continue;
       violations += path + ":" + std::to_string(i + 1) + ": " + from + " includes " + to +
-                    (rank(to) < 0 ? " (not a layer)" : " (a higher layer)") + ": " + lines[i] + "\n";
+                    (rank(to) < 0 ? " (not a layer)" : " (a higher layer)") + ": " + lines[i] +
+                    "\n";
     }
   }
   EXPECT_TRUE(violations.empty()) << violations;

@@ -16,16 +16,18 @@ using testing::run_grafx;
 TEST(CliFit, DemoWritesEverythingAndResumes) {
   testing::TempDir dir;
   std::string out = dir.file("demo");
-  auto r = run_grafx({"demo", "-o", out, "--steps", "4", "--checkpoint-every", "2"});
+  auto r          = run_grafx({"demo", "-o", out, "--steps", "4", "--checkpoint-every", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "loss before fitting: ")) << r.out;
   EXPECT_TRUE(contains(r.out, "step 4/4")) << r.out;
   EXPECT_TRUE(contains(r.out, "x lower")) << r.out;
-  for (const char* file : {"mix.wav", "console.json", "console.svg", "parameters.safetensors", "parameters.json",
-                           "loss.csv", "loss.svg", "report.html", "checkpoint.safetensors"})
+  for (const char* file :
+       {"mix.wav", "console.json", "console.svg", "parameters.safetensors", "parameters.json",
+        "loss.csv", "loss.svg", "report.html", "checkpoint.safetensors"})
     EXPECT_TRUE(testing::file_exists(out + "/" + file)) << file;
   std::string report = testing::read_file(out + "/report.html");
-  for (const char* part : {"Whole-song loss", "Loss curve", "data:image/png;base64,", "<svg", "Parameters"})
+  for (const char* part :
+       {"Whole-song loss", "Loss curve", "data:image/png;base64,", "<svg", "Parameters"})
     EXPECT_TRUE(contains(report, part)) << part;
   std::string csv = testing::read_file(out + "/loss.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << "a header and one line per step";
@@ -39,7 +41,8 @@ TEST(CliFit, DemoWritesEverythingAndResumes) {
   EXPECT_TRUE(contains(r.out, "resuming at step 4 of 6")) << r.out;
   EXPECT_EQ(load_safetensors(out + "/checkpoint.safetensors").tensors.at("history").size(0), 6);
   r = run_grafx({"demo", "-o", out, "--steps", "6", "--resume", "--lr", "0.5"});
-  EXPECT_TRUE(contains(r.err, "[grafx.fit.checkpoint]") && contains(r.err, "made with lr")) << r.err;
+  EXPECT_TRUE(contains(r.err, "[grafx.fit.checkpoint]") && contains(r.err, "made with lr"))
+      << r.err;
   r = run_grafx({"demo", "-o", out, "--steps", "2", "--force"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = run_grafx({"demo", "-o", dir.file("nowhere/demo"), "--steps", "1"});
@@ -49,12 +52,12 @@ TEST(CliFit, DemoWritesEverythingAndResumes) {
 TEST(CliFit, FitReadsResamplesAndTrims) {
   testing::TempDir dir;
   at::manual_seed(1);
-  write_audio(dir.file("a.wav"), at::randn({1, 44100 * 3}) * 0.1, 44100);   // mono, 44.1 kHz
-  write_audio(dir.file("b.wav"), at::randn({2, 16000 * 3}) * 0.1, 16000);   // stereo, 16 kHz
+  write_audio(dir.file("a.wav"), at::randn({1, 44100 * 3}) * 0.1, 44100);          // mono, 44.1 kHz
+  write_audio(dir.file("b.wav"), at::randn({2, 16000 * 3}) * 0.1, 16000);          // stereo, 16 kHz
   write_audio(dir.file("mix.wav"), at::randn({2, 16000 * 3 + 800}) * 0.1, 16000);  // a bit longer
-  auto r = run_grafx({"fit", "--tracks", dir.file("a.wav"), dir.file("b.wav"), "--mix", dir.file("mix.wav"),
-                      "--chain", "eg", "--sample-rate", "16000", "--crop", "1", "--warm-up", "0.2", "--steps", "3",
-                      "-o", dir.file("fit")});
+  auto r = run_grafx({"fit", "--tracks", dir.file("a.wav"), dir.file("b.wav"), "--mix",
+                      dir.file("mix.wav"), "--chain", "eg", "--sample-rate", "16000", "--crop", "1",
+                      "--warm-up", "0.2", "--steps", "3", "-o", dir.file("fit")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "fitting a console of 8 nodes to")) << r.out;
   EXPECT_TRUE(contains(r.err, "mix.wav is 0.05 s longer than")) << r.err;
@@ -62,18 +65,20 @@ TEST(CliFit, FitReadsResamplesAndTrims) {
   EXPECT_EQ(fitted.sample_rate, 16000);
   EXPECT_NEAR(double(fitted.samples.size(1)), 16000.0 * 3, 2.0) << "cut to the shortest file";
 
-  r = run_grafx({"fit", "--tracks", dir.file("a.wav"), dir.file("b.wav"), "--mix", dir.file("mix.wav"),
-                 "--sample-rate", "16000", "--strict-rate", "-o", dir.file("strict")});
+  r = run_grafx({"fit", "--tracks", dir.file("a.wav"), dir.file("b.wav"), "--mix",
+                 dir.file("mix.wav"), "--sample-rate", "16000", "--strict-rate", "-o",
+                 dir.file("strict")});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.err, "[grafx.io.sample_rate]") && contains(r.err, "44100 Hz")) << r.err;
   write_audio(dir.file("c.wav"), at::zeros({3, 16000}), 16000);
-  r = run_grafx({"fit", "--tracks", dir.file("c.wav"), "--mix", dir.file("mix.wav"), "-o", dir.file("c")});
+  r = run_grafx(
+      {"fit", "--tracks", dir.file("c.wav"), "--mix", dir.file("mix.wav"), "-o", dir.file("c")});
   EXPECT_TRUE(contains(r.err, "[grafx.io.channels]")) << r.err;
-  r = run_grafx({"fit", "--tracks", dir.file("a.wav"), "--mix", dir.file("mix.wav"), "--resume", "-o",
-                 dir.file("none")});
+  r = run_grafx({"fit", "--tracks", dir.file("a.wav"), "--mix", dir.file("mix.wav"), "--resume",
+                 "-o", dir.file("none")});
   EXPECT_TRUE(contains(r.err, "no such folder to resume from")) << r.err;
-  r = run_grafx({"fit", "--tracks", dir.file("b.wav"), "--mix", dir.file("mix.wav"), "--sample-rate", "16000",
-                 "--crop", "0.2", "-o", dir.file("short")});
+  r = run_grafx({"fit", "--tracks", dir.file("b.wav"), "--mix", dir.file("mix.wav"),
+                 "--sample-rate", "16000", "--crop", "0.2", "-o", dir.file("short")});
   EXPECT_TRUE(contains(r.err, "[grafx.fit.data]") && contains(r.err, "largest FFT")) << r.err;
 }
 

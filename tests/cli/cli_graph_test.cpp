@@ -1,7 +1,7 @@
 // The grafx program's graph commands, run as a user would.
 
-#include <grafx/graph/graph_json.h>
 #include <grafx/graph/console.h>
+#include <grafx/graph/graph_json.h>
 
 #include "support/test_support.h"
 
@@ -14,10 +14,11 @@ using testing::run_grafx;
 TEST(CliGraph, ConsoleInfoAndDraw) {
   testing::TempDir dir;
   std::string json = dir.file("console.json");
-  auto r = run_grafx({"console", "--tracks", "8", "--groups", "3", "-o", json, "--draw",
-                      dir.file("console.svg")});
+  auto r           = run_grafx(
+                {"console", "--tracks", "8", "--groups", "3", "-o", json, "--draw", dir.file("console.svg")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "8 tracks, 3 subgroups, 90 nodes (77 processors), 89 edges")) << r.out;
+  EXPECT_TRUE(contains(r.out, "8 tracks, 3 subgroups, 90 nodes (77 processors), 89 edges"))
+      << r.out;
   Graph g = load_graph(json, console_node_types());
   EXPECT_EQ(g.n_nodes(), 90);
   EXPECT_TRUE(testing::file_exists(dir.file("console.svg")));
@@ -59,10 +60,11 @@ TEST(CliGraph, ErrorsAreOneLineAndNonZeroAndLoseNothing) {
 
   r = run_grafx({"console", "--chain", "exq", "-o", dir.file("x.json")});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.err, "grafx: error: [grafx.graph.unknown_type] chain letter 'x' names no "
-                   "processor; letters: m mix, e eq, E eq_stereo, Q eq_midside, c compressor, "
-                   "C compressor_ballistics, n noise_gate, N noise_gate_ballistics, s stereo_imager, "
-                   "g gain_pan, d delay, r reverb\n");
+  EXPECT_EQ(r.err,
+            "grafx: error: [grafx.graph.unknown_type] chain letter 'x' names no "
+            "processor; letters: m mix, e eq, E eq_stereo, Q eq_midside, c compressor, "
+            "C compressor_ballistics, n noise_gate, N noise_gate_ballistics, s stereo_imager, "
+            "g gain_pan, d delay, r reverb\n");
   EXPECT_FALSE(testing::file_exists(dir.file("x.json")));
 
   r = run_grafx({"console", "--tracks", "2", "--groups", "3", "-o", dir.file("y.json")});
@@ -71,9 +73,10 @@ TEST(CliGraph, ErrorsAreOneLineAndNonZeroAndLoseNothing) {
   r = run_grafx({"console", "--groups", "a,b", "-o", dir.file("y.json")});
   EXPECT_TRUE(contains(r.err, "\"a\" is not a subgroup number")) << r.err;
 
-  testing::write_file(dir.file("bad.json"), "{\"format\": \"grafx.graph\", \"version\": 1, "
-                                            "\"nodes\": [{\"id\": 0, \"type\": \"eqq\"}], "
-                                            "\"edges\": []}");
+  testing::write_file(dir.file("bad.json"),
+                      "{\"format\": \"grafx.graph\", \"version\": 1, "
+                      "\"nodes\": [{\"id\": 0, \"type\": \"eqq\"}], "
+                      "\"edges\": []}");
   r = run_grafx({"info", dir.file("bad.json")});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.err, "nodes[0]: unknown node type \"eqq\"")) << r.err;

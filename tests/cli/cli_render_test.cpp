@@ -33,8 +33,8 @@ Graph small_graph(bool two_outputs) {
 
 struct Files {
   testing::TempDir dir;
-  at::Tensor a = at::rand({1, 3000}) - 0.5;   // mono
-  at::Tensor b = at::rand({2, 3000}) - 0.5;   // stereo
+  at::Tensor a = at::rand({1, 3000}) - 0.5;  // mono
+  at::Tensor b = at::rand({2, 3000}) - 0.5;  // stereo
   Files() {
     write_audio(dir.file("a.wav"), a, 44100);
     write_audio(dir.file("b.wav"), b, 44100);
@@ -47,23 +47,25 @@ TEST(CliRender, RendersWithAParameterFile) {
   Files f;
   Graph g = small_graph(false);
   Parameters p;
-  p["gain_pan"]["log_gain"] = at::full({1, 2}, std::log(2.0));
+  p["gain_pan"]["log_gain"]      = at::full({1, 2}, std::log(2.0));
   p["stereo_imager"]["log_gain"] = at::zeros({1, 1});
   save_parameters(f.dir.file("p.safetensors"), g, p);
-  auto r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"), f.dir.file("b.wav"),
-                      "--params", f.dir.file("p.safetensors"), "--method", "optimal", "-o", f.dir.file("y.wav")});
+  auto r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"),
+                      f.dir.file("b.wav"), "--params", f.dir.file("p.safetensors"), "--method",
+                      "optimal", "-o", f.dir.file("y.wav")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "rendered 2 source(s) (2 ch, 44100 Hz, 0.07 s) through 5 nodes in 2 processor calls"))
+  EXPECT_TRUE(contains(
+      r.out, "rendered 2 source(s) (2 ch, 44100 Hz, 0.07 s) through 5 nodes in 2 processor calls"))
       << r.out;
-  Audio y = read_audio(f.dir.file("y.wav"));
+  Audio y             = read_audio(f.dir.file("y.wav"));
   at::Tensor expected = 2 * f.a.expand({2, 3000}) + f.b;  // mono spread to both channels
   EXPECT_LT((y.samples - expected).abs().max().item<double>(), 1e-6);
 }
 
 TEST(CliRender, DefaultParametersSeveralOutputsAndPadding) {
   Files f;
-  auto r = run_grafx({"render", f.dir.file("g2.json"), "--sources", f.dir.file("a.wav"), f.dir.file("b.wav"), "-o",
-                      f.dir.file("y.wav")});
+  auto r = run_grafx({"render", f.dir.file("g2.json"), "--sources", f.dir.file("a.wav"),
+                      f.dir.file("b.wav"), "-o", f.dir.file("y.wav")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(testing::file_exists(f.dir.file("y.1.wav")));
   EXPECT_TRUE(testing::file_exists(f.dir.file("y.2.wav")));
@@ -73,37 +75,39 @@ TEST(CliRender, DefaultParametersSeveralOutputsAndPadding) {
   EXPECT_LT((read_audio(f.dir.file("y.1.wav")).samples - sum).abs().max().item<double>(), 0.1);
 
   write_audio(f.dir.file("short.wav"), at::zeros({2, 1000}), 44100);
-  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"), f.dir.file("short.wav"), "-o",
-                 f.dir.file("z.wav")});
+  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"),
+                 f.dir.file("short.wav"), "-o", f.dir.file("z.wav")});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.err, "[grafx.io.length]") && contains(r.err, "use --pad")) << r.err;
   EXPECT_FALSE(testing::file_exists(f.dir.file("z.wav")));
-  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"), f.dir.file("short.wav"), "--pad",
-                 "--pcm16", "-o", f.dir.file("z.wav")});
+  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"),
+                 f.dir.file("short.wav"), "--pad", "--pcm16", "-o", f.dir.file("z.wav")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(read_audio(f.dir.file("z.wav")).samples.size(1), 3000);
 }
 
 TEST(CliRender, Errors) {
   Files f;
-  auto r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"), "-o", f.dir.file("y.wav")});
+  auto r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"), "-o",
+                      f.dir.file("y.wav")});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.err, "has 2 `in` nodes, but 1 source files were given")) << r.err;
   write_audio(f.dir.file("c.wav"), at::zeros({1, 3000}), 48000);
-  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"), f.dir.file("c.wav"), "-o",
-                 f.dir.file("y.wav")});
-  EXPECT_TRUE(contains(r.err, "[grafx.io.sample_rate]") && contains(r.err, "48000 Hz differs")) << r.err;
+  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"),
+                 f.dir.file("c.wav"), "-o", f.dir.file("y.wav")});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.sample_rate]") && contains(r.err, "48000 Hz differs"))
+      << r.err;
   write_audio(f.dir.file("d.wav"), at::zeros({3, 3000}), 44100);
-  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"), f.dir.file("d.wav"), "-o",
-                 f.dir.file("y.wav")});
+  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"),
+                 f.dir.file("d.wav"), "-o", f.dir.file("y.wav")});
   EXPECT_TRUE(contains(r.err, "[grafx.io.channels]")) << r.err;
   testing::write_file(f.dir.file("y.wav"), "precious");
-  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"), f.dir.file("b.wav"), "-o",
-                 f.dir.file("y.wav")});
+  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"),
+                 f.dir.file("b.wav"), "-o", f.dir.file("y.wav")});
   EXPECT_TRUE(contains(r.err, "[grafx.io.exists]")) << r.err;
   EXPECT_EQ(testing::read_file(f.dir.file("y.wav")), "precious");
-  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"), f.dir.file("b.wav"), "--params",
-                 f.dir.file("a.wav"), "-o", f.dir.file("w.wav")});
+  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"),
+                 f.dir.file("b.wav"), "--params", f.dir.file("a.wav"), "-o", f.dir.file("w.wav")});
   EXPECT_TRUE(contains(r.err, "[grafx.io.format]")) << r.err;
   EXPECT_FALSE(testing::file_exists(f.dir.file("w.wav")));
 }

@@ -28,7 +28,7 @@ double relative_difference(const std::string& a, const std::string& b) {
 void write_song(const testing::TempDir& dir) {
   at::manual_seed(3);
   const int64_t n = 44100 * 3;
-  at::Tensor t = at::arange(n, at::kFloat) / 44100;
+  at::Tensor t    = at::arange(n, at::kFloat) / 44100;
   write_audio(dir.file("a.wav"), at::randn({1, n}) * 0.1 * (t * 5).sin().abs(), 44100);
   write_audio(dir.file("b.wav"), at::randn({1, n}) * 0.1 * (t * 3).cos().abs(), 44100);
   write_audio(dir.file("mix.wav"), at::randn({2, n}) * 0.1, 44100);
@@ -37,16 +37,18 @@ void write_song(const testing::TempDir& dir) {
 TEST(CliRoundTrip, AFitsOutputsRenderAsFitted) {
   testing::TempDir dir;
   write_song(dir);
-  auto r = run_grafx({"fit", "--tracks", dir.file("a.wav"), dir.file("b.wav"), "--mix", dir.file("mix.wav"),
-                      "--sample-rate", "16000", "--crop", "1", "--warm-up", "0.2", "--steps", "3", "-o",
-                      dir.file("fit")});
+  auto r = run_grafx({"fit", "--tracks", dir.file("a.wav"), dir.file("b.wav"), "--mix",
+                      dir.file("mix.wav"), "--sample-rate", "16000", "--crop", "1", "--warm-up",
+                      "0.2", "--steps", "3", "-o", dir.file("fit")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Graph console = load_graph(dir.file("fit/console.json"), registry_node_types());
-  EXPECT_TRUE(console.node(console.nodes_of_type("reverb").front()).dry_wet) << "dry/wet is in the file";
+  EXPECT_TRUE(console.node(console.nodes_of_type("reverb").front()).dry_wet)
+      << "dry/wet is in the file";
   // The fit ran at 16 kHz on the 44.1 kHz files; rendering them with its parameters, and no
   // other option, reproduces its mix.
-  r = run_grafx({"render", dir.file("fit/console.json"), "--sources", dir.file("a.wav"), dir.file("b.wav"),
-                 "--params", dir.file("fit/parameters.safetensors"), "-o", dir.file("x.wav")});
+  r = run_grafx({"render", dir.file("fit/console.json"), "--sources", dir.file("a.wav"),
+                 dir.file("b.wav"), "--params", dir.file("fit/parameters.safetensors"), "-o",
+                 dir.file("x.wav")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "rendering at 16000 Hz")) << r.out;
   EXPECT_EQ(read_audio(dir.file("x.wav")).sample_rate, 16000);
@@ -56,14 +58,15 @@ TEST(CliRoundTrip, AFitsOutputsRenderAsFitted) {
 TEST(CliRoundTrip, TheDemosOutputsRenderAsFitted) {
   testing::TempDir dir;
   std::string out = dir.file("demo");
-  auto r = run_grafx({"demo", "-o", out, "--steps", "2"});
+  auto r          = run_grafx({"demo", "-o", out, "--steps", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> args = {"render", out + "/console.json", "--sources"};
-  for (const char* track : {"drums", "bass", "chords", "lead"}) args.push_back(out + "/tracks/" + track + ".wav");
+  for (const char* track : {"drums", "bass", "chords", "lead"})
+    args.push_back(out + "/tracks/" + track + ".wav");
   for (const char* more : {"--params", "PARAMS", "-o", "OUT"}) args.push_back(more);
   args[args.size() - 3] = out + "/parameters.safetensors";
-  args.back() = dir.file("x.wav");
-  r = run_grafx(args);
+  args.back()           = dir.file("x.wav");
+  r                     = run_grafx(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_LT(relative_difference(dir.file("x.wav"), out + "/mix.wav"), 1e-4);
 }
@@ -85,25 +88,28 @@ TEST(CliRoundTrip, FitsAnyGraphFile) {
   g.connect(mix, gain);
   g.connect(gain, out);
   save_graph(g, dir.file("g.json"));
-  auto r = run_grafx({"fit", "--graph", dir.file("g.json"), "--tracks", dir.file("a.wav"), dir.file("b.wav"),
-                      "--mix", dir.file("mix.wav"), "--sample-rate", "16000", "--crop", "1", "--warm-up", "0.2",
-                      "--steps", "3", "-o", dir.file("fit")});
+  auto r = run_grafx({"fit", "--graph", dir.file("g.json"), "--tracks", dir.file("a.wav"),
+                      dir.file("b.wav"), "--mix", dir.file("mix.wav"), "--sample-rate", "16000",
+                      "--crop", "1", "--warm-up", "0.2", "--steps", "3", "-o", dir.file("fit")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "fitting " + dir.file("g.json") + " of 7 nodes")) << r.out;
   EXPECT_EQ(load_graph(dir.file("fit/console.json"), registry_node_types()), g);
   std::string physical = testing::read_file(dir.file("fit/parameters.json"));
   EXPECT_TRUE(contains(physical, "\"wet\"")) << "the EQ's fitted wet amount";
   EXPECT_TRUE(contains(physical, "\"bypassed\": true")) << physical;
-  r = run_grafx({"render", dir.file("fit/console.json"), "--sources", dir.file("a.wav"), dir.file("b.wav"),
-                 "--params", dir.file("fit/parameters.safetensors"), "-o", dir.file("x.wav")});
+  r = run_grafx({"render", dir.file("fit/console.json"), "--sources", dir.file("a.wav"),
+                 dir.file("b.wav"), "--params", dir.file("fit/parameters.safetensors"), "-o",
+                 dir.file("x.wav")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_LT(relative_difference(dir.file("x.wav"), dir.file("fit/mix.wav")), 1e-4);
 
-  r = run_grafx({"fit", "--graph", dir.file("g.json"), "--tracks", dir.file("a.wav"), "--mix", dir.file("mix.wav"),
-                 "-o", dir.file("one")});
-  EXPECT_TRUE(contains(r.err, "[grafx.fit.data] expected 2 tracks (one per `in` node), but got 1")) << r.err;
-  r = run_grafx({"fit", "--graph", dir.file("g.json"), "--chain", "eg", "--tracks", dir.file("a.wav"),
-                 dir.file("b.wav"), "--mix", dir.file("mix.wav"), "-o", dir.file("both")});
+  r = run_grafx({"fit", "--graph", dir.file("g.json"), "--tracks", dir.file("a.wav"), "--mix",
+                 dir.file("mix.wav"), "-o", dir.file("one")});
+  EXPECT_TRUE(contains(r.err, "[grafx.fit.data] expected 2 tracks (one per `in` node), but got 1"))
+      << r.err;
+  r = run_grafx({"fit", "--graph", dir.file("g.json"), "--chain", "eg", "--tracks",
+                 dir.file("a.wav"), dir.file("b.wav"), "--mix", dir.file("mix.wav"), "-o",
+                 dir.file("both")});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_LT(r.exit_code, 128);
   EXPECT_TRUE(contains(r.err, "excludes --graph")) << r.err;
@@ -115,19 +121,20 @@ TEST(CliProcess, AppliesOneProcessorInPhysicalUnits) {
   at::Tensor x = at::randn({2, 8000}) * 0.1;
   write_audio(dir.file("in.wav"), x, 8000);
   write_audio(dir.file("mono.wav"), x.narrow(0, 0, 1), 8000);
-  auto r = run_grafx({"process", "gain_pan", "-i", dir.file("in.wav"), "-o", dir.file("out.wav"), "--set",
-                      "gain_db=-6,-12"});
+  auto r = run_grafx({"process", "gain_pan", "-i", dir.file("in.wav"), "-o", dir.file("out.wav"),
+                      "--set", "gain_db=-6,-12"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Audio out = read_audio(dir.file("out.wav"));
   EXPECT_EQ(out.sample_rate, 8000);
-  at::Tensor gains = at::tensor({std::pow(10.0, -6.0 / 20), std::pow(10.0, -12.0 / 20)}).to(at::kFloat);
+  at::Tensor gains =
+      at::tensor({std::pow(10.0, -6.0 / 20), std::pow(10.0, -12.0 / 20)}).to(at::kFloat);
   EXPECT_TRUE(at::allclose(out.samples, x * gains.view({2, 1}), 1e-5, 1e-7));
   // Half wet: the mean of the processed and the dry signal. A mono file spread to stereo.
-  r = run_grafx({"process", "stereo_imager", "-i", dir.file("mono.wav"), "--stereo", "-o", dir.file("wide.wav"),
-                 "--set", "side_gain_db=6", "--set", "wet=0.5"});
+  r = run_grafx({"process", "stereo_imager", "-i", dir.file("mono.wav"), "--stereo", "-o",
+                 dir.file("wide.wav"), "--set", "side_gain_db=6", "--set", "wet=0.5"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(at::allclose(read_audio(dir.file("wide.wav")).samples, x.narrow(0, 0, 1).expand({2, 8000}), 1e-5,
-                           1e-7))
+  EXPECT_TRUE(at::allclose(read_audio(dir.file("wide.wav")).samples,
+                           x.narrow(0, 0, 1).expand({2, 8000}), 1e-5, 1e-7))
       << "a mono signal has no side to widen";
   // Unset parameters keep their defaults: a flat EQ is the identity.
   r = run_grafx({"process", "eq", "-i", dir.file("in.wav"), "-o", dir.file("flat.wav")});
@@ -144,12 +151,15 @@ TEST(CliProcess, AppliesOneProcessorInPhysicalUnits) {
   fails({"process", "gain_pan", "-i", in, "-o", dir.file("out.wav")}, "[grafx.io.exists]");
   fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "volume=3"},
         "gain_pan has no parameter \"volume\"; it has: gain_db (dB), wet (ratio)");
-  fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "gain_db=nan"}, "\"nan\" is not a finite number");
+  fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "gain_db=nan"},
+        "\"nan\" is not a finite number");
   fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "gain_db"}, "expected NAME=VALUE");
   fails({"process", "compressor", "-i", in, "-o", bad, "--set", "ratio=0.5"},
         "expected ratio from 1 to inf (:1), but got 0.5");
-  fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "wet=2"}, "expected wet from 0 to 1 (ratio), but got 2");
-  fails({"process", "gain_pan", "-i", dir.file("mono.wav"), "-o", bad}, "expected a stereo (N×2×L) input");
+  fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "wet=2"},
+        "expected wet from 0 to 1 (ratio), but got 2");
+  fails({"process", "gain_pan", "-i", dir.file("mono.wav"), "-o", bad},
+        "expected a stereo (N×2×L) input");
   fails({"process", "flanger", "-i", in, "-o", bad}, "[grafx.processor.unknown]");
   fails({"process", "eq", "-i", dir.file("missing.wav"), "-o", bad}, "[grafx.io.");
   EXPECT_FALSE(testing::file_exists(bad)) << "nothing is written on an error";

@@ -16,21 +16,26 @@ TEST(CliSchedule, MethodsPlansAndJson) {
   ASSERT_EQ(run_grafx({"console", "--tracks", "8", "--groups", "3", "-o", console}).exit_code, 0);
   auto r = run_grafx({"schedule", console, "--method", "optimal"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "method: optimal (proven optimal)\nprocessor calls: 16 (90 nodes, 0 dead)\n"))
+  EXPECT_TRUE(
+      contains(r.out, "method: optimal (proven optimal)\nprocessor calls: 16 (90 nodes, 0 dead)\n"))
       << r.out;
-  EXPECT_TRUE(contains(r.out, "types: in, eq, compressor, noise_gate, stereo_imager, gain_pan, delay, reverb, mix, eq"));
+  EXPECT_TRUE(contains(
+      r.out,
+      "types: in, eq, compressor, noise_gate, stereo_imager, gain_pan, delay, reverb, mix, eq"));
   EXPECT_TRUE(contains(r.out, "time: "));
 
   r = run_grafx({"schedule", console, "--method", "one-by-one"});
   EXPECT_TRUE(contains(r.out, "processor calls: 81")) << r.out;
-  r = run_grafx({"schedule", console, "--method", "fixed", "--fixed", "e,c,n,s,g,d,r,m,e,c,n,s,g,d,r,m"});
+  r = run_grafx(
+      {"schedule", console, "--method", "fixed", "--fixed", "e,c,n,s,g,d,r,m,e,c,n,s,g,d,r,m"});
   EXPECT_TRUE(contains(r.out, "processor calls: 16")) << r.out + r.err;
   r = run_grafx({"schedule", console, "--method", "fixed"});
   EXPECT_TRUE(contains(r.out, "processor calls: 16")) << "the console order is the default";
   r = run_grafx({"schedule", console, "--method", "beam", "--width", "4", "--depth", "2", "--plan",
                  "--json", dir.file("plan.json")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "Render #17\n  - Node type: out\n  - Source read: slice with (88, 89)"))
+  EXPECT_TRUE(
+      contains(r.out, "Render #17\n  - Node type: out\n  - Source read: slice with (88, 89)"))
       << r.out;
   auto plan = nlohmann::json::parse(testing::read_file(dir.file("plan.json")));
   EXPECT_EQ(plan["format"], "grafx.plan");
@@ -43,7 +48,9 @@ TEST(CliSchedule, Errors) {
   ASSERT_EQ(run_grafx({"console", "-o", console}).exit_code, 0);
   auto r = run_grafx({"schedule", console, "--method", "fastest"});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.err, "[grafx.schedule.unknown_method] unknown schedule method \"fastest\"")) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "[grafx.schedule.unknown_method] unknown schedule method \"fastest\""))
+      << r.err;
   r = run_grafx({"schedule", console, "--method", "fixed", "--fixed", "ecnsgdr"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.err, "[grafx.schedule.fixed_exhausted]")) << r.err;

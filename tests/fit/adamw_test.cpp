@@ -15,7 +15,7 @@ TEST(AdamW, MatchesTheUpdateRule) {
   at::Tensor p = at::tensor({1.0, -2.0}, at::kDouble).requires_grad_(true);
   Parameters parameters{{"eq", {{"w", p}}}};
   AdamWOptions options;
-  options.lr = 0.1;
+  options.lr           = 0.1;
   options.weight_decay = 0.01;
   AdamW optimizer(parameters, options);
   std::vector<double> value = {1.0, -2.0}, m = {0, 0}, v = {0, 0};
@@ -27,7 +27,8 @@ TEST(AdamW, MatchesTheUpdateRule) {
       value[size_t(i)] *= 1 - 0.1 * 0.01;
       m[size_t(i)] = 0.9 * m[size_t(i)] + 0.1 * g;
       v[size_t(i)] = 0.999 * v[size_t(i)] + 0.001 * g * g;
-      double m_hat = m[size_t(i)] / (1 - std::pow(0.9, t)), v_hat = v[size_t(i)] / (1 - std::pow(0.999, t));
+      double m_hat = m[size_t(i)] / (1 - std::pow(0.9, t)),
+             v_hat = v[size_t(i)] / (1 - std::pow(0.999, t));
       value[size_t(i)] -= 0.1 * m_hat / (std::sqrt(v_hat) + 1e-8);
       EXPECT_NEAR(p[i].item<double>(), value[size_t(i)], 1e-12) << "step " << t;
     }

@@ -19,23 +19,24 @@ TEST(FitStems, LossFallsByALargeFactorOnRealStems) {
   const int64_t rate = 16000;
   std::vector<at::Tensor> stems;
   for (const char* name : {"bass", "drums", "guitar", "guitar2", "singing"}) {
-    Audio audio = read_audio(testing::testdata_dir() + "/" + name + ".wav");
+    Audio audio  = read_audio(testing::testdata_dir() + "/" + name + ".wav");
     at::Tensor x = resample(audio.samples, audio.sample_rate, rate).narrow(1, 0, 6 * rate);
     stems.push_back(x.expand({2, x.size(1)}));
   }
   at::Tensor tracks = at::stack(stems).contiguous();
   ConsoleOptions options;
-  options.n_tracks = 5;
-  options.track_groups = {0, 0, 1, 1, 2};  // rhythm, guitars, vocals
-  options.chain = default_console_chain();
-  options.dry_wet = true;
-  Graph console = build_console(options, registry_node_types()).graph;
+  options.n_tracks      = 5;
+  options.track_groups  = {0, 0, 1, 1, 2};  // rhythm, guitars, vocals
+  options.chain         = default_console_chain();
+  options.dry_wet       = true;
+  Graph console         = build_console(options, registry_node_types()).graph;
   Processors processors = make_processors(console.types(), {rate});
-  Parameters hidden = musical_parameters(console, processors, rate, 7);
-  at::Tensor mix = render(make_render_plan(to_tensor(console)), processors, hidden, tracks).outputs[0];
+  Parameters hidden     = musical_parameters(console, processors, rate, 7);
+  at::Tensor mix =
+      render(make_render_plan(to_tensor(console)), processors, hidden, tracks).outputs[0];
 
   FitOptions fit;
-  fit.n_steps = 100;
+  fit.n_steps      = 100;
   fit.optimizer.lr = 0.05;
   fit.crop_seconds = 1.5;
   fit.skip_seconds = 0.3;
@@ -43,7 +44,8 @@ TEST(FitStems, LossFallsByALargeFactorOnRealStems) {
   double before = fitter.evaluate().total.item<double>();
   fitter.run();
   double after = fitter.evaluate().total.item<double>();
-  std::cout << "whole-song loss " << before << " -> " << after << " (" << before / after << "x lower)\n";
+  std::cout << "whole-song loss " << before << " -> " << after << " (" << before / after
+            << "x lower)\n";
   // About 2.8x with this hidden console (about 2-3x for other seeds of the musical priors).
   EXPECT_GT(before / after, 2.5);
   int64_t skipped = 0;

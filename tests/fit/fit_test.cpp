@@ -20,22 +20,23 @@ constexpr int64_t kRate = 8000;
 /// Three tracks of noise bursts in different rhythms (independent, so gains are identifiable).
 at::Tensor tracks(int64_t seconds) {
   at::manual_seed(7);
-  at::Tensor noise = at::randn({3, 1, seconds * kRate});
-  at::Tensor t = at::arange(seconds * kRate, at::kFloat) / kRate;
-  at::Tensor envelopes = at::stack({(at::sin(t * 6.0) + 1) / 2, (at::sin(t * 9.5 + 1) + 1) / 2, (at::cos(t * 3.3) + 1) / 2});
+  at::Tensor noise     = at::randn({3, 1, seconds * kRate});
+  at::Tensor t         = at::arange(seconds * kRate, at::kFloat) / kRate;
+  at::Tensor envelopes = at::stack(
+      {(at::sin(t * 6.0) + 1) / 2, (at::sin(t * 9.5 + 1) + 1) / 2, (at::cos(t * 3.3) + 1) / 2});
   return (noise * envelopes.unsqueeze(1) * 0.3).expand({3, 2, seconds * kRate}).contiguous();
 }
 
 Graph gain_console() {
   ConsoleOptions options;
   options.n_tracks = 3;
-  options.chain = {"gain_pan"};
+  options.chain    = {"gain_pan"};
   return build_console(options, registry_node_types()).graph;
 }
 
 FitOptions small_options(int64_t steps) {
   FitOptions options;
-  options.n_steps = steps;
+  options.n_steps      = steps;
   options.crop_seconds = 1.0;
   options.skip_seconds = 0.1;
   options.optimizer.lr = 0.05;
@@ -45,22 +46,23 @@ FitOptions small_options(int64_t steps) {
 /// The hidden mix: each track's left and right gains set by hand.
 at::Tensor hidden_mix(const Graph& console, const at::Tensor& x, const at::Tensor& log_gains) {
   Processors processors = make_processors(console.types(), {kRate});
-  RenderPlan plan = make_render_plan(to_tensor(console));
+  RenderPlan plan       = make_render_plan(to_tensor(console));
   return render(plan, processors, {{"gain_pan", {{"log_gain", log_gains}}}}, x).outputs[0];
 }
 
 TEST(Fit, FindsHiddenGainsAndTheLossFalls) {
-  Graph console = gain_console();
-  at::Tensor x = tracks(3);
+  Graph console     = gain_console();
+  at::Tensor x      = tracks(3);
   at::Tensor hidden = at::tensor({0.5f, -0.4f, -0.8f, 0.2f, 0.3f, 0.6f}).view({3, 2});
-  at::Tensor mix = hidden_mix(console, x, hidden);
+  at::Tensor mix    = hidden_mix(console, x, hidden);
   Fitter fitter(console, x, mix, kRate, small_options(150));
   double before = fitter.evaluate().total.item<double>();
   std::vector<FitProgress> seen;
   fitter.run([&](const FitProgress& p) { seen.push_back(p); });
   double after = fitter.evaluate().total.item<double>();
   EXPECT_LT(after, before / 20) << "before " << before << ", after " << after;
-  EXPECT_TRUE(at::allclose(fitter.parameters().at("gain_pan").at("log_gain").detach(), hidden, 0, 0.05))
+  EXPECT_TRUE(
+      at::allclose(fitter.parameters().at("gain_pan").at("log_gain").detach(), hidden, 0, 0.05))
       << fitter.parameters().at("gain_pan").at("log_gain") << hidden;
   ASSERT_EQ(seen.size(), 150u);
   EXPECT_EQ(seen.back().step, 150);
@@ -74,8 +76,8 @@ TEST(Fit, FindsHiddenGainsAndTheLossFalls) {
 
 TEST(Fit, CheckpointsResumeExactly) {
   testing::TempDir dir;
-  Graph console = gain_console();
-  at::Tensor x = tracks(2);
+  Graph console  = gain_console();
+  at::Tensor x   = tracks(2);
   at::Tensor mix = hidden_mix(console, x, at::full({3, 2}, 0.3f));
   Fitter straight(console, x, mix, kRate, small_options(20));
   straight.run();
@@ -90,7 +92,7 @@ TEST(Fit, CheckpointsResumeExactly) {
                         straight.parameters().at("gain_pan").at("log_gain")));
   EXPECT_EQ(resumed.history().back().loss, straight.history().back().loss);
 
-  FitOptions other_rate = small_options(20);
+  FitOptions other_rate   = small_options(20);
   other_rate.optimizer.lr = 0.01;
   Fitter mismatched(console, x, mix, kRate, other_rate);
   EXPECT_GRAFX_ERROR(mismatched.load_checkpoint(dir.file("c.safetensors")), "grafx.fit.checkpoint",
@@ -100,18 +102,19 @@ TEST(Fit, CheckpointsResumeExactly) {
                      "made for other data");
   ConsoleOptions bigger;
   bigger.n_tracks = 3;
-  bigger.chain = {"gain_pan", "stereo_imager"};
-  Fitter other_graph(build_console(bigger, registry_node_types()).graph, x, mix, kRate, small_options(20));
+  bigger.chain    = {"gain_pan", "stereo_imager"};
+  Fitter other_graph(build_console(bigger, registry_node_types()).graph, x, mix, kRate,
+                     small_options(20));
   EXPECT_GRAFX_ERROR(other_graph.load_checkpoint(dir.file("c.safetensors")), "grafx.fit.checkpoint",
                      "made for another graph");
 }
 
 TEST(Fit, NonFiniteStepsAreSkippedThenStop) {
-  Graph console = gain_console();
-  at::Tensor x = tracks(2);
-  FitOptions options = small_options(10);
+  Graph console                = gain_console();
+  at::Tensor x                 = tracks(2);
+  FitOptions options           = small_options(10);
   options.max_non_finite_steps = 3;
-  Parameters overflowing = {{"gain_pan", {{"log_gain", at::full({3, 2}, 200.0f)}}}};
+  Parameters overflowing       = {{"gain_pan", {{"log_gain", at::full({3, 2}, 200.0f)}}}};
   Fitter fitter(console, x, x.sum(0), kRate, options, overflowing);
   EXPECT_GRAFX_ERROR(fitter.run(), "grafx.fit.diverged", "not finite for 3 steps in a row");
   ASSERT_EQ(fitter.history().size(), 3u);
@@ -121,9 +124,9 @@ TEST(Fit, NonFiniteStepsAreSkippedThenStop) {
 }
 
 TEST(Fit, OptimizerResetsAndGradientClipping) {
-  Graph console = gain_console();
-  at::Tensor x = tracks(2);
-  FitOptions options = small_options(7);
+  Graph console                 = gain_console();
+  at::Tensor x                  = tracks(2);
+  FitOptions options            = small_options(7);
   options.reset_optimizer_every = 5;
   Fitter fitter(console, x, x.sum(0), kRate, options);
   fitter.run();
@@ -141,23 +144,25 @@ TEST(Fit, OptimizerResetsAndGradientClipping) {
 
 TEST(Fit, RefusesDataThatDoesNotFit) {
   Graph console = gain_console();
-  at::Tensor x = tracks(2);
-  EXPECT_GRAFX_ERROR(Fitter(console, x.narrow(0, 0, 2), x.sum(0), kRate, small_options(1)), "grafx.fit.data",
-                     "expected 3 tracks (one per `in` node), but got 2");
-  EXPECT_GRAFX_ERROR(Fitter(console, x, x.sum(0).narrow(1, 0, 100), kRate, small_options(1)), "grafx.fit.data",
-                     "expected a mix of shape C×L");
-  EXPECT_GRAFX_ERROR(Fitter(console, x.narrow(2, 0, 3000), x.sum(0).narrow(1, 0, 3000), kRate, small_options(1)),
-                     "grafx.fit.data", "shorter than the loss's largest FFT (4096)");
+  at::Tensor x  = tracks(2);
+  EXPECT_GRAFX_ERROR(Fitter(console, x.narrow(0, 0, 2), x.sum(0), kRate, small_options(1)),
+                     "grafx.fit.data", "expected 3 tracks (one per `in` node), but got 2");
+  EXPECT_GRAFX_ERROR(Fitter(console, x, x.sum(0).narrow(1, 0, 100), kRate, small_options(1)),
+                     "grafx.fit.data", "expected a mix of shape C×L");
+  EXPECT_GRAFX_ERROR(
+      Fitter(console, x.narrow(2, 0, 3000), x.sum(0).narrow(1, 0, 3000), kRate, small_options(1)),
+      "grafx.fit.data", "shorter than the loss's largest FFT (4096)");
   at::Tensor bad = x.clone();
-  bad[0][0][5] = NAN;
-  EXPECT_GRAFX_ERROR(Fitter(console, bad, x.sum(0), kRate, small_options(1)), "grafx.fit.data", "non-finite");
+  bad[0][0][5]   = NAN;
+  EXPECT_GRAFX_ERROR(Fitter(console, bad, x.sum(0), kRate, small_options(1)), "grafx.fit.data",
+                     "non-finite");
 }
 
 TEST(Fit, GainStagingRegularisesTheTypesWhoseDescriptorsAskForIt) {
   ConsoleOptions options;
   options.n_tracks = 3;
-  options.chain = {"eq", "gain_pan"};
-  Graph console = build_console(options, registry_node_types()).graph;
+  options.chain    = {"eq", "gain_pan"};
+  Graph console    = build_console(options, registry_node_types()).graph;
   ASSERT_TRUE(processor_descriptor("eq").gain_staging);
   ASSERT_FALSE(processor_descriptor("gain_pan").gain_staging);
   at::Tensor x = tracks(2);

@@ -14,20 +14,22 @@ TEST(Console, ChainLettersNameTheRegisteredTypes) {
   EXPECT_EQ(chain, console_chain());  // the default chain is the paper's
   EXPECT_EQ(chain_from_letters("gmg"), (std::vector<std::string>{"gain_pan", "mix", "gain_pan"}));
   // Variants have letters of their own.
-  EXPECT_EQ(chain_from_letters("ECNQ"), (std::vector<std::string>{"eq_stereo", "compressor_ballistics",
-                                                                   "noise_gate_ballistics", "eq_midside"}));
+  EXPECT_EQ(chain_from_letters("ECNQ"),
+            (std::vector<std::string>{"eq_stereo", "compressor_ballistics", "noise_gate_ballistics",
+                                      "eq_midside"}));
   EXPECT_GRAFX_ERROR(chain_from_letters("ex"), "grafx.graph.unknown_type",
                      "chain letter 'x' names no processor; letters: m mix, e eq, E eq_stereo");
-  EXPECT_GRAFX_ERROR(chain_from_letters(""), "grafx.graph.unknown_type", "expected a chain of type letters");
+  EXPECT_GRAFX_ERROR(chain_from_letters(""), "grafx.graph.unknown_type",
+                     "expected a chain of type letters");
 }
 
 TEST(Console, DryWetMarksEveryProcessor) {
   ConsoleOptions options;
-  options.n_tracks = 3;
+  options.n_tracks     = 3;
   options.track_groups = {0, 0, 1};
-  options.dry_wet = true;
-  Graph g = build_console(options).graph;
-  int64_t marked = 0;
+  options.dry_wet      = true;
+  Graph g              = build_console(options).graph;
+  int64_t marked       = 0;
   for (NodeId id : g.nodes()) {
     EXPECT_EQ(g.node(id).dry_wet, !is_utility_type(g.node(id).type)) << g.describe(id);
     marked += g.node(id).dry_wet;
@@ -45,10 +47,10 @@ TEST(Console, EvenGroupsAreContiguousAndBalanced) {
 
 TEST(Console, HasTheLayoutOfThePaper) {
   ConsoleOptions options;
-  options.n_tracks = 8;
+  options.n_tracks     = 8;
   options.track_groups = ConsoleOptions::even_groups(8, 3);
-  Console console = build_console(options);
-  const Graph& g = console.graph;
+  Console console      = build_console(options);
+  const Graph& g       = console.graph;
   const int64_t chain = 7, processors = (8 + 3) * chain;
   EXPECT_EQ(g.n_nodes(), 8 + processors + 3 + 1 + 1);
   EXPECT_EQ(console.inputs, (std::vector<NodeId>{0, 1, 2, 3, 4, 5, 6, 7}));
@@ -76,10 +78,10 @@ TEST(Console, HasTheLayoutOfThePaper) {
 
 TEST(Console, WithoutSubgroupsAndWithCustomChainAndNames) {
   ConsoleOptions options;
-  options.n_tracks = 2;
-  options.chain = {"gain_pan"};
+  options.n_tracks    = 2;
+  options.chain       = {"gain_pan"};
   options.track_names = {"bass", "drums"};
-  Console console = build_console(options);
+  Console console     = build_console(options);
   EXPECT_TRUE(console.group_mixes.empty());
   EXPECT_EQ(console.graph.n_nodes(), 2 + 2 + 1 + 1);
   EXPECT_EQ(console.graph.node(0).name, "bass");
@@ -87,7 +89,7 @@ TEST(Console, WithoutSubgroupsAndWithCustomChainAndNames) {
   EXPECT_EQ(console.graph.node(gain).name, "drums.gain_pan");
   EXPECT_EQ(console.graph.successors(gain), std::vector<NodeId>{console.master});
   options.chain = {};
-  Console bare = build_console(options, console_node_types());
+  Console bare  = build_console(options, console_node_types());
   EXPECT_EQ(bare.graph.successors(0), std::vector<NodeId>{bare.master});
 }
 
@@ -95,19 +97,20 @@ TEST(Console, RejectsBadOptions) {
   ConsoleOptions options;
   options.n_tracks = 0;
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "at least one track");
-  options.n_tracks = 3;
+  options.n_tracks     = 3;
   options.track_groups = {0, 1};
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console",
                      "a subgroup for each of the 3 tracks");
   options.track_groups = {0, 2, 2};
-  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "subgroup 1 has no track");
+  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console",
+                     "subgroup 1 has no track");
   options.track_groups = {0, -1, 0};
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "negative");
   options.track_groups = {};
-  options.track_names = {"a"};
+  options.track_names  = {"a"};
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "3 track names");
   options.track_names = {};
-  options.chain = {"eq", "out"};
+  options.chain       = {"eq", "out"};
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "cannot contain");
   options.chain = {"flanger"};
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.unknown_type", "flanger");
@@ -115,15 +118,15 @@ TEST(Console, RejectsBadOptions) {
 
 TEST(Console, RandomPruningIsSeededAndKeepsTheGraphValid) {
   ConsoleOptions options;
-  options.n_tracks = 40;
+  options.n_tracks     = 40;
   options.track_groups = ConsoleOptions::even_groups(40, 6);
-  Graph full = build_console(options).graph;
+  Graph full           = build_console(options).graph;
   Graph a = full, b = full, c = full;
   PruneOptions prune;
   prune.probability = random_pruning_rates();
-  prune.seed = 7;
-  auto bypassed_a = prune_randomly(a, prune);
-  auto bypassed_b = prune_randomly(b, prune);
+  prune.seed        = 7;
+  auto bypassed_a   = prune_randomly(a, prune);
+  auto bypassed_b   = prune_randomly(b, prune);
   EXPECT_EQ(bypassed_a, bypassed_b);
   EXPECT_EQ(a, b);
   prune.seed = 8;

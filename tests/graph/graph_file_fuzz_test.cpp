@@ -28,11 +28,11 @@ NodeTypes console_node_types() {
 
 std::vector<std::string> seed_files() {
   ConsoleOptions options;
-  options.n_tracks = 5;
+  options.n_tracks     = 5;
   options.track_groups = ConsoleOptions::even_groups(5, 2);
-  options.chain = kChain;
-  options.dry_wet = true;
-  Graph console = build_console(options, console_node_types()).graph;
+  options.chain        = kChain;
+  options.dry_wet      = true;
+  Graph console        = build_console(options, console_node_types()).graph;
   PruneOptions prune;
   prune.seed = 3;
   for (const auto& type : kChain) prune.probability[type] = 0.5;
@@ -58,15 +58,24 @@ std::vector<std::string> seed_files() {
 /// A random JSON value of a random kind.
 json random_value(std::mt19937_64& rng) {
   switch (rng() % 9) {
-    case 0: return nullptr;
-    case 1: return bool(rng() % 2);
-    case 2: return int64_t(rng() % 40) - 5;
-    case 3: return -1e300 + double(rng() % 3) * 1e300;
-    case 4: return "main";
-    case 5: return std::string(1 + rng() % 3, char('a' + rng() % 26));
-    case 6: return json::array({int64_t(rng() % 10)});
-    case 7: return json::object({{"id", int64_t(rng() % 10)}});
-    default: return uint64_t(-1) - rng() % 3;
+    case 0:
+      return nullptr;
+    case 1:
+      return bool(rng() % 2);
+    case 2:
+      return int64_t(rng() % 40) - 5;
+    case 3:
+      return -1e300 + double(rng() % 3) * 1e300;
+    case 4:
+      return "main";
+    case 5:
+      return std::string(1 + rng() % 3, char('a' + rng() % 26));
+    case 6:
+      return json::array({int64_t(rng() % 10)});
+    case 7:
+      return json::object({{"id", int64_t(rng() % 10)}});
+    default:
+      return uint64_t(-1) - rng() % 3;
   }
 }
 
@@ -87,11 +96,21 @@ std::string corrupt_bytes(std::string text, std::mt19937_64& rng) {
   for (int i = 0; i < edits && !text.empty(); ++i) {
     size_t at = rng() % text.size();
     switch (rng() % 5) {
-      case 0: text[at] = char(rng() % 256); break;
-      case 1: text.erase(at, 1 + rng() % 20); break;
-      case 2: text.insert(at, 1, "{}[],:\"0123456789-e.xn"[rng() % 22]); break;
-      case 3: text.resize(at); break;
-      default: text.insert(at, text.substr(rng() % text.size(), rng() % 30)); break;
+      case 0:
+        text[at] = char(rng() % 256);
+        break;
+      case 1:
+        text.erase(at, 1 + rng() % 20);
+        break;
+      case 2:
+        text.insert(at, 1, "{}[],:\"0123456789-e.xn"[rng() % 22]);
+        break;
+      case 3:
+        text.resize(at);
+        break;
+      default:
+        text.insert(at, text.substr(rng() % text.size(), rng() % 30));
+        break;
     }
   }
   return text;
@@ -103,17 +122,23 @@ std::string corrupt_structure(const std::string& text, std::mt19937_64& rng) {
   for (int i = 0; i < edits; ++i) {
     json* element = random_element(root, rng);
     switch (rng() % 4) {
-      case 0: *element = random_value(rng); break;  // wrong type or value
-      case 1:                                        // remove a member or item
-        if (element->is_object() && !element->empty()) element->erase(element->begin());
-        else if (element->is_array() && !element->empty()) element->erase(element->begin() + long(rng() % element->size()));
+      case 0:
+        *element = random_value(rng);
+        break;  // wrong type or value
+      case 1:   // remove a member or item
+        if (element->is_object() && !element->empty())
+          element->erase(element->begin());
+        else if (element->is_array() && !element->empty())
+          element->erase(element->begin() + long(rng() % element->size()));
         break;
       case 2:  // duplicate an item (duplicate ids and edges)
-        if (element->is_array() && !element->empty()) element->push_back((*element)[rng() % element->size()]);
+        if (element->is_array() && !element->empty())
+          element->push_back((*element)[rng() % element->size()]);
         break;
       default:  // an edge between random nodes (dangling, self-loop, cycle, bad port)
         if (root.contains("edges") && root["edges"].is_array())
-          root["edges"].push_back({{"source", int64_t(rng() % 30)}, {"dest", int64_t(rng() % 30)},
+          root["edges"].push_back({{"source", int64_t(rng() % 30)},
+                                   {"dest", int64_t(rng() % 30)},
                                    {"outlet", rng() % 3 ? "main" : "low"}});
     }
   }
@@ -137,7 +162,8 @@ TEST(GraphFileFuzz, CorruptedBytesLoadOrThrowOneClearError) {
   std::mt19937_64 rng(1);
   int64_t loaded = 0, rejected = 0;
   for (const auto& file : seed_files())
-    for (int i = 0; i < 2500; ++i) check_loads_or_throws(corrupt_bytes(file, rng), loaded, rejected);
+    for (int i = 0; i < 2500; ++i)
+      check_loads_or_throws(corrupt_bytes(file, rng), loaded, rejected);
   EXPECT_GT(rejected, 4000);
   std::cout << "bytes: " << loaded << " loaded, " << rejected << " rejected\n";
 }

@@ -12,11 +12,11 @@ Graph multi_port_graph() {
   types.add({"crossover", {"main"}, {"low", "high"}});
   types.add({"sidechain_compressor", {"main", "sidechain"}, {"main"}});
   Graph g(types);
-  NodeId in = g.add("in", "bass");
+  NodeId in  = g.add("in", "bass");
   NodeId key = g.add("in", "kick");
-  NodeId x = g.add("crossover");
-  NodeId sc = g.add("sidechain_compressor", "duck \"low\"");
-  NodeId e = g.add("eq");
+  NodeId x   = g.add("crossover");
+  NodeId sc  = g.add("sidechain_compressor", "duck \"low\"");
+  NodeId e   = g.add("eq");
   NodeId out = g.add("out");
   g.connect(in, x);
   g.connect(x, sc, "low");
@@ -29,9 +29,9 @@ Graph multi_port_graph() {
 }
 
 TEST(GraphJson, RoundTripsExactly) {
-  Graph g = multi_port_graph();
+  Graph g          = multi_port_graph();
   std::string text = graph_to_json(g);
-  Graph loaded = graph_from_json(text);
+  Graph loaded     = graph_from_json(text);
   EXPECT_EQ(loaded, g);
   EXPECT_EQ(loaded.next_id(), 7);
   EXPECT_EQ(graph_to_json(loaded), text);
@@ -55,14 +55,16 @@ TEST(GraphJson, NodeFlagsRoundTripAndVersionOneFilesLoad) {
   std::string version_1 = R"({"format": "grafx.graph", "version": 1,
     "nodes": [{"id": 0, "type": "in"}, {"id": 1, "type": "eq"}, {"id": 2, "type": "out"}],
     "edges": [{"source": 0, "dest": 1}, {"source": 1, "dest": 2}]})";
-  Graph old = graph_from_json(version_1, "old.json", console_node_types());
+  Graph old             = graph_from_json(version_1, "old.json", console_node_types());
   EXPECT_FALSE(old.node(1).dry_wet || old.node(1).bypassed);
-  EXPECT_NE(graph_to_json(old).find("\"version\": 2"), std::string::npos) << "saved as the current version";
-  EXPECT_GRAFX_ERROR(g.set_dry_wet(0), "grafx.graph.node_property", "only processor nodes have one");
+  EXPECT_NE(graph_to_json(old).find("\"version\": 2"), std::string::npos)
+      << "saved as the current version";
+  EXPECT_GRAFX_ERROR(g.set_dry_wet(0), "grafx.graph.node_property",
+                     "only processor nodes have one");
 }
 
 TEST(GraphJson, HasTheDocumentedLayout) {
-  Graph g = multi_port_graph();
+  Graph g          = multi_port_graph();
   std::string text = graph_to_json(g);
   EXPECT_NE(text.find("\"format\": \"grafx.graph\""), std::string::npos);
   EXPECT_NE(text.find("\"version\": 2"), std::string::npos);
@@ -103,73 +105,77 @@ TEST_P(GraphJsonErrors, NameTheFieldOrNode) {
 
 #define HEAD R"("format": "grafx.graph", "version": 1, )"
 const BadFile kBadFiles[] = {
-        BadFile{"{", "grafx.io.format", "g.json: invalid JSON: parse error at line 1, column 2"},
-        BadFile{"[]", "grafx.io.format", "g.json: expected an object, but got array"},
-        BadFile{R"({"version": 1, "nodes": [], "edges": []})", "grafx.io.format",
-                "missing field \"format\""},
-        BadFile{R"({"format": "x", "version": 1, "nodes": [], "edges": []})", "grafx.io.format",
-                "format: expected \"grafx.graph\""},
-        BadFile{R"({"format": "grafx.graph", "version": 3, "nodes": [], "edges": []})",
-                "grafx.io.format", "version: unsupported version 3 (this grafx reads versions 1 to 2)"},
-        BadFile{R"({"format": "grafx.graph", "version": 1, "nodes": [{"id": 0, "type": "eq", "dry_wet": true}],
+    BadFile{"{", "grafx.io.format", "g.json: invalid JSON: parse error at line 1, column 2"},
+    BadFile{"[]", "grafx.io.format", "g.json: expected an object, but got array"},
+    BadFile{R"({"version": 1, "nodes": [], "edges": []})", "grafx.io.format",
+            "missing field \"format\""},
+    BadFile{R"({"format": "x", "version": 1, "nodes": [], "edges": []})", "grafx.io.format",
+            "format: expected \"grafx.graph\""},
+    BadFile{R"({"format": "grafx.graph", "version": 3, "nodes": [], "edges": []})",
+            "grafx.io.format", "version: unsupported version 3 (this grafx reads versions 1 to 2)"},
+    BadFile{
+        R"({"format": "grafx.graph", "version": 1, "nodes": [{"id": 0, "type": "eq", "dry_wet": true}],
                  "edges": []})",
-                "grafx.io.format", "nodes[0]: unknown field \"dry_wet\""},
-        BadFile{R"({"format": "grafx.graph", "version": 2, "nodes": [{"id": 0, "type": "eq", "dry_wet": 1}],
+        "grafx.io.format", "nodes[0]: unknown field \"dry_wet\""},
+    BadFile{
+        R"({"format": "grafx.graph", "version": 2, "nodes": [{"id": 0, "type": "eq", "dry_wet": 1}],
                  "edges": []})",
-                "grafx.io.format", "nodes[0].dry_wet: expected true or false, but got an integer"},
-        BadFile{R"({"format": "grafx.graph", "version": 2, "nodes": [{"id": 0, "type": "in", "bypassed": true}],
+        "grafx.io.format", "nodes[0].dry_wet: expected true or false, but got an integer"},
+    BadFile{
+        R"({"format": "grafx.graph", "version": 2, "nodes": [{"id": 0, "type": "in", "bypassed": true}],
                  "edges": []})",
-                "grafx.graph.node_property", "g.json: nodes[0]: cannot bypass node 0 (in)"},
-        BadFile{"{" HEAD R"("edges": []})", "grafx.io.format", "missing field \"nodes\""},
-        BadFile{"{" HEAD R"("nodes": {}, "edges": []})", "grafx.io.format",
-                "nodes: expected an array, but got object"},
-        BadFile{"{" HEAD R"("nodes": [], "edges": [], "extra": 1})", "grafx.io.format",
-                "unknown field \"extra\""},
-        BadFile{"{" HEAD R"("nodes": [{"id": "0", "type": "in"}], "edges": []})",
-                "grafx.io.format", "nodes[0].id: expected an integer, but got string"},
-        BadFile{"{" HEAD R"("nodes": [{"id": 1.5, "type": "in"}], "edges": []})",
-                "grafx.io.format", "nodes[0].id: expected an integer, but got a fractional"},
-        BadFile{"{" HEAD R"("nodes": [{"id": 18446744073709551615, "type": "in"}], "edges": []})",
-                "grafx.io.format", "nodes[0].id: expected an integer up to 2^53"},
-        BadFile{"{" HEAD R"("nodes": [{"id": -1, "type": "in"}], "edges": []})",
-                "grafx.graph.invalid_id", "nodes[0]: node ids must be non-negative"},
-        BadFile{"{" HEAD R"("nodes": [{"id": 0}], "edges": []})", "grafx.io.format",
-                "nodes[0]: missing field \"type\""},
-        BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "flanger"}], "edges": []})",
-                "grafx.graph.unknown_type", "nodes[0]: unknown node type \"flanger\""},
-        BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in", "nmae": "x"}], "edges": []})",
-                "grafx.io.format", "nodes[0]: unknown field \"nmae\""},
-        BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in"}, {"id": 0, "type": "out"}], "edges": []})",
-                "grafx.graph.duplicate_node", "nodes[1]: node id 0 is already used"},
-        BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in"}], "edges": [{"source": 0, "dest": 4}]})",
-                "grafx.io.format", "edges[0].dest: no node with id 4"},
-        BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in"}], "edges": [{"dest": 0}]})",
-                "grafx.io.format", "edges[0]: missing field \"source\""},
-        BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in"}, {"id": 1, "type": "eq"}],
+        "grafx.graph.node_property", "g.json: nodes[0]: cannot bypass node 0 (in)"},
+    BadFile{"{" HEAD R"("edges": []})", "grafx.io.format", "missing field \"nodes\""},
+    BadFile{"{" HEAD R"("nodes": {}, "edges": []})", "grafx.io.format",
+            "nodes: expected an array, but got object"},
+    BadFile{"{" HEAD R"("nodes": [], "edges": [], "extra": 1})", "grafx.io.format",
+            "unknown field \"extra\""},
+    BadFile{"{" HEAD R"("nodes": [{"id": "0", "type": "in"}], "edges": []})", "grafx.io.format",
+            "nodes[0].id: expected an integer, but got string"},
+    BadFile{"{" HEAD R"("nodes": [{"id": 1.5, "type": "in"}], "edges": []})", "grafx.io.format",
+            "nodes[0].id: expected an integer, but got a fractional"},
+    BadFile{"{" HEAD R"("nodes": [{"id": 18446744073709551615, "type": "in"}], "edges": []})",
+            "grafx.io.format", "nodes[0].id: expected an integer up to 2^53"},
+    BadFile{"{" HEAD R"("nodes": [{"id": -1, "type": "in"}], "edges": []})",
+            "grafx.graph.invalid_id", "nodes[0]: node ids must be non-negative"},
+    BadFile{"{" HEAD R"("nodes": [{"id": 0}], "edges": []})", "grafx.io.format",
+            "nodes[0]: missing field \"type\""},
+    BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "flanger"}], "edges": []})",
+            "grafx.graph.unknown_type", "nodes[0]: unknown node type \"flanger\""},
+    BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in", "nmae": "x"}], "edges": []})",
+            "grafx.io.format", "nodes[0]: unknown field \"nmae\""},
+    BadFile{"{" HEAD
+            R"("nodes": [{"id": 0, "type": "in"}, {"id": 0, "type": "out"}], "edges": []})",
+            "grafx.graph.duplicate_node", "nodes[1]: node id 0 is already used"},
+    BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in"}], "edges": [{"source": 0, "dest": 4}]})",
+            "grafx.io.format", "edges[0].dest: no node with id 4"},
+    BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in"}], "edges": [{"dest": 0}]})",
+            "grafx.io.format", "edges[0]: missing field \"source\""},
+    BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in"}, {"id": 1, "type": "eq"}],
                  "edges": [{"source": 0, "dest": 1, "outlet": "low"}]})",
-                "grafx.graph.unknown_port", "edges[0]: edge 0.low -> 1.main"},
-        BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "eq"}, {"id": 1, "type": "eq"}],
+            "grafx.graph.unknown_port", "edges[0]: edge 0.low -> 1.main"},
+    BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "eq"}, {"id": 1, "type": "eq"}],
                  "edges": [{"source": 0, "dest": 1}, {"source": 1, "dest": 0}]})",
-                "grafx.graph.cycle", "edges[1]: edge 1.main -> 0.main would close the cycle"},
-        BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "eq"}], "edges": [{"source": 0, "dest": 0}]})",
-                "grafx.graph.self_loop", "edges[0]"},
-        BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in"}, {"id": 1, "type": "eq"}],
+            "grafx.graph.cycle", "edges[1]: edge 1.main -> 0.main would close the cycle"},
+    BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "eq"}], "edges": [{"source": 0, "dest": 0}]})",
+            "grafx.graph.self_loop", "edges[0]"},
+    BadFile{"{" HEAD R"("nodes": [{"id": 0, "type": "in"}, {"id": 1, "type": "eq"}],
                  "edges": [{"source": 0, "dest": 1}, {"source": 0, "dest": 1}]})",
-                "grafx.graph.duplicate_edge", "edges[1]"},
-        BadFile{"{" HEAD R"("node_types": [{"name": "eq", "inlets": ["main"], "outlets": []},
+            "grafx.graph.duplicate_edge", "edges[1]"},
+    BadFile{"{" HEAD R"("node_types": [{"name": "eq", "inlets": ["main"], "outlets": []},
                  {"name": "eq", "inlets": ["a", "b"], "outlets": []}], "nodes": [], "edges": []})",
-                "grafx.graph.duplicate_type", "node_types[1]: node type \"eq\""},
-        BadFile{"{" HEAD R"("node_types": [{"name": "x", "inlets": "main", "outlets": []}],
+            "grafx.graph.duplicate_type", "node_types[1]: node type \"eq\""},
+    BadFile{"{" HEAD R"("node_types": [{"name": "x", "inlets": "main", "outlets": []}],
                  "nodes": [], "edges": []})",
-                "grafx.io.format", "node_types[0].inlets: expected an array, but got string"},
-        BadFile{"{" HEAD R"("node_types": [{"name": "x", "inlets": [3], "outlets": []}],
+            "grafx.io.format", "node_types[0].inlets: expected an array, but got string"},
+    BadFile{"{" HEAD R"("node_types": [{"name": "x", "inlets": [3], "outlets": []}],
                  "nodes": [], "edges": []})",
-                "grafx.io.format", "node_types[0].inlets[0]: expected a string, but got an integer"},
-        BadFile{"{" HEAD R"("node_types": [{"name": "in", "inlets": [], "outlets": ["a"]}],
+            "grafx.io.format", "node_types[0].inlets[0]: expected a string, but got an integer"},
+    BadFile{"{" HEAD R"("node_types": [{"name": "in", "inlets": [], "outlets": ["a"]}],
                  "nodes": [], "edges": []})",
-                "grafx.graph.duplicate_type", "node type \"in\" is already declared"},
-        BadFile{"{" HEAD R"("nodes": [{"id": 4, "type": "in"}], "edges": [], "next_id": 2})",
-                "grafx.io.format", "next_id: must exceed every node id"},
+            "grafx.graph.duplicate_type", "node type \"in\" is already declared"},
+    BadFile{"{" HEAD R"("nodes": [{"id": 4, "type": "in"}], "edges": [], "next_id": 2})",
+            "grafx.io.format", "next_id: must exceed every node id"},
 };
 INSTANTIATE_TEST_SUITE_P(Malformed, GraphJsonErrors, ::testing::ValuesIn(kBadFiles));
 
@@ -182,7 +188,7 @@ TEST(GraphJson, DeepNestingIsRejectedEarly) {
 
 TEST(GraphJson, FilesAreWrittenAtomicallyAndNeverOverwrittenByDefault) {
   testing::TempDir dir;
-  Graph g = multi_port_graph();
+  Graph g          = multi_port_graph();
   std::string path = dir.file("g.json");
   save_graph(g, path);
   EXPECT_EQ(load_graph(path), g);

@@ -60,9 +60,9 @@ TEST(Graph, SerialChainIsAllOrNothing) {
 
 TEST(Graph, QueriesEdgesAndNeighbours) {
   Graph g(test_types());
-  NodeId in = g.add("in");
-  NodeId x = g.add("crossover");
-  NodeId sc = g.add("sidechain_compressor");
+  NodeId in  = g.add("in");
+  NodeId x   = g.add("crossover");
+  NodeId sc  = g.add("sidechain_compressor");
   NodeId out = g.add("out");
   g.connect(in, x);
   g.connect(x, sc, "low", "main");
@@ -121,7 +121,7 @@ TEST(Graph, ConnectErrorsNameTheEdgeAndLeaveTheGraphUnchanged) {
 
 TEST(Graph, RemoveReturnsTheEdges) {
   Graph g(test_types());
-  auto [a, c] = g.add_serial_chain({"eq", "compressor", "reverb"});
+  auto [a, c]  = g.add_serial_chain({"eq", "compressor", "reverb"});
   auto removed = g.remove(1);
   ASSERT_EQ(removed.size(), 2u);
   EXPECT_EQ(removed[0], (Edge{a, 1, 0, 0}));
@@ -134,8 +134,8 @@ TEST(Graph, RemoveReturnsTheEdges) {
 TEST(Graph, BypassReconnectsEverySourceToEveryDestination) {
   Graph g(test_types());
   NodeId in1 = g.add("in"), in2 = g.add("in");
-  NodeId m = g.add("mix");
-  NodeId e = g.add("eq");
+  NodeId m  = g.add("mix");
+  NodeId e  = g.add("eq");
   NodeId r1 = g.add("reverb"), r2 = g.add("reverb");
   g.connect(in1, m);
   g.connect(in2, m);
@@ -156,7 +156,7 @@ TEST(Graph, BypassIsPortAware) {
   Graph g(test_types());
   NodeId in = g.add("in"), key = g.add("in");
   NodeId sc = g.add("sidechain_compressor");
-  NodeId x = g.add("crossover");
+  NodeId x  = g.add("crossover");
   NodeId lo = g.add("eq"), hi = g.add("reverb");
   g.connect(in, sc);
   g.connect(key, sc, "main", "sidechain");
@@ -173,8 +173,8 @@ TEST(Graph, BypassIsPortAware) {
 
 TEST(Graph, BypassErrors) {
   Graph g(test_types());
-  NodeId in = g.add("in");
-  NodeId e = g.add("eq");
+  NodeId in  = g.add("in");
+  NodeId e   = g.add("eq");
   NodeId out = g.add("out");
   g.connect(in, e);
   g.connect(e, out);
@@ -195,8 +195,8 @@ TEST(Graph, ValidateReportsEveryProblem) {
   EXPECT_GRAFX_ERROR(empty.check(), "grafx.graph.no_input", "and 1 more problem");
 
   Graph g(test_types());
-  NodeId in = g.add("in");
-  NodeId sc = g.add("sidechain_compressor", "duck");
+  NodeId in  = g.add("in");
+  NodeId sc  = g.add("sidechain_compressor", "duck");
   NodeId out = g.add("out");
   g.connect(in, sc);
   g.connect(sc, out);
@@ -218,8 +218,8 @@ TEST(Graph, ValidateReportsEveryProblem) {
 
 TEST(Graph, ToStringListsNodesAndEdges) {
   Graph g(test_types());
-  NodeId in = g.add("in", "bass");
-  NodeId x = g.add("crossover");
+  NodeId in  = g.add("in", "bass");
+  NodeId x   = g.add("crossover");
   NodeId out = g.add("out");
   g.connect(in, x);
   g.connect(x, out, "low");

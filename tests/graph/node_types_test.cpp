@@ -23,7 +23,7 @@ TEST(NodeTypes, UtilityTypesComeFirstAtFixedIndices) {
 
 TEST(NodeTypes, AddsSingleAndMultiPortTypes) {
   NodeTypes types;
-  TypeId eq = types.add("eq");
+  TypeId eq        = types.add("eq");
   TypeId crossover = types.add({"crossover", {"main"}, {"low", "high"}});
   TypeId sidechain = types.add({"sidechain_compressor", {"main", "sidechain"}, {"main"}});
   EXPECT_EQ(eq, 3);
@@ -59,13 +59,13 @@ TEST(NodeTypes, Errors) {
 TEST(NodeTypes, PassedInletsAndEquality) {
   NodeTypes types;
   TypeId crossover = types.add({"crossover", {"main"}, {"low", "high"}});
-  TypeId duck = types.add({"duck", {"main", "sidechain"}, {"main"}});
-  TypeId merge = types.add({"merge", {"mid", "side"}, {"left", "side"}});
+  TypeId duck      = types.add({"duck", {"main", "sidechain"}, {"main"}});
+  TypeId merge     = types.add({"merge", {"mid", "side"}, {"left", "side"}});
   EXPECT_EQ(types.passed_inlet(crossover, 0), 0);   // everything goes to the first outlet
   EXPECT_EQ(types.passed_inlet(crossover, 1), -1);  // and nothing to the others
   EXPECT_EQ(types.passed_inlet(duck, 0), 0);        // the sidechain is dropped
   EXPECT_EQ(types.passed_inlet(merge, 0), 0);
-  EXPECT_EQ(types.passed_inlet(merge, 1), 1);       // namesakes pass through
+  EXPECT_EQ(types.passed_inlet(merge, 1), 1);  // namesakes pass through
   EXPECT_EQ(types.passed_inlet(NodeTypes::kMix, 0), 0);
   NodeTypes a, b;
   a.add("eq");

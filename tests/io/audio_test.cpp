@@ -20,9 +20,11 @@ TEST(Audio, WavRoundTripsExactlyInFloat) {
   EXPECT_TRUE(at::equal(a.samples, x));
   write_audio(dir.file("b.wav"), x * 2, 30000, false, AudioEncoding::kPcm16);
   Audio b = read_audio(dir.file("b.wav"));
-  EXPECT_LE((b.samples - (x * 2).clamp(-1, 1)).abs().max().item<double>(), 2.0 / 32767) << "PCM clips and rounds";
+  EXPECT_LE((b.samples - (x * 2).clamp(-1, 1)).abs().max().item<double>(), 2.0 / 32767)
+      << "PCM clips and rounds";
   write_audio(dir.file("c.flac"), x, 44100);
-  EXPECT_LE((read_audio(dir.file("c.flac")).samples - x).abs().max().item<double>(), 1.0 / 8388607 * 2);
+  EXPECT_LE((read_audio(dir.file("c.flac")).samples - x).abs().max().item<double>(),
+            1.0 / 8388607 * 2);
 }
 
 TEST(Audio, ReadsTheSharedStems) {
@@ -40,7 +42,8 @@ TEST(Audio, ResamplingKeepsFrequencyAndDuration) {
   at::Tensor x = at::sin(2 * M_PI * 1000 * t).to(at::kFloat).unsqueeze(0);
   at::Tensor y = resample(x, from, to);
   EXPECT_NEAR(double(y.size(1)), 30000.0, 2.0);
-  at::Tensor expected = at::sin(2 * M_PI * 1000 * (at::arange(y.size(1), at::kDouble) / double(to))).to(at::kFloat);
+  at::Tensor expected =
+      at::sin(2 * M_PI * 1000 * (at::arange(y.size(1), at::kDouble) / double(to))).to(at::kFloat);
   at::Tensor middle = (y[0] - expected).narrow(0, 1000, 28000);
   EXPECT_LT(middle.abs().max().item<double>(), 1e-3);
   EXPECT_TRUE(at::equal(resample(x, 100, 100), x));
@@ -51,13 +54,17 @@ TEST(Audio, Errors) {
   EXPECT_GRAFX_ERROR(read_audio(dir.file("none.wav")), "grafx.io.unreadable", "none.wav");
   testing::write_file(dir.file("text.wav"), "not audio at all");
   EXPECT_GRAFX_ERROR(read_audio(dir.file("text.wav")), "grafx.io.unreadable", "text.wav");
-  EXPECT_GRAFX_ERROR(write_audio(dir.file("x.mp9"), at::zeros({1, 10}), 44100), "grafx.io.audio_format",
-                     "unknown audio format \".mp9\"");
-  EXPECT_GRAFX_ERROR(write_audio(dir.file("x.wav"), at::zeros({10}), 44100), "grafx.io.audio_format", "C×L");
+  EXPECT_GRAFX_ERROR(write_audio(dir.file("x.mp9"), at::zeros({1, 10}), 44100),
+                     "grafx.io.audio_format", "unknown audio format \".mp9\"");
+  EXPECT_GRAFX_ERROR(write_audio(dir.file("x.wav"), at::zeros({10}), 44100),
+                     "grafx.io.audio_format", "C×L");
   write_audio(dir.file("x.wav"), at::zeros({1, 10}), 44100);
-  EXPECT_GRAFX_ERROR(write_audio(dir.file("x.wav"), at::ones({1, 10}), 44100), "grafx.io.exists", "refusing");
-  EXPECT_EQ(read_audio(dir.file("x.wav")).samples.abs().sum().item<double>(), 0.0) << "left as it was";
-  EXPECT_GRAFX_ERROR(resample(at::zeros({1, 10}), 0, 10), "grafx.io.audio_format", "cannot resample");
+  EXPECT_GRAFX_ERROR(write_audio(dir.file("x.wav"), at::ones({1, 10}), 44100), "grafx.io.exists",
+                     "refusing");
+  EXPECT_EQ(read_audio(dir.file("x.wav")).samples.abs().sum().item<double>(), 0.0)
+      << "left as it was";
+  EXPECT_GRAFX_ERROR(resample(at::zeros({1, 10}), 0, 10), "grafx.io.audio_format",
+                     "cannot resample");
 }
 
 }  // namespace

@@ -11,8 +11,8 @@ using testing::contains;
 TEST(Draw, DotHasALetteredBoxPerNodeAndMarksInAndOut) {
   ConsoleOptions options;
   options.n_tracks = 2;
-  Graph g = build_console(options).graph;
-  std::string dot = graph_to_dot(g);
+  Graph g          = build_console(options).graph;
+  std::string dot  = graph_to_dot(g);
   EXPECT_TRUE(contains(dot, "rankdir=LR"));
   for (const char* letter : {"e", "c", "n", "s", "g", "d", "r", "m"})
     EXPECT_TRUE(contains(dot, std::string("label=\"") + letter + "\"")) << letter;
@@ -46,9 +46,9 @@ TEST(Draw, MultiPortNodesShowTheirPorts) {
 TEST(Draw, RendersSvgPngAndDotFilesOfBigConsoles) {
   testing::TempDir dir;
   ConsoleOptions options;
-  options.n_tracks = 40;
+  options.n_tracks     = 40;
   options.track_groups = ConsoleOptions::even_groups(40, 6);
-  Graph g = build_console(options).graph;
+  Graph g              = build_console(options).graph;
   ASSERT_GT(g.n_nodes(), 300);
   draw_graph(g, dir.file("console.svg"));
   draw_graph(g, dir.file("console.png"));

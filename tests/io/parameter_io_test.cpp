@@ -28,7 +28,7 @@ TEST(Safetensors, LayoutIsTheSpecifiedOne) {
   at::Tensor b = at::arange(6, at::kLong).view({2, 3});
   save_safetensors(dir.file("t.safetensors"), {{"b", b}, {"a", a}}, {{"k", "v"}});
   std::string bytes = testing::read_file(dir.file("t.safetensors"));
-  uint64_t n = 0;
+  uint64_t n        = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[size_t(i)])) << (8 * i);
   EXPECT_EQ(n % 8, 0u) << "data aligned to 8 bytes";
   auto header = nlohmann::json::parse(bytes.substr(8, n));
@@ -65,17 +65,20 @@ TEST(Safetensors, RoundTripsEveryDtype) {
     EXPECT_EQ(file.tensors.at(name).scalar_type(), t.scalar_type()) << name;
     EXPECT_TRUE(at::equal(file.tensors.at(name), t)) << name;
   }
-  EXPECT_GRAFX_ERROR(save_safetensors(dir.file("all.safetensors"), tensors), "grafx.io.exists", "refusing");
+  EXPECT_GRAFX_ERROR(save_safetensors(dir.file("all.safetensors"), tensors), "grafx.io.exists",
+                     "refusing");
 }
 
 TEST(Safetensors, ReadsFilesWrittenByOtherTools) {
   // Key order, spacing and padding as Python's safetensors writes them.
   testing::TempDir dir;
-  std::string json = R"({"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  std::string json =
+      R"({"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   json.append((8 - json.size() % 8) % 8, ' ');
   float values[2] = {0.25f, -4.0f};
-  testing::write_file(dir.file("py.safetensors"),
-                      little_endian_u64(json.size()) + json + std::string(reinterpret_cast<char*>(values), 8));
+  testing::write_file(
+      dir.file("py.safetensors"),
+      little_endian_u64(json.size()) + json + std::string(reinterpret_cast<char*>(values), 8));
   SafetensorsFile file = load_safetensors(dir.file("py.safetensors"));
   EXPECT_TRUE(at::equal(file.tensors.at("w"), at::tensor({0.25f, -4.0f})));
   EXPECT_EQ(file.metadata.at("format"), "pt");
@@ -84,45 +87,58 @@ TEST(Safetensors, ReadsFilesWrittenByOtherTools) {
 TEST(Safetensors, MalformedFilesAreClearErrors) {
   testing::TempDir dir;
   auto write = [&](const std::string& header, const std::string& data) {
-    testing::write_file(dir.file("bad.safetensors"), little_endian_u64(header.size()) + header + data);
+    testing::write_file(dir.file("bad.safetensors"),
+                        little_endian_u64(header.size()) + header + data);
     return dir.file("bad.safetensors");
   };
   testing::write_file(dir.file("short.safetensors"), "abc");
-  EXPECT_GRAFX_ERROR(load_safetensors(dir.file("short.safetensors")), "grafx.io.format", "too short");
+  EXPECT_GRAFX_ERROR(load_safetensors(dir.file("short.safetensors")), "grafx.io.format",
+                     "too short");
   testing::write_file(dir.file("long.safetensors"), little_endian_u64(1000) + "{}");
-  EXPECT_GRAFX_ERROR(load_safetensors(dir.file("long.safetensors")), "grafx.io.format", "exceeds the file");
-  EXPECT_GRAFX_ERROR(load_safetensors(write("{oops", "")), "grafx.io.format", "invalid JSON header");
+  EXPECT_GRAFX_ERROR(load_safetensors(dir.file("long.safetensors")), "grafx.io.format",
+                     "exceeds the file");
+  EXPECT_GRAFX_ERROR(load_safetensors(write("{oops", "")), "grafx.io.format",
+                     "invalid JSON header");
   EXPECT_GRAFX_ERROR(load_safetensors(write("[]", "")), "grafx.io.format", "not a JSON object");
-  EXPECT_GRAFX_ERROR(load_safetensors(write(R"({"x":{"dtype":"F99","shape":[1],"data_offsets":[0,4]}})", "abcd")),
-                     "grafx.io.format", "tensor \"x\": unsupported dtype \"F99\"");
-  EXPECT_GRAFX_ERROR(load_safetensors(write(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", "abcd")),
-                     "grafx.io.format", "span 4 bytes, but the shape needs 8");
-  EXPECT_GRAFX_ERROR(load_safetensors(write(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})", "abcd")),
-                     "grafx.io.format", "outside the data");
-  EXPECT_GRAFX_ERROR(load_safetensors(write(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "abcd")),
-                     "grafx.io.format", "sizes ≥ 0");
-  EXPECT_GRAFX_ERROR(load_safetensors(write(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                                            R"("y":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcd")),
-                     "grafx.io.format", "overlaps");
-  EXPECT_GRAFX_ERROR(load_safetensors(write(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcdefgh")),
+  EXPECT_GRAFX_ERROR(
+      load_safetensors(write(R"({"x":{"dtype":"F99","shape":[1],"data_offsets":[0,4]}})", "abcd")),
+      "grafx.io.format", "tensor \"x\": unsupported dtype \"F99\"");
+  EXPECT_GRAFX_ERROR(
+      load_safetensors(write(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", "abcd")),
+      "grafx.io.format", "span 4 bytes, but the shape needs 8");
+  EXPECT_GRAFX_ERROR(
+      load_safetensors(write(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})", "abcd")),
+      "grafx.io.format", "outside the data");
+  EXPECT_GRAFX_ERROR(
+      load_safetensors(write(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "abcd")),
+      "grafx.io.format", "sizes ≥ 0");
+  EXPECT_GRAFX_ERROR(
+      load_safetensors(write(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                             R"("y":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                             "abcd")),
+      "grafx.io.format", "overlaps");
+  EXPECT_GRAFX_ERROR(load_safetensors(write(
+                         R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcdefgh")),
                      "grafx.io.format", "does not fill the file");
   EXPECT_GRAFX_ERROR(load_safetensors(write(R"({"x":{"dtype":"F32"}})", "")), "grafx.io.format",
                      "expected an object with dtype, shape and data_offsets");
   EXPECT_GRAFX_ERROR(load_safetensors(write(R"({"__metadata__":{"a":1}})", "")), "grafx.io.format",
                      "__metadata__.a: expected a string");
-  EXPECT_GRAFX_ERROR(load_safetensors(dir.file("none.safetensors")), "grafx.io.unreadable", "none.safetensors");
+  EXPECT_GRAFX_ERROR(load_safetensors(dir.file("none.safetensors")), "grafx.io.unreadable",
+                     "none.safetensors");
 }
 
 TEST(ParameterFile, RoundTripsAndChecksTheGraph) {
   testing::TempDir dir;
-  Graph graph = random_graph(3, RandomGraphOptions{});
+  Graph graph           = random_graph(3, RandomGraphOptions{});
   Processors processors = testing::random_graph_processors(graph.types());
-  Parameters p = create_parameters(graph, processors, {1});
+  Parameters p          = create_parameters(graph, processors, {1});
   save_parameters(dir.file("p.safetensors"), graph, p);
   Parameters loaded = load_parameters(dir.file("p.safetensors"), graph);
   ASSERT_EQ(loaded.size(), p.size());
   for (const auto& [type, named] : p)
-    for (const auto& [name, t] : named) EXPECT_TRUE(at::equal(loaded.at(type).at(name), t.detach())) << type << name;
+    for (const auto& [name, t] : named)
+      EXPECT_TRUE(at::equal(loaded.at(type).at(name), t.detach())) << type << name;
   SafetensorsFile raw = load_safetensors(dir.file("p.safetensors"));
   EXPECT_EQ(raw.metadata.at("format"), "grafx.parameters");
   EXPECT_TRUE(raw.tensors.count("p0.a"));
@@ -134,19 +150,21 @@ TEST(ParameterFile, RoundTripsAndChecksTheGraph) {
   save_safetensors(dir.file("plain.safetensors"), {{"p0.a", at::zeros({1})}});
   EXPECT_GRAFX_ERROR(load_parameters(dir.file("plain.safetensors"), graph), "grafx.io.format",
                      "not a grafx parameter file");
-  save_safetensors(dir.file("odd.safetensors"), {{"noname", at::zeros({1})}}, {{"format", "grafx.parameters"}});
+  save_safetensors(dir.file("odd.safetensors"), {{"noname", at::zeros({1})}},
+                   {{"format", "grafx.parameters"}});
   EXPECT_GRAFX_ERROR(load_parameters(dir.file("odd.safetensors"), graph), "grafx.io.format",
                      "is not named <type>.<parameter>");
-  save_safetensors(dir.file("alien.safetensors"), {{"chorus.x", at::zeros({1})}}, {{"format", "grafx.parameters"}});
+  save_safetensors(dir.file("alien.safetensors"), {{"chorus.x", at::zeros({1})}},
+                   {{"format", "grafx.parameters"}});
   EXPECT_GRAFX_ERROR(load_parameters(dir.file("alien.safetensors"), graph), "grafx.io.mismatch",
                      "type \"chorus\", which the graph does not have");
 }
 
 TEST(ParameterFile, PhysicalJsonListsEveryNode) {
-  Graph graph = random_graph(3, RandomGraphOptions{});
+  Graph graph           = random_graph(3, RandomGraphOptions{});
   Processors processors = testing::random_graph_processors(graph.types());
-  Parameters p = create_parameters(graph, processors, {1});
-  auto json = nlohmann::json::parse(physical_parameters_json(graph, processors, p));
+  Parameters p          = create_parameters(graph, processors, {1});
+  auto json             = nlohmann::json::parse(physical_parameters_json(graph, processors, p));
   EXPECT_EQ(json["format"], "grafx.physical_parameters");
   int64_t processors_count = 0;
   for (const auto& [type, named] : p) processors_count += named.begin()->second.size(0);

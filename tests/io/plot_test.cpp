@@ -78,7 +78,7 @@ double value_at(const PlotSeries& s, double x) {
 
 TEST(ProcessorResponse, MeasuresEqCompressorReverbDelayAndStereoField) {
   const SampleRate rate = 8000;
-  auto response     = [&](const std::string& name, TensorDict changes) {
+  auto response         = [&](const std::string& name, TensorDict changes) {
     auto processor = make_processor(name, {rate});
     TensorDict p   = default_parameters(*processor);
     for (auto& [key, value] : changes) p[key] = value;

@@ -23,7 +23,7 @@ Graph three_chains() {
   Graph g(console_node_types());
   NodeId out = g.add("out");
   for (int i = 0; i < 3; ++i) {
-    NodeId in = g.add("in");
+    NodeId in          = g.add("in");
     auto [first, last] = g.add_serial_chain({"eq", "compressor", "reverb"});
     g.connect(in, first);
     g.connect(last, out);
@@ -33,18 +33,21 @@ Graph three_chains() {
 
 TEST(RenderPlan, PrintsLikeGrafxDocumentation) {
   RenderPlan plan = make_render_plan(to_tensor(three_chains()), {ScheduleMethod::kBeam});
-  EXPECT_EQ(plan.to_string(),
-            "RenderPlan: 13 nodes in 5 steps (3 processor calls), method beam, buffer of 12 rows\n"
-            "Render #0\n  - Node type: in\n  - Source read: sources slice with (0, 3)\n"
-            "  - Aggregation: none\n  - Parameter read: none\n  - Dest write: slice with (0, 3)\n"
-            "Render #1\n  - Node type: eq\n  - Source read: slice with (0, 3)\n  - Aggregation: none\n"
-            "  - Parameter read: slice with (0, 3)\n  - Dest write: slice with (3, 6)\n"
-            "Render #2\n  - Node type: compressor\n  - Source read: slice with (3, 6)\n"
-            "  - Aggregation: none\n  - Parameter read: slice with (0, 3)\n  - Dest write: slice with (6, 9)\n"
-            "Render #3\n  - Node type: reverb\n  - Source read: slice with (6, 9)\n"
-            "  - Aggregation: none\n  - Parameter read: slice with (0, 3)\n  - Dest write: slice with (9, 12)\n"
-            "Render #4\n  - Node type: out\n  - Source read: slice with (9, 12)\n  - Aggregation: sum\n"
-            "  - Parameter read: none\n  - Dest write: none\n");
+  EXPECT_EQ(
+      plan.to_string(),
+      "RenderPlan: 13 nodes in 5 steps (3 processor calls), method beam, buffer of 12 rows\n"
+      "Render #0\n  - Node type: in\n  - Source read: sources slice with (0, 3)\n"
+      "  - Aggregation: none\n  - Parameter read: none\n  - Dest write: slice with (0, 3)\n"
+      "Render #1\n  - Node type: eq\n  - Source read: slice with (0, 3)\n  - Aggregation: none\n"
+      "  - Parameter read: slice with (0, 3)\n  - Dest write: slice with (3, 6)\n"
+      "Render #2\n  - Node type: compressor\n  - Source read: slice with (3, 6)\n"
+      "  - Aggregation: none\n  - Parameter read: slice with (0, 3)\n  - Dest write: slice with "
+      "(6, 9)\n"
+      "Render #3\n  - Node type: reverb\n  - Source read: slice with (6, 9)\n"
+      "  - Aggregation: none\n  - Parameter read: slice with (0, 3)\n  - Dest write: slice with "
+      "(9, 12)\n"
+      "Render #4\n  - Node type: out\n  - Source read: slice with (9, 12)\n  - Aggregation: sum\n"
+      "  - Parameter read: none\n  - Dest write: none\n");
   EXPECT_EQ(plan.n_calls(), 3);
   EXPECT_EQ(plan.n_outputs(), 1);
   EXPECT_EQ(plan.source_index, (std::vector<int64_t>{0, 1, 2}));
@@ -93,13 +96,15 @@ TEST(RenderPlan, MultiPortRowsAreOutletMajorAndSegmentSummed) {
   EXPECT_EQ(duck.reads[1].aggregation, Aggregation::kSegmentSum);
   EXPECT_EQ(duck.reads[1].segments, (std::vector<int64_t>{0, 0, 1}));
   EXPECT_EQ(plan.n_buffer_rows, 2 + 4 + 2);
-  EXPECT_NE(plan.to_string().find("Source read <sidechain>: index with [4, 5, 2]"), std::string::npos);
-  EXPECT_NE(plan.to_string().find("Aggregation <sidechain>: segment-sum into [0, 0, 1]"), std::string::npos);
+  EXPECT_NE(plan.to_string().find("Source read <sidechain>: index with [4, 5, 2]"),
+            std::string::npos);
+  EXPECT_NE(plan.to_string().find("Aggregation <sidechain>: segment-sum into [0, 0, 1]"),
+            std::string::npos);
 }
 
 TEST(RenderPlan, JsonCarriesEverything) {
   RenderPlan plan = make_render_plan(to_tensor(three_chains()), {ScheduleMethod::kOptimal});
-  auto json = nlohmann::json::parse(plan.to_json());
+  auto json       = nlohmann::json::parse(plan.to_json());
   EXPECT_EQ(json["format"], "grafx.plan");
   EXPECT_EQ(json["version"], 1);
   EXPECT_EQ(json["method"], "optimal");
@@ -116,9 +121,9 @@ TEST(RenderPlan, ReorderingMakesStepsContiguous) {
   for (uint64_t seed = 0; seed < 200; ++seed) {
     RandomGraphOptions options;
     options.n_processors = 25;
-    GraphTensor g = to_tensor(random_graph(seed, options));
-    Schedule s = schedule_graph(g, {ScheduleMethod::kGreedy});
-    Reordering r = reorder_for_render(g, s);
+    GraphTensor g        = to_tensor(random_graph(seed, options));
+    Schedule s           = schedule_graph(g, {ScheduleMethod::kGreedy});
+    Reordering r         = reorder_for_render(g, s);
     EXPECT_EQ(r.graph.n_nodes(), g.n_nodes() - int64_t(s.dead_rows.size()));
     int64_t next = 0;
     for (const auto& step : r.schedule.steps)
@@ -175,10 +180,14 @@ std::vector<Signal> evaluate(const Graph& g, const std::vector<Signal>& sources,
     }
     std::vector<Signal> inputs(size_t(g.types().n_inlets(type)), Signal{0, 0, 0});
     for (const Edge& e : g.in_edges(id))
-      for (size_t c = 0; c < 3; ++c) inputs[size_t(e.inlet)][c] += outputs[e.source][size_t(e.outlet)][c];
-    if (type == NodeTypes::kOut) results.resize(std::max<size_t>(results.size(), size_t(rank[id]) + 1));
-    if (type == NodeTypes::kOut) results[size_t(rank[id])] = inputs[0];
-    else outputs[id] = toy.process(type, rank[id], g.types(), inputs);
+      for (size_t c = 0; c < 3; ++c)
+        inputs[size_t(e.inlet)][c] += outputs[e.source][size_t(e.outlet)][c];
+    if (type == NodeTypes::kOut)
+      results.resize(std::max<size_t>(results.size(), size_t(rank[id]) + 1));
+    if (type == NodeTypes::kOut)
+      results[size_t(rank[id])] = inputs[0];
+    else
+      outputs[id] = toy.process(type, rank[id], g.types(), inputs);
   }
   return results;
 }
@@ -191,16 +200,19 @@ std::vector<Signal> execute(const RenderPlan& plan, const std::vector<Signal>& s
     const int64_t m = int64_t(step.nodes.size());
     if (step.type == NodeTypes::kIn) {
       auto rows = step.writes.rows();
-      for (int64_t p = 0; p < m; ++p) buffer[size_t(rows[size_t(p)])] = sources[size_t(plan.source_index[size_t(p)])];
+      for (int64_t p = 0; p < m; ++p)
+        buffer[size_t(rows[size_t(p)])] = sources[size_t(plan.source_index[size_t(p)])];
       continue;
     }
-    std::vector<std::vector<Signal>> inputs(size_t(m), std::vector<Signal>(step.reads.size(), Signal{0, 0, 0}));
+    std::vector<std::vector<Signal>> inputs(
+        size_t(m), std::vector<Signal>(step.reads.size(), Signal{0, 0, 0}));
     for (size_t i = 0; i < step.reads.size(); ++i) {
       const InletRead& read = step.reads[i];
-      auto rows = read.rows.rows();
+      auto rows             = read.rows.rows();
       for (size_t k = 0; k < rows.size(); ++k) {
-        int64_t p = read.aggregation == Aggregation::kNone ? int64_t(k)
-                    : read.aggregation == Aggregation::kSum ? 0 : read.segments[k];
+        int64_t p = read.aggregation == Aggregation::kNone  ? int64_t(k)
+                    : read.aggregation == Aggregation::kSum ? 0
+                                                            : read.segments[k];
         for (size_t c = 0; c < 3; ++c) inputs[size_t(p)][i][c] += buffer[size_t(rows[k])][c];
       }
     }
@@ -209,13 +221,15 @@ std::vector<Signal> execute(const RenderPlan& plan, const std::vector<Signal>& s
       continue;
     }
     auto parameter_rows = step.parameter_rows.rows();
-    auto written = step.writes.rows();
+    auto written        = step.writes.rows();
     for (int64_t p = 0; p < m; ++p) {
-      int64_t rank = step.type == NodeTypes::kMix
-                         ? 0
-                         : plan.parameter_graph_rows[size_t(step.type)][size_t(parameter_rows[size_t(p)])];
+      int64_t rank =
+          step.type == NodeTypes::kMix
+              ? 0
+              : plan.parameter_graph_rows[size_t(step.type)][size_t(parameter_rows[size_t(p)])];
       auto outputs = toy.process(step.type, rank, plan.types, inputs[size_t(p)]);
-      for (size_t o = 0; o < outputs.size(); ++o) buffer[size_t(written[o * size_t(m) + size_t(p)])] = outputs[o];
+      for (size_t o = 0; o < outputs.size(); ++o)
+        buffer[size_t(written[o * size_t(m) + size_t(p)])] = outputs[o];
     }
   }
   return results;
@@ -225,9 +239,9 @@ TEST(RenderPlan, ExecutingThePlanEqualsDirectEvaluation) {
   for (uint64_t seed = 0; seed < 500; ++seed) {
     RandomGraphOptions options;
     options.n_processors = 5 + int64_t(seed % 30);
-    options.n_inputs = 1 + int64_t(seed % 3);
-    options.n_outputs = 1 + int64_t(seed % 2);
-    Graph g = random_graph(seed, options);
+    options.n_inputs     = 1 + int64_t(seed % 3);
+    options.n_outputs    = 1 + int64_t(seed % 2);
+    Graph g              = random_graph(seed, options);
     std::vector<Signal> sources;
     std::mt19937_64 rng(seed);
     for (int64_t k = 0; k < options.n_inputs; ++k)
@@ -237,11 +251,12 @@ TEST(RenderPlan, ExecutingThePlanEqualsDirectEvaluation) {
     for (auto method : {ScheduleMethod::kOneByOne, ScheduleMethod::kGreedy, ScheduleMethod::kBeam,
                         ScheduleMethod::kOptimal}) {
       RenderPlan plan = make_render_plan(to_tensor(g), {method});
-      auto got = execute(plan, sources, toy);
+      auto got        = execute(plan, sources, toy);
       ASSERT_EQ(got.size(), expected.size());
       for (size_t o = 0; o < got.size(); ++o)
         for (size_t c = 0; c < 3; ++c)
-          ASSERT_NEAR(got[o][c], expected[o][c], 1e-12) << "seed " << seed << ", " << to_string(method);
+          ASSERT_NEAR(got[o][c], expected[o][c], 1e-12)
+              << "seed " << seed << ", " << to_string(method);
     }
   }
 }

@@ -44,7 +44,7 @@ class ProcessorContract : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ProcessorContract, ShapesDtypesAndFiniteOutput) {
   for (auto dtype : {at::kFloat, at::kDouble}) {
-    Case c = make_case(GetParam(), 3, 1000, dtype, 1);
+    Case c              = make_case(GetParam(), 3, 1000, dtype, 1);
     ProcessorOutput out = c.processor->forward(c.inputs, c.parameters);
     ASSERT_EQ(out.outputs.size(), c.processor->outlets().size());
     for (const auto& y : out.outputs) {
@@ -63,7 +63,7 @@ TEST_P(ProcessorContract, ShapesDtypesAndFiniteOutput) {
 }
 
 TEST_P(ProcessorContract, BatchedCallEqualsALoopOverItems) {
-  Case c = make_case(GetParam(), 4, 1500, at::kDouble, 2);
+  Case c                  = make_case(GetParam(), 4, 1500, at::kDouble, 2);
   ProcessorOutput batched = c.processor->forward(c.inputs, c.parameters);
   for (int64_t i = 0; i < 4; ++i) {
     std::vector<at::Tensor> inputs;
@@ -75,7 +75,8 @@ TEST_P(ProcessorContract, BatchedCallEqualsALoopOverItems) {
       EXPECT_TRUE(at::allclose(single.outputs[o], batched.outputs[o].narrow(0, i, 1), 1e-9, 1e-12))
           << "outlet " << o << ", item " << i;
     for (const auto& [key, loss] : single.aux_losses)
-      EXPECT_TRUE(at::allclose(loss, batched.aux_losses.at(key).narrow(0, i, 1), 1e-9, 1e-12)) << key;
+      EXPECT_TRUE(at::allclose(loss, batched.aux_losses.at(key).narrow(0, i, 1), 1e-9, 1e-12))
+          << key;
   }
 }
 
@@ -95,7 +96,7 @@ TEST_P(ProcessorContract, DeclaresWellFormedParameters) {
     EXPECT_FALSE(spec.physical_name.empty()) << spec.name;
     EXPECT_FALSE(spec.description.empty()) << spec.name;
     EXPECT_GE(spec.init_std, 0.0) << spec.name;
-    at::Tensor raw = at::zeros([&] {
+    at::Tensor raw      = at::zeros([&] {
       std::vector<int64_t> s{2};
       s.insert(s.end(), spec.shape.begin(), spec.shape.end());
       return s;
@@ -147,11 +148,11 @@ TEST_P(ProcessorContract, MusicalPriorSetsKnownParametersInRange) {
 }
 
 TEST_P(ProcessorContract, RejectsBadArguments) {
-  Case c = make_case(GetParam(), 2, 500, at::kFloat, 4);
+  Case c        = make_case(GetParam(), 2, 500, at::kFloat, 4);
   const auto& p = *c.processor;
   EXPECT_GRAFX_ERROR(p.forward({}, c.parameters), "grafx.processor.inputs", "one per inlet");
   auto wrong = c.inputs;
-  wrong[0] = wrong[0].view({-1});
+  wrong[0]   = wrong[0].view({-1});
   EXPECT_GRAFX_ERROR(p.forward(wrong, c.parameters), "grafx.processor.inputs", "N×C×L");
   for (const auto& spec : p.parameter_specs()) {
     TensorDict missing = c.parameters;
@@ -164,14 +165,14 @@ TEST_P(ProcessorContract, RejectsBadArguments) {
                        "parameter \"" + spec.name + "\": expected shape [2");
   }
   TensorDict extra = c.parameters;
-  extra["bogus"] = at::zeros({2});
+  extra["bogus"]   = at::zeros({2});
   EXPECT_GRAFX_ERROR(p.forward(c.inputs, extra), "grafx.processor.parameters",
                      "unknown parameter \"bogus\"");
 }
 
 TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
   const GradientCheck& check = processor_descriptor(GetParam()).gradient_check;
-  Case c = make_case(GetParam(), 2, 600, at::kDouble, 5);
+  Case c                     = make_case(GetParam(), 2, 600, at::kDouble, 5);
   for (auto& [key, p] : c.parameters) p.requires_grad_(true);
   for (auto& x : c.inputs) x.requires_grad_(true);
   std::vector<at::Tensor> weights;
@@ -182,7 +183,8 @@ TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
       for (const auto& y : out.outputs) weights.push_back(at::randn_like(y));
     }
     at::Tensor loss = at::zeros({}, at::kDouble);
-    for (size_t o = 0; o < out.outputs.size(); ++o) loss = loss + (out.outputs[o] * weights[o]).sum();
+    for (size_t o = 0; o < out.outputs.size(); ++o)
+      loss = loss + (out.outputs[o] * weights[o]).sum();
     for (const auto& [key, aux] : out.aux_losses) loss = loss + aux.sum();
     return loss;
   };
@@ -193,7 +195,7 @@ TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
     EXPECT_TRUE(p.grad().isfinite().all().item<bool>()) << key;
   }
   const double step = 1e-6;
-  auto no_grad = [](const TensorDict& d) {
+  auto no_grad      = [](const TensorDict& d) {
     TensorDict out;
     for (const auto& [k, v] : d) out[k] = v.detach().clone();
     return out;
@@ -203,14 +205,15 @@ TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
   for (const auto& [key, p] : c.parameters) {
     if (check.surrogate_parameters.count(key)) continue;
     at::Tensor flat_grad = p.grad().reshape(-1);
-    int64_t n = flat_grad.numel();
+    int64_t n            = flat_grad.numel();
     for (int64_t k = 0; k < std::min<int64_t>(n, 6); ++k) {
-      int64_t index = (k * 7919) % n;  // a spread of coordinates
+      int64_t index   = (k * 7919) % n;  // a spread of coordinates
       TensorDict plus = no_grad(c.parameters), minus = no_grad(c.parameters);
       plus[key].view(-1)[index] += step;
       minus[key].view(-1)[index] -= step;
-      double numeric = (loss_of(inputs, plus).item<double>() - loss_of(inputs, minus).item<double>()) /
-                       (2 * step);
+      double numeric =
+          (loss_of(inputs, plus).item<double>() - loss_of(inputs, minus).item<double>()) /
+          (2 * step);
       double analytic = flat_grad[index].item<double>();
       EXPECT_NEAR(analytic, numeric,
                   check.absolute_tolerance + check.relative_tolerance * std::abs(numeric) + 1e-6)
@@ -218,15 +221,17 @@ TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
     }
   }
   // Gradient to the first input, at one coordinate.
-  at::Tensor x_grad = c.inputs[0].grad().reshape(-1);
-  int64_t index = x_grad.numel() / 3;
+  at::Tensor x_grad            = c.inputs[0].grad().reshape(-1);
+  int64_t index                = x_grad.numel() / 3;
   std::vector<at::Tensor> plus = {inputs[0].clone()}, minus = {inputs[0].clone()};
   for (size_t i = 1; i < inputs.size(); ++i) plus.push_back(inputs[i]), minus.push_back(inputs[i]);
   plus[0].view(-1)[index] += step;
   minus[0].view(-1)[index] -= step;
   TensorDict frozen = no_grad(c.parameters);
-  double numeric = (loss_of(plus, frozen).item<double>() - loss_of(minus, frozen).item<double>()) / (2 * step);
-  EXPECT_NEAR(x_grad[index].item<double>(), numeric, 1e-6 + check.relative_tolerance * std::abs(numeric));
+  double numeric =
+      (loss_of(plus, frozen).item<double>() - loss_of(minus, frozen).item<double>()) / (2 * step);
+  EXPECT_NEAR(x_grad[index].item<double>(), numeric,
+              1e-6 + check.relative_tolerance * std::abs(numeric));
 }
 
 std::vector<std::string> registered_names() {

@@ -30,7 +30,9 @@ class TestGain : public Processor {
   explicit TestGain(const ProcessorConfig&) {}
   std::string name() const override { return "test_gain"; }
   std::vector<ParameterSpec> parameter_specs() const override {
-    return {ParameterSpec::raw("gain_db", {1}).physical("gain_db", "dB").about("gain on every channel")};
+    return {ParameterSpec::raw("gain_db", {1})
+                .physical("gain_db", "dB")
+                .about("gain on every channel")};
   }
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override {
@@ -57,25 +59,25 @@ TEST(Registration, AConsoleUsesTheProcessorByItsLetter) {
   EXPECT_EQ(type_letter("test_gain"), 't');
   ConsoleOptions options;
   options.n_tracks = 2;
-  options.chain = chain_from_letters("t");
-  Graph g = build_console(options, registry_node_types()).graph;
+  options.chain    = chain_from_letters("t");
+  Graph g          = build_console(options, registry_node_types()).graph;
   EXPECT_EQ(g.nodes_of_type("test_gain").size(), 2u);
-  Processors processors = make_processors(g.types(), {8000});
-  Parameters p = create_parameters(g, processors, {0, at::kDouble, false});
+  Processors processors     = make_processors(g.types(), {8000});
+  Parameters p              = create_parameters(g, processors, {0, at::kDouble, false});
   p["test_gain"]["gain_db"] = at::tensor({-6.0, 6.0}, at::kDouble).view({2, 1});
-  at::Tensor x = at::randn({2, 2, 100}, at::kDouble);
-  at::Tensor y = render(make_render_plan(to_tensor(g)), processors, p, x).outputs[0];
+  at::Tensor x              = at::randn({2, 2, 100}, at::kDouble);
+  at::Tensor y              = render(make_render_plan(to_tensor(g)), processors, p, x).outputs[0];
   EXPECT_TRUE(at::allclose(y, x[0] * std::pow(10.0, -6.0 / 20) + x[1] * std::pow(10.0, 6.0 / 20)));
 }
 
 TEST(Registration, TheDemoSetsItFromItsMusicalPrior) {
   ConsoleOptions options;
-  options.n_tracks = 2;
-  options.track_groups = {0, 0};
-  options.chain = {"test_gain"};
-  Graph g = build_console(options, registry_node_types()).graph;
+  options.n_tracks      = 2;
+  options.track_groups  = {0, 0};
+  options.chain         = {"test_gain"};
+  Graph g               = build_console(options, registry_node_types()).graph;
   Processors processors = make_processors(g.types(), {8000});
-  Parameters hidden = musical_parameters(g, processors, 8000, 1);
+  Parameters hidden     = musical_parameters(g, processors, 8000, 1);
   // Rows in id order: the two tracks, then the subgroup.
   EXPECT_TRUE(at::allclose(hidden.at("test_gain").at("gain_db").to(at::kDouble).flatten(),
                            at::tensor({-9.0, -9.0, -3.0}, at::kDouble)));
@@ -83,17 +85,18 @@ TEST(Registration, TheDemoSetsItFromItsMusicalPrior) {
 
 TEST(Registration, PicturesListingsAndContractTestsIncludeIt) {
   auto processor = make_processor("test_gain", {8000});
-  Plot plot = processor_response(*processor, default_parameters(*processor), 8000);
+  Plot plot      = processor_response(*processor, default_parameters(*processor), 8000);
   EXPECT_TRUE(plot.options.log_x) << "its descriptor asks for a magnitude response";
   std::string listing = describe_processor(processor_descriptor("test_gain"), 8000, true);
   EXPECT_TRUE(testing::contains(listing, "test_gain")) << listing;
   EXPECT_TRUE(testing::contains(listing, "a test gain, registered by a test file")) << listing;
   EXPECT_TRUE(testing::contains(listing, "gain_db (dB)")) << listing;
   int64_t contract_tests = 0;
-  const auto& unit = *::testing::UnitTest::GetInstance();
+  const auto& unit       = *::testing::UnitTest::GetInstance();
   for (int s = 0; s < unit.total_test_suite_count(); ++s)
     for (int t = 0; t < unit.GetTestSuite(s)->total_test_count(); ++t)
-      contract_tests += testing::contains(unit.GetTestSuite(s)->GetTestInfo(t)->name(), "/test_gain");
+      contract_tests +=
+          testing::contains(unit.GetTestSuite(s)->GetTestInfo(t)->name(), "/test_gain");
   EXPECT_GE(contract_tests, 8) << "the generated contract tests cover every registered processor";
 }
 
@@ -105,7 +108,8 @@ TEST(Registration, NoFileOutsideTheProcessorsTestsAProcessorsName) {
   const std::regex condition(R"re(\bif\s*\(|==|!=|\?|\bcase\b|\.count\(|\.find\(|rfind\()re");
   std::string found;
   for (const char* folder : {"src", "apps", "include"}) {
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(std::string(source) + "/" + folder)) {
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(std::string(source) + "/" + folder)) {
       std::string path = entry.path().string();
       if (!entry.is_regular_file() || path.find("/processors/") != std::string::npos) continue;
       std::ifstream file(path);
@@ -126,8 +130,8 @@ TEST(Registration, NoFileOutsideTheProcessorsTestsAProcessorsName) {
 TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
   auto variant = [](std::string name, char letter) {
     ProcessorDescriptor d = test_gain_descriptor();
-    d.name   = std::move(name);
-    d.letter = letter;
+    d.name                = std::move(name);
+    d.letter              = letter;
     return d;
   };
   EXPECT_GRAFX_ERROR(register_processor(variant("test_gain", 'u')), "grafx.processor.registry",
@@ -141,8 +145,9 @@ TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
   EXPECT_GRAFX_ERROR(register_processor(variant("other", 'u')), "grafx.processor.registry",
                      "its processor calls itself \"test_gain\"");
   ProcessorDescriptor no_make = variant("other", 'u');
-  no_make.make = nullptr;
-  EXPECT_GRAFX_ERROR(register_processor(no_make), "grafx.processor.registry", "expected a make function");
+  no_make.make                = nullptr;
+  EXPECT_GRAFX_ERROR(register_processor(no_make), "grafx.processor.registry",
+                     "expected a make function");
   EXPECT_EQ(find_processor("other"), nullptr);
 }
 

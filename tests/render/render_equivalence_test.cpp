@@ -37,12 +37,13 @@ Rendered render_and_backward(RenderFunction&& render_function, const Parameters&
                              const at::Tensor& initial_sources) {
   Parameters parameters;
   for (const auto& [type, tensors] : initial)
-    for (const auto& [name, t] : tensors) parameters[type][name] = t.detach().clone().requires_grad_(true);
-  at::Tensor sources = initial_sources.detach().clone().requires_grad_(true);
+    for (const auto& [name, t] : tensors)
+      parameters[type][name] = t.detach().clone().requires_grad_(true);
+  at::Tensor sources  = initial_sources.detach().clone().requires_grad_(true);
   RenderResult result = render_function(parameters, sources);
   at::manual_seed(99);
   at::Tensor weights = at::randn_like(result.outputs);
-  at::Tensor loss = (result.outputs * weights).sum();
+  at::Tensor loss    = (result.outputs * weights).sum();
   for (const auto& [type, named] : result.aux_losses)
     for (const auto& [name, value] : named) loss = loss + value.sum();
   loss.backward();
@@ -56,7 +57,8 @@ Rendered render_and_backward(RenderFunction&& render_function, const Parameters&
 
 void expect_equal(const Rendered& a, const Rendered& b, const std::string& what) {
   EXPECT_LT(relative_error(a.outputs, b.outputs), 1e-5) << what << ": outputs";
-  EXPECT_LT(relative_error(a.source_gradient, b.source_gradient), 1e-5) << what << ": source gradient";
+  EXPECT_LT(relative_error(a.source_gradient, b.source_gradient), 1e-5)
+      << what << ": source gradient";
   for (const auto& [type, grads] : b.gradients)
     for (const auto& [name, g] : grads) {
       const at::Tensor& mine = a.gradients.at(type).at(name);
@@ -71,7 +73,8 @@ void expect_equal(const Rendered& a, const Rendered& b, const std::string& what)
     }
   for (const auto& [type, named] : b.aux)
     for (const auto& [name, value] : named)
-      EXPECT_LT(relative_error(a.aux.at(type).at(name), value), 1e-5) << what << ": aux " << type << "." << name;
+      EXPECT_LT(relative_error(a.aux.at(type).at(name), value), 1e-5)
+          << what << ": aux " << type << "." << name;
 }
 
 TEST(RenderEquivalence, BatchedEqualsOneByOneEqualsNaiveOnRandomGraphs) {
@@ -80,10 +83,10 @@ TEST(RenderEquivalence, BatchedEqualsOneByOneEqualsNaiveOnRandomGraphs) {
   for (uint64_t seed = 0; seed < 60; ++seed) {
     RandomGraphOptions options;
     options.n_processors = 6 + int64_t(seed % 25);
-    options.n_inputs = 1 + int64_t(seed % 3);
-    options.n_outputs = 1 + int64_t(seed % 2);
-    options.multi_port = seed % 4 != 3;
-    Graph graph = random_graph(seed, options);
+    options.n_inputs     = 1 + int64_t(seed % 3);
+    options.n_outputs    = 1 + int64_t(seed % 2);
+    options.multi_port   = seed % 4 != 3;
+    Graph graph          = random_graph(seed, options);
     // Two seeds in three: some nodes carry a wet amount, some are bypassed.
     std::mt19937_64 flags(seed);
     for (NodeId id : graph.nodes()) {
@@ -97,17 +100,19 @@ TEST(RenderEquivalence, BatchedEqualsOneByOneEqualsNaiveOnRandomGraphs) {
     for (auto& [type, named] : parameters)  // wet amounts other than ½
       if (named.count("dry_wet")) named["dry_wet"] = at::randn_like(named["dry_wet"]);
     at::Tensor sources = at::randn({options.n_inputs, 2, 256}) * 0.5;
-    const bool batch = seed % 2 == 1;  // odd seeds: a batch of 3 source sets
+    const bool batch   = seed % 2 == 1;  // odd seeds: a batch of 3 source sets
     if (batch) sources = at::randn({3, options.n_inputs, 2, 256}) * 0.5;
 
     Rendered naive = render_and_backward(
-        [&](const Parameters& p, const at::Tensor& s) { return render_naive(graph, processors, p, s); },
+        [&](const Parameters& p, const at::Tensor& s) {
+          return render_naive(graph, processors, p, s);
+        },
         parameters, sources);
     for (auto method : methods) {
-      RenderPlan plan = make_render_plan(to_tensor(graph), method);
+      RenderPlan plan  = make_render_plan(to_tensor(graph), method);
       Rendered batched = render_and_backward(
-          [&](const Parameters& p, const at::Tensor& s) { return render(plan, processors, p, s); }, parameters,
-          sources);
+          [&](const Parameters& p, const at::Tensor& s) { return render(plan, processors, p, s); },
+          parameters, sources);
       expect_equal(batched, naive, "seed " + std::to_string(seed) + ", " + to_string(method));
     }
   }
@@ -123,15 +128,16 @@ TEST(RenderEquivalence, DryWetAndBypassByHand) {
   g.connect(split, out_low, "low");
   g.connect(split, out_high, "high");
   g.set_dry_wet(split);
-  Processors processors = {{"split", testing::make_test_processor("split", testing::TestKind::kSplit)}};
-  at::Tensor x = at::randn({1, 2, 64}, at::kDouble);
-  at::Tensor z = at::tensor({0.7}, at::kDouble).view({1, 1}).requires_grad_(true);
-  at::Tensor p = at::tensor({-0.3}, at::kDouble).view({1, 1});
+  Processors processors = {
+      {"split", testing::make_test_processor("split", testing::TestKind::kSplit)}};
+  at::Tensor x          = at::randn({1, 2, 64}, at::kDouble);
+  at::Tensor z          = at::tensor({0.7}, at::kDouble).view({1, 1}).requires_grad_(true);
+  at::Tensor p          = at::tensor({-0.3}, at::kDouble).view({1, 1});
   Parameters parameters = {{"split", {{"p", p}, {"dry_wet", z}}}};
-  RenderPlan plan = make_render_plan(to_tensor(g));
-  at::Tensor y = render(plan, processors, parameters, x).outputs;  // [2, 2, 64]
+  RenderPlan plan       = make_render_plan(to_tensor(g));
+  at::Tensor y          = render(plan, processors, parameters, x).outputs;  // [2, 2, 64]
   // The processor's own outlets, by hand: low = s·x + (1 − s)·x[n−1], high = x − low.
-  at::Tensor s = p.sigmoid().item<double>() * at::ones({1}, at::kDouble);
+  at::Tensor s  = p.sigmoid().item<double>() * at::ones({1}, at::kDouble);
   at::Tensor x0 = x[0], delayed = at::constant_pad_nd(x0.narrow(-1, 0, 63), {1, 0});
   at::Tensor low = s * x0 + (1 - s) * delayed, high = x0 - low;
   const double w = 1 / (1 + std::exp(-0.7));
@@ -148,21 +154,23 @@ TEST(RenderEquivalence, DryWetAndBypassByHand) {
   EXPECT_TRUE(at::equal(y[0], x0));
   EXPECT_TRUE(at::equal(y[1], at::zeros_like(x0)));
   // A type with a dry/wet node needs its "dry_wet" rows; one without must not have them.
-  EXPECT_GRAFX_ERROR(render(plan, processors, {{"split", {{"p", p}}}}, x), "grafx.render.parameters",
-                     "split: missing parameter \"dry_wet\"");
+  EXPECT_GRAFX_ERROR(render(plan, processors, {{"split", {{"p", p}}}}, x),
+                     "grafx.render.parameters", "split: missing parameter \"dry_wet\"");
   g.set_dry_wet(split, false);
-  EXPECT_GRAFX_ERROR(render(make_render_plan(to_tensor(g)), processors, parameters, x), "grafx.render.parameters",
+  EXPECT_GRAFX_ERROR(render(make_render_plan(to_tensor(g)), processors, parameters, x),
+                     "grafx.render.parameters",
                      "split: unknown parameter \"dry_wet\"; expected: p");
 }
 
 TEST(RenderEquivalence, PerItemParametersEqualRenderingEachItem) {
-  Graph graph = random_graph(5, RandomGraphOptions{});
+  Graph graph           = random_graph(5, RandomGraphOptions{});
   Processors processors = testing::random_graph_processors(graph.types());
-  RenderPlan plan = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
-  at::Tensor sources = at::randn({4, 3, 2, 128});
+  RenderPlan plan       = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
+  at::Tensor sources    = at::randn({4, 3, 2, 128});
   std::vector<Parameters> items;
   Parameters stacked;
-  for (uint64_t b = 0; b < 4; ++b) items.push_back(create_parameters(graph, processors, {b, at::kFloat, false}));
+  for (uint64_t b = 0; b < 4; ++b)
+    items.push_back(create_parameters(graph, processors, {b, at::kFloat, false}));
   for (const auto& [type, tensors] : items[0])
     for (const auto& [name, t] : tensors) {
       std::vector<at::Tensor> per_item;
@@ -176,7 +184,8 @@ TEST(RenderEquivalence, PerItemParametersEqualRenderingEachItem) {
   }
   // Shared parameters broadcast over the batch.
   at::Tensor shared = render(plan, processors, items[1], sources).outputs;
-  EXPECT_LT(relative_error(shared[2], render(plan, processors, items[1], sources[2]).outputs), 1e-6);
+  EXPECT_LT(relative_error(shared[2], render(plan, processors, items[1], sources[2]).outputs),
+            1e-6);
 }
 
 TEST(RenderEquivalence, GraphBatchingEqualsRenderingEachGraph) {
@@ -185,7 +194,7 @@ TEST(RenderEquivalence, GraphBatchingEqualsRenderingEachGraph) {
   std::vector<at::Tensor> sources;
   RandomGraphOptions options;
   for (uint64_t seed = 20; seed < 25; ++seed) {
-    options.n_inputs = 1 + int64_t(seed % 3);
+    options.n_inputs  = 1 + int64_t(seed % 3);
     options.n_outputs = 1 + int64_t(seed % 2);
     graphs.push_back(random_graph(seed, options));
   }

@@ -22,7 +22,8 @@ struct Fixture {
   Graph graph;
   Processors processors;
   Fixture() : graph(random_graph_types({})) {
-    NodeId in = graph.add("in"), split = graph.add("split"), nl = graph.add("p1"), duck = graph.add("duck");
+    NodeId in = graph.add("in"), split = graph.add("split"), nl = graph.add("p1"),
+           duck = graph.add("duck");
     NodeId lin = graph.add("p0"), out = graph.add("out"), dead = graph.add("p0", "dead");
     graph.connect(in, split);
     graph.connect(split, duck, "low", "main");
@@ -37,8 +38,8 @@ struct Fixture {
 
 TEST(Render, MultiPortGraphMatchesHandComputation) {
   Fixture f;
-  Parameters p = create_parameters(f.graph, f.processors, {1, at::kDouble, false});
-  at::Tensor x = at::randn({1, 2, 64}, at::kDouble);
+  Parameters p    = create_parameters(f.graph, f.processors, {1, at::kDouble, false});
+  at::Tensor x    = at::randn({1, 2, 64}, at::kDouble);
   RenderPlan plan = make_render_plan(to_tensor(f.graph), ScheduleMethod::kOptimal);
   EXPECT_EQ(plan.dead_nodes, std::vector<NodeId>{6});
   at::Tensor y = render(plan, f.processors, p, x).outputs;
@@ -48,9 +49,9 @@ TEST(Render, MultiPortGraphMatchesHandComputation) {
     for (const auto& [name, t] : p.at(type)) params[name] = t.narrow(0, row, 1);
     return f.processors.at(type)->forward(in, params).outputs;
   };
-  auto split = call("split", {x}, 0);
-  auto high = call("p1", {split[1]}, 0)[0];
-  auto duck = call("duck", {split[0], high}, 0)[0];
+  auto split    = call("split", {x}, 0);
+  auto high     = call("p1", {split[1]}, 0)[0];
+  auto duck     = call("duck", {split[0], high}, 0)[0];
   auto expected = call("p0", {duck}, 0)[0];  // p0's first node (id 4); the dead one is id 6
   EXPECT_TRUE(at::allclose(y, expected, 1e-12, 1e-12));
   auto aux = render(plan, f.processors, p, x).aux_losses;
@@ -59,8 +60,8 @@ TEST(Render, MultiPortGraphMatchesHandComputation) {
 
 TEST(Render, GradientsReachParametersByDefaultAndSourcesOnRequest) {
   Fixture f;
-  Parameters p = create_parameters(f.graph, f.processors);
-  at::Tensor x = at::randn({1, 2, 64});
+  Parameters p    = create_parameters(f.graph, f.processors);
+  at::Tensor x    = at::randn({1, 2, 64});
   RenderPlan plan = make_render_plan(to_tensor(f.graph));
   render(plan, f.processors, p, x).outputs.pow(2).sum().backward();
   for (const auto& [type, tensors] : p)
@@ -82,7 +83,7 @@ TEST(Render, FrozenTypesGetNoGradient) {
   Parameters p = create_parameters(f.graph, f.processors);
   RenderOptions options;
   options.frozen_types = {"split", "duck"};
-  RenderPlan plan = make_render_plan(to_tensor(f.graph));
+  RenderPlan plan      = make_render_plan(to_tensor(f.graph));
   render(plan, f.processors, p, at::randn({1, 2, 64}), options).outputs.sum().backward();
   EXPECT_FALSE(p.at("split").at("p").grad().defined());
   EXPECT_FALSE(p.at("duck").at("k").grad().defined());
@@ -96,10 +97,10 @@ TEST(Render, GradientHooksClipNormaliseAndCustomise) {
   chain.connect(a, b);
   chain.connect(b, out);
   Processors processors = testing::random_graph_processors(chain.types());
-  RenderPlan plan = make_render_plan(to_tensor(chain));
-  at::Tensor x = at::randn({1, 2, 512}) * 10;
-  auto gradient = [&](const RenderOptions& options) {
-    Parameters p = create_parameters(chain, processors, {3});
+  RenderPlan plan       = make_render_plan(to_tensor(chain));
+  at::Tensor x          = at::randn({1, 2, 512}) * 10;
+  auto gradient         = [&](const RenderOptions& options) {
+    Parameters p   = create_parameters(chain, processors, {3});
     RenderResult r = render(plan, processors, p, x, options);
     (r.outputs.pow(2).sum() * 100).backward();
     return p.at("p0").at("a").grad();
@@ -107,22 +108,24 @@ TEST(Render, GradientHooksClipNormaliseAndCustomise) {
   at::Tensor plain = gradient({});
   RenderOptions clip;
   clip.gradient_hooks["p0"] = GradientHook::clip_norm(0.5);
-  at::Tensor clipped = gradient(clip);
+  at::Tensor clipped        = gradient(clip);
   for (int64_t node = 0; node < 2; ++node) {
     EXPECT_GT(plain[node].norm().item<double>(), 0.5);
     EXPECT_NEAR(clipped[node].norm().item<double>(), 0.5, 1e-5);
-    EXPECT_TRUE(at::allclose(clipped[node] / clipped[node].norm(), plain[node] / plain[node].norm(), 1e-5, 1e-6));
+    EXPECT_TRUE(at::allclose(clipped[node] / clipped[node].norm(), plain[node] / plain[node].norm(),
+                             1e-5, 1e-6));
   }
   RenderOptions normalise;
   normalise.gradient_hooks["p0"] = GradientHook::normalize();
-  at::Tensor unit = gradient(normalise);
+  at::Tensor unit                = gradient(normalise);
   for (int64_t node = 0; node < 2; ++node) EXPECT_NEAR(unit[node].norm().item<double>(), 1.0, 1e-5);
   RenderOptions custom;
   std::vector<std::string> seen;
-  custom.gradient_hooks["p0"] = GradientHook::custom([&](const std::string& name, const at::Tensor& g) {
-    seen.push_back(name);
-    return g * 0 + 7;
-  });
+  custom.gradient_hooks["p0"] =
+      GradientHook::custom([&](const std::string& name, const at::Tensor& g) {
+        seen.push_back(name);
+        return g * 0 + 7;
+      });
   at::Tensor sevens = gradient(custom);
   EXPECT_TRUE(at::equal(sevens, at::full_like(sevens, 7)));
   std::sort(seen.begin(), seen.end());
@@ -136,31 +139,33 @@ TEST(Render, WithoutGradientsNoAutogradBookkeeping) {
   std::vector<bool> grad_mode;
   RenderOptions options;
   options.observer = [&](const StepView&) { grad_mode.push_back(at::GradMode::is_enabled()); };
-  RenderResult r = render(plan, f.processors, p, at::randn({1, 2, 64}), options);
+  RenderResult r   = render(plan, f.processors, p, at::randn({1, 2, 64}), options);
   EXPECT_FALSE(r.outputs.requires_grad());
   EXPECT_EQ(grad_mode, std::vector<bool>(plan.steps.size(), false));
   Parameters trained = create_parameters(f.graph, f.processors);
   RenderOptions all_frozen;
   all_frozen.frozen_types = {"p0", "p1", "split", "duck"};
-  EXPECT_FALSE(render(plan, f.processors, trained, at::randn({1, 2, 64}), all_frozen).outputs.requires_grad());
+  EXPECT_FALSE(render(plan, f.processors, trained, at::randn({1, 2, 64}), all_frozen)
+                   .outputs.requires_grad());
   EXPECT_TRUE(render(plan, f.processors, trained, at::randn({1, 2, 64})).outputs.requires_grad());
 }
 
 TEST(Render, ObserverSeesEveryStep) {
   Fixture f;
-  Parameters p = create_parameters(f.graph, f.processors, {0, at::kFloat, false});
+  Parameters p    = create_parameters(f.graph, f.processors, {0, at::kFloat, false});
   RenderPlan plan = make_render_plan(to_tensor(f.graph), ScheduleMethod::kOneByOne);
   std::vector<StepView> views;
   RenderOptions options;
   options.observer = [&](const StepView& v) { views.push_back(v); };
-  at::Tensor x = at::randn({1, 2, 64});
-  RenderResult r = render(plan, f.processors, p, x, options);
+  at::Tensor x     = at::randn({1, 2, 64});
+  RenderResult r   = render(plan, f.processors, p, x, options);
   ASSERT_EQ(views.size(), plan.steps.size());
   EXPECT_TRUE(at::equal(views.front().outputs[0], x));
   EXPECT_TRUE(at::equal(views.back().outputs[0], r.outputs));
   for (const auto& v : views) {
     EXPECT_EQ(v.nodes.size(), v.step->nodes.size());
-    EXPECT_EQ(v.outputs.size(), size_t(std::max<int64_t>(1, f.graph.types().n_outlets(v.step->type))));
+    EXPECT_EQ(v.outputs.size(),
+              size_t(std::max<int64_t>(1, f.graph.types().n_outlets(v.step->type))));
     if (v.step->type == f.graph.types().id("split")) {
       EXPECT_EQ(v.nodes, std::vector<NodeId>{1});
       EXPECT_TRUE(at::allclose(v.outputs[0] + v.outputs[1], v.inputs[0])) << "low + high = input";
@@ -171,29 +176,30 @@ TEST(Render, ObserverSeesEveryStep) {
 TEST(Render, Errors) {
   Fixture f;
   RenderPlan plan = make_render_plan(to_tensor(f.graph));
-  Parameters p = create_parameters(f.graph, f.processors, {0, at::kFloat, false});
-  at::Tensor x = at::randn({1, 2, 64});
+  Parameters p    = create_parameters(f.graph, f.processors, {0, at::kFloat, false});
+  at::Tensor x    = at::randn({1, 2, 64});
   EXPECT_GRAFX_ERROR(render(plan, f.processors, p, at::randn({2, 2, 64})), "grafx.render.sources",
                      "expected 1 source (one per `in` node), but got 2");
   EXPECT_GRAFX_ERROR(render(plan, f.processors, p, at::randn({2, 64})), "grafx.render.sources",
                      "K×C×L or B×K×C×L, but got [2, 64]");
-  EXPECT_GRAFX_ERROR(render(plan, f.processors, p, at::ones({1, 2, 64}, at::kLong)), "grafx.render.sources",
-                     "floating-point");
+  EXPECT_GRAFX_ERROR(render(plan, f.processors, p, at::ones({1, 2, 64}, at::kLong)),
+                     "grafx.render.sources", "floating-point");
   at::Tensor nan = x.clone();
-  nan[0][1][5] = NAN;
+  nan[0][1][5]   = NAN;
   RenderOptions finite;
   finite.check_finite = true;
   EXPECT_GRAFX_ERROR(render(plan, f.processors, p, nan, finite), "grafx.render.non_finite",
                      "source 0 has non-finite samples");
-  EXPECT_GRAFX_ERROR(render(plan, f.processors, p, at::randn({3, 1, 2, 64}).index_put_({0, 0, 0, 0}, NAN), finite),
-                     "grafx.render.non_finite", "batch item 0, source 0");
+  EXPECT_GRAFX_ERROR(
+      render(plan, f.processors, p, at::randn({3, 1, 2, 64}).index_put_({0, 0, 0, 0}, NAN), finite),
+      "grafx.render.non_finite", "batch item 0, source 0");
 
   Parameters missing = p;
   missing.erase("duck");
   EXPECT_GRAFX_ERROR(render(plan, f.processors, missing, x), "grafx.render.parameters",
                      "missing parameters for type \"duck\" (1 nodes)");
   Parameters extra = p;
-  extra["p2"] = {{"a", at::zeros({1, 2})}};
+  extra["p2"]      = {{"a", at::zeros({1, 2})}};
   EXPECT_GRAFX_ERROR(render(plan, f.processors, extra, x), "grafx.render.parameters",
                      "type \"p2\", which has no nodes in the graph");
   Parameters unknown = p;
@@ -212,22 +218,24 @@ TEST(Render, Errors) {
   misshapen["p0"]["a"] = at::zeros({1, 2});
   EXPECT_GRAFX_ERROR(render(plan, f.processors, misshapen, x), "grafx.render.parameters",
                      "p0.a: expected shape [2, 2], but got [1, 2]");
-  EXPECT_GRAFX_ERROR(render(plan, f.processors, misshapen, at::randn({3, 1, 2, 64})), "grafx.render.parameters",
-                     "p0.a: expected shape [2, 2] (or [3, 2, 2], one set per batch item), but got [1, 2]");
+  EXPECT_GRAFX_ERROR(
+      render(plan, f.processors, misshapen, at::randn({3, 1, 2, 64})), "grafx.render.parameters",
+      "p0.a: expected shape [2, 2] (or [3, 2, 2], one set per batch item), but got [1, 2]");
   Parameters doubles = p;
   doubles["p0"]["a"] = doubles["p0"]["a"].to(at::kDouble);
   EXPECT_GRAFX_ERROR(render(plan, f.processors, doubles, x), "grafx.render.parameters",
                      "p0.a: expected float32 like the sources, but got float64");
   Parameters mixed = p;
   mixed["p0"]["a"] = mixed["p0"]["a"].unsqueeze(0).expand({3, 2, 2});
-  EXPECT_GRAFX_ERROR(render(plan, f.processors, mixed, at::randn({3, 1, 2, 64})), "grafx.render.parameters",
+  EXPECT_GRAFX_ERROR(render(plan, f.processors, mixed, at::randn({3, 1, 2, 64})),
+                     "grafx.render.parameters",
                      "p0.b: parameters of one type must all be shared or all per batch item");
   Processors without = f.processors;
   without.erase("p1");
   EXPECT_GRAFX_ERROR(render(plan, without, p, x), "grafx.render.processors",
                      "no processor for node type \"p1\" (1 nodes)");
   Processors wrong = f.processors;
-  wrong["split"] = make_test_processor("split", TestKind::kLinear);
+  wrong["split"]   = make_test_processor("split", TestKind::kLinear);
   EXPECT_GRAFX_ERROR(render(plan, wrong, p, x), "grafx.render.processors", "other ports");
 }
 

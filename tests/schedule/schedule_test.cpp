@@ -17,7 +17,6 @@
 namespace grafx {
 namespace {
 
-
 std::vector<int64_t> values(const at::Tensor& t) {
   at::Tensor c = t.contiguous();
   return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
@@ -40,7 +39,8 @@ int64_t exhaustive_calls(const GraphTensor& g) {
   std::vector<int64_t> nodes;  // live processor and mix rows
   std::vector<int64_t> bit(size_t(n_rows), -1);
   for (int64_t r = 0; r < n_rows; ++r)
-    if (live[size_t(r)] && type[size_t(r)] != NodeTypes::kIn && type[size_t(r)] != NodeTypes::kOut) {
+    if (live[size_t(r)] && type[size_t(r)] != NodeTypes::kIn &&
+        type[size_t(r)] != NodeTypes::kOut) {
       bit[size_t(r)] = int64_t(nodes.size());
       nodes.push_back(r);
     }
@@ -61,17 +61,19 @@ int64_t exhaustive_calls(const GraphTensor& g) {
     if (visited == all) return distance[visited];
     std::map<int64_t, uint32_t> ready;  // by type
     for (int64_t v = 0; v < n; ++v)
-      if (!(visited >> v & 1) && (preds[size_t(v)] & ~visited) == 0) ready[type[size_t(nodes[size_t(v)])]] |= 1u << v;
+      if (!(visited >> v & 1) && (preds[size_t(v)] & ~visited) == 0)
+        ready[type[size_t(nodes[size_t(v)])]] |= 1u << v;
     for (const auto& [t, mask] : ready)
       for (uint32_t subset = mask; subset; subset = (subset - 1) & mask)
-        if (distance.emplace(visited | subset, distance[visited] + 1).second) queue.push(visited | subset);
+        if (distance.emplace(visited | subset, distance[visited] + 1).second)
+          queue.push(visited | subset);
   }
   return distance[all];
 }
 
 Schedule run(const GraphTensor& g, ScheduleMethod method, std::vector<std::string> fixed = {}) {
   ScheduleOptions options;
-  options.method = method;
+  options.method      = method;
   options.fixed_order = std::move(fixed);
   return schedule_graph(g, options);
 }
@@ -86,9 +88,9 @@ TEST(Schedule, MethodNames) {
 
 TEST(Schedule, ConsoleSchedulesAsChainMixChainMix) {
   ConsoleOptions options;
-  options.n_tracks = 8;
+  options.n_tracks     = 8;
   options.track_groups = ConsoleOptions::even_groups(8, 3);
-  GraphTensor g = to_tensor(build_console(options).graph);
+  GraphTensor g        = to_tensor(build_console(options).graph);
   for (auto method : {ScheduleMethod::kFixed, ScheduleMethod::kGreedy, ScheduleMethod::kBeam,
                       ScheduleMethod::kOptimal}) {
     Schedule s = run(g, method, console_fixed_order(console_chain()));
@@ -111,13 +113,15 @@ TEST(Schedule, FixedConsoleOrderIsValidOnEveryPrunedConsole) {
   for (uint64_t seed = 0; seed < 300; ++seed) {
     ConsoleOptions options;
     options.n_tracks = 1 + int64_t(seed % 23);
-    if (seed % 3) options.track_groups = ConsoleOptions::even_groups(options.n_tracks, 1 + int64_t(seed % 5) % options.n_tracks);
+    if (seed % 3)
+      options.track_groups =
+          ConsoleOptions::even_groups(options.n_tracks, 1 + int64_t(seed % 5) % options.n_tracks);
     Graph console = build_console(options).graph;
     PruneOptions prune;
     prune.probability = random_pruning_rates();
-    prune.seed = seed;
+    prune.seed        = seed;
     prune_randomly(console, prune);
-    GraphTensor g = to_tensor(console);
+    GraphTensor g  = to_tensor(console);
     Schedule fixed = run(g, ScheduleMethod::kFixed, console_fixed_order(console_chain()));
     check_schedule(g, fixed, /*maximal=*/true);
     Schedule optimal = run(g, ScheduleMethod::kOptimal);
@@ -128,7 +132,8 @@ TEST(Schedule, FixedConsoleOrderIsValidOnEveryPrunedConsole) {
 
 TEST(Schedule, FixedListThatRunsOutIsAClearError) {
   GraphTensor g = to_tensor(build_console({}).graph);
-  EXPECT_GRAFX_ERROR(run(g, ScheduleMethod::kFixed, console_chain()), "grafx.schedule.fixed_exhausted",
+  EXPECT_GRAFX_ERROR(run(g, ScheduleMethod::kFixed, console_chain()),
+                     "grafx.schedule.fixed_exhausted",
                      "ran out after 7 steps with nodes still to place; ready: mix (1)");
   EXPECT_GRAFX_ERROR(run(g, ScheduleMethod::kFixed, {"eq", "flanger"}), "grafx.graph.unknown_type",
                      "flanger");
@@ -147,8 +152,8 @@ TEST(Schedule, InvalidGraphsAndOptions) {
                      "node 3 (compressor \"unfed\") has nothing connected to its inlet \"main\"");
   // A cycle can only come from a hand-made tensor.
   GraphTensor cyclic = to_tensor(build_console({}).graph);
-  cyclic.edge_index = at::cat({cyclic.edge_index, at::tensor({9, 8}, at::kLong).view({2, 1})}, 1);
-  cyclic.edge_ports = at::cat({cyclic.edge_ports, at::zeros({1, 2}, at::kLong)});
+  cyclic.edge_index  = at::cat({cyclic.edge_index, at::tensor({9, 8}, at::kLong).view({2, 1})}, 1);
+  cyclic.edge_ports  = at::cat({cyclic.edge_ports, at::zeros({1, 2}, at::kLong)});
   EXPECT_GRAFX_ERROR(schedule_graph(cyclic), "grafx.graph.cycle", "lies on a cycle");
   ScheduleOptions bad;
   bad.beam_width = 0;
@@ -174,15 +179,16 @@ TEST(Schedule, DeadNodesAreListedAndLeftOut) {
 }
 
 TEST(Schedule, CheckScheduleCatchesBrokenSchedules) {
-  GraphTensor g = to_tensor(build_console({}).graph);
-  Schedule good = run(g, ScheduleMethod::kGreedy);
+  GraphTensor g    = to_tensor(build_console({}).graph);
+  Schedule good    = run(g, ScheduleMethod::kGreedy);
   Schedule swapped = good;
   std::swap(swapped.steps[1], swapped.steps[2]);
   std::swap(swapped.step_types[1], swapped.step_types[2]);
   EXPECT_GRAFX_ERROR(check_schedule(g, swapped, false), "grafx.schedule.invalid", "goes from step");
-  Schedule mixed = good;
+  Schedule mixed      = good;
   mixed.step_types[1] = g.types.id("reverb");
-  EXPECT_GRAFX_ERROR(check_schedule(g, mixed, false), "grafx.schedule.invalid", "not of its step's type");
+  EXPECT_GRAFX_ERROR(check_schedule(g, mixed, false), "grafx.schedule.invalid",
+                     "not of its step's type");
   Schedule split = good;
   split.steps.insert(split.steps.begin() + 2, {split.steps[1].back()});
   split.steps[1].pop_back();
@@ -191,7 +197,8 @@ TEST(Schedule, CheckScheduleCatchesBrokenSchedules) {
   EXPECT_GRAFX_ERROR(check_schedule(g, split, true), "grafx.schedule.invalid", "leaves ready row");
   Schedule missing = good;
   missing.steps[3].pop_back();
-  EXPECT_GRAFX_ERROR(check_schedule(g, missing, false), "grafx.schedule.invalid", "appears in 0 steps");
+  EXPECT_GRAFX_ERROR(check_schedule(g, missing, false), "grafx.schedule.invalid",
+                     "appears in 0 steps");
 }
 
 // Thousands of random graphs: every method valid, the methods ordered, optimal exact.
@@ -200,15 +207,15 @@ TEST(Schedule, RandomGraphsInvariantsAndOptimality) {
   for (uint64_t seed = 0; seed < 2000; ++seed) {
     RandomGraphOptions options;
     options.n_processors = 4 + int64_t(seed % 12);
-    options.n_inputs = 1 + int64_t(seed % 4);
-    options.n_outputs = 1 + int64_t(seed % 3 == 0);
-    options.n_types = 2 + int64_t(seed % 4);
-    options.multi_port = seed % 2 == 0;
-    GraphTensor g = to_tensor(random_graph(seed, options));
-    Schedule one = run(g, ScheduleMethod::kOneByOne);
-    Schedule greedy = run(g, ScheduleMethod::kGreedy);
-    Schedule beam = run(g, ScheduleMethod::kBeam);
-    Schedule optimal = run(g, ScheduleMethod::kOptimal);
+    options.n_inputs     = 1 + int64_t(seed % 4);
+    options.n_outputs    = 1 + int64_t(seed % 3 == 0);
+    options.n_types      = 2 + int64_t(seed % 4);
+    options.multi_port   = seed % 2 == 0;
+    GraphTensor g        = to_tensor(random_graph(seed, options));
+    Schedule one         = run(g, ScheduleMethod::kOneByOne);
+    Schedule greedy      = run(g, ScheduleMethod::kGreedy);
+    Schedule beam        = run(g, ScheduleMethod::kBeam);
+    Schedule optimal     = run(g, ScheduleMethod::kOptimal);
     check_schedule(g, one, false);
     for (const Schedule* s : {&greedy, &beam, &optimal}) check_schedule(g, *s, true);
     ASSERT_LE(optimal.n_calls(), beam.n_calls()) << seed;
@@ -230,17 +237,18 @@ TEST(Schedule, RandomGraphsInvariantsAndOptimality) {
 TEST(Schedule, BeamOptionsAndLookAhead) {
   for (uint64_t seed = 0; seed < 200; ++seed) {
     RandomGraphOptions options;
-    options.n_processors = 30;
-    options.n_types = 5;
-    GraphTensor g = to_tensor(random_graph(seed, options));
+    options.n_processors   = 30;
+    options.n_types        = 5;
+    GraphTensor g          = to_tensor(random_graph(seed, options));
     ScheduleOptions narrow = ScheduleOptions(ScheduleMethod::kBeam);
-    narrow.beam_width = 1;
-    ScheduleOptions deep = ScheduleOptions(ScheduleMethod::kBeam);
-    deep.beam_depth = 3;
+    narrow.beam_width      = 1;
+    ScheduleOptions deep   = ScheduleOptions(ScheduleMethod::kBeam);
+    deep.beam_depth        = 3;
     Schedule a = schedule_graph(g, narrow), b = schedule_graph(g, deep);
     check_schedule(g, a, true);
     check_schedule(g, b, true);
-    EXPECT_LE(a.n_calls(), run(g, ScheduleMethod::kGreedy).n_calls()) << "width 1 keeps the greedy line";
+    EXPECT_LE(a.n_calls(), run(g, ScheduleMethod::kGreedy).n_calls())
+        << "width 1 keeps the greedy line";
     EXPECT_GE(b.n_calls(), run(g, ScheduleMethod::kOptimal).n_calls());
   }
 }
@@ -248,12 +256,12 @@ TEST(Schedule, BeamOptionsAndLookAhead) {
 TEST(Schedule, OptimalUnderATinyBudgetReturnsTheBeamScheduleUnproven) {
   RandomGraphOptions options;
   options.n_processors = 400;
-  options.n_types = 6;
-  options.n_inputs = 20;
-  GraphTensor g = to_tensor(random_graph(11, options));
+  options.n_types      = 6;
+  options.n_inputs     = 20;
+  GraphTensor g        = to_tensor(random_graph(11, options));
   ScheduleOptions tiny = ScheduleOptions(ScheduleMethod::kOptimal);
-  tiny.state_budget = 1;
-  Schedule s = schedule_graph(g, tiny);
+  tiny.state_budget    = 1;
+  Schedule s           = schedule_graph(g, tiny);
   check_schedule(g, s, true);
   Schedule beam = run(g, ScheduleMethod::kBeam);
   EXPECT_LE(s.n_calls(), beam.n_calls());

@@ -17,10 +17,12 @@ class TestProcessor : public Processor {
   TestProcessor(std::string name, TestKind kind) : name_(std::move(name)), kind_(kind) {}
   std::string name() const override { return name_; }
   std::vector<std::string> inlets() const override {
-    return kind_ == TestKind::kDuck ? std::vector<std::string>{"main", "side"} : std::vector<std::string>{"main"};
+    return kind_ == TestKind::kDuck ? std::vector<std::string>{"main", "side"}
+                                    : std::vector<std::string>{"main"};
   }
   std::vector<std::string> outlets() const override {
-    return kind_ == TestKind::kSplit ? std::vector<std::string>{"low", "high"} : std::vector<std::string>{"main"};
+    return kind_ == TestKind::kSplit ? std::vector<std::string>{"low", "high"}
+                                     : std::vector<std::string>{"main"};
   }
   std::vector<ParameterSpec> parameter_specs() const override {
     auto spec = [](const char* name, int64_t size, double mean, double std, const char* about) {
@@ -39,10 +41,11 @@ class TestProcessor : public Processor {
     }
     return {};
   }
-  ProcessorOutput forward(const std::vector<at::Tensor>& inputs, const TensorDict& p) const override {
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
+                          const TensorDict& p) const override {
     check_arguments(inputs, p);
     const at::Tensor& x = inputs[0];
-    auto column = [&](const char* name) { return p.at(name).unsqueeze(-1); };  // [N, k, 1]
+    auto column         = [&](const char* name) { return p.at(name).unsqueeze(-1); };  // [N, k, 1]
     switch (kind_) {
       case TestKind::kLinear: {
         at::Tensor a = column("a").narrow(1, 0, x.size(1)), b = column("b").narrow(1, 0, x.size(1));
@@ -51,7 +54,7 @@ class TestProcessor : public Processor {
       case TestKind::kNonlinear:
         return {{at::tanh(column("g") * x) * column("h")}, {}};
       case TestKind::kSplit: {
-        at::Tensor s = at::sigmoid(column("p"));
+        at::Tensor s   = at::sigmoid(column("p"));
         at::Tensor low = s * x + (1 - s) * delayed(x);
         return {{low, x - low}, {}};
       }
@@ -76,10 +79,11 @@ Processors random_graph_processors(const NodeTypes& types) {
   Processors processors;
   for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t) {
     const std::string& name = types.name(t);
-    TestKind kind = name == "split" ? TestKind::kSplit
-                    : name == "duck" ? TestKind::kDuck
-                    : (std::stoi(name.substr(1)) % 2 == 0 ? TestKind::kLinear : TestKind::kNonlinear);
-    processors[name] = make_test_processor(name, kind);
+    TestKind kind           = name == "split"  ? TestKind::kSplit
+                              : name == "duck" ? TestKind::kDuck
+                                               : (std::stoi(name.substr(1)) % 2 == 0 ? TestKind::kLinear
+                                                                                     : TestKind::kNonlinear);
+    processors[name]        = make_test_processor(name, kind);
   }
   return processors;
 }

@@ -10,8 +10,8 @@ namespace grafx::testing {
 enum class TestKind {
   kLinear,     ///< y = a·x + b·x[n−1], a and b per channel [2]; aux loss "l2" = Σ a²
   kNonlinear,  ///< y = tanh(g·x)·h, g and h [1]
-  kSplit,      ///< main -> low, high: low = s·x + (1−s)·x[n−1], high = x − low, s = σ(p) [1]
-  kDuck,       ///< main, side -> main: y = main · (1 − σ(k)·tanh(side²)), k [1]
+  kSplit,  ///< main -> low, high: low = s·x + (1−s)·x[n−1], high = x − low, s = σ(p) [1]
+  kDuck,   ///< main, side -> main: y = main · (1 − σ(k)·tanh(side²)), k [1]
 };
 
 std::shared_ptr<const Processor> make_test_processor(const std::string& name, TestKind kind);

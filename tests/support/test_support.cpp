@@ -2,12 +2,12 @@
 
 #include <grafx/processors/registry.h>
 
+#include <sys/wait.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 namespace grafx {
 
@@ -62,9 +62,9 @@ CommandResult run_grafx(const std::vector<std::string>& args) {
   char buffer[4096];
   size_t n;
   while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, n);
-  int status = pclose(pipe);
+  int status       = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = read_file(scratch.file("stderr"));
+  result.err       = read_file(scratch.file("stderr"));
   return result;
 }
 

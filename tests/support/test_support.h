@@ -11,18 +11,18 @@
 #include <vector>
 
 /// Expects `statement` to throw a grafx::Error with `error_code` whose message contains `text`.
-#define EXPECT_GRAFX_ERROR(statement, error_code, text)                                   \
-  do {                                                                                    \
-    bool grafx_thrown = false;                                                            \
-    try {                                                                                 \
-      statement;                                                                          \
-    } catch (const grafx::Error& grafx_error) {                                           \
-      grafx_thrown = true;                                                                \
-      EXPECT_EQ(grafx_error.code(), error_code) << grafx_error.what();                    \
-      EXPECT_NE(std::string(grafx_error.what()).find(text), std::string::npos)            \
-          << "message \"" << grafx_error.what() << "\" lacks \"" << text << "\"";         \
-    }                                                                                     \
-    EXPECT_TRUE(grafx_thrown) << #statement << " did not throw " << (error_code);        \
+#define EXPECT_GRAFX_ERROR(statement, error_code, text)                           \
+  do {                                                                            \
+    bool grafx_thrown = false;                                                    \
+    try {                                                                         \
+      statement;                                                                  \
+    } catch (const grafx::Error& grafx_error) {                                   \
+      grafx_thrown = true;                                                        \
+      EXPECT_EQ(grafx_error.code(), error_code) << grafx_error.what();            \
+      EXPECT_NE(std::string(grafx_error.what()).find(text), std::string::npos)    \
+          << "message \"" << grafx_error.what() << "\" lacks \"" << text << "\""; \
+    }                                                                             \
+    EXPECT_TRUE(grafx_thrown) << #statement << " did not throw " << (error_code); \
   } while (0)
 
 namespace grafx {
@@ -43,7 +43,7 @@ class TempDir {
  public:
   TempDir();
   ~TempDir();
-  TempDir(const TempDir&) = delete;
+  TempDir(const TempDir&)            = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
   std::string file(const std::string& name) const { return path_ + "/" + name; }

@@ -14,10 +14,10 @@
 namespace grafx {
 
 struct AdamWOptions {
-  double lr = 0.01;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
+  double lr           = 0.01;
+  double beta1        = 0.9;
+  double beta2        = 0.999;
+  double eps          = 1e-8;
   double weight_decay = 0.0;  ///< decoupled; the pruning paper uses 0
 };
 

@@ -24,16 +24,16 @@ namespace grafx {
 
 struct FitOptions {
   int64_t n_steps = 1000;
-  AdamWOptions optimizer;              ///< lr 0.01, weight decay 0 (the paper's)
-  double crop_seconds = 3.8;           ///< random crop per step (whole song if shorter)
-  double skip_seconds = 1.0;           ///< start of each crop left out of the loss (warm-up)
-  uint64_t seed = 0;                   ///< initial parameters and crops
-  int64_t reset_optimizer_every = 0;   ///< re-create the optimizer's state every n steps (0: never)
-  double max_gradient_norm = 0.0;      ///< clip the global gradient norm (0: no clipping)
-  int64_t max_non_finite_steps = 20;   ///< stop after this many skipped steps in a row
+  AdamWOptions optimizer;               ///< lr 0.01, weight decay 0 (the paper's)
+  double crop_seconds           = 3.8;  ///< random crop per step (whole song if shorter)
+  double skip_seconds           = 1.0;  ///< start of each crop left out of the loss (warm-up)
+  uint64_t seed                 = 0;    ///< initial parameters and crops
+  int64_t reset_optimizer_every = 0;  ///< re-create the optimizer's state every n steps (0: never)
+  double max_gradient_norm      = 0.0;  ///< clip the global gradient norm (0: no clipping)
+  int64_t max_non_finite_steps  = 20;   ///< stop after this many skipped steps in a row
   /// Weights of the processors' auxiliary losses (gain staging 1e-3, radii 0.5).
   std::map<std::string, double> regularizer_weights = default_regularizer_weights();
-  MixLossOptions loss;                 ///< sample rate and skip are set by the fitter
+  MixLossOptions loss;  ///< sample rate and skip are set by the fitter
   ScheduleOptions schedule = ScheduleMethod::kOptimal;
 };
 
@@ -43,21 +43,21 @@ double clip_gradient_norm(Parameters& parameters, double max_norm);
 
 /// One step's record.
 struct FitRecord {
-  int64_t step = 0;
-  double loss = 0;            ///< total (match + regularisation); NaN for a skipped step
-  double match_loss = 0;      ///< the mix-matching loss alone
+  int64_t step          = 0;
+  double loss           = 0;  ///< total (match + regularisation); NaN for a skipped step
+  double match_loss     = 0;  ///< the mix-matching loss alone
   double regularization = 0;
-  bool skipped = false;       ///< non-finite loss or gradients: no update
-  double gradient_norm = 0;   ///< global gradient norm before clipping
+  bool skipped          = false;  ///< non-finite loss or gradients: no update
+  double gradient_norm  = 0;      ///< global gradient norm before clipping
 };
 
 struct FitProgress {
-  int64_t step = 0;           ///< steps done
+  int64_t step    = 0;  ///< steps done
   int64_t n_steps = 0;
-  FitRecord record;           ///< the step just done
+  FitRecord record;  ///< the step just done
   double steps_per_second = 0;
-  double eta_seconds = 0;
-  int64_t skipped_steps = 0;  ///< in total
+  double eta_seconds      = 0;
+  int64_t skipped_steps   = 0;  ///< in total
 };
 
 class Fitter {
@@ -107,7 +107,7 @@ class Fitter {
   Graph graph_;
   at::Tensor tracks_, mix_;
   SampleRate sample_rate_;
-  FitOptions options_;        // with the loss's sample rate and skip filled in
+  FitOptions options_;  // with the loss's sample rate and skip filled in
   int64_t crop_samples_;
   Processors processors_;
   RenderPlan plan_;

@@ -42,10 +42,10 @@ struct ConsoleOptions {
 /// The console and where its parts are.
 struct Console {
   Graph graph;
-  std::vector<NodeId> inputs;        ///< the `in` node of each track, in track order
-  std::vector<NodeId> group_mixes;   ///< the `mix` node of each subgroup
-  NodeId master = -1;                ///< the master `mix` node
-  NodeId output = -1;                ///< the `out` node
+  std::vector<NodeId> inputs;       ///< the `in` node of each track, in track order
+  std::vector<NodeId> group_mixes;  ///< the `mix` node of each subgroup
+  NodeId master = -1;               ///< the master `mix` node
+  NodeId output = -1;               ///< the `out` node
 };
 
 /// Builds a console; throws GraphError [grafx.graph.invalid_console] for bad options.

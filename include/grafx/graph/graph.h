@@ -30,7 +30,7 @@ namespace grafx {
 using NodeId = int64_t;
 
 struct Node {
-  NodeId id = -1;
+  NodeId id   = -1;
   TypeId type = -1;
   std::string name;  ///< optional, free text (e.g. "bass.eq")
   /// Carries a learnable wet amount w: the node renders w·f(u) + (1 − w)·dry(u), where dry(u)
@@ -48,10 +48,10 @@ struct Node {
 
 /// An edge from outlet `outlet` of `source` to inlet `inlet` of `dest` (port indices).
 struct Edge {
-  NodeId source = -1;
-  NodeId dest = -1;
+  NodeId source  = -1;
+  NodeId dest    = -1;
   int64_t outlet = 0;
-  int64_t inlet = 0;
+  int64_t inlet  = 0;
 
   bool operator==(const Edge& o) const {
     return source == o.source && dest == o.dest && outlet == o.outlet && inlet == o.inlet;
@@ -173,7 +173,7 @@ class Graph {
 
   NodeTypes types_;
   std::map<NodeId, NodeData> nodes_;
-  NodeId next_id_ = 0;
+  NodeId next_id_  = 0;
   int64_t n_edges_ = 0;
 };
 

@@ -31,10 +31,10 @@ struct GraphTensor {
   at::Tensor edge_index;
   at::Tensor edge_ports;
   at::Tensor type_counts;
-  std::vector<NodeId> node_ids;        ///< the Graph id of each row
-  std::vector<std::string> node_names; ///< the name of each row
-  std::vector<bool> node_dry_wet;      ///< whether each row carries a wet amount (Node::dry_wet)
-  std::vector<bool> node_bypassed;     ///< whether each row is bypassed (Node::bypassed)
+  std::vector<NodeId> node_ids;         ///< the Graph id of each row
+  std::vector<std::string> node_names;  ///< the name of each row
+  std::vector<bool> node_dry_wet;       ///< whether each row carries a wet amount (Node::dry_wet)
+  std::vector<bool> node_bypassed;      ///< whether each row is bypassed (Node::bypassed)
 
   int64_t n_nodes() const { return static_cast<int64_t>(node_ids.size()); }
   int64_t n_edges() const;
@@ -47,10 +47,10 @@ GraphTensor to_tensor(const Graph& graph);
 Graph to_graph(const GraphTensor& tensor);
 
 struct GraphBatch {
-  GraphTensor graph;                   ///< the disjoint union
-  std::vector<int64_t> node_offsets;   ///< graph g owns rows [node_offsets[g], node_offsets[g+1])
-  std::vector<int64_t> source_offsets; ///< its sources, among all `in` rows
-  std::vector<int64_t> output_offsets; ///< its outputs, among all `out` rows
+  GraphTensor graph;                    ///< the disjoint union
+  std::vector<int64_t> node_offsets;    ///< graph g owns rows [node_offsets[g], node_offsets[g+1])
+  std::vector<int64_t> source_offsets;  ///< its sources, among all `in` rows
+  std::vector<int64_t> output_offsets;  ///< its outputs, among all `out` rows
   /// type_offsets[t][g]: graph g's nodes of type t start here among all nodes of type t.
   std::vector<std::vector<int64_t>> type_offsets;
 

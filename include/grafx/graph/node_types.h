@@ -38,7 +38,7 @@ struct NodeType {
 
 class NodeTypes {
  public:
-  static constexpr TypeId kIn = 0;
+  static constexpr TypeId kIn  = 0;
   static constexpr TypeId kOut = 1;
   static constexpr TypeId kMix = 2;
 

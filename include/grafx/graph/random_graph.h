@@ -11,10 +11,10 @@ namespace grafx {
 
 struct RandomGraphOptions {
   int64_t n_processors = 12;  ///< processor and mix nodes
-  int64_t n_inputs = 3;
-  int64_t n_outputs = 1;
-  int64_t n_types = 4;        ///< single-port processor types ("p0", "p1", ...)
-  bool multi_port = true;     ///< also "split" (main -> low, high) and "duck" (main, side -> main)
+  int64_t n_inputs     = 3;
+  int64_t n_outputs    = 1;
+  int64_t n_types      = 4;  ///< single-port processor types ("p0", "p1", ...)
+  bool multi_port = true;    ///< also "split" (main -> low, high) and "duck" (main, side -> main)
   double extra_edge_rate = 0.3;
 };
 

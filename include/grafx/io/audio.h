@@ -15,7 +15,7 @@
 namespace grafx {
 
 struct Audio {
-  at::Tensor samples;       ///< C×L, float32
+  at::Tensor samples;  ///< C×L, float32
   SampleRate sample_rate = 0;
 };
 

@@ -15,9 +15,9 @@
 namespace grafx {
 
 struct DrawOptions {
-  bool vertical = false;      ///< top to bottom instead of left to right
-  bool show_ids = false;      ///< label nodes "letter id" instead of the letter alone
-  std::string title;          ///< drawn above the graph when not empty
+  bool vertical = false;  ///< top to bottom instead of left to right
+  bool show_ids = false;  ///< label nodes "letter id" instead of the letter alone
+  std::string title;      ///< drawn above the graph when not empty
 };
 
 /// The Graphviz DOT text of a picture of the graph.

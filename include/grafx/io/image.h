@@ -19,12 +19,12 @@ std::string encode_png(const at::Tensor& rgb);
 void write_png(const std::string& path, const at::Tensor& rgb, bool overwrite = false);
 
 struct SpectrogramOptions {
-  int64_t n_fft = 2048;
-  int64_t height = 256;         ///< image rows, log-spaced from min_hz to the Nyquist frequency
-  int64_t width = 900;          ///< image columns (frames are averaged into columns)
-  double min_hz = 30.0;
-  double range_db = 80.0;       ///< dB below the reference shown (darker is quieter)
-  double reference_db = 0.0;    ///< 0: the loudest point of this signal; else this level
+  int64_t n_fft       = 2048;
+  int64_t height      = 256;  ///< image rows, log-spaced from min_hz to the Nyquist frequency
+  int64_t width       = 900;  ///< image columns (frames are averaged into columns)
+  double min_hz       = 30.0;
+  double range_db     = 80.0;  ///< dB below the reference shown (darker is quieter)
+  double reference_db = 0.0;   ///< 0: the loudest point of this signal; else this level
 };
 
 /// A spectrogram of C×L audio (channels averaged in power), magma colours, low frequencies at

@@ -19,7 +19,8 @@ struct SafetensorsFile {
 /// Writes atomically; tensors are written in name order (CPU, contiguous, as stored).
 /// Supported dtypes: bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64.
 void save_safetensors(const std::string& path, const TensorDict& tensors,
-                      const std::map<std::string, std::string>& metadata = {}, bool overwrite = false);
+                      const std::map<std::string, std::string>& metadata = {},
+                      bool overwrite                                     = false);
 
 /// Reads and validates a file: header length within the file, JSON header, known dtypes, shapes
 /// and offsets that match and tile the data exactly. Throws IoError [grafx.io.format] naming the

@@ -39,13 +39,13 @@ struct MixLossOptions {
   std::vector<int64_t> fft_sizes = {512, 1024, 4096};  ///< hop = fft/4, window = fft
 
   SampleRate sample_rate = 30000;  ///< sets the mel bands and the A-weighting filter
-  int64_t n_mels       = 96;
-  bool a_weighting     = true;
-  double eps           = 1e-4;  ///< floor of the squared STFT magnitude
-  int64_t skip_samples = 0;     ///< warm-up: samples at the start left out of the loss
-  double lr_weight     = 0.5;   ///< weight of (d_L + d_R) / 2
-  double mid_weight    = 0.25;
-  double side_weight   = 0.25;
+  int64_t n_mels         = 96;
+  bool a_weighting       = true;
+  double eps             = 1e-4;  ///< floor of the squared STFT magnitude
+  int64_t skip_samples   = 0;     ///< warm-up: samples at the start left out of the loss
+  double lr_weight       = 0.5;   ///< weight of (d_L + d_R) / 2
+  double mid_weight      = 0.25;
+  double side_weight     = 0.25;
 };
 
 /// The loss and its parts, for reports. All but `per_item` are means over the batch.

@@ -22,9 +22,9 @@ namespace grafx {
 /// A set of rows read or written: nothing, a slice [start, end) or an index list.
 struct RowAccess {
   enum class Kind { kNone, kSlice, kIndex };
-  Kind kind = Kind::kNone;
+  Kind kind     = Kind::kNone;
   int64_t start = 0;
-  int64_t end = 0;
+  int64_t end   = 0;
   std::vector<int64_t> index;
 
   /// A slice if the rows are consecutive and ascending, an index otherwise, none if empty.
@@ -41,22 +41,22 @@ std::string to_string(Aggregation aggregation);
 
 struct InletRead {
   std::string inlet;
-  RowAccess rows;                  ///< buffer rows, one per edge, ordered by destination
+  RowAccess rows;  ///< buffer rows, one per edge, ordered by destination
   Aggregation aggregation = Aggregation::kNone;
-  std::vector<int64_t> segments;   ///< kSegmentSum: the destination position of each row
+  std::vector<int64_t> segments;  ///< kSegmentSum: the destination position of each row
 };
 
 struct PlanStep {
   TypeId type = -1;
-  std::vector<int64_t> nodes;      ///< plan nodes of this step (contiguous)
-  std::vector<InletRead> reads;    ///< one per inlet; none for the `in` step (it reads sources)
-  RowAccess parameter_rows;        ///< rows of this type's parameters, in plan order
-  RowAccess writes;                ///< buffer rows written; none for the `out` step
+  std::vector<int64_t> nodes;    ///< plan nodes of this step (contiguous)
+  std::vector<InletRead> reads;  ///< one per inlet; none for the `in` step (it reads sources)
+  RowAccess parameter_rows;      ///< rows of this type's parameters, in plan order
+  RowAccess writes;              ///< buffer rows written; none for the `out` step
 };
 
 struct RenderPlan {
   NodeTypes types;
-  std::vector<PlanStep> steps;     ///< steps[0] reads the sources, steps.back() are the outputs
+  std::vector<PlanStep> steps;  ///< steps[0] reads the sources, steps.back() are the outputs
   int64_t n_buffer_rows = 0;
 
   std::vector<NodeId> node_ids;         ///< graph id of each plan node
@@ -80,7 +80,7 @@ struct RenderPlan {
   std::vector<std::vector<int64_t>> parameter_graph_rows;
 
   ScheduleMethod method = ScheduleMethod::kBeam;
-  bool proven_optimal = false;
+  bool proven_optimal   = false;
 
   /// Processor calls (steps other than `in` and `out`).
   int64_t n_calls() const { return static_cast<int64_t>(steps.size()) - 2; }

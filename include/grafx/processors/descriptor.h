@@ -45,9 +45,7 @@ enum class ResponsePicture {
 class Random {
  public:
   explicit Random(uint64_t seed) : rng_(seed) {}
-  double uniform(double lo, double hi) {
-    return lo + (hi - lo) * double(rng_() >> 11) * 0x1.0p-53;
-  }
+  double uniform(double lo, double hi) { return lo + (hi - lo) * double(rng_() >> 11) * 0x1.0p-53; }
   double log_uniform(double lo, double hi) { return std::exp(uniform(std::log(lo), std::log(hi))); }
 
  private:
@@ -58,7 +56,7 @@ class Random {
 struct PriorContext {
   const Processor& processor;
   SampleRate sample_rate;
-  bool subgroup;   ///< the node processes a subgroup (a sum of tracks), not a single track
+  bool subgroup;  ///< the node processes a subgroup (a sum of tracks), not a single track
   Random& random;
 };
 
@@ -77,9 +75,9 @@ struct GradientCheck {
 };
 
 struct ProcessorDescriptor {
-  std::string name;      ///< node type name, e.g. "eq"
-  char letter = 0;       ///< chain letter (consoles, drawings, schedules); unique, a-z or A-Z
-  std::string summary;   ///< one line for listings
+  std::string name;     ///< node type name, e.g. "eq"
+  char letter = 0;      ///< chain letter (consoles, drawings, schedules); unique, a-z or A-Z
+  std::string summary;  ///< one line for listings
   std::function<std::unique_ptr<Processor>(const ProcessorConfig&)> make;
   ResponsePicture response = ResponsePicture::kImpulse;
   /// Settings of hidden consoles (the demo, tests); empty: initial values.
@@ -98,7 +96,7 @@ struct ProcessorDescriptor {
     ProcessorDescriptor d;
     d.name   = std::move(name);
     d.letter = letter;
-    d.make   = [=](const ProcessorConfig& config) { return std::make_unique<P>(config, options...); };
+    d.make = [=](const ProcessorConfig& config) { return std::make_unique<P>(config, options...); };
     return d;
   }
 };

@@ -44,13 +44,13 @@ using ValueMap = std::function<at::Tensor(const at::Tensor&)>;
 
 /// One parameter of a processor, built with named steps (see the header comment).
 struct ParameterSpec {
-  std::string name;             ///< raw parameter name, e.g. "log_threshold"
-  std::vector<int64_t> shape;   ///< per node, e.g. {1}, {1024}, {2, 193}
-  double init_mean = 0.0;       ///< initial raw values are drawn from N(init_mean, init_std²)
-  double init_std = 0.01;
-  std::string physical_name;    ///< e.g. "threshold_db" (units in the name)
-  std::string unit;             ///< e.g. "dB"
-  std::string description;      ///< one line: what it does
+  std::string name;            ///< raw parameter name, e.g. "log_threshold"
+  std::vector<int64_t> shape;  ///< per node, e.g. {1}, {1024}, {2, 193}
+  double init_mean = 0.0;      ///< initial raw values are drawn from N(init_mean, init_std²)
+  double init_std  = 0.01;
+  std::string physical_name;  ///< e.g. "threshold_db" (units in the name)
+  std::string unit;           ///< e.g. "dB"
+  std::string description;    ///< one line: what it does
   double physical_min = -std::numeric_limits<double>::infinity();  ///< range of physical values
   double physical_max = std::numeric_limits<double>::infinity();
   /// Raw values `[N, shape...]` to physical values (any shape with first dimension N).

@@ -19,9 +19,9 @@
 namespace grafx {
 
 struct ParameterOptions {
-  uint64_t seed = 0;                    ///< same seed, same values, on every platform
+  uint64_t seed        = 0;  ///< same seed, same values, on every platform
   at::ScalarType dtype = at::kFloat;
-  bool requires_grad = true;
+  bool requires_grad   = true;
 };
 
 /// The parameters of a type's nodes in `graph`: its processor's specs, plus `dry_wet_spec()`

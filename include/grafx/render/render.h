@@ -51,11 +51,11 @@ struct GradientHook {
 
 /// What an observer sees after each step.
 struct StepView {
-  int64_t index = 0;                  ///< step index in the plan
+  int64_t index        = 0;  ///< step index in the plan
   const PlanStep* step = nullptr;
-  std::vector<NodeId> nodes;          ///< graph ids of the step's nodes
-  std::vector<at::Tensor> inputs;     ///< one per inlet, [B,] m × C × L (empty for `in`)
-  std::vector<at::Tensor> outputs;    ///< one per outlet, [B,] m × C × L (`out`: its input)
+  std::vector<NodeId> nodes;        ///< graph ids of the step's nodes
+  std::vector<at::Tensor> inputs;   ///< one per inlet, [B,] m × C × L (empty for `in`)
+  std::vector<at::Tensor> outputs;  ///< one per outlet, [B,] m × C × L (`out`: its input)
 };
 
 struct RenderOptions {
@@ -94,10 +94,11 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
 
 /// Graph-level batching: renders several graphs (same node types) in one pass. `parameters`
 /// and `sources` are given per graph; outputs come back per graph.
-std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs, const Processors& processors,
+std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs,
+                                      const Processors& processors,
                                       const std::vector<Parameters>& parameters,
                                       const std::vector<at::Tensor>& sources,
                                       const ScheduleOptions& schedule = {},
-                                      const RenderOptions& options = {});
+                                      const RenderOptions& options    = {});
 
 }  // namespace grafx

@@ -17,11 +17,11 @@
 namespace grafx {
 
 struct FitSummary {
-  std::string title;             ///< e.g. "grafx fit: song.wav"
+  std::string title;  ///< e.g. "grafx fit: song.wav"
   std::vector<std::string> track_names;
-  MixLossTerms before, after;    ///< whole-song loss before and after fitting
-  at::Tensor fitted;             ///< the fitted mix (C×L); rendered by write_fit_outputs if undefined
-  double seconds = 0;            ///< time spent fitting
+  MixLossTerms before, after;  ///< whole-song loss before and after fitting
+  at::Tensor fitted;   ///< the fitted mix (C×L); rendered by write_fit_outputs if undefined
+  double seconds = 0;  ///< time spent fitting
 };
 
 /// Writes every file above into `folder` (which must exist), each atomically. Existing files

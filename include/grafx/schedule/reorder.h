@@ -10,10 +10,10 @@
 namespace grafx {
 
 struct Reordering {
-  GraphTensor graph;               ///< the live nodes only, step by step
-  Schedule schedule;               ///< the schedule in the new rows (no dead rows)
-  std::vector<int64_t> old_rows;   ///< new row -> old row
-  std::vector<int64_t> new_rows;   ///< old row -> new row, -1 for dead rows
+  GraphTensor graph;              ///< the live nodes only, step by step
+  Schedule schedule;              ///< the schedule in the new rows (no dead rows)
+  std::vector<int64_t> old_rows;  ///< new row -> old row
+  std::vector<int64_t> new_rows;  ///< old row -> new row, -1 for dead rows
 };
 
 /// Reorders a graph for a schedule of it (from schedule_graph). `in` and `out` nodes keep their

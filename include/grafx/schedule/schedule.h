@@ -66,7 +66,7 @@ struct Schedule {
   int64_t lower_bound = 0;
   /// Search states expanded (beam and optimal), for diagnostics.
   int64_t states_expanded = 0;
-  double seconds = 0.0;  ///< time spent scheduling
+  double seconds          = 0.0;  ///< time spent scheduling
 
   /// Processor calls: the steps other than V0 and VN.
   int64_t n_calls() const { return static_cast<int64_t>(steps.size()) - 2; }
