@@ -13,7 +13,8 @@ for file in "${files[@]}"; do
   clang-format --dry-run -Werror "$file" >/dev/null 2>&1 || differ+=("$file")
 done
 if [ ${#differ[@]} -gt 0 ]; then
-  echo "check-format: ${#differ[@]} of ${#files[@]} files differ from clang-format's output:" >&2
+  echo "check-format: ${#differ[@]} of ${#files[@]} files differ from the output of" \
+    "$(clang-format --version | sed 's/ *(.*//'):" >&2
   printf '  %s\n' "${differ[@]}" >&2
   echo "fix with: clang-format -i ${differ[*]}" >&2
   exit 1

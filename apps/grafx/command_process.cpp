@@ -103,6 +103,8 @@ void add_process_command(CLI::App& app) {
   cmd->callback([args] {
     const ProcessorDescriptor& descriptor = processor_descriptor(args->type);
     Audio audio                           = read_audio(args->input);
+    if (audio.samples.numel() == 0)
+      throw IoError("grafx.io.length", args->input + ": holds no samples");
     if (!audio.samples.isfinite().all().item<bool>())
       throw IoError("grafx.io.non_finite",
                     args->input + ": holds non-finite samples (NaN or infinity)");

@@ -34,9 +34,9 @@ Graph load_graph_file(const std::string& path);
 /// empty or "0" for none.
 std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks);
 /// Fills a parameter's values `[1, shape...]` from text: one list of comma-separated finite
-/// numbers spread along the last dimension (one number fills it; several are interpolated
-/// linearly), or one such list per row of the leading dimensions, separated by ';'. Throws
-/// through `fail` with the reason.
+/// numbers spread along the last dimension (one number fills it; as many as it has are taken
+/// as they are; fewer are interpolated linearly; more are refused), or one such list per row of
+/// the leading dimensions, separated by ';'. Throws through `fail` with the reason.
 void fill_values(at::Tensor& values, const std::string& text,
                  const std::function<void(const std::string&)>& fail);
 /// "a, b, c".

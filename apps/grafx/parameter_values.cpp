@@ -52,8 +52,13 @@ void fill_values(at::Tensor& values, const std::string& text,
     fail("expected one list of values or " + std::to_string(n_rows) +
          " separated by ';', but got " + std::to_string(rows.size()));
   at::Tensor flat = values.view({n_rows, length});
-  for (int64_t r = 0; r < n_rows; ++r)
-    flat[r].copy_(spread(parse_numbers(rows[rows.size() == 1 ? 0 : size_t(r)], fail), length));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    std::vector<double> numbers = parse_numbers(rows[rows.size() == 1 ? 0 : size_t(r)], fail);
+    if (int64_t(numbers.size()) > length)
+      fail("expected at most " + std::to_string(length) + " values per row, but got " +
+           std::to_string(numbers.size()));
+    flat[r].copy_(spread(numbers, length));
+  }
 }
 
 std::string join(const std::vector<std::string>& items) {

@@ -79,11 +79,14 @@ std::string layer_of_file(const std::string& path) {
 /// The layer an include names: <grafx/LAYER/x.h>, <grafx/x.h> (common) or "LAYER/x.h" (a
 /// private header of src/LAYER); "" for others (the standard library, LibTorch, the app's own).
 std::string layer_of_include(const std::string& line) {
+  // Compiled once: this runs for every line of the tree.
+  static const std::regex layer_header(R"(^\s*#\s*include\s*[<"]grafx/([a-z_]+)/)");
+  static const std::regex common_header(R"(^\s*#\s*include\s*[<"]grafx/[a-z_]+\.h[>"])");
+  static const std::regex private_header(R"(^\s*#\s*include\s*"([a-z_]+)/)");
   std::smatch m;
-  if (std::regex_search(line, m, std::regex(R"(^\s*#\s*include\s*<grafx/([a-z_]+)/)"))) return m[1];
-  if (std::regex_search(line, m, std::regex(R"(^\s*#\s*include\s*<grafx/[a-z_]+\.h>)")))
-    return "common";
-  if (std::regex_search(line, m, std::regex(R"(^\s*#\s*include\s*"([a-z_]+)/)"))) return m[1];
+  if (std::regex_search(line, m, layer_header)) return m[1];
+  if (std::regex_search(line, common_header)) return "common";
+  if (std::regex_search(line, m, private_header)) return m[1];
   return "";
 }
 
@@ -115,19 +118,28 @@ TEST(RepositoryChecks, LayersIncludeOnlyLowerLayers) {
 }
 
 TEST(RepositoryChecks, ErrorCatalogueListsExactlyTheCodesThrown) {
-  // Codes are three-part literals "grafx.<layer>.<what>"; two-part ones ("grafx.graph",
-  // "grafx.parameters") name file formats.
-  std::regex code(R"re("(grafx\.[a-z_]+\.[a-z_]+)")re");
+  // Codes are three-part literals "grafx.<layer>.<what>". Any such literal counts, not only
+  // those inside an Error constructor, because codes also reach errors through helpers (`fail`
+  // lambdas, Graph::validate's issues). Two-part literals ("grafx.graph", "grafx.checkpoint",
+  // "grafx.parameters") name file formats and do not match. A three-part literal that is not a
+  // code goes into kNotCodes; there is none today.
+  const std::set<std::string> kNotCodes = {};
+  std::regex comment(R"(^\s*(//|\*))");
+  std::regex code(R"re("(grafx\.[a-z0-9_]+\.[a-z0-9_]+)")re");
   std::map<std::string, std::string> thrown;  // code -> first file:line
   for (const auto& file : sources({"src", "apps"})) {
     auto lines = lines_of(file);
-    for (size_t i = 0; i < lines.size(); ++i)
+    for (size_t i = 0; i < lines.size(); ++i) {
+      // A code quoted in a comment is not a use.
+      if (std::regex_search(lines[i], comment)) continue;
       for (std::sregex_iterator it(lines[i].begin(), lines[i].end(), code), end; it != end; ++it)
-        thrown.emplace((*it)[1], relative_path(file) + ":" + std::to_string(i + 1));
+        if (!kNotCodes.count((*it)[1]))
+          thrown.emplace((*it)[1], relative_path(file) + ":" + std::to_string(i + 1));
+    }
   }
   ASSERT_GT(thrown.size(), 30u) << "the scan found almost no codes: is the pattern right?";
   std::set<std::string> listed;
-  std::regex listed_code(R"(`(grafx\.[a-z_]+\.[a-z_]+)`)");
+  std::regex listed_code(R"(`(grafx\.[a-z0-9_]+\.[a-z0-9_]+)`)");
   for (const auto& line : lines_of(source_dir() / "docs/errors.md"))
     if (line.rfind("|", 0) == 0)
       for (std::sregex_iterator it(line.begin(), line.end(), listed_code), end; it != end; ++it)

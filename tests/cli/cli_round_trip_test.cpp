@@ -154,6 +154,10 @@ TEST(CliProcess, AppliesOneProcessorInPhysicalUnits) {
   fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "gain_db=nan"},
         "\"nan\" is not a finite number");
   fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "gain_db"}, "expected NAME=VALUE");
+  fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "gain_db=1,2,3"},
+        "expected at most 2 values per row, but got 3");
+  fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "gain_db=1e30"},
+        "[grafx.processor.non_finite] gain_pan: outlet \"main\" holds non-finite samples");
   fails({"process", "compressor", "-i", in, "-o", bad, "--set", "ratio=0.5"},
         "expected ratio from 1 to inf (:1), but got 0.5");
   fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "wet=2"},
@@ -162,6 +166,9 @@ TEST(CliProcess, AppliesOneProcessorInPhysicalUnits) {
         "expected a stereo (N×2×L) input");
   fails({"process", "flanger", "-i", in, "-o", bad}, "[grafx.processor.unknown]");
   fails({"process", "eq", "-i", dir.file("missing.wav"), "-o", bad}, "[grafx.io.");
+  write_audio(dir.file("empty.wav"), at::zeros({1, 0}), 8000);
+  fails({"process", "eq", "-i", dir.file("empty.wav"), "-o", bad},
+        "[grafx.io.length] " + dir.file("empty.wav") + ": holds no samples");
   EXPECT_FALSE(testing::file_exists(bad)) << "nothing is written on an error";
 
   r = run_grafx({"processors", "compressor"});

@@ -11,9 +11,9 @@
 ///     "next_id": 7
 ///   }
 ///
-/// Saving and loading round-trip exactly (types, ids, names, flags, ports, edges, next id). A malformed
-/// file throws one IoError [grafx.io.format] (or the GraphError of the offending node or edge)
-/// naming the file, the field and what was expected; it never crashes.
+/// Saving and loading round-trip exactly (types, ids, names, flags, ports, edges, next id). A
+/// malformed file throws one IoError [grafx.io.format] (or the GraphError of the offending node or
+/// edge) naming the file, the field and what was expected; it never crashes.
 
 #include <grafx/graph/graph.h>
 
