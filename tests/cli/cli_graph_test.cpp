@@ -21,6 +21,12 @@ TEST(CliGraph, ConsoleInfoAndDraw) {
       << r.out;
   Graph g = load_graph(json, console_node_types());
   EXPECT_EQ(g.n_nodes(), 90);
+  EXPECT_FALSE(g.node(g.nodes_of_type("eq").front()).dry_wet);
+  r = run_grafx({"console", "--tracks", "2", "--dry-wet", "-o", dir.file("wet.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Graph wet = load_graph(dir.file("wet.json"), console_node_types());
+  for (NodeId id : wet.nodes())
+    EXPECT_EQ(wet.node(id).dry_wet, !is_utility_type(wet.node(id).type)) << id;
   EXPECT_TRUE(testing::file_exists(dir.file("console.svg")));
 
   r = run_grafx({"info", json});

@@ -23,6 +23,14 @@ TEST(Draw, DotHasALetteredBoxPerNodeAndMarksInAndOut) {
   EXPECT_EQ(type_color("mix"), type_color("mute")) << "colours follow the letter";
   EXPECT_TRUE(contains(graph_to_dot(g, {true, true, "My console"}), "rankdir=TB"));
   EXPECT_TRUE(contains(graph_to_dot(g, {true, true, "My console"}), "label=\"My console\""));
+  NodeId eq = g.nodes_of_type("eq").front();
+  g.set_dry_wet(eq);
+  g.set_bypassed(eq);
+  dot = graph_to_dot(g);
+  EXPECT_TRUE(contains(dot, "n" + std::to_string(eq) + " [tooltip=\"" + std::to_string(eq) +
+                                " eq &quot;track0.eq&quot;, dry/wet, bypassed\""))
+      << dot;
+  EXPECT_TRUE(contains(dot, "style=\"rounded,dashed\"")) << "a bypassed node is dashed";
 }
 
 TEST(Draw, MultiPortNodesShowTheirPorts) {
