@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <iostream>
 
 namespace grafx {
 namespace {
@@ -21,7 +22,9 @@ double relative_difference(const std::string& a, const std::string& b) {
   at::Tensor x = read_audio(a).samples.to(at::kDouble), y = read_audio(b).samples.to(at::kDouble);
   EXPECT_EQ(x.sizes(), y.sizes()) << a << " and " << b;
   if (x.sizes() != y.sizes()) return INFINITY;
-  return ((x - y).norm() / y.norm()).item<double>();
+  double difference = ((x - y).norm() / y.norm()).item<double>();
+  std::cout << a << " against " << b << ": relative difference " << difference << "\n";
+  return difference;
 }
 
 /// Two mono tracks and a stereo "mix" at 44.1 kHz, like the shared stems.
