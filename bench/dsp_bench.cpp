@@ -13,6 +13,7 @@
 #include "bench_support.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <iostream>
 
@@ -43,7 +44,7 @@ Timings time_forward_backward(const std::function<at::Tensor(const std::vector<a
   for (const auto& x : inputs) leaves.push_back(x.detach().requires_grad_(true));
   at::Tensor weights = at::randn_like(f(inputs));
   double forward     = time_it([&] {
-                     at::NoGradGuard no_grad;
+                     c10::NoGradGuard no_grad;
                      f(inputs);
                    }).median_ms;
   double backward    = time_it([&] {

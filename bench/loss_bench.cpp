@@ -14,6 +14,7 @@
 #include "loss/spectral.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <iostream>
 
@@ -102,7 +103,7 @@ int main() {
           };
           // item() waits for the device.
           bench::Timing f  = bench::time_it([&] {
-            at::NoGradGuard no_grad;
+            c10::NoGradGuard no_grad;
             loss().item<float>();
           });
           bench::Timing fb = bench::time_it([&] {

@@ -8,6 +8,7 @@
 #include "bench_support.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <iostream>
 
@@ -34,7 +35,7 @@ int main() {
     }
     at::Tensor x_leaf = x.clone().requires_grad_(true), weights = at::randn_like(x);
     double forward       = time_it([&] {
-                       at::NoGradGuard no_grad;
+                       c10::NoGradGuard no_grad;
                        processor->forward({x}, parameters);
                      }).median_ms;
     double backward      = time_it([&] {

@@ -14,6 +14,7 @@
 #include "bench_support.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <malloc.h>
 
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
                       "forward+backward (ms)", "speed-up vs one-by-one (f+b)"});
   for (const auto& c : consoles) {
     GraphTensor tensor    = to_tensor(c.graph);
-    Processors processors = make_processors(c.graph.types(), {double(sample_rate)});
+    Processors processors = make_processors(c.graph.types(), {sample_rate});
     Parameters trained    = create_parameters(c.graph, processors, {0});
     Parameters fixed      = create_parameters(c.graph, processors, {0, at::kFloat, false});
     at::manual_seed(0);
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
     RenderPlan optimal = make_render_plan(tensor, ScheduleMethod::kOptimal);
     auto grafx_forward = bench::time_it(
         [&] {
-          at::NoGradGuard no_grad;
+          c10::NoGradGuard no_grad;
           render_grafx_style(optimal, processors, fixed, sources);
         },
         3, 1.0);
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
   // slows allocation down, hence only here, after the timings).
   mallopt(M_MMAP_THRESHOLD, 1 << 17);
   Graph hundred           = console(10, 2, -1);
-  Processors processors   = make_processors(hundred.types(), {double(sample_rate)});
+  Processors processors   = make_processors(hundred.types(), {sample_rate});
   at::Tensor sources      = at::randn({10, 2, length}) * 0.1;
   const double signal_mib = double(2 * length * 4) / (1 << 20);
   std::cout << "\nPeak memory of one forward+backward render of a " << hundred.n_nodes()

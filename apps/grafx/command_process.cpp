@@ -9,6 +9,7 @@
 #include <grafx/io/processor_response.h>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <filesystem>
 #include <iomanip>
@@ -120,7 +121,7 @@ void add_process_command(CLI::App& app) {
     std::vector<at::Tensor> inputs(processor->inlets().size(), x);
     TensorDict parameters;
     for (const auto& [name, value] : raw) parameters[name] = value.to(at::kFloat);
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     ProcessorOutput out = processor->forward(inputs, parameters);
     const double w      = wet.sigmoid().item<double>();
     NodeTypes types;

@@ -1,6 +1,7 @@
 #include <grafx/dsp/convolution.h>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
@@ -91,7 +92,7 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
     Blocks blocks(x.size(2), h.size(2), geometry[0], geometry[1], geometry[2]);
     // With create_graph, the spectra are recomputed from x and h so that the gradients are
     // differentiable again; otherwise the forward's are reused.
-    bool again = at::GradMode::is_enabled();
+    bool again = c10::GradMode::is_enabled();
     at::Tensor x_spectra =
         again ? blocks.block_spectra(x) : ctx->saved_data["x_spectra"].toTensor();
     at::Tensor h_spectrum =

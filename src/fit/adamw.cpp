@@ -2,6 +2,7 @@
 #include <grafx/fit/adamw.h>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <cmath>
 
@@ -30,7 +31,7 @@ void AdamW::zero_grad() {
 }
 
 void AdamW::step() {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   ++n_steps_;
   const double correction1 = 1 - std::pow(options_.beta1, double(n_steps_));
   const double correction2 = 1 - std::pow(options_.beta2, double(n_steps_));

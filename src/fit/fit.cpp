@@ -6,6 +6,7 @@
 #include <grafx/render/parameters.h>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <chrono>
 #include <cmath>
@@ -94,7 +95,7 @@ RenderOptions gain_staging(const NodeTypes& types) {
 }  // namespace
 
 double clip_gradient_norm(Parameters& parameters, double max_norm) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   double squared = 0;
   for (const auto& [type, named] : parameters)
     for (const auto& [name, p] : named)
@@ -205,7 +206,7 @@ void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
 }
 
 at::Tensor Fitter::render_mix() const {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   Parameters frozen;
   for (const auto& [type, named] : parameters_)
     for (const auto& [name, p] : named) frozen[type][name] = p.detach();
@@ -213,7 +214,7 @@ at::Tensor Fitter::render_mix() const {
 }
 
 MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   MixLossOptions whole = options_.loss;
   whole.skip_samples   = 0;
   return MixLoss(whole).terms((fitted.defined() ? fitted : render_mix()).unsqueeze(0),
@@ -265,7 +266,7 @@ void Fitter::load_checkpoint(const std::string& path) {
     if (key == "data") fail("made for other data (" + file.metadata[key] + "; now " + value + ")");
     fail("made with " + key + " " + file.metadata[key] + ", but this fit uses " + value);
   }
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (auto& [type, named] : parameters_)
     for (auto& [name, p] : named) {
       auto it = file.tensors.find("parameters/" + type + "." + name);

@@ -3,6 +3,7 @@
 #include <grafx/io/image.h>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <zlib.h>
 
 #include <array>
@@ -71,7 +72,7 @@ void write_png(const std::string& path, const at::Tensor& rgb, bool overwrite) {
 
 at::Tensor spectrogram_image(const at::Tensor& audio, SampleRate sample_rate,
                              const SpectrogramOptions& options, double* level_db) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   at::Tensor x = audio.detach().to(at::kCPU, at::kDouble);
   if (x.dim() == 1) x = x.unsqueeze(0);
   if (x.dim() != 2 || x.size(1) < 2)

@@ -2,6 +2,7 @@
 #include <grafx/processors/registry.h>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <cmath>
 
@@ -19,7 +20,7 @@ at::Tensor decibels(const at::Tensor& amplitude) {
 
 /// The processor's output for x, with the parameters of one node repeated for every item.
 at::Tensor run(const Processor& processor, const at::Tensor& x, const TensorDict& parameters) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   TensorDict repeated;
   for (const auto& [name, p] : parameters) {
     std::vector<int64_t> times(size_t(p.dim()), 1);

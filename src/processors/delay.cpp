@@ -7,6 +7,7 @@
 #include "processors/units.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 namespace grafx {
 
@@ -46,7 +47,7 @@ std::vector<ParameterSpec> MultitapDelay::parameter_specs() const {
   const double ms_per_sample = 1000.0 / double(sample_rate_);
   const int64_t segment      = segment_;
   auto delay_ms              = [=](const at::Tensor& raw) {
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     at::Tensor within = dsp::surrogate_delay(raw, segment).impulse_responses.argmax(-1);
     at::Tensor first  = at::arange(kTaps, within.options()).remainder(kSegments) * segment;
     return (within + first).to(raw.scalar_type()) * ms_per_sample;

@@ -5,6 +5,7 @@
 #include "render/checks.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <optional>
@@ -179,7 +180,7 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
     if (!options.frozen_types.count(type))
       for (const auto& [name, tensor] : tensors)
         needs_gradient = needs_gradient || tensor.requires_grad();
-  std::optional<at::NoGradGuard> no_grad;
+  std::optional<c10::NoGradGuard> no_grad;
   if (!needs_gradient) no_grad.emplace();
 
   std::map<TypeId, PreparedParameters> prepared;

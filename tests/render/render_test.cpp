@@ -10,6 +10,7 @@
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 namespace grafx {
 namespace {
@@ -138,7 +139,7 @@ TEST(Render, WithoutGradientsNoAutogradBookkeeping) {
   RenderPlan plan = make_render_plan(to_tensor(f.graph));
   std::vector<bool> grad_mode;
   RenderOptions options;
-  options.observer = [&](const StepView&) { grad_mode.push_back(at::GradMode::is_enabled()); };
+  options.observer = [&](const StepView&) { grad_mode.push_back(c10::GradMode::is_enabled()); };
   RenderResult r   = render(plan, f.processors, p, at::randn({1, 2, 64}), options);
   EXPECT_FALSE(r.outputs.requires_grad());
   EXPECT_EQ(grad_mode, std::vector<bool>(plan.steps.size(), false));
