@@ -51,7 +51,7 @@ ParameterSpec& ParameterSpec::about(std::string text) {
 }
 
 ParameterSpec dry_wet_spec() {
-  return ParameterSpec::raw("dry_wet", {1})
+  return ParameterSpec::raw(kDryWetParameter, {1})
       .initial(0.0, 0.0)
       .physical(
           "wet", "ratio", [](const at::Tensor& raw) { return raw.sigmoid(); },

@@ -72,8 +72,8 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
       for (auto& x : inputs) x = x.reshape({B, C, L});
       const Node& node = graph.node(id);
       at::Tensor wet;  // [B, 1, 1]
-      if (node.dry_wet) wet = node_parameters.at("dry_wet").sigmoid().view({B, 1, 1});
-      node_parameters.erase("dry_wet");
+      if (node.dry_wet) wet = node_parameters.at(kDryWetParameter).sigmoid().view({B, 1, 1});
+      node_parameters.erase(kDryWetParameter);
       ProcessorOutput out = processors.at(name)->forward(inputs, node_parameters);
       for (int64_t o = 0; o < types.n_outlets(type); ++o) {
         int64_t passed = types.passed_inlet(type, o);

@@ -144,7 +144,7 @@ NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, TensorDict& st
   auto per_row = [&](const std::vector<double>& values) {  // [m] -> [B·m, 1, 1]
     return at::tensor(values, at::kDouble).to(options).repeat({B}).view({-1, 1, 1});
   };
-  auto raw = step_parameters.find("dry_wet");
+  auto raw = step_parameters.find(kDryWetParameter);
   if (raw != step_parameters.end()) {
     if (std::find(dry_wet.begin(), dry_wet.end(), 1.0) != dry_wet.end()) {
       at::Tensor has = per_row(dry_wet);

@@ -82,6 +82,8 @@ struct ProcessorOutput {
 /// `w = σ(dry_wet)` (rendered by the render layer for every processor; no processor may declare
 /// a parameter of this name). Initial raw value 0: w = 0.5, as in the pruning paper.
 ParameterSpec dry_wet_spec();
+/// Its raw name, "dry_wet".
+inline constexpr char kDryWetParameter[] = "dry_wet";
 
 class Processor {
  public:
