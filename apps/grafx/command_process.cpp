@@ -33,7 +33,7 @@ void set_parameter(TensorDict& raw, at::Tensor& wet, const std::string& assignme
   std::vector<ParameterSpec> specs = processor.parameter_specs();
   specs.push_back(dry_wet_spec());
   for (const auto& spec : specs) {
-    at::Tensor& target = spec.name == dry_wet_spec().name ? wet : raw.at(spec.name);
+    at::Tensor& target = spec.name == kDryWetParameter ? wet : raw.at(spec.name);
     if (name == spec.name) {  // raw values
       fill_values(target, text, fail);
       return;

@@ -108,8 +108,9 @@ void add_render_command(CLI::App& app) {
     auto outputs = output_paths(args->output, graph.count_per_type()[NodeTypes::kOut]);
     for (const auto& path : outputs) check_writable(path, args->force);
     // Parameters made at one sample rate (a fit's) are rendered at that rate.
-    SampleRate sample_rate =
-        args->parameters.empty() ? 0 : parameter_file_sample_rate(args->parameters);
+    ParameterFile file;
+    if (!args->parameters.empty()) file = read_parameter_file(args->parameters, graph);
+    SampleRate sample_rate = file.sample_rate;
     if (sample_rate > 0)
       std::cout << "rendering at " << sample_rate << " Hz, the rate " << args->parameters
                 << " was made for (sources at other rates are resampled)\n";
@@ -118,7 +119,7 @@ void add_render_command(CLI::App& app) {
     Parameters parameters =
         args->parameters.empty()
             ? create_parameters(graph, processors, {uint64_t(args->seed), at::kFloat, false})
-            : load_parameters(args->parameters, graph);
+            : file.parameters;
     ScheduleOptions schedule(parse_schedule_method(args->method));
     RenderPlan plan     = make_render_plan(to_tensor(graph), schedule);
     RenderResult result = render(plan, processors, parameters, sources);

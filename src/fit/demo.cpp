@@ -12,6 +12,7 @@ Parameters musical_parameters(const Graph& console, const Processors& processors
                               SampleRate sample_rate, uint64_t seed) {
   Parameters parameters = create_parameters(console, processors, {seed, at::kFloat, false});
   Random random(seed);
+  const std::string wet = dry_wet_spec().physical_name;  // the key priors give wet amounts by
   for (auto& [type, named] : parameters) {
     const ProcessorDescriptor* descriptor = find_processor(type);
     const Processor& processor            = *processors.at(type);
@@ -24,7 +25,7 @@ Parameters musical_parameters(const Graph& console, const Processors& processors
         settings = descriptor->musical_prior(
             {processor, sample_rate, node.name.rfind("group", 0) == 0, random});
       // Dry/wet nodes of a hidden console are mostly wet unless the prior says otherwise.
-      if (!settings.count("wet")) settings["wet"] = at::full({1}, 0.98, at::kDouble);
+      if (!settings.count(wet)) settings[wet] = at::full({1}, 0.98, at::kDouble);
       for (const auto& spec : specs) {
         auto setting = settings.find(spec.physical_name);
         if (setting == settings.end() || !spec.to_raw) continue;

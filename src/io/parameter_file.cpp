@@ -38,14 +38,15 @@ void save_parameters(const std::string& path, const Graph& graph, const Paramete
   save_safetensors(path, tensors, metadata, overwrite);
 }
 
-Parameters load_parameters(const std::string& path, const Graph& graph) {
+ParameterFile read_parameter_file(const std::string& path, const Graph& graph) {
   SafetensorsFile file = load_safetensors(path);
   auto format          = file.metadata.find("format");
   if (format == file.metadata.end() || format->second != "grafx.parameters")
     throw IoError("grafx.io.format", path +
                                          ": not a grafx parameter file (metadata \"format\" is not "
                                          "\"grafx.parameters\")");
-  Parameters parameters;
+  ParameterFile result;
+  Parameters& parameters = result.parameters;
   for (const auto& [key, tensor] : file.tensors) {
     auto dot = key.find('.');
     if (dot == std::string::npos || dot == 0 || dot + 1 == key.size())
@@ -64,21 +65,23 @@ Parameters load_parameters(const std::string& path, const Graph& graph) {
                                              ids->second + ", but the graph's " + type +
                                              " nodes are " + graph_ids);
   }
-  return parameters;
-}
-
-SampleRate parameter_file_sample_rate(const std::string& path) {
-  SafetensorsFile file = load_safetensors(path);
-  auto rate            = file.metadata.find("sample_rate");
-  if (rate == file.metadata.end()) return 0;
+  auto rate = file.metadata.find("sample_rate");
+  if (rate == file.metadata.end()) return result;
   try {
     size_t used     = 0;
     long long value = std::stoll(rate->second, &used);
-    if (used == rate->second.size() && value > 0) return SampleRate(value);
+    if (used == rate->second.size() && value > 0) {
+      result.sample_rate = SampleRate(value);
+      return result;
+    }
   } catch (const std::logic_error&) {
   }
   throw IoError("grafx.io.format", path + ": metadata \"sample_rate\" is \"" + rate->second +
                                        "\"; expected a positive whole number of Hz");
+}
+
+Parameters load_parameters(const std::string& path, const Graph& graph) {
+  return read_parameter_file(path, graph).parameters;
 }
 
 std::string physical_parameters_json(const Graph& graph, const Processors& processors,
@@ -92,7 +95,7 @@ std::string physical_parameters_json(const Graph& graph, const Processors& proce
       const Node& node = graph.node(ids[row]);
       json values      = json::object();
       for (const auto& spec : specs) {
-        if (spec.name == dry_wet_spec().name && !node.dry_wet) continue;
+        if (spec.name == kDryWetParameter && !node.dry_wet) continue;
         bool per_item              = named.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
         at::Tensor value           = spec.to_physical(named.at(spec.name));
         values[spec.physical_name] = to_json((per_item ? value[0] : value)[int64_t(row)]);

@@ -75,7 +75,7 @@ std::string describe_parameters(const Graph& graph, const Processors& processors
       const Node& node = graph.node(ids[row]);
       s << graph.describe(ids[row]) << (node.bypassed ? " (bypassed)" : "") << "\n";
       for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type))) {
-        if (spec.name == dry_wet_spec().name && !node.dry_wet) continue;
+        if (spec.name == kDryWetParameter && !node.dry_wet) continue;
         at::Tensor value = spec.to_physical(tensors.at(spec.name)).detach().to(at::kDouble);
         bool per_item    = tensors.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
         value = (per_item ? value[0] : value)[int64_t(row)];  // per batch item: the first item

@@ -146,9 +146,12 @@ NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, TensorDict& st
   };
   auto raw = step_parameters.find(kDryWetParameter);
   if (raw != step_parameters.end()) {
-    if (std::find(dry_wet.begin(), dry_wet.end(), 1.0) != dry_wet.end()) {
-      at::Tensor has = per_row(dry_wet);
-      mix.wet        = has * raw->second.sigmoid().view({-1, 1, 1}) + (1 - has);
+    auto n_dry_wet = std::count(dry_wet.begin(), dry_wet.end(), 1.0);
+    if (n_dry_wet > 0) {
+      at::Tensor w = raw->second.sigmoid().view({-1, 1, 1});
+      at::Tensor has;
+      if (n_dry_wet < int64_t(dry_wet.size())) has = per_row(dry_wet);  // not every node has one
+      mix.wet = has.defined() ? has * w + (1 - has) : w;
     }
     step_parameters.erase(raw);
   }

@@ -158,6 +158,17 @@ TEST(ParameterFile, RoundTripsAndChecksTheGraph) {
                    {{"format", "grafx.parameters"}});
   EXPECT_GRAFX_ERROR(load_parameters(dir.file("alien.safetensors"), graph), "grafx.io.mismatch",
                      "type \"chorus\", which the graph does not have");
+
+  // The sample rate the parameters were made for travels with them.
+  EXPECT_EQ(read_parameter_file(dir.file("p.safetensors"), graph).sample_rate, 0);
+  save_parameters(dir.file("fit.safetensors"), graph, p, false, 30000);
+  EXPECT_EQ(read_parameter_file(dir.file("fit.safetensors"), graph).sample_rate, 30000);
+  SafetensorsFile fit         = load_safetensors(dir.file("fit.safetensors"));
+  fit.metadata["sample_rate"] = "30k";
+  save_safetensors(dir.file("bad_rate.safetensors"), fit.tensors, fit.metadata);
+  EXPECT_GRAFX_ERROR(read_parameter_file(dir.file("bad_rate.safetensors"), graph),
+                     "grafx.io.format",
+                     "metadata \"sample_rate\" is \"30k\"; expected a positive whole number of Hz");
 }
 
 TEST(ParameterFile, PhysicalJsonListsEveryNode) {

@@ -8,7 +8,7 @@
 ///
 ///   save_parameters("fit.safetensors", graph, parameters, /*overwrite=*/false, 30000);
 ///   Parameters p = load_parameters("fit.safetensors", graph);
-///   SampleRate rate = parameter_file_sample_rate("fit.safetensors");   // 30000
+///   ParameterFile file = read_parameter_file("fit.safetensors", graph);   // and its rate, 30000
 
 #include <grafx/graph/graph.h>
 #include <grafx/render/render.h>
@@ -21,13 +21,18 @@ namespace grafx {
 void save_parameters(const std::string& path, const Graph& graph, const Parameters& parameters,
                      bool overwrite = false, SampleRate sample_rate = 0);
 
-/// Throws IoError [grafx.io.format] for a malformed file, and [grafx.io.mismatch] when its
-/// types or node ids differ from the graph's (naming the type and both id lists).
-Parameters load_parameters(const std::string& path, const Graph& graph);
+struct ParameterFile {
+  Parameters parameters;
+  SampleRate sample_rate = 0;  ///< 0: not recorded
+};
 
-/// The sample rate a parameter file records, or 0 when it records none; throws IoError
-/// [grafx.io.format] for a malformed file or rate.
-SampleRate parameter_file_sample_rate(const std::string& path);
+/// Reads a parameter file once: its parameters and the sample rate it records. Throws IoError
+/// [grafx.io.format] for a malformed file or rate, and [grafx.io.mismatch] when its types or
+/// node ids differ from the graph's (naming the type and both id lists).
+ParameterFile read_parameter_file(const std::string& path, const Graph& graph);
+
+/// The parameters of read_parameter_file.
+Parameters load_parameters(const std::string& path, const Graph& graph);
 
 /// Every node's parameters in physical units, as JSON:
 /// {"format": "grafx.physical_parameters", "nodes": [{"id": 3, "name": "bass.eq", "type": "eq",
