@@ -216,6 +216,11 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->session.folder, "Output folder")->required();
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
+    Graph graph;
+    if (!args->graph.empty()) {  // a bad graph file fails before the output folder is made
+      graph = load_graph_file(args->graph);
+      graph.check();
+    }
     prepare_folder(args->session);
     std::vector<at::Tensor> tracks;
     std::vector<std::string> names;
@@ -238,7 +243,6 @@ void add_fit_command(CLI::App& app) {
                   << " s longer than " << shortest << "; its end is left out\n";
         *audio = audio->narrow(1, 0, length);
       }
-    Graph graph;
     if (args->graph.empty()) {
       ConsoleOptions console;
       console.n_tracks     = int64_t(tracks.size());
@@ -247,9 +251,6 @@ void add_fit_command(CLI::App& app) {
       console.track_names  = names;
       console.dry_wet      = true;
       graph                = build_console(console, known_node_types()).graph;
-    } else {
-      graph = load_graph_file(args->graph);
-      graph.check();
     }
     std::cout << "fitting " << (args->graph.empty() ? "a console" : args->graph) << " of "
               << graph.n_nodes() << " nodes to " << args->mix << " (" << tracks.size()
