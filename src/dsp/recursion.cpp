@@ -1,5 +1,7 @@
 #include <grafx/dsp/recursion.h>
 
+#include "dsp/rows.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -12,25 +14,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// ---- kernels: groups of rows in parallel; within a group, the rows advance together --------
-//
-// A recursion is a chain of dependent multiply-adds, bound by their latency; interleaving
-// independent rows keeps several chains in flight at once (2–3× faster than row by row here).
-// More than 4 rows is slower when rows are a power of two apart in memory (as 2^17-sample
-// signals are): their samples then compete for the same cache sets.
-
-constexpr int64_t kInterleavedRows = 4;
-
-/// Calls step(first_row, n_rows) for groups of up to kInterleavedRows rows, in parallel.
-template <typename Step>
-void for_row_groups(int64_t n_rows, const Step& step) {
-  int64_t n_groups = (n_rows + kInterleavedRows - 1) / kInterleavedRows;
-  at::parallel_for(0, n_groups, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g)
-      step(g * kInterleavedRows, std::min(kInterleavedRows, n_rows - g * kInterleavedRows));
-  });
-}
 
 /// y[n] = a·y[n∓1] + x[n] over rows of length L; `a` has one value per row or per sample.
 template <typename T, bool kVarying, bool kReverse>
@@ -75,16 +58,6 @@ void ballistics_rows(const T* x, const T* rise, const T* fall, const T* initial,
       }
   });
 }
-
-/// Runs `kernel` on CPU copies of the arguments (contiguous), returning y on x's device.
-template <typename Kernel>
-at::Tensor on_cpu(const at::Tensor& x, Kernel kernel) {
-  at::Tensor y = at::empty(x.sizes(), x.options().device(at::kCPU));
-  kernel(y);
-  return y.to(x.device());
-}
-
-at::Tensor cpu(const at::Tensor& t) { return t.to(at::kCPU).contiguous(); }
 
 // ---- autograd Functions on rows: x R×L, a R×1 or R×L, initial R ----------------------------
 

@@ -1,0 +1,54 @@
+#pragma once
+/// Cascades of second-order sections (biquads), run exactly in the time domain.
+///
+///   H(z) = Π_k (b_k0 + b_k1·z⁻¹ + b_k2·z⁻²) / (a_k0 + a_k1·z⁻¹ + a_k2·z⁻²),   k = 0 … K−1
+///
+/// `x` is `[..., L]`; `b` and `a` are `[..., K, 3]` whose leading dimensions broadcast to x's
+/// (e.g. x N×2×L with b N×1×K×3: one filter per node on both channels), so every row of a
+/// batched call has its own filter. Coefficients need not be normalised (a_k0 ≠ 0 divides).
+///
+/// Each section is the direct-form recursion
+///   v[n] = b0·u[n] + b1·u[n−1] + b2·u[n−2] − a1·v[n−1] − a2·v[n−2]   (zero initial state),
+/// O(L) per section, rows in parallel, state in double precision for float and double signals.
+/// `reverse` runs it from the last sample to the first (u[n+1], v[n+1], …): filtering then
+/// reversing in time, as the adjoint and zero-phase filtering need.
+///
+/// The backward pass is hand-written: the adjoint of a linear recursion is the same recursion
+/// run the other way in time. For each section, one backward sweep gives
+///   w = A⁻ᵀ g (the all-pole part run backward),  ∂/∂u = Bᵀ w,
+///   ∂/∂b_i = Σ_n w[n]·u[n−i],  ∂/∂a_i = −Σ_n w[n]·v[n−i],
+/// from the sections' signals saved by the forward pass (K·L values per row, kept only when
+/// something needs a gradient). When the backward pass is itself recorded (create_graph), it
+/// is built from this function and ATen operations instead, so double backward works.
+/// Tensors on another device are copied to the CPU and back (no GPU kernel yet).
+///
+///   at::Tensor b = at::tensor({1.0, 2.0, 1.0}).view({1, 1, 1, 3}) * 0.25;
+///   at::Tensor y = biquad_cascade(x, b, a);   // x N×2×L, b and a N×1×1×3
+///
+/// `biquad_cascade_frequency_sampling` is GRAFX's default IIR backend, for comparison: the
+/// response sampled at N/2 + 1 frequencies becomes an N-tap FIR (the impulse response
+/// time-aliased to N samples), applied by exact causal convolution.
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+
+namespace grafx::dsp {
+
+at::Tensor biquad_cascade(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a,
+                          bool reverse = false);
+
+/// The cascade's complex response H(e^{jω}) at `omega` (rad/sample, [F]): `[..., F]` complex.
+at::Tensor biquad_response(const at::Tensor& b, const at::Tensor& a, const at::Tensor& omega);
+
+/// GRAFX's frequency-sampling approximation with `n_taps` (even) taps.
+at::Tensor biquad_cascade_frequency_sampling(const at::Tensor& x, const at::Tensor& b,
+                                             const at::Tensor& a, int64_t n_taps = 4000);
+
+/// A plain transposed-direct-form-II loop in double precision, without autograd: the reference
+/// the tests compare the kernel with.
+namespace reference {
+at::Tensor biquad_cascade(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a);
+}  // namespace reference
+
+}  // namespace grafx::dsp
