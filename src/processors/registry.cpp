@@ -4,10 +4,15 @@
 #include <grafx/processors/registry.h>
 
 #include <grafx/processors/compressor.h>
+#include <grafx/processors/cookbook_filters.h>
 #include <grafx/processors/delay.h>
 #include <grafx/processors/eq.h>
+#include <grafx/processors/fir_filters.h>
+#include <grafx/processors/free_filters.h>
 #include <grafx/processors/gain_pan.h>
+#include <grafx/processors/graphic_eq.h>
 #include <grafx/processors/noise_gate.h>
+#include <grafx/processors/parametric_eq.h>
 #include <grafx/processors/reverb.h>
 #include <grafx/processors/stereo_imager.h>
 
@@ -31,6 +36,24 @@ std::vector<ProcessorDescriptor> built_in() {
       gain_pan_descriptor(),
       delay_descriptor(),
       reverb_descriptor(),
+      lowpass_descriptor(),
+      highpass_descriptor(),
+      bandpass_descriptor(),
+      bandreject_descriptor(),
+      allpass_descriptor(),
+      peaking_descriptor(),
+      low_shelf_descriptor(),
+      high_shelf_descriptor(),
+      biquad_descriptor(),
+      pole_zero_descriptor(),
+      state_variable_filter_descriptor(),
+      parametric_eq_descriptor(),
+      parametric_eq_stereo_descriptor(),
+      parametric_eq_midside_descriptor(),
+      graphic_eq_descriptor(),
+      graphic_eq_third_octave_descriptor(),
+      fir_eq_descriptor(),
+      fir_filter_descriptor(),
   };
 }
 

@@ -6,8 +6,10 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace grafx::units {
 
@@ -18,6 +20,66 @@ inline at::Tensor log_gain_to_db(const at::Tensor& log_gain) {
 
 /// Decibels to natural-log gain, the inverse of log_gain_to_db.
 inline at::Tensor db_to_log_gain(const at::Tensor& db) { return db * (std::log(10.0) / 20.0); }
+
+/// Frequencies on a log scale between `lo_hz` and `hi_hz`: f = lo·(hi/lo)^σ(raw + offset), with
+/// one offset per element of the last dimension so that raw 0 is `initial_hz` there (one value
+/// for all, or one per element). Every raw value is a valid frequency strictly inside the range.
+struct LogFrequency {
+  double lo_hz, hi_hz;
+  std::vector<double> offsets;
+
+  LogFrequency(double lo, double hi, const std::vector<double>& initial_hz) : lo_hz(lo), hi_hz(hi) {
+    for (double f : initial_hz) {
+      double position = std::log(f / lo) / std::log(hi / lo);
+      offsets.push_back(std::log(position / (1 - position)));
+    }
+  }
+  at::Tensor offset(const at::Tensor& like) const {
+    return at::tensor(offsets, like.options().dtype(at::kDouble)).to(like.scalar_type());
+  }
+  at::Tensor to_hz(const at::Tensor& raw) const {
+    return lo_hz * at::pow(hi_hz / lo_hz, (raw + offset(raw)).sigmoid());
+  }
+  at::Tensor to_raw(const at::Tensor& hz) const {
+    return (at::log(hz / lo_hz) / std::log(hi_hz / lo_hz)).logit() - offset(hz);
+  }
+};
+
+/// A frequency parameter on a LogFrequency scale from 5 Hz to Nyquist (initial values clamped
+/// below 0.45·fs); users may set 10 Hz to 0.499·fs.
+inline ParameterSpec frequency_spec(const std::string& raw_name, const std::string& physical_name,
+                                    std::vector<int64_t> shape, SampleRate sample_rate,
+                                    std::vector<double> initial_hz) {
+  for (double& f : initial_hz) f = std::min(f, 0.45 * double(sample_rate));
+  LogFrequency scale(5.0, 0.5 * double(sample_rate), initial_hz);
+  return ParameterSpec::raw(raw_name, std::move(shape))
+      .physical(
+          physical_name, "Hz", [scale](const at::Tensor& raw) { return scale.to_hz(raw); },
+          [scale](const at::Tensor& hz) { return scale.to_raw(hz); })
+      .range(10.0, 0.499 * double(sample_rate));
+}
+
+/// Frequencies in Hz to rad/sample.
+inline at::Tensor omega(const at::Tensor& hz, SampleRate sample_rate) {
+  return hz * (2 * M_PI / double(sample_rate));
+}
+
+/// A filter's Q, q = e^{raw}, initially `initial_q`.
+inline ParameterSpec q_spec(std::vector<int64_t> shape, double initial_q) {
+  return ParameterSpec::raw("log_q", std::move(shape))
+      .initial(std::log(initial_q))
+      .physical(
+          "q", "", [](const at::Tensor& raw) { return raw.exp(); },
+          [](const at::Tensor& q) { return q.log(); })
+      .range(0.01, 100.0);
+}
+
+/// A gain in dB stored as a natural-log gain (log_gain_to_db), initially 0 dB.
+inline ParameterSpec gain_spec(std::string raw_name, std::vector<int64_t> shape) {
+  return ParameterSpec::raw(std::move(raw_name), std::move(shape))
+      .physical("gain_db", "dB", log_gain_to_db, db_to_log_gain)
+      .range(-60.0, 60.0);
+}
 
 /// A duration in samples at the configured sample rate; throws ProcessorError
 /// [grafx.processor.config] unless the sample rate is positive and the duration has at least

@@ -5,6 +5,8 @@
 
 #include "support/test_support.h"
 
+#include <algorithm>
+
 namespace grafx {
 namespace {
 
@@ -64,13 +66,16 @@ TEST(CliGraph, ErrorsAreOneLineAndNonZeroAndLoseNothing) {
   EXPECT_EQ(run_grafx({"console", "-o", json, "--tracks", "3", "--force"}).exit_code, 0);
   EXPECT_NE(testing::read_file(json), before);
 
-  r = run_grafx({"console", "--chain", "exq", "-o", dir.file("x.json")});
+  r = run_grafx({"console", "--chain", "e7q", "-o", dir.file("x.json")});
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.err,
-            "grafx: error: [grafx.graph.unknown_type] chain letter 'x' names no "
-            "processor; letters: m mix, e eq, E eq_stereo, Q eq_midside, c compressor, "
-            "C compressor_ballistics, n noise_gate, N noise_gate_ballistics, s stereo_imager, "
-            "g gain_pan, d delay, r reverb\n");
+  EXPECT_EQ(
+      r.err.rfind("grafx: error: [grafx.graph.unknown_type] chain letter '7' names no "
+                  "processor; letters: m mix, e eq, E eq_stereo, Q eq_midside, c compressor, ",
+                  0),
+      0u)
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "l lowpass, h highpass")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line";
   EXPECT_FALSE(testing::file_exists(dir.file("x.json")));
 
   r = run_grafx({"console", "--tracks", "2", "--groups", "3", "-o", dir.file("y.json")});

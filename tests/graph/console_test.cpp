@@ -17,8 +17,10 @@ TEST(Console, ChainLettersNameTheRegisteredTypes) {
   EXPECT_EQ(chain_from_letters("ECNQ"),
             (std::vector<std::string>{"eq_stereo", "compressor_ballistics", "noise_gate_ballistics",
                                       "eq_midside"}));
-  EXPECT_GRAFX_ERROR(chain_from_letters("ex"), "grafx.graph.unknown_type",
-                     "chain letter 'x' names no processor; letters: m mix, e eq, E eq_stereo");
+  EXPECT_GRAFX_ERROR(chain_from_letters("e7"), "grafx.graph.unknown_type",
+                     "chain letter '7' names no processor; letters: m mix, e eq, E eq_stereo");
+  EXPECT_EQ(chain_from_letters("lqG"),
+            (std::vector<std::string>{"lowpass", "parametric_eq", "graphic_eq"}));
   EXPECT_GRAFX_ERROR(chain_from_letters(""), "grafx.graph.unknown_type",
                      "expected a chain of type letters");
 }

@@ -10,6 +10,8 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
+#include <fstream>
+#include <regex>
 #include <set>
 
 namespace grafx {
@@ -244,18 +246,27 @@ INSTANTIATE_TEST_SUITE_P(Registry, ProcessorContract, ::testing::ValuesIn(regist
                          [](const auto& info) { return info.param; });
 
 TEST(Registry, EveryProcessorHeaderIsRegistered) {
+  // Each header under include/grafx/processors declares descriptors `NAME_descriptor()`; each
+  // NAME must be registered.
   std::set<std::string> registered;
   for (const auto& d : processor_registry()) registered.insert(d.name);
   const char* source = std::getenv("GRAFX_SOURCE_DIR");
   ASSERT_NE(source, nullptr);
+  const std::regex declaration(R"(ProcessorDescriptor (\w+)_descriptor\(\);)");
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(source) + "/include/grafx/processors")) {
     std::string stem = entry.path().stem().string();
     if (stem == "processor" || stem == "registry" || stem == "descriptor") continue;
-    // A header may define several registered variants ("eq" also defines "eq_stereo").
-    bool found = false;
-    for (const auto& name : registered) found = found || name.rfind(stem, 0) == 0;
-    EXPECT_TRUE(found) << "include/grafx/processors/" << stem << ".h is not in the registry";
+    std::ifstream file(entry.path());
+    std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    int declared = 0;
+    for (std::sregex_iterator it(text.begin(), text.end(), declaration), end; it != end; ++it) {
+      ++declared;
+      EXPECT_TRUE(registered.count((*it)[1].str()))
+          << (*it)[1].str() << " (include/grafx/processors/" << stem
+          << ".h) is not in the registry";
+    }
+    EXPECT_GT(declared, 0) << "include/grafx/processors/" << stem << ".h declares no descriptor";
   }
 }
 

@@ -32,6 +32,7 @@
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <utility>
 
 namespace grafx::dsp {
 
@@ -44,6 +45,25 @@ at::Tensor biquad_response(const at::Tensor& b, const at::Tensor& a, const at::T
 /// GRAFX's frequency-sampling approximation with `n_taps` (even) taps.
 at::Tensor biquad_cascade_frequency_sampling(const at::Tensor& x, const at::Tensor& b,
                                              const at::Tensor& a, int64_t n_taps = 4000);
+
+/// The filter shapes of the RBJ Audio EQ Cookbook (R. Bristow-Johnson).
+enum class CookbookShape {
+  kLowpass,
+  kHighpass,
+  kBandpass,  ///< constant 0 dB peak gain
+  kBandreject,
+  kAllpass,
+  kPeaking,
+  kLowShelf,
+  kHighShelf,
+};
+
+/// The cookbook's coefficients (b, a), each `[..., 3]`, from the centre or corner frequency
+/// `omega` = 2π·f0/fs (rad/sample), the cookbook's Q and, for peaking and shelves, `log_gain`,
+/// the natural log of the linear gain at the centre or on the shelf (the cookbook's A is
+/// e^{log_gain/2}, i.e. 10^{dB/40}); other shapes ignore it. Arguments broadcast.
+std::pair<at::Tensor, at::Tensor> cookbook_biquad(CookbookShape shape, const at::Tensor& omega,
+                                                  const at::Tensor& q, const at::Tensor& log_gain);
 
 /// A plain transposed-direct-form-II loop in double precision, without autograd: the reference
 /// the tests compare the kernel with.

@@ -1,0 +1,51 @@
+#pragma once
+/// Graphic equalizers of fixed bands (GRAFX's GraphicEqualizer; Liski & Välimäki 2017), one
+/// filter per node on every channel: a cascade of one peaking biquad per band, run exactly.
+///
+/// | type                      | letter | bands at 44.1 kHz                         |
+/// |---------------------------|--------|-------------------------------------------|
+/// | `graphic_eq`              | G      | 24 Bark bands, 50 Hz … 13.5 kHz           |
+/// | `graphic_eq_third_octave` | T      | 31 third-octave bands, 19.7 Hz … 20.2 kHz |
+///
+/// Bands whose centre is at or above Nyquist are dropped. Band k, centre f_k and bandwidth B_k
+/// (the paper's tables), with g = e^{raw} its gain and c = 0.4:
+///   β = tan(π·B_k/fs)·sqrt(ρ),  ρ = (1 − g^{−2c}) / (g^{2(1−c)} − 1)  (ρ → c/(1 − c) at g = 1),
+///   b = [1 + g·β, −2·cos ω_k, 1 − g·β],  a = [1 + β, −2·cos ω_k, 1 − β].
+/// The band's gain is g at its centre and g^c at its band edges. ρ is computed in a form that
+/// is smooth through g = 1; GRAFX switches formulas at |raw| = 1e−3 (a jump). As in GRAFX, the
+/// command gains are the band filters' gains: neighbouring bands interact (no interaction-matrix
+/// correction), so the total response at a centre is not exactly its band's gain.
+///
+/// | raw         | shape    | physical      | init | meaning                       |
+/// |-------------|----------|---------------|------|-------------------------------|
+/// | `log_gains` | [bands]  | `gain_db`, dB | 0    | gain of each band at its centre |
+
+#include <grafx/processors/descriptor.h>
+
+namespace grafx {
+
+enum class GraphicEqBands { kBark, kThirdOctave };
+
+ProcessorDescriptor graphic_eq_descriptor();               ///< letter G
+ProcessorDescriptor graphic_eq_third_octave_descriptor();  ///< letter T
+
+class GraphicEq : public Processor {
+ public:
+  static constexpr double kEdgeGainExponent = 0.4;  ///< c: the gain at band edges is g^c
+
+  GraphicEq(const ProcessorConfig& config, GraphicEqBands bands);
+  std::string name() const override;
+  std::vector<ParameterSpec> parameter_specs() const override;
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
+                          const TensorDict& parameters) const override;
+  /// Centre frequencies and bandwidths in Hz of the bands kept at this sample rate.
+  const std::vector<double>& centres_hz() const { return centres_hz_; }
+  const std::vector<double>& bandwidths_hz() const { return bandwidths_hz_; }
+
+ private:
+  SampleRate sample_rate_;
+  GraphicEqBands bands_;
+  std::vector<double> centres_hz_, bandwidths_hz_;
+};
+
+}  // namespace grafx

@@ -1,0 +1,48 @@
+#pragma once
+/// Parametric equalizers (GRAFX's ParametricEqualizer with shelving filters): a low shelf,
+/// N peaking filters (8 by default) and a high shelf of the RBJ Audio EQ Cookbook, cascaded and
+/// run exactly (grafx/dsp/biquad.h). About 30 parameters, where the FIR EQ has 1024.
+///
+/// | type                    | letter | filters                     | parameter shape |
+/// |-------------------------|--------|-----------------------------|-----------------|
+/// | `parametric_eq`         | q      | one, on every channel       | [N + 2]         |
+/// | `parametric_eq_stereo`  | P      | one per channel (L, R)      | [2, N + 2]      |
+/// | `parametric_eq_midside` | M      | one for mid, one for side   | [2, N + 2]      |
+///
+/// | raw         | physical        | init                                       | mapping          |
+/// |-------------|-----------------|--------------------------------------------|------------------|
+/// | `frequency` | `frequency_hz`  | shelf 80 Hz; bells 150 Hz…8 kHz; shelf 12 kHz | log scale 5 Hz…fs/2 |
+/// | `log_q`     | `q`             | 0.7071                                     | q = e^{raw}      |
+/// | `log_gain`  | `gain_db`, dB   | 0 dB (the identity)                        | natural-log gain |
+///
+/// Band 0 is the low shelf, bands 1…N the bells, band N + 1 the high shelf. Every raw value is a
+/// stable filter. GRAFX's gains are e^{2·raw} at the centre and its frequencies linear in σ(raw);
+/// ours are the cookbook's gain and a log-frequency scale whose raw 0 spreads the bands.
+///
+///   ParametricEq eq({44100}, EqChannels::kMidSide);
+
+#include <grafx/processors/descriptor.h>
+#include <grafx/processors/eq.h>
+
+namespace grafx {
+
+ProcessorDescriptor parametric_eq_descriptor();          ///< letter q
+ProcessorDescriptor parametric_eq_stereo_descriptor();   ///< letter P
+ProcessorDescriptor parametric_eq_midside_descriptor();  ///< letter M
+
+class ParametricEq : public Processor {
+ public:
+  ParametricEq(const ProcessorConfig& config, EqChannels channels, int64_t n_peaks = 8)
+      : sample_rate_(config.sample_rate), channels_(channels), n_peaks_(n_peaks) {}
+  std::string name() const override;
+  std::vector<ParameterSpec> parameter_specs() const override;
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
+                          const TensorDict& parameters) const override;
+
+ private:
+  SampleRate sample_rate_;
+  EqChannels channels_;
+  int64_t n_peaks_;
+};
+
+}  // namespace grafx

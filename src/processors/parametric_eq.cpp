@@ -1,0 +1,112 @@
+#include <grafx/dsp/biquad.h>
+#include <grafx/dsp/signal.h>
+#include <grafx/processors/parametric_eq.h>
+
+#include "processors/units.h"
+
+#include <ATen/ATen.h>
+
+namespace grafx {
+namespace {
+
+/// Each band's gain up to ±6 dB (±3 on subgroups) at a random frequency near its own.
+TensorDict musical_bands(const PriorContext& c) {
+  TensorDict values;
+  std::vector<ParameterSpec> specs = c.processor.parameter_specs();
+  std::vector<int64_t> shape       = specs.front().shape;
+  at::Tensor initial_hz            = specs.front().to_physical(at::zeros(shape, at::kDouble));
+  at::Tensor hz = initial_hz.clone(), q = at::empty(shape, at::kDouble),
+             db = at::empty(shape, at::kDouble);
+  double depth  = c.subgroup ? 3.0 : 6.0;
+  auto h = hz.view(-1), qv = q.view(-1), d = db.view(-1);
+  for (int64_t i = 0; i < hz.numel(); ++i) {
+    h[i]  = std::min(h[i].item<double>() * c.random.log_uniform(0.7, 1.4),
+                     0.45 * double(c.sample_rate));
+    qv[i] = c.random.log_uniform(0.5, 2.0);
+    d[i]  = c.random.uniform(-depth, depth);
+  }
+  return {{"frequency_hz", hz}, {"q", q}, {"gain_db", db}};
+}
+
+ProcessorDescriptor parametric(std::string name, char letter, EqChannels channels,
+                               ResponsePicture response, std::string summary) {
+  auto d          = ProcessorDescriptor::of<ParametricEq>(std::move(name), letter, channels, 8);
+  d.summary       = std::move(summary);
+  d.response      = response;
+  d.musical_prior = musical_bands;
+  d.gain_staging  = true;
+  return d;
+}
+
+}  // namespace
+
+ProcessorDescriptor parametric_eq_descriptor() {
+  return parametric(
+      "parametric_eq", 'q', EqChannels::kMono, ResponsePicture::kMagnitude,
+      "parametric EQ: low shelf, 8 bells, high shelf (cookbook biquads), 30 parameters");
+}
+
+ProcessorDescriptor parametric_eq_stereo_descriptor() {
+  return parametric("parametric_eq_stereo", 'P', EqChannels::kStereo,
+                    ResponsePicture::kMagnitudeLeftRight,
+                    "parametric EQ with one filter per channel (left, right)");
+}
+
+ProcessorDescriptor parametric_eq_midside_descriptor() {
+  return parametric("parametric_eq_midside", 'M', EqChannels::kMidSide,
+                    ResponsePicture::kMagnitudeMidSide,
+                    "parametric EQ with one filter for mid and one for side");
+}
+
+std::string ParametricEq::name() const {
+  switch (channels_) {
+    case EqChannels::kStereo:
+      return "parametric_eq_stereo";
+    case EqChannels::kMidSide:
+      return "parametric_eq_midside";
+    default:
+      return "parametric_eq";
+  }
+}
+
+std::vector<ParameterSpec> ParametricEq::parameter_specs() const {
+  std::vector<int64_t> shape{n_peaks_ + 2};
+  if (channels_ != EqChannels::kMono) shape.insert(shape.begin(), 2);
+  std::vector<double> initial_hz{80.0};
+  for (int64_t i = 0; i < n_peaks_; ++i)
+    initial_hz.push_back(
+        150.0 * std::pow(8000.0 / 150.0, double(i) / double(std::max<int64_t>(n_peaks_ - 1, 1))));
+  initial_hz.push_back(12000.0);
+  std::string filters = channels_ == EqChannels::kMono     ? ""
+                        : channels_ == EqChannels::kStereo ? ", of the left and right filter"
+                                                           : ", of the mid and side filter";
+  return {units::frequency_spec("frequency", "frequency_hz", shape, sample_rate_, initial_hz)
+              .about("corner of the low shelf, centres of the bells, corner of the high shelf" +
+                     filters),
+          units::q_spec(shape, M_SQRT1_2).about("the cookbook's Q of each band" + filters),
+          units::gain_spec("log_gain", shape).about("gain of each shelf and bell" + filters)};
+}
+
+ProcessorOutput ParametricEq::forward(const std::vector<at::Tensor>& inputs,
+                                      const TensorDict& parameters) const {
+  check_arguments(inputs, parameters);
+  const at::Tensor& x = inputs[0];
+  if (channels_ != EqChannels::kMono) units::check_stereo(x, name());
+  at::Tensor omega =
+      units::omega(parameter_specs().front().to_physical(parameters.at("frequency")), sample_rate_);
+  at::Tensor q = parameters.at("log_q").exp(), log_gain = parameters.at("log_gain");
+  const int64_t n = n_peaks_ + 2;
+  auto design     = [&](dsp::CookbookShape shape, int64_t first, int64_t count) {
+    return dsp::cookbook_biquad(shape, omega.narrow(-1, first, count), q.narrow(-1, first, count),
+                                    log_gain.narrow(-1, first, count));
+  };
+  auto [b_low, a_low]   = design(dsp::CookbookShape::kLowShelf, 0, 1);
+  auto [b_peak, a_peak] = design(dsp::CookbookShape::kPeaking, 1, n_peaks_);
+  auto [b_high, a_high] = design(dsp::CookbookShape::kHighShelf, n - 1, 1);
+  at::Tensor b = at::cat({b_low, b_peak, b_high}, -2), a = at::cat({a_low, a_peak, a_high}, -2);
+  if (channels_ == EqChannels::kMono) b = b.unsqueeze(1), a = a.unsqueeze(1);  // N×1×n×3
+  if (channels_ != EqChannels::kMidSide) return {{dsp::biquad_cascade(x, b, a)}, {}};
+  return {{dsp::from_mid_side(dsp::biquad_cascade(dsp::to_mid_side(x), b, a))}, {}};
+}
+
+}  // namespace grafx
