@@ -1,0 +1,323 @@
+// Filters and equalizers: magnitude responses measured on an impulse against the analytic
+// responses of their formulas, written out here independently of the library (RBJ cookbook,
+// state-variable prototype, Liski & Välimäki bands, cosine sums); stability under random raw
+// parameters; the identity at initial values.
+
+#include <grafx/dsp/fir.h>
+#include <grafx/processors/graphic_eq.h>
+#include <grafx/processors/registry.h>
+
+#include "support/test_support.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <functional>
+
+namespace grafx {
+namespace {
+
+using Complex              = std::complex<double>;
+constexpr SampleRate kRate = 44100;
+constexpr int64_t kLength  = 1 << 16;
+
+/// Raw parameters of one node from physical values; unnamed parameters keep their initial mean.
+TensorDict raw_parameters(const Processor& p,
+                          const std::map<std::string, std::vector<double>>& physical) {
+  TensorDict raw;
+  for (const auto& spec : p.parameter_specs()) {
+    auto it = physical.find(spec.physical_name);
+    if (it == physical.end()) {
+      raw[spec.name] = at::full(spec.shape_for(1), spec.init_mean, at::kDouble);
+      continue;
+    }
+    raw[spec.name] = spec.to_raw(at::tensor(it->second, at::kDouble).view(spec.shape_for(1)));
+  }
+  return raw;
+}
+
+/// Spectrum (dB) of the response of channel `channel` to an impulse at t = 0 (2 channels).
+at::Tensor measured_db(const Processor& p, const TensorDict& raw, at::Tensor impulse = {}) {
+  if (!impulse.defined()) {
+    impulse = at::zeros({1, 2, kLength}, at::kDouble);
+    impulse.select(2, 0).fill_(1.0);
+  }
+  at::Tensor y = p.forward({impulse}, raw).outputs[0];
+  return 20 * at::log10(at::fft_rfft(y, kLength, -1).abs());  // 1×2×F
+}
+
+/// Expects the measured dB to equal H(ω) in dB within 0.01 dB up to 0.9·Nyquist (where the
+/// expected response is above −60 dB: notches are compared only to that depth).
+void expect_response(const at::Tensor& measured, const std::function<Complex(double)>& h,
+                     const std::string& what) {
+  int64_t bins = measured.size(-1), checked = 0;
+  double worst = 0;
+  for (int64_t k = 1; k < int64_t(0.9 * double(bins)); k += 7) {
+    double omega    = M_PI * double(k) / double(bins - 1),
+           expected = 20 * std::log10(std::abs(h(omega)));
+    if (expected < -60) continue;
+    worst = std::max(worst, std::abs(measured[k].item<double>() - expected));
+    ++checked;
+  }
+  EXPECT_GT(checked, 1000) << what;
+  EXPECT_LT(worst, 0.01) << what << ": worst difference in dB";
+}
+
+Complex z1(double omega) { return std::polar(1.0, -omega); }
+
+/// The cookbook, written out for one section.
+Complex cookbook(const std::string& shape, double f0, double q, double db, double omega) {
+  double w0 = 2 * M_PI * f0 / double(kRate), c = std::cos(w0), alpha = std::sin(w0) / (2 * q);
+  double a = std::pow(10.0, db / 40), sa = 2 * std::sqrt(a) * alpha;
+  std::array<double, 3> b{}, d{1 + alpha, -2 * c, 1 - alpha};
+  if (shape == "lowpass") b = {(1 - c) / 2, 1 - c, (1 - c) / 2};
+  if (shape == "highpass") b = {(1 + c) / 2, -(1 + c), (1 + c) / 2};
+  if (shape == "bandpass") b = {alpha, 0, -alpha};
+  if (shape == "bandreject") b = {1, -2 * c, 1};
+  if (shape == "allpass") b = {1 - alpha, -2 * c, 1 + alpha};
+  if (shape == "peaking")
+    b = {1 + alpha * a, -2 * c, 1 - alpha * a}, d = {1 + alpha / a, -2 * c, 1 - alpha / a};
+  if (shape == "low_shelf") {
+    b = {a * ((a + 1) - (a - 1) * c + sa), 2 * a * ((a - 1) - (a + 1) * c),
+         a * ((a + 1) - (a - 1) * c - sa)};
+    d = {(a + 1) + (a - 1) * c + sa, -2 * ((a - 1) + (a + 1) * c), (a + 1) + (a - 1) * c - sa};
+  }
+  if (shape == "high_shelf") {
+    b = {a * ((a + 1) + (a - 1) * c + sa), -2 * a * ((a - 1) + (a + 1) * c),
+         a * ((a + 1) + (a - 1) * c - sa)};
+    d = {(a + 1) - (a - 1) * c + sa, 2 * ((a - 1) - (a + 1) * c), (a + 1) - (a - 1) * c - sa};
+  }
+  Complex z = z1(omega);
+  return (b[0] + b[1] * z + b[2] * z * z) / (d[0] + d[1] * z + d[2] * z * z);
+}
+
+TEST(Filters, CookbookFiltersHaveTheCookbookResponse) {
+  struct Case {
+    std::string shape;
+    double f0, q, db;
+  };
+  for (const Case& c :
+       {Case{"lowpass", 1000, M_SQRT1_2, 0}, Case{"highpass", 2000, 1.5, 0},
+        Case{"bandpass", 800, 2, 0}, Case{"bandreject", 3000, 1, 0}, Case{"allpass", 500, 0.7, 0},
+        Case{"peaking", 1000, 1, 6}, Case{"low_shelf", 200, M_SQRT1_2, -4},
+        Case{"high_shelf", 5000, M_SQRT1_2, 3}}) {
+    auto p = make_processor(c.shape, {kRate});
+    std::string f =
+        c.shape == "lowpass" || c.shape == "highpass" || c.shape.find("shelf") != std::string::npos
+            ? "cutoff_hz"
+            : "centre_hz";
+    std::map<std::string, std::vector<double>> physical{{f, {c.f0}}, {"q", {c.q}}};
+    if (c.db != 0) physical["gain_db"] = {c.db};
+    at::Tensor db = measured_db(*p, raw_parameters(*p, physical))[0][0];
+    expect_response(
+        db, [&](double w) { return cookbook(c.shape, c.f0, c.q, c.db, w); }, c.shape);
+  }
+  // The cookbook's landmarks, from the measured spectrum (bin k is k·fs/L Hz).
+  auto at_hz = [](const at::Tensor& db, double hz) {
+    return db[int64_t(std::lround(hz * kLength / kRate))].item<double>();
+  };
+  auto lowpass = make_processor("lowpass", {kRate});
+  at::Tensor db =
+      measured_db(*lowpass, raw_parameters(*lowpass, {{"cutoff_hz", {kRate / 16.0}}}))[0][0];
+  EXPECT_NEAR(at_hz(db, kRate / 16.0), -3.0103, 1e-3);  // q = 0.7071 is the initial value
+  auto peaking = make_processor("peaking", {kRate});
+  db           = measured_db(
+                *peaking, raw_parameters(*peaking, {{"centre_hz", {kRate / 32.0}}, {"gain_db", {6}}}))[0][0];
+  EXPECT_NEAR(at_hz(db, kRate / 32.0), 6.0, 1e-3);
+}
+
+TEST(Filters, FreeBiquadPoleZeroAndStateVariableFilterHaveTheirFormulasResponses) {
+  auto biquad    = make_processor("biquad", {kRate});
+  TensorDict raw = {{"b", at::tensor({0.2, -0.5, 0.3}, at::kDouble).view({1, 3})},
+                    {"a1", at::full({1, 1}, -0.6, at::kDouble)},
+                    {"a2", at::full({1, 1}, 0.4, at::kDouble)}};
+  double a1 = 2 * std::tanh(-0.6), a2 = ((2 - std::abs(a1)) * std::tanh(0.4) + std::abs(a1)) / 2;
+  expect_response(
+      measured_db(*biquad, raw)[0][0],
+      [&](double w) {
+        Complex z = z1(w);
+        return (1.2 - 0.5 * z + 0.3 * z * z) / (1.0 + a1 * z + a2 * z * z);
+      },
+      "biquad");
+
+  auto pole_zero = make_processor("pole_zero", {kRate});
+  Complex pole(0.6, 0.7), zero(-0.3, 0.9);
+  raw = raw_parameters(*pole_zero, {{"gain_db", {-3}},
+                                    {"pole", {pole.real(), pole.imag()}},
+                                    {"zero", {zero.real(), zero.imag()}}});
+  expect_response(
+      measured_db(*pole_zero, raw)[0][0],
+      [&](double w) {
+        Complex z = z1(w);
+        return std::pow(10.0, -3.0 / 20) * (1.0 - zero * z) * (1.0 - std::conj(zero) * z) /
+               ((1.0 - pole * z) * (1.0 - std::conj(pole) * z));
+      },
+      "pole_zero");
+  EXPECT_GRAFX_ERROR(raw_parameters(*pole_zero, {{"pole", {0.9, 0.9}}}),
+                     "grafx.processor.parameters", "expected a pole inside the unit circle");
+
+  // The analog state-variable prototype through the bilinear transform s = j·tan(ω/2).
+  auto svf  = make_processor("state_variable_filter", {kRate});
+  double fc = 1500, q = 3, hp = 0.3, bp = -0.7, lp = 1.1;
+  raw      = raw_parameters(*svf, {{"cutoff_hz", {fc}},
+                                   {"q", {q}},
+                                   {"highpass_mix", {hp}},
+                                   {"bandpass_mix", {bp}},
+                                   {"lowpass_mix", {lp}}});
+  double g = std::tan(M_PI * fc / kRate);
+  expect_response(
+      measured_db(*svf, raw)[0][0],
+      [&](double w) {
+        Complex s(0, std::tan(w / 2));
+        return (hp * s * s + bp * g * s + lp * g * g) / (s * s + g / q * s + g * g);
+      },
+      "state_variable_filter");
+}
+
+TEST(Filters, ParametricEqIsItsShelvesAndBellsInEveryChannelMode) {
+  std::vector<double> hz{100, 200, 400, 700, 1200, 2000, 3500, 6000, 9000, 11000};
+  std::vector<double> q{0.7, 1, 2, 0.5, 1.5, 3, 1, 0.8, 2, 0.7};
+  std::vector<double> db{3, -4, 2, 5, -6, 1, -2, 4, -3, 2};
+  auto response = [&](int64_t offset, double w) {  // offset: the second filter's band values
+    Complex h = 1;
+    for (int64_t k = 0; k < 10; ++k) {
+      std::string shape = k == 0 ? "low_shelf" : k == 9 ? "high_shelf" : "peaking";
+      h *= cookbook(shape, hz[k], q[k], db[k] + double(offset), w);
+    }
+    return h;
+  };
+  auto mono = make_processor("parametric_eq", {kRate});
+  at::Tensor measured =
+      measured_db(*mono, raw_parameters(*mono, {{"frequency_hz", hz}, {"q", q}, {"gain_db", db}}));
+  for (int c = 0; c < 2; ++c)
+    expect_response(
+        measured[0][c], [&](double w) { return response(0, w); }, "mono");
+
+  // Stereo and mid/side: the second filter's gains are 1 dB higher.
+  auto twice = [](std::vector<double> v, double plus) {
+    std::vector<double> out = v;
+    for (double x : v) out.push_back(x + plus);
+    return out;
+  };
+  std::map<std::string, std::vector<double>> physical{
+      {"frequency_hz", twice(hz, 0)}, {"q", twice(q, 0)}, {"gain_db", twice(db, 1)}};
+  auto stereo = make_processor("parametric_eq_stereo", {kRate});
+  measured    = measured_db(*stereo, raw_parameters(*stereo, physical));
+  expect_response(
+      measured[0][0], [&](double w) { return response(0, w); }, "left");
+  expect_response(
+      measured[0][1], [&](double w) { return response(1, w); }, "right");
+  auto midside       = make_processor("parametric_eq_midside", {kRate});
+  at::Tensor impulse = at::zeros({1, 2, kLength}, at::kDouble);
+  impulse[0][0][0] = 1.0, impulse[0][1][0] = -1.0;  // a side impulse: L = −R
+  measured = measured_db(*midside, raw_parameters(*midside, physical), impulse);
+  expect_response(
+      measured[0][0], [&](double w) { return response(1, w); }, "side");
+
+  // Raw 0 (the initial values) is the identity.
+  TensorDict initial = raw_parameters(*mono, {});
+  at::Tensor x       = at::randn({1, 2, 3000}, at::kDouble);
+  EXPECT_TRUE(at::allclose(mono->forward({x}, initial).outputs[0], x, 0, 1e-12));
+}
+
+TEST(Filters, GraphicEqIsItsLiskiValimakiBands) {
+  for (const char* name : {"graphic_eq", "graphic_eq_third_octave"}) {
+    auto p         = make_processor(name, {kRate});
+    const auto& eq = static_cast<const GraphicEq&>(*p);
+    int64_t n      = int64_t(eq.centres_hz().size());
+    EXPECT_EQ(n, std::string(name) == "graphic_eq" ? 24 : 31);
+    std::vector<double> db;
+    for (int64_t k = 0; k < n; ++k) db.push_back(6 * std::sin(0.7 * double(k)));
+    db[3]               = 0;  // a band exactly at 0 dB: the formula's limit
+    at::Tensor measured = measured_db(*p, raw_parameters(*p, {{"gain_db", db}}))[0][0];
+    const double c      = 0.4;
+    expect_response(
+        measured,
+        [&](double w) {
+          Complex h = 1;
+          for (int64_t k = 0; k < n; ++k) {
+            double g = std::pow(10.0, db[k] / 20), gc = std::pow(g, c);
+            double rho  = db[k] == 0 ? c / (1 - c) : (1 - gc * gc) / (g * g - gc * gc);
+            double beta = std::tan(M_PI * eq.bandwidths_hz()[k] / kRate) * std::sqrt(std::abs(rho));
+            double wc   = 2 * M_PI * eq.centres_hz()[k] / kRate;
+            Complex z   = z1(w);
+            h *= (1 + g * beta - 2 * std::cos(wc) * z + (1 - g * beta) * z * z) /
+                 (1 + beta - 2 * std::cos(wc) * z + (1 - beta) * z * z);
+          }
+          return h;
+        },
+        name);
+  }
+  // Bands at or above Nyquist are dropped.
+  EXPECT_EQ(
+      static_cast<const GraphicEq&>(*make_processor("graphic_eq", {16000})).centres_hz().size(),
+      21u);
+}
+
+TEST(Filters, FirEqTapsAreTheWindowedCosineSumOfTheInterpolatedBands) {
+  auto p              = make_processor("fir_eq", {kRate});
+  int64_t n_bands     = p->parameter_specs()[0].shape[0];
+  at::Tensor log_gain = at::randn({1, n_bands}, at::kDouble) * 0.5;
+  at::Tensor impulse  = at::zeros({1, 1, 4095}, at::kDouble);
+  impulse[0][0][2047] = 1.0;  // the centre: zero-phase taps land around it
+  at::Tensor taps =
+      p->forward({impulse}, {{"log_magnitude", log_gain}}).outputs[0][0][0].narrow(0, 1024, 2047);
+  // Expected: magnitudes M_k = sqrt(Σ_j w_j(f_k)·e^{2 g_j}) at f_k = k·fs/2047, then
+  // h[m] = w_hann[m]·(M_0 + 2·Σ_k M_k·cos(2πkm/2047))/2047 for m = −1023 … 1023.
+  at::Tensor hz = at::arange(1024, at::kDouble) * (double(kRate) / 2047);
+  at::Tensor w =
+      dsp::band_weights(hz, n_bands, dsp::FrequencyScale::kBarkTraunmuller, 40, kRate / 2.0);
+  at::Tensor mag      = at::matmul((2 * log_gain).exp(), w).sqrt()[0];
+  at::Tensor m        = at::arange(-1023, 1024, at::kDouble);
+  at::Tensor k        = at::arange(1, 1024, at::kDouble);
+  at::Tensor expected = (mag[0] + 2 * (mag.narrow(0, 1, 1023).unsqueeze(0) *
+                                       at::cos(2 * M_PI * m.unsqueeze(1) * k.unsqueeze(0) / 2047))
+                                          .sum(1)) /
+                        2047 * (0.5 + 0.5 * at::cos(M_PI * m / 1024));
+  EXPECT_LT((taps - expected).abs().max().item<double>(), 1e-12);
+  // The bands' weights are a partition of unity, so equal gains give a flat response.
+  EXPECT_LT((w.sum(0) - 1).abs().max().item<double>(), 1e-12);
+}
+
+TEST(Filters, FirFilterStartsAsTheIdentityAndConvolvesCausally) {
+  auto p           = make_processor("fir_filter", {kRate});
+  at::Tensor x     = at::randn({2, 2, 3000}, at::kDouble);
+  at::Tensor zeros = at::zeros({2, 1023}, at::kDouble);
+  EXPECT_TRUE(at::allclose(p->forward({x}, {{"fir", zeros}}).outputs[0], x, 0, 1e-10));
+  at::Tensor raw  = at::randn({2, 1023}, at::kDouble) * 0.1;
+  at::Tensor taps = (raw + at::one_hot(at::zeros({2}, at::kLong), 1023).to(at::kDouble)).tanh();
+  taps            = taps / taps.pow(2).sum(1, true).add(1e-12).sqrt();
+  at::Tensor y    = p->forward({x}, {{"fir", raw}}).outputs[0];
+  // y[n] = Σ_k h[k]·x[n − k] at a few samples.
+  for (int64_t n : {0, 500, 2999}) {
+    int64_t count       = std::min<int64_t>(n + 1, 1023);
+    at::Tensor past     = x.narrow(2, n - count + 1, count).flip(2);  // x[n], x[n−1], …
+    at::Tensor expected = (past * taps.narrow(1, 0, count).unsqueeze(1)).sum(2);
+    EXPECT_LT((y.select(2, n) - expected).abs().max().item<double>(), 1e-10) << n;
+  }
+}
+
+TEST(Filters, RandomRawParametersGiveStableFilters) {
+  // Wide raw values (extreme frequencies, Q from 0.01 to 100): every IIR type's impulse response
+  // stays bounded; an unstable pole would grow past any bound within 2^16 samples.
+  at::manual_seed(11);
+  for (const char* name : {"lowpass", "highpass", "bandpass", "bandreject", "allpass", "peaking",
+                           "low_shelf", "high_shelf", "biquad", "pole_zero",
+                           "state_variable_filter", "parametric_eq", "graphic_eq"}) {
+    auto p             = make_processor(name, {kRate});
+    at::Tensor impulse = at::zeros({16, 1, kLength}, at::kDouble);
+    impulse.select(2, 0).fill_(1.0);
+    TensorDict raw;
+    for (const auto& spec : p->parameter_specs())
+      raw[spec.name] = (spec.init_mean + 3 * at::randn(spec.shape_for(16), at::kDouble))
+                           .clamp(-4.6, 4.6);  // Q within [0.01, 100]
+    at::Tensor y = p->forward({impulse}, raw).outputs[0];
+    EXPECT_TRUE(y.isfinite().all().item<bool>()) << name;
+    at::Tensor tail = y.narrow(2, kLength - 1000, 1000).abs().amax(2);
+    EXPECT_LT(tail.max().item<double>(), 1e3) << name;
+  }
+}
+
+}  // namespace
+}  // namespace grafx
