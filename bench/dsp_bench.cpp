@@ -4,9 +4,12 @@
 //      and with a 60000-tap (2 s at 30 kHz) reverb, against one full-length FFT convolution as
 //      GRAFX computes it (zero-padded to L + K − 1 samples);
 //   3. the compressor's envelope: the one-pole recursion against GRAFX's 16384-tap truncated
-//      impulse response convolved by FFT.
+//      impulse response convolved by FFT;
+//   4. IIR filters: a cascade of 10 biquads per row run exactly, against GRAFX's default
+//      4000-tap frequency sampling and against autograd through a per-sample loop.
 // Float32, forward and forward+backward (gradients for the signals and the filters).
 
+#include <grafx/dsp/biquad.h>
 #include <grafx/dsp/convolution.h>
 #include <grafx/dsp/recursion.h>
 
@@ -15,6 +18,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
+#include <functional>
 #include <iostream>
 
 namespace grafx::bench {
@@ -152,17 +157,113 @@ void envelope() {
   table.print(std::cout);
 }
 
+/// The cascade by a loop over samples of ATen operations on all rows at once, differentiated
+/// by autograd: what a direct port without a kernel computes.
+at::Tensor per_sample_loop(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a) {
+  at::Tensor signal = x.reshape({-1, x.size(-1)});
+  at::Tensor bs = b.reshape({signal.size(0), -1, 3}), as = a.reshape({signal.size(0), -1, 3});
+  for (int64_t k = 0; k < bs.size(1); ++k) {
+    at::Tensor a0 = as.select(1, k).select(1, 0);
+    auto c        = [&](const at::Tensor& t, int i) { return t.select(1, k).select(1, i) / a0; };
+    at::Tensor b0 = c(bs, 0), b1 = c(bs, 1), b2 = c(bs, 2), a1 = c(as, 1), a2 = c(as, 2);
+    at::Tensor zero = at::zeros_like(b0), x1 = zero, x2 = zero, y1 = zero, y2 = zero;
+    std::vector<at::Tensor> out;
+    for (int64_t n = 0; n < signal.size(1); ++n) {
+      at::Tensor in = signal.select(1, n);
+      at::Tensor y  = b0 * in + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2;
+      x2 = x1, x1 = in, y2 = y1, y1 = y;
+      out.push_back(y);
+    }
+    signal = at::stack(out, 1);
+  }
+  return signal.view(x.sizes());
+}
+
+void biquads() {
+  constexpr int64_t kSections = 10, kTaps = 4000, kLoopLength = 512;
+  std::cout
+      << "\n### IIR filters: 16×2×2^17 signals, a cascade of 10 biquads per row (float32)\n\n";
+  at::manual_seed(0);
+  // Peaking filters of random centre, Q and gain: one filter per row (16×2×10 sections).
+  at::Tensor omega =
+      at::exp(at::rand({kItems, 2, kSections}) * std::log(400.0)) * (2 * M_PI * 40 / 44100);
+  auto [b, a]  = dsp::cookbook_biquad(dsp::CookbookShape::kPeaking, omega,
+                                      at::rand({kItems, 2, kSections}) * 3 + 0.3,
+                                      at::randn({kItems, 2, kSections}));
+  at::Tensor x = at::randn({kItems, 2, kLength});
+  Table table({"method", "forward ms", "forward+backward ms", "exact is faster by (f+b)"});
+  Timings exact = time_forward_backward(
+      [](const auto& in) { return dsp::biquad_cascade(in[0], in[1], in[2]); }, {x, b, a});
+  auto add = [&](const std::string& name, Timings t) {
+    table.add_row({name, fixed(t.forward_ms, 1), fixed(t.backward_ms, 1),
+                   fixed(t.backward_ms / exact.backward_ms, 1) + "×"});
+  };
+  add("**exact recursion, hand-written adjoint**", exact);
+  // GRAFX's fsm backend: the response sampled at 2001 frequencies, irfft to 4000 taps, then an
+  // FFT convolution zero-padded to L + K − 1.
+  add("frequency sampling, 4000 taps, FFT of L + K − 1 (GRAFX's default)",
+      time_forward_backward(
+          [&](const auto& in) {
+            at::Tensor w = at::arange(kTaps / 2 + 1, in[1].options()) * (2 * M_PI / kTaps);
+            at::Tensor h = at::fft_irfft(dsp::biquad_response(in[1], in[2], w), kTaps, -1);
+            return aten_convolve(in[0], h, ConvolutionMode::kCausal, kLength + kTaps - 1);
+          },
+          {x, b, a}));
+  add("frequency sampling, 4000 taps, planned convolution (ours)",
+      time_forward_backward(
+          [](const auto& in) {
+            return dsp::biquad_cascade_frequency_sampling(in[0], in[1], in[2], kTaps);
+          },
+          {x, b, a}));
+  // The per-sample loop on 512 samples, scaled to 2^17 (its cost is linear in the length).
+  at::Tensor short_x = x.narrow(2, 0, kLoopLength).contiguous();
+  Timings loop       = time_forward_backward(
+      [](const auto& in) { return per_sample_loop(in[0], in[1], in[2]); }, {short_x, b, a});
+  const double scale = double(kLength) / kLoopLength;
+  add("autograd through a per-sample loop (512 samples, × 256)",
+      {loop.forward_ms * scale, loop.backward_ms * scale});
+  table.print(std::cout);
+  at::Tensor reference =
+      per_sample_loop(short_x.to(at::kDouble), b.to(at::kDouble), a.to(at::kDouble));
+  at::Tensor error = (dsp::biquad_cascade(short_x, b, a).to(at::kDouble) - reference).abs().max();
+  std::cout << "\nmax |exact − loop| / max |loop| on the first 512 samples (float32 kernel, "
+               "float64 loop): "
+            << (error / reference.abs().max()).item<double>() << "\n";
+}
+
 }  // namespace
 }  // namespace grafx::bench
 
-int main() {
+int main(int argc, char** argv) {
   using namespace grafx::bench;
+  using grafx::dsp::ConvolutionMode;
+  const std::vector<std::pair<std::string, std::function<void()>>> sections{
+      {"fft", fft_sizes},
+      {"eq",
+       [] {
+         convolution("EQ: 16×2×2^17 signals, one 2047-tap zero-phase FIR per item (float32)", 2047,
+                     1, ConvolutionMode::kZeroPhase);
+       }},
+      {"reverb",
+       [] {
+         convolution("Reverb: 16×2×2^17 signals, a 60000-tap FIR per channel (float32)", 60000, 2,
+                     ConvolutionMode::kCausal);
+       }},
+      {"envelope", envelope},
+      {"biquad", biquads},
+  };
+  std::vector<std::string> chosen(argv + 1, argv + argc);
+  for (const auto& name : chosen) {
+    bool known = false;
+    for (const auto& section : sections) known = known || section.first == name;
+    if (!known) {
+      std::cerr << "usage: dsp_bench [SECTION...]  (sections: fft eq reverb envelope biquad; "
+                   "default: all)\n";
+      return name == "--help" || name == "-h" ? 0 : 2;
+    }
+  }
   setup_threads();
   std::cout << machine_description() << "\n";
-  fft_sizes();
-  convolution("EQ: 16×2×2^17 signals, one 2047-tap zero-phase FIR per item (float32)", 2047, 1,
-              grafx::dsp::ConvolutionMode::kZeroPhase);
-  convolution("Reverb: 16×2×2^17 signals, a 60000-tap FIR per channel (float32)", 60000, 2,
-              grafx::dsp::ConvolutionMode::kCausal);
-  envelope();
+  for (const auto& [name, run] : sections)
+    if (chosen.empty() || std::find(chosen.begin(), chosen.end(), name) != chosen.end()) run();
 }

@@ -17,29 +17,6 @@
 #include <sstream>
 
 namespace grafx::cli {
-namespace {
-
-/// Applies "--param NAME=VALUES" to raw parameters of one node (see fill_values).
-void apply_parameter(TensorDict& parameters, const std::string& assignment,
-                     const Processor& processor) {
-  auto fail = [&](const std::string& why) {
-    throw ProcessorError("grafx.processor.parameters", "--param \"" + assignment + "\": " + why);
-  };
-  size_t equals = assignment.find('=');
-  if (equals == std::string::npos)
-    fail("expected NAME=VALUES, e.g. log_gain=0.5 or log_magnitude=1,0,-1");
-  std::string name = assignment.substr(0, equals);
-  auto it          = parameters.find(name);
-  if (it == parameters.end()) {
-    std::vector<std::string> names;
-    for (const auto& spec : processor.parameter_specs()) names.push_back(spec.name);
-    fail(processor.name() + " has no parameter \"" + name + "\"; parameters: " + join(names));
-  }
-  fill_values(it->second, assignment.substr(equals + 1), fail);
-}
-
-}  // namespace
-
 void add_processors_command(CLI::App& app) {
   struct Args {
     std::string name, response;
@@ -59,9 +36,9 @@ void add_processors_command(CLI::App& app) {
           ->needs(name);
   cmd->add_option(
          "--param", args->parameters,
-         "Raw parameter for the picture: NAME=VALUE, or NAME=V1,V2,... (interpolated along "
-         "the last dimension), or one such list per row separated by ';'; default: the "
-         "initial values")
+         "Parameter for the picture: NAME=VALUE in physical units or by raw name, or "
+         "NAME=V1,V2,... (interpolated along the last dimension), or one such list per row "
+         "separated by ';'; default: the initial values")
       ->needs(response);
   cmd->add_option("--sample-rate", args->sample_rate, "Sample rate in Hz")
       ->capture_default_str()
@@ -84,7 +61,7 @@ void add_processors_command(CLI::App& app) {
     check_writable(args->response, args->force);
     TensorDict parameters = default_parameters(*processor);
     for (const auto& assignment : args->parameters)
-      apply_parameter(parameters, assignment, *processor);
+      set_parameter(parameters, nullptr, assignment, *processor, "--param");
     Plot plot = processor_response(*processor, parameters, args->sample_rate);
     write_plot(args->response, plot.series, plot.options, args->force);
     std::cout << "picture: " << args->response << " (" << plot.options.title << ")\n";

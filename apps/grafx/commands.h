@@ -39,6 +39,12 @@ std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks);
 /// the leading dimensions, separated by ';'. Throws through `fail` with the reason.
 void fill_values(at::Tensor& values, const std::string& text,
                  const std::function<void(const std::string&)>& fail);
+/// Sets one parameter of one node from "NAME=VALUES" (see fill_values); `option` names the
+/// command-line option in errors. NAME is a physical name (values in its unit, checked against
+/// its range, converted to raw values), a raw name (raw values) or, where `wet` is given,
+/// "wet" (the node's dry/wet amount, stored as its raw value in *wet).
+void set_parameter(TensorDict& raw, at::Tensor* wet, const std::string& assignment,
+                   const Processor& processor, const std::string& option);
 /// "a, b, c".
 std::string join(const std::vector<std::string>& items);
 /// Adds the usual "--force" flag (replace existing outputs) to a subcommand.

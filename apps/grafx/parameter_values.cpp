@@ -3,6 +3,8 @@
 
 #include "commands.h"
 
+#include <grafx/error.h>
+
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -65,6 +67,49 @@ std::string join(const std::vector<std::string>& items) {
   std::string text;
   for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
   return text;
+}
+
+void set_parameter(TensorDict& raw, at::Tensor* wet, const std::string& assignment,
+                   const Processor& processor, const std::string& option) {
+  auto fail = [&](const std::string& why) {
+    throw ProcessorError("grafx.processor.parameters", option + " \"" + assignment + "\": " + why);
+  };
+  size_t equals = assignment.find('=');
+  if (equals == std::string::npos) fail("expected NAME=VALUE, e.g. gain_db=-6,-6");
+  const std::string name = assignment.substr(0, equals), text = assignment.substr(equals + 1);
+  std::vector<ParameterSpec> specs = processor.parameter_specs();
+  if (wet) specs.push_back(dry_wet_spec());
+  for (const auto& spec : specs) {
+    at::Tensor& target = spec.name == kDryWetParameter ? *wet : raw.at(spec.name);
+    if (name == spec.name) {  // raw values
+      fill_values(target, text, fail);
+      return;
+    }
+    if (name != spec.physical_name) continue;
+    if (!spec.to_raw) fail(name + " is set by its raw value only: use " + spec.name + "=...");
+    at::Tensor physical = spec.to_physical(target).clone();
+    fill_values(physical, text, fail);
+    const double lo = physical.min().item<double>(), hi = physical.max().item<double>();
+    auto text_of = [&](double value) {
+      std::ostringstream s;
+      s << value;
+      return s.str();
+    };
+    if (lo < spec.physical_min || hi > spec.physical_max)
+      fail("expected " + name + " from " + text_of(spec.physical_min) + " to " +
+           text_of(spec.physical_max) + " (" + spec.unit + "), but got " +
+           text_of(lo < spec.physical_min ? lo : hi));
+    at::Tensor values = spec.to_raw(physical);
+    if (!values.isfinite().all().item<bool>() ||
+        !at::allclose(spec.to_physical(values), physical, 1e-6, 1e-6))
+      fail(name + " cannot take these values exactly (" + spec.description + ")");
+    target = values;
+    return;
+  }
+  std::vector<std::string> names;
+  for (const auto& spec : specs) names.push_back(spec.physical_name + " (" + spec.unit + ")");
+  fail(processor.name() + " has no parameter \"" + name + "\"; it has: " + join(names) +
+       " (or their raw names; see grafx processors " + processor.name() + ")");
 }
 
 }  // namespace grafx::cli

@@ -1,3 +1,6 @@
+// Vector values passed between inlined helpers: the ABI note about AVX arguments does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 #include <grafx/dsp/biquad.h>
 #include <grafx/dsp/convolution.h>
 
@@ -9,7 +12,11 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <array>
 #include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace grafx::dsp {
 namespace {
@@ -18,84 +25,250 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // ---- kernels on rows: signals R×L, normalised coefficients b R×K×3 and a R×K×2 (a1, a2) ----
+//
+// The cascade runs block by block in time, all sections on a block while it is in cache. The
+// forward pass keeps, instead of every section's output (K·L values per row, hundreds of MB for
+// a batch, whose fresh pages cost more than the recursion), the sections' states at each block
+// start (4·K values per block); the backward pass recomputes a block's section outputs from
+// them, then sweeps the block backward in time. Recomputing the same operations in the same
+// order gives the same values, so the adjoint is exact.
 
-/// Coefficients of one section of a group of rows.
-template <typename Acc>
-struct Section {
-  Acc b0[kInterleavedRows], b1[kInterleavedRows], b2[kInterleavedRows], a1[kInterleavedRows],
-      a2[kInterleavedRows];
+constexpr int64_t kBlock = 1024;  // samples: K sections × 4 rows of a block stay in L2
+
+/// Calls kernel.template run<R>(first) for groups of R = kInterleavedRows rows (the last group
+/// may have fewer): with R known at compile time, the rows' states stay in registers.
+template <typename Kernel>
+void for_fixed_row_groups(int64_t n_rows, const Kernel& kernel) {
+  static_assert(kInterleavedRows == 4, "dispatch below covers groups of 1 to 4 rows");
+  for_row_groups(n_rows, [&](int64_t first, int64_t count) {
+    switch (count) {
+      case 4:
+        return kernel.template run<4>(first);
+      case 3:
+        return kernel.template run<3>(first);
+      case 2:
+        return kernel.template run<2>(first);
+      default:
+        return kernel.template run<1>(first);
+    }
+  });
+}
+
+using Acc = double;  // states and sums in double precision for float and double signals
+
+/// The 4 rows of a group side by side (GCC/Clang vector extension): one AVX register, or two
+/// SSE2 registers on CPUs without AVX2. Aligned as a double, so that containers need no
+/// over-aligned allocation (unaligned vector loads cost the same on current CPUs).
+typedef Acc Lanes __attribute__((vector_size(4 * sizeof(Acc)), aligned(alignof(Acc))));
+static_assert(kInterleavedRows == 4, "a group of rows fills the lanes");
+
+/// Row j's sample at p + j·stride in lane j, for the R rows of a group (other lanes 0).
+template <int R, typename T>
+inline __attribute__((always_inline)) Lanes gather(const T* p, int64_t stride) {
+  Lanes v = {};
+  for (int j = 0; j < R; ++j) v[j] = Acc(p[j * stride]);
+  return v;
+}
+
+template <int R, typename T>
+inline __attribute__((always_inline)) void scatter(T* p, int64_t stride, Lanes v) {
+  for (int j = 0; j < R; ++j) p[j * stride] = T(v[j]);
+}
+
+/// Coefficients, state and adjoint sums of one section for a group of rows.
+struct SectionState {
+  Lanes b0{}, b1{}, b2{}, a1{}, a2{};
+  Lanes u1{}, u2{}, v1{}, v2{};  // the section's last inputs and outputs
+  Lanes w1{}, w2{};              // the adjoint one and two samples later
+  Lanes gb0{}, gb1{}, gb2{}, ga1{}, ga2{};
 
   template <typename T>
-  Section(const T* b, const T* a, int64_t first, int64_t count, int64_t section,
-          int64_t n_sections) {
+  SectionState(const T* b, const T* a, int64_t first, int64_t count, int64_t section,
+               int64_t n_sections) {
     for (int64_t j = 0; j < count; ++j) {
       const T* bj = b + ((first + j) * n_sections + section) * 3;
       const T* aj = a + ((first + j) * n_sections + section) * 2;
       b0[j] = bj[0], b1[j] = bj[1], b2[j] = bj[2], a1[j] = aj[0], a2[j] = aj[1];
     }
   }
+  /// Checkpoints [rows][blocks][sections][4]: the forward state at a block's start.
+  void save(Acc* checkpoints, int64_t first, int64_t count, int64_t block, int64_t section,
+            int64_t n_blocks, int64_t n_sections) const {
+    for (int64_t j = 0; j < count; ++j) {
+      Acc* c = checkpoints + (((first + j) * n_blocks + block) * n_sections + section) * 4;
+      c[0] = u1[j], c[1] = u2[j], c[2] = v1[j], c[3] = v2[j];
+    }
+  }
+  void load(const Acc* checkpoints, int64_t first, int64_t count, int64_t block, int64_t section,
+            int64_t n_blocks, int64_t n_sections) {
+    for (int64_t j = 0; j < count; ++j) {
+      const Acc* c = checkpoints + (((first + j) * n_blocks + block) * n_sections + section) * 4;
+      u1[j] = c[0], u2[j] = c[1], v1[j] = c[2], v2[j] = c[3];
+    }
+  }
 };
 
-/// v = section(u), sample by sample in the recursion's direction.
-template <typename T, bool kReverse>
-void section_forward(const T* u, T* v, const T* b, const T* a, int64_t section, int64_t n_sections,
-                     int64_t n_rows, int64_t length) {
-  using Acc = at::acc_type<T, false>;
-  for_row_groups(n_rows, [&](int64_t first, int64_t count) {
-    Section<Acc> s(b, a, first, count, section, n_sections);
-    Acc u1[kInterleavedRows] = {}, u2[kInterleavedRows] = {}, v1[kInterleavedRows] = {},
-        v2[kInterleavedRows] = {};
-    const T* ug              = u + first * length;
-    T* vg                    = v + first * length;
-    for (int64_t i = 0; i < length; ++i) {
-      int64_t n = kReverse ? length - 1 - i : i;
-      for (int64_t j = 0; j < count; ++j) {
-        Acc in = ug[j * length + n];
-        // Only the last multiply-add waits for the previous output (the latency chain).
-        Acc out = s.b0[j] * in + s.b1[j] * u1[j] + s.b2[j] * u2[j] - s.a2[j] * v2[j];
-        out -= s.a1[j] * v1[j];
-        u2[j] = u1[j], u1[j] = in, v2[j] = v1[j], v1[j] = out;
-        vg[j * length + n] = T(out);
-      }
+/// The recursions over one block (`count` samples) of R rows: row j at p + j·stride. Written
+/// once, compiled twice (for AVX2 with FMA and for the x86-64 baseline) and chosen at run time.
+struct Block {
+  /// One section in the recursion's direction; `out` may equal `in`.
+  template <bool kReverse, int R, typename T>
+  static inline __attribute__((always_inline)) void forward(SectionState& state, const T* in,
+                                                            int64_t in_stride, T* out,
+                                                            int64_t out_stride, int64_t count) {
+    SectionState s = state;  // a local copy: its values live in registers
+    for (int64_t step = 0; step < count; ++step) {
+      int64_t n = kReverse ? count - 1 - step : step;
+      Lanes x   = gather<R>(in + n, in_stride);
+      // Only the last multiply-add waits for the previous output (the latency chain).
+      Lanes y = s.b0 * x + s.b1 * s.u1 + s.b2 * s.u2 - s.a2 * s.v2;
+      y -= s.a1 * s.v1;
+      s.u2 = s.u1, s.u1 = x, s.v2 = s.v1, s.v1 = y;
+      scatter<R>(out + n, out_stride, y);
     }
-  });
+    state = s;
+  }
+
+  /// The section's adjoint, the other way in time: from g = ∂/∂v (u the input, v the output),
+  ///   w[n] = g[n] − a1·w[n+1] − a2·w[n+2],   ∂/∂u[n] = b0·w[n] + b1·w[n+1] + b2·w[n+2],
+  ///   ∂/∂b_i = Σ_n w[n]·u[n−i] = Σ_n u[n]·w[n+i],   ∂/∂a_i = −Σ_n v[n]·w[n+i]
+  /// (indices in the recursion's direction). `grad_u` may equal `g`.
+  template <bool kReverse, int R, typename T>
+  static inline __attribute__((always_inline)) void adjoint(SectionState& state, const T* g,
+                                                            T* grad_u, int64_t g_stride, const T* u,
+                                                            int64_t u_stride, const T* v,
+                                                            int64_t v_stride, int64_t count) {
+    SectionState s = state;
+    for (int64_t step = 0; step < count; ++step) {
+      int64_t n = kReverse ? step : count - 1 - step;
+      Lanes w   = gather<R>(g + n, g_stride) - s.a2 * s.w2;
+      w -= s.a1 * s.w1;
+      scatter<R>(grad_u + n, g_stride, s.b0 * w + s.b1 * s.w1 + s.b2 * s.w2);
+      Lanes un = gather<R>(u + n, u_stride), vn = gather<R>(v + n, v_stride);
+      s.gb0 += w * un, s.gb1 += s.w1 * un, s.gb2 += s.w2 * un;
+      s.ga1 -= s.w1 * vn, s.ga2 -= s.w2 * vn;
+      s.w2 = s.w1, s.w1 = w;
+    }
+    state = s;
+  }
+};
+
+template <bool kReverse, int R, typename T>
+__attribute__((target("avx2,fma"))) void forward_avx2(SectionState& s, const T* in, int64_t is,
+                                                      T* out, int64_t os, int64_t count) {
+  Block::forward<kReverse, R>(s, in, is, out, os, count);
+}
+template <bool kReverse, int R, typename T>
+void forward_baseline(SectionState& s, const T* in, int64_t is, T* out, int64_t os, int64_t count) {
+  Block::forward<kReverse, R>(s, in, is, out, os, count);
+}
+template <bool kReverse, int R, typename T>
+__attribute__((target("avx2,fma"))) void adjoint_avx2(SectionState& s, const T* g, T* gu,
+                                                      int64_t gs, const T* u, int64_t us,
+                                                      const T* v, int64_t vs, int64_t count) {
+  Block::adjoint<kReverse, R>(s, g, gu, gs, u, us, v, vs, count);
+}
+template <bool kReverse, int R, typename T>
+void adjoint_baseline(SectionState& s, const T* g, T* gu, int64_t gs, const T* u, int64_t us,
+                      const T* v, int64_t vs, int64_t count) {
+  Block::adjoint<kReverse, R>(s, g, gu, gs, u, us, v, vs, count);
 }
 
-/// The adjoint of section_forward, one sweep the other way in time: from g = ∂/∂v, writes
-/// ∂/∂u to `grad_u` and the row's ∂/∂b (3) and ∂/∂a (a1, a2) of this section.
+/// Whether this CPU runs the AVX2 + FMA compilation of the recursions (GRAFX_BASELINE_KERNELS=1
+/// chooses the baseline compilation, which the tests also run).
+bool has_avx2() {
+  static const bool avx2 = [] {
+    const char* baseline = std::getenv("GRAFX_BASELINE_KERNELS");
+    if (baseline && std::string(baseline) == "1") return false;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return avx2;
+}
+
+/// Block i of a sweep in time, in sweep order (`backward`: from the end).
+struct Blocks {
+  int64_t length;
+  int64_t count() const { return (length + kBlock - 1) / kBlock; }
+  int64_t index(int64_t i, bool backward) const { return backward ? count() - 1 - i : i; }
+  int64_t begin(int64_t block) const { return block * kBlock; }
+  int64_t size(int64_t block) const {
+    return std::min(length, (block + 1) * kBlock) - block * kBlock;
+  }
+};
+
+/// y = the cascade of x, block by block; saves the states at block starts when `checkpoints`.
 template <typename T, bool kReverse>
-void section_backward(const T* g, const T* u, const T* v, const T* b, const T* a, T* grad_u,
-                      T* grad_b, T* grad_a, int64_t section, int64_t n_sections, int64_t n_rows,
-                      int64_t length) {
-  using Acc = at::acc_type<T, false>;
-  for_row_groups(n_rows, [&](int64_t first, int64_t count) {
-    Section<Acc> s(b, a, first, count, section, n_sections);
-    // w1, w2: the adjoint one and two samples later in the forward direction.
-    Acc w1[kInterleavedRows] = {}, w2[kInterleavedRows] = {};
-    Acc gb0[kInterleavedRows] = {}, gb1[kInterleavedRows] = {}, gb2[kInterleavedRows] = {},
-        ga1[kInterleavedRows] = {}, ga2[kInterleavedRows] = {};
-    int64_t offset = first * length;
-    for (int64_t i = 0; i < length; ++i) {
-      int64_t n = kReverse ? i : length - 1 - i;
-      for (int64_t j = 0; j < count; ++j) {
-        int64_t at = offset + j * length + n;
-        Acc w      = Acc(g[at]) - s.a2[j] * w2[j];
-        w -= s.a1[j] * w1[j];
-        grad_u[at] = T(s.b0[j] * w + s.b1[j] * w1[j] + s.b2[j] * w2[j]);
-        // Σ_n w[n]·u[n−i] = Σ_n u[n]·w[n+i]: every read stays inside the signal.
-        Acc un = u[at], vn = v[at];
-        gb0[j] += w * un, gb1[j] += w1[j] * un, gb2[j] += w2[j] * un;
-        ga1[j] -= w1[j] * vn, ga2[j] -= w2[j] * vn;
-        w2[j] = w1[j], w1[j] = w;
+struct CascadeForward {
+  const T *x, *b, *a;
+  T* y;
+  Acc* checkpoints;  ///< [rows][blocks][sections][4], or null
+  int64_t n_sections, length;
+
+  template <int R>
+  void run(int64_t first) const {
+    auto section = has_avx2() ? forward_avx2<kReverse, R, T> : forward_baseline<kReverse, R, T>;
+    std::vector<SectionState> states;
+    for (int64_t k = 0; k < n_sections; ++k) states.emplace_back(b, a, first, R, k, n_sections);
+    Blocks blocks{length};
+    for (int64_t i = 0; i < blocks.count(); ++i) {
+      int64_t block = blocks.index(i, kReverse), begin = blocks.begin(block);
+      const T* in = x + first * length + begin;
+      T* out      = y + first * length + begin;
+      for (int64_t k = 0; k < n_sections; ++k) {
+        if (checkpoints)
+          states[k].save(checkpoints, first, R, block, k, blocks.count(), n_sections);
+        section(states[k], k == 0 ? in : out, length, out, length, blocks.size(block));
       }
     }
-    for (int64_t j = 0; j < count; ++j) {
-      T* gb = grad_b + ((first + j) * n_sections + section) * 3;
-      T* ga = grad_a + ((first + j) * n_sections + section) * 2;
-      gb[0] = T(gb0[j]), gb[1] = T(gb1[j]), gb[2] = T(gb2[j]), ga[0] = T(ga1[j]), ga[1] = T(ga2[j]);
+  }
+};
+
+/// The adjoint of CascadeForward: block by block the other way in time, the block's section
+/// outputs recomputed from the checkpoints, then the sections' adjoints in reverse order. ∂/∂x
+/// goes to `grad` (the last section reads `grad_in`; the others run in place), the
+/// coefficients' gradients to grad_b and grad_a.
+template <typename T, bool kReverse>
+struct CascadeBackward {
+  const T *grad_in, *x, *b, *a;
+  const Acc* checkpoints;
+  T *grad, *grad_b, *grad_a;
+  int64_t n_sections, length;
+
+  template <int R>
+  void run(int64_t first) const {
+    bool avx2    = has_avx2();
+    auto section = avx2 ? forward_avx2<kReverse, R, T> : forward_baseline<kReverse, R, T>;
+    auto adjoint = avx2 ? adjoint_avx2<kReverse, R, T> : adjoint_baseline<kReverse, R, T>;
+    std::vector<SectionState> states;
+    for (int64_t k = 0; k < n_sections; ++k) states.emplace_back(b, a, first, R, k, n_sections);
+    std::vector<T> outputs(size_t(n_sections * R * kBlock));  // the block's section outputs
+    auto output = [&](int64_t k) { return &outputs[size_t(k * R * kBlock)]; };
+    Blocks blocks{length};
+    for (int64_t i = 0; i < blocks.count(); ++i) {
+      int64_t block = blocks.index(i, !kReverse), begin = blocks.begin(block);
+      int64_t count = blocks.size(block);
+      const T* in   = x + first * length + begin;
+      for (int64_t k = 0; k < n_sections; ++k) {
+        states[k].load(checkpoints, first, R, block, k, blocks.count(), n_sections);
+        section(states[k], k == 0 ? in : output(k - 1), k == 0 ? length : kBlock, output(k), kBlock,
+                count);
+      }
+      for (int64_t k = n_sections - 1; k >= 0; --k) {
+        const T* g = (k == n_sections - 1 ? grad_in : grad) + first * length + begin;
+        adjoint(states[k], g, grad + first * length + begin, length, k == 0 ? in : output(k - 1),
+                k == 0 ? length : kBlock, output(k), kBlock, count);
+      }
     }
-  });
-}
+    for (int64_t k = 0; k < n_sections; ++k)
+      for (int j = 0; j < R; ++j) {
+        const SectionState& s = states[k];
+        T* gb                 = grad_b + ((first + j) * n_sections + k) * 3;
+        T* ga                 = grad_a + ((first + j) * n_sections + k) * 2;
+        gb[0] = T(s.gb0[j]), gb[1] = T(s.gb1[j]), gb[2] = T(s.gb2[j]);
+        ga[0] = T(s.ga1[j]), ga[1] = T(s.ga2[j]);
+      }
+  }
+};
 
 // ---- the autograd Function ------------------------------------------------------------------
 
@@ -116,23 +289,28 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
                             const at::Tensor& a, bool reverse) {
     const int64_t rows = x.size(0), length = x.size(1), n_sections = b.size(1);
     at::Tensor xc = cpu(x), bc = cpu(b), ac = cpu(a);
-    bool keep = x.requires_grad() || b.requires_grad() || a.requires_grad();
-    // The sections' outputs: all kept for the backward pass, else two buffers in turn.
-    at::Tensor signals = at::empty(
-        {keep ? n_sections : std::min<int64_t>(n_sections, 2), rows, length}, xc.options());
+    bool keep        = x.requires_grad() || b.requires_grad() || a.requires_grad();
+    at::Tensor y     = at::empty_like(xc);
+    int64_t n_blocks = Blocks{length}.count();
+    at::Tensor states =
+        keep ? at::empty({rows, n_blocks, n_sections, 4}, xc.options().dtype(at::kDouble))
+             : at::Tensor();
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "biquad_cascade", [&] {
-      const scalar_t* in = xc.data_ptr<scalar_t>();
-      for (int64_t k = 0; k < n_sections; ++k) {
-        scalar_t* out = signals[keep ? k : k % 2].data_ptr<scalar_t>();
-        auto run = reverse ? section_forward<scalar_t, true> : section_forward<scalar_t, false>;
-        run(in, out, bc.data_ptr<scalar_t>(), ac.data_ptr<scalar_t>(), k, n_sections, rows, length);
-        in = out;
-      }
+      const scalar_t *xp = xc.data_ptr<scalar_t>(), *bp = bc.data_ptr<scalar_t>(),
+                     *ap = ac.data_ptr<scalar_t>();
+      scalar_t* yp       = y.data_ptr<scalar_t>();
+      Acc* checkpoints   = keep ? states.data_ptr<Acc>() : nullptr;
+      if (reverse)
+        for_fixed_row_groups(
+            rows, CascadeForward<scalar_t, true>{xp, bp, ap, yp, checkpoints, n_sections, length});
+      else
+        for_fixed_row_groups(
+            rows, CascadeForward<scalar_t, false>{xp, bp, ap, yp, checkpoints, n_sections, length});
     });
     ctx->saved_data["reverse"] = reverse;
     ctx->save_for_backward({x, b, a});
-    if (keep) ctx->saved_data["signals"] = signals;
-    return signals[keep ? n_sections - 1 : (n_sections - 1) % 2].to(x.device());
+    if (keep) ctx->saved_data["states"] = states;
+    return y.to(x.device());
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -141,20 +319,23 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
     bool reverse = ctx->saved_data["reverse"].toBool();
     if (c10::GradMode::is_enabled()) return recorded_backward(x, b, a, grads[0], reverse);
 
-    at::Tensor signals = ctx->saved_data["signals"].toTensor();
+    at::Tensor states  = ctx->saved_data["states"].toTensor();
     const int64_t rows = x.size(0), length = x.size(1), n_sections = b.size(1);
     at::Tensor xc = cpu(x), bc = cpu(b), ac = cpu(a);
-    at::Tensor grad = cpu(grads[0]).clone(), grad_u = at::empty_like(grad);
+    at::Tensor grad_in = cpu(grads[0]), grad = at::empty_like(grad_in);
     at::Tensor grad_b = at::empty_like(bc), grad_a = at::empty_like(ac);
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "biquad_cascade_backward", [&] {
-      auto run = reverse ? section_backward<scalar_t, true> : section_backward<scalar_t, false>;
-      for (int64_t k = n_sections - 1; k >= 0; --k) {
-        const scalar_t* u = k == 0 ? xc.data_ptr<scalar_t>() : signals[k - 1].data_ptr<scalar_t>();
-        run(grad.data_ptr<scalar_t>(), u, signals[k].data_ptr<scalar_t>(), bc.data_ptr<scalar_t>(),
-            ac.data_ptr<scalar_t>(), grad_u.data_ptr<scalar_t>(), grad_b.data_ptr<scalar_t>(),
-            grad_a.data_ptr<scalar_t>(), k, n_sections, rows, length);
-        std::swap(grad, grad_u);
-      }
+      const scalar_t *gp = grad_in.data_ptr<scalar_t>(), *xp = xc.data_ptr<scalar_t>(),
+                     *bp = bc.data_ptr<scalar_t>(), *ap = ac.data_ptr<scalar_t>();
+      scalar_t *gu = grad.data_ptr<scalar_t>(), *gb = grad_b.data_ptr<scalar_t>(),
+               *ga     = grad_a.data_ptr<scalar_t>();
+      Acc* checkpoints = states.data_ptr<Acc>();
+      if (reverse)
+        for_fixed_row_groups(rows, CascadeBackward<scalar_t, true>{gp, xp, bp, ap, checkpoints, gu,
+                                                                   gb, ga, n_sections, length});
+      else
+        for_fixed_row_groups(rows, CascadeBackward<scalar_t, false>{gp, xp, bp, ap, checkpoints, gu,
+                                                                    gb, ga, n_sections, length});
     });
     at::Device device = x.device();
     return {grad.to(device), grad_b.to(device), grad_a.to(device), at::Tensor()};

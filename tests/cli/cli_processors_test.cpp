@@ -70,8 +70,7 @@ TEST(CliProcessors, ErrorsAreOneLineAndNonZeroAndLoseNothing) {
   r = run_grafx({"processors", "eq", "--response", dir.file("x.svg"), "--param", "gain=2"});
   EXPECT_EQ(r.err,
             "grafx: error: [grafx.processor.parameters] --param \"gain=2\": eq has no parameter "
-            "\"gain\"; "
-            "parameters: log_magnitude\n");
+            "\"gain\"; it has: gain_db (dB) (or their raw names; see grafx processors eq)\n");
   r = run_grafx(
       {"processors", "eq", "--response", dir.file("x.svg"), "--param", "log_magnitude=1,x"});
   EXPECT_TRUE(contains(r.err, "\"x\" is not a number")) << r.err;
