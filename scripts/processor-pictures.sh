@@ -26,3 +26,23 @@ gain_rows=$(awk 'BEGIN { for (t = 0; t < 40; t++) printf "%s%.2f", (t ? ";" : ""
 picture delay delay_echoes.svg --param "delay_z=$delay_rows" --param "log_fir_magnitude=$gain_rows"
 picture gain_pan gain_pan.svg --param log_gain=0.5,-0.5
 picture stereo_imager stereo_imager.svg --param log_gain=-1
+# Filters and equalizers (docs/processors/filters.md, equalizers.md), set in physical units.
+picture lowpass lowpass.svg --param cutoff_hz=1000 --param q=2
+picture highpass highpass.svg --param cutoff_hz=200
+picture bandpass bandpass.svg --param centre_hz=1000 --param q=2
+picture bandreject bandreject.svg --param centre_hz=1000 --param q=2
+picture peaking peaking.svg --param centre_hz=1000 --param q=1 --param gain_db=6
+picture low_shelf low_shelf.svg --param cutoff_hz=200 --param gain_db=-6
+picture high_shelf high_shelf.svg --param cutoff_hz=5000 --param gain_db=4
+picture biquad biquad.svg --param b=0.2,-0.5,0.3 --param a1=-0.6 --param a2=0.4
+picture pole_zero pole_zero.svg --param pole=0.6,0.7 --param zero=-0.3,0.9
+picture state_variable_filter state_variable_filter.svg --param cutoff_hz=1500 --param q=3 \
+  --param highpass_mix=0.3 --param bandpass_mix=-0.7 --param lowpass_mix=1.1
+picture parametric_eq parametric_eq.svg --param gain_db=3,-4,2,5,-6,1,-2,4,-3,2 \
+  --param q=0.7,1,2,0.5,1.5,3,1,0.8,2,0.7
+picture parametric_eq_midside parametric_eq_midside.svg \
+  --param "gain_db=3,0,0,0,0,0,0,0,0,-3;-6,0,0,0,0,4,0,0,0,2"
+picture graphic_eq graphic_eq.svg --param gain_db=6,-3,0,4,-6,2,0,0,-4,3
+picture graphic_eq_third_octave graphic_eq_third_octave.svg --param gain_db=-6,0,6,0,-6,0,6
+picture fir_eq fir_eq.svg --param gain_db=4,0,-3,0,6,0,-6
+picture fir_filter fir_filter.svg --param fir=0.5,0.2,0,-0.2,0

@@ -96,27 +96,56 @@ std::vector<ParameterSpec> GraphicEq::parameter_specs() const {
                      " bands from " + std::to_string(int(centres_hz_.front())) + " Hz)")};
 }
 
+std::pair<at::Tensor, at::Tensor> GraphicEq::band_filters(const at::Tensor& log_gain) const {
+  const double c   = kEdgeGainExponent;
+  auto options     = log_gain.options();
+  auto hz          = [&](const std::vector<double>& v) { return at::tensor(v, at::kDouble); };
+  at::Tensor omega = units::omega(hz(centres_hz_), sample_rate_).to(options.dtype());
+  at::Tensor width =
+      at::tan(units::omega(hz(bandwidths_hz_), sample_rate_) / 2).to(options.dtype());
+  // ρ = −expm1(−2c·x)/expm1(2(1−c)·x), and its first-order series near x = 0.
+  at::Tensor small = log_gain.abs() < 1e-4;
+  at::Tensor safe  = at::where(small, at::ones_like(log_gain), log_gain);
+  at::Tensor rho   = at::where(small, c / (1 - c) * (1 - log_gain),
+                               -at::expm1(-2 * c * safe) / at::expm1(2 * (1 - c) * safe));
+  at::Tensor beta = width * rho.sqrt(), g = log_gain.exp();
+  at::Tensor cosine = -2 * at::cos(omega).expand_as(beta);
+  return {at::stack({1 + g * beta, cosine, 1 - g * beta}, -1),
+          at::stack({1 + beta, cosine, 1 - beta}, -1)};
+}
+
+at::Tensor GraphicEq::filter_gains(const at::Tensor& log_gains) const {
+  at::Tensor interaction = constants_.get("interaction", log_gains.options(), [&] {
+    // Liski & Välimäki: the response in dB of each band's filter at a prototype gain, at the
+    // centres and the geometric midpoints between them, per dB of prototype gain (B); the
+    // least-squares filter gains for commands at the centres, interpolated at the midpoints (E).
+    const double prototype_db = kPrototypeGainDb;
+    const int64_t n           = int64_t(centres_hz_.size());
+    std::vector<double> hz;
+    for (int64_t k = 0; k < n; ++k) {
+      hz.push_back(centres_hz_[size_t(k)]);
+      if (k + 1 < n) hz.push_back(std::sqrt(centres_hz_[size_t(k)] * centres_hz_[size_t(k + 1)]));
+    }
+    // Every band's filter at the prototype gain (the bands' filters are independent): n×1×3.
+    auto [b, a]      = band_filters(at::full({n}, prototype_db * std::log(10.0) / 20, at::kDouble));
+    at::Tensor omega = units::omega(at::tensor(hz, at::kDouble), sample_rate_);
+    at::Tensor response =
+        20 * at::log10(dsp::biquad_response(b.unsqueeze(1), a.unsqueeze(1), omega).abs());
+    at::Tensor interaction_b = (response / prototype_db).transpose(0, 1);  // points × n
+    at::Tensor spread        = at::zeros({int64_t(hz.size()), n}, at::kDouble);
+    for (int64_t k = 0; k < n; ++k) {
+      spread[2 * k][k] = 1.0;
+      if (k + 1 < n) spread[2 * k + 1][k] = 0.5, spread[2 * k + 1][k + 1] = 0.5;
+    }
+    return at::matmul(at::linalg_pinv(interaction_b), spread);  // n × n
+  });
+  return at::matmul(log_gains, interaction.transpose(0, 1));
+}
+
 ProcessorOutput GraphicEq::forward(const std::vector<at::Tensor>& inputs,
                                    const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const double c    = kEdgeGainExponent;
-  at::Tensor x_gain = parameters.at("log_gains");  // N×K natural-log gains
-  auto options      = x_gain.options();
-  at::Tensor omega = units::omega(at::tensor(centres_hz_, options.dtype(at::kDouble)), sample_rate_)
-                         .to(options.dtype());
-  at::Tensor width =
-      at::tan(units::omega(at::tensor(bandwidths_hz_, options.dtype(at::kDouble)), sample_rate_) /
-              2)
-          .to(options.dtype());
-  // ρ = −expm1(−2c·x)/expm1(2(1−c)·x), and its first-order series near x = 0.
-  at::Tensor small = x_gain.abs() < 1e-4;
-  at::Tensor safe  = at::where(small, at::ones_like(x_gain), x_gain);
-  at::Tensor rho   = at::where(small, c / (1 - c) * (1 - x_gain),
-                               -at::expm1(-2 * c * safe) / at::expm1(2 * (1 - c) * safe));
-  at::Tensor beta = width * rho.sqrt(), g = x_gain.exp();
-  at::Tensor cosine = -2 * at::cos(omega).expand_as(beta);
-  at::Tensor b      = at::stack({1 + g * beta, cosine, 1 - g * beta}, -1);
-  at::Tensor a      = at::stack({1 + beta, cosine, 1 - beta}, -1);
+  auto [b, a] = band_filters(filter_gains(parameters.at("log_gains")));  // N×K×3
   return {{dsp::biquad_cascade(inputs[0], b.unsqueeze(1), a.unsqueeze(1))}, {}};
 }
 

@@ -12,9 +12,14 @@
 ///   β = tan(π·B_k/fs)·sqrt(ρ),  ρ = (1 − g^{−2c}) / (g^{2(1−c)} − 1)  (ρ → c/(1 − c) at g = 1),
 ///   b = [1 + g·β, −2·cos ω_k, 1 − g·β],  a = [1 + β, −2·cos ω_k, 1 − β].
 /// The band's gain is g at its centre and g^c at its band edges. ρ is computed in a form that
-/// is smooth through g = 1; GRAFX switches formulas at |raw| = 1e−3 (a jump). As in GRAFX, the
-/// command gains are the band filters' gains: neighbouring bands interact (no interaction-matrix
-/// correction), so the total response at a centre is not exactly its band's gain.
+/// is smooth through g = 1; GRAFX switches formulas at |raw| = 1e−3 (a jump).
+///
+/// Neighbouring bands overlap, so the filters' gains are not the command gains: as the paper,
+/// the filter gains are the least-squares solution of the interaction matrix B (each filter's dB
+/// response, at a 17 dB prototype gain, at the centres and the midpoints between them) for the
+/// commands at the centres and their means at the midpoints, g_filter = B⁺·E·g_command, a
+/// fixed linear map. GRAFX applies the commands to the filters directly: its ±6 dB commands
+/// give up to ±10 dB on third-octave bands.
 ///
 /// | raw         | shape    | physical      | init | meaning                       |
 /// |-------------|----------|---------------|------|-------------------------------|
@@ -31,7 +36,8 @@ ProcessorDescriptor graphic_eq_third_octave_descriptor();  ///< letter T
 
 class GraphicEq : public Processor {
  public:
-  static constexpr double kEdgeGainExponent = 0.4;  ///< c: the gain at band edges is g^c
+  static constexpr double kEdgeGainExponent = 0.4;   ///< c: the gain at band edges is g^c
+  static constexpr double kPrototypeGainDb  = 17.0;  ///< the interaction matrix's gain
 
   GraphicEq(const ProcessorConfig& config, GraphicEqBands bands);
   std::string name() const override;
@@ -41,11 +47,17 @@ class GraphicEq : public Processor {
   /// Centre frequencies and bandwidths in Hz of the bands kept at this sample rate.
   const std::vector<double>& centres_hz() const { return centres_hz_; }
   const std::vector<double>& bandwidths_hz() const { return bandwidths_hz_; }
+  /// The band filters' natural-log gains [..., K] for command gains [..., K] (the interaction
+  /// matrix correction, linear).
+  at::Tensor filter_gains(const at::Tensor& log_gains) const;
+  /// Each band's peaking biquad (b, a), each [..., K, 3], for filter gains [..., K].
+  std::pair<at::Tensor, at::Tensor> band_filters(const at::Tensor& filter_log_gains) const;
 
  private:
   SampleRate sample_rate_;
   GraphicEqBands bands_;
   std::vector<double> centres_hz_, bandwidths_hz_;
+  ConstantCache constants_;
 };
 
 }  // namespace grafx
