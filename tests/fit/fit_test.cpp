@@ -2,6 +2,7 @@
 // settings are found, checkpoints resume exactly, non-finite steps are skipped and reported,
 // and bad data is refused.
 
+#include <grafx/fit/demo.h>
 #include <grafx/fit/fit.h>
 #include <grafx/graph/console.h>
 #include <grafx/render/parameters.h>
@@ -72,6 +73,27 @@ TEST(Fit, FindsHiddenGainsAndTheLossFalls) {
   EXPECT_EQ(fitter.history().size(), 150u);
   EXPECT_GT(fitter.history().front().gradient_norm, 0);
   EXPECT_LT(fitter.history().back().match_loss, fitter.history().front().match_loss);
+}
+
+TEST(Fit, FitsConsolesOfFiltersAndEqualizers) {
+  // A console chained by letters: parametric EQ, graphic EQ, low-pass, gain/pan; the target
+  // mixed by the same console with musical settings.
+  ConsoleOptions options;
+  options.n_tracks      = 3;
+  options.chain         = chain_from_letters("qGlg");
+  Graph console         = build_console(options, registry_node_types()).graph;
+  Processors processors = make_processors(console.types(), {kRate});
+  at::Tensor x          = tracks(3);
+  Parameters hidden     = musical_parameters(console, processors, kRate, 3);
+  at::Tensor mix = render(make_render_plan(to_tensor(console)), processors, hidden, x).outputs[0];
+  Fitter fitter(console, x, mix, kRate, small_options(80));
+  double before = fitter.evaluate().total.item<double>();
+  fitter.run();
+  double after = fitter.evaluate().total.item<double>();
+  EXPECT_LT(after, before / 3) << "before " << before << ", after " << after;
+  for (const auto& [type, values] : fitter.parameters())
+    for (const auto& [name, value] : values)
+      EXPECT_TRUE(value.isfinite().all().item<bool>()) << type << "." << name;
 }
 
 TEST(Fit, CheckpointsResumeExactly) {
