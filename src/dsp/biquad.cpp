@@ -7,12 +7,10 @@
 #include "dsp/rows.h"
 
 #include <ATen/ATen.h>
-#include <ATen/AccumulateType.h>
 #include <ATen/Dispatch.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -26,7 +24,8 @@ using torch::autograd::variable_list;
 
 // ---- kernels on rows: signals R×L, normalised coefficients b R×K×3 and a R×K×2 (a1, a2) ----
 //
-// The cascade runs block by block in time, all sections on a block while it is in cache. The
+// The cascade runs block by block in time, all sections on a block while it is in cache, the
+// block transposed so that four rows sit side by side in the lanes of one vector. The
 // forward pass keeps, instead of every section's output (K·L values per row, hundreds of MB for
 // a batch, whose fresh pages cost more than the recursion), the sections' states at each block
 // start (4·K values per block); the backward pass recomputes a block's section outputs from
@@ -57,22 +56,41 @@ void for_fixed_row_groups(int64_t n_rows, const Kernel& kernel) {
 using Acc = double;  // states and sums in double precision for float and double signals
 
 /// The 4 rows of a group side by side (GCC/Clang vector extension): one AVX register, or two
-/// SSE2 registers on CPUs without AVX2. Aligned as a double, so that containers need no
-/// over-aligned allocation (unaligned vector loads cost the same on current CPUs).
-typedef Acc Lanes __attribute__((vector_size(4 * sizeof(Acc)), aligned(alignof(Acc))));
+/// SSE2 registers on CPUs without AVX2. Aligned as a double (unaligned vector loads cost the
+/// same on current CPUs), so that blocks of lanes live in plain vectors of doubles (LaneBuffer).
+typedef Acc Lanes __attribute__((vector_size(4 * sizeof(Acc)), aligned(alignof(Acc)), may_alias));
+
+/// `size` lanes in a vector of doubles (a container of Lanes would drop its alignment attribute).
+class LaneBuffer {
+ public:
+  explicit LaneBuffer(int64_t size) : values_(size_t(4 * size)) {}
+  Lanes* at(int64_t index) { return reinterpret_cast<Lanes*>(values_.data()) + index; }
+
+ private:
+  std::vector<Acc> values_;
+};
 static_assert(kInterleavedRows == 4, "a group of rows fills the lanes");
 
-/// Row j's sample at p + j·stride in lane j, for the R rows of a group (other lanes 0).
+/// Rows first … first + R − 1 of samples [begin, begin + count) of a signal (rows of `length`)
+/// into lanes, other lanes 0: the block's transpose, so that the recursions load and store
+/// whole vectors.
 template <int R, typename T>
-inline __attribute__((always_inline)) Lanes gather(const T* p, int64_t stride) {
-  Lanes v = {};
-  for (int j = 0; j < R; ++j) v[j] = Acc(p[j * stride]);
-  return v;
+void load_block(const T* signal, int64_t first, int64_t length, int64_t begin, int64_t count,
+                Lanes* block) {
+  for (int64_t n = 0; n < count; ++n) block[n] = Lanes{};
+  for (int j = 0; j < R; ++j) {
+    const T* row = signal + (first + j) * length + begin;
+    for (int64_t n = 0; n < count; ++n) block[n][j] = Acc(row[n]);
+  }
 }
 
 template <int R, typename T>
-inline __attribute__((always_inline)) void scatter(T* p, int64_t stride, Lanes v) {
-  for (int j = 0; j < R; ++j) p[j * stride] = T(v[j]);
+void store_block(const Lanes* block, T* signal, int64_t first, int64_t length, int64_t begin,
+                 int64_t count) {
+  for (int j = 0; j < R; ++j) {
+    T* row = signal + (first + j) * length + begin;
+    for (int64_t n = 0; n < count; ++n) row[n] = T(block[n][j]);
+  }
 }
 
 /// Coefficients, state and adjoint sums of one section for a group of rows.
@@ -108,43 +126,42 @@ struct SectionState {
   }
 };
 
-/// The recursions over one block (`count` samples) of R rows: row j at p + j·stride. Written
-/// once, compiled twice (for AVX2 with FMA and for the x86-64 baseline) and chosen at run time.
+/// The recursions over one block of `count` samples in lanes. Written once, compiled twice (for
+/// AVX2 with FMA and for the x86-64 baseline) and chosen at run time.
 struct Block {
   /// One section in the recursion's direction; `out` may equal `in`.
-  template <bool kReverse, int R, typename T>
-  static inline __attribute__((always_inline)) void forward(SectionState& state, const T* in,
-                                                            int64_t in_stride, T* out,
-                                                            int64_t out_stride, int64_t count) {
+  template <bool kReverse>
+  static inline __attribute__((always_inline)) void forward(SectionState& state, const Lanes* in,
+                                                            Lanes* out, int64_t count) {
     SectionState s = state;  // a local copy: its values live in registers
     for (int64_t step = 0; step < count; ++step) {
       int64_t n = kReverse ? count - 1 - step : step;
-      Lanes x   = gather<R>(in + n, in_stride);
+      Lanes x   = in[n];
       // Only the last multiply-add waits for the previous output (the latency chain).
       Lanes y = s.b0 * x + s.b1 * s.u1 + s.b2 * s.u2 - s.a2 * s.v2;
       y -= s.a1 * s.v1;
       s.u2 = s.u1, s.u1 = x, s.v2 = s.v1, s.v1 = y;
-      scatter<R>(out + n, out_stride, y);
+      out[n] = y;
     }
     state = s;
   }
 
-  /// The section's adjoint, the other way in time: from g = ∂/∂v (u the input, v the output),
+  /// The section's adjoint, the other way in time, in place in `g`: from g = ∂/∂v (u the
+  /// section's input, v its output) to ∂/∂u, with
   ///   w[n] = g[n] − a1·w[n+1] − a2·w[n+2],   ∂/∂u[n] = b0·w[n] + b1·w[n+1] + b2·w[n+2],
   ///   ∂/∂b_i = Σ_n w[n]·u[n−i] = Σ_n u[n]·w[n+i],   ∂/∂a_i = −Σ_n v[n]·w[n+i]
-  /// (indices in the recursion's direction). `grad_u` may equal `g`.
-  template <bool kReverse, int R, typename T>
-  static inline __attribute__((always_inline)) void adjoint(SectionState& state, const T* g,
-                                                            T* grad_u, int64_t g_stride, const T* u,
-                                                            int64_t u_stride, const T* v,
-                                                            int64_t v_stride, int64_t count) {
+  /// (indices in the recursion's direction) added to the state's sums.
+  template <bool kReverse>
+  static inline __attribute__((always_inline)) void adjoint(SectionState& state, Lanes* g,
+                                                            const Lanes* u, const Lanes* v,
+                                                            int64_t count) {
     SectionState s = state;
     for (int64_t step = 0; step < count; ++step) {
       int64_t n = kReverse ? step : count - 1 - step;
-      Lanes w   = gather<R>(g + n, g_stride) - s.a2 * s.w2;
+      Lanes w   = g[n] - s.a2 * s.w2;
       w -= s.a1 * s.w1;
-      scatter<R>(grad_u + n, g_stride, s.b0 * w + s.b1 * s.w1 + s.b2 * s.w2);
-      Lanes un = gather<R>(u + n, u_stride), vn = gather<R>(v + n, v_stride);
+      g[n]     = s.b0 * w + s.b1 * s.w1 + s.b2 * s.w2;
+      Lanes un = u[n], vn = v[n];
       s.gb0 += w * un, s.gb1 += s.w1 * un, s.gb2 += s.w2 * un;
       s.ga1 -= s.w1 * vn, s.ga2 -= s.w2 * vn;
       s.w2 = s.w1, s.w1 = w;
@@ -153,25 +170,23 @@ struct Block {
   }
 };
 
-template <bool kReverse, int R, typename T>
-__attribute__((target("avx2,fma"))) void forward_avx2(SectionState& s, const T* in, int64_t is,
-                                                      T* out, int64_t os, int64_t count) {
-  Block::forward<kReverse, R>(s, in, is, out, os, count);
+template <bool kReverse>
+__attribute__((target("avx2,fma"))) void forward_avx2(SectionState& s, const Lanes* in, Lanes* out,
+                                                      int64_t count) {
+  Block::forward<kReverse>(s, in, out, count);
 }
-template <bool kReverse, int R, typename T>
-void forward_baseline(SectionState& s, const T* in, int64_t is, T* out, int64_t os, int64_t count) {
-  Block::forward<kReverse, R>(s, in, is, out, os, count);
+template <bool kReverse>
+void forward_baseline(SectionState& s, const Lanes* in, Lanes* out, int64_t count) {
+  Block::forward<kReverse>(s, in, out, count);
 }
-template <bool kReverse, int R, typename T>
-__attribute__((target("avx2,fma"))) void adjoint_avx2(SectionState& s, const T* g, T* gu,
-                                                      int64_t gs, const T* u, int64_t us,
-                                                      const T* v, int64_t vs, int64_t count) {
-  Block::adjoint<kReverse, R>(s, g, gu, gs, u, us, v, vs, count);
+template <bool kReverse>
+__attribute__((target("avx2,fma"))) void adjoint_avx2(SectionState& s, Lanes* g, const Lanes* u,
+                                                      const Lanes* v, int64_t count) {
+  Block::adjoint<kReverse>(s, g, u, v, count);
 }
-template <bool kReverse, int R, typename T>
-void adjoint_baseline(SectionState& s, const T* g, T* gu, int64_t gs, const T* u, int64_t us,
-                      const T* v, int64_t vs, int64_t count) {
-  Block::adjoint<kReverse, R>(s, g, gu, gs, u, us, v, vs, count);
+template <bool kReverse>
+void adjoint_baseline(SectionState& s, Lanes* g, const Lanes* u, const Lanes* v, int64_t count) {
+  Block::adjoint<kReverse>(s, g, u, v, count);
 }
 
 /// Whether this CPU runs the AVX2 + FMA compilation of the recursions (GRAFX_BASELINE_KERNELS=1
@@ -206,27 +221,29 @@ struct CascadeForward {
 
   template <int R>
   void run(int64_t first) const {
-    auto section = has_avx2() ? forward_avx2<kReverse, R, T> : forward_baseline<kReverse, R, T>;
+    auto section = has_avx2() ? forward_avx2<kReverse> : forward_baseline<kReverse>;
     std::vector<SectionState> states;
     for (int64_t k = 0; k < n_sections; ++k) states.emplace_back(b, a, first, R, k, n_sections);
+    LaneBuffer lanes(kBlock);  // the block, in place through the sections
     Blocks blocks{length};
     for (int64_t i = 0; i < blocks.count(); ++i) {
       int64_t block = blocks.index(i, kReverse), begin = blocks.begin(block);
-      const T* in = x + first * length + begin;
-      T* out      = y + first * length + begin;
+      int64_t count = blocks.size(block);
+      load_block<R>(x, first, length, begin, count, lanes.at(0));
       for (int64_t k = 0; k < n_sections; ++k) {
         if (checkpoints)
           states[k].save(checkpoints, first, R, block, k, blocks.count(), n_sections);
-        section(states[k], k == 0 ? in : out, length, out, length, blocks.size(block));
+        section(states[k], lanes.at(0), lanes.at(0), count);
       }
+      store_block<R>(lanes.at(0), y, first, length, begin, count);
     }
   }
 };
 
 /// The adjoint of CascadeForward: block by block the other way in time, the block's section
-/// outputs recomputed from the checkpoints, then the sections' adjoints in reverse order. ∂/∂x
-/// goes to `grad` (the last section reads `grad_in`; the others run in place), the
-/// coefficients' gradients to grad_b and grad_a.
+/// outputs recomputed from the checkpoints, then the sections' adjoints in reverse order, in
+/// place on the block of the output's gradient. ∂/∂x goes to `grad`, the coefficients'
+/// gradients to grad_b and grad_a.
 template <typename T, bool kReverse>
 struct CascadeBackward {
   const T *grad_in, *x, *b, *a;
@@ -237,27 +254,26 @@ struct CascadeBackward {
   template <int R>
   void run(int64_t first) const {
     bool avx2    = has_avx2();
-    auto section = avx2 ? forward_avx2<kReverse, R, T> : forward_baseline<kReverse, R, T>;
-    auto adjoint = avx2 ? adjoint_avx2<kReverse, R, T> : adjoint_baseline<kReverse, R, T>;
+    auto section = avx2 ? forward_avx2<kReverse> : forward_baseline<kReverse>;
+    auto adjoint = avx2 ? adjoint_avx2<kReverse> : adjoint_baseline<kReverse>;
     std::vector<SectionState> states;
     for (int64_t k = 0; k < n_sections; ++k) states.emplace_back(b, a, first, R, k, n_sections);
-    std::vector<T> outputs(size_t(n_sections * R * kBlock));  // the block's section outputs
-    auto output = [&](int64_t k) { return &outputs[size_t(k * R * kBlock)]; };
+    // The block's input, each section's output and the gradient, in lanes.
+    LaneBuffer signals((n_sections + 1) * kBlock), gradient(kBlock);
+    auto signal = [&](int64_t k) { return signals.at(k * kBlock); };  // 0: x; k: section k
     Blocks blocks{length};
     for (int64_t i = 0; i < blocks.count(); ++i) {
       int64_t block = blocks.index(i, !kReverse), begin = blocks.begin(block);
       int64_t count = blocks.size(block);
-      const T* in   = x + first * length + begin;
+      load_block<R>(x, first, length, begin, count, signal(0));
       for (int64_t k = 0; k < n_sections; ++k) {
         states[k].load(checkpoints, first, R, block, k, blocks.count(), n_sections);
-        section(states[k], k == 0 ? in : output(k - 1), k == 0 ? length : kBlock, output(k), kBlock,
-                count);
+        section(states[k], signal(k), signal(k + 1), count);
       }
-      for (int64_t k = n_sections - 1; k >= 0; --k) {
-        const T* g = (k == n_sections - 1 ? grad_in : grad) + first * length + begin;
-        adjoint(states[k], g, grad + first * length + begin, length, k == 0 ? in : output(k - 1),
-                k == 0 ? length : kBlock, output(k), kBlock, count);
-      }
+      load_block<R>(grad_in, first, length, begin, count, gradient.at(0));
+      for (int64_t k = n_sections - 1; k >= 0; --k)
+        adjoint(states[k], gradient.at(0), signal(k), signal(k + 1), count);
+      store_block<R>(gradient.at(0), grad, first, length, begin, count);
     }
     for (int64_t k = 0; k < n_sections; ++k)
       for (int j = 0; j < R; ++j) {
