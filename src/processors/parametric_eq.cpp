@@ -11,21 +11,20 @@ namespace {
 
 /// Each band's gain up to ±6 dB (±3 on subgroups) at a random frequency near its own.
 TensorDict musical_bands(const PriorContext& c) {
-  TensorDict values;
-  std::vector<ParameterSpec> specs = c.processor.parameter_specs();
-  std::vector<int64_t> shape       = specs.front().shape;
-  at::Tensor initial_hz            = specs.front().to_physical(at::zeros(shape, at::kDouble));
-  at::Tensor hz = initial_hz.clone(), q = at::empty(shape, at::kDouble),
-             db = at::empty(shape, at::kDouble);
-  double depth  = c.subgroup ? 3.0 : 6.0;
-  auto h = hz.view(-1), qv = q.view(-1), d = db.view(-1);
-  for (int64_t i = 0; i < hz.numel(); ++i) {
-    h[i]  = std::min(h[i].item<double>() * c.random.log_uniform(0.7, 1.4),
-                     0.45 * double(c.sample_rate));
-    qv[i] = c.random.log_uniform(0.5, 2.0);
-    d[i]  = c.random.uniform(-depth, depth);
+  const ParameterSpec frequency = c.processor.parameter_specs().front();
+  at::Tensor initial_hz = frequency.to_physical(at::zeros(frequency.shape_for(1), at::kDouble));
+  const double depth    = c.subgroup ? 3.0 : 6.0;
+  std::vector<double> hz, q, db;
+  for (int64_t i = 0; i < initial_hz.numel(); ++i) {
+    double moved = initial_hz.view(-1)[i].item<double>() * c.random.log_uniform(0.7, 1.4);
+    hz.push_back(std::min(moved, 0.45 * double(c.sample_rate)));
+    q.push_back(c.random.log_uniform(0.5, 2.0));
+    db.push_back(c.random.uniform(-depth, depth));
   }
-  return {{"frequency_hz", hz}, {"q", q}, {"gain_db", db}};
+  auto values = [&](const std::vector<double>& v) {
+    return at::tensor(v, at::kDouble).view(frequency.shape);
+  };
+  return {{"frequency_hz", values(hz)}, {"q", values(q)}, {"gain_db", values(db)}};
 }
 
 ProcessorDescriptor parametric(std::string name, char letter, EqChannels channels,
