@@ -128,7 +128,7 @@ void run_session(Fitter& fitter, Session& session) {
          after  = session.summary.after.total.item<double>();
   std::cout << "loss after fitting:  " << std::setprecision(4) << after << " (spectral difference "
             << std::setprecision(1) << spectral_difference_db(session.summary.after) << " dB), "
-            << std::setprecision(2) << (after <= before ? before / after : after / before)
+            << std::setprecision(1) << (after <= before ? before / after : after / before)
             << (after <= before ? "x lower\n" : "x higher\n") << "results: " << session.folder
             << "/report.html (and mix.wav, console.json, parameters.safetensors, "
             << "loss.csv)\n";

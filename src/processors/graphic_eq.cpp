@@ -82,7 +82,9 @@ GraphicEq::GraphicEq(const ProcessorConfig& config, GraphicEqBands bands)
       centres_hz_.push_back(fc[k]), bandwidths_hz_.push_back(width[k]);
   if (centres_hz_.empty())
     throw ProcessorError("grafx.processor.config",
-                         name() + ": expected a sample rate above 100 Hz, but got " +
+                         name() + ": expected a sample rate above " +
+                             std::to_string(int(2 * std::max(fc[0], width[0])) + 1) +
+                             " Hz (its lowest band's centre and width below Nyquist), but got " +
                              std::to_string(sample_rate_) + " Hz");
 }
 

@@ -36,6 +36,63 @@ TEST(ZeroPhaseFir, IsSymmetricAndFollowsASmoothResponse) {
   EXPECT_LT(error_db, 0.1);
 }
 
+TEST(FrequencyScales, PublishedValuesExactInversesAndMonotonic) {
+  // Values from the scales' published formulas, computed by hand.
+  EXPECT_NEAR(to_scale(FrequencyScale::kMelHtk, 1000), 2595 * std::log10(1 + 1000.0 / 700), 1e-9);
+  EXPECT_NEAR(to_scale(FrequencyScale::kMelSlaney, 1000), 15.0, 1e-12);
+  EXPECT_NEAR(to_scale(FrequencyScale::kMelSlaney, 500), 7.5, 1e-12);
+  EXPECT_NEAR(to_scale(FrequencyScale::kBarkTraunmuller, 1000), 26.81 * 1000 / 2960 - 0.53, 1e-12);
+  double low = 26.81 * 100 / 2060 - 0.53;  // below 2 Bark: the low correction
+  EXPECT_NEAR(to_scale(FrequencyScale::kBarkTraunmuller, 100), low + 0.15 * (2 - low), 1e-12);
+  double high = 26.81 * 16000 / 17960 - 0.53;  // above 20.1 Bark: the high correction
+  EXPECT_NEAR(to_scale(FrequencyScale::kBarkTraunmuller, 16000), high + 0.22 * (high - 20.1),
+              1e-12);
+  EXPECT_NEAR(to_scale(FrequencyScale::kBarkSchroeder, 650), 7 * std::asinh(1.0), 1e-12);
+  EXPECT_NEAR(to_scale(FrequencyScale::kBarkWang, 600), 6 * std::asinh(1.0), 1e-12);
+  for (auto scale : {FrequencyScale::kLinear, FrequencyScale::kLog, FrequencyScale::kMelHtk,
+                     FrequencyScale::kMelSlaney, FrequencyScale::kBarkTraunmuller,
+                     FrequencyScale::kBarkSchroeder, FrequencyScale::kBarkWang}) {
+    double previous = -1e300;
+    for (double hz = 20; hz < 24000; hz *= 1.05) {
+      double value = to_scale(scale, hz);
+      EXPECT_GT(value, previous) << int(scale) << " at " << hz << " Hz";
+      EXPECT_NEAR(from_scale(scale, value), hz, 1e-9 * hz) << int(scale) << " at " << hz << " Hz";
+      previous = value;
+    }
+  }
+}
+
+TEST(FrequencyScales, BandWeightsAreInterpolatingTrianglesSummingToOne) {
+  at::Tensor hz = at::linspace(0, 22050, 3001, at::kDouble);
+  at::Tensor w  = band_weights(hz, 12, FrequencyScale::kMelHtk, 50, 16000);
+  EXPECT_LT((w.sum(0) - 1).abs().max().item<double>(), 1e-12);
+  EXPECT_GE(w.min().item<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(w[0][0].item<double>(), 1.0);      // the first band below its centre
+  EXPECT_DOUBLE_EQ(w[11][3000].item<double>(), 1.0);  // the last band above its own
+  // Each band is 1 at its centre (evenly spaced on the scale) and 0 at the neighbours' centres.
+  double lo = to_scale(FrequencyScale::kMelHtk, 50), hi = to_scale(FrequencyScale::kMelHtk, 16000);
+  at::Tensor centres = at::empty({12}, at::kDouble);
+  for (int j = 0; j < 12; ++j)
+    centres[j] = from_scale(FrequencyScale::kMelHtk, lo + (hi - lo) * j / 11.0);
+  at::Tensor at_centres = band_weights(centres, 12, FrequencyScale::kMelHtk, 50, 16000);
+  EXPECT_TRUE(at::allclose(at_centres, at::eye(12, at::kDouble), 0, 1e-9));
+}
+
+TEST(ZeroPhaseFir, WindowsAreSymmetricAndOneAtLagZero) {
+  for (auto window : {Window::kHann, Window::kHamming, Window::kBlackman, Window::kRectangular}) {
+    at::Tensor w = zero_phase_window(64, at::kDouble, window);
+    ASSERT_EQ(w.size(0), 127);
+    EXPECT_DOUBLE_EQ(w[63].item<double>(), 1.0);
+    EXPECT_TRUE(at::equal(w, w.flip(0)));
+  }
+  // Hamming at lag ±F would be 0.08, Blackman 0: their endpoints one step inside.
+  double phase = M_PI * 63 / 64;
+  EXPECT_NEAR(zero_phase_window(64, at::kDouble, Window::kHamming)[0].item<double>(),
+              0.54 + 0.46 * std::cos(phase), 1e-12);
+  EXPECT_NEAR(zero_phase_window(64, at::kDouble, Window::kBlackman)[0].item<double>(),
+              0.42 + 0.5 * std::cos(phase) + 0.08 * std::cos(2 * phase), 1e-12);
+}
+
 TEST(Signal, MidSideRoundTripAndEnergyNormalisation) {
   at::manual_seed(2);
   at::Tensor x  = at::randn({3, 2, 100}, at::kDouble);

@@ -4,6 +4,7 @@
 // parameters; the identity at initial values.
 
 #include <grafx/dsp/fir.h>
+#include <grafx/processors/fir_filters.h>
 #include <grafx/processors/graphic_eq.h>
 #include <grafx/processors/registry.h>
 
@@ -264,6 +265,8 @@ TEST(Filters, GraphicEqIsItsLiskiValimakiBands) {
     at::Tensor x = at::randn({1, 2, 2000}, at::kDouble);
     EXPECT_TRUE(at::allclose(p->forward({x}, raw_parameters(*p, {})).outputs[0], x, 0, 1e-9));
   }
+  EXPECT_GRAFX_ERROR(make_processor("graphic_eq", {200}), "grafx.processor.config",
+                     "expected a sample rate above 267 Hz");
   // Bands at or above Nyquist are dropped.
   EXPECT_EQ(
       static_cast<const GraphicEq&>(*make_processor("graphic_eq", {16000})).centres_hz().size(),
@@ -293,6 +296,33 @@ TEST(Filters, FirEqTapsAreTheWindowedCosineSumOfTheInterpolatedBands) {
   EXPECT_LT((taps - expected).abs().max().item<double>(), 1e-12);
   // The bands' weights are a partition of unity, so equal gains give a flat response.
   EXPECT_LT((w.sum(0) - 1).abs().max().item<double>(), 1e-12);
+}
+
+TEST(Filters, FirEqOptionsGiveOtherScalesWindowsAndChannels) {
+  // A type with other options: 20 mel bands from 60 Hz, Blackman window, mid/side.
+  FirEqOptions options;
+  options.type_name      = "fir_eq_mel_midside";
+  options.channels       = EqChannels::kMidSide;
+  options.n_bands        = 20;
+  options.scale          = dsp::FrequencyScale::kMelHtk;
+  options.lowest_band_hz = 60;
+  options.window         = dsp::Window::kBlackman;
+  FirEqualizer eq({kRate}, options);
+  EXPECT_EQ(eq.name(), "fir_eq_mel_midside");
+  ASSERT_EQ(eq.parameter_specs()[0].shape, (std::vector<int64_t>{2, 20}));
+  at::Tensor x = at::randn({2, 2, 5000}, at::kDouble);
+  EXPECT_TRUE(at::allclose(
+      eq.forward({x}, {{"log_magnitude", at::zeros({2, 2, 20}, at::kDouble)}}).outputs[0], x, 0,
+      1e-12))
+      << "flat is the identity";
+  // A constant gain on the side filter only: the mid passes, the side is scaled.
+  at::Tensor gains = at::zeros({2, 2, 20}, at::kDouble);
+  gains.select(1, 1).fill_(std::log(0.5));
+  at::Tensor y   = eq.forward({x}, {{"log_magnitude", gains}}).outputs[0];
+  at::Tensor mid = (x[0][0] + x[0][1]) / 2, side = (x[0][0] - x[0][1]) / 2;
+  EXPECT_TRUE(at::allclose((y[0][0] + y[0][1]) / 2, mid, 0, 1e-9));
+  EXPECT_TRUE(at::allclose((y[0][0] - y[0][1]) / 2, side * 0.5, 0, 1e-9));
+  EXPECT_GRAFX_ERROR(FirEqualizer({100}, options), "grafx.processor.config", "lowest band");
 }
 
 TEST(Filters, FirFilterStartsAsTheIdentityAndConvolvesCausally) {
