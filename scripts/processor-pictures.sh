@@ -46,3 +46,5 @@ picture graphic_eq graphic_eq.svg --param gain_db=6,-3,0,4,-6,2,0,0,-4,3
 picture graphic_eq_third_octave graphic_eq_third_octave.svg --param gain_db=-6,0,6,0,-6,0,6
 picture fir_eq fir_eq.svg --param gain_db=4,0,-3,0,6,0,-6
 picture fir_filter fir_filter.svg --param fir=0.5,0.2,0,-0.2,0
+picture crossover crossover.svg --param crossover_hz=800
+picture crossover_3band crossover_3band.svg --param crossover_hz=200,3000

@@ -18,8 +18,9 @@ at::Tensor decibels(const at::Tensor& amplitude) {
   return 20 * amplitude.abs().clamp_min(1e-12).log10();
 }
 
-/// The processor's output for x, with the parameters of one node repeated for every item.
-at::Tensor run(const Processor& processor, const at::Tensor& x, const TensorDict& parameters) {
+/// The processor's outputs for x, with the parameters of one node repeated for every item.
+std::vector<at::Tensor> run_all(const Processor& processor, const at::Tensor& x,
+                                const TensorDict& parameters) {
   c10::NoGradGuard no_grad;
   TensorDict repeated;
   for (const auto& [name, p] : parameters) {
@@ -27,7 +28,13 @@ at::Tensor run(const Processor& processor, const at::Tensor& x, const TensorDict
     times[0]       = x.size(0);
     repeated[name] = p.to(x.scalar_type()).repeat(times);
   }
-  return processor.forward({x}, repeated).outputs[0];
+  std::vector<at::Tensor> inputs(processor.inlets().size(), x);
+  return processor.forward(inputs, repeated).outputs;
+}
+
+/// The first outlet's output.
+at::Tensor run(const Processor& processor, const at::Tensor& x, const TensorDict& parameters) {
+  return run_all(processor, x, parameters)[0];
 }
 
 /// Unit impulses on both channels (N = 1).
@@ -78,6 +85,27 @@ Plot magnitude_response(const Processor& processor, const TensorDict& parameters
   Plot plot          = make_plot(std::move(series), "frequency (Hz)", "gain (dB)",
                                  std::min(-12.0, std::floor(gain_db.min().item<double>() / 6) * 6),
                                  std::max(12.0, std::ceil(gain_db.max().item<double>() / 6) * 6));
+  plot.options.log_x = true;
+  plot.options.x_min = 20;
+  plot.options.x_max = sample_rate / 2;
+  return plot;
+}
+
+/// Crossovers: the magnitude response of every outlet and of their sum, from impulses.
+Plot band_responses(const Processor& processor, const TensorDict& parameters, double sample_rate) {
+  const int64_t length            = 16384;
+  std::vector<at::Tensor> outputs = run_all(processor, impulse(length), parameters);
+  std::vector<double> frequency =
+      values(at::arange(length / 2 + 1, at::kDouble) * (sample_rate / length));
+  std::vector<PlotSeries> series;
+  at::Tensor sum = at::zeros_like(outputs[0]);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    sum = sum + outputs[o];
+    series.push_back({processor.outlets()[o], frequency,
+                      values(decibels(at::fft_rfft(outputs[o][0][0], length, -1)))});
+  }
+  series.push_back({"sum", frequency, values(decibels(at::fft_rfft(sum[0][0], length, -1)))});
+  Plot plot          = make_plot(std::move(series), "frequency (Hz)", "gain (dB)", -60, 12);
   plot.options.log_x = true;
   plot.options.x_min = 20;
   plot.options.x_max = sample_rate / 2;
@@ -170,6 +198,9 @@ Plot processor_response(const Processor& processor, const TensorDict& parameters
       break;
     case ResponsePicture::kImpulse:
       plot = impulse_response(processor, parameters, rate);
+      break;
+    case ResponsePicture::kBands:
+      plot = band_responses(processor, parameters, rate);
       break;
   }
   plot.options.title = processor.name() + " at " + std::to_string(sample_rate) + " Hz";

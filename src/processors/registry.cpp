@@ -5,6 +5,7 @@
 
 #include <grafx/processors/compressor.h>
 #include <grafx/processors/cookbook_filters.h>
+#include <grafx/processors/crossover.h>
 #include <grafx/processors/delay.h>
 #include <grafx/processors/eq.h>
 #include <grafx/processors/fir_filters.h>
@@ -54,6 +55,8 @@ std::vector<ProcessorDescriptor> built_in() {
       graphic_eq_third_octave_descriptor(),
       fir_eq_descriptor(),
       fir_filter_descriptor(),
+      crossover_descriptor(),
+      crossover_3band_descriptor(),
   };
 }
 

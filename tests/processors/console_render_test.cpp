@@ -3,6 +3,7 @@
 // gradient, for the paper's chain and a chain of the variants.
 
 #include <grafx/graph/console.h>
+#include <grafx/graph/graph_json.h>
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
@@ -42,21 +43,16 @@ Rendered render_and_backward(RenderFunction&& render_function, const Parameters&
   return r;
 }
 
-void expect_batched_equals_naive(const std::vector<std::string>& chain) {
-  NodeTypes types = console_node_types();
-  for (const auto& name : chain) types.add(name);
-  ConsoleOptions options;
-  options.n_tracks      = 3;
-  options.track_groups  = {0, 1, 1};
-  options.chain         = chain;
-  Graph graph           = build_console(options, types).graph;
+void expect_batched_equals_naive(const Graph& graph) {
   Processors processors = make_processors(graph.types(), {4000});
   Parameters parameters = create_parameters(graph, processors, {3, at::kDouble, false});
   at::manual_seed(4);
   for (auto& [type, tensors] : parameters)  // wider than the initial spread: processors act
     for (auto& [name, t] : tensors) t = t + 0.3 * at::randn_like(t);
-  at::Tensor sources = at::randn({3, 2, 2000}, at::kDouble) * 0.3;
-  RenderPlan plan    = make_render_plan(to_tensor(graph));
+  GraphTensor tensor = to_tensor(graph);
+  int64_t n_sources  = tensor.type_counts[tensor.types.id("in")].item<int64_t>();
+  at::Tensor sources = at::randn({n_sources, 2, 2000}, at::kDouble) * 0.3;
+  RenderPlan plan    = make_render_plan(tensor);
   Rendered batched =
       render_and_backward([&](const Parameters& p) { return render(plan, processors, p, sources); },
                           parameters, sources);
@@ -77,13 +73,39 @@ void expect_batched_equals_naive(const std::vector<std::string>& chain) {
     }
 }
 
+Graph console_of(const std::vector<std::string>& chain) {
+  NodeTypes types = console_node_types();
+  for (const auto& name : chain) types.add(name);
+  ConsoleOptions options;
+  options.n_tracks     = 3;
+  options.track_groups = {0, 1, 1};
+  options.chain        = chain;
+  return build_console(options, types).graph;
+}
+
 TEST(ConsoleRender, ThePapersChainBatchedEqualsNaive) {
-  expect_batched_equals_naive(console_chain());
+  expect_batched_equals_naive(console_of(console_chain()));
 }
 
 TEST(ConsoleRender, TheVariantsBatchedEqualNaive) {
-  expect_batched_equals_naive({"eq_midside", "compressor_ballistics", "noise_gate_ballistics",
-                               "eq_stereo", "stereo_imager", "gain_pan", "delay", "reverb"});
+  expect_batched_equals_naive(
+      console_of({"eq_midside", "compressor_ballistics", "noise_gate_ballistics", "eq_stereo",
+                  "stereo_imager", "gain_pan", "delay", "reverb"}));
+}
+
+TEST(ConsoleRender, FiltersAndEqualizersBatchedEqualNaive) {
+  expect_batched_equals_naive(
+      console_of({"parametric_eq_midside", "graphic_eq", "lowpass", "state_variable_filter",
+                  "fir_eq", "pole_zero", "gain_pan"}));
+}
+
+TEST(ConsoleRender, TheMultibandCompressorExampleBatchedEqualsNaive) {
+  // examples/multiband_compressor.json: a 3-band crossover feeding one compressor per band.
+  const char* source = std::getenv("GRAFX_SOURCE_DIR");
+  ASSERT_NE(source, nullptr);
+  Graph graph = load_graph(std::string(source) + "/examples/multiband_compressor.json",
+                           registry_node_types());
+  expect_batched_equals_naive(graph);
 }
 
 }  // namespace

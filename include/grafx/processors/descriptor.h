@@ -39,6 +39,7 @@ enum class ResponsePicture {
   kEnergyDecay,         ///< Schroeder energy decay of the impulse responses (reverbs)
   kStereoField,         ///< output level per channel for a source panned across the input
   kImpulse,             ///< left and right impulse responses
+  kBands,               ///< magnitude responses of every outlet and of their sum (crossovers)
 };
 
 /// Uniform numbers from a seeded generator, the same on every platform.
