@@ -113,10 +113,9 @@ ProcessorOutput Crossover::forward(const std::vector<at::Tensor>& inputs,
   at::Tensor hz       = parameter_specs().front().to_physical(parameters.at("crossover"));
   at::Tensor omega    = units::omega(hz, sample_rate_);  // N×(bands − 1)
   at::Tensor q = at::full_like(omega, M_SQRT1_2), zero = at::zeros_like(omega);
-  auto section = [&](CookbookShape shape, int64_t crossover) {
-    auto [b, a] = dsp::cookbook_biquad(shape, omega.select(1, crossover), q.select(1, crossover),
-                                       zero.select(1, crossover));
-    return std::make_pair(b, a);  // N×3
+  auto section = [&](CookbookShape shape, int64_t crossover) {  // (b, a), each N×3
+    return dsp::cookbook_biquad(shape, omega.select(1, crossover), q.select(1, crossover),
+                                zero.select(1, crossover));
   };
   auto identity = [&] {
     at::Tensor one = at::zeros({x.size(0), 3}, omega.options());
