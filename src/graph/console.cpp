@@ -37,9 +37,17 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
       static_cast<int64_t>(options.track_names.size()) != options.n_tracks)
     fail("expected " + std::to_string(options.n_tracks) + " track names, but got " +
          std::to_string(options.track_names.size()));
-  for (const auto& type : options.chain)
+  for (const auto& type : options.chain) {
     if (type == "in" || type == "out")
       fail("a console chain cannot contain \"" + type + "\" nodes");
+    if (types.contains(type)) {
+      TypeId id = types.id(type);
+      if (types.n_inlets(id) != 1 || types.n_outlets(id) != 1)
+        fail("a console chain takes types of one inlet and one outlet, but \"" + type + "\" has " +
+             std::to_string(types.n_inlets(id)) + " and " + std::to_string(types.n_outlets(id)) +
+             " (wire it in a graph file)");
+    }
+  }
 
   Console console{Graph(types), {}, {}, -1, -1};
   Graph& g         = console.graph;

@@ -44,25 +44,29 @@ TensorDict musical_dynamics(const PriorContext& c, bool gate) {
 
 }  // namespace
 
-ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoothing smoothing) {
-  const bool gate       = curve == Dynamics::Curve::kNoiseGate;
-  const bool ballistics = smoothing == dsp::EnvelopeSmoothing::kBallistics;
-  std::string family    = gate ? "noise_gate" : "compressor";
-  char letter           = gate ? 'n' : 'c';
+ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoothing smoothing,
+                                        Dynamics::Detector detector) {
+  const bool gate        = curve == Dynamics::Curve::kNoiseGate;
+  const bool ballistics  = smoothing == dsp::EnvelopeSmoothing::kBallistics;
+  const bool sidechain   = detector == Dynamics::Detector::kSidechain;
+  const std::string what = gate ? "noise gate" : "compressor";
+  char letter            = sidechain ? (gate ? 'K' : 'S') : gate ? 'n' : 'c';
+  if (ballistics && !sidechain) letter = char(std::toupper(letter));
   ProcessorDescriptor d = ProcessorDescriptor::of<Dynamics>(
-      ballistics ? family + "_ballistics" : family,
-      ballistics ? char(std::toupper(letter)) : letter, curve, smoothing);
-  d.summary       = ballistics ? (gate ? "noise gate" : "compressor") +
-                               std::string(" with attack/release ballistics on its level detector")
-                               : (gate ? "noise gate" : "compressor") +
-                               std::string(
-                                         ": level of the mid, one-pole smoothing, quadratic knee "
-                                               "(the paper's)");
+      Dynamics(ProcessorConfig(), curve, smoothing, detector).name(), letter, curve, smoothing,
+      detector);
+  d.summary       = sidechain ? what +
+                              " keyed by its sidechain inlet (level detected there, gain "
+                                    "applied to main), attack/release ballistics"
+                    : ballistics ? what + " with attack/release ballistics on its level detector"
+                                 : what +
+                                 ": level of the mid, one-pole smoothing, quadratic knee "
+                                       "(the paper's)";
   d.response      = ResponsePicture::kStaticCurve;
   d.musical_prior = [gate](const PriorContext& c) { return musical_dynamics(c, gate); };
   // The paper's console and its hybrid pruning ratios at tolerance 0.01 (Table 2).
   d.console_position    = ballistics ? 0 : (gate ? 3 : 2);
-  d.random_pruning_rate = gate ? 0.79 : 0.71;
+  d.random_pruning_rate = sidechain ? 0.0 : gate ? 0.79 : 0.71;
   return d;
 }
 
@@ -78,10 +82,25 @@ ProcessorDescriptor noise_gate_descriptor() {
 ProcessorDescriptor noise_gate_ballistics_descriptor() {
   return dynamics_descriptor(Dynamics::Curve::kNoiseGate, dsp::EnvelopeSmoothing::kBallistics);
 }
+ProcessorDescriptor sidechain_compressor_descriptor() {
+  return dynamics_descriptor(Dynamics::Curve::kCompressor, dsp::EnvelopeSmoothing::kBallistics,
+                             Dynamics::Detector::kSidechain);
+}
+ProcessorDescriptor sidechain_gate_descriptor() {
+  return dynamics_descriptor(Dynamics::Curve::kNoiseGate, dsp::EnvelopeSmoothing::kBallistics,
+                             Dynamics::Detector::kSidechain);
+}
 
 std::string Dynamics::name() const {
+  if (detector_ == Detector::kSidechain)
+    return curve_ == Curve::kCompressor ? "sidechain_compressor" : "sidechain_gate";
   std::string family = curve_ == Curve::kCompressor ? "compressor" : "noise_gate";
   return smoothing_ == dsp::EnvelopeSmoothing::kBallistics ? family + "_ballistics" : family;
+}
+
+std::vector<std::string> Dynamics::inlets() const {
+  if (detector_ == Detector::kSidechain) return {"main", "sidechain"};
+  return {"main"};
 }
 
 std::vector<ParameterSpec> Dynamics::parameter_specs() const {
@@ -133,7 +152,8 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
                                   const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
   const at::Tensor& x = inputs[0];
-  at::Tensor energy   = x.pow(2).mean(1, true);  // N×1×L: the level of the mid signal
+  // N×1×L: the level of the mid signal, of the sidechain for the sidechain types.
+  at::Tensor energy = inputs.back().pow(2).mean(1, true);
   at::Tensor envelope;
   if (smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
     envelope = dsp::one_pole(energy, smoothing_alpha(parameters.at("z_alpha")));

@@ -57,6 +57,8 @@ std::vector<ProcessorDescriptor> built_in() {
       fir_filter_descriptor(),
       crossover_descriptor(),
       crossover_3band_descriptor(),
+      sidechain_compressor_descriptor(),
+      sidechain_gate_descriptor(),
   };
 }
 

@@ -25,6 +25,17 @@ TEST(Console, ChainLettersNameTheRegisteredTypes) {
                      "expected a chain of type letters");
 }
 
+TEST(Console, ChainsTakeOnlyOneInOneOutTypes) {
+  ConsoleOptions options;
+  options.n_tracks = 2;
+  options.chain    = {"eq", "crossover"};
+  EXPECT_GRAFX_ERROR(build_console(options, registry_node_types()), "grafx.graph.invalid_console",
+                     "\"crossover\" has 1 and 2 (wire it in a graph file)");
+  options.chain = {"sidechain_compressor"};
+  EXPECT_GRAFX_ERROR(build_console(options, registry_node_types()), "grafx.graph.invalid_console",
+                     "\"sidechain_compressor\" has 2 and 1");
+}
+
 TEST(Console, DryWetMarksEveryProcessor) {
   ConsoleOptions options;
   options.n_tracks     = 3;

@@ -99,13 +99,16 @@ TEST(ConsoleRender, FiltersAndEqualizersBatchedEqualNaive) {
                   "fir_eq", "pole_zero", "gain_pan"}));
 }
 
-TEST(ConsoleRender, TheMultibandCompressorExampleBatchedEqualsNaive) {
-  // examples/multiband_compressor.json: a 3-band crossover feeding one compressor per band.
+TEST(ConsoleRender, TheMultiPortExamplesBatchedEqualNaive) {
+  // examples/multiband_compressor.json: a 3-band crossover feeding one compressor per band;
+  // examples/ducking.json: a bass ducked by the kick through a sidechain compressor.
   const char* source = std::getenv("GRAFX_SOURCE_DIR");
   ASSERT_NE(source, nullptr);
-  Graph graph = load_graph(std::string(source) + "/examples/multiband_compressor.json",
-                           registry_node_types());
-  expect_batched_equals_naive(graph);
+  for (const char* name : {"multiband_compressor", "ducking"}) {
+    SCOPED_TRACE(name);
+    expect_batched_equals_naive(
+        load_graph(std::string(source) + "/examples/" + name + ".json", registry_node_types()));
+  }
 }
 
 }  // namespace

@@ -112,6 +112,30 @@ TEST(Dynamics, BallisticsSmoothTheLevelWithAttackAndRelease) {
       1e-14));
 }
 
+TEST(Dynamics, SidechainTypesDetectOnTheSidechainAndGainTheMain) {
+  for (auto curve : {Dynamics::Curve::kCompressor, Dynamics::Curve::kNoiseGate}) {
+    Dynamics keyed({8000}, curve, EnvelopeSmoothing::kBallistics, Dynamics::Detector::kSidechain);
+    Dynamics plain({8000}, curve, EnvelopeSmoothing::kBallistics);
+    ASSERT_EQ(keyed.inlets(), (std::vector<std::string>{"main", "sidechain"}));
+    at::manual_seed(3);
+    TensorDict p   = parameters(1.0, 1.0, 0.0, {-2.0, 3.0}, 2);
+    at::Tensor x   = at::randn({2, 2, 4000}, at::kDouble) * 0.5;
+    at::Tensor key = (at::rand({2, 2, 4000}, at::kDouble) + 0.5) *
+                     at::linspace(0.01, 3, 4000, at::kDouble);  // never zero, rising
+    // The same signal on both inlets: the ordinary processor, exactly.
+    EXPECT_TRUE(at::equal(keyed.forward({x, x}, p).outputs[0], plain.forward({x}, p).outputs[0]));
+    // Otherwise the gain the ordinary processor applies to the key, applied to the main.
+    at::Tensor gain = plain.forward({key}, p).outputs[0] / key;
+    EXPECT_TRUE(at::allclose(keyed.forward({x, key}, p).outputs[0], x * gain, 1e-12, 1e-12));
+  }
+  // A silent key leaves the main untouched by a compressor and closes a gate.
+  Dynamics compressor({8000}, Dynamics::Curve::kCompressor, EnvelopeSmoothing::kBallistics,
+                      Dynamics::Detector::kSidechain);
+  TensorDict p = parameters(1.0, 1.0, 0.0, {-2.0, 3.0}, 1);
+  at::Tensor x = at::randn({1, 2, 1000}, at::kDouble);
+  EXPECT_TRUE(at::allclose(compressor.forward({x, at::zeros_like(x)}, p).outputs[0], x));
+}
+
 TEST(Dynamics, PhysicalParameters) {
   Compressor compressor({30000});
   TensorDict physical = compressor.to_physical(parameters(0.0, 0.0, 0.0, {0.0}));

@@ -47,11 +47,20 @@ namespace grafx {
 class Dynamics : public Processor {
  public:
   enum class Curve { kCompressor, kNoiseGate };
+  /// Whose level the detector follows: the input's own, or a second inlet's (`sidechain`).
+  enum class Detector { kSelf, kSidechain };
 
-  Dynamics(const ProcessorConfig& config, Curve curve, dsp::EnvelopeSmoothing smoothing)
-      : curve_(curve), smoothing_(smoothing), sample_rate_(config.sample_rate) {}
-  /// compressor, compressor_ballistics, noise_gate or noise_gate_ballistics.
+  Dynamics(const ProcessorConfig& config, Curve curve, dsp::EnvelopeSmoothing smoothing,
+           Detector detector = Detector::kSelf)
+      : curve_(curve),
+        smoothing_(smoothing),
+        detector_(detector),
+        sample_rate_(config.sample_rate) {}
+  /// compressor, compressor_ballistics, noise_gate, noise_gate_ballistics, sidechain_compressor
+  /// or sidechain_gate.
   std::string name() const override;
+  /// `main`, and `sidechain` for the sidechain types.
+  std::vector<std::string> inlets() const override;
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
@@ -59,13 +68,22 @@ class Dynamics : public Processor {
  private:
   Curve curve_;
   dsp::EnvelopeSmoothing smoothing_;
+  Detector detector_;
   SampleRate sample_rate_;
 };
 
-/// The descriptor of one member of the family (letters c, C, n, N).
-ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoothing smoothing);
+/// The descriptor of one member of the family (letters c, C, n, N, S, K).
+ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoothing smoothing,
+                                        Dynamics::Detector detector = Dynamics::Detector::kSelf);
 ProcessorDescriptor compressor_descriptor();             ///< letter c
 ProcessorDescriptor compressor_ballistics_descriptor();  ///< letter C
+/// Sidechain dynamics (inlets `main` and `sidechain`): the level is detected on `sidechain`
+/// (its mean square over channels, smoothed with attack/release ballistics) and the gain applied
+/// to `main`; otherwise as compressor_ballistics and noise_gate_ballistics. With the same
+/// signal on both inlets they are those processors exactly. A bass ducked by the kick: the
+/// bass on `main`, the kick on `sidechain`.
+ProcessorDescriptor sidechain_compressor_descriptor();  ///< letter S
+ProcessorDescriptor sidechain_gate_descriptor();        ///< letter K
 
 class Compressor : public Dynamics {
  public:
