@@ -6,14 +6,46 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <ostream>
 #include <sstream>
 #include <thread>
 
 namespace grafx::bench {
+
+std::vector<double> parse_arguments(int argc, char** argv,
+                                    const std::vector<NumberArgument>& arguments) {
+  std::string usage = std::string("usage: ") + argv[0];
+  for (const auto& a : arguments)
+    usage += " [" + a.name + "=" +
+             fixed(a.default_value, a.default_value == std::floor(a.default_value) ? 0 : 2) + "]";
+  auto fail = [&](const std::string& why) {
+    std::cerr << argv[0] << ": " << why << "\n" << usage << "\n";
+    std::exit(2);
+  };
+  std::vector<double> values;
+  for (const auto& a : arguments) values.push_back(a.default_value);
+  for (int i = 1; i < argc; ++i) {
+    std::string text = argv[i];
+    if (text == "--help" || text == "-h") {
+      std::cout << usage << "\n";
+      std::exit(0);
+    }
+    if (size_t(i) > arguments.size()) fail("unexpected argument \"" + text + "\"");
+    const NumberArgument& a = arguments[size_t(i - 1)];
+    char* end               = nullptr;
+    double value            = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !std::isfinite(value) || value < a.min || value > a.max)
+      fail("expected " + a.name + " from " + fixed(a.min, 0) + " to " + fixed(a.max, 0) +
+           ", but got \"" + text + "\"");
+    values[size_t(i - 1)] = value;
+  }
+  return values;
+}
 
 Timing time_it(const std::function<void()>& work, int min_repeats, double min_seconds) {
   using clock = std::chrono::steady_clock;

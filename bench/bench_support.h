@@ -18,6 +18,18 @@ struct Timing {
 /// of work are done; reports the median and minimum.
 Timing time_it(const std::function<void()>& work, int min_repeats = 5, double min_seconds = 0.5);
 
+/// A number a benchmark program takes on its command line.
+struct NumberArgument {
+  std::string name;  ///< e.g. "seconds"
+  double default_value, min, max;
+};
+
+/// The program's positional numbers (missing ones take their defaults). `--help` prints the
+/// usage and exits 0; anything else that is not such a number in its range prints the reason and
+/// the usage and exits 2.
+std::vector<double> parse_arguments(int argc, char** argv,
+                                    const std::vector<NumberArgument>& arguments);
+
 /// Sets LibTorch's CPU threads to $GRAFX_THREADS or all cores; returns the count.
 int setup_threads();
 

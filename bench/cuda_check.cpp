@@ -8,6 +8,8 @@
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/render/render.h>
 
+#include "bench_support.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 
@@ -47,7 +49,8 @@ double relative_difference(const at::Tensor& a, const at::Tensor& b) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  grafx::bench::parse_arguments(argc, argv, {});
   if (!at::hasCUDA()) {
     std::cout << "cuda_check: this LibTorch has no CUDA device; nothing to compare\n";
     return 0;

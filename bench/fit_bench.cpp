@@ -18,8 +18,8 @@
 using namespace grafx;
 
 int main(int argc, char** argv) {
+  const int64_t steps = int64_t(bench::parse_arguments(argc, argv, {{"steps", 8, 1, 1e6}})[0]);
   bench::setup_threads();
-  const int64_t steps       = argc > 1 ? std::atoll(argv[1]) : 8;
   const int64_t sample_rate = 30000, length = 10 * sample_rate;
   std::cout << "# Fitting\n\n" << bench::machine_description() << "\n\n";
   ConsoleOptions options;

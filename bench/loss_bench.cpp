@@ -71,7 +71,8 @@ struct NaiveMixLoss {
 }  // namespace
 }  // namespace grafx
 
-int main() {
+int main(int argc, char** argv) {
+  grafx::bench::parse_arguments(argc, argv, {});
   using namespace grafx;
   bench::setup_threads();
   std::cout << "Mix-matching loss, stereo float32 at 30 kHz, batch 1, FFT 512/1024/4096, 96 mels, "

@@ -12,7 +12,8 @@
 
 #include <iostream>
 
-int main() {
+int main(int argc, char** argv) {
+  grafx::bench::parse_arguments(argc, argv, {});
   using namespace grafx;
   using namespace grafx::bench;
   setup_threads();

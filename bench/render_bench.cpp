@@ -90,9 +90,11 @@ struct BenchGraph {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::vector<double> arguments = bench::parse_arguments(
+      argc, argv, {{"seconds", 3.8, 0.01, 600}, {"sample_rate", 30000, 8000, 192000}});
   bench::setup_threads();
-  const double seconds      = argc > 1 ? std::atof(argv[1]) : 3.8;
-  const int64_t sample_rate = argc > 2 ? std::atoll(argv[2]) : 30000;
+  const double seconds      = arguments[0];
+  const int64_t sample_rate = int64_t(arguments[1]);
   const int64_t length      = int64_t(seconds * double(sample_rate));
   std::cout << "# Rendering\n\n"
             << bench::machine_description() << "\n\nStereo sources of " << seconds << " s at "

@@ -51,8 +51,9 @@ struct Stats {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const int64_t n_consoles =
+      int64_t(bench::parse_arguments(argc, argv, {{"consoles", 240, 1, 1e6}})[0]);
   bench::setup_threads();
-  const int64_t n_consoles = argc > 1 ? std::atoll(argv[1]) : 240;
   std::cout << "# Scheduling\n\n" << bench::machine_description() << "\n\n";
 
   std::vector<GraphTensor> corpus;
