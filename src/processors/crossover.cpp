@@ -11,27 +11,28 @@ namespace {
 
 using dsp::CookbookShape;
 
-// Positions on the log-frequency scale from kLowestHz to Nyquist; the 3-band crossover's second
-// frequency lies above the first: p2 = p1 + (1 − p1)·σ(raw2 + offset).
-constexpr double kLowestHz = 5.0;
+/// The 3-band crossover's frequencies on the processors' log-frequency scale (5 Hz to Nyquist):
+/// positions p1 = σ(raw1 + o1) and p2 = p1 + (1 − p1)·σ(raw2 + o2), so the second lies above the
+/// first; the offsets make raw 0 give 250 Hz and 4 kHz.
+struct SplitScale {
+  units::LogFrequency scale;
 
-double position_of(double hz, SampleRate rate) {
-  return std::log(hz / kLowestHz) / std::log(0.5 * double(rate) / kLowestHz);
-}
-
-at::Tensor hz_of(const at::Tensor& position, SampleRate rate) {
-  return kLowestHz * at::pow(0.5 * double(rate) / kLowestHz, position);
-}
-
-/// The initial frequencies' offsets: raw 0 gives 1 kHz (2 bands) or 250 Hz and 4 kHz (3 bands).
-std::vector<double> offsets(int64_t n_bands, SampleRate rate) {
-  auto logit     = [](double p) { return std::log(p / (1 - p)); };
-  double nyquist = 0.45 * double(rate);
-  if (n_bands == 2) return {logit(position_of(std::min(1000.0, nyquist), rate))};
-  double p1 = position_of(std::min(250.0, 0.5 * nyquist), rate);
-  double p2 = position_of(std::min(4000.0, nyquist), rate);
-  return {logit(p1), logit((p2 - p1) / (1 - p1))};
-}
+  explicit SplitScale(SampleRate rate) : scale(5.0, 0.5 * double(rate), {}) {
+    double p1     = scale.position(std::min(250.0, 0.225 * double(rate)));
+    double p2     = scale.position(std::min(4000.0, 0.45 * double(rate)));
+    scale.offsets = {units::LogFrequency::logit(p1),
+                     units::LogFrequency::logit((p2 - p1) / (1 - p1))};
+  }
+  at::Tensor to_hz(const at::Tensor& raw) const {
+    at::Tensor s  = (raw + scale.offset(raw)).sigmoid();
+    at::Tensor p1 = s.narrow(-1, 0, 1);
+    return scale.hz_at(at::cat({p1, p1 + (1 - p1) * s.narrow(-1, 1, 1)}, -1));
+  }
+  at::Tensor to_raw(const at::Tensor& hz) const {
+    at::Tensor p = scale.position(hz), p1 = p.narrow(-1, 0, 1);
+    return at::cat({p1, (p.narrow(-1, 1, 1) - p1) / (1 - p1)}, -1).logit() - scale.offset(hz);
+  }
+};
 
 /// A split an engineer might choose: 200 Hz–2 kHz; 3 bands: 100–400 Hz and 2–6 kHz.
 TensorDict musical_split(const PriorContext& c) {
@@ -83,27 +84,16 @@ std::vector<std::string> Crossover::outlets() const {
 }
 
 std::vector<ParameterSpec> Crossover::parameter_specs() const {
-  const SampleRate rate       = sample_rate_;
-  const std::vector<double> o = offsets(n_bands_, rate);
-  ValueMap to_hz              = [rate, o](const at::Tensor& raw) {
-    at::Tensor offset = at::tensor(o, raw.options().dtype(at::kDouble)).to(raw.scalar_type());
-    at::Tensor s      = (raw + offset).sigmoid();
-    if (s.size(-1) == 1) return hz_of(s, rate);
-    at::Tensor p1 = s.narrow(-1, 0, 1), p2 = p1 + (1 - p1) * s.narrow(-1, 1, 1);
-    return hz_of(at::cat({p1, p2}, -1), rate);
-  };
-  ValueMap to_raw = [rate, o](const at::Tensor& hz) {
-    at::Tensor offset = at::tensor(o, hz.options().dtype(at::kDouble)).to(hz.scalar_type());
-    at::Tensor p      = at::log(hz / kLowestHz) / std::log(0.5 * double(rate) / kLowestHz);
-    if (p.size(-1) == 1) return p.logit() - offset;
-    at::Tensor p1 = p.narrow(-1, 0, 1), p2 = p.narrow(-1, 1, 1);
-    return at::cat({p1, (p2 - p1) / (1 - p1)}, -1).logit() - offset;
-  };
-  return {ParameterSpec::raw("crossover", {n_bands_ - 1})
-              .physical("crossover_hz", "Hz", to_hz, to_raw)
-              .range(10.0, 0.499 * double(rate))
-              .about(n_bands_ == 2 ? "crossover frequency"
-                                   : "low/mid and mid/high crossover frequencies (increasing)")};
+  if (n_bands_ == 2)
+    return {units::frequency_spec("crossover", "crossover_hz", {1}, sample_rate_, {1000.0})
+                .about("crossover frequency")};
+  SplitScale split(sample_rate_);
+  return {ParameterSpec::raw("crossover", {2})
+              .physical(
+                  "crossover_hz", "Hz", [split](const at::Tensor& raw) { return split.to_hz(raw); },
+                  [split](const at::Tensor& hz) { return split.to_raw(hz); })
+              .range(10.0, 0.499 * double(sample_rate_))
+              .about("low/mid and mid/high crossover frequencies (increasing)")};
 }
 
 ProcessorOutput Crossover::forward(const std::vector<at::Tensor>& inputs,

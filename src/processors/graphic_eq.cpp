@@ -129,7 +129,7 @@ at::Tensor GraphicEq::filter_gains(const at::Tensor& log_gains) const {
       if (k + 1 < n) hz.push_back(std::sqrt(centres_hz_[size_t(k)] * centres_hz_[size_t(k + 1)]));
     }
     // Every band's filter at the prototype gain (the bands' filters are independent): n×1×3.
-    auto [b, a]      = band_filters(at::full({n}, prototype_db * std::log(10.0) / 20, at::kDouble));
+    auto [b, a] = band_filters(units::db_to_log_gain(at::full({n}, prototype_db, at::kDouble)));
     at::Tensor omega = units::omega(at::tensor(hz, at::kDouble), sample_rate_);
     at::Tensor response =
         20 * at::log10(dsp::biquad_response(b.unsqueeze(1), a.unsqueeze(1), omega).abs());

@@ -29,20 +29,22 @@ struct LogFrequency {
   std::vector<double> offsets;
 
   LogFrequency(double lo, double hi, const std::vector<double>& initial_hz) : lo_hz(lo), hi_hz(hi) {
-    for (double f : initial_hz) {
-      double position = std::log(f / lo) / std::log(hi / lo);
-      offsets.push_back(std::log(position / (1 - position)));
-    }
+    for (double f : initial_hz) offsets.push_back(logit(position(f)));
+  }
+  static double logit(double p) { return std::log(p / (1 - p)); }
+  /// Where f lies on the scale: 0 at lo_hz, 1 at hi_hz.
+  double position(double hz) const { return std::log(hz / lo_hz) / std::log(hi_hz / lo_hz); }
+  at::Tensor position(const at::Tensor& hz) const {
+    return at::log(hz / lo_hz) / std::log(hi_hz / lo_hz);
+  }
+  at::Tensor hz_at(const at::Tensor& position) const {
+    return lo_hz * at::pow(hi_hz / lo_hz, position);
   }
   at::Tensor offset(const at::Tensor& like) const {
     return at::tensor(offsets, like.options().dtype(at::kDouble)).to(like.scalar_type());
   }
-  at::Tensor to_hz(const at::Tensor& raw) const {
-    return lo_hz * at::pow(hi_hz / lo_hz, (raw + offset(raw)).sigmoid());
-  }
-  at::Tensor to_raw(const at::Tensor& hz) const {
-    return (at::log(hz / lo_hz) / std::log(hi_hz / lo_hz)).logit() - offset(hz);
-  }
+  at::Tensor to_hz(const at::Tensor& raw) const { return hz_at((raw + offset(raw)).sigmoid()); }
+  at::Tensor to_raw(const at::Tensor& hz) const { return position(hz).logit() - offset(hz); }
 };
 
 /// A frequency parameter on a LogFrequency scale from 5 Hz to Nyquist (initial values clamped
