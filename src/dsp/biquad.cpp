@@ -451,43 +451,43 @@ at::Tensor biquad_cascade_frequency_sampling(const at::Tensor& x, const at::Tens
   return convolve(rows, fir.unsqueeze(1), ConvolutionMode::kCausal).view(x.sizes());
 }
 
+at::Tensor section_coefficients(const at::Tensor& c0, const at::Tensor& c1, const at::Tensor& c2) {
+  return at::stack(at::broadcast_tensors({c0, c1, c2}), -1);
+}
+
 std::pair<at::Tensor, at::Tensor> cookbook_biquad(CookbookShape shape, const at::Tensor& omega,
                                                   const at::Tensor& q, const at::Tensor& log_gain) {
   at::Tensor c = at::cos(omega), alpha = at::sin(omega) / (2 * q);
-  auto coefficients = [](const at::Tensor& c0, const at::Tensor& c1, const at::Tensor& c2) {
-    auto all = at::broadcast_tensors({c0, c1, c2});
-    return at::stack(all, -1);
-  };
   at::Tensor one = at::ones_like(c);
-  at::Tensor a   = coefficients(1 + alpha, -2 * c, 1 - alpha);
+  at::Tensor a   = section_coefficients(1 + alpha, -2 * c, 1 - alpha);
   switch (shape) {
     case CookbookShape::kLowpass:
-      return {coefficients((1 - c) / 2, 1 - c, (1 - c) / 2), a};
+      return {section_coefficients((1 - c) / 2, 1 - c, (1 - c) / 2), a};
     case CookbookShape::kHighpass:
-      return {coefficients((1 + c) / 2, -(1 + c), (1 + c) / 2), a};
+      return {section_coefficients((1 + c) / 2, -(1 + c), (1 + c) / 2), a};
     case CookbookShape::kBandpass:
-      return {coefficients(alpha, at::zeros_like(alpha), -alpha), a};
+      return {section_coefficients(alpha, at::zeros_like(alpha), -alpha), a};
     case CookbookShape::kBandreject:
-      return {coefficients(one, -2 * c, one), a};
+      return {section_coefficients(one, -2 * c, one), a};
     case CookbookShape::kAllpass:
-      return {coefficients(1 - alpha, -2 * c, 1 + alpha), a};
+      return {section_coefficients(1 - alpha, -2 * c, 1 + alpha), a};
     default:
       break;
   }
   at::Tensor amplitude = at::exp(log_gain / 2);  // the cookbook's A
   if (shape == CookbookShape::kPeaking)
-    return {coefficients(1 + alpha * amplitude, -2 * c, 1 - alpha * amplitude),
-            coefficients(1 + alpha / amplitude, -2 * c, 1 - alpha / amplitude)};
+    return {section_coefficients(1 + alpha * amplitude, -2 * c, 1 - alpha * amplitude),
+            section_coefficients(1 + alpha / amplitude, -2 * c, 1 - alpha / amplitude)};
   // Shelves: the high shelf is the low shelf with c → −c and odd coefficients negated.
   at::Tensor sign = at::full({}, shape == CookbookShape::kLowShelf ? 1.0 : -1.0, c.options());
   at::Tensor cs   = c * sign;
   at::Tensor plus = amplitude + 1, minus = amplitude - 1;
   at::Tensor slope = 2 * at::sqrt(amplitude) * alpha;
-  return {coefficients(amplitude * (plus - minus * cs + slope),
-                       2 * sign * amplitude * (minus - plus * cs),
-                       amplitude * (plus - minus * cs - slope)),
-          coefficients(plus + minus * cs + slope, -2 * sign * (minus + plus * cs),
-                       plus + minus * cs - slope)};
+  return {section_coefficients(amplitude * (plus - minus * cs + slope),
+                               2 * sign * amplitude * (minus - plus * cs),
+                               amplitude * (plus - minus * cs - slope)),
+          section_coefficients(plus + minus * cs + slope, -2 * sign * (minus + plus * cs),
+                               plus + minus * cs - slope)};
 }
 
 namespace reference {

@@ -14,10 +14,6 @@ ProcessorOutput filter(const at::Tensor& x, const at::Tensor& b, const at::Tenso
   return {{dsp::biquad_cascade(x, b.view({-1, 1, 1, 3}), a.view({-1, 1, 1, 3}))}, {}};
 }
 
-at::Tensor stack3(const at::Tensor& c0, const at::Tensor& c1, const at::Tensor& c2) {
-  return at::stack(at::broadcast_tensors({c0, c1, c2}), -1);
-}
-
 // biquad: the stability triangle.
 at::Tensor a1_of(const at::Tensor& raw) { return 2 * raw.tanh(); }
 at::Tensor a2_of(const at::Tensor& raw, const at::Tensor& a1) {
@@ -42,7 +38,7 @@ at::Tensor raw_of_pole(const at::Tensor& pole) {
 /// (1 − z·x)(1 − z̄·x) = 1 − 2·Re z·x + |z|²·x² as [..., 3].
 at::Tensor conjugate_pair(const at::Tensor& z) {
   at::Tensor re = z.select(-1, 0);
-  return stack3(at::ones_like(re), -2 * re, z.pow(2).sum(-1));
+  return dsp::section_coefficients(at::ones_like(re), -2 * re, z.pow(2).sum(-1));
 }
 
 }  // namespace
@@ -96,7 +92,7 @@ ProcessorOutput BiquadFilter::forward(const std::vector<at::Tensor>& inputs,
   check_arguments(inputs, parameters);
   at::Tensor a1 = a1_of(parameters.at("a1")), a2 = a2_of(parameters.at("a2"), a1);
   at::Tensor b = parameters.at("b") + at::tensor({1.0, 0.0, 0.0}, a1.options());
-  return filter(inputs[0], b, stack3(at::ones_like(a1), a1, a2));
+  return filter(inputs[0], b, dsp::section_coefficients(at::ones_like(a1), a1, a2));
 }
 
 std::vector<ParameterSpec> PoleZeroFilter::parameter_specs() const {
@@ -137,8 +133,9 @@ ProcessorOutput StateVariableFilter::forward(const std::vector<at::Tensor>& inpu
   at::Tensor r2 = (-parameters.at("log_q")).exp();  // 2R = 1/Q
   at::Tensor hp = parameters.at("highpass_mix"), bp = parameters.at("bandpass_mix"),
              lp = parameters.at("lowpass_mix");
-  at::Tensor b  = stack3(hp + bp * g + lp * g2, 2 * lp * g2 - 2 * hp, hp - bp * g + lp * g2);
-  at::Tensor a  = stack3(1 + g2 + r2 * g, 2 * g2 - 2, 1 + g2 - r2 * g);
+  at::Tensor b =
+      dsp::section_coefficients(hp + bp * g + lp * g2, 2 * lp * g2 - 2 * hp, hp - bp * g + lp * g2);
+  at::Tensor a = dsp::section_coefficients(1 + g2 + r2 * g, 2 * g2 - 2, 1 + g2 - r2 * g);
   return filter(inputs[0], b, a);
 }
 

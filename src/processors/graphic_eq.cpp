@@ -112,8 +112,8 @@ std::pair<at::Tensor, at::Tensor> GraphicEq::band_filters(const at::Tensor& log_
                                -at::expm1(-2 * c * safe) / at::expm1(2 * (1 - c) * safe));
   at::Tensor beta = width * rho.sqrt(), g = log_gain.exp();
   at::Tensor cosine = -2 * at::cos(omega).expand_as(beta);
-  return {at::stack({1 + g * beta, cosine, 1 - g * beta}, -1),
-          at::stack({1 + beta, cosine, 1 - beta}, -1)};
+  return {dsp::section_coefficients(1 + g * beta, cosine, 1 - g * beta),
+          dsp::section_coefficients(1 + beta, cosine, 1 - beta)};
 }
 
 at::Tensor GraphicEq::filter_gains(const at::Tensor& log_gains) const {

@@ -46,6 +46,9 @@ at::Tensor biquad_response(const at::Tensor& b, const at::Tensor& a, const at::T
 at::Tensor biquad_cascade_frequency_sampling(const at::Tensor& x, const at::Tensor& b,
                                              const at::Tensor& a, int64_t n_taps = 4000);
 
+/// One section's coefficients [c0, c1, c2] as a [..., 3] tensor, the arguments broadcast.
+at::Tensor section_coefficients(const at::Tensor& c0, const at::Tensor& c1, const at::Tensor& c2);
+
 /// The filter shapes of the RBJ Audio EQ Cookbook (R. Bristow-Johnson).
 enum class CookbookShape {
   kLowpass,
