@@ -34,7 +34,7 @@ picture bandreject bandreject.svg --param centre_hz=1000 --param q=2
 picture peaking peaking.svg --param centre_hz=1000 --param q=1 --param gain_db=6
 picture low_shelf low_shelf.svg --param cutoff_hz=200 --param gain_db=-6
 picture high_shelf high_shelf.svg --param cutoff_hz=5000 --param gain_db=4
-picture biquad biquad.svg --param b=0.2,-0.5,0.3 --param a1=-0.6 --param a2=0.4
+picture biquad biquad.svg --param b=0.2,-0.5,0.3 --param z_a1=-0.6 --param z_a2=0.4
 picture pole_zero pole_zero.svg --param pole=0.6,0.7 --param zero=-0.3,0.9
 picture state_variable_filter state_variable_filter.svg --param cutoff_hz=1500 --param q=3 \
   --param highpass_mix=0.3 --param bandpass_mix=-0.7 --param lowpass_mix=1.1

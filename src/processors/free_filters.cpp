@@ -75,11 +75,11 @@ std::vector<ParameterSpec> BiquadFilter::parameter_specs() const {
                     return b - at::tensor({1.0, 0.0, 0.0}, b.options());
                   })
               .about("numerator b0, b1, b2 (b0 = 1 + raw b0)"),
-          ParameterSpec::raw("a1", {1})
+          ParameterSpec::raw("z_a1", {1})
               .physical("a1", "", a1_of, [](const at::Tensor& a1) { return at::atanh(a1 / 2); })
               .range(-1.999, 1.999)
               .about("denominator a1 = 2·tanh(raw)"),
-          ParameterSpec::raw("a2", {1})
+          ParameterSpec::raw("z_a2", {1})
               .physical(
                   "a2_position", "", [](const at::Tensor& raw) { return raw.tanh(); },
                   [](const at::Tensor& t) { return at::atanh(t); })
@@ -90,14 +90,14 @@ std::vector<ParameterSpec> BiquadFilter::parameter_specs() const {
 ProcessorOutput BiquadFilter::forward(const std::vector<at::Tensor>& inputs,
                                       const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  at::Tensor a1 = a1_of(parameters.at("a1")), a2 = a2_of(parameters.at("a2"), a1);
+  at::Tensor a1 = a1_of(parameters.at("z_a1")), a2 = a2_of(parameters.at("z_a2"), a1);
   at::Tensor b = parameters.at("b") + at::tensor({1.0, 0.0, 0.0}, a1.options());
   return filter(inputs[0], b, dsp::section_coefficients(at::ones_like(a1), a1, a2));
 }
 
 std::vector<ParameterSpec> PoleZeroFilter::parameter_specs() const {
   return {units::gain_spec("log_gain", {1}).about("overall gain"),
-          ParameterSpec::raw("pole", {2})
+          ParameterSpec::raw("z_pole", {2})
               .physical("pole", "", pole_of, raw_of_pole)
               .range(-0.9999, 0.9999)
               .about("real and imaginary part of the pole (and its conjugate), |p| = tanh|raw|"),
@@ -110,7 +110,7 @@ ProcessorOutput PoleZeroFilter::forward(const std::vector<at::Tensor>& inputs,
                                         const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
   at::Tensor b = conjugate_pair(parameters.at("zero")) * parameters.at("log_gain").exp();
-  return filter(inputs[0], b, conjugate_pair(pole_of(parameters.at("pole"))));
+  return filter(inputs[0], b, conjugate_pair(pole_of(parameters.at("z_pole"))));
 }
 
 std::vector<ParameterSpec> StateVariableFilter::parameter_specs() const {

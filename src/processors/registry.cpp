@@ -17,6 +17,8 @@
 #include <grafx/processors/reverb.h>
 #include <grafx/processors/stereo_imager.h>
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -99,6 +101,11 @@ void check_descriptor(const ProcessorDescriptor& d,
     if (!names.insert(spec.name).second) fail(where + "listed twice");
     if (spec.physical_name.empty() || spec.description.empty() || !spec.to_physical)
       fail(where + "expected a physical name, a description and a mapping to physical values");
+    // Users set parameters by either name (grafx process --set): one name must not mean both a
+    // raw and a different physical value.
+    at::Tensor probe = at::full(spec.shape_for(1), 0.3, at::kDouble);
+    if (spec.physical_name == spec.name && !at::allclose(spec.to_physical(probe), probe))
+      fail(where + "its physical value has a mapping, so it needs a name other than its raw one");
     for (int64_t size : spec.shape)
       if (size < 1) fail(where + "expected a shape of positive sizes");
   }

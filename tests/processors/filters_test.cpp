@@ -131,8 +131,8 @@ TEST(Filters, CookbookFiltersHaveTheCookbookResponse) {
 TEST(Filters, FreeBiquadPoleZeroAndStateVariableFilterHaveTheirFormulasResponses) {
   auto biquad    = make_processor("biquad", {kRate});
   TensorDict raw = {{"b", at::tensor({0.2, -0.5, 0.3}, at::kDouble).view({1, 3})},
-                    {"a1", at::full({1, 1}, -0.6, at::kDouble)},
-                    {"a2", at::full({1, 1}, 0.4, at::kDouble)}};
+                    {"z_a1", at::full({1, 1}, -0.6, at::kDouble)},
+                    {"z_a2", at::full({1, 1}, 0.4, at::kDouble)}};
   double a1 = 2 * std::tanh(-0.6), a2 = ((2 - std::abs(a1)) * std::tanh(0.4) + std::abs(a1)) / 2;
   expect_response(
       measured_db(*biquad, raw)[0][0],

@@ -149,6 +149,18 @@ TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
   EXPECT_GRAFX_ERROR(register_processor(no_make), "grafx.processor.registry",
                      "expected a make function");
   EXPECT_EQ(find_processor("other"), nullptr);
+  // A physical value with a mapping under its raw name: `--set gain_db=...` would be ambiguous.
+  struct Ambiguous : public TestGain {
+    using TestGain::TestGain;
+    std::string name() const override { return "ambiguous"; }
+    std::vector<ParameterSpec> parameter_specs() const override {
+      return {ParameterSpec::raw("gain_db", {1})
+                  .physical("gain_db", "dB", [](const at::Tensor& raw) { return 2 * raw; })
+                  .about("a gain")};
+    }
+  };
+  EXPECT_GRAFX_ERROR(register_processor(ProcessorDescriptor::of<Ambiguous>("ambiguous", 'u')),
+                     "grafx.processor.registry", "needs a name other than its raw one");
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 /// | raw    | shape | physical      | init     | meaning                                    |
 /// |--------|-------|---------------|----------|--------------------------------------------|
 /// | `b`    | [3]   | `numerator`   | [1, 0, 0]| b0 = 1 + raw b0 (raw 0 is the identity)   |
-/// | `a1`   | [1]   | `a1`          | 0        | a1 = 2·tanh(raw), in (−2, 2)               |
-/// | `a2`   | [1]   | `a2_position` | 0        | tanh(raw): a2 from |a1| − 1 (−1) to 1 (+1) |
+/// | `z_a1` | [1]   | `a1`          | 0        | a1 = 2·tanh(raw), in (−2, 2)               |
+/// | `z_a2` | [1]   | `a2_position` | 0        | tanh(raw): a2 from |a1| − 1 (−1) to 1 (+1) |
 ///
 /// `pole_zero` (letter z): H(z) = g·(1 − q z⁻¹)(1 − q̄ z⁻¹)/((1 − p z⁻¹)(1 − p̄ z⁻¹)) with the
 /// pole p = p̃·tanh|p̃|/|p̃| inside the unit circle and the zero q anywhere.
@@ -18,7 +18,7 @@
 /// | raw        | shape | physical      | init | meaning                               |
 /// |------------|-------|---------------|------|---------------------------------------|
 /// | `log_gain` | [1]   | `gain_db`, dB | 0    | overall gain                          |
-/// | `pole`     | [2]   | `pole`        | 0    | re, im of the pole (|p| = tanh|raw|)  |
+/// | `z_pole`   | [2]   | `pole`        | 0    | re, im of the pole (|p| = tanh|raw|)  |
 /// | `zero`     | [2]   | `zero`        | 0    | re, im of the zero                    |
 ///
 /// `state_variable_filter` (letter v): the bilinear-transformed state-variable filter mixing its
