@@ -186,6 +186,7 @@ void add_fit_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> tracks;
     std::string mix, groups, chain = default_chain_letters(), graph;
+    std::vector<std::string> sends, sidechains;
     SampleRate sample_rate = 30000;
     bool strict_rate       = false;
     FitOptions options;
@@ -202,12 +203,15 @@ void add_fit_command(CLI::App& app) {
       "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
   CLI::Option* chain = cmd->add_option("--chain", args->chain, "Processor chain as type letters")
                            ->capture_default_str();
+  add_routing_options(*cmd, args->sends, args->sidechains);
   cmd->add_option("--graph", args->graph,
                   "Fit this graph file instead of a console: any processors and wiring, one `in` "
                   "node per track "
                   "(in id order), dry/wet where the file says")
       ->excludes(groups)
-      ->excludes(chain);
+      ->excludes(chain)
+      ->excludes("--send")
+      ->excludes("--sidechain");
   cmd->add_option("--sample-rate", args->sample_rate, "Sample rate of the fit (Hz)")
       ->capture_default_str()
       ->check(CLI::Range(8000, 192000));
@@ -216,20 +220,29 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->session.folder, "Output folder")->required();
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
+    std::vector<std::string> names;
+    for (const auto& path : args->tracks) names.push_back(fs::path(path).stem().string());
+    // A bad graph file or console fails before the output folder is made.
     Graph graph;
-    if (!args->graph.empty()) {  // a bad graph file fails before the output folder is made
+    if (!args->graph.empty()) {
       graph = load_graph_file(args->graph);
       graph.check();
+    } else {
+      ConsoleOptions console;
+      console.n_tracks     = int64_t(names.size());
+      console.track_groups = parse_groups(args->groups, console.n_tracks);
+      console.chain        = chain_from_letters(args->chain);
+      console.track_names  = names;
+      console.dry_wet      = true;
+      parse_routing(args->sends, args->sidechains, console);
+      graph = build_console(console, known_node_types()).graph;
     }
     prepare_folder(args->session);
     std::vector<at::Tensor> tracks;
-    std::vector<std::string> names;
     int64_t length = -1;
     std::string shortest;
-    for (const auto& path : args->tracks) {
+    for (const auto& path : args->tracks)
       tracks.push_back(read_stereo(path, args->sample_rate, args->strict_rate));
-      names.push_back(fs::path(path).stem().string());
-    }
     at::Tensor mix = read_stereo(args->mix, args->sample_rate, args->strict_rate);
     std::vector<std::pair<std::string, at::Tensor*>> all;
     for (size_t i = 0; i < tracks.size(); ++i) all.emplace_back(args->tracks[i], &tracks[i]);
@@ -243,15 +256,6 @@ void add_fit_command(CLI::App& app) {
                   << " s longer than " << shortest << "; its end is left out\n";
         *audio = audio->narrow(1, 0, length);
       }
-    if (args->graph.empty()) {
-      ConsoleOptions console;
-      console.n_tracks     = int64_t(tracks.size());
-      console.track_groups = parse_groups(args->groups, console.n_tracks);
-      console.chain        = chain_from_letters(args->chain);
-      console.track_names  = names;
-      console.dry_wet      = true;
-      graph                = build_console(console, known_node_types()).graph;
-    }
     std::cout << "fitting " << (args->graph.empty() ? "a console" : args->graph) << " of "
               << graph.n_nodes() << " nodes to " << args->mix << " (" << tracks.size()
               << " tracks, " << std::fixed << std::setprecision(2)

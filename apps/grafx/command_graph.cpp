@@ -8,6 +8,7 @@
 #include <grafx/graph/graph_json.h>
 #include <grafx/io/draw.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -24,6 +25,30 @@ std::string summary(const Graph& graph) {
   s << graph.n_nodes() << " nodes (" << processors << " processors), " << graph.n_edges()
     << " edges";
   return s.str();
+}
+
+/// The index of the track named `name`, naming the option and the track names otherwise.
+int64_t track_index(const std::vector<std::string>& names, const std::string& name,
+                    const std::string& option) {
+  auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end())
+    throw GraphError("grafx.graph.invalid_console",
+                     option + ": no track is named \"" + name + "\" (tracks: " + join(names) + ")");
+  if (std::find(it + 1, names.end(), name) != names.end())
+    throw GraphError("grafx.graph.invalid_console",
+                     option + ": two tracks are named \"" + name + "\"; rename one");
+  return it - names.begin();
+}
+
+/// The items between separators ("a,,b" has three; "" has one, empty).
+std::vector<std::string> split(const std::string& text, char separator) {
+  if (text.empty()) return {""};
+  std::vector<std::string> items;
+  std::stringstream s(text);
+  std::string item;
+  while (std::getline(s, item, separator)) items.push_back(item);
+  if (!text.empty() && text.back() == separator) items.emplace_back();
+  return items;
 }
 
 }  // namespace
@@ -43,9 +68,7 @@ std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks) {
                          text + "\"");
   }
   std::vector<int64_t> groups;
-  std::stringstream s(text);
-  std::string item;
-  while (std::getline(s, item, ',')) {
+  for (const auto& item : split(text, ',')) {
     try {
       size_t used = 0;
       groups.push_back(std::stoll(item, &used));
@@ -58,10 +81,67 @@ std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks) {
   return groups;
 }
 
+void add_routing_options(CLI::App& command, std::vector<std::string>& sends,
+                         std::vector<std::string>& sidechains) {
+  command.add_option("--send", sends,
+                     "A send bus NAME=LETTERS[@TRACK,...]: every track (or those listed) sends "
+                     "to it, e.g. --send reverb=r --send delay=d@vocals,guitar");
+  command.add_option("--sidechain", sidechains,
+                     "TRACK=KEY[:TYPE]: TRACK's level follows KEY's input, e.g. --sidechain "
+                     "bass=kick (a sidechain_compressor; TYPE is a letter or name)");
+}
+
+void parse_routing(const std::vector<std::string>& sends,
+                   const std::vector<std::string>& sidechains, ConsoleOptions& options) {
+  std::vector<std::string> names = options.track_names;
+  for (int64_t t = int64_t(names.size()); t < options.n_tracks; ++t)
+    names.push_back("track" + std::to_string(t));
+  auto fail = [](const std::string& option, const std::string& text, const std::string& what) {
+    throw GraphError("grafx.graph.invalid_console", option + " \"" + text + "\": " + what);
+  };
+  for (const auto& text : sends) {
+    size_t equals = text.find('=');
+    if (equals == std::string::npos || equals == 0)
+      fail("--send", text, "expected NAME=LETTERS[@TRACK,...], e.g. reverb=r");
+    size_t at = text.find('@', equals);
+    SendBus bus;
+    bus.name = text.substr(0, equals);
+    try {
+      bus.chain = chain_from_letters(text.substr(equals + 1, at - equals - 1));
+    } catch (const Error& e) {
+      fail("--send", text, e.message());
+    }
+    if (at != std::string::npos)
+      for (const auto& name : split(text.substr(at + 1), ','))
+        bus.tracks.push_back(track_index(names, name, "--send \"" + text + "\""));
+    options.sends.push_back(bus);
+  }
+  for (const auto& text : sidechains) {
+    size_t equals = text.find('='), colon = text.find(':', equals);
+    if (equals == std::string::npos) fail("--sidechain", text, "expected TRACK=KEY[:TYPE]");
+    std::string option = "--sidechain \"" + text + "\"";
+    SidechainRoute route;
+    route.track = track_index(names, text.substr(0, equals), option);
+    route.key   = track_index(names, text.substr(equals + 1, colon - equals - 1), option);
+    if (colon != std::string::npos) {
+      route.type = text.substr(colon + 1);
+      if (route.type.size() == 1) {
+        try {
+          route.type = chain_from_letters(route.type).front();
+        } catch (const Error& e) {
+          fail("--sidechain", text, e.message());
+        }
+      }
+    }
+    options.sidechains.push_back(route);
+  }
+}
+
 void add_console_command(CLI::App& app) {
   struct Args {
     int64_t n_tracks = 8;
-    std::string groups;
+    std::string groups, names;
+    std::vector<std::string> sends, sidechains;
     std::string chain  = default_chain_letters();
     int64_t prune_seed = -1;
     std::string output, picture;
@@ -69,10 +149,14 @@ void add_console_command(CLI::App& app) {
   };
   auto args     = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("console", "Build a mixing console graph (optionally pruned)");
-  cmd->add_option("--tracks", args->n_tracks, "Number of tracks")->check(CLI::Range(1, 100000));
+  CLI::Option* n_tracks =
+      cmd->add_option("--tracks", args->n_tracks, "Number of tracks")->check(CLI::Range(1, 100000));
+  cmd->add_option("--names", args->names,
+                  "Track names, comma-separated (their count sets --tracks when not given)");
   cmd->add_option("--groups", args->groups,
                   "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
   cmd->add_option("--chain", args->chain, "Processor chain as type letters")->capture_default_str();
+  add_routing_options(*cmd, args->sends, args->sidechains);
   cmd->add_option("--prune-seed", args->prune_seed,
                   "Bypass processors at random (per-type ratios of the paper) with this seed")
       ->check(CLI::NonNegativeNumber);
@@ -81,13 +165,18 @@ void add_console_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "Graph file to write (.json)")->required();
   cmd->add_option("--draw", args->picture, "Also draw the console (.svg, .png, .pdf)");
   add_force_flag(*cmd, args->force);
-  cmd->callback([args] {
+  cmd->callback([args, n_tracks] {
     ConsoleOptions options;
+    if (!args->names.empty()) {
+      options.track_names = split(args->names, ',');
+      if (!*n_tracks) args->n_tracks = int64_t(options.track_names.size());
+    }
     options.n_tracks     = args->n_tracks;
     options.track_groups = parse_groups(args->groups, args->n_tracks);
     options.chain        = chain_from_letters(args->chain);
     options.dry_wet      = args->dry_wet;
-    Console console      = build_console(options, known_node_types());
+    parse_routing(args->sends, args->sidechains, options);
+    Console console = build_console(options, known_node_types());
     std::string pruned;
     if (args->prune_seed >= 0) {
       PruneOptions prune;
@@ -98,10 +187,14 @@ void add_console_command(CLI::App& app) {
     if (!args->picture.empty()) check_writable(args->picture, args->force);
     save_graph(console.graph, args->output, args->force);
     std::cout << "console: " << args->n_tracks << " tracks, " << console.group_mixes.size()
-              << " subgroups, " << summary(console.graph) << pruned << " -> " << args->output
-              << "\n";
+              << " subgroups, ";
+    if (!options.sends.empty()) std::cout << options.sends.size() << " send buses, ";
+    if (!options.sidechains.empty()) std::cout << options.sidechains.size() << " sidechains, ";
+    std::cout << summary(console.graph) << pruned << " -> " << args->output << "\n";
     if (!args->picture.empty()) {
-      draw_graph(console.graph, args->picture, {}, args->force);
+      DrawOptions draw;
+      draw.strips = true;
+      draw_graph(console.graph, args->picture, draw, args->force);
       std::cout << "picture: " << args->picture << "\n";
     }
   });
@@ -118,7 +211,7 @@ void add_info_command(CLI::App& app) {
     for (TypeId t = 0; t < graph.types().size(); ++t) {
       const NodeType& type = graph.types()[t];
       std::cout << "  " << type_letter(type.name) << "  " << type.name;
-      for (size_t pad = type.name.size(); pad < 16; ++pad) std::cout << ' ';
+      for (size_t pad = type.name.size(); pad < 24; ++pad) std::cout << ' ';
       std::cout << counts[size_t(t)];
       if (type.inlets.size() > 1 || type.outlets.size() > 1) {
         std::cout << "   (";
@@ -156,6 +249,9 @@ void add_draw_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "Picture to write")->required();
   cmd->add_flag("--vertical", args->options.vertical, "Top to bottom instead of left to right");
   cmd->add_flag("--ids", args->options.show_ids, "Show node ids");
+  cmd->add_flag("--strips", args->options.strips,
+                "Box each strip: nodes named STRIP or STRIP.anything (a console's tracks, "
+                "subgroups and buses)");
   cmd->add_option("--title", args->options.title, "Title above the picture");
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {

@@ -2,6 +2,7 @@
 // Subcommands of the grafx program. Each add_*_command registers one subcommand whose callback
 // does the work; errors propagate as grafx::Error and are reported by main().
 
+#include <grafx/graph/console.h>
 #include <grafx/graph/graph.h>
 #include <grafx/processors/registry.h>
 
@@ -33,6 +34,14 @@ Graph load_graph_file(const std::string& path);
 /// Subgroups from "--groups": a count (tracks split evenly), or a subgroup per track ("0,0,1");
 /// empty or "0" for none.
 std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks);
+/// Adds "--send" and "--sidechain" (console routing) to a subcommand.
+void add_routing_options(CLI::App& command, std::vector<std::string>& sends,
+                         std::vector<std::string>& sidechains);
+/// Adds the send buses ("NAME=LETTERS[@TRACK,...]") and sidechains ("TRACK=KEY[:TYPE]", TYPE a
+/// letter or name) to a console's options; tracks by name (options.track_names, else
+/// "track<i>"). Throws GraphError [grafx.graph.invalid_console] naming the option.
+void parse_routing(const std::vector<std::string>& sends,
+                   const std::vector<std::string>& sidechains, ConsoleOptions& options);
 /// Fills a parameter's values `[1, shape...]` from text: one list of comma-separated finite
 /// numbers spread along the last dimension (one number fills it; as many as it has are taken
 /// as they are; fewer are interpolated linearly; more are refused), or one such list per row of

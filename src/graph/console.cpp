@@ -37,29 +37,68 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
       static_cast<int64_t>(options.track_names.size()) != options.n_tracks)
     fail("expected " + std::to_string(options.n_tracks) + " track names, but got " +
          std::to_string(options.track_names.size()));
-  for (const auto& type : options.chain) {
-    if (type == "in" || type == "out")
-      fail("a console chain cannot contain \"" + type + "\" nodes");
-    if (types.contains(type)) {
-      TypeId id = types.id(type);
-      if (types.n_inlets(id) != 1 || types.n_outlets(id) != 1)
-        fail("a console chain takes types of one inlet and one outlet, but \"" + type + "\" has " +
-             std::to_string(types.n_inlets(id)) + " and " + std::to_string(types.n_outlets(id)) +
-             " (wire it in a graph file)");
+  auto check_chain = [&](const std::vector<std::string>& chain, const std::string& where) {
+    for (const auto& type : chain) {
+      if (type == "in" || type == "out") fail(where + " cannot contain \"" + type + "\" nodes");
+      if (types.contains(type)) {
+        TypeId id = types.id(type);
+        if (types.n_inlets(id) != 1 || types.n_outlets(id) != 1)
+          fail(where + " takes types of one inlet and one outlet, but \"" + type + "\" has " +
+               std::to_string(types.n_inlets(id)) + " and " + std::to_string(types.n_outlets(id)) +
+               " (wire it in a graph file)");
+      }
+    }
+  };
+  check_chain(options.chain, "a console chain");
+  auto track_name = [&](int64_t t) {
+    return options.track_names.empty() ? "track" + std::to_string(t)
+                                       : options.track_names[size_t(t)];
+  };
+  auto check_track = [&](int64_t track, const std::string& where) {
+    if (track < 0 || track >= options.n_tracks)
+      fail(where + " names track " + std::to_string(track) + ", but the console has tracks 0 to " +
+           std::to_string(options.n_tracks - 1));
+  };
+  for (size_t b = 0; b < options.sends.size(); ++b) {
+    const SendBus& bus = options.sends[b];
+    std::string where  = "send bus \"" + bus.name + "\"";
+    if (bus.name.empty()) fail("send bus " + std::to_string(b) + " has no name");
+    for (size_t other = 0; other < b; ++other)
+      if (options.sends[other].name == bus.name)
+        fail("two send buses are named \"" + bus.name + "\"");
+    if (bus.chain.empty()) fail(where + " has no processor (e.g. a reverb)");
+    check_chain(bus.chain, where);
+    for (auto t = bus.tracks.begin(); t != bus.tracks.end(); ++t) {
+      check_track(*t, where);
+      if (std::find(bus.tracks.begin(), t, *t) != t)
+        fail(where + " lists track \"" + track_name(*t) + "\" twice");
     }
   }
+  for (const SidechainRoute& route : options.sidechains) {
+    check_track(route.track, "a sidechain");
+    check_track(route.key, "a sidechain");
+    if (route.track == route.key)
+      fail("a sidechain keys track \"" + track_name(route.track) +
+           "\" by itself (a compressor does that)");
+    if (!types.contains(route.type)) fail("a sidechain uses unknown type \"" + route.type + "\"");
+    TypeId id          = types.id(route.type);
+    const auto& inlets = types[id].inlets;
+    if (inlets.size() != 2 || inlets[1] != kSidechainInlet || types.n_outlets(id) != 1)
+      fail("a sidechain needs a type with inlets main and " + std::string(kSidechainInlet) +
+           " and one outlet, but \"" + route.type + "\" is not one");
+  }
 
-  Console console{Graph(types), {}, {}, -1, -1};
+  Console console{Graph(types), {}, {}, {}, {}, -1, -1};
   Graph& g         = console.graph;
-  auto chain_names = [&](const std::string& prefix) {
+  auto chain_names = [](const std::vector<std::string>& chain, const std::string& prefix) {
     std::vector<std::string> names;
-    for (const auto& type : options.chain) names.push_back(prefix + "." + type);
+    for (const auto& type : chain) names.push_back(prefix + "." + type);
     return names;
   };
   // Adds a chain after `from` and returns its last node (or `from` for an empty chain).
   auto add_chain = [&](NodeId from, const std::string& prefix) {
     if (options.chain.empty()) return from;
-    auto [first, last] = g.add_serial_chain(options.chain, chain_names(prefix));
+    auto [first, last] = g.add_serial_chain(options.chain, chain_names(options.chain, prefix));
     g.connect(from, first);
     if (options.dry_wet)
       for (NodeId id = first; id <= last; ++id)
@@ -68,20 +107,43 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
   };
 
   // Ids follow the signal: track inputs first (so source k feeds track k), then track chains,
-  // subgroups, the master mix and the output.
+  // sidechains, subgroups, send buses, the master mix and the output.
   std::vector<NodeId> track_ends;
   for (int64_t t = 0; t < options.n_tracks; ++t)
-    console.inputs.push_back(g.add("in", options.track_names.empty()
-                                             ? "track" + std::to_string(t)
-                                             : options.track_names[size_t(t)]));
+    console.inputs.push_back(g.add("in", track_name(t)));
   for (int64_t t = 0; t < options.n_tracks; ++t)
-    track_ends.push_back(
-        add_chain(console.inputs[size_t(t)], g.node(console.inputs[size_t(t)]).name));
+    track_ends.push_back(add_chain(console.inputs[size_t(t)], track_name(t)));
+  for (const SidechainRoute& route : options.sidechains) {
+    NodeId node = g.add(route.type, track_name(route.track) + "." + route.type + " keyed by " +
+                                        track_name(route.key));
+    if (options.dry_wet) g.set_dry_wet(node);
+    g.connect(track_ends[size_t(route.track)], node);
+    g.connect(console.inputs[size_t(route.key)], node, "main", kSidechainInlet);
+    track_ends[size_t(route.track)] = node;
+    console.sidechains.push_back(node);
+  }
   std::vector<NodeId> group_ends;
   for (int64_t group = 0; group < n_groups; ++group) {
     std::string prefix = "group" + std::to_string(group);
     console.group_mixes.push_back(g.add("mix", prefix + ".mix"));
     group_ends.push_back(add_chain(console.group_mixes.back(), prefix));
+  }
+  // Bus processors are fully wet: the send levels say how much of them is heard.
+  std::vector<NodeId> bus_ends;
+  for (const SendBus& bus : options.sends) {
+    std::string prefix = bus.name + " bus";
+    console.bus_mixes.push_back(g.add("mix", prefix + ".mix"));
+    auto [first, last] = g.add_serial_chain(bus.chain, chain_names(bus.chain, prefix));
+    g.connect(console.bus_mixes.back(), first);
+    bus_ends.push_back(last);
+    std::vector<int64_t> senders = bus.tracks;
+    if (senders.empty())
+      for (int64_t t = 0; t < options.n_tracks; ++t) senders.push_back(t);
+    for (int64_t t : senders) {
+      NodeId send = g.add("send", track_name(t) + ".send to " + bus.name);
+      g.connect(track_ends[size_t(t)], send);
+      g.connect(send, console.bus_mixes.back());
+    }
   }
   console.master = g.add("mix", "master");
   console.output = g.add("out", "out");
@@ -89,6 +151,7 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
     g.connect(track_ends[size_t(t)],
               groups.empty() ? console.master : console.group_mixes[size_t(groups[size_t(t)])]);
   for (NodeId end : group_ends) g.connect(end, console.master);
+  for (NodeId end : bus_ends) g.connect(end, console.master);
   g.connect(console.master, console.output);
   return console;
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -86,10 +87,10 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
     if (options.show_ids) letter += " " + std::to_string(id);
     dot << "  n" << id << " [tooltip=" << quote(tooltip(graph, id));
     if (node.type == NodeTypes::kIn || node.type == NodeTypes::kOut) {
-      bool in = node.type == NodeTypes::kIn;
-      dot << ", label="
-          << quote(options.show_ids ? type.name + " " + std::to_string(id) : type.name)
-          << ", fixedsize=false, width=0.3, fillcolor=white, color="
+      bool in           = node.type == NodeTypes::kIn;
+      std::string label = node.name.empty() ? type.name : node.name;
+      dot << ", label=" << quote(options.show_ids ? label + " " + std::to_string(id) : label)
+          << ", fixedsize=false, width=0.3, margin=\"0.04,0.01\", fillcolor=white, color="
           << (in ? "\"#1f5fbf\"" : "\"#c0392b\"")
           << ", fontcolor=" << (in ? "\"#1f5fbf\"" : "\"#c0392b\"");
     } else if (multi_port(type)) {
@@ -120,6 +121,22 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
     }
     dot << "];\n";
   }
+  if (options.strips) {
+    // Nodes named "<strip>" or "<strip>.<anything>" share a labelled box.
+    std::map<std::string, std::vector<NodeId>> strips;
+    for (NodeId id : graph.nodes()) {
+      const std::string& name = graph.node(id).name;
+      if (!name.empty()) strips[name.substr(0, name.find('.'))].push_back(id);
+    }
+    int64_t k = 0;
+    for (const auto& [strip, ids] : strips) {
+      if (ids.size() < 2) continue;
+      dot << "  subgraph cluster_" << k++ << " {graph [label=" << quote(strip)
+          << ", style=rounded, color=\"#bbbbbb\", fontsize=8, margin=4];";
+      for (NodeId id : ids) dot << " n" << id << ";";
+      dot << "}\n";
+    }
+  }
   for (const Edge& e : graph.edges()) {
     const NodeType& source = types[graph.node(e.source).type];
     const NodeType& dest   = types[graph.node(e.dest).type];
@@ -127,10 +144,17 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
     if (multi_port(source)) dot << ":o" << e.outlet << (options.vertical ? ":s" : ":e");
     dot << " -> n" << e.dest;
     if (multi_port(dest)) dot << ":i" << e.inlet << (options.vertical ? ":n" : ":w");
-    if (graph.node(e.source).type == NodeTypes::kIn)
-      dot << " [color=\"#1f5fbf\"]";
-    else if (graph.node(e.dest).type == NodeTypes::kOut)
-      dot << " [color=\"#c0392b\"]";
+    std::vector<std::string> style;
+    if (graph.node(e.source).type == NodeTypes::kIn) style.push_back("color=\"#1f5fbf\"");
+    if (graph.node(e.dest).type == NodeTypes::kOut) style.push_back("color=\"#c0392b\"");
+    // A key signal is listened to, not heard: dashed, and no pull on the layout.
+    if (dest.inlets[size_t(e.inlet)] == kSidechainInlet)
+      style.insert(style.end(), {"style=dashed", "constraint=false"});
+    if (!style.empty()) {
+      dot << " [";
+      for (size_t i = 0; i < style.size(); ++i) dot << (i ? ", " : "") << style[i];
+      dot << "]";
+    }
     dot << ";\n";
   }
   dot << "}\n";

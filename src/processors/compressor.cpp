@@ -1,3 +1,4 @@
+#include <grafx/graph/node_types.h>
 #include <grafx/processors/compressor.h>
 
 #include <ATen/ATen.h>
@@ -99,7 +100,7 @@ std::string Dynamics::name() const {
 }
 
 std::vector<std::string> Dynamics::inlets() const {
-  if (detector_ == Detector::kSidechain) return {"main", "sidechain"};
+  if (detector_ == Detector::kSidechain) return {"main", kSidechainInlet};
   return {"main"};
 }
 

@@ -15,6 +15,7 @@
 #include <grafx/processors/noise_gate.h>
 #include <grafx/processors/parametric_eq.h>
 #include <grafx/processors/reverb.h>
+#include <grafx/processors/send.h>
 #include <grafx/processors/stereo_imager.h>
 
 #include <ATen/ATen.h>
@@ -61,6 +62,7 @@ std::vector<ProcessorDescriptor> built_in() {
       crossover_3band_descriptor(),
       sidechain_compressor_descriptor(),
       sidechain_gate_descriptor(),
+      send_descriptor(),
   };
 }
 

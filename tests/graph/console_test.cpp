@@ -2,6 +2,7 @@
 
 #include "support/test_support.h"
 
+#include <functional>
 #include <set>
 
 namespace grafx {
@@ -127,6 +128,85 @@ TEST(Console, RejectsBadOptions) {
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "cannot contain");
   options.chain = {"flanger"};
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.unknown_type", "flanger");
+}
+
+ConsoleOptions routed_console() {
+  ConsoleOptions options;
+  options.n_tracks     = 4;
+  options.track_names  = {"kick", "bass", "keys", "vocals"};
+  options.track_groups = {0, 0, 1, 1};
+  options.chain        = {"eq", "gain_pan"};
+  options.dry_wet      = true;
+  options.sends        = {{"reverb", {"reverb"}, {}}, {"delay", {"eq", "delay"}, {3, 2}}};
+  options.sidechains   = {{1, 0, "sidechain_compressor"}, {2, 0, "sidechain_gate"}};
+  return options;
+}
+
+TEST(Console, SendBusesAndSidechainsAreWiredAsDeclared) {
+  ConsoleOptions options = routed_console();
+  Console console        = build_console(options, registry_node_types());
+  const Graph& g         = console.graph;
+  EXPECT_NO_THROW(g.check());
+  ASSERT_EQ(console.bus_mixes.size(), 2u);
+  ASSERT_EQ(console.sidechains.size(), 2u);
+  auto counts = g.count_per_type();
+  EXPECT_EQ(counts[size_t(g.types().id("send"))], 4 + 2);
+  EXPECT_EQ(counts[NodeTypes::kMix], 2 + 2 + 1);  // subgroups, buses, master
+  // The bass: in -> e -> g -> ducked by the kick's input -> its subgroup and both its sends.
+  NodeId duck = console.sidechains[0];
+  EXPECT_EQ(g.type_name(duck), "sidechain_compressor");
+  EXPECT_EQ(g.node(duck).name, "bass.sidechain_compressor keyed by kick");
+  EXPECT_TRUE(g.node(duck).dry_wet);
+  std::set<std::pair<NodeId, int64_t>> into_duck;
+  for (const Edge& e : g.in_edges(duck)) into_duck.insert({e.source, e.inlet});
+  NodeId bass_gain = g.successors(g.successors(console.inputs[1])[0])[0];
+  EXPECT_EQ(g.type_name(bass_gain), "gain_pan");
+  EXPECT_EQ(into_duck,
+            (std::set<std::pair<NodeId, int64_t>>{{bass_gain, 0}, {console.inputs[0], 1}}));
+  std::set<std::string> after_duck;
+  for (NodeId next : g.successors(duck)) after_duck.insert(g.node(next).name);
+  EXPECT_EQ(after_duck, (std::set<std::string>{"group0.mix", "bass.send to reverb"}));
+  // Every track sends to the reverb bus; the keys and vocals also to the delay bus, whose chain
+  // runs in order; sends and bus processors carry no wet amount (their level is the send's).
+  EXPECT_EQ(g.predecessors(console.bus_mixes[0]).size(), 4u);
+  EXPECT_EQ(g.predecessors(console.bus_mixes[1]).size(), 2u);
+  for (NodeId send : g.predecessors(console.bus_mixes[1])) {
+    EXPECT_EQ(g.type_name(send), "send");
+    EXPECT_FALSE(g.node(send).dry_wet);
+  }
+  NodeId bus_eq = g.successors(console.bus_mixes[1])[0];
+  EXPECT_EQ(g.node(bus_eq).name, "delay bus.eq");
+  NodeId bus_delay = g.successors(bus_eq)[0];
+  EXPECT_EQ(g.node(bus_delay).name, "delay bus.delay");
+  EXPECT_FALSE(g.node(bus_delay).dry_wet);
+  EXPECT_EQ(g.successors(bus_delay), std::vector<NodeId>{console.master});
+  EXPECT_EQ(g.predecessors(console.master).size(), 2u + 2u);  // subgroups and buses
+}
+
+TEST(Console, RejectsBadRouting) {
+  auto expect_refused = [](std::function<void(ConsoleOptions&)> change, const std::string& text) {
+    ConsoleOptions options = routed_console();
+    change(options);
+    EXPECT_GRAFX_ERROR(build_console(options, registry_node_types()), "grafx.graph.invalid_console",
+                       text);
+  };
+  expect_refused([](ConsoleOptions& o) { o.sends[0].name = ""; }, "send bus 0 has no name");
+  expect_refused([](ConsoleOptions& o) { o.sends[1].name = "reverb"; }, "two send buses");
+  expect_refused([](ConsoleOptions& o) { o.sends[0].chain = {}; }, "has no processor");
+  expect_refused([](ConsoleOptions& o) { o.sends[0].chain = {"crossover"}; }, "has 1 and 2");
+  expect_refused(
+      [](ConsoleOptions& o) {
+        o.sends[1].tracks = {3, 3};
+      },
+      "lists track \"vocals\" twice");
+  expect_refused([](ConsoleOptions& o) { o.sends[1].tracks = {4}; }, "tracks 0 to 3");
+  expect_refused([](ConsoleOptions& o) { o.sidechains[0].key = -1; }, "names track -1");
+  expect_refused([](ConsoleOptions& o) { o.sidechains[0].key = 1; }, "\"bass\" by itself");
+  expect_refused([](ConsoleOptions& o) { o.sidechains[0].type = "compressor"; },
+                 "inlets main and sidechain");
+  expect_refused([](ConsoleOptions& o) { o.sidechains[0].type = "crossover"; },
+                 "inlets main and sidechain");
+  expect_refused([](ConsoleOptions& o) { o.sidechains[0].type = "flanger"; }, "unknown type");
 }
 
 TEST(Console, RandomPruningIsSeededAndKeepsTheGraphValid) {

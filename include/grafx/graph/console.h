@@ -9,6 +9,14 @@
 /// subgroup gets the chain too, and the subgroups are summed by the master mix. Without
 /// subgroups the tracks' chains feed the master mix directly.
 ///
+/// Routing (see docs/routing.md):
+///   - a send bus: each sending track's signal after its chain passes a `send` node (a
+///     learnable level) into the bus's mix, then the bus's chain (e.g. a reverb, fully wet:
+///     the send levels say how much of it is heard), then the master mix;
+///   - a sidechain: a processor with inlets `main` and `sidechain` (e.g. `sidechain_compressor`)
+///     at the end of a track's chain, detecting level on another track's input (the bass
+///     ducked by the kick).
+///
 ///   ConsoleOptions options;
 ///   options.chain = default_console_chain();
 ///   options.dry_wet = true;
@@ -23,6 +31,20 @@
 
 namespace grafx {
 
+/// An effect bus fed by sends from tracks.
+struct SendBus {
+  std::string name;                ///< e.g. "reverb"; its nodes are named "<name> bus...."
+  std::vector<std::string> chain;  ///< processor types of the bus, in order (at least one)
+  std::vector<int64_t> tracks;     ///< tracks that send to it (0-based); empty: every track
+};
+
+/// A track's level processed by a two-inlet processor listening to another track.
+struct SidechainRoute {
+  int64_t track    = 0;                       ///< the track processed (0-based)
+  int64_t key      = 0;                       ///< the track whose input drives the level detection
+  std::string type = "sidechain_compressor";  ///< inlets `main` and `sidechain`, one outlet
+};
+
 struct ConsoleOptions {
   int64_t n_tracks = 8;
   /// The subgroup of each track (0-based, every group from 0 to max used at least once);
@@ -34,6 +56,8 @@ struct ConsoleOptions {
   bool dry_wet = false;
   /// Optional names of the tracks (used for node names); "track<i>" otherwise.
   std::vector<std::string> track_names;
+  std::vector<SendBus> sends;
+  std::vector<SidechainRoute> sidechains;
 
   /// `n_tracks` tracks split into `n_groups` contiguous, near-equal subgroups.
   static std::vector<int64_t> even_groups(int64_t n_tracks, int64_t n_groups);
@@ -44,6 +68,8 @@ struct Console {
   Graph graph;
   std::vector<NodeId> inputs;       ///< the `in` node of each track, in track order
   std::vector<NodeId> group_mixes;  ///< the `mix` node of each subgroup
+  std::vector<NodeId> bus_mixes;    ///< the `mix` node of each send bus
+  std::vector<NodeId> sidechains;   ///< the node of each sidechain route
   NodeId master = -1;               ///< the master `mix` node
   NodeId output = -1;               ///< the `out` node
 };

@@ -25,6 +25,10 @@ namespace grafx {
 
 using TypeId = int64_t;
 
+/// The name of an inlet that only drives level detection (a sidechain compressor's key): its
+/// signal is not heard. Consoles route keys into it; pictures draw its edges dashed.
+inline constexpr char kSidechainInlet[] = "sidechain";
+
 struct NodeType {
   std::string name;
   std::vector<std::string> inlets{"main"};

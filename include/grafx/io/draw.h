@@ -1,10 +1,12 @@
 #pragma once
 /// Pictures of graphs, laid out by Graphviz's `dot` left to right as in GRAFX's figures: a small
 /// box per node labelled with its type's letter (`type_letter`: e eq, c compressor, n noise
-/// gate, s stereo imager, g gain/pan, d delay, r reverb, m mix, ...), a colour per letter (a
-/// variant's capital shares its family's), `in` and `out` marked, bypassed nodes dashed, and the
-/// ports of multi-port nodes drawn as labelled cells with edges attached to them. SVG pictures
-/// carry each node's id, name and flags (dry/wet, bypassed) as a tooltip.
+/// gate, s stereo imager, g gain/pan, d delay, r reverb, m mix, b send, ...), a colour per
+/// letter (a variant's capital shares its family's), `in` and `out` marked (by their node names
+/// when they have one), bypassed nodes dashed, the ports of multi-port nodes drawn as labelled
+/// cells with edges attached to them, and edges into a sidechain inlet dashed (a key is
+/// listened to, not heard). SVG pictures carry each node's id, name and flags (dry/wet,
+/// bypassed) as a tooltip.
 ///
 ///   draw_graph(graph, "console.svg");
 
@@ -18,6 +20,9 @@ struct DrawOptions {
   bool vertical = false;  ///< top to bottom instead of left to right
   bool show_ids = false;  ///< label nodes "letter id" instead of the letter alone
   std::string title;      ///< drawn above the graph when not empty
+  /// Boxes the nodes of each strip: nodes named "<strip>" or "<strip>.<anything>" (a
+  /// console's tracks, subgroups and buses), labelled with the strip's name.
+  bool strips = false;
 };
 
 /// The Graphviz DOT text of a picture of the graph.

@@ -1,0 +1,32 @@
+#pragma once
+/// send (letter b): the level of a track's send to an effect bus (a reverb or delay bus of a
+/// console), one gain for every channel.
+///
+///   y = x · exp(log_gain)
+///
+/// | parameter  | shape | physical      | init    | meaning                               |
+/// |------------|-------|---------------|---------|---------------------------------------|
+/// | `log_gain` | [1]   | `gain_db`, dB | −12 dB  | send level (natural-log raw value)    |
+///
+/// Input and output: N×C×L, any C. A send starts at −12 dB so that a fresh console's effect
+/// buses colour the mix without drowning it.
+///
+///   Send send({/*sample_rate=*/30000});
+///   auto y = send.forward({x}, {{"log_gain", at::full({x.size(0), 1}, -1.38)}}).outputs[0];
+
+#include <grafx/processors/descriptor.h>
+
+namespace grafx {
+
+ProcessorDescriptor send_descriptor();
+
+class Send : public Processor {
+ public:
+  explicit Send(const ProcessorConfig&) {}
+  std::string name() const override { return "send"; }
+  std::vector<ParameterSpec> parameter_specs() const override;
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
+                          const TensorDict& parameters) const override;
+};
+
+}  // namespace grafx

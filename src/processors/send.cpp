@@ -1,0 +1,31 @@
+#include <grafx/processors/send.h>
+
+#include "processors/units.h"
+
+#include <ATen/ATen.h>
+
+namespace grafx {
+
+ProcessorDescriptor send_descriptor() {
+  auto d          = ProcessorDescriptor::of<Send>("send", 'b');
+  d.summary       = "send: the level of a send to an effect bus, one gain for every channel";
+  d.response      = ResponsePicture::kStereoField;
+  d.musical_prior = [](const PriorContext& c) {
+    return TensorDict{{"gain_db", at::tensor({c.random.uniform(-24, -8)}, at::kDouble)}};
+  };
+  return d;
+}
+
+std::vector<ParameterSpec> Send::parameter_specs() const {
+  return {units::gain_spec("log_gain", {1})
+              .initial(-12.0 * std::log(10.0) / 20.0)
+              .about("send level (natural-log raw value)")};
+}
+
+ProcessorOutput Send::forward(const std::vector<at::Tensor>& inputs,
+                              const TensorDict& parameters) const {
+  check_arguments(inputs, parameters);
+  return {{inputs[0] * parameters.at("log_gain").exp().unsqueeze(-1)}, {}};
+}
+
+}  // namespace grafx
