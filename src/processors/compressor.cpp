@@ -24,21 +24,27 @@ at::Tensor knee(const at::Tensor& d, const at::Tensor& w) {
   return at::minimum((d + w).relu(), 2 * w).pow(2) / (4 * w) + (d - w).relu();
 }
 
-/// Moderate compression, or gentle gating of what is well below the music.
-TensorDict musical_dynamics(const PriorContext& c, bool gate) {
+/// Moderate compression, or gentle gating of what is well below the music; keyed by a
+/// sidechain, a compressor ducks (deep, fast attack, a release that breathes with the beat).
+TensorDict musical_dynamics(const PriorContext& c, bool gate, bool duck) {
   Random& r   = c.random;
   auto scalar = [](double value) { return at::full({1}, value, at::kDouble); };
   TensorDict settings{
-      {"threshold_db", scalar(gate ? r.uniform(-60, -45) : r.uniform(-32, -18))},
-      {"ratio", scalar(gate ? r.uniform(2, 4) : r.uniform(2, 6))},
+      {"threshold_db", scalar(gate   ? r.uniform(-60, -45)
+                              : duck ? r.uniform(-40, -28)
+                                     : r.uniform(-32, -18))},
+      {"ratio", scalar(gate   ? r.uniform(2, 4)
+                       : duck ? r.uniform(4, 10)
+                              : r.uniform(2, 6))},
       {"knee_db", scalar(r.uniform(3, 9))},
   };
   for (const auto& spec : c.processor.parameter_specs()) {
     if (spec.physical_name == "smoothing_ms")
       settings[spec.physical_name] = scalar(r.uniform(5, 40));
-    if (spec.physical_name == "attack_ms") settings[spec.physical_name] = scalar(r.uniform(2, 15));
+    if (spec.physical_name == "attack_ms")
+      settings[spec.physical_name] = scalar(duck ? r.uniform(1, 8) : r.uniform(2, 15));
     if (spec.physical_name == "release_ms")
-      settings[spec.physical_name] = scalar(r.uniform(40, 200));
+      settings[spec.physical_name] = scalar(duck ? r.uniform(80, 250) : r.uniform(40, 200));
   }
   return settings;
 }
@@ -64,7 +70,9 @@ ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoo
                                  ": level of the mid, one-pole smoothing, quadratic knee "
                                        "(the paper's)";
   d.response      = ResponsePicture::kStaticCurve;
-  d.musical_prior = [gate](const PriorContext& c) { return musical_dynamics(c, gate); };
+  d.musical_prior = [gate, sidechain](const PriorContext& c) {
+    return musical_dynamics(c, gate, sidechain && !gate);
+  };
   // The paper's console and its hybrid pruning ratios at tolerance 0.01 (Table 2).
   d.console_position    = ballistics ? 0 : (gate ? 3 : 2);
   d.random_pruning_rate = sidechain ? 0.0 : gate ? 0.79 : 0.71;

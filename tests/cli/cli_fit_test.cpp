@@ -1,5 +1,6 @@
 // grafx demo and grafx fit, run as a user would.
 
+#include <grafx/graph/graph_json.h>
 #include <grafx/io/audio.h>
 #include <grafx/io/safetensors.h>
 
@@ -80,6 +81,45 @@ TEST(CliFit, FitReadsResamplesAndTrims) {
   r = run_grafx({"fit", "--tracks", dir.file("b.wav"), "--mix", dir.file("mix.wav"),
                  "--sample-rate", "16000", "--crop", "0.2", "-o", dir.file("short")});
   EXPECT_TRUE(contains(r.err, "[grafx.fit.data]") && contains(r.err, "largest FFT")) << r.err;
+}
+
+TEST(CliFit, FitsConsolesWithSendsAndSidechains) {
+  testing::TempDir dir;
+  at::manual_seed(2);
+  for (const char* name : {"kick", "bass", "mix"})
+    write_audio(dir.file(std::string(name) + ".wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+  auto fit = [&](std::vector<std::string> routing, const std::string& folder) {
+    std::vector<std::string> args = {"fit",
+                                     "--tracks",
+                                     dir.file("kick.wav"),
+                                     dir.file("bass.wav"),
+                                     "--mix",
+                                     dir.file("mix.wav"),
+                                     "--chain",
+                                     "g",
+                                     "--sample-rate",
+                                     "16000",
+                                     "--crop",
+                                     "1",
+                                     "--warm-up",
+                                     "0.2",
+                                     "--steps",
+                                     "2",
+                                     "-o",
+                                     dir.file(folder)};
+    args.insert(args.end(), routing.begin(), routing.end());
+    return run_grafx(args);
+  };
+  auto r = fit({"--send", "reverb=r", "--sidechain", "bass=kick"}, "routed");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Graph fitted = load_graph(dir.file("routed/console.json"), registry_node_types());
+  EXPECT_EQ(fitted.nodes_of_type("send").size(), 2u);
+  EXPECT_EQ(fitted.nodes_of_type("sidechain_compressor").size(), 1u);
+  // Bad routing fails before any output folder is made.
+  r = fit({"--sidechain", "bass=snare"}, "bad");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "no track is named \"snare\" (tracks: kick, bass)")) << r.err;
+  EXPECT_FALSE(testing::file_exists(dir.file("bad")));
 }
 
 }  // namespace

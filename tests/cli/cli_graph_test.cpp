@@ -33,12 +33,46 @@ TEST(CliGraph, ConsoleInfoAndDraw) {
 
   r = run_grafx({"info", json});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "e  eq              11")) << r.out;
+  EXPECT_TRUE(contains(r.out, "e  eq                      11")) << r.out;
   EXPECT_TRUE(contains(r.out, "valid"));
 
   r = run_grafx({"draw", json, "-o", dir.file("console.png"), "--vertical", "--ids"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(testing::read_file(dir.file("console.png")).substr(1, 3), "PNG");
+}
+
+TEST(CliGraph, ConsolesWithSendsAndSidechainsAreBuiltAndDrawn) {
+  testing::TempDir dir;
+  auto r = run_grafx({"console", "--names", "kick,bass,keys", "--chain", "eg", "--send", "reverb=r",
+                      "--send", "delay=ed@keys", "--sidechain", "bass=kick", "--dry-wet", "-o",
+                      dir.file("r.json"), "--draw", dir.file("r.svg")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "3 tracks, 0 subgroups, 2 send buses, 1 sidechains")) << r.out;
+  Graph g = load_graph(dir.file("r.json"), registry_node_types());
+  EXPECT_EQ(g.nodes_of_type("send").size(), 4u);
+  EXPECT_EQ(g.nodes_of_type("sidechain_compressor").size(), 1u);
+  EXPECT_EQ(g.node(0).name, "kick");
+  std::string svg = testing::read_file(dir.file("r.svg"));
+  EXPECT_TRUE(contains(svg, ">reverb bus</text>")) << "strips are boxed and named";
+  EXPECT_TRUE(contains(svg, ">kick</text>")) << "inputs show their track names";
+  EXPECT_TRUE(contains(svg, "stroke-dasharray")) << "the sidechain edge is dashed";
+
+  for (auto [routing, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--sidechain", "bass=snare"},
+            "no track is named \"snare\" (tracks: kick, bass, keys)"},
+           {{"--sidechain", "bass=kick:c"}, "inlets main and sidechain"},
+           {{"--send", "reverb"}, "expected NAME=LETTERS[@TRACK,...]"},
+           {{"--send", "reverb=r@keys,keys"}, "lists track \"keys\" twice"},
+           {{"--send", "reverb=7"}, "chain letter '7' names no processor"}}) {
+    std::vector<std::string> args = {"console", "--names", "kick,bass,keys", "-o",
+                                     dir.file("x.json")};
+    args.insert(args.end(), routing.begin(), routing.end());
+    r = run_grafx(args);
+    EXPECT_EQ(r.exit_code, 1) << routing[1];
+    EXPECT_TRUE(contains(r.err, "[grafx.graph.invalid_console]") && contains(r.err, message))
+        << r.err;
+    EXPECT_FALSE(testing::file_exists(dir.file("x.json")));
+  }
 }
 
 TEST(CliGraph, PrunedConsolesAndExplicitGroups) {

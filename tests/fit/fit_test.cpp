@@ -4,6 +4,7 @@
 
 #include <grafx/fit/demo.h>
 #include <grafx/fit/fit.h>
+#include <grafx/fit/multitrack.h>
 #include <grafx/graph/console.h>
 #include <grafx/render/parameters.h>
 
@@ -12,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <iostream>
 
 namespace grafx {
 namespace {
@@ -94,6 +96,47 @@ TEST(Fit, FitsConsolesOfFiltersAndEqualizers) {
   for (const auto& [type, values] : fitter.parameters())
     for (const auto& [name, value] : values)
       EXPECT_TRUE(value.isfinite().all().item<bool>()) << type << "." << name;
+}
+
+TEST(Fit, RecoversAHiddenSidechain) {
+  // A hidden console ducks the bass by the drums. The same console with a sidechain compressor,
+  // fitted from fresh settings, must reach a clearly lower loss than one without it.
+  Multitrack song = synthesize_multitrack(kRate, 6.0, 3);
+  at::Tensor x    = song.tracks.expand({song.tracks.size(0), 2, song.tracks.size(2)}).contiguous();
+  auto console    = [&](bool sidechain) {
+    ConsoleOptions options;
+    options.n_tracks    = x.size(0);
+    options.track_names = song.names;
+    options.chain       = {"gain_pan"};
+    if (sidechain) options.sidechains = {{1, 0, "sidechain_compressor"}};  // bass keyed by drums
+    return build_console(options, registry_node_types()).graph;
+  };
+  ASSERT_EQ(song.names[0], "drums");
+  ASSERT_EQ(song.names[1], "bass");
+  Graph hidden_console  = console(true);
+  Processors processors = make_processors(hidden_console.types(), {kRate});
+  Parameters hidden     = musical_parameters(hidden_console, processors, kRate, 5);
+  auto set_physical     = [&](const std::string& name, double value) {
+    for (const auto& spec : processors.at("sidechain_compressor")->parameter_specs())
+      if (spec.physical_name == name)
+        hidden["sidechain_compressor"][spec.name] =
+            spec.to_raw(at::full({1, 1}, value, at::kDouble)).to(at::kFloat);
+  };
+  set_physical("threshold_db", -40);  // deep ducking: about 10 dB on every kick
+  set_physical("ratio", 10);
+  at::Tensor mix =
+      render(make_render_plan(to_tensor(hidden_console)), processors, hidden, x).outputs[0];
+  FitOptions options   = small_options(400);
+  options.crop_seconds = 2.0;
+  options.skip_seconds = 0.25;
+  std::map<bool, double> loss;
+  for (bool sidechain : {true, false}) {
+    Fitter fitter(console(sidechain), x, mix, kRate, options);
+    fitter.run();
+    loss[sidechain] = fitter.evaluate().total.item<double>();
+  }
+  std::cout << "loss with the sidechain " << loss[true] << ", without " << loss[false] << "\n";
+  EXPECT_LT(loss[true], 0.5 * loss[false]);
 }
 
 TEST(Fit, CheckpointsResumeExactly) {

@@ -16,7 +16,8 @@ TEST(Draw, DotHasALetteredBoxPerNodeAndMarksInAndOut) {
   EXPECT_TRUE(contains(dot, "rankdir=LR"));
   for (const char* letter : {"e", "c", "n", "s", "g", "d", "r", "m"})
     EXPECT_TRUE(contains(dot, std::string("label=\"") + letter + "\"")) << letter;
-  EXPECT_TRUE(contains(dot, "n0 [tooltip=\"0 in &quot;track0&quot;\", label=\"in\""));
+  EXPECT_TRUE(contains(dot, "n0 [tooltip=\"0 in &quot;track0&quot;\", label=\"track0\""))
+      << "inputs show their names";
   EXPECT_TRUE(contains(dot, "label=\"out\""));
   EXPECT_TRUE(contains(dot, "fillcolor=\"" + type_color("eq") + "\""));
   EXPECT_NE(type_color("eq"), type_color("compressor"));
@@ -47,8 +48,31 @@ TEST(Draw, MultiPortNodesShowTheirPorts) {
   std::string dot = graph_to_dot(g);
   EXPECT_TRUE(contains(dot, "<td port=\"o1\"><font point-size=\"6\">high</font></td>"));
   EXPECT_TRUE(contains(dot, "<td port=\"i1\"><font point-size=\"6\">sidechain</font></td>"));
-  EXPECT_TRUE(contains(dot, "n1:o1:e -> n2:i1:w"));
-  EXPECT_TRUE(contains(dot, "n1:o0:e -> n2:i0:w"));
+  EXPECT_TRUE(contains(dot, "n1:o1:e -> n2:i1:w [style=dashed, constraint=false];"))
+      << "a key signal is dashed";
+  EXPECT_TRUE(contains(dot, "n1:o0:e -> n2:i0:w;"));
+  EXPECT_TRUE(contains(dot, "label=\"in\"")) << "an unnamed input";
+}
+
+TEST(Draw, StripsBoxTheNodesOfEachTrackGroupAndBus) {
+  ConsoleOptions options;
+  options.n_tracks    = 2;
+  options.track_names = {"kick", "bass"};
+  options.chain       = {"gain_pan"};
+  options.sends       = {{"reverb", {"reverb"}, {}}};
+  Graph g             = build_console(options, registry_node_types()).graph;
+  EXPECT_FALSE(contains(graph_to_dot(g), "subgraph"));
+  DrawOptions draw;
+  draw.strips     = true;
+  std::string dot = graph_to_dot(g, draw);
+  // kick: in, gain_pan and its send; reverb bus: mix, reverb; the master stands alone.
+  EXPECT_TRUE(contains(dot, "subgraph cluster_1 {graph [label=\"kick\"")) << dot;
+  EXPECT_TRUE(contains(dot,
+                       "label=\"kick\", style=rounded, color=\"#bbbbbb\", fontsize=8, "
+                       "margin=4]; n0; n2; n6;}"))
+      << dot;
+  EXPECT_TRUE(contains(dot, "label=\"reverb bus\"")) << dot;
+  EXPECT_FALSE(contains(dot, "label=\"master\", style=rounded")) << dot;
 }
 
 TEST(Draw, RendersSvgPngAndDotFilesOfBigConsoles) {
