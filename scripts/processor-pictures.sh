@@ -26,6 +26,7 @@ gain_rows=$(awk 'BEGIN { for (t = 0; t < 40; t++) printf "%s%.2f", (t ? ";" : ""
 picture delay delay_echoes.svg --param "delay_z=$delay_rows" --param "log_fir_magnitude=$gain_rows"
 picture gain_pan gain_pan.svg --param log_gain=0.5,-0.5
 picture stereo_imager stereo_imager.svg --param log_gain=-1
+picture send send.svg --param gain_db=-12
 # Filters and equalizers (docs/processors/filters.md, equalizers.md), set in physical units.
 picture lowpass lowpass.svg --param cutoff_hz=1000 --param q=2
 picture highpass highpass.svg --param cutoff_hz=200

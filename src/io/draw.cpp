@@ -121,6 +121,12 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
     }
     dot << "];\n";
   }
+  if (!options.strips) {  // sources in the first column (ranks cannot cross strip boxes)
+    dot << "  {rank=min;";
+    for (NodeId id : graph.nodes())
+      if (graph.node(id).type == NodeTypes::kIn) dot << " n" << id << ";";
+    dot << "}\n";
+  }
   if (options.strips) {
     // Nodes named "<strip>" or "<strip>.<anything>" share a labelled box.
     std::map<std::string, std::vector<NodeId>> strips;
@@ -147,9 +153,9 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
     std::vector<std::string> style;
     if (graph.node(e.source).type == NodeTypes::kIn) style.push_back("color=\"#1f5fbf\"");
     if (graph.node(e.dest).type == NodeTypes::kOut) style.push_back("color=\"#c0392b\"");
-    // A key signal is listened to, not heard: dashed, and no pull on the layout.
+    // A key signal is listened to, not heard: dashed.
     if (dest.inlets[size_t(e.inlet)] == kSidechainInlet)
-      style.insert(style.end(), {"style=dashed", "constraint=false"});
+      style.push_back("style=dashed");
     if (!style.empty()) {
       dot << " [";
       for (size_t i = 0; i < style.size(); ++i) dot << (i ? ", " : "") << style[i];
