@@ -154,8 +154,7 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
     if (graph.node(e.source).type == NodeTypes::kIn) style.push_back("color=\"#1f5fbf\"");
     if (graph.node(e.dest).type == NodeTypes::kOut) style.push_back("color=\"#c0392b\"");
     // A key signal is listened to, not heard: dashed.
-    if (dest.inlets[size_t(e.inlet)] == kSidechainInlet)
-      style.push_back("style=dashed");
+    if (dest.inlets[size_t(e.inlet)] == kSidechainInlet) style.push_back("style=dashed");
     if (!style.empty()) {
       dot << " [";
       for (size_t i = 0; i < style.size(); ++i) dot << (i ? ", " : "") << style[i];

@@ -48,8 +48,7 @@ TEST(Draw, MultiPortNodesShowTheirPorts) {
   std::string dot = graph_to_dot(g);
   EXPECT_TRUE(contains(dot, "<td port=\"o1\"><font point-size=\"6\">high</font></td>"));
   EXPECT_TRUE(contains(dot, "<td port=\"i1\"><font point-size=\"6\">sidechain</font></td>"));
-  EXPECT_TRUE(contains(dot, "n1:o1:e -> n2:i1:w [style=dashed];"))
-      << "a key signal is dashed";
+  EXPECT_TRUE(contains(dot, "n1:o1:e -> n2:i1:w [style=dashed];")) << "a key signal is dashed";
   EXPECT_TRUE(contains(dot, "n1:o0:e -> n2:i0:w;"));
   EXPECT_TRUE(contains(dot, "label=\"in\"")) << "an unnamed input";
 }
