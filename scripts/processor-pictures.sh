@@ -27,6 +27,9 @@ picture delay delay_echoes.svg --param "delay_z=$delay_rows" --param "log_fir_ma
 picture gain_pan gain_pan.svg --param log_gain=0.5,-0.5
 picture stereo_imager stereo_imager.svg --param log_gain=-1
 picture send send.svg --param gain_db=-12
+picture mono_to_stereo mono_to_stereo.svg
+picture stereo_to_mid_side stereo_to_mid_side.svg
+picture mid_side_to_stereo mid_side_to_stereo.svg
 # Filters and equalizers (docs/processors/filters.md, equalizers.md), set in physical units.
 picture lowpass lowpass.svg --param cutoff_hz=1000 --param q=2
 picture highpass highpass.svg --param cutoff_hz=200

@@ -85,7 +85,9 @@ void add_process_command(CLI::App& app) {
     for (size_t o = 0; o < outputs.size(); ++o) {
       int64_t passed = types.passed_inlet(type, int64_t(o));  // the dry signal, as in graphs
       at::Tensor dry = passed >= 0 ? x : at::zeros_like(x);
-      ys.push_back((w * out.outputs[o] + (1 - w) * dry).squeeze(0));
+      // Fully wet unless --set wet=…: the outlet's own channels (a mid/side split's are mono).
+      at::Tensor y = w < 1 ? w * out.outputs[o] + (1 - w) * dry : out.outputs[o];
+      ys.push_back(y.squeeze(0));
       if (!ys.back().isfinite().all().item<bool>())
         throw ProcessorError("grafx.processor.non_finite",
                              args->type + ": outlet \"" + processor->outlets()[o] +

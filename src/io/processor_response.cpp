@@ -18,18 +18,25 @@ at::Tensor decibels(const at::Tensor& amplitude) {
   return 20 * amplitude.abs().clamp_min(1e-12).log10();
 }
 
-/// The processor's outputs for x, with the parameters of one node repeated for every item.
-std::vector<at::Tensor> run_all(const Processor& processor, const at::Tensor& x,
-                                const TensorDict& parameters) {
+/// The processor's outputs for one input per inlet, with the parameters of one node repeated
+/// for every item.
+std::vector<at::Tensor> run_inputs(const Processor& processor,
+                                   const std::vector<at::Tensor>& inputs,
+                                   const TensorDict& parameters) {
   c10::NoGradGuard no_grad;
   TensorDict repeated;
   for (const auto& [name, p] : parameters) {
     std::vector<int64_t> times(size_t(p.dim()), 1);
-    times[0]       = x.size(0);
-    repeated[name] = p.to(x.scalar_type()).repeat(times);
+    times[0]       = inputs[0].size(0);
+    repeated[name] = p.to(inputs[0].scalar_type()).repeat(times);
   }
-  std::vector<at::Tensor> inputs(processor.inlets().size(), x);
   return processor.forward(inputs, repeated).outputs;
+}
+
+/// The processor's outputs for x at every inlet.
+std::vector<at::Tensor> run_all(const Processor& processor, const at::Tensor& x,
+                                const TensorDict& parameters) {
+  return run_inputs(processor, std::vector<at::Tensor>(processor.inlets().size(), x), parameters);
 }
 
 /// The first outlet's output.
@@ -140,19 +147,39 @@ Plot energy_decay(const Processor& processor, const TensorDict& parameters, doub
 }
 
 /// Stereo processors: a source panned from left to right with the constant-power law
-/// (L, R) = (cos θ, sin θ), θ ∈ [0, π/2]; the level of each output channel.
+/// (L, R) = (cos θ, sin θ), θ ∈ [0, π/2]; the level of each output channel of each outlet. A
+/// processor of two inlets gets L at the first and R at the second (a mid/side merge: the mid
+/// and side levels of a position).
 Plot stereo_field(const Processor& processor, const TensorDict& parameters, double sample_rate) {
-  at::Tensor pan    = at::linspace(-1, 1, 101, at::kDouble);
-  at::Tensor theta  = (pan + 1) * (M_PI / 4);
-  at::Tensor x      = at::stack({theta.cos(), theta.sin()}, 1).unsqueeze(-1);  // 101×2×1
-  at::Tensor out_db = decibels(run(processor, x, parameters).select(2, 0)),
-             in_db  = decibels(x.select(2, 0));
+  at::Tensor pan   = at::linspace(-1, 1, 101, at::kDouble);
+  at::Tensor theta = (pan + 1) * (M_PI / 4);
+  at::Tensor x     = at::stack({theta.cos(), theta.sin()}, 1).unsqueeze(-1);  // 101×2×1
+  std::vector<at::Tensor> outputs =
+      processor.inlets().size() == 2
+          ? run_inputs(processor, {x.narrow(1, 0, 1), x.narrow(1, 1, 1)}, parameters)
+          : run_all(processor, x, parameters);
   std::vector<double> position = values(pan);
-  return make_plot({{"left out", position, values(out_db.select(1, 0))},
-                    {"right out", position, values(out_db.select(1, 1))},
-                    {"left in", position, values(in_db.select(1, 0)), true},
-                    {"right in", position, values(in_db.select(1, 1)), true}},
-                   "input pan (−1 left, +1 right)", "level (dB)", -40);
+  std::vector<PlotSeries> series;
+  const auto outlets = processor.outlets();
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    at::Tensor out_db  = decibels(outputs[o].select(2, 0));
+    std::string prefix = outputs.size() > 1 ? outlets[o] : std::string();
+    for (int64_t c = 0; c < out_db.size(1); ++c) {
+      std::string channel = out_db.size(1) == 1 ? "" : c == 0 ? "left" : "right";
+      std::string label   = prefix + (prefix.empty() || channel.empty() ? "" : " ") + channel;
+      series.push_back(
+          {(label.empty() ? "" : label + " ") + "out", position, values(out_db.select(1, c))});
+    }
+  }
+  at::Tensor in_db  = decibels(x.select(2, 0));
+  const auto inlets = processor.inlets();
+  for (int64_t c = 0; c < 2; ++c)
+    series.push_back({(inlets.size() == 2 ? inlets[size_t(c)]
+                       : c == 0           ? "left"
+                                          : "right") +
+                          " in",
+                      position, values(in_db.select(1, c)), true});
+  return make_plot(series, "input pan (−1 left, +1 right)", "level (dB)", -40);
 }
 
 Plot impulse_response(const Processor& processor, const TensorDict& parameters,

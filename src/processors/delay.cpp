@@ -91,9 +91,8 @@ std::pair<at::Tensor, at::Tensor> MultitapDelay::impulse_responses(
 ProcessorOutput MultitapDelay::forward(const std::vector<at::Tensor>& inputs,
                                        const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const at::Tensor& x = inputs[0];
-  units::check_stereo(x, name());
-  auto [ir, radii] = impulse_responses(parameters);
+  const at::Tensor x = units::as_stereo(inputs[0], name());
+  auto [ir, radii]   = impulse_responses(parameters);
   return {{dsp::convolve(x, ir, dsp::ConvolutionMode::kCausal)}, {{"radii", radii}}};
 }
 

@@ -88,8 +88,8 @@ std::vector<ParameterSpec> Equalizer::parameter_specs() const {
 ProcessorOutput Equalizer::forward(const std::vector<at::Tensor>& inputs,
                                    const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const at::Tensor& x = inputs[0];
-  if (channels_ != EqChannels::kMono) units::check_stereo(x, name());
+  const at::Tensor x =
+      channels_ != EqChannels::kMono ? units::as_stereo(inputs[0], name()) : inputs[0];
   at::Tensor window        = constants_.get("window", x.options(), [] {
     return dsp::zero_phase_window(kBins, at::TensorOptions(at::kDouble));
   });

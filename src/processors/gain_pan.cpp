@@ -31,8 +31,7 @@ std::vector<ParameterSpec> GainPan::parameter_specs() const {
 ProcessorOutput GainPan::forward(const std::vector<at::Tensor>& inputs,
                                  const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const at::Tensor& x = inputs[0];
-  units::check_stereo(x, name());
+  const at::Tensor x = units::as_stereo(inputs[0], name());
   return {{x * parameters.at("log_gain").exp().unsqueeze(-1)}, {}};
 }
 

@@ -89,8 +89,8 @@ std::vector<ParameterSpec> ParametricEq::parameter_specs() const {
 ProcessorOutput ParametricEq::forward(const std::vector<at::Tensor>& inputs,
                                       const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const at::Tensor& x = inputs[0];
-  if (channels_ != EqChannels::kMono) units::check_stereo(x, name());
+  const at::Tensor x =
+      channels_ != EqChannels::kMono ? units::as_stereo(inputs[0], name()) : inputs[0];
   at::Tensor omega =
       units::omega(parameter_specs().front().to_physical(parameters.at("frequency")), sample_rate_);
   at::Tensor q = parameters.at("log_q").exp(), log_gain = parameters.at("log_gain");

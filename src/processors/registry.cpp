@@ -3,6 +3,7 @@
 #include <grafx/error.h>
 #include <grafx/processors/registry.h>
 
+#include <grafx/processors/channel_converters.h>
 #include <grafx/processors/compressor.h>
 #include <grafx/processors/cookbook_filters.h>
 #include <grafx/processors/crossover.h>
@@ -63,6 +64,9 @@ std::vector<ProcessorDescriptor> built_in() {
       sidechain_compressor_descriptor(),
       sidechain_gate_descriptor(),
       send_descriptor(),
+      mono_to_stereo_descriptor(),
+      stereo_to_mid_side_descriptor(),
+      mid_side_to_stereo_descriptor(),
   };
 }
 

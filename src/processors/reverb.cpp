@@ -93,8 +93,7 @@ at::Tensor NoiseReverb::impulse_responses(const TensorDict& parameters,
 ProcessorOutput NoiseReverb::forward(const std::vector<at::Tensor>& inputs,
                                      const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const at::Tensor& x = inputs[0];
-  units::check_stereo(x, name());
+  const at::Tensor x = units::as_stereo(inputs[0], name());
   return {
       {dsp::convolve(x, impulse_responses(parameters, x.options()), dsp::ConvolutionMode::kCausal)},
       {}};

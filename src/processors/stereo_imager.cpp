@@ -27,8 +27,7 @@ std::vector<ParameterSpec> StereoImager::parameter_specs() const {
 ProcessorOutput StereoImager::forward(const std::vector<at::Tensor>& inputs,
                                       const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const at::Tensor& x = inputs[0];
-  units::check_stereo(x, name());
+  const at::Tensor x = units::as_stereo(inputs[0], name());
   at::Tensor left = x.narrow(1, 0, 1), right = x.narrow(1, 1, 1);
   at::Tensor mid  = left + right;
   at::Tensor side = parameters.at("log_gain").exp().unsqueeze(-1) * (left - right);

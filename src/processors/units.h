@@ -98,12 +98,17 @@ inline int64_t samples(double seconds, const ProcessorConfig& config, const std:
   return n;
 }
 
-/// Throws ProcessorError unless x is N×2×L.
-inline void check_stereo(const at::Tensor& x, const std::string& processor) {
+/// x as a stereo signal N×2×L: a mono input is spread to both channels (a mono signal is its
+/// dual-mono stereo, so a processor gives the same result for either; the renderers rely on
+/// this). Throws ProcessorError for more than two channels.
+inline at::Tensor as_stereo(const at::Tensor& x, const std::string& processor) {
+  if (x.size(1) == 1) return x.expand({x.size(0), 2, x.size(2)});
   if (x.size(1) != 2)
     throw ProcessorError("grafx.processor.inputs",
-                         processor + ": expected a stereo (N×2×L) input, but got " +
-                             std::to_string(x.size(1)) + " channel(s)");
+                         processor +
+                             ": expected a mono or stereo (N×1×L or N×2×L) input, but got " +
+                             std::to_string(x.size(1)) + " channels");
+  return x;
 }
 
 }  // namespace grafx::units

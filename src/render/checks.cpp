@@ -28,6 +28,24 @@ std::vector<bool> dry_wet_types(const Graph& graph) {
   return types;
 }
 
+void match_channels(std::vector<at::Tensor>& signals, int64_t channel_dim,
+                    const std::function<std::string()>& where) {
+  int64_t widest = 1;
+  for (const auto& x : signals) widest = std::max(widest, x.size(channel_dim));
+  for (auto& x : signals) {
+    if (x.size(channel_dim) == widest) continue;
+    if (x.size(channel_dim) != 1)
+      throw RenderError("grafx.render.channels",
+                        where() + " receives signals of " +
+                            std::to_string(std::min(x.size(channel_dim), widest)) + " and " +
+                            std::to_string(std::max(x.size(channel_dim), widest)) +
+                            " channels (only mono spreads to more channels)");
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape[size_t(channel_dim)] = widest;
+    x                          = x.expand(shape);
+  }
+}
+
 bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_finite) {
   if (!sources.defined() || (sources.dim() != 3 && sources.dim() != 4))
     throw RenderError("grafx.render.sources",
@@ -90,11 +108,15 @@ std::map<std::string, bool> check_parameters(const NodeTypes& types,
     if (processor->second->node_type() != types[t])
       fail("grafx.render.processors",
            "the processor for \"" + type + "\" has other ports than the graph's type");
+    auto specs = processor->second->parameter_specs();
+    if (dry_wet_types[size_t(t)]) specs.push_back(dry_wet_spec());
+    if (given == parameters.end() && specs.empty()) {  // a type without parameters
+      per_item[type] = false;
+      continue;
+    }
     if (given == parameters.end())
       fail("grafx.render.parameters",
            "missing parameters for type \"" + type + "\" (" + std::to_string(n) + " nodes)");
-    auto specs = processor->second->parameter_specs();
-    if (dry_wet_types[size_t(t)]) specs.push_back(dry_wet_spec());
     std::vector<std::string> expected_names;
     for (const auto& spec : specs) expected_names.push_back(spec.name);
     for (const auto& [name, tensor] : given->second)

@@ -3,6 +3,7 @@
 
 #include <grafx/render/render.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,6 +13,13 @@ namespace grafx::detail {
 /// Checks sources (K×C×L or B×K×C×L, floating point, K = n_sources, finite if asked); returns
 /// whether they are batched.
 bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_finite);
+
+/// Brings signals to one channel count along `channel_dim`: the largest among them, each mono
+/// signal spread to it (a mono signal is its dual-mono stereo; processors give the same result
+/// for either, so both renderers may spread wherever signals meet). Throws RenderError
+/// [grafx.render.channels] for two counts of which neither is 1, naming `where`.
+void match_channels(std::vector<at::Tensor>& signals, int64_t channel_dim,
+                    const std::function<std::string()>& where);
 
 /// For each type of `graph`, whether any of its nodes carries a wet amount.
 std::vector<bool> dry_wet_types(const Graph& graph);

@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <set>
 
 namespace grafx {
@@ -19,7 +20,7 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
   auto counts                   = graph.count_per_type();
   const bool batched            = detail::check_sources(counts[NodeTypes::kIn], sources, false);
   const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);
-  const int64_t B = source_batch.size(0), C = source_batch.size(2), L = source_batch.size(3);
+  const int64_t B = source_batch.size(0), L = source_batch.size(3);
   auto per_item =
       detail::check_parameters(types, counts, detail::dry_wet_types(graph), processors, parameters,
                                batched ? B : 0, sources.scalar_type(), sources.device());
@@ -46,11 +47,14 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
       outputs[id] = {source_batch.narrow(1, rank[id], 1)};
       continue;
     }
+    auto where = [&] { return graph.describe(id); };
     std::vector<at::Tensor> inputs(size_t(types.n_inlets(type)));
     for (const Edge& e : graph.in_edges(id)) {
-      const at::Tensor& y = outputs.at(e.source)[size_t(e.outlet)];
-      at::Tensor& u       = inputs[size_t(e.inlet)];
-      u                   = u.defined() ? u + y : y;
+      std::vector<at::Tensor> sum = {outputs.at(e.source)[size_t(e.outlet)]};
+      at::Tensor& u               = inputs[size_t(e.inlet)];
+      if (u.defined()) sum.push_back(u);
+      detail::match_channels(sum, 2, where);
+      u = sum.size() > 1 ? sum[1] + sum[0] : sum[0];
     }
     if (type == NodeTypes::kOut) {
       results[id] = inputs[0];
@@ -59,7 +63,9 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
     } else {
       const std::string& name = types.name(type);
       TensorDict node_parameters;
-      for (const auto& [parameter, tensor] : parameters.at(name)) {
+      auto given = parameters.find(name);  // absent for a type without parameters
+      for (const auto& [parameter, tensor] :
+           given == parameters.end() ? TensorDict{} : given->second) {
         at::Tensor row = per_item.at(name) ? tensor.narrow(1, rank[id], 1).squeeze(1)
                                            : tensor.narrow(0, rank[id], 1);
         if (!per_item.at(name) && B > 1) {
@@ -69,7 +75,8 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
         }
         node_parameters[parameter] = row;
       }
-      for (auto& x : inputs) x = x.reshape({B, C, L});
+      for (auto& x : inputs) x = x.reshape({B, x.size(2), L});
+      detail::match_channels(inputs, 1, where);
       const Node& node = graph.node(id);
       at::Tensor wet;  // [B, 1, 1]
       if (node.dry_wet) wet = node_parameters.at(kDryWetParameter).sigmoid().view({B, 1, 1});
@@ -83,7 +90,7 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
           y = dry;
         else if (node.dry_wet)
           y = dry + wet * (y - dry);  // w·f + (1 − w)·dry
-        outputs[id].push_back(y.view({B, 1, C, L}));
+        outputs[id].push_back(y.view({B, 1, y.size(1), L}));
       }
       for (auto& [loss_name, loss] : out.aux_losses)
         aux[name][loss_name][id] =
@@ -93,6 +100,12 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
   RenderResult result;
   std::vector<at::Tensor> outs;
   for (const auto& [id, y] : results) outs.push_back(y);  // ascending id
+  int64_t widest = 1;  // the outputs have the channels of the widest signal rendered
+  for (const auto& [id, ys] : outputs)
+    for (const auto& y : ys) widest = std::max(widest, y.size(2));
+  for (auto& y : outs)
+    if (y.size(2) < widest) y = y.expand({y.size(0), y.size(1), widest, y.size(3)});
+  detail::match_channels(outs, 2, [] { return std::string("the graph's outputs"); });
   result.outputs = at::cat(outs, 1);
   if (!batched) result.outputs = result.outputs.squeeze(0);
   for (auto& [type, named] : aux)

@@ -76,7 +76,8 @@ RowHome locate_rows(const RenderPlan& plan) {
 /// Reads buffer rows from the step outputs ([B, m, C, L] per outlet): one narrow per run of
 /// consecutive rows of one output, one index_select when all rows come from one output.
 at::Tensor gather(const std::vector<int64_t>& rows, const RowHome& home,
-                  const std::vector<std::vector<at::Tensor>>& outputs) {
+                  const std::vector<std::vector<at::Tensor>>& outputs,
+                  const std::function<std::string()>& where) {
   struct Run {
     int64_t step, outlet, start, length;
   };
@@ -106,6 +107,7 @@ at::Tensor gather(const std::vector<int64_t>& rows, const RowHome& home,
   }
   std::vector<at::Tensor> pieces;
   for (const Run& r : runs) pieces.push_back(piece(r));
+  detail::match_channels(pieces, 2, where);
   return at::cat(pieces, 1);
 }
 
@@ -172,7 +174,7 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
                     const RenderOptions& options) {
   const bool batched = detail::check_sources(plan.n_sources, sources, options.check_finite);
   const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);  // [B, K, C, L]
-  const int64_t B = source_batch.size(0), C = source_batch.size(2), L = source_batch.size(3);
+  const int64_t B = source_batch.size(0), L = source_batch.size(3);
   auto per_item = detail::check_parameters(plan.types, plan.n_graph_nodes, plan.dry_wet_types,
                                            processors, parameters, batched ? B : 0,
                                            sources.scalar_type(), sources.device());
@@ -219,6 +221,7 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
   RenderResult result;
   std::map<TypeId, std::map<std::string, std::vector<at::Tensor>>> aux;  // per step, plan order
   std::vector<std::vector<at::Tensor>> outputs(plan.steps.size());
+  int64_t widest = 1;  // channels of the widest signal so far
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const PlanStep& step = plan.steps[k];
     const int64_t m      = int64_t(step.nodes.size());
@@ -230,13 +233,16 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
                                     : source_batch.index_select(
                                           1, at::tensor(plan.source_index, at::kLong).to(sources.device()))};
     } else {
+      auto where = [&] {
+        return "step " + std::to_string(k) + " (" + plan.types.name(step.type) + ")";
+      };
       for (const auto& read : step.reads)
-        inputs.push_back(aggregate(read, gather(read.rows.rows(), home, outputs), m));
+        inputs.push_back(aggregate(read, gather(read.rows.rows(), home, outputs, where), m));
       if (step.type == NodeTypes::kOut || step.type == NodeTypes::kMix) {
         outputs[k] = {inputs[0]};
       } else {
         const std::string& type_name = plan.types.name(step.type);
-        const PreparedParameters& p  = prepared.at(step.type);
+        const PreparedParameters& p  = prepared[step.type];  // empty for a type without any
         TensorDict step_parameters;
         for (const auto& [name, t] : p.tensors) {
           at::Tensor rows = p.per_item ? t.narrow(1, step.parameter_rows.start, m)
@@ -252,7 +258,8 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
           step_parameters[name] = rows.reshape(flat);
         }
         std::vector<at::Tensor> flat_inputs;
-        for (const auto& x : inputs) flat_inputs.push_back(x.reshape({B * m, C, L}));
+        for (const auto& x : inputs) flat_inputs.push_back(x.reshape({B * m, x.size(2), L}));
+        detail::match_channels(flat_inputs, 1, where);
         NodeMix node_mix    = node_mix_of(plan, step, step_parameters, B, sources.options());
         ProcessorOutput out = processors.at(type_name)->forward(flat_inputs, step_parameters);
         if (options.extra_aux_losses)
@@ -267,7 +274,7 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
             if (node_mix.wet.defined()) y = dry + node_mix.wet * (y - dry);
             if (node_mix.kept.defined()) y = at::where(node_mix.kept, y, dry);
           }
-          outputs[k].push_back(y.view({B, m, C, L}));
+          outputs[k].push_back(y.view({B, m, y.size(1), L}));
         }
         for (auto& [name, loss] : out.aux_losses) {
           at::Tensor per_node = loss.view({B * m});
@@ -286,10 +293,15 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
       }
       options.observer(view);
     }
+    for (const auto& y : outputs[k]) widest = std::max(widest, y.size(2));
     for (size_t j = 0; j < k; ++j)
       if (last_reader[j] == int64_t(k)) outputs[j].clear();  // no later step reads it
   }
-  result.outputs = batched ? outputs.back()[0] : outputs.back()[0].squeeze(0);
+  // The outputs have the channel count of the widest signal rendered: the same in every
+  // schedule (a batched call may spread a node's mono signal to its batch-mates' stereo).
+  at::Tensor y = outputs.back()[0];
+  if (y.size(2) < widest) y = y.expand({y.size(0), y.size(1), widest, y.size(3)});
+  result.outputs = batched ? y : y.squeeze(0);
 
   // Aux losses back in graph order (ascending node id) of the rendered nodes.
   for (auto& [type, named] : aux) {

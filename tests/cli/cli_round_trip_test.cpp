@@ -203,8 +203,9 @@ TEST(CliProcess, AppliesOneProcessorInPhysicalUnits) {
         "expected ratio from 1 to inf (:1), but got 0.5");
   fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "wet=2"},
         "expected wet from 0 to 1 (ratio), but got 2");
-  fails({"process", "gain_pan", "-i", dir.file("mono.wav"), "-o", bad},
-        "expected a stereo (N×2×L) input");
+  write_audio(dir.file("three.wav"), at::zeros({3, 8000}), 8000);
+  fails({"process", "gain_pan", "-i", dir.file("three.wav"), "-o", bad},
+        "expected a mono or stereo (N×1×L or N×2×L) input, but got 3 channels");
   fails({"process", "flanger", "-i", in, "-o", bad}, "[grafx.processor.unknown]");
   fails({"process", "eq", "-i", dir.file("missing.wav"), "-o", bad}, "[grafx.io.");
   write_audio(dir.file("empty.wav"), at::zeros({1, 0}), 8000);

@@ -21,30 +21,31 @@ double relative_error(const at::Tensor& a, const at::Tensor& b) {
 }
 
 struct Rendered {
-  at::Tensor outputs;
+  at::Tensor outputs, source_gradient;
   std::map<std::string, TensorDict> aux, gradients;
 };
 
 template <class RenderFunction>
 Rendered render_and_backward(RenderFunction&& render_function, const Parameters& initial,
-                             const at::Tensor& sources) {
+                             const at::Tensor& initial_sources) {
   Parameters parameters;
   for (const auto& [type, tensors] : initial)
     for (const auto& [name, t] : tensors)
       parameters[type][name] = t.detach().clone().requires_grad_(true);
-  RenderResult result = render_function(parameters);
+  at::Tensor sources  = initial_sources.detach().clone().requires_grad_(true);
+  RenderResult result = render_function(parameters, sources);
   at::manual_seed(7);
   at::Tensor loss = (result.outputs * at::randn_like(result.outputs)).sum();
   for (const auto& [type, named] : result.aux_losses)
     for (const auto& [name, value] : named) loss = loss + value.sum();
   loss.backward();
-  Rendered r{result.outputs.detach(), result.aux_losses, {}};
+  Rendered r{result.outputs.detach(), sources.grad(), result.aux_losses, {}};
   for (const auto& [type, tensors] : parameters)
     for (const auto& [name, t] : tensors) r.gradients[type][name] = t.grad();
   return r;
 }
 
-void expect_batched_equals_naive(const Graph& graph) {
+void expect_batched_equals_naive(const Graph& graph, int64_t source_channels = 2) {
   Processors processors = make_processors(graph.types(), {4000});
   Parameters parameters = create_parameters(graph, processors, {3, at::kDouble, false});
   at::manual_seed(4);
@@ -52,18 +53,22 @@ void expect_batched_equals_naive(const Graph& graph) {
     for (auto& [name, t] : tensors) t = t + 0.3 * at::randn_like(t);
   GraphTensor tensor = to_tensor(graph);
   int64_t n_sources  = tensor.type_counts[tensor.types.id("in")].item<int64_t>();
-  at::Tensor sources = at::randn({n_sources, 2, 2000}, at::kDouble) * 0.3;
+  at::Tensor sources = at::randn({n_sources, source_channels, 2000}, at::kDouble) * 0.3;
   Rendered naive     = render_and_backward(
-      [&](const Parameters& p) { return render_naive(graph, processors, p, sources); }, parameters,
-      sources);
+      [&](const Parameters& p, const at::Tensor& s) {
+        return render_naive(graph, processors, p, s);
+      },
+      parameters, sources);
   EXPECT_GT(naive.outputs.abs().max().item<double>(), 0.01);
   for (auto method : {ScheduleMethod::kOptimal, ScheduleMethod::kOneByOne}) {
     SCOPED_TRACE(to_string(method));
     RenderPlan plan  = make_render_plan(tensor, method);
     Rendered batched = render_and_backward(
-        [&](const Parameters& p) { return render(plan, processors, p, sources); }, parameters,
-        sources);
+        [&](const Parameters& p, const at::Tensor& s) { return render(plan, processors, p, s); },
+        parameters, sources);
+    ASSERT_EQ(batched.outputs.sizes(), naive.outputs.sizes());
     EXPECT_LT(relative_error(batched.outputs, naive.outputs), 1e-9);
+    EXPECT_LT(relative_error(batched.source_gradient, naive.source_gradient), 1e-9);
     for (const auto& [type, named] : naive.aux)
       for (const auto& [name, value] : named)
         EXPECT_LT(relative_error(batched.aux.at(type).at(name), value), 1e-9)
@@ -114,7 +119,8 @@ TEST(ConsoleRender, TheMultiPortExamplesBatchedEqualNaive) {
   // examples/ducking.json: a bass ducked by the kick through a sidechain compressor.
   const char* source = std::getenv("GRAFX_SOURCE_DIR");
   ASSERT_NE(source, nullptr);
-  for (const char* name : {"multiband_compressor", "ducking"}) {
+  // examples/mid_side.json: an EQ on the mid and a compressor on the side, merged again.
+  for (const char* name : {"multiband_compressor", "ducking", "mid_side"}) {
     SCOPED_TRACE(name);
     expect_batched_equals_naive(
         load_graph(std::string(source) + "/examples/" + name + ".json", registry_node_types()));
@@ -132,34 +138,57 @@ TEST(ConsoleRender, SendBusesAndSidechainsBatchedEqualNaive) {
   expect_batched_equals_naive(build_console(options, registry_node_types()).graph);
 }
 
+/// A seeded random DAG (dead nodes, parallel edges, several ins and outs) whose test types are
+/// replaced by registered processors with as many ports.
+Graph random_processor_graph(uint64_t seed,
+                             const std::map<std::string, std::string>& processor_of) {
+  RandomGraphOptions options;
+  options.n_processors = 8 + int64_t(seed % 8);
+  options.n_types      = 3;
+  Graph test_graph     = random_graph(seed, options);
+  Graph graph(registry_node_types());
+  for (NodeId id : test_graph.nodes()) {
+    const std::string& type = test_graph.type_name(id);
+    graph.insert(id, processor_of.count(type) ? processor_of.at(type) : type);
+    if (seed % 3 == 0 && !is_utility_type(graph.node(id).type)) graph.set_dry_wet(id);
+  }
+  for (const Edge& e : test_graph.edges()) {
+    const NodeTypes& types = graph.types();
+    graph.connect(e.source, e.dest, types[graph.node(e.source).type].outlets[size_t(e.outlet)],
+                  types[graph.node(e.dest).type].inlets[size_t(e.inlet)]);
+  }
+  return graph;
+}
+
 TEST(ConsoleRender, RandomGraphsOfMultiPortProcessorsBatchedEqualNaive) {
-  // Seeded random DAGs (dead nodes, parallel edges, several ins and outs) whose test types are
-  // replaced by registered processors with the same ports.
   for (uint64_t seed = 0; seed < 6; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    RandomGraphOptions options;
-    options.n_processors                                  = 8 + int64_t(seed);
-    options.n_types                                       = 3;
-    Graph test_graph                                      = random_graph(seed, options);
-    const std::map<std::string, std::string> processor_of = {
-        {"p0", "eq"},
-        {"p1", "send"},
-        {"p2", seed % 2 ? "compressor" : "lowpass"},
-        {"split", "crossover"},
-        {"duck", seed % 2 ? "sidechain_compressor" : "sidechain_gate"}};
-    Graph graph(registry_node_types());
-    for (NodeId id : test_graph.nodes()) {
-      const std::string& type = test_graph.type_name(id);
-      graph.insert(id, processor_of.count(type) ? processor_of.at(type) : type);
-      if (seed % 3 == 0 && !is_utility_type(graph.node(id).type)) graph.set_dry_wet(id);
-    }
-    for (const Edge& e : test_graph.edges()) {
-      const NodeTypes& types = graph.types();
-      graph.connect(e.source, e.dest, types[graph.node(e.source).type].outlets[size_t(e.outlet)],
-                    types[graph.node(e.dest).type].inlets[size_t(e.inlet)]);
-    }
-    expect_batched_equals_naive(graph);
+    expect_batched_equals_naive(random_processor_graph(
+        seed, {{"p0", "eq"},
+               {"p1", "send"},
+               {"p2", seed % 2 ? "compressor" : "lowpass"},
+               {"split", "crossover"},
+               {"duck", seed % 2 ? "sidechain_compressor" : "sidechain_gate"}}));
   }
+}
+
+TEST(ConsoleRender, GraphsThatChangeChannelCountsBatchedEqualNaive) {
+  // Mono and stereo sources; mid/side splits and merges, mono-to-stereo, and processors that
+  // need stereo (gain/pan, reverb) taking mono, all meeting in batched calls and mixes.
+  int64_t mixed = 0;
+  for (uint64_t seed = 10; seed < 18; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Graph graph = random_processor_graph(
+        seed, {{"p0", seed % 2 ? "eq" : "gain_pan"},
+               {"p1", "mono_to_stereo"},
+               {"p2", seed % 4 < 2 ? "compressor" : "reverb"},
+               {"split", seed % 3 ? "stereo_to_mid_side" : "crossover"},
+               {"duck", seed % 3 ? "mid_side_to_stereo" : "sidechain_compressor"}});
+    mixed += !graph.nodes_of_type("stereo_to_mid_side").empty() ||
+             (seed % 2 && !graph.nodes_of_type("mono_to_stereo").empty());
+    expect_batched_equals_naive(graph, seed % 2 ? 1 : 2);
+  }
+  EXPECT_GE(mixed, 4) << "graphs in which channel counts change";
 }
 
 }  // namespace

@@ -60,12 +60,15 @@ TEST(Equalizer, FiltersByDirectConvolutionWithItsZeroPhaseFir) {
     }
 }
 
-TEST(Equalizer, StereoVariantsNeedTwoChannels) {
+TEST(Equalizer, StereoVariantsTakeMonoAsDualMono) {
   at::Tensor mono_signal = at::randn({1, 1, 100});
   EXPECT_NO_THROW(run(Equalizer({8000}), mono_signal, at::zeros({1, 1024})));
-  EXPECT_GRAFX_ERROR(
-      run(Equalizer({8000}, EqChannels::kMidSide), mono_signal, at::zeros({1, 2, 1024})),
-      "grafx.processor.inputs", "eq_midside: expected a stereo (N×2×L) input, but got 1 channel");
+  at::Tensor gains = at::randn({1, 2, 1024}) * 0.1;
+  EXPECT_TRUE(at::allclose(
+      run(Equalizer({8000}, EqChannels::kMidSide), mono_signal, gains),
+      run(Equalizer({8000}, EqChannels::kMidSide), mono_signal.expand({1, 2, 100}), gains)));
+  EXPECT_GRAFX_ERROR(run(Equalizer({8000}, EqChannels::kMidSide), at::randn({1, 3, 100}), gains),
+                     "grafx.processor.inputs", "eq_midside: expected a mono or stereo");
 }
 
 }  // namespace

@@ -50,7 +50,11 @@ TEST_P(ProcessorContract, ShapesDtypesAndFiniteOutput) {
     ProcessorOutput out = c.processor->forward(c.inputs, c.parameters);
     ASSERT_EQ(out.outputs.size(), c.processor->outlets().size());
     for (const auto& y : out.outputs) {
-      EXPECT_EQ(y.sizes(), c.inputs[0].sizes());
+      // N and L kept; channel converters change C.
+      EXPECT_EQ(y.dim(), 3);
+      EXPECT_EQ(y.size(0), 3);
+      EXPECT_EQ(y.size(2), 1000);
+      EXPECT_TRUE(y.size(1) == 1 || y.size(1) == 2) << y.sizes();
       EXPECT_EQ(y.scalar_type(), dtype);
       EXPECT_TRUE(y.isfinite().all().item<bool>());
     }
@@ -80,6 +84,27 @@ TEST_P(ProcessorContract, BatchedCallEqualsALoopOverItems) {
       EXPECT_TRUE(at::allclose(loss, batched.aux_losses.at(key).narrow(0, i, 1), 1e-9, 1e-12))
           << key;
   }
+}
+
+TEST_P(ProcessorContract, AMonoSignalAndItsDualMonoStereoGiveTheSameResult) {
+  // The renderers spread mono to stereo wherever signals of both meet (render/render.h): this
+  // is what makes that exact.
+  Case c = make_case(GetParam(), 2, 1200, at::kDouble, 5);
+  std::vector<at::Tensor> mono, dual_mono;
+  for (const auto& x : c.inputs) {
+    mono.push_back(x.narrow(1, 0, 1).contiguous());
+    dual_mono.push_back(x.narrow(1, 0, 1).expand({2, 2, 1200}).contiguous());
+  }
+  ProcessorOutput a = c.processor->forward(mono, c.parameters);
+  ProcessorOutput b = c.processor->forward(dual_mono, c.parameters);
+  for (size_t o = 0; o < a.outputs.size(); ++o) {
+    std::vector<int64_t> shape{2, std::max(a.outputs[o].size(1), b.outputs[o].size(1)), 1200};
+    EXPECT_TRUE(at::allclose(a.outputs[o].expand(shape), b.outputs[o].expand(shape), 1e-9, 1e-12))
+        << "outlet " << o << ": mono gives " << a.outputs[o].sizes() << ", dual mono "
+        << b.outputs[o].sizes();
+  }
+  for (const auto& [key, loss] : a.aux_losses)
+    EXPECT_TRUE(at::allclose(loss, b.aux_losses.at(key), 1e-9, 1e-12)) << key;
 }
 
 TEST_P(ProcessorContract, Deterministic) {

@@ -134,7 +134,7 @@ TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
     d.letter              = letter;
     return d;
   };
-  EXPECT_GRAFX_ERROR(register_processor(variant("test_gain", 'u')), "grafx.processor.registry",
+  EXPECT_GRAFX_ERROR(register_processor(variant("test_gain", 'w')), "grafx.processor.registry",
                      "the name is taken");
   EXPECT_GRAFX_ERROR(register_processor(variant("other", 'e')), "grafx.processor.registry",
                      "letter 'e' is taken by \"eq\"");
@@ -142,9 +142,9 @@ TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
                      "letter 'm' is the mix type's");
   EXPECT_GRAFX_ERROR(register_processor(variant("other", '7')), "grafx.processor.registry",
                      "expected a letter a-z or A-Z");
-  EXPECT_GRAFX_ERROR(register_processor(variant("other", 'u')), "grafx.processor.registry",
+  EXPECT_GRAFX_ERROR(register_processor(variant("other", 'w')), "grafx.processor.registry",
                      "its processor calls itself \"test_gain\"");
-  ProcessorDescriptor no_make = variant("other", 'u');
+  ProcessorDescriptor no_make = variant("other", 'w');
   no_make.make                = nullptr;
   EXPECT_GRAFX_ERROR(register_processor(no_make), "grafx.processor.registry",
                      "expected a make function");
@@ -159,7 +159,7 @@ TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
                   .about("a gain")};
     }
   };
-  EXPECT_GRAFX_ERROR(register_processor(ProcessorDescriptor::of<Ambiguous>("ambiguous", 'u')),
+  EXPECT_GRAFX_ERROR(register_processor(ProcessorDescriptor::of<Ambiguous>("ambiguous", 'w')),
                      "grafx.processor.registry", "needs a name other than its raw one");
 }
 

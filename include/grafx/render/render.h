@@ -15,6 +15,14 @@
 ///                rows in graph order (ascending node id)
 ///   outputs      n_out×C×L or B×n_out×C×L, one per `out` node in id order
 ///
+/// Channels: processors may change the channel count (a mid/side split's outlets are mono;
+/// mono_to_stereo's output is stereo). Where signals of different counts meet (a mix, the
+/// inlets of one call, the rows of a batched call, the outputs) mono is spread to the wider
+/// count: a mono signal is its dual-mono stereo, and every registered processor gives the same
+/// result for either (a contract test). The outputs have the channel count of the widest
+/// signal rendered, the same in every schedule and in render_naive. Other counts that meet
+/// (2 and 3) are refused: RenderError [grafx.render.channels].
+///
 /// Each step stacks the ready nodes of one type into one processor call. Step outputs are kept
 /// as separate tensors (no shared signal buffer is copied or written in place), read by slices
 /// where the plan allows, and released as soon as no later step reads them, so autograd keeps
