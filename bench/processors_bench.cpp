@@ -35,13 +35,18 @@ int main(int argc, char** argv) {
           (spec.init_mean + spec.init_std * at::randn(shape)).requires_grad_(true);
     }
     at::Tensor x_leaf = x.clone().requires_grad_(true), weights = at::randn_like(x);
+    // The same signal at every inlet (a sidechain keyed by its own input, a mid/side merge).
+    const std::vector<at::Tensor> inputs(processor->inlets().size(), x),
+        leaf_inputs(processor->inlets().size(), x_leaf);
     double forward       = time_it([&] {
                        c10::NoGradGuard no_grad;
-                       processor->forward({x}, parameters);
+                       processor->forward(inputs, parameters);
                      }).median_ms;
     double backward      = time_it([&] {
-                        ProcessorOutput out = processor->forward({x_leaf}, parameters);
-                        at::Tensor loss     = (out.outputs[0] * weights).sum();
+                        ProcessorOutput out = processor->forward(leaf_inputs, parameters);
+                        at::Tensor loss     = x_leaf.sum() * 0;
+                        for (const auto& y : out.outputs)  // mono outlets broadcast
+                          loss = loss + (y * weights).sum();
                         for (const auto& [name, aux] : out.aux_losses) loss = loss + aux.sum();
                         loss.backward();
                       }).median_ms;

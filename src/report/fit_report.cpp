@@ -108,7 +108,9 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   at::Tensor fitted = summary.fitted.defined() ? summary.fitted : fitter.render_mix();
   write_audio(path("mix.wav"), fitted, sample_rate, overwrite);
   save_graph(graph, path("console.json"), overwrite);
-  draw_graph(graph, path("console.svg"), {}, overwrite);
+  DrawOptions picture;
+  picture.strips = true;  // a console's tracks, subgroups and buses boxed and named
+  draw_graph(graph, path("console.svg"), picture, overwrite);
   save_parameters(path("parameters.safetensors"), graph, fitter.parameters(), overwrite,
                   sample_rate);
   write_text_file(path("parameters.json"),
