@@ -60,9 +60,6 @@ void add_process_command(CLI::App& app) {
     Audio audio                           = read_audio(args->input);
     if (audio.samples.numel() == 0)
       throw IoError("grafx.io.length", args->input + ": holds no samples");
-    if (!audio.samples.isfinite().all().item<bool>())
-      throw IoError("grafx.io.non_finite",
-                    args->input + ": holds non-finite samples (NaN or infinity)");
     auto processor = descriptor.make({audio.sample_rate});
     auto outputs   = outlet_paths(args->output, processor->outlets());
     for (const auto& path : outputs) check_writable(path, args->force);

@@ -75,7 +75,7 @@ void add_render_command(CLI::App& app) {
     std::string graph, parameters, method = "beam", output;
     std::vector<std::string> sources;
     int64_t channels = 2, seed = 0;
-    bool pad = false, pcm16 = false, force = false;
+    bool pad = false, pcm16 = false, force = false, allow_non_finite = false;
   };
   auto args     = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("render", "Render a graph on audio files");
@@ -92,6 +92,9 @@ void add_render_command(CLI::App& app) {
       ->check(CLI::Range(1, 64));
   cmd->add_flag("--pad", args->pad, "Zero-pad shorter sources to the longest");
   cmd->add_flag("--pcm16", args->pcm16, "Write 16-bit PCM instead of float");
+  cmd->add_flag("--allow-non-finite", args->allow_non_finite,
+                "Render NaN or infinite parameters and write non-finite output (with a warning) "
+                "instead of refusing them");
   cmd->add_option("-o,--output", args->output,
                   "Output audio file (several `out` nodes: name.1.wav, ...)")
       ->required();
@@ -121,11 +124,16 @@ void add_render_command(CLI::App& app) {
             ? create_parameters(graph, processors, {uint64_t(args->seed), at::kFloat, false})
             : file.parameters;
     ScheduleOptions schedule(parse_schedule_method(args->method));
-    RenderPlan plan     = make_render_plan(to_tensor(graph), schedule);
-    RenderResult result = render(plan, processors, parameters, sources);
+    RenderPlan plan = make_render_plan(to_tensor(graph), schedule);
+    RenderOptions options;
+    options.check_finite         = !args->allow_non_finite;
+    options.check_finite_outputs = !args->allow_non_finite;
+    RenderResult result          = render(plan, processors, parameters, sources, options);
     for (size_t i = 0; i < outputs.size(); ++i) {
       at::Tensor y = result.outputs[int64_t(i)];
-      double peak  = y.abs().max().item<double>();
+      if (!y.isfinite().all().item<bool>())  // only with --allow-non-finite
+        std::cerr << "grafx: warning: " << outputs[i] << " holds non-finite samples\n";
+      double peak = y.abs().max().item<double>();
       if (args->pcm16 && peak > 1.0)
         std::cerr << "grafx: warning: " << outputs[i] << " peaks at " << std::setprecision(3)
                   << peak << " and is clipped in 16-bit PCM\n";

@@ -43,7 +43,16 @@ Audio read_audio(const std::string& path) {
   if (read != info.frames)
     throw IoError("grafx.io.unreadable", path + ": read " + std::to_string(read) + " of " +
                                              std::to_string(info.frames) + " frames");
-  return {interleaved.t().contiguous(), info.samplerate};
+  at::Tensor samples = interleaved.t().contiguous();  // C×L
+  at::Tensor bad     = ~samples.isfinite();
+  if (bad.any().item<bool>()) {
+    at::Tensor first = bad.nonzero()[0];
+    throw IoError("grafx.io.non_finite",
+                  path + ": holds non-finite samples (NaN or infinity), the first at sample " +
+                      std::to_string(first[1].item<int64_t>()) + " of channel " +
+                      std::to_string(first[0].item<int64_t>()));
+  }
+  return {samples, info.samplerate};
 }
 
 void write_audio(const std::string& path, const at::Tensor& samples, SampleRate sample_rate,

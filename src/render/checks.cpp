@@ -46,6 +46,23 @@ void match_channels(std::vector<at::Tensor>& signals, int64_t channel_dim,
   }
 }
 
+void check_finite_parameters(const Parameters& parameters,
+                             const std::map<std::string, bool>& per_item) {
+  for (const auto& [type, tensors] : parameters)
+    for (const auto& [name, tensor] : tensors) {
+      const bool items = per_item.count(type) && per_item.at(type);
+      at::Tensor bad   = ~tensor.detach().isfinite();
+      if (!bad.any().item<bool>()) continue;
+      at::Tensor first = bad.nonzero()[0];  // [batch item,] row, ...
+      std::string row  = items ? "batch item " + std::to_string(first[0].item<int64_t>()) +
+                                    ", row " + std::to_string(first[1].item<int64_t>())
+                               : "row " + std::to_string(first[0].item<int64_t>());
+      throw RenderError("grafx.render.non_finite", "parameter \"" + name + "\" of type \"" + type +
+                                                       "\" holds NaN or infinity (" + row +
+                                                       " of the type's nodes in id order)");
+    }
+}
+
 bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_finite) {
   if (!sources.defined() || (sources.dim() != 3 && sources.dim() != 4))
     throw RenderError("grafx.render.sources",

@@ -21,6 +21,12 @@ bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_fini
 void match_channels(std::vector<at::Tensor>& signals, int64_t channel_dim,
                     const std::function<std::string()>& where);
 
+/// Throws RenderError [grafx.render.non_finite] naming the type, parameter and row (graph
+/// order among the type's nodes) of the first NaN or infinite value; `per_item` as returned by
+/// check_parameters.
+void check_finite_parameters(const Parameters& parameters,
+                             const std::map<std::string, bool>& per_item);
+
 /// For each type of `graph`, whether any of its nodes carries a wet amount.
 std::vector<bool> dry_wet_types(const Graph& graph);
 

@@ -178,6 +178,7 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
   auto per_item = detail::check_parameters(plan.types, plan.n_graph_nodes, plan.dry_wet_types,
                                            processors, parameters, batched ? B : 0,
                                            sources.scalar_type(), sources.device());
+  if (options.check_finite) detail::check_finite_parameters(parameters, per_item);
 
   // Without anything that needs a gradient, skip autograd's bookkeeping altogether.
   bool needs_gradient = sources.requires_grad();
@@ -294,6 +295,18 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
       options.observer(view);
     }
     for (const auto& y : outputs[k]) widest = std::max(widest, y.size(2));
+    if (options.check_finite_outputs && step.type != NodeTypes::kIn)
+      for (size_t o = 0; o < outputs[k].size(); ++o) {
+        const at::Tensor& y = outputs[k][o];                                      // [B, m, C, L]
+        at::Tensor bad      = (~y.detach().isfinite()).flatten(2).any(2).any(0);  // [m]
+        if (!bad.any().item<bool>()) continue;
+        NodeId id = plan.node_ids[size_t(step.nodes[size_t(bad.nonzero()[0][0].item<int64_t>())])];
+        throw RenderError("grafx.render.non_finite",
+                          "node " + std::to_string(id) + " (" + plan.types.name(step.type) +
+                              ") put out non-finite samples (NaN or infinity) at outlet \"" +
+                              plan.types[step.type].outlets[o] +
+                              "\"; the first node to do so in this render");
+      }
     for (size_t j = 0; j < k; ++j)
       if (last_reader[j] == int64_t(k)) outputs[j].clear();  // no later step reads it
   }

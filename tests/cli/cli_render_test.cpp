@@ -62,6 +62,57 @@ TEST(CliRender, RendersWithAParameterFile) {
   EXPECT_LT((y.samples - expected).abs().max().item<double>(), 1e-6);
 }
 
+TEST(CliRender, NonFiniteInputsAreRefusedAndNonFiniteOutputsNamed) {
+  Files f;
+  Graph g      = small_graph(false);
+  auto render_ = [&](const std::string& params, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {
+        "render",   f.dir.file("g.json"), "--sources", f.dir.file("a.wav"), f.dir.file("b.wav"),
+        "--params", f.dir.file(params),   "-o",        f.dir.file("y.wav")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_grafx(args);
+  };
+  // A parameter holding NaN: refused, naming it; nothing written.
+  Parameters p;
+  p["gain_pan"]["log_gain"]      = at::tensor({0.0f, NAN}).view({1, 2});
+  p["stereo_imager"]["log_gain"] = at::zeros({1, 1});
+  save_parameters(f.dir.file("nan.safetensors"), g, p);
+  auto r = render_("nan.safetensors");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err,
+                       "[grafx.render.non_finite] parameter \"log_gain\" of type "
+                       "\"gain_pan\" holds NaN or infinity (row 0"))
+      << r.err;
+  EXPECT_FALSE(testing::file_exists(f.dir.file("y.wav")));
+  // A finite gain whose output overflows: the node is named.
+  p["gain_pan"]["log_gain"] = at::full({1, 2}, 200.0f);
+  save_parameters(f.dir.file("huge.safetensors"), g, p);
+  r = render_("huge.safetensors");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err,
+                       "[grafx.render.non_finite] node 2 (gain_pan) put out non-finite "
+                       "samples (NaN or infinity) at outlet \"main\""))
+      << r.err;
+  EXPECT_FALSE(testing::file_exists(f.dir.file("y.wav")));
+  // Allowed on request, with a warning.
+  r = render_("huge.safetensors", {"--allow-non-finite"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "warning: " + f.dir.file("y.wav") + " holds non-finite samples"))
+      << r.err;
+  // A source file holding NaN (float WAV): refused, naming the file and the sample.
+  at::Tensor bad = f.b.clone();
+  bad[1][17]     = INFINITY;
+  write_audio(f.dir.file("bad.wav"), bad, 44100);
+  r = run_grafx({"render", f.dir.file("g.json"), "--sources", f.dir.file("a.wav"),
+                 f.dir.file("bad.wav"), "-o", f.dir.file("z.wav")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "[grafx.io.non_finite] " + f.dir.file("bad.wav") +
+                                  ": holds non-finite samples (NaN or infinity), the first at "
+                                  "sample 17 of channel 1"))
+      << r.err;
+  EXPECT_FALSE(testing::file_exists(f.dir.file("z.wav")));
+}
+
 TEST(CliRender, DefaultParametersSeveralOutputsAndPadding) {
   Files f;
   auto r = run_grafx({"render", f.dir.file("g2.json"), "--sources", f.dir.file("a.wav"),

@@ -187,13 +187,27 @@ TEST(Render, Errors) {
                      "grafx.render.sources", "floating-point");
   at::Tensor nan = x.clone();
   nan[0][1][5]   = NAN;
-  RenderOptions finite;
-  finite.check_finite = true;
-  EXPECT_GRAFX_ERROR(render(plan, f.processors, p, nan, finite), "grafx.render.non_finite",
+  EXPECT_GRAFX_ERROR(render(plan, f.processors, p, nan), "grafx.render.non_finite",
                      "source 0 has non-finite samples");
   EXPECT_GRAFX_ERROR(
-      render(plan, f.processors, p, at::randn({3, 1, 2, 64}).index_put_({0, 0, 0, 0}, NAN), finite),
+      render(plan, f.processors, p, at::randn({3, 1, 2, 64}).index_put_({0, 0, 0, 0}, NAN)),
       "grafx.render.non_finite", "batch item 0, source 0");
+  RenderOptions allowed;  // on purpose: non-finite in, non-finite out
+  allowed.check_finite = false;
+  EXPECT_FALSE(render(plan, f.processors, p, nan, allowed).outputs.isfinite().all().item<bool>());
+  Parameters bad_parameter            = p;
+  const std::string type              = bad_parameter.begin()->first;
+  at::Tensor& first                   = bad_parameter.begin()->second.begin()->second;
+  first                               = first.clone();
+  first.view({-1})[first.numel() - 1] = INFINITY;
+  EXPECT_GRAFX_ERROR(
+      render(plan, f.processors, bad_parameter, x), "grafx.render.non_finite",
+      "of type \"" + type + "\" holds NaN or infinity (row " + std::to_string(first.size(0) - 1));
+  RenderOptions outputs;  // the first node whose output went non-finite is named
+  outputs.check_finite_outputs = true;
+  outputs.check_finite         = false;
+  EXPECT_GRAFX_ERROR(render(plan, f.processors, p, nan, outputs), "grafx.render.non_finite",
+                     "put out non-finite samples");
 
   Parameters missing = p;
   missing.erase("duck");

@@ -19,7 +19,9 @@ struct Audio {
   SampleRate sample_rate = 0;
 };
 
-/// Throws IoError [grafx.io.unreadable] (missing file, not audio) naming the file and reason.
+/// Throws IoError [grafx.io.unreadable] (missing file, not audio) naming the file and reason,
+/// and [grafx.io.non_finite] for NaN or infinite samples (float files can hold them), naming
+/// the first.
 Audio read_audio(const std::string& path);
 
 enum class AudioEncoding { kFloat32, kPcm16, kPcm24 };

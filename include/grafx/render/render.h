@@ -73,8 +73,14 @@ struct RenderOptions {
   std::map<std::string, GradientHook> gradient_hooks;
   /// Called after every step (metering, debugging).
   std::function<void(const StepView&)> observer;
-  /// Throws RenderError [grafx.render.non_finite] for NaN or infinite source samples.
-  bool check_finite = false;
+  /// Throws RenderError [grafx.render.non_finite] for NaN or infinite source samples or
+  /// parameter values, naming the source or the type, parameter and row. On by default; turn it
+  /// off only to render such values on purpose.
+  bool check_finite = true;
+  /// Checks every step's outputs and throws RenderError [grafx.render.non_finite] naming the
+  /// first node (in plan order) whose output holds NaN or infinity (e.g. a gain that overflows),
+  /// instead of returning non-finite outputs. One reduction per step; `grafx render` uses it.
+  bool check_finite_outputs = false;
   /// More auxiliary losses per processor call, from its inputs and its own outputs (before
   /// dry/wet), each [rows] like the processor's (e.g. the fit's gain staging).
   std::function<TensorDict(const std::string& type, const std::vector<at::Tensor>& inputs,
