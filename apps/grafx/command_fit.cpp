@@ -140,24 +140,27 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--lr", options.optimizer.lr, "AdamW learning rate")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(finite_number(0, false));
   cmd.add_option("--crop", options.crop_seconds, "Seconds of audio per step")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(finite_number(0, false));
   cmd.add_option("--warm-up", options.skip_seconds,
                  "Seconds at the start of each crop left out of the loss")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_number(0, true));
   cmd.add_option("--seed", options.seed, "Seed of the initial parameters and the crops")
       ->capture_default_str();
   cmd.add_option("--reset-every", options.reset_optimizer_every,
                  "Reset the optimizer every N steps (0: never)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd.add_option("--clip", options.max_gradient_norm, "Clip the gradient norm (0: off)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_number(0, true));
   cmd.add_option("--checkpoint-every", session.checkpoint_every,
                  "Save a checkpoint every N steps (0: only at the end)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd.add_flag("--resume", session.resume, "Continue the fit saved in the output folder");
   add_force_flag(cmd, session.force);
 }
@@ -222,7 +225,7 @@ void add_fit_command(CLI::App& app) {
   cmd->callback([args] {
     std::vector<std::string> names;
     for (const auto& path : args->tracks) names.push_back(fs::path(path).stem().string());
-    // A bad graph file or console fails before the output folder is made.
+    // Bad options, graph files, consoles and audio fail before the output folder is made.
     Graph graph;
     if (!args->graph.empty()) {
       graph = load_graph_file(args->graph);
@@ -237,7 +240,6 @@ void add_fit_command(CLI::App& app) {
       parse_routing(args->sends, args->sidechains, console);
       graph = build_console(console, known_node_types()).graph;
     }
-    prepare_folder(args->session);
     std::vector<at::Tensor> tracks;
     int64_t length = -1;
     std::string shortest;
@@ -262,6 +264,7 @@ void add_fit_command(CLI::App& app) {
               << double(length) / double(args->sample_rate) << " s at " << args->sample_rate
               << " Hz)\n";
     Fitter fitter(graph, at::stack(tracks), mix, args->sample_rate, args->options);
+    prepare_folder(args->session);  // only once everything has been checked
     args->session.summary.title       = "grafx fit: " + fs::path(args->mix).filename().string();
     args->session.summary.track_names = names;
     run_session(fitter, args->session);

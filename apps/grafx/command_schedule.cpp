@@ -54,7 +54,7 @@ void add_schedule_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--budget", args->options.time_budget_s, "Time budget of the optimal search (s)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(finite_number(0, false));
   cmd->add_flag("--plan", args->plan, "Print the render plan");
   cmd->add_option("--json", args->json, "Write the render plan as JSON to this file");
   add_force_flag(*cmd, args->force);

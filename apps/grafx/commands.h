@@ -56,6 +56,9 @@ void set_parameter(TensorDict& raw, at::Tensor* wet, const std::string& assignme
                    const Processor& processor, const std::string& option);
 /// "a, b, c".
 std::string join(const std::vector<std::string>& items);
+/// A finite number above `min` (or at least `min` when `inclusive`), with a message saying so:
+/// refuses NaN and infinity, which CLI11's range checks let through or report as huge ranges.
+CLI::Validator finite_number(double min, bool inclusive);
 /// Adds the usual "--force" flag (replace existing outputs) to a subcommand.
 CLI::Option* add_force_flag(CLI::App& command, bool& force);
 

@@ -10,8 +10,10 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 namespace grafx::cli {
@@ -25,6 +27,28 @@ std::string default_chain_letters() {
 }
 
 Graph load_graph_file(const std::string& path) { return load_graph(path, known_node_types()); }
+
+CLI::Validator finite_number(double min, bool inclusive) {
+  std::ostringstream bound;
+  bound << min;
+  std::string wanted = inclusive ? "a finite number of at least " + bound.str()
+                                 : "a finite number above " + bound.str();
+  return CLI::Validator(
+      [min, inclusive, wanted](std::string& text) -> std::string {
+        double value = 0;
+        size_t used  = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::logic_error&) {
+          used = 0;
+        }
+        if (used != text.size() || used == 0 || !std::isfinite(value) ||
+            (inclusive ? value < min : value <= min))
+          return "expected " + wanted + ", but got \"" + text + "\"";
+        return "";
+      },
+      wanted);
+}
 
 CLI::Option* add_force_flag(CLI::App& command, bool& force) {
   return command.add_flag("-f,--force", force, "Replace output files that exist already");
@@ -44,8 +68,18 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "grafx 0.1.0");
   // LibTorch defaults to one thread on these machines: use every core unless told otherwise.
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (const char* env = std::getenv("GRAFX_THREADS")) threads = std::max(1, std::atoi(env));
+  int threads     = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const char* env = std::getenv("GRAFX_THREADS");
+  if (env && *env) {  // checked like --threads; empty is unset
+    char* end  = nullptr;
+    long value = std::strtol(env, &end, 10);
+    if (*end != '\0' || value < 1 || value > 1024) {
+      std::cerr << "grafx: error: [grafx.cli.threads] GRAFX_THREADS=\"" << env
+                << "\": expected a whole number of threads from 1 to 1024\n";
+      return 1;
+    }
+    threads = int(value);
+  }
   app.add_option("--threads", threads,
                  "CPU threads for LibTorch (default: all cores, or $GRAFX_THREADS)")
       ->check(CLI::Range(1, 1024));

@@ -40,10 +40,29 @@ at::Tensor checked_tracks(const Graph& graph, const at::Tensor& tracks, const at
 }
 
 FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length) {
-  const int64_t crop =
-      std::min<int64_t>(length, std::llround(options.crop_seconds * double(sample_rate)));
+  auto require = [](bool ok, const std::string& what, double value) {
+    if (!ok)
+      throw FitError("grafx.fit.options",
+                     "expected " + what + ", but got " + std::to_string(value));
+  };
+  auto finite = [](double x) { return std::isfinite(x); };
+  require(finite(options.optimizer.lr) && options.optimizer.lr > 0,
+          "a finite learning rate above 0", options.optimizer.lr);
+  require(finite(options.crop_seconds) && options.crop_seconds > 0,
+          "a finite crop length above 0 s", options.crop_seconds);
+  require(finite(options.skip_seconds) && options.skip_seconds >= 0,
+          "a finite warm-up of at least 0 s", options.skip_seconds);
+  require(finite(options.max_gradient_norm) && options.max_gradient_norm >= 0,
+          "a finite gradient-norm limit of at least 0 (0: off)", options.max_gradient_norm);
+  require(options.reset_optimizer_every >= 0, "an optimizer reset interval of at least 0",
+          double(options.reset_optimizer_every));
+  // In double first: a huge crop or warm-up in seconds must not overflow a sample count.
+  auto samples = [&](double seconds) {
+    return int64_t(std::llround(std::min(seconds * double(sample_rate), double(length))));
+  };
+  const int64_t crop        = samples(options.crop_seconds);
   options.loss.sample_rate  = sample_rate;
-  options.loss.skip_samples = std::llround(options.skip_seconds * double(sample_rate));
+  options.loss.skip_samples = samples(options.skip_seconds);
   const int64_t largest_fft =
       *std::max_element(options.loss.fft_sizes.begin(), options.loss.fft_sizes.end());
   if (options.n_steps < 0) throw FitError("grafx.fit.options", "expected a number of steps ≥ 0");
@@ -124,6 +143,10 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
                                   : initial),
       loss_(options_.loss),
       optimizer_(parameters_, options_.optimizer) {
+  if (parameters_.empty())
+    throw FitError("grafx.fit.options",
+                   "the graph has nothing to fit: no processor with parameters and no dry/wet "
+                   "node (e.g. a chain of mix nodes only)");
   if (!initial.empty()) {
     check_parameters(graph_, processors_, initial, 0, tracks_.scalar_type());
     for (auto& [type, named] : parameters_)  // our own copies, trained in place

@@ -83,6 +83,47 @@ TEST(CliFit, FitReadsResamplesAndTrims) {
   EXPECT_TRUE(contains(r.err, "[grafx.fit.data]") && contains(r.err, "largest FFT")) << r.err;
 }
 
+TEST(CliFit, HostileOptionsFailAtOnceAndMakeNoFolder) {
+  testing::TempDir dir;
+  at::manual_seed(3);
+  write_audio(dir.file("a.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+  write_audio(dir.file("mix.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--lr", "nan"}, "--lr: expected a finite number above 0, but got \"nan\""},
+      {{"--lr", "0"}, "--lr: expected a finite number above 0, but got \"0\""},
+      {{"--lr", "inf"}, "expected a finite number above 0"},
+      {{"--crop", "nan"}, "--crop: expected a finite number above 0"},
+      {{"--crop", "-1"}, "--crop: expected a finite number above 0"},
+      {{"--warm-up", "nan"}, "--warm-up: expected a finite number of at least 0"},
+      {{"--clip", "-1"}, "--clip: expected a finite number of at least 0"},
+      {{"--reset-every", "-1"}, "--reset-every"},
+      {{"--checkpoint-every", "-5"}, "--checkpoint-every"},
+      {{"--chain", "m"}, "[grafx.fit.options] the graph has nothing to fit"},
+      {{"--chain", ""}, "[grafx.graph.unknown_type] expected a chain of type letters"},
+      {{"--warm-up", "1e300"}, "[grafx.fit.data] a crop of"},
+  };
+  for (const auto& [options, message] : cases) {
+    std::vector<std::string> args = {"fit",   "--tracks",          dir.file("a.wav"),
+                                     "--mix", dir.file("mix.wav"), "--sample-rate",
+                                     "16000", "--steps",           "2",
+                                     "-o",    dir.file("out")};
+    args.insert(args.end(), options.begin(), options.end());
+    auto r = run_grafx(args);
+    EXPECT_NE(r.exit_code, 0) << options[0];
+    EXPECT_LT(r.exit_code, 128) << options[0];
+    EXPECT_TRUE(contains(r.err, message)) << options[0] << ": " << r.err;
+    EXPECT_FALSE(testing::file_exists(dir.file("out"))) << options[0] << ": no folder is made";
+  }
+  for (const char* threads : {"abc", "0", "100000", "2x"}) {
+    auto r = run_grafx({"info", dir.file("a.wav")}, {{"GRAFX_THREADS", threads}});
+    EXPECT_EQ(r.exit_code, 1) << threads;
+    EXPECT_TRUE(contains(r.err, "[grafx.cli.threads] GRAFX_THREADS=\"" + std::string(threads) +
+                                    "\": expected a whole number of threads from 1 to 1024"))
+        << r.err;
+  }
+  EXPECT_EQ(run_grafx({"processors"}, {{"GRAFX_THREADS", ""}}).exit_code, 0) << "empty is unset";
+}
+
 TEST(CliFit, FitsConsolesWithSendsAndSidechains) {
   testing::TempDir dir;
   at::manual_seed(2);

@@ -13,6 +13,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <functional>
 #include <iostream>
 
 namespace grafx {
@@ -205,6 +206,32 @@ TEST(Fit, OptimizerResetsAndGradientClipping) {
   EXPECT_NEAR(a.grad()[0].item<double>(), 0.6, 1e-6);
   EXPECT_NEAR(b.grad()[0].item<double>(), 0.8, 1e-6);
   EXPECT_NEAR(clip_gradient_norm(p, 0.0), 1.0, 1e-6) << "0: measure only";
+}
+
+TEST(Fit, RefusesSettingsThatCannotWork) {
+  Graph console = gain_console();
+  at::Tensor x  = tracks(2);
+  auto refused  = [&](std::function<void(FitOptions&)> change, const std::string& text) {
+    FitOptions options = small_options(2);
+    change(options);
+    EXPECT_GRAFX_ERROR(Fitter(console, x, x.sum(0), kRate, options), "grafx.fit.options", text);
+  };
+  refused([](FitOptions& o) { o.optimizer.lr = NAN; }, "a finite learning rate above 0");
+  refused([](FitOptions& o) { o.optimizer.lr = 0; }, "a finite learning rate above 0");
+  refused([](FitOptions& o) { o.crop_seconds = INFINITY; }, "a finite crop length");
+  refused([](FitOptions& o) { o.skip_seconds = -1; }, "a finite warm-up of at least 0 s");
+  refused([](FitOptions& o) { o.max_gradient_norm = NAN; }, "gradient-norm limit");
+  refused([](FitOptions& o) { o.reset_optimizer_every = -2; }, "optimizer reset interval");
+  // A huge crop is the whole song, not an overflowing sample count.
+  FitOptions whole   = small_options(1);
+  whole.crop_seconds = 1e300;
+  EXPECT_NEAR(Fitter(console, x, x.sum(0), kRate, whole).options().crop_seconds, 2.0, 1e-9);
+  ConsoleOptions mixes;  // nothing to fit
+  mixes.n_tracks = 2;
+  mixes.chain    = {"mix"};
+  EXPECT_GRAFX_ERROR(Fitter(build_console(mixes, registry_node_types()).graph, x.narrow(0, 0, 2),
+                            x.sum(0), kRate, small_options(2)),
+                     "grafx.fit.options", "the graph has nothing to fit");
 }
 
 TEST(Fit, RefusesDataThatDoesNotFit) {

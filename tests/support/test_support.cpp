@@ -49,11 +49,14 @@ std::string shell_quote(const std::string& s) {
 }
 }  // namespace
 
-CommandResult run_grafx(const std::vector<std::string>& args) {
+CommandResult run_grafx(const std::vector<std::string>& args,
+                        const std::map<std::string, std::string>& environment) {
   const char* bin = std::getenv("GRAFX_BIN");
   if (!bin) throw std::runtime_error("GRAFX_BIN is not set (run the tests through ctest)");
   TempDir scratch;
-  std::string command = shell_quote(bin);
+  std::string command = "env";
+  for (const auto& [name, value] : environment) command += " " + shell_quote(name + "=" + value);
+  command += " " + shell_quote(bin);
   for (const auto& arg : args) command += " " + shell_quote(arg);
   command += " 2>" + shell_quote(scratch.file("stderr"));
   CommandResult result;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,10 @@ struct CommandResult {
   std::string err;  ///< standard error
 };
 
-/// Runs the grafx program (path from $GRAFX_BIN) with shell-quoted arguments.
-CommandResult run_grafx(const std::vector<std::string>& args);
+/// Runs the grafx program (path from $GRAFX_BIN) with shell-quoted arguments, and these
+/// environment variables set.
+CommandResult run_grafx(const std::vector<std::string>& args,
+                        const std::map<std::string, std::string>& environment = {});
 
 /// The shared test audio folder ($GRAFX_TESTDATA); empty when not set.
 std::string testdata_dir();
