@@ -63,8 +63,18 @@ Timing time_it(const std::function<void()>& work, int min_repeats, double min_se
 }
 
 int setup_threads() {
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (const char* env = std::getenv("GRAFX_THREADS")) threads = std::max(1, std::atoi(env));
+  int threads     = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const char* env = std::getenv("GRAFX_THREADS");
+  if (env && *env) {  // as the grafx program: a whole number from 1 to 1024, empty is unset
+    char* end  = nullptr;
+    long value = std::strtol(env, &end, 10);
+    if (*end != '\0' || value < 1 || value > 1024) {
+      std::cerr << "GRAFX_THREADS=\"" << env
+                << "\": expected a whole number of threads from 1 to 1024\n";
+      std::exit(2);
+    }
+    threads = int(value);
+  }
   at::set_num_threads(threads);
   return threads;
 }

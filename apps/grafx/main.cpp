@@ -68,18 +68,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "grafx 0.1.0");
   // LibTorch defaults to one thread on these machines: use every core unless told otherwise.
-  int threads     = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const char* env = std::getenv("GRAFX_THREADS");
-  if (env && *env) {  // checked like --threads; empty is unset
-    char* end  = nullptr;
-    long value = std::strtol(env, &end, 10);
-    if (*end != '\0' || value < 1 || value > 1024) {
-      std::cerr << "grafx: error: [grafx.cli.threads] GRAFX_THREADS=\"" << env
-                << "\": expected a whole number of threads from 1 to 1024\n";
-      return 1;
-    }
-    threads = int(value);
-  }
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   app.add_option("--threads", threads,
                  "CPU threads for LibTorch (default: all cores, or $GRAFX_THREADS)")
       ->check(CLI::Range(1, 1024));
@@ -94,6 +83,16 @@ int main(int argc, char** argv) {
   grafx::cli::add_processors_command(app);
   grafx::cli::add_process_command(app);
   try {
+    const char* env = std::getenv("GRAFX_THREADS");
+    if (env && *env) {  // checked like --threads; empty is unset
+      char* end  = nullptr;
+      long value = std::strtol(env, &end, 10);
+      if (*end != '\0' || value < 1 || value > 1024)
+        throw grafx::Error("grafx.cli.threads", "GRAFX_THREADS=\"" + std::string(env) +
+                                                    "\": expected a whole number of threads "
+                                                    "from 1 to 1024");
+      threads = int(value);
+    }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
