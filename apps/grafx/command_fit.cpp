@@ -264,6 +264,12 @@ void add_fit_command(CLI::App& app) {
               << double(length) / double(args->sample_rate) << " s at " << args->sample_rate
               << " Hz)\n";
     Fitter fitter(graph, at::stack(tracks), mix, args->sample_rate, args->options);
+    std::vector<std::string> inputs = args->tracks;
+    inputs.push_back(args->mix);
+    if (!args->graph.empty()) inputs.push_back(args->graph);
+    for (auto name : fit_output_files())
+      check_not_an_input(args->session.folder + "/" + name, inputs);
+    check_not_an_input(args->session.folder + "/checkpoint.safetensors", inputs);
     prepare_folder(args->session);  // only once everything has been checked
     args->session.summary.title       = "grafx fit: " + fs::path(args->mix).filename().string();
     args->session.summary.track_names = names;

@@ -256,6 +256,7 @@ void add_draw_command(CLI::App& app) {
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
     Graph graph = load_graph_file(args->graph);
+    check_not_an_input(args->output, {args->graph});
     draw_graph(graph, args->output, args->options, args->force);
     std::cout << "picture: " << args->output << " (" << graph.n_nodes() << " nodes)\n";
   });

@@ -62,7 +62,10 @@ void add_process_command(CLI::App& app) {
       throw IoError("grafx.io.length", args->input + ": holds no samples");
     auto processor = descriptor.make({audio.sample_rate});
     auto outputs   = outlet_paths(args->output, processor->outlets());
-    for (const auto& path : outputs) check_writable(path, args->force);
+    for (const auto& path : outputs) {
+      check_not_an_input(path, {args->input});
+      check_writable(path, args->force);
+    }
     TensorDict raw = default_parameters(*processor);
     at::Tensor wet = at::full({1, 1}, INFINITY, at::kDouble);  // raw: fully wet
     for (const auto& setting : args->settings)

@@ -109,7 +109,13 @@ void add_render_command(CLI::App& app) {
                         args->graph + " has " + std::to_string(n_inputs) + " `in` nodes, but " +
                             std::to_string(args->sources.size()) + " source files were given");
     auto outputs = output_paths(args->output, graph.count_per_type()[NodeTypes::kOut]);
-    for (const auto& path : outputs) check_writable(path, args->force);
+    std::vector<std::string> inputs = args->sources;
+    inputs.push_back(args->graph);
+    if (!args->parameters.empty()) inputs.push_back(args->parameters);
+    for (const auto& path : outputs) {
+      check_not_an_input(path, inputs);
+      check_writable(path, args->force);
+    }
     // Parameters made at one sample rate (a fit's) are rendered at that rate.
     ParameterFile file;
     if (!args->parameters.empty()) file = read_parameter_file(args->parameters, graph);

@@ -68,7 +68,10 @@ void add_schedule_command(CLI::App& app) {
                                                 : parse_type_list(args->fixed, graph.types());
     else if (!args->fixed.empty())
       throw ScheduleError("grafx.schedule.invalid_options", "--fixed needs --method fixed");
-    if (!args->json.empty()) check_writable(args->json, args->force);
+    if (!args->json.empty()) {
+      check_not_an_input(args->json, {args->graph});
+      check_writable(args->json, args->force);
+    }
     Schedule schedule = schedule_graph(tensor, options);
     std::cout << "method: " << to_string(schedule.method);
     if (schedule.method == ScheduleMethod::kOptimal)

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace grafx {
 
@@ -15,6 +16,11 @@ std::string read_text_file(const std::string& path);
 /// Throws IoError [grafx.io.exists] when `path` exists and `overwrite` is false, and
 /// [grafx.io.unwritable] when its folder does not exist.
 void check_writable(const std::string& path, bool overwrite);
+
+/// Throws IoError [grafx.io.overwrites_input] when `output` is the same file as one of
+/// `inputs` (by file identity, so other spellings and links count), whatever --force says: a
+/// command never replaces what it reads.
+void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs);
 
 /// Calls `write` with a temporary path beside `path` (same extension), then renames it to
 /// `path`. If `write` throws, the temporary file is removed and the exception propagates.

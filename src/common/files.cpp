@@ -36,6 +36,16 @@ void check_writable(const std::string& path, bool overwrite) {
     throw IoError("grafx.io.unwritable", path + ": folder " + parent.string() + " does not exist");
 }
 
+void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs) {
+  for (const auto& input : inputs) {
+    std::error_code ec;
+    if (fs::exists(output, ec) && fs::equivalent(output, input, ec))
+      throw IoError("grafx.io.overwrites_input",
+                    output + ": is an input of this command (" + input +
+                        "); refusing to overwrite it, even with --force: choose another output");
+  }
+}
+
 void write_atomically(const std::string& path, bool overwrite,
                       const std::function<void(const std::string&)>& write) {
   check_writable(path, overwrite);

@@ -8,6 +8,8 @@
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
+
 namespace grafx {
 namespace {
 
@@ -122,6 +124,35 @@ TEST(CliFit, HostileOptionsFailAtOnceAndMakeNoFolder) {
         << r.err;
   }
   EXPECT_EQ(run_grafx({"processors"}, {{"GRAFX_THREADS", ""}}).exit_code, 0) << "empty is unset";
+}
+
+TEST(CliFit, OutputsNeverReplaceInputs) {
+  // The target mix.wav in the output folder: --force must not let the fit overwrite it.
+  testing::TempDir dir;
+  at::manual_seed(4);
+  write_audio(dir.file("a.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+  write_audio(dir.file("mix.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+  const std::string before = testing::read_file(dir.file("mix.wav"));
+  auto r = run_grafx({"fit", "--tracks", dir.file("a.wav"), "--mix", dir.file("mix.wav"),
+                      "--sample-rate", "16000", "--steps", "1", "-o", dir.file("."), "--force"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]") && contains(r.err, "mix.wav"))
+      << r.err;
+  EXPECT_EQ(testing::read_file(dir.file("mix.wav")), before);
+  EXPECT_FALSE(testing::file_exists(dir.file("checkpoint.safetensors")));
+  // Other commands, with the input reached through a link (identity, not name).
+  std::filesystem::create_symlink(dir.file("a.wav"), dir.file("link.wav"));
+  r = run_grafx({"process", "eq", "-i", dir.file("a.wav"), "-o", dir.file("link.wav"), "--force"});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]")) << r.err;
+  ASSERT_EQ(run_grafx({"console", "--tracks", "1", "-o", dir.file("g.json")}).exit_code, 0);
+  r = run_grafx({"draw", dir.file("g.json"), "-o", dir.file("g.json"), "--force"});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]")) << r.err;
+  r = run_grafx({"render", dir.file("g.json"), "--sources", dir.file("a.wav"), "-o",
+                 dir.file("link.wav"), "--force"});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]")) << r.err;
+  r = run_grafx({"schedule", dir.file("g.json"), "--json", dir.file("g.json"), "--force"});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]")) << r.err;
+  EXPECT_EQ(testing::read_file(dir.file("mix.wav")), before);
 }
 
 TEST(CliFit, FitsConsolesWithSendsAndSidechains) {
