@@ -67,11 +67,22 @@ void prepare_folder(const Session& session) {
   }
   if (!fs::is_directory(folder))
     throw IoError("grafx.io.unwritable", session.folder + ": exists and is not a folder");
-  if (session.resume || session.force) return;
-  bool earlier_fit = fs::exists(folder / "checkpoint.safetensors");
+  if (session.resume) return;
+  std::vector<fs::path> earlier;  // what an earlier fit wrote here
   for (const auto& name : fit_output_files())
-    earlier_fit = earlier_fit || fs::exists(folder / name);
-  if (earlier_fit)
+    if (fs::exists(folder / name)) earlier.push_back(folder / name);
+  if (fs::exists(folder / "checkpoint.safetensors"))
+    earlier.push_back(folder / "checkpoint.safetensors");
+  if (session.force) {
+    // Removed now, so that an interrupted run never leaves a folder mixing two fits; only
+    // grafx's own outputs, never other files.
+    for (const auto& path : earlier) {
+      fs::remove(path, ec);
+      if (ec) throw IoError("grafx.io.unwritable", path.string() + ": " + ec.message());
+    }
+    return;
+  }
+  if (!earlier.empty())
     throw IoError("grafx.io.exists",
                   session.folder +
                       ": holds the results of an earlier fit; continue it with "
@@ -92,8 +103,10 @@ void run_session(Fitter& fitter, Session& session) {
   }
   const bool terminal = ::isatty(STDOUT_FILENO);
   interrupted         = false;
-  auto previous       = std::signal(SIGINT, [](int) { interrupted = true; });
-  auto start          = std::chrono::steady_clock::now();
+  // Ctrl-C and SIGTERM (a scheduler, `kill`) both stop after the step with a checkpoint.
+  auto previous      = std::signal(SIGINT, [](int) { interrupted = true; });
+  auto previous_term = std::signal(SIGTERM, [](int) { interrupted = true; });
+  auto start         = std::chrono::steady_clock::now();
   try {
     fitter.run([&](const FitProgress& p) {
       bool last = p.step == p.n_steps;
@@ -114,10 +127,12 @@ void run_session(Fitter& fitter, Session& session) {
     });
   } catch (...) {
     std::signal(SIGINT, previous);
+    std::signal(SIGTERM, previous_term);
     if (terminal) std::cout << "\n";
     throw;
   }
   std::signal(SIGINT, previous);
+  std::signal(SIGTERM, previous_term);
   fitter.save_checkpoint(checkpoint);
   session.summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -22,8 +22,11 @@ void check_writable(const std::string& path, bool overwrite);
 /// command never replaces what it reads.
 void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs);
 
-/// Calls `write` with a temporary path beside `path` (same extension), then renames it to
-/// `path`. If `write` throws, the temporary file is removed and the exception propagates.
+/// Calls `write` with a temporary path beside `path` (same extension), flushes it to the disk
+/// (fsync), renames it to `path` and syncs the folder, so that a crash or power loss leaves the
+/// old file or the new one, never a torn one. If `write` throws, the temporary file is removed
+/// and the exception propagates; temporary files of `path` left by killed processes are
+/// removed first.
 void write_atomically(const std::string& path, bool overwrite,
                       const std::function<void(const std::string& temporary_path)>& write);
 

@@ -1,9 +1,12 @@
 #include <grafx/error.h>
 #include <grafx/files.h>
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -46,21 +49,65 @@ void check_not_an_input(const std::string& output, const std::vector<std::string
   }
 }
 
+namespace {
+
+/// Flushes a file or folder to the disk (best effort for folders, which some file systems
+/// cannot sync); throws for a file that cannot be synced.
+void sync_to_disk(const fs::path& path, bool folder, const std::string& what) {
+  int fd = ::open(path.c_str(), folder ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) {
+    if (folder) return;
+    throw IoError("grafx.io.unwritable", what + ": " + std::strerror(errno));
+  }
+  int status = ::fsync(fd);
+  int error  = errno;
+  ::close(fd);
+  if (status != 0 && !folder)
+    throw IoError("grafx.io.unwritable", what + ": " + std::strerror(error));
+}
+
+/// Removes the temporary files that writes of `target` by processes no longer running left
+/// behind (".<stem>.tmp<pid>-<n><extension>"), e.g. after a kill -9.
+void remove_stale_temporaries(const fs::path& target) {
+  const std::string prefix = "." + target.stem().string() + ".tmp",
+                    suffix = target.extension().string();
+  fs::path folder          = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0 ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    char* end_of_pid = nullptr;
+    long pid         = std::strtol(name.c_str() + prefix.size(), &end_of_pid, 10);
+    if (pid <= 0 || *end_of_pid != '-') continue;
+    if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove(it->path(), ignored);
+    }
+  }
+}
+
+}  // namespace
+
 void write_atomically(const std::string& path, bool overwrite,
                       const std::function<void(const std::string&)>& write) {
   check_writable(path, overwrite);
   static std::atomic<int> counter{0};
   fs::path target(path);
+  remove_stale_temporaries(target);
   fs::path temporary =
       target.parent_path() / ("." + target.stem().string() + ".tmp" + std::to_string(::getpid()) +
                               "-" + std::to_string(counter++) + target.extension().string());
   try {
     write(temporary.string());
+    sync_to_disk(temporary, false, path);  // the data on disk before the name points at it
     std::error_code ec;
     if (!overwrite && fs::exists(target, ec))  // appeared while we were writing
       throw IoError("grafx.io.exists", path + ": appeared while writing; not overwritten");
     fs::rename(temporary, target, ec);
     if (ec) throw IoError("grafx.io.unwritable", path + ": " + ec.message());
+    sync_to_disk(target.parent_path().empty() ? fs::path(".") : target.parent_path(), true, path);
   } catch (...) {
     std::error_code ignored;
     fs::remove(temporary, ignored);

@@ -263,17 +263,17 @@ void Fitter::save_checkpoint(const std::string& path) const {
   for (const auto& [type, named] : parameters_)
     for (const auto& [name, p] : named) tensors["parameters/" + type + "." + name] = p.detach();
   for (const auto& [key, value] : optimizer_.state()) tensors["optimizer/" + key] = value;
-  at::Tensor history = at::zeros({steps_done(), 5}, at::kDouble);
+  at::Tensor history = at::zeros({steps_done(), 6}, at::kDouble);  // the whole record
   for (int64_t i = 0; i < steps_done(); ++i) {
     const FitRecord& r = history_[size_t(i)];
-    history[i] =
-        at::tensor({double(r.step), r.loss, r.match_loss, r.regularization, r.skipped ? 1.0 : 0.0},
-                   at::kDouble);
+    history[i]         = at::tensor({double(r.step), r.loss, r.match_loss, r.regularization,
+                             r.skipped ? 1.0 : 0.0, r.gradient_norm},
+                                    at::kDouble);
   }
   tensors["history"]  = history;
   auto metadata       = identity();
   metadata["format"]  = "grafx.checkpoint";
-  metadata["version"] = "1";
+  metadata["version"] = "2";  // 2: the history holds gradient norms
   save_safetensors(path, tensors, metadata, /*overwrite=*/true);
 }
 
@@ -283,7 +283,12 @@ void Fitter::load_checkpoint(const std::string& path) {
     throw FitError("grafx.fit.checkpoint", path + ": " + what);
   };
   if (file.metadata["format"] != "grafx.checkpoint") fail("not a grafx checkpoint");
-  for (const auto& [key, value] : identity()) {
+  auto mine = identity();
+  // The first difference named, in this order: a sample rate that differs would show as crop
+  // sizes that differ too.
+  for (std::string key :
+       {"graph", "data", "sample_rate", "seed", "lr", "crop_samples", "skip_samples"}) {
+    const std::string& value = mine.at(key);
     if (file.metadata[key] == value) continue;
     if (key == "graph") fail("made for another graph");
     if (key == "data") fail("made for other data (" + file.metadata[key] + "; now " + value + ")");
@@ -306,15 +311,23 @@ void Fitter::load_checkpoint(const std::string& path) {
     fail(e.message());
   }
   auto history = file.tensors.find("history");
-  if (history == file.tensors.end() || history->second.dim() != 2 || history->second.size(1) != 5)
+  if (history == file.tensors.end() || history->second.dim() != 2 ||
+      (history->second.size(1) != 5 && history->second.size(1) != 6))
     fail("lacks the loss history");
   at::Tensor h = history->second.to(at::kDouble);
+  if (h.size(0) > options_.n_steps)
+    fail("holds " + std::to_string(h.size(0)) + " steps, more than the " +
+         std::to_string(options_.n_steps) + " asked for; ask for at least " +
+         std::to_string(h.size(0)) + " steps to continue it");
   history_.clear();
   non_finite_in_a_row_ = 0;
   for (int64_t i = 0; i < h.size(0); ++i) {
-    history_.push_back({int64_t(h[i][0].item<double>()), h[i][1].item<double>(),
-                        h[i][2].item<double>(), h[i][3].item<double>(),
-                        h[i][4].item<double>() != 0});
+    FitRecord record{int64_t(h[i][0].item<double>()), h[i][1].item<double>(),
+                     h[i][2].item<double>(), h[i][3].item<double>(), h[i][4].item<double>() != 0};
+    // Checkpoints of version 1 kept no gradient norms: unknown, not zero.
+    record.gradient_norm =
+        h.size(1) > 5 ? h[i][5].item<double>() : std::numeric_limits<double>::quiet_NaN();
+    history_.push_back(record);
     non_finite_in_a_row_ = history_.back().skipped ? non_finite_in_a_row_ + 1 : 0;
   }
 }

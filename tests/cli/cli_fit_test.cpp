@@ -1,5 +1,6 @@
 // grafx demo and grafx fit, run as a user would.
 
+#include <grafx/files.h>
 #include <grafx/graph/graph_json.h>
 #include <grafx/io/audio.h>
 #include <grafx/io/safetensors.h>
@@ -153,6 +154,38 @@ TEST(CliFit, OutputsNeverReplaceInputs) {
   r = run_grafx({"schedule", dir.file("g.json"), "--json", dir.file("g.json"), "--force"});
   EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]")) << r.err;
   EXPECT_EQ(testing::read_file(dir.file("mix.wav")), before);
+}
+
+TEST(CliFit, SigtermSavesACheckpointAndForceNeverMixesTwoFits) {
+  testing::TempDir dir;
+  at::manual_seed(5);
+  write_audio(dir.file("a.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+  write_audio(dir.file("mix.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+  std::vector<std::string> fit = {
+      "fit",           "--tracks", dir.file("a.wav"), "--mix", dir.file("mix.wav"), "--chain", "g",
+      "--sample-rate", "16000",    "--crop",          "1",     "--warm-up",         "0.2",     "-o",
+      dir.file("out")};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = fit;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  ASSERT_EQ(run_grafx(with({"--steps", "1"})).exit_code, 0);  // an earlier fit's outputs
+  ASSERT_TRUE(testing::file_exists(dir.file("out/report.html")));
+  write_text_file(dir.file("out/notes.txt"), "mine", false);
+  // A forced fit, stopped by SIGTERM: the earlier outputs are gone from the start, the user's
+  // own file stays, and a checkpoint is saved as for Ctrl-C.
+  auto r = run_grafx(with({"--steps", "1000000", "--force"}), {}, {"timeout", "-s", "TERM", "8"});
+  EXPECT_TRUE(contains(r.err, "[grafx.fit.interrupted]")) << r.exit_code << " " << r.err;
+  EXPECT_TRUE(testing::file_exists(dir.file("out/checkpoint.safetensors")));
+  EXPECT_FALSE(testing::file_exists(dir.file("out/report.html"))) << "no report of the first fit";
+  EXPECT_FALSE(testing::file_exists(dir.file("out/mix.wav")));
+  EXPECT_EQ(testing::read_file(dir.file("out/notes.txt")), "mine");
+  // Resuming it with fewer steps than it holds is refused.
+  r = run_grafx(with({"--steps", "1", "--resume"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "[grafx.fit.checkpoint]") && contains(r.err, "more than the 1 asked"))
+      << r.err;
 }
 
 TEST(CliFit, FitsConsolesWithSendsAndSidechains) {

@@ -157,12 +157,24 @@ TEST(Fit, CheckpointsResumeExactly) {
   EXPECT_TRUE(at::equal(resumed.parameters().at("gain_pan").at("log_gain"),
                         straight.parameters().at("gain_pan").at("log_gain")));
   EXPECT_EQ(resumed.history().back().loss, straight.history().back().loss);
+  // The whole history survives, gradient norms included (loss.csv is the same either way).
+  ASSERT_EQ(resumed.history().size(), straight.history().size());
+  for (size_t i = 0; i < straight.history().size(); ++i) {
+    EXPECT_EQ(resumed.history()[i].gradient_norm, straight.history()[i].gradient_norm) << i;
+    EXPECT_GT(resumed.history()[i].gradient_norm, 0) << i;
+  }
+  Fitter fewer(console, x, mix, kRate, small_options(5));  // fewer steps than it holds
+  EXPECT_GRAFX_ERROR(fewer.load_checkpoint(dir.file("c.safetensors")), "grafx.fit.checkpoint",
+                     "holds 10 steps, more than the 5 asked for; ask for at least 10");
 
   FitOptions other_rate   = small_options(20);
   other_rate.optimizer.lr = 0.01;
   Fitter mismatched(console, x, mix, kRate, other_rate);
   EXPECT_GRAFX_ERROR(mismatched.load_checkpoint(dir.file("c.safetensors")), "grafx.fit.checkpoint",
                      "made with lr 0.05, but this fit uses 0.01");
+  Fitter other_sample_rate(console, x, mix, kRate * 2, small_options(20));
+  EXPECT_GRAFX_ERROR(other_sample_rate.load_checkpoint(dir.file("c.safetensors")),
+                     "grafx.fit.checkpoint", "made with sample_rate 8000, but this fit uses 16000");
   Fitter other_data(console, x * 0.5, mix, kRate, small_options(20));
   EXPECT_GRAFX_ERROR(other_data.load_checkpoint(dir.file("c.safetensors")), "grafx.fit.checkpoint",
                      "made for other data");

@@ -1,7 +1,10 @@
+#include <grafx/files.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_json.h>
 
 #include "support/test_support.h"
+
+#include <unistd.h>
 
 namespace grafx {
 namespace {
@@ -199,6 +202,20 @@ TEST(GraphJson, FilesAreWrittenAtomicallyAndNeverOverwrittenByDefault) {
                      "does not exist");
   EXPECT_GRAFX_ERROR(load_graph(dir.file("nope.json")), "grafx.io.unreadable", "nope.json");
   EXPECT_GRAFX_ERROR(load_graph(dir.path()), "grafx.io.unreadable", "is a folder");
+}
+
+TEST(GraphJson, WritesRemoveTheTemporaryFilesOfKilledWrites) {
+  testing::TempDir dir;
+  // A temporary file of a write by a process that is gone (pid 4194303: beyond any running
+  // process here), one of this process's own, and an unrelated file.
+  const std::string stale = dir.file(".g.tmp4194303-0.json"),
+                    mine  = dir.file(".g.tmp" + std::to_string(::getpid()) + "-99.json"),
+                    other = dir.file(".h.tmp4194303-0.json");
+  for (const auto& path : {stale, mine, other}) write_text_file(path, "{}", false);
+  save_graph(multi_port_graph(), dir.file("g.json"));
+  EXPECT_FALSE(testing::file_exists(stale));
+  EXPECT_TRUE(testing::file_exists(mine)) << "a running process's write is left alone";
+  EXPECT_TRUE(testing::file_exists(other)) << "another file's temporaries are left alone";
 }
 
 }  // namespace

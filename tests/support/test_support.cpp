@@ -50,12 +50,14 @@ std::string shell_quote(const std::string& s) {
 }  // namespace
 
 CommandResult run_grafx(const std::vector<std::string>& args,
-                        const std::map<std::string, std::string>& environment) {
+                        const std::map<std::string, std::string>& environment,
+                        const std::vector<std::string>& wrapper) {
   const char* bin = std::getenv("GRAFX_BIN");
   if (!bin) throw std::runtime_error("GRAFX_BIN is not set (run the tests through ctest)");
   TempDir scratch;
   std::string command = "env";
   for (const auto& [name, value] : environment) command += " " + shell_quote(name + "=" + value);
+  for (const auto& word : wrapper) command += " " + shell_quote(word);
   command += " " + shell_quote(bin);
   for (const auto& arg : args) command += " " + shell_quote(arg);
   command += " 2>" + shell_quote(scratch.file("stderr"));

@@ -59,10 +59,11 @@ struct CommandResult {
   std::string err;  ///< standard error
 };
 
-/// Runs the grafx program (path from $GRAFX_BIN) with shell-quoted arguments, and these
-/// environment variables set.
+/// Runs the grafx program (path from $GRAFX_BIN) with shell-quoted arguments, these
+/// environment variables set, and under `wrapper` if given (e.g. {"timeout", "-s", "TERM", "5"}).
 CommandResult run_grafx(const std::vector<std::string>& args,
-                        const std::map<std::string, std::string>& environment = {});
+                        const std::map<std::string, std::string>& environment = {},
+                        const std::vector<std::string>& wrapper               = {});
 
 /// The shared test audio folder ($GRAFX_TESTDATA); empty when not set.
 std::string testdata_dir();
