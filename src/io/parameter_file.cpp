@@ -58,12 +58,20 @@ ParameterFile read_parameter_file(const std::string& path, const Graph& graph) {
     if (!graph.types().contains(type))
       throw IoError("grafx.io.mismatch",
                     path + ": parameters of type \"" + type + "\", which the graph does not have");
-    std::string graph_ids = id_list(graph.nodes_of_type(type));
-    auto ids              = file.metadata.find("node_ids." + type);
-    if (ids != file.metadata.end() && ids->second != graph_ids)
+    std::vector<NodeId> graph_ids = graph.nodes_of_type(type);
+    auto ids                      = file.metadata.find("node_ids." + type);
+    if (ids == file.metadata.end()) continue;
+    // Compared as lists of ids, so any JSON spelling reads ("[2, 9, 16]" from Python too).
+    json listed = json::parse(ids->second, nullptr, /*allow_exceptions=*/false);
+    bool ids_ok = listed.is_array();
+    for (const auto& id : listed) ids_ok = ids_ok && id.is_number_integer();
+    if (!ids_ok)
+      throw IoError("grafx.io.format", path + ": metadata \"node_ids." + type + "\" is \"" +
+                                           ids->second + "\"; expected a JSON list of node ids");
+    if (listed.get<std::vector<NodeId>>() != graph_ids)
       throw IoError("grafx.io.mismatch", path + ": " + type + " parameters are for nodes " +
                                              ids->second + ", but the graph's " + type +
-                                             " nodes are " + graph_ids);
+                                             " nodes are " + id_list(graph_ids));
   }
   auto rate = file.metadata.find("sample_rate");
   if (rate == file.metadata.end()) return result;

@@ -110,14 +110,17 @@ SafetensorsFile load_safetensors(const std::string& path) {
     });
     if (it == dtypes().end()) fail(where + "unsupported dtype " + dtype.dump());
     std::vector<int64_t> shape;
-    uint64_t numel = 1;
+    constexpr uint64_t kLargest = uint64_t{1} << 40;  // elements of one tensor
+    uint64_t numel              = 1;
     if (!entry["shape"].is_array()) fail(where + "shape: expected an array");
     for (const auto& d : entry["shape"]) {
-      if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t{1} << 40))
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > kLargest)
         fail(where + "shape: expected sizes ≥ 0");
       shape.push_back(d.get<int64_t>());
-      numel *= d.get<uint64_t>();
-      if (numel > (uint64_t{1} << 40)) fail(where + "shape is too large");
+      const uint64_t size = d.get<uint64_t>();
+      if (size != 0 && numel > kLargest / size)  // checked before multiplying: never wraps
+        fail(where + "shape is too large");
+      numel *= size;
     }
     const json& offsets = entry["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||

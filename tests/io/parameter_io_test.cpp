@@ -126,6 +126,13 @@ TEST(Safetensors, MalformedFilesAreClearErrors) {
                      "__metadata__.a: expected a string");
   EXPECT_GRAFX_ERROR(load_safetensors(dir.file("none.safetensors")), "grafx.io.unreadable",
                      "none.safetensors");
+  // Sizes whose product wraps around 2^64 (2^40 · 2^40 · 2^40 · 2^4 = 0 mod 2^64): refused
+  // before the multiplication, not allocated.
+  EXPECT_GRAFX_ERROR(
+      load_safetensors(write(R"({"x":{"dtype":"F32","shape":[1099511627776,1099511627776,)"
+                             R"(1099511627776,16],"data_offsets":[0,0]}})",
+                             "")),
+      "grafx.io.format", "shape is too large");
 }
 
 TEST(ParameterFile, RoundTripsAndChecksTheGraph) {
@@ -158,6 +165,21 @@ TEST(ParameterFile, RoundTripsAndChecksTheGraph) {
                    {{"format", "grafx.parameters"}});
   EXPECT_GRAFX_ERROR(load_parameters(dir.file("alien.safetensors"), graph), "grafx.io.mismatch",
                      "type \"chorus\", which the graph does not have");
+
+  // node_ids in any JSON spelling (Python's json.dumps puts spaces after commas).
+  SafetensorsFile spaced = load_safetensors(dir.file("p.safetensors"));
+  for (auto& [key, value] : spaced.metadata)
+    if (key.rfind("node_ids.", 0) == 0) {
+      std::string with_spaces;
+      for (char c : value) with_spaces += c == ',' ? std::string(", ") : std::string(1, c);
+      value = with_spaces;
+    }
+  save_safetensors(dir.file("spaced.safetensors"), spaced.tensors, spaced.metadata);
+  EXPECT_EQ(load_parameters(dir.file("spaced.safetensors"), graph).size(), p.size());
+  spaced.metadata["node_ids.p0"] = "[1, two]";
+  save_safetensors(dir.file("bad_ids.safetensors"), spaced.tensors, spaced.metadata);
+  EXPECT_GRAFX_ERROR(load_parameters(dir.file("bad_ids.safetensors"), graph), "grafx.io.format",
+                     "metadata \"node_ids.p0\" is \"[1, two]\"; expected a JSON list of node ids");
 
   // The sample rate the parameters were made for travels with them.
   EXPECT_EQ(read_parameter_file(dir.file("p.safetensors"), graph).sample_rate, 0);
