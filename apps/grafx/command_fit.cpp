@@ -193,7 +193,7 @@ at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool str
                                                 " Hz, but the fit runs at " +
                                                 std::to_string(sample_rate) +
                                                 " Hz (without --strict-rate it is resampled)");
-    audio.samples = resample(audio.samples, audio.sample_rate, sample_rate);
+    audio.samples = resample(audio.samples, audio.sample_rate, sample_rate, path);
   }
   return audio.samples.expand({2, audio.samples.size(1)}).contiguous();
 }
@@ -268,9 +268,14 @@ void add_fit_command(CLI::App& app) {
       if (length < 0 || audio->size(1) < length) length = audio->size(1), shortest = path;
     for (const auto& [path, audio] : all)
       if (audio->size(1) != length) {
-        std::cerr << "grafx: note: " << path << " is " << std::fixed << std::setprecision(2)
-                  << double(audio->size(1) - length) / double(args->sample_rate)
-                  << " s longer than " << shortest << "; its end is left out\n";
+        const int64_t extra = audio->size(1) - length;
+        std::cerr << "grafx: note: " << path << " is ";
+        if (extra < args->sample_rate / 100)  // less than 10 ms: in samples, not "0.00 s"
+          std::cerr << extra << " sample" << (extra == 1 ? "" : "s");
+        else
+          std::cerr << std::fixed << std::setprecision(2)
+                    << double(extra) / double(args->sample_rate) << " s";
+        std::cerr << " longer than " << shortest << "; its end is left out\n";
         *audio = audio->narrow(1, 0, length);
       }
     std::cout << "fitting " << (args->graph.empty() ? "a console" : args->graph) << " of "

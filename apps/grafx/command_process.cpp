@@ -58,10 +58,8 @@ void add_process_command(CLI::App& app) {
   cmd->callback([args] {
     const ProcessorDescriptor& descriptor = processor_descriptor(args->type);
     Audio audio                           = read_audio(args->input);
-    if (audio.samples.numel() == 0)
-      throw IoError("grafx.io.length", args->input + ": holds no samples");
-    auto processor = descriptor.make({audio.sample_rate});
-    auto outputs   = outlet_paths(args->output, processor->outlets());
+    auto processor                        = descriptor.make({audio.sample_rate});
+    auto outputs                          = outlet_paths(args->output, processor->outlets());
     for (const auto& path : outputs) {
       check_not_an_input(path, {args->input});
       check_writable(path, args->force);

@@ -36,7 +36,7 @@ at::Tensor load_sources(const std::vector<std::string>& paths, int64_t channels,
                                                 std::to_string(sample_rate) + " Hz)");
     at::Tensor x = audio.sample_rate == sample_rate
                        ? audio.samples
-                       : resample(audio.samples, audio.sample_rate, sample_rate);
+                       : resample(audio.samples, audio.sample_rate, sample_rate, paths[i]);
     if (x.size(0) == 1 && channels > 1)
       x = x.expand({channels, x.size(1)});  // mono to every channel
     if (x.size(0) != channels)

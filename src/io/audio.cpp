@@ -44,7 +44,8 @@ Audio read_audio(const std::string& path) {
     throw IoError("grafx.io.unreadable", path + ": read " + std::to_string(read) + " of " +
                                              std::to_string(info.frames) + " frames");
   at::Tensor samples = interleaved.t().contiguous();  // C×L
-  at::Tensor bad     = ~samples.isfinite();
+  if (samples.size(1) == 0) throw IoError("grafx.io.length", path + ": holds no samples");
+  at::Tensor bad = ~samples.isfinite();
   if (bad.any().item<bool>()) {
     at::Tensor first = bad.nonzero()[0];
     throw IoError("grafx.io.non_finite",
@@ -85,11 +86,13 @@ void write_audio(const std::string& path, const at::Tensor& samples, SampleRate 
   });
 }
 
-at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate to_rate) {
+at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate to_rate,
+                    const std::string& what) {
   if (from_rate == to_rate) return samples;
   if (from_rate < 1 || to_rate < 1)
-    throw IoError("grafx.io.audio_format", "cannot resample from " + std::to_string(from_rate) +
-                                               " Hz to " + std::to_string(to_rate) + " Hz");
+    throw IoError("grafx.io.audio_format", what + ": cannot resample from " +
+                                               std::to_string(from_rate) + " Hz to " +
+                                               std::to_string(to_rate) + " Hz");
   at::Tensor in = samples.detach().to(at::kCPU, at::kFloat).t().contiguous();  // L×C interleaved
   const double ratio       = double(to_rate) / double(from_rate);
   const int64_t frames_out = int64_t(std::llround(double(in.size(0)) * ratio));
@@ -102,7 +105,9 @@ at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate 
   data.src_ratio     = ratio;
   int error          = src_simple(&data, SRC_SINC_BEST_QUALITY, int(in.size(1)));
   if (error)
-    throw IoError("grafx.io.resample", std::string("resampling failed: ") + src_strerror(error));
+    throw IoError("grafx.io.resample", what + ": resampling from " + std::to_string(from_rate) +
+                                           " Hz to " + std::to_string(to_rate) +
+                                           " Hz failed: " + src_strerror(error));
   return out.narrow(0, 0, std::min<int64_t>(frames_out, data.output_frames_gen)).t().contiguous();
 }
 

@@ -84,6 +84,16 @@ TEST(CliFit, FitReadsResamplesAndTrims) {
   r = run_grafx({"fit", "--tracks", dir.file("b.wav"), "--mix", dir.file("mix.wav"),
                  "--sample-rate", "16000", "--crop", "0.2", "-o", dir.file("short")});
   EXPECT_TRUE(contains(r.err, "[grafx.fit.data]") && contains(r.err, "largest FFT")) << r.err;
+  // A few samples longer is said in samples, not "0.00 s"; an empty file is named.
+  write_audio(dir.file("mix3.wav"), at::randn({2, 16000 * 3 + 3}) * 0.1, 16000);
+  r = run_grafx({"fit", "--tracks", dir.file("b.wav"), "--mix", dir.file("mix3.wav"), "--chain",
+                 "g", "--sample-rate", "16000", "--steps", "1", "-o", dir.file("m3")});
+  EXPECT_TRUE(contains(r.err, "mix3.wav is 3 samples longer than")) << r.err;
+  write_audio(dir.file("empty.wav"), at::zeros({1, 0}), 16000);
+  r = run_grafx({"fit", "--tracks", dir.file("empty.wav"), "--mix", dir.file("mix.wav"), "-o",
+                 dir.file("e")});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.length] " + dir.file("empty.wav") + ": holds no samples"))
+      << r.err;
 }
 
 TEST(CliFit, HostileOptionsFailAtOnceAndMakeNoFolder) {

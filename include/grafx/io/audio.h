@@ -20,8 +20,8 @@ struct Audio {
 };
 
 /// Throws IoError [grafx.io.unreadable] (missing file, not audio) naming the file and reason,
-/// and [grafx.io.non_finite] for NaN or infinite samples (float files can hold them), naming
-/// the first.
+/// [grafx.io.length] for a file without samples, and [grafx.io.non_finite] for NaN or infinite
+/// samples (float files can hold them), naming the first.
 Audio read_audio(const std::string& path);
 
 enum class AudioEncoding { kFloat32, kPcm16, kPcm24 };
@@ -32,7 +32,8 @@ enum class AudioEncoding { kFloat32, kPcm16, kPcm24 };
 void write_audio(const std::string& path, const at::Tensor& samples, SampleRate sample_rate,
                  bool overwrite = false, AudioEncoding encoding = AudioEncoding::kFloat32);
 
-/// Resamples C×L audio with libsamplerate's best sinc converter.
-at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate to_rate);
+/// Resamples C×L audio with libsamplerate's best sinc converter; errors name `what` (the file).
+at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate to_rate,
+                    const std::string& what = "audio");
 
 }  // namespace grafx
