@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <thread>
 
@@ -96,6 +97,13 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const std::bad_alloc&) {
+    // No allocation here: the message is made of literals.
+    std::cerr << "grafx: error: ["
+              << "grafx.cli.out_of_memory"
+              << "] out of memory: the input is too large for this machine (nothing was "
+                 "written)\n";
+    return 1;
   } catch (const grafx::Error& e) {
     std::cerr << "grafx: error: " << e.what() << "\n";
     return 1;

@@ -5,7 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <fstream>
+#include <functional>
 #include <set>
+#include <sstream>
 
 namespace grafx {
 namespace {
@@ -115,47 +118,76 @@ void annotate(const std::string& origin, const std::string& where, F&& operation
 
 }  // namespace
 
-std::string graph_to_json(const Graph& graph) {
-  json types = json::array();
-  for (TypeId t = NodeTypes::kMix + 1; t < graph.types().size(); ++t) {
-    const NodeType& type = graph.types()[t];
-    types.push_back({{"name", type.name}, {"inlets", type.inlets}, {"outlets", type.outlets}});
-  }
-  json nodes = json::array();
-  for (NodeId id : graph.nodes()) {
-    const Node& node = graph.node(id);
-    json item        = {{"id", id}, {"type", graph.types().name(node.type)}};
-    if (!node.name.empty()) item["name"] = node.name;
-    if (node.dry_wet) item["dry_wet"] = true;
-    if (node.bypassed) item["bypassed"] = true;
-    nodes.push_back(item);
-  }
-  json edges = json::array();
-  for (const Edge& e : graph.edges()) {
-    json item                 = {{"source", e.source}, {"dest", e.dest}};
-    const std::string& outlet = graph.types()[graph.node(e.source).type].outlets[size_t(e.outlet)];
-    const std::string& inlet  = graph.types()[graph.node(e.dest).type].inlets[size_t(e.inlet)];
-    if (outlet != "main") item["outlet"] = outlet;
-    if (inlet != "main") item["inlet"] = inlet;
-    edges.push_back(item);
-  }
-  // nlohmann sorts object keys; build the top level with a fixed, readable key order instead.
-  std::string text = "{\n";
-  text += "  \"format\": \"grafx.graph\",\n";
-  text += "  \"version\": " + std::to_string(kGraphFormatVersion) + ",\n";
-  auto lines = [](const json& items) {
-    if (items.empty()) return std::string("[]");
-    std::string out = "[\n";
-    for (size_t i = 0; i < items.size(); ++i)
-      out += "    " + items[i].dump(-1, ' ', false, json::error_handler_t::replace) +
-             (i + 1 < items.size() ? ",\n" : "\n");
-    return out + "  ]";
+namespace {
+
+/// A JSON string literal (a string value's destruction never allocates, unlike nlohmann's
+/// arrays and objects, so a write that runs out of memory fails cleanly).
+std::string quoted(const std::string& text) {
+  return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string quoted_list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + quoted(items[i]);
+  return out + "]";
+}
+
+/// Writes the graph file item by item, without building it whole: a console of a million
+/// nodes streams to its file in constant extra memory.
+void write_graph_json(const Graph& graph, std::ostream& out) {
+  // A fixed, readable key order (nlohmann would sort keys) and one item per line.
+  auto list = [&](const char* key, int64_t n, const std::function<std::string(int64_t)>& item,
+                  bool last) {
+    out << "  \"" << key << "\": [";
+    for (int64_t i = 0; i < n; ++i) out << (i ? ",\n    " : "\n    ") << item(i);
+    out << (n ? "\n  ]" : "]") << (last ? "\n" : ",\n");
   };
-  text += "  \"node_types\": " + lines(types) + ",\n";
-  text += "  \"nodes\": " + lines(nodes) + ",\n";
-  text += "  \"edges\": " + lines(edges) + ",\n";
-  text += "  \"next_id\": " + std::to_string(graph.next_id()) + "\n}\n";
-  return text;
+  out << "{\n  \"format\": \"grafx.graph\",\n  \"version\": " << kGraphFormatVersion << ",\n";
+  const NodeTypes& types = graph.types();
+  // Keys in each item sorted, as the files written by earlier versions (nlohmann's order).
+  list(
+      "node_types", types.size() - NodeTypes::kMix - 1,
+      [&](int64_t i) {
+        const NodeType& type = types[NodeTypes::kMix + 1 + i];
+        return "{\"inlets\":" + quoted_list(type.inlets) + ",\"name\":" + quoted(type.name) +
+               ",\"outlets\":" + quoted_list(type.outlets) + "}";
+      },
+      false);
+  const std::vector<NodeId> ids = graph.nodes();
+  list(
+      "nodes", int64_t(ids.size()),
+      [&](int64_t i) {
+        const Node& node = graph.node(ids[size_t(i)]);
+        std::string item = "{";
+        if (node.bypassed) item += "\"bypassed\":true,";
+        if (node.dry_wet) item += "\"dry_wet\":true,";
+        item += "\"id\":" + std::to_string(ids[size_t(i)]);
+        if (!node.name.empty()) item += ",\"name\":" + quoted(node.name);
+        return item + ",\"type\":" + quoted(types.name(node.type)) + "}";
+      },
+      false);
+  const std::vector<Edge> edges = graph.edges();
+  list(
+      "edges", int64_t(edges.size()),
+      [&](int64_t i) {
+        const Edge& e             = edges[size_t(i)];
+        const std::string& outlet = types[graph.node(e.source).type].outlets[size_t(e.outlet)];
+        const std::string& inlet  = types[graph.node(e.dest).type].inlets[size_t(e.inlet)];
+        std::string item          = "{\"dest\":" + std::to_string(e.dest);
+        if (inlet != "main") item += ",\"inlet\":" + quoted(inlet);
+        if (outlet != "main") item += ",\"outlet\":" + quoted(outlet);
+        return item + ",\"source\":" + std::to_string(e.source) + "}";
+      },
+      false);
+  out << "  \"next_id\": " << graph.next_id() << "\n}\n";
+}
+
+}  // namespace
+
+std::string graph_to_json(const Graph& graph) {
+  std::ostringstream text;
+  write_graph_json(graph, text);
+  return text.str();
 }
 
 Graph graph_from_json(const std::string& text, const std::string& origin,
@@ -248,7 +280,13 @@ Graph load_graph(const std::string& path, const NodeTypes& known_types) {
 }
 
 void save_graph(const Graph& graph, const std::string& path, bool overwrite) {
-  write_text_file(path, graph_to_json(graph), overwrite);
+  write_atomically(path, overwrite, [&](const std::string& temporary) {
+    std::ofstream out(temporary, std::ios::binary);
+    if (!out) throw IoError("grafx.io.unwritable", path + ": cannot be written");
+    write_graph_json(graph, out);
+    out.close();
+    if (!out) throw IoError("grafx.io.unwritable", path + ": write failed");
+  });
 }
 
 }  // namespace grafx

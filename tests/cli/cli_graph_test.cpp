@@ -75,6 +75,19 @@ TEST(CliGraph, ConsolesWithSendsAndSidechainsAreBuiltAndDrawn) {
   }
 }
 
+TEST(CliGraph, OutOfMemoryIsOneLineNotAnAbort) {
+  // A console of 100,000 tracks under a 700 MB address-space limit: once an abort (exit 134,
+  // a JSON value's destructor allocating while unwinding), now one line and exit 1.
+  testing::TempDir dir;
+  auto r = run_grafx({"console", "--tracks", "100000", "-o", dir.file("big.json")}, {},
+                     {"sh", "-c", "ulimit -v 700000 && exec \"$0\" \"$@\""});
+  if (r.exit_code == 127) GTEST_SKIP() << "the program cannot even start under the limit here";
+  if (r.exit_code == 0) GTEST_SKIP() << "the console fits in the limit on this machine";
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "grafx: error: [grafx.cli.out_of_memory] out of memory")) << r.err;
+  EXPECT_FALSE(testing::file_exists(dir.file("big.json")));
+}
+
 TEST(CliGraph, PrunedConsolesAndExplicitGroups) {
   testing::TempDir dir;
   auto r = run_grafx({"console", "--tracks", "5", "--groups", "0,1,1,0,2", "--chain", "egr",
