@@ -3,6 +3,7 @@
 #include "commands.h"
 
 #include <grafx/error.h>
+#include <grafx/files.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_json.h>
 #include <grafx/processors/registry.h>
@@ -73,7 +74,15 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "CPU threads for LibTorch (default: all cores, or $GRAFX_THREADS)")
       ->check(CLI::Range(1, 1024));
-  app.parse_complete_callback([&threads] { at::set_num_threads(threads); });
+  double max_input_mb = double(grafx::input_limit() >> 20);
+  app.add_option("--max-input-mb", max_input_mb,
+                 "Largest input read whole (graph, parameter and audio files), in MiB")
+      ->capture_default_str()
+      ->check(grafx::cli::finite_number(0, false));
+  app.parse_complete_callback([&threads, &max_input_mb] {
+    at::set_num_threads(threads);
+    grafx::set_input_limit(uint64_t(max_input_mb * 1048576.0));
+  });
   grafx::cli::add_console_command(app);
   grafx::cli::add_info_command(app);
   grafx::cli::add_draw_command(app);

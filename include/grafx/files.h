@@ -10,7 +10,18 @@
 
 namespace grafx {
 
-/// Reads a whole file; throws IoError [grafx.io.unreadable] naming the path and the reason.
+/// The largest input grafx reads whole (graph and parameter files; audio, counted as float32
+/// samples in memory), in bytes: 1 GiB unless changed (`grafx --max-input-mb`). Larger inputs,
+/// and endless ones such as /dev/zero, are refused with IoError [grafx.io.too_large] before
+/// memory runs out.
+uint64_t input_limit();
+void set_input_limit(uint64_t bytes);
+
+/// Throws IoError [grafx.io.too_large] naming `path` when `bytes` exceed input_limit().
+void check_input_size(const std::string& path, uint64_t bytes);
+
+/// Reads a whole file; throws IoError [grafx.io.unreadable] naming the path and the reason, and
+/// [grafx.io.too_large] past input_limit() (read in pieces, so endless files stop there).
 std::string read_text_file(const std::string& path);
 
 /// Throws IoError [grafx.io.exists] when `path` exists and `overwrite` is false, and

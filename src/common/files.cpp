@@ -15,16 +15,35 @@
 namespace grafx {
 namespace fs = std::filesystem;
 
+namespace {
+std::atomic<uint64_t> limit_bytes{uint64_t{1} << 30};
+}  // namespace
+
+uint64_t input_limit() { return limit_bytes; }
+void set_input_limit(uint64_t bytes) { limit_bytes = bytes; }
+
+void check_input_size(const std::string& path, uint64_t bytes) {
+  if (bytes > input_limit())
+    throw IoError("grafx.io.too_large",
+                  path + ": larger than the input limit of " + std::to_string(input_limit() >> 20) +
+                      " MiB; raise it with grafx --max-input-mb if this is intended");
+}
+
 std::string read_text_file(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw IoError("grafx.io.unreadable", path + ": is a folder, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError("grafx.io.unreadable", path + ": " + std::strerror(errno));
-  std::ostringstream s;
-  s << in.rdbuf();
+  if (fs::is_regular_file(path, ec)) check_input_size(path, fs::file_size(path, ec));
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, size_t(in.gcount()));
+    check_input_size(path, text.size());  // devices and pipes have no size to check first
+  }
   if (in.bad()) throw IoError("grafx.io.unreadable", path + ": read failed");
-  return s.str();
+  return text;
 }
 
 void check_writable(const std::string& path, bool overwrite) {

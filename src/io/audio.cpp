@@ -38,6 +38,7 @@ Audio read_audio(const std::string& path) {
   if (!file) throw IoError("grafx.io.unreadable", path + ": " + sf_strerror(nullptr));
   if (info.channels < 1 || info.frames < 0 || info.samplerate < 1)
     throw IoError("grafx.io.unreadable", path + ": not a usable audio file");
+  check_input_size(path, uint64_t(info.frames) * uint64_t(info.channels) * sizeof(float));
   at::Tensor interleaved = at::empty({int64_t(info.frames), int64_t(info.channels)}, at::kFloat);
   sf_count_t read        = sf_readf_float(file.get(), interleaved.data_ptr<float>(), info.frames);
   if (read != info.frames)

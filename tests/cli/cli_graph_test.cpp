@@ -2,8 +2,11 @@
 
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_json.h>
+#include <grafx/io/audio.h>
 
 #include "support/test_support.h"
+
+#include <ATen/ATen.h>
 
 #include <algorithm>
 
@@ -86,6 +89,30 @@ TEST(CliGraph, OutOfMemoryIsOneLineNotAnAbort) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "grafx: error: [grafx.cli.out_of_memory] out of memory")) << r.err;
   EXPECT_FALSE(testing::file_exists(dir.file("big.json")));
+}
+
+TEST(CliGraph, InputsAreBoundedBeforeTheyAreRead) {
+  testing::TempDir dir;
+  // An endless file stops at the limit instead of filling the memory.
+  auto r = run_grafx({"--max-input-mb", "2", "info", "/dev/zero"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err,
+                       "[grafx.io.too_large] /dev/zero: larger than the input limit of "
+                       "2 MiB; raise it with grafx --max-input-mb"))
+      << r.err;
+  ASSERT_EQ(run_grafx({"console", "--tracks", "200", "-o", dir.file("c.json")}).exit_code, 0);
+  r = run_grafx({"--max-input-mb", "0.1", "info", dir.file("c.json")});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.too_large] " + dir.file("c.json"))) << r.err;
+  EXPECT_EQ(run_grafx({"--max-input-mb", "10", "info", dir.file("c.json")}).exit_code, 0);
+  // Audio counts as the float32 samples it becomes: 1 s of stereo at 44.1 kHz is 345 KiB.
+  write_audio(dir.file("a.wav"), at::zeros({2, 44100}), 44100);
+  r = run_grafx(
+      {"--max-input-mb", "0.3", "process", "eq", "-i", dir.file("a.wav"), "-o", dir.file("b.wav")});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.too_large] " + dir.file("a.wav"))) << r.err;
+  EXPECT_FALSE(testing::file_exists(dir.file("b.wav")));
+  r = run_grafx({"--max-input-mb", "nan", "info", dir.file("c.json")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "--max-input-mb: expected a finite number above 0")) << r.err;
 }
 
 TEST(CliGraph, PrunedConsolesAndExplicitGroups) {
