@@ -184,7 +184,12 @@ void add_console_command(CLI::App& app) {
       prune.probability = random_pruning_rates();
       pruned = ", " + std::to_string(prune_randomly(console.graph, prune).size()) + " bypassed";
     }
-    if (!args->picture.empty()) check_writable(args->picture, args->force);
+    DrawOptions draw;
+    draw.strips = true;
+    if (!args->picture.empty()) {
+      check_drawable(console.graph, args->picture, draw);
+      check_writable(args->picture, args->force);
+    }
     save_graph(console.graph, args->output, args->force);
     std::cout << "console: " << args->n_tracks << " tracks, " << console.group_mixes.size()
               << " subgroups, ";
@@ -192,8 +197,6 @@ void add_console_command(CLI::App& app) {
     if (!options.sidechains.empty()) std::cout << options.sidechains.size() << " sidechains, ";
     std::cout << summary(console.graph) << pruned << " -> " << args->output << "\n";
     if (!args->picture.empty()) {
-      DrawOptions draw;
-      draw.strips = true;
       draw_graph(console.graph, args->picture, draw, args->force);
       std::cout << "picture: " << args->picture << "\n";
     }
@@ -249,6 +252,10 @@ void add_draw_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "Picture to write")->required();
   cmd->add_flag("--vertical", args->options.vertical, "Top to bottom instead of left to right");
   cmd->add_flag("--ids", args->options.show_ids, "Show node ids");
+  cmd->add_option("--max-nodes", args->options.max_nodes,
+                  "Largest graph to lay out as a picture (layout time grows fast)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--strips", args->options.strips,
                 "Box each strip: nodes named STRIP or STRIP.anything (a console's tracks, "
                 "subgroups and buses)");

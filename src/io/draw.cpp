@@ -166,15 +166,38 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
   return dot.str();
 }
 
-void draw_graph(const Graph& graph, const std::string& path, const DrawOptions& options,
-                bool overwrite) {
+namespace {
+
+std::string lower_extension(const std::string& path) {
   std::string extension = std::filesystem::path(path).extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(), ::tolower);
-  std::string dot = graph_to_dot(graph, options);
-  if (extension == ".dot" || extension == ".gv") return write_text_file(path, dot, overwrite);
+  return extension;
+}
+
+bool is_dot(const std::string& extension) { return extension == ".dot" || extension == ".gv"; }
+
+}  // namespace
+
+void check_drawable(const Graph& graph, const std::string& path, const DrawOptions& options) {
+  std::string extension = lower_extension(path);
+  if (is_dot(extension)) return;
   if (extension != ".svg" && extension != ".png" && extension != ".pdf")
     throw IoError("grafx.io.draw", path + ": unknown picture format \"" + extension +
                                        "\"; expected .svg, .png, .pdf or .dot");
+  if (graph.n_nodes() > options.max_nodes)
+    throw IoError("grafx.io.draw",
+                  path + ": " + std::to_string(graph.n_nodes()) +
+                      " nodes are more than a picture lays out in reasonable time (" +
+                      std::to_string(options.max_nodes) +
+                      "); write .dot, or raise the limit (grafx draw --max-nodes)");
+}
+
+void draw_graph(const Graph& graph, const std::string& path, const DrawOptions& options,
+                bool overwrite) {
+  check_drawable(graph, path, options);
+  std::string extension = lower_extension(path);
+  std::string dot       = graph_to_dot(graph, options);
+  if (is_dot(extension)) return write_text_file(path, dot, overwrite);
   std::string format = extension.substr(1);
 
   static std::mutex graphviz_mutex;  // Graphviz keeps global state

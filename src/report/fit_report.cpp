@@ -110,7 +110,16 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   save_graph(graph, path("console.json"), overwrite);
   DrawOptions picture;
   picture.strips = true;  // a console's tracks, subgroups and buses boxed and named
-  draw_graph(graph, path("console.svg"), picture, overwrite);
+  if (graph.n_nodes() <= picture.max_nodes)
+    draw_graph(graph, path("console.svg"), picture, overwrite);
+  else  // a picture would take too long to lay out: say so in its place
+    write_text_file(path("console.svg"),
+                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"480\" height=\"30\">"
+                    "<text x=\"4\" y=\"20\" font-family=\"Helvetica\" font-size=\"13\">" +
+                        std::to_string(graph.n_nodes()) +
+                        " nodes: too many to draw (grafx draw console.json --max-nodes N)</text>"
+                        "</svg>\n",
+                    overwrite);
   save_parameters(path("parameters.safetensors"), graph, fitter.parameters(), overwrite,
                   sample_rate);
   write_text_file(path("parameters.json"),

@@ -102,6 +102,20 @@ TEST(Draw, Errors) {
   EXPECT_GRAFX_ERROR(draw_graph(g, dir.file("g.svg")), "grafx.io.exists", "refusing to overwrite");
   EXPECT_NO_THROW(draw_graph(g, dir.file("g.svg"), {}, true));
   EXPECT_GRAFX_ERROR(draw_graph(g, dir.file("no/g.svg")), "grafx.io.unwritable", "does not exist");
+  // Too many nodes to lay out in reasonable time: refused at once (15,000 tracks once ran for
+  // hours); .dot text has no limit.
+  ConsoleOptions big;
+  big.n_tracks      = 1300;
+  Graph huge        = build_console(big).graph;
+  DrawOptions small = {};
+  EXPECT_GRAFX_ERROR(draw_graph(huge, dir.file("huge.svg")), "grafx.io.draw",
+                     std::to_string(huge.n_nodes()) +
+                         " nodes are more than a picture lays out in reasonable time (10000)");
+  EXPECT_FALSE(testing::file_exists(dir.file("huge.svg")));
+  EXPECT_NO_THROW(draw_graph(huge, dir.file("huge.dot")));
+  small.max_nodes = 50;
+  EXPECT_GRAFX_ERROR(check_drawable(g, dir.file("g.png"), small), "grafx.io.draw", "(50)");
+  EXPECT_NO_THROW(check_drawable(g, dir.file("g.dot"), small));
 }
 
 }  // namespace
