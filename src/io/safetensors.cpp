@@ -68,8 +68,11 @@ void save_safetensors(const std::string& path, const TensorDict& tensors,
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  const std::string bytes = read_text_file(path);
-  auto fail               = [&](const std::string& what) -> void {
+  return parse_safetensors(read_text_file(path), path);
+}
+
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& path) {
+  auto fail = [&](const std::string& what) -> void {
     throw IoError("grafx.io.format", path + ": " + what);
   };
   if (bytes.size() < 8)

@@ -26,5 +26,7 @@ void save_safetensors(const std::string& path, const TensorDict& tensors,
 /// and offsets that match and tile the data exactly. Throws IoError [grafx.io.format] naming the
 /// file and the tensor or field.
 SafetensorsFile load_safetensors(const std::string& path);
+/// The same from the bytes of a file in memory; `name` is the file named in errors.
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& name);
 
 }  // namespace grafx
