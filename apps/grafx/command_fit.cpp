@@ -152,7 +152,7 @@ void run_session(Fitter& fitter, Session& session) {
 void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
   cmd.add_option("--steps", options.n_steps, "Optimisation steps")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   cmd.add_option("--lr", options.optimizer.lr, "AdamW learning rate")
       ->capture_default_str()
       ->check(finite_number(0, false));
@@ -164,18 +164,19 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
       ->capture_default_str()
       ->check(finite_number(0, true));
   cmd.add_option("--seed", options.seed, "Seed of the initial parameters and the crops")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number(0));
   cmd.add_option("--reset-every", options.reset_optimizer_every,
                  "Reset the optimizer every N steps (0: never)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   cmd.add_option("--clip", options.max_gradient_norm, "Clip the gradient norm (0: off)")
       ->capture_default_str()
       ->check(finite_number(0, true));
   cmd.add_option("--checkpoint-every", session.checkpoint_every,
                  "Save a checkpoint every N steps (0: only at the end)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   cmd.add_flag("--resume", session.resume, "Continue the fit saved in the output folder");
   add_force_flag(cmd, session.force);
 }
@@ -314,7 +315,8 @@ void add_demo_command(CLI::App& app) {
                        "demo", "Fit a console to a synthesised song mixed by a hidden console (no files needed)");
   cmd->add_option("-o,--output", args->session.folder, "Output folder")->capture_default_str();
   cmd->add_option("--song-seed", args->demo.seed, "Seed of the song and the hidden console")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number(0));
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
     prepare_folder(args->session);

@@ -159,7 +159,7 @@ void add_console_command(CLI::App& app) {
   add_routing_options(*cmd, args->sends, args->sidechains);
   cmd->add_option("--prune-seed", args->prune_seed,
                   "Bypass processors at random (per-type ratios of the paper) with this seed")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0));
   cmd->add_flag("--dry-wet", args->dry_wet,
                 "Give every processor a learnable wet amount (the pruning paper's console)");
   cmd->add_option("-o,--output", args->output, "Graph file to write (.json)")->required();
@@ -255,7 +255,7 @@ void add_draw_command(CLI::App& app) {
   cmd->add_option("--max-nodes", args->options.max_nodes,
                   "Largest graph to lay out as a picture (layout time grows fast)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   cmd->add_flag("--strips", args->options.strips,
                 "Box each strip: nodes named STRIP or STRIP.anything (a console's tracks, "
                 "subgroups and buses)");

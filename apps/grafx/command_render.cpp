@@ -84,7 +84,9 @@ void add_render_command(CLI::App& app) {
       ->required();
   cmd->add_option("--params", args->parameters,
                   "Parameter file (.safetensors); default: initial parameters");
-  cmd->add_option("--seed", args->seed, "Seed of the initial parameters")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of the initial parameters")
+      ->capture_default_str()
+      ->check(whole_number(0));
   cmd->add_option("--method", args->method, "Schedule: one-by-one, greedy, beam or optimal")
       ->capture_default_str();
   cmd->add_option("--channels", args->channels, "Channels to render with")

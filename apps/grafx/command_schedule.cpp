@@ -48,10 +48,10 @@ void add_schedule_command(CLI::App& app) {
                   "(default: the console order, chain, mix, chain, mix)");
   cmd->add_option("--width", args->options.beam_width, "Beam width")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   cmd->add_option("--depth", args->options.beam_depth, "Beam look-ahead depth")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1));
   cmd->add_option("--budget", args->options.time_budget_s, "Time budget of the optimal search (s)")
       ->capture_default_str()
       ->check(finite_number(0, false));

@@ -59,6 +59,9 @@ std::string join(const std::vector<std::string>& items);
 /// A finite number above `min` (or at least `min` when `inclusive`), with a message saying so:
 /// refuses NaN and infinity, which CLI11's range checks let through or report as huge ranges.
 CLI::Validator finite_number(double min, bool inclusive);
+/// A whole number of at least `min`, with a message saying so (CLI11 would take "-1" for an
+/// unsigned option and wrap it around).
+CLI::Validator whole_number(int64_t min);
 /// Adds the usual "--force" flag (replace existing outputs) to a subcommand.
 CLI::Option* add_force_flag(CLI::App& command, bool& force);
 

@@ -52,6 +52,24 @@ CLI::Validator finite_number(double min, bool inclusive) {
       wanted);
 }
 
+CLI::Validator whole_number(int64_t min) {
+  std::string wanted = "a whole number of at least " + std::to_string(min);
+  return CLI::Validator(
+      [min, wanted](std::string& text) -> std::string {
+        size_t used     = 0;
+        long long value = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::logic_error&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || value < min)
+          return "expected " + wanted + ", but got \"" + text + "\"";
+        return "";
+      },
+      wanted);
+}
+
 CLI::Option* add_force_flag(CLI::App& command, bool& force) {
   return command.add_flag("-f,--force", force, "Replace output files that exist already");
 }
@@ -104,8 +122,19 @@ int main(int argc, char** argv) {
       threads = int(value);
     }
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, with a code like every other error (CLI11 adds a second line and its own exit
+    // codes above 100).
+    std::cerr << "grafx: error: ["
+              << "grafx.cli.arguments"
+              << "] " << e.what() << " (grafx --help, or grafx COMMAND --help)\n";
+    return 2;
   } catch (const std::bad_alloc&) {
     // No allocation here: the message is made of literals.
     std::cerr << "grafx: error: ["
