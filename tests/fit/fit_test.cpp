@@ -7,6 +7,7 @@
 #include <grafx/fit/multitrack.h>
 #include <grafx/graph/console.h>
 #include <grafx/render/parameters.h>
+#include <grafx/report/fit_report.h>
 
 #include "support/test_support.h"
 
@@ -199,6 +200,11 @@ TEST(Fit, NonFiniteStepsAreSkippedThenStop) {
   EXPECT_TRUE(fitter.history().back().skipped);
   EXPECT_TRUE(std::isnan(fitter.history().back().loss));
   EXPECT_EQ(fitter.optimizer().n_steps(), 0) << "no update was made";
+  // Its outputs are refused rather than written with non-finite audio.
+  testing::TempDir dir;
+  EXPECT_GRAFX_ERROR(write_fit_outputs(fitter, FitSummary{}, dir.path(), false),
+                     "grafx.fit.diverged", "renders non-finite samples");
+  EXPECT_FALSE(testing::file_exists(dir.file("mix.wav")));
 }
 
 TEST(Fit, OptimizerResetsAndGradientClipping) {

@@ -25,7 +25,8 @@ struct FitSummary {
 };
 
 /// Writes every file above into `folder` (which must exist), each atomically. Existing files
-/// are replaced only when `overwrite`.
+/// are replaced only when `overwrite`. Throws FitError [grafx.fit.diverged], writing nothing,
+/// when the fitted mix holds non-finite samples.
 void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const std::string& folder,
                        bool overwrite);
 
