@@ -14,8 +14,11 @@ using Conversion = ChannelConverter::Conversion;
 ProcessorDescriptor converter_descriptor(Conversion conversion, char letter, std::string summary) {
   auto d = ProcessorDescriptor::of<ChannelConverter>(
       ChannelConverter(ProcessorConfig(), conversion).name(), letter, conversion);
-  d.summary  = std::move(summary);
-  d.response = ResponsePicture::kStereoField;
+  d.summary    = std::move(summary);
+  d.grafx_name = conversion == Conversion::kMonoToStereo      ? "MonoToStereo"
+                 : conversion == Conversion::kStereoToMidSide ? "StereoToMidSide"
+                                                              : "MidSideToStereo";
+  d.response   = ResponsePicture::kStereoField;
   return d;
 }
 

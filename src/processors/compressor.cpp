@@ -62,14 +62,15 @@ ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoo
   ProcessorDescriptor d = ProcessorDescriptor::of<Dynamics>(
       Dynamics(ProcessorConfig(), curve, smoothing, detector).name(), letter, curve, smoothing,
       detector);
-  d.summary       = sidechain ? what +
+  d.summary  = sidechain ? what +
                               " keyed by its sidechain inlet (level detected there, gain "
-                                    "applied to main), attack/release ballistics"
-                    : ballistics ? what + " with attack/release ballistics on its level detector"
-                                 : what +
+                               "applied to main), attack/release ballistics"
+               : ballistics ? what + " with attack/release ballistics on its level detector"
+                            : what +
                                  ": level of the mid, one-pole smoothing, quadratic knee "
-                                       "(the paper's)";
-  d.response      = ResponsePicture::kStaticCurve;
+                                  "(the paper's)";
+  d.response = ResponsePicture::kStaticCurve;
+  if (!sidechain) d.grafx_name = gate ? "NoiseGate" : "Compressor";
   d.musical_prior = [gate, sidechain](const PriorContext& c) {
     return musical_dynamics(c, gate, sidechain && !gate);
   };

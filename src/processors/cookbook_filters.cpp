@@ -16,25 +16,28 @@ struct Shape {
   const char* frequency;  ///< physical name of the frequency
   bool gain;
   const char* summary;
+  const char* grafx_name;
 };
 
 constexpr Shape kShapes[] = {
     {CookbookShape::kLowpass, "lowpass", 'l', "cutoff_hz", false,
-     "cookbook low-pass biquad (12 dB/octave; −3 dB at the cutoff for q = 0.7071)"},
+     "cookbook low-pass biquad (12 dB/octave; −3 dB at the cutoff for q = 0.7071)",
+     "LowPassFilter"},
     {CookbookShape::kHighpass, "highpass", 'h', "cutoff_hz", false,
-     "cookbook high-pass biquad (12 dB/octave; −3 dB at the cutoff for q = 0.7071)"},
+     "cookbook high-pass biquad (12 dB/octave; −3 dB at the cutoff for q = 0.7071)",
+     "HighPassFilter"},
     {CookbookShape::kBandpass, "bandpass", 'p', "centre_hz", false,
-     "cookbook band-pass biquad with 0 dB at the centre"},
+     "cookbook band-pass biquad with 0 dB at the centre", "BandPassFilter"},
     {CookbookShape::kBandreject, "bandreject", 'x', "centre_hz", false,
-     "cookbook band-reject (notch) biquad"},
+     "cookbook band-reject (notch) biquad", "BandRejectFilter"},
     {CookbookShape::kAllpass, "allpass", 'a', "centre_hz", false,
-     "cookbook all-pass biquad (flat magnitude, phase −180° at the centre)"},
+     "cookbook all-pass biquad (flat magnitude, phase −180° at the centre)", "AllPassFilter"},
     {CookbookShape::kPeaking, "peaking", 'k', "centre_hz", true,
-     "cookbook peaking (bell) biquad: gain_db at the centre"},
+     "cookbook peaking (bell) biquad: gain_db at the centre", "PeakingFilter"},
     {CookbookShape::kLowShelf, "low_shelf", 'L', "cutoff_hz", true,
-     "cookbook low-shelf biquad: gain_db below the corner"},
+     "cookbook low-shelf biquad: gain_db below the corner", "LowShelf"},
     {CookbookShape::kHighShelf, "high_shelf", 'H', "cutoff_hz", true,
-     "cookbook high-shelf biquad: gain_db above the corner"},
+     "cookbook high-shelf biquad: gain_db above the corner", "HighShelf"},
 };
 
 const Shape& shape_of(CookbookShape shape) {
@@ -61,6 +64,7 @@ ProcessorDescriptor cookbook(CookbookShape shape) {
   const Shape& s  = shape_of(shape);
   auto d          = ProcessorDescriptor::of<CookbookFilter>(s.name, s.letter, shape);
   d.summary       = s.summary;
+  d.grafx_name    = s.grafx_name;
   d.response      = ResponsePicture::kMagnitude;
   d.musical_prior = musical_setting;
   return d;

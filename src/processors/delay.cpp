@@ -16,9 +16,10 @@ MultitapDelay::MultitapDelay(const ProcessorConfig& config)
       segment_(units::samples(kSegmentSeconds, config, "delay", "segment", 2 * kColourBins)) {}
 
 ProcessorDescriptor delay_descriptor() {
-  auto d     = ProcessorDescriptor::of<MultitapDelay>("delay", 'd');
-  d.summary  = "multitap delay: 20 taps per channel over 2 s, surrogate delays, coloured taps";
-  d.response = ResponsePicture::kImpulse;
+  auto d       = ProcessorDescriptor::of<MultitapDelay>("delay", 'd');
+  d.summary    = "multitap delay: 20 taps per channel over 2 s, surrogate delays, coloured taps";
+  d.grafx_name = "MultitapDelay";
+  d.response   = ResponsePicture::kImpulse;
   d.console_position    = 6;
   d.random_pruning_rate = 0.63;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)
   // The delay's pole angles are trained through a straight-through estimator, normalised.

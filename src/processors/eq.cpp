@@ -33,6 +33,7 @@ ProcessorDescriptor equalizer(std::string name, char letter, EqChannels channels
                               ResponsePicture response, std::string summary) {
   auto d                = ProcessorDescriptor::of<Equalizer>(std::move(name), letter, channels);
   d.summary             = std::move(summary);
+  d.grafx_name          = "ZeroPhaseFIREqualizer";
   d.response            = response;
   d.musical_prior       = musical_curve;
   d.gain_staging        = true;  // grafx-prune regularises its EQs' gain staging

@@ -34,6 +34,7 @@ at::Tensor taps_of(const at::Tensor& raw) {
 ProcessorDescriptor fir_eq_descriptor() {
   auto d          = ProcessorDescriptor::of<FirEqualizer>("fir_eq", 'f', FirEqOptions{});
   d.summary       = "zero-phase FIR EQ from 40 Bark-band gains (2047 taps, GRAFX's newer FIR EQ)";
+  d.grafx_name    = "NewZeroPhaseFIREqualizer";
   d.response      = ResponsePicture::kMagnitude;
   d.musical_prior = musical_bands;
   d.gain_staging  = true;
@@ -41,9 +42,10 @@ ProcessorDescriptor fir_eq_descriptor() {
 }
 
 ProcessorDescriptor fir_filter_descriptor() {
-  auto d     = ProcessorDescriptor::of<FirFilter>("fir_filter", 'F');
-  d.summary  = "learnable causal FIR of 1023 taps with unit energy (starts as the identity)";
-  d.response = ResponsePicture::kMagnitude;
+  auto d       = ProcessorDescriptor::of<FirFilter>("fir_filter", 'F');
+  d.summary    = "learnable causal FIR of 1023 taps with unit energy (starts as the identity)";
+  d.grafx_name = "FIRFilter";
+  d.response   = ResponsePicture::kMagnitude;
   return d;
 }
 

@@ -44,23 +44,26 @@ at::Tensor conjugate_pair(const at::Tensor& z) {
 }  // namespace
 
 ProcessorDescriptor biquad_descriptor() {
-  auto d     = ProcessorDescriptor::of<BiquadFilter>("biquad", 'B');
-  d.summary  = "biquad with free coefficients, its denominator inside the stability triangle";
-  d.response = ResponsePicture::kMagnitude;
+  auto d       = ProcessorDescriptor::of<BiquadFilter>("biquad", 'B');
+  d.summary    = "biquad with free coefficients, its denominator inside the stability triangle";
+  d.grafx_name = "BiquadFilter";
+  d.response   = ResponsePicture::kMagnitude;
   return d;
 }
 
 ProcessorDescriptor pole_zero_descriptor() {
-  auto d     = ProcessorDescriptor::of<PoleZeroFilter>("pole_zero", 'z');
-  d.summary  = "a conjugate pole pair (inside the unit circle) and zero pair, and a gain";
-  d.response = ResponsePicture::kMagnitude;
+  auto d       = ProcessorDescriptor::of<PoleZeroFilter>("pole_zero", 'z');
+  d.summary    = "a conjugate pole pair (inside the unit circle) and zero pair, and a gain";
+  d.grafx_name = "PoleZeroFilter";
+  d.response   = ResponsePicture::kMagnitude;
   return d;
 }
 
 ProcessorDescriptor state_variable_filter_descriptor() {
-  auto d     = ProcessorDescriptor::of<StateVariableFilter>("state_variable_filter", 'v');
-  d.summary  = "state-variable filter: a mix of its high-, band- and low-pass outputs";
-  d.response = ResponsePicture::kMagnitude;
+  auto d       = ProcessorDescriptor::of<StateVariableFilter>("state_variable_filter", 'v');
+  d.summary    = "state-variable filter: a mix of its high-, band- and low-pass outputs";
+  d.grafx_name = "StateVariableFilter";
+  d.response   = ResponsePicture::kMagnitude;
   return d;
 }
 

@@ -10,6 +10,7 @@ namespace grafx {
 ProcessorDescriptor gain_pan_descriptor() {
   auto d                = ProcessorDescriptor::of<GainPan>("gain_pan", 'g');
   d.summary             = "gain/pan: a gain per channel of a stereo signal";
+  d.grafx_name          = "StereoGain";
   d.response            = ResponsePicture::kStereoField;
   d.console_position    = 5;
   d.random_pruning_rate = 0.51;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)

@@ -49,6 +49,7 @@ ProcessorDescriptor graphic(std::string name, char letter, GraphicEqBands bands,
                             std::string summary) {
   auto d          = ProcessorDescriptor::of<GraphicEq>(std::move(name), letter, bands);
   d.summary       = std::move(summary);
+  d.grafx_name    = "GraphicEqualizer";
   d.response      = ResponsePicture::kMagnitude;
   d.musical_prior = musical_curve;
   d.gain_staging  = true;

@@ -50,7 +50,10 @@ std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate
   std::ostringstream s;
   s << std::left << std::setw(24) << descriptor.name << descriptor.letter << "  "
     << descriptor.summary << "\n"
-    << "  ports: " << join(processor->inlets()) << " -> " << join(processor->outlets()) << "\n";
+    << "  ports: " << join(processor->inlets()) << " -> " << join(processor->outlets())
+    << (descriptor.grafx_name.empty() ? std::string("; not in GRAFX")
+                                      : "; GRAFX: " + descriptor.grafx_name)
+    << "\n";
   for (const auto& spec : processor->parameter_specs()) {
     s << "  " << std::left << std::setw(20) << spec.name << std::setw(10) << shape_text(spec.shape)
       << spec.physical_name << " (" << spec.unit << "): " << spec.description << "\n";

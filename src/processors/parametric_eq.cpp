@@ -31,6 +31,7 @@ ProcessorDescriptor parametric(std::string name, char letter, EqChannels channel
                                ResponsePicture response, std::string summary) {
   auto d          = ProcessorDescriptor::of<ParametricEq>(std::move(name), letter, channels, 8);
   d.summary       = std::move(summary);
+  d.grafx_name    = "ParametricEqualizer";
   d.response      = response;
   d.musical_prior = musical_bands;
   d.gain_staging  = true;

@@ -24,6 +24,7 @@ NoiseReverb::NoiseReverb(const ProcessorConfig& config)
 ProcessorDescriptor reverb_descriptor() {
   auto d                = ProcessorDescriptor::of<NoiseReverb>("reverb", 'r');
   d.summary             = "reverb: 2 s of mid/side noise shaped by an STFT mask, energy-normalised";
+  d.grafx_name          = "STFTMaskedNoiseReverb";
   d.response            = ResponsePicture::kEnergyDecay;
   d.console_position    = 7;
   d.gain_staging        = true;  // grafx-prune regularises its reverbs' gain staging

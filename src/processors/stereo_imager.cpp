@@ -9,6 +9,7 @@ namespace grafx {
 ProcessorDescriptor stereo_imager_descriptor() {
   auto d                = ProcessorDescriptor::of<StereoImager>("stereo_imager", 's');
   d.summary             = "stereo imager: mid/side with a side gain";
+  d.grafx_name          = "SideGainImager";
   d.response            = ResponsePicture::kStereoField;
   d.console_position    = 4;
   d.random_pruning_rate = 0.86;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)

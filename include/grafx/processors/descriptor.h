@@ -79,6 +79,9 @@ struct ProcessorDescriptor {
   std::string name;     ///< node type name, e.g. "eq"
   char letter = 0;      ///< chain letter (consoles, drawings, schedules); unique, a-z or A-Z
   std::string summary;  ///< one line for listings
+  /// The GRAFX class it corresponds to (e.g. "Compressor"), for users coming from GRAFX; empty
+  /// for processors GRAFX has no counterpart of (crossovers, sidechain dynamics, sends).
+  std::string grafx_name;
   std::function<std::unique_ptr<Processor>(const ProcessorConfig&)> make;
   ResponsePicture response = ResponsePicture::kImpulse;
   /// Settings of hidden consoles (the demo, tests); empty: initial values.
