@@ -52,3 +52,9 @@ picture fir_eq fir_eq.svg --param gain_db=4,0,-3,0,6,0,-6
 picture fir_filter fir_filter.svg --param fir=0.5,0.2,0,-0.2,0
 picture crossover crossover.svg --param crossover_hz=800
 picture crossover_3band crossover_3band.svg --param crossover_hz=200,3000
+# Distortions (docs/processors/distortion.md).
+picture tanh_distortion tanh_distortion.svg --param drive_db=12
+picture piecewise_tanh_distortion piecewise_tanh_distortion.svg --param drive_db=6 \
+  --param hardness=3,0.5 --param threshold=0.4,0.7
+picture power_distortion power_distortion.svg --param weight=0,0.9,0,-0.2,0,0,0,0,0,0
+picture chebyshev_distortion chebyshev_distortion.svg --param weight=0,0.8,0.1,0.05,0,0,0,0,0,0

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <sstream>
@@ -48,8 +49,8 @@ std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate
                                bool detailed) {
   auto processor = descriptor.make({sample_rate});
   std::ostringstream s;
-  s << std::left << std::setw(24) << descriptor.name << descriptor.letter << "  "
-    << descriptor.summary << "\n"
+  s << descriptor.name << std::string(std::max<size_t>(1, 26 - descriptor.name.size()), ' ')
+    << descriptor.letter << "  " << descriptor.summary << "\n"
     << "  ports: " << join(processor->inlets()) << " -> " << join(processor->outlets())
     << (descriptor.grafx_name.empty() ? std::string("; not in GRAFX")
                                       : "; GRAFX: " + descriptor.grafx_name)

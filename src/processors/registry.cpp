@@ -8,6 +8,7 @@
 #include <grafx/processors/cookbook_filters.h>
 #include <grafx/processors/crossover.h>
 #include <grafx/processors/delay.h>
+#include <grafx/processors/distortion.h>
 #include <grafx/processors/eq.h>
 #include <grafx/processors/fir_filters.h>
 #include <grafx/processors/free_filters.h>
@@ -67,6 +68,10 @@ std::vector<ProcessorDescriptor> built_in() {
       mono_to_stereo_descriptor(),
       stereo_to_mid_side_descriptor(),
       mid_side_to_stereo_descriptor(),
+      tanh_distortion_descriptor(),
+      piecewise_tanh_distortion_descriptor(),
+      power_distortion_descriptor(),
+      chebyshev_distortion_descriptor(),
   };
 }
 

@@ -36,7 +36,7 @@ TEST(CliGraph, ConsoleInfoAndDraw) {
 
   r = run_grafx({"info", json});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "e  eq                      11")) << r.out;
+  EXPECT_TRUE(contains(r.out, "e  eq                        11")) << r.out;
   EXPECT_TRUE(contains(r.out, "valid"));
 
   r = run_grafx({"draw", json, "-o", dir.file("console.png"), "--vertical", "--ids"});

@@ -190,7 +190,7 @@ TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
     d.letter              = letter;
     return d;
   };
-  EXPECT_GRAFX_ERROR(register_processor(variant("test_gain", 'w')), "grafx.processor.registry",
+  EXPECT_GRAFX_ERROR(register_processor(variant("test_gain", 'O')), "grafx.processor.registry",
                      "the name is taken");
   EXPECT_GRAFX_ERROR(register_processor(variant("other", 'e')), "grafx.processor.registry",
                      "letter 'e' is taken by \"eq\"");
@@ -198,9 +198,9 @@ TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
                      "letter 'm' is the mix type's");
   EXPECT_GRAFX_ERROR(register_processor(variant("other", '7')), "grafx.processor.registry",
                      "expected a letter a-z or A-Z");
-  EXPECT_GRAFX_ERROR(register_processor(variant("other", 'w')), "grafx.processor.registry",
+  EXPECT_GRAFX_ERROR(register_processor(variant("other", 'O')), "grafx.processor.registry",
                      "its processor calls itself \"test_gain\"");
-  ProcessorDescriptor no_make = variant("other", 'w');
+  ProcessorDescriptor no_make = variant("other", 'O');
   no_make.make                = nullptr;
   EXPECT_GRAFX_ERROR(register_processor(no_make), "grafx.processor.registry",
                      "expected a make function");
@@ -215,7 +215,7 @@ TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
                   .about("a gain")};
     }
   };
-  EXPECT_GRAFX_ERROR(register_processor(ProcessorDescriptor::of<Ambiguous>("ambiguous", 'w')),
+  EXPECT_GRAFX_ERROR(register_processor(ProcessorDescriptor::of<Ambiguous>("ambiguous", 'O')),
                      "grafx.processor.registry", "needs a name other than its raw one");
 }
 
