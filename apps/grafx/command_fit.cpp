@@ -51,6 +51,15 @@ struct Session {
   FitSummary summary;
 };
 
+constexpr char kCheckpoint[] = "checkpoint.safetensors";
+
+/// Every file a fit writes in its folder: the outputs and the checkpoint.
+std::vector<std::string> fit_folder_files() {
+  std::vector<std::string> files = fit_output_files();
+  files.push_back(kCheckpoint);
+  return files;
+}
+
 /// Creates the output folder, or checks that an existing one may be used.
 void prepare_folder(const Session& session) {
   fs::path folder(session.folder);
@@ -69,10 +78,8 @@ void prepare_folder(const Session& session) {
     throw IoError("grafx.io.unwritable", session.folder + ": exists and is not a folder");
   if (session.resume) return;
   std::vector<fs::path> earlier;  // what an earlier fit wrote here
-  for (const auto& name : fit_output_files())
+  for (const auto& name : fit_folder_files())
     if (fs::exists(folder / name)) earlier.push_back(folder / name);
-  if (fs::exists(folder / "checkpoint.safetensors"))
-    earlier.push_back(folder / "checkpoint.safetensors");
   if (session.force) {
     // Removed now, so that an interrupted run never leaves a folder mixing two fits; only
     // grafx's own outputs, never other files.
@@ -91,7 +98,7 @@ void prepare_folder(const Session& session) {
 
 /// Fits with a live progress line, checkpoints and Ctrl-C handling, then writes the outputs.
 void run_session(Fitter& fitter, Session& session) {
-  const std::string checkpoint = session.folder + "/checkpoint.safetensors";
+  const std::string checkpoint = session.folder + "/" + kCheckpoint;
   session.summary.before       = fitter.evaluate();  // the initial console, also when resuming
   std::cout << "loss before fitting: " << std::fixed << std::setprecision(4)
             << session.summary.before.total.item<double>() << " (spectral difference "
@@ -288,9 +295,8 @@ void add_fit_command(CLI::App& app) {
     std::vector<std::string> inputs = args->tracks;
     inputs.push_back(args->mix);
     if (!args->graph.empty()) inputs.push_back(args->graph);
-    for (auto name : fit_output_files())
+    for (const auto& name : fit_folder_files())
       check_not_an_input(args->session.folder + "/" + name, inputs);
-    check_not_an_input(args->session.folder + "/checkpoint.safetensors", inputs);
     prepare_folder(args->session);  // only once everything has been checked
     args->session.summary.title       = "grafx fit: " + fs::path(args->mix).filename().string();
     args->session.summary.track_names = names;

@@ -93,9 +93,8 @@ void add_routing_options(CLI::App& command, std::vector<std::string>& sends,
 
 void parse_routing(const std::vector<std::string>& sends,
                    const std::vector<std::string>& sidechains, ConsoleOptions& options) {
-  std::vector<std::string> names = options.track_names;
-  for (int64_t t = int64_t(names.size()); t < options.n_tracks; ++t)
-    names.push_back("track" + std::to_string(t));
+  std::vector<std::string> names;
+  for (int64_t t = 0; t < options.n_tracks; ++t) names.push_back(options.track_name(t));
   auto fail = [](const std::string& option, const std::string& text, const std::string& what) {
     throw GraphError("grafx.graph.invalid_console", option + " \"" + text + "\": " + what);
   };

@@ -70,6 +70,11 @@ void check_not_an_input(const std::string& output, const std::vector<std::string
 
 namespace {
 
+/// The folder holding `path` ("." for a bare file name).
+fs::path folder_of(const fs::path& path) {
+  return path.parent_path().empty() ? fs::path(".") : path.parent_path();
+}
+
 /// Flushes a file or folder to the disk (best effort for folders, which some file systems
 /// cannot sync); throws for a file that cannot be synced.
 void sync_to_disk(const fs::path& path, bool folder, const std::string& what) {
@@ -90,7 +95,7 @@ void sync_to_disk(const fs::path& path, bool folder, const std::string& what) {
 void remove_stale_temporaries(const fs::path& target) {
   const std::string prefix = "." + target.stem().string() + ".tmp",
                     suffix = target.extension().string();
-  fs::path folder          = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const fs::path folder    = folder_of(target);
   std::error_code ec;
   for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
@@ -126,7 +131,7 @@ void write_atomically(const std::string& path, bool overwrite,
       throw IoError("grafx.io.exists", path + ": appeared while writing; not overwritten");
     fs::rename(temporary, target, ec);
     if (ec) throw IoError("grafx.io.unwritable", path + ": " + ec.message());
-    sync_to_disk(target.parent_path().empty() ? fs::path(".") : target.parent_path(), true, path);
+    sync_to_disk(folder_of(target), true, path);
   } catch (...) {
     std::error_code ignored;
     fs::remove(temporary, ignored);

@@ -6,6 +6,10 @@
 
 namespace grafx {
 
+std::string ConsoleOptions::track_name(int64_t t) const {
+  return track_names.empty() ? "track" + std::to_string(t) : track_names[size_t(t)];
+}
+
 std::vector<int64_t> ConsoleOptions::even_groups(int64_t n_tracks, int64_t n_groups) {
   if (n_groups < 1 || n_groups > n_tracks)
     throw GraphError("grafx.graph.invalid_console",
@@ -50,10 +54,6 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
     }
   };
   check_chain(options.chain, "a console chain");
-  auto track_name = [&](int64_t t) {
-    return options.track_names.empty() ? "track" + std::to_string(t)
-                                       : options.track_names[size_t(t)];
-  };
   auto check_track = [&](int64_t track, const std::string& where) {
     if (track < 0 || track >= options.n_tracks)
       fail(where + " names track " + std::to_string(track) + ", but the console has tracks 0 to " +
@@ -71,14 +71,14 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
     for (auto t = bus.tracks.begin(); t != bus.tracks.end(); ++t) {
       check_track(*t, where);
       if (std::find(bus.tracks.begin(), t, *t) != t)
-        fail(where + " lists track \"" + track_name(*t) + "\" twice");
+        fail(where + " lists track \"" + options.track_name(*t) + "\" twice");
     }
   }
   for (const SidechainRoute& route : options.sidechains) {
     check_track(route.track, "a sidechain");
     check_track(route.key, "a sidechain");
     if (route.track == route.key)
-      fail("a sidechain keys track \"" + track_name(route.track) +
+      fail("a sidechain keys track \"" + options.track_name(route.track) +
            "\" by itself (a compressor does that)");
     if (!types.contains(route.type)) fail("a sidechain uses unknown type \"" + route.type + "\"");
     TypeId id          = types.id(route.type);
@@ -110,12 +110,12 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
   // sidechains, subgroups, send buses, the master mix and the output.
   std::vector<NodeId> track_ends;
   for (int64_t t = 0; t < options.n_tracks; ++t)
-    console.inputs.push_back(g.add("in", track_name(t)));
+    console.inputs.push_back(g.add("in", options.track_name(t)));
   for (int64_t t = 0; t < options.n_tracks; ++t)
-    track_ends.push_back(add_chain(console.inputs[size_t(t)], track_name(t)));
+    track_ends.push_back(add_chain(console.inputs[size_t(t)], options.track_name(t)));
   for (const SidechainRoute& route : options.sidechains) {
-    NodeId node = g.add(route.type, track_name(route.track) + "." + route.type + " keyed by " +
-                                        track_name(route.key));
+    NodeId node = g.add(route.type, options.track_name(route.track) + "." + route.type +
+                                        " keyed by " + options.track_name(route.key));
     if (options.dry_wet) g.set_dry_wet(node);
     g.connect(track_ends[size_t(route.track)], node);
     g.connect(console.inputs[size_t(route.key)], node, "main", kSidechainInlet);
@@ -140,7 +140,7 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
     if (senders.empty())
       for (int64_t t = 0; t < options.n_tracks; ++t) senders.push_back(t);
     for (int64_t t : senders) {
-      NodeId send = g.add("send", track_name(t) + ".send to " + bus.name);
+      NodeId send = g.add("send", options.track_name(t) + ".send to " + bus.name);
       g.connect(track_ends[size_t(t)], send);
       g.connect(send, console.bus_mixes.back());
     }

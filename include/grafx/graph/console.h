@@ -59,6 +59,9 @@ struct ConsoleOptions {
   std::vector<SendBus> sends;
   std::vector<SidechainRoute> sidechains;
 
+  /// The name of track t: track_names[t], or "track<t>" without names.
+  std::string track_name(int64_t t) const;
+
   /// `n_tracks` tracks split into `n_groups` contiguous, near-equal subgroups.
   static std::vector<int64_t> even_groups(int64_t n_tracks, int64_t n_groups);
 };
