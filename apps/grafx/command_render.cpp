@@ -7,6 +7,7 @@
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/io/audio.h>
 #include <grafx/io/parameter_file.h>
+#include <grafx/render/chunked.h>
 #include <grafx/render/parameters.h>
 
 #include <ATen/ATen.h>
@@ -133,12 +134,12 @@ void add_render_command(CLI::App& app) {
             : file.parameters;
     ScheduleOptions schedule(parse_schedule_method(args->method));
     RenderPlan plan = make_render_plan(to_tensor(graph), schedule);
-    RenderOptions options;
-    options.check_finite         = !args->allow_non_finite;
-    options.check_finite_outputs = !args->allow_non_finite;
-    RenderResult result          = render(plan, processors, parameters, sources, options);
+    ChunkOptions chunks;  // memory flat with the song's length, the result the same
+    chunks.render.check_finite         = !args->allow_non_finite;
+    chunks.render.check_finite_outputs = !args->allow_non_finite;
+    at::Tensor rendered = render_in_chunks(plan, processors, parameters, sources, chunks);
     for (size_t i = 0; i < outputs.size(); ++i) {
-      at::Tensor y = result.outputs[int64_t(i)];
+      at::Tensor y = rendered[int64_t(i)];
       if (!y.isfinite().all().item<bool>())  // only with --allow-non-finite
         std::cerr << "grafx: warning: " << outputs[i] << " holds non-finite samples\n";
       double peak = y.abs().max().item<double>();

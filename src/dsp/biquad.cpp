@@ -3,6 +3,7 @@
 
 #include <grafx/dsp/biquad.h>
 #include <grafx/dsp/convolution.h>
+#include <grafx/dsp/recursion.h>
 
 #include "dsp/rows.h"
 
@@ -13,6 +14,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -488,6 +490,20 @@ std::pair<at::Tensor, at::Tensor> cookbook_biquad(CookbookShape shape, const at:
                                amplitude * (plus - minus * cs - slope)),
           section_coefficients(plus + minus * cs + slope, -2 * sign * (minus + plus * cs),
                                plus + minus * cs - slope)};
+}
+
+at::Tensor pole_radii(const at::Tensor& a) {
+  // z² + p·z + q with p = a1/a0, q = a2/a0: complex poles have radius √q, real ones
+  // (|p| ± √(p² − 4q))/2 in magnitude, the larger taken.
+  at::Tensor a0 = a.select(-1, 0), p = a.select(-1, 1) / a0, q = a.select(-1, 2) / a0;
+  at::Tensor discriminant = p * p - 4 * q;
+  return at::where(discriminant < 0, q.abs().sqrt(),
+                   (p.abs() + discriminant.clamp_min(0).sqrt()) / 2);
+}
+
+int64_t cascade_decay_samples(const at::Tensor& a, double tolerance) {
+  if (a.numel() == 0) return 0;
+  return to_samples(decay_samples_of(pole_radii(a.detach().to(at::kDouble)), tolerance).sum(-1));
 }
 
 namespace reference {

@@ -8,6 +8,8 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace grafx::dsp {
 namespace {
@@ -208,6 +210,23 @@ at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise,
                            per_row(alpha_fall, x, "ballistics: alpha_fall"),
                            per_row(initial, x, "ballistics: initial"))
       .view(x.sizes());
+}
+
+at::Tensor decay_samples_of(const at::Tensor& pole_radius, double tolerance) {
+  at::Tensor r = pole_radius.detach().to(at::kDouble).abs();
+  at::Tensor n = (std::log(tolerance) / r.log()).ceil().clamp_min(0);  // r = 0: 0
+  return at::where(r < 1, n, at::full_like(n, std::numeric_limits<double>::infinity()));
+}
+
+int64_t to_samples(const at::Tensor& n) {
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  if (n.numel() == 0) return 0;
+  const double longest = n.max().item<double>();
+  return longest < double(kNever) ? int64_t(longest) : kNever;  // NaN and ∞: never
+}
+
+int64_t decay_samples(const at::Tensor& pole_radius, double tolerance) {
+  return to_samples(decay_samples_of(pole_radius, tolerance));
 }
 
 namespace reference {

@@ -3,6 +3,7 @@
 #include <grafx/graph/graph_json.h>
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/io/safetensors.h>
+#include <grafx/render/chunked.h>
 #include <grafx/render/parameters.h>
 
 #include <ATen/ATen.h>
@@ -228,20 +229,36 @@ void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
   }
 }
 
-at::Tensor Fitter::render_mix() const {
-  c10::NoGradGuard no_grad;
+Parameters Fitter::detached_parameters() const {
   Parameters frozen;
   for (const auto& [type, named] : parameters_)
     for (const auto& [name, p] : named) frozen[type][name] = p.detach();
-  return render(plan_, processors_, frozen, tracks_).outputs[0];
+  return frozen;
+}
+
+at::Tensor Fitter::render_mix() const {
+  return render_in_chunks(plan_, processors_, detached_parameters(), tracks_)[0];
 }
 
 MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
-  c10::NoGradGuard no_grad;
   MixLossOptions whole = options_.loss;
   whole.skip_samples   = 0;
-  return MixLoss(whole).terms((fitted.defined() ? fitted : render_mix()).unsqueeze(0),
-                              mix_.unsqueeze(0));
+  MixLossStream stream = MixLoss(whole).stream(mix_.size(-1));
+  // In chunks, rendered or cut from `fitted`: the spectrograms of a whole song would not fit
+  // in memory (MixLossStream).
+  auto add = [&](int64_t start, const at::Tensor& mix) {
+    stream.add(mix, mix_.narrow(-1, start, mix.size(-1)));
+  };
+  ChunkOptions chunks;
+  if (!fitted.defined()) {
+    render_chunks(
+        plan_, processors_, detached_parameters(), tracks_,
+        [&](int64_t start, const at::Tensor& outputs) { add(start, outputs[0]); }, chunks);
+  } else {
+    for (int64_t start = 0; start < fitted.size(-1); start += chunks.chunk_samples)
+      add(start, fitted.narrow(-1, start, std::min(chunks.chunk_samples, fitted.size(-1) - start)));
+  }
+  return stream.finish();
 }
 
 std::map<std::string, std::string> Fitter::identity() const {

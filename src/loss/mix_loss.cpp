@@ -101,8 +101,12 @@ MixLossTerms MixLoss::terms(const at::Tensor& estimate, const at::Tensor& target
     log_distance.push_back(
         detail::log_magnitude_distance(x_mels[r], y_mels[r], {1, 2}).view({n_items, 4}));
   }
-  at::Tensor sc = at::stack(convergence), lm = at::stack(log_distance);  // R×B×4
-  at::Tensor per_channel = (sc + lm).mean(0);                            // B×4: d_L, d_R, d_M, d_S
+  return assemble(at::stack(convergence), at::stack(log_distance));
+}
+
+MixLossTerms MixLoss::assemble(const at::Tensor& convergence,
+                               const at::Tensor& log_distance) const {
+  at::Tensor per_channel = (convergence + log_distance).mean(0);  // B×4: d_L, d_R, d_M, d_S
   at::Tensor lr = per_channel.narrow(1, 0, 2).mean(1), mid = per_channel.select(1, 2),
              side = per_channel.select(1, 3);
   MixLossTerms terms;
@@ -112,41 +116,186 @@ MixLossTerms MixLoss::terms(const at::Tensor& estimate, const at::Tensor& target
   terms.lr                   = lr.mean();
   terms.mid                  = mid.mean();
   terms.side                 = side.mean();
-  terms.spectral_convergence = sc.mean(1);
-  terms.log_magnitude        = lm.mean(1);
+  terms.spectral_convergence = convergence.mean(1);
+  terms.log_magnitude        = log_distance.mean(1);
   return terms;
 }
 
+at::Tensor MixLoss::constant(const std::string& key, const at::Tensor& value,
+                             const at::Tensor& like) const {
+  return constants_->cache.get(key, like.options(), [&] { return value; });
+}
+
+at::Tensor MixLoss::four_channels(const at::Tensor& stereo) {
+  at::Tensor left = stereo.select(1, 0), right = stereo.select(1, 1);
+  return at::stack({left, right, left + right, left - right}, 1).view({-1, stereo.size(2)});
+}
+
+at::Tensor MixLoss::mel_frames(const at::Tensor& padded, size_t r) const {
+  const std::string key = std::to_string(r);
+  // ConstantCache holds dense tensors: cache the parts, assemble the sparse tensor per call.
+  const at::Tensor& filterbank = constants_->filterbanks[r];
+  at::Tensor indices =
+      constants_->cache.get("mel" + key + "/indices", padded.options().dtype(at::kLong),
+                            [&] { return filterbank.indices(); });
+  at::Tensor mel = at::sparse_coo_tensor(
+      indices, constant("mel" + key + "/values", filterbank.values(), padded), filterbank.sizes());
+  at::Tensor magnitude =
+      detail::frame_magnitudes(padded, constant("window" + key, constants_->windows[r], padded),
+                               constants_->resolutions[r].hop_size, options_.eps);
+  return detail::apply_filterbank(magnitude, mel);
+}
+
 std::vector<at::Tensor> MixLoss::mel_spectrograms(const at::Tensor& stereo) const {
-  auto constant = [&](const std::string& key, const at::Tensor& value) {
-    return constants_->cache.get(key, stereo.options(), [&] { return value; });
-  };
-  auto sparse_constant = [&](const std::string& key, const at::Tensor& value) {
-    // ConstantCache holds dense tensors: cache the parts, assemble the sparse tensor per call.
-    at::Tensor indices = constants_->cache.get(key + "/indices", stereo.options().dtype(at::kLong),
-                                               [&] { return value.indices(); });
-    return at::sparse_coo_tensor(indices, constant(key + "/values", value.values()), value.sizes());
-  };
   // A-weighting is linear, so filtering L and R before forming M and S equals filtering all four
   // channels, at half the cost. Zero-phase mode: the linear-phase FIR's centre tap is lag 0.
-  const int64_t length = stereo.size(2);
   at::Tensor x =
       options_.a_weighting
-          ? dsp::convolve(stereo, constant("a_weighting", constants_->a_weighting).view({1, 1, -1}),
+          ? dsp::convolve(stereo,
+                          constant("a_weighting", constants_->a_weighting, stereo).view({1, 1, -1}),
                           dsp::ConvolutionMode::kZeroPhase)
           : stereo;
-  at::Tensor left = x.select(1, 0), right = x.select(1, 1);
-  at::Tensor channels = at::stack({left, right, left + right, left - right}, 1).view({-1, length});
+  at::Tensor channels = four_channels(x);
   std::vector<at::Tensor> mels;
   for (size_t r = 0; r < constants_->resolutions.size(); ++r) {
-    const std::string key = std::to_string(r);
-    at::Tensor magnitude =
-        detail::stft_magnitude(channels, constant("window" + key, constants_->windows[r]),
-                               constants_->resolutions[r].hop_size, options_.eps);
-    mels.push_back(detail::apply_filterbank(
-        magnitude, sparse_constant("mel" + key, constants_->filterbanks[r])));
+    const int64_t half = constants_->resolutions[r].fft_size / 2;
+    mels.push_back(
+        mel_frames(at::reflection_pad1d(channels.unsqueeze(1), {half, half}).squeeze(1), r));
   }
   return mels;
+}
+
+// ---- the loss in chunks ---------------------------------------------------------------------
+
+MixLossStream MixLoss::stream(int64_t n_samples) const { return MixLossStream(*this, n_samples); }
+
+MixLossStream::MixLossStream(MixLoss loss, int64_t n_samples)
+    : loss_(std::move(loss)), n_samples_(n_samples) {
+  const MixLossOptions& o = loss_.options();
+  detail::check_length(n_samples, o.skip_samples,
+                       *std::max_element(o.fft_sizes.begin(), o.fft_sizes.end()), kWhat);
+  length_ = n_samples - o.skip_samples;
+  next_frame_.assign(o.fft_sizes.size(), 0);
+  count_.assign(o.fft_sizes.size(), 0);
+  difference_.resize(o.fft_sizes.size());
+  target_.resize(o.fft_sizes.size());
+  log_ratio_.resize(o.fft_sizes.size());
+}
+
+void MixLossStream::add(const at::Tensor& estimate, const at::Tensor& target) {
+  detail::check_signal_pair(estimate, target, kWhat);
+  auto fail = [](const std::string& message) {
+    throw LossError("grafx.loss.shape", std::string(kWhat) + " in chunks: " + message);
+  };
+  const bool stereo = (estimate.dim() == 2 || estimate.dim() == 3) && estimate.size(-2) == 2;
+  if (!stereo) {
+    std::ostringstream s;
+    s << "expected stereo chunks of shape B×2×T or 2×T, but got " << estimate.sizes();
+    fail(s.str());
+  }
+  const int64_t items = estimate.dim() == 3 ? estimate.size(0) : 1, n = estimate.size(-1);
+  if (n_items_ < 0) n_items_ = items, dtype_ = estimate.scalar_type();
+  if (items != n_items_ || estimate.scalar_type() != dtype_)
+    fail("expected every chunk to hold " + std::to_string(n_items_) + " item(s) of one type");
+  if (n > n_samples_ - seen_)
+    fail("expected " + std::to_string(n_samples_) + " samples in all, but got " +
+         std::to_string(seen_ + n));
+  // Samples before skip_samples are not part of the loss.
+  const int64_t skip = std::clamp<int64_t>(loss_.options().skip_samples - seen_, 0, n);
+  seen_ += n;
+  if (skip == n) return;
+  at::NoGradGuard no_grad;
+  at::Tensor both =
+      at::cat({estimate.detach().reshape({items, 2, n}), target.detach().reshape({items, 2, n})})
+          .narrow(2, skip, n - skip);
+  raw_ = raw_.defined() ? at::cat({raw_, both}, 2) : both;
+  received_ += n - skip;
+  compute_weighted();
+  compute_frames();
+}
+
+void MixLossStream::compute_weighted() {
+  const bool weighting = loss_.options_.a_weighting;
+  const int64_t half   = weighting ? loss_.constants_->a_weighting.size(0) / 2 : 0;
+  // Weighted sample j needs raw samples j − half … j + half (zero outside the signal).
+  const int64_t end = received_ == length_ ? length_ : std::max(weighted_end_, received_ - half);
+  if (end == weighted_end_) return;
+  at::Tensor fresh;
+  if (!weighting) {
+    fresh = raw_.narrow(2, weighted_end_ - raw_start_, end - weighted_end_);
+  } else {
+    const int64_t from = std::max<int64_t>(0, weighted_end_ - half),
+                  to   = std::min(received_, end + half);
+    at::Tensor window  = raw_.narrow(2, from - raw_start_, to - from);
+    window         = at::constant_pad_nd(window, {from - (weighted_end_ - half), end + half - to});
+    at::Tensor fir = loss_.constant("a_weighting", loss_.constants_->a_weighting, raw_);
+    // conv1d correlates: the flipped FIR convolves, its centre tap at lag 0.
+    fresh = at::conv1d(window.reshape({-1, 1, window.size(2)}), fir.flip(0).view({1, 1, -1}))
+                .view({raw_.size(0), 2, end - weighted_end_});
+  }
+  weighted_     = weighted_.defined() ? at::cat({weighted_, fresh}, 2) : fresh;
+  weighted_end_ = end;
+  // Keep the raw samples the next weighted ones need.
+  const int64_t keep = std::max(raw_start_, end - half);
+  raw_               = raw_.narrow(2, keep - raw_start_, received_ - keep);
+  raw_start_         = keep;
+}
+
+void MixLossStream::compute_frames() {
+  if (!weighted_.defined()) return;  // no weighted sample yet
+  const auto& resolutions = loss_.constants_->resolutions;
+  const bool complete     = weighted_end_ == length_;
+  int64_t oldest          = weighted_end_;  // the first weighted sample still needed
+  for (size_t r = 0; r < resolutions.size(); ++r) {
+    const int64_t hop = resolutions[r].hop_size, half = resolutions[r].fft_size / 2;
+    const int64_t n_frames = 1 + length_ / hop;
+    // Frame f covers [f·hop − half, f·hop + half), reflected at both ends of the signal (the
+    // reflection of −i is i, so the first frames need sample `half` too).
+    const int64_t ready     = complete ? n_frames
+                              : weighted_end_ > half
+                                  ? std::min(n_frames, (weighted_end_ - half - 1) / hop + 1)
+                                  : 0;
+    const int64_t per_block = std::max<int64_t>(1, (int64_t(1) << 16) / hop);
+    for (int64_t f0 = next_frame_[r]; f0 < ready; f0 += per_block) {
+      const int64_t f1 = std::min(ready, f0 + per_block);
+      at::Tensor index = at::arange(f0 * hop - half, (f1 - 1) * hop + half, at::kLong);
+      index            = at::where(index < 0, -index,
+                                   at::where(index >= length_, 2 * (length_ - 1) - index, index)) -
+              weighted_start_;
+      at::Tensor padded =
+          MixLoss::four_channels(weighted_.index_select(2, index.to(weighted_.device())));
+      at::Tensor mel     = loss_.mel_frames(padded, r).to(at::kDouble);  // [2·B·4, frames, bands]
+      const int64_t rows = n_items_ * 4;
+      at::Tensor x = mel.narrow(0, 0, rows), y = mel.narrow(0, rows, rows);
+      auto add_to = [](at::Tensor& sum, const at::Tensor& value) {
+        sum = sum.defined() ? sum + value : value;
+      };
+      add_to(difference_[r], (y - x).pow(2).sum({1, 2}));
+      add_to(target_[r], y.pow(2).sum({1, 2}));
+      add_to(log_ratio_[r], (y.log() - x.log()).abs().sum({1, 2}));
+      count_[r] += mel.size(1) * mel.size(2);
+    }
+    next_frame_[r] = std::max(next_frame_[r], ready);
+    oldest         = std::min(oldest, std::max<int64_t>(0, next_frame_[r] * hop - half - 1));
+  }
+  // Keep the weighted samples the remaining frames need (their reflections at the end included:
+  // those lie at or after each frame's first sample, less one).
+  oldest          = std::max(oldest, weighted_start_);
+  weighted_       = weighted_.narrow(2, oldest - weighted_start_, weighted_end_ - oldest);
+  weighted_start_ = oldest;
+}
+
+MixLossTerms MixLossStream::finish() const {
+  if (seen_ != n_samples_)
+    throw LossError("grafx.loss.shape", std::string(kWhat) + " in chunks: expected " +
+                                            std::to_string(n_samples_) + " samples, but got " +
+                                            std::to_string(seen_));
+  std::vector<at::Tensor> convergence, log_distance;  // per resolution, B×4
+  for (size_t r = 0; r < count_.size(); ++r) {
+    convergence.push_back((difference_[r] / target_[r]).sqrt().view({n_items_, 4}));
+    log_distance.push_back((log_ratio_[r] / double(count_[r])).view({n_items_, 4}));
+  }
+  return loss_.assemble(at::stack(convergence).to(dtype_), at::stack(log_distance).to(dtype_));
 }
 
 }  // namespace grafx

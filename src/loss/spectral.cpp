@@ -124,7 +124,12 @@ at::Tensor stft_magnitude(const at::Tensor& x, const at::Tensor& window, int64_t
                           double eps) {
   const int64_t fft_size = window.size(0);
   at::Tensor padded = at::reflection_pad1d(x.unsqueeze(1), {fft_size / 2, fft_size / 2}).squeeze(1);
-  at::Tensor frames = padded.unfold(-1, fft_size, hop_size) * window;
+  return frame_magnitudes(padded, window, hop_size, eps);
+}
+
+at::Tensor frame_magnitudes(const at::Tensor& padded, const at::Tensor& window, int64_t hop_size,
+                            double eps) {
+  at::Tensor frames = padded.unfold(-1, window.size(0), hop_size) * window;
   // sqrt(max(|X|², eps)) = max(|X|, √eps); the complex abs is twice as fast as squaring the parts.
   return at::abs(RealFft::apply(frames)).clamp_min(std::sqrt(eps));
 }

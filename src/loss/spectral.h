@@ -44,6 +44,11 @@ at::Tensor padded_hann_window(const StftResolution& resolution);
 at::Tensor stft_magnitude(const at::Tensor& x, const at::Tensor& window, int64_t hop_size,
                           double eps);
 
+/// The magnitudes of the frames of already padded `rows×T` signals (frame f = samples
+/// [f·hop, f·hop + fft_size)): `rows×frames×(fft_size/2+1)`, as stft_magnitude after its padding.
+at::Tensor frame_magnitudes(const at::Tensor& padded, const at::Tensor& window, int64_t hop_size,
+                            double eps);
+
 /// librosa.filters.mel(sr, n_fft, n_mels) with its defaults: triangles on the Slaney mel scale
 /// (linear below 1 kHz, logarithmic above) from 0 Hz to sample_rate / 2, each scaled by
 /// 2 / (upper − lower edge in Hz) so that every triangle has unit area in Hz.

@@ -184,4 +184,14 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
   return {{x * (gain / 2).exp()}, {}};
 }
 
+TemporalSupport Dynamics::temporal_support(const TensorDict& parameters) const {
+  // The level detector's recursion; with ballistics the slower of its two coefficients bounds
+  // the decay (two trajectories of it approach each other by at least that factor per sample).
+  at::Tensor alpha = smoothing_alpha(
+      parameters.at(smoothing_ == dsp::EnvelopeSmoothing::kOnePole ? "z_alpha" : "z_alpha_attack"));
+  if (smoothing_ == dsp::EnvelopeSmoothing::kBallistics)
+    alpha = at::maximum(alpha, smoothing_alpha(parameters.at("z_alpha_release")));
+  return TemporalSupport::causal(dsp::decay_samples(alpha, TemporalSupport::kDecayTolerance));
+}
+
 }  // namespace grafx

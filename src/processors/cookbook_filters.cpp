@@ -97,16 +97,24 @@ std::vector<ParameterSpec> CookbookFilter::parameter_specs() const {
   return specs;
 }
 
-ProcessorOutput CookbookFilter::forward(const std::vector<at::Tensor>& inputs,
-                                        const TensorDict& parameters) const {
-  check_arguments(inputs, parameters);
+std::pair<at::Tensor, at::Tensor> CookbookFilter::section(const TensorDict& parameters) const {
   const ParameterSpec frequency = parameter_specs().front();
   at::Tensor omega = units::omega(frequency.to_physical(parameters.at("frequency")), sample_rate_);
   at::Tensor q     = parameters.at("log_q").exp();
   auto gain        = parameters.find("log_gain");
   at::Tensor log_gain = gain == parameters.end() ? at::zeros_like(q) : gain->second;
-  auto [b, a]         = dsp::cookbook_biquad(shape_, omega, q, log_gain);  // N×1×3
+  return dsp::cookbook_biquad(shape_, omega, q, log_gain);  // N×1×3
+}
+
+ProcessorOutput CookbookFilter::forward(const std::vector<at::Tensor>& inputs,
+                                        const TensorDict& parameters) const {
+  check_arguments(inputs, parameters);
+  auto [b, a] = section(parameters);
   return {{dsp::biquad_cascade(inputs[0], b.unsqueeze(1), a.unsqueeze(1))}, {}};
+}
+
+TemporalSupport CookbookFilter::temporal_support(const TensorDict& parameters) const {
+  return units::biquad_support(section(parameters).second);
 }
 
 }  // namespace grafx

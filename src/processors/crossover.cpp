@@ -96,19 +96,16 @@ std::vector<ParameterSpec> Crossover::parameter_specs() const {
               .about("low/mid and mid/high crossover frequencies (increasing)")};
 }
 
-ProcessorOutput Crossover::forward(const std::vector<at::Tensor>& inputs,
-                                   const TensorDict& parameters) const {
-  check_arguments(inputs, parameters);
-  const at::Tensor& x = inputs[0];  // N×C×L
-  at::Tensor hz       = parameter_specs().front().to_physical(parameters.at("crossover"));
-  at::Tensor omega    = units::omega(hz, sample_rate_);  // N×(bands − 1)
+std::pair<at::Tensor, at::Tensor> Crossover::sections(const TensorDict& parameters) const {
+  at::Tensor hz    = parameter_specs().front().to_physical(parameters.at("crossover"));
+  at::Tensor omega = units::omega(hz, sample_rate_);  // N×(bands − 1)
   at::Tensor q = at::full_like(omega, M_SQRT1_2), zero = at::zeros_like(omega);
   auto section = [&](CookbookShape shape, int64_t crossover) {  // (b, a), each N×3
     return dsp::cookbook_biquad(shape, omega.select(1, crossover), q.select(1, crossover),
                                 zero.select(1, crossover));
   };
   auto identity = [&] {
-    at::Tensor one = at::zeros({x.size(0), 3}, omega.options());
+    at::Tensor one = at::zeros({omega.size(0), 3}, omega.options());
     one.select(1, 0).fill_(1.0);
     return std::make_pair(one, one);
   };
@@ -129,12 +126,23 @@ ProcessorOutput Crossover::forward(const std::vector<at::Tensor>& inputs,
     for (const auto& [b, a] : band) bs.push_back(b), as.push_back(a);
     b_bands.push_back(at::stack(bs, 1)), a_bands.push_back(at::stack(as, 1));  // N×K×3
   }
-  at::Tensor b = at::stack(b_bands, 1).unsqueeze(2), a = at::stack(a_bands, 1).unsqueeze(2);
+  return {at::stack(b_bands, 1).unsqueeze(2), at::stack(a_bands, 1).unsqueeze(2)};
+}
+
+ProcessorOutput Crossover::forward(const std::vector<at::Tensor>& inputs,
+                                   const TensorDict& parameters) const {
+  check_arguments(inputs, parameters);
+  const at::Tensor& x = inputs[0];  // N×C×L
+  auto [b, a]         = sections(parameters);
   at::Tensor split =
       dsp::biquad_cascade(x.unsqueeze(1).expand({x.size(0), n_bands_, x.size(1), x.size(2)}), b, a);
   std::vector<at::Tensor> outputs;
   for (int64_t band = 0; band < n_bands_; ++band) outputs.push_back(split.select(1, band));
   return {outputs, {}};
+}
+
+TemporalSupport Crossover::temporal_support(const TensorDict& parameters) const {
+  return units::biquad_support(sections(parameters).second);
 }
 
 }  // namespace grafx

@@ -97,4 +97,8 @@ ProcessorOutput MultitapDelay::forward(const std::vector<at::Tensor>& inputs,
   return {{dsp::convolve(x, ir, dsp::ConvolutionMode::kCausal)}, {{"radii", radii}}};
 }
 
+TemporalSupport MultitapDelay::temporal_support(const TensorDict&) const {
+  return TemporalSupport::causal(kSegments * segment_ - 1);  // the impulse response's length
+}
+
 }  // namespace grafx

@@ -103,4 +103,8 @@ ProcessorOutput Equalizer::forward(const std::vector<at::Tensor>& inputs,
   return {{dsp::from_mid_side(mid_side)}, {}};
 }
 
+TemporalSupport Equalizer::temporal_support(const TensorDict&) const {
+  return TemporalSupport::zero_phase(2 * kBins - 1);
+}
+
 }  // namespace grafx

@@ -107,4 +107,12 @@ ProcessorOutput FirFilter::forward(const std::vector<at::Tensor>& inputs,
   return {{dsp::convolve(inputs[0], taps, dsp::ConvolutionMode::kCausal)}, {}};
 }
 
+TemporalSupport FirEqualizer::temporal_support(const TensorDict&) const {
+  return TemporalSupport::zero_phase(2 * kBins - 1);
+}
+
+TemporalSupport FirFilter::temporal_support(const TensorDict&) const {
+  return TemporalSupport::causal(kTaps - 1);
+}
+
 }  // namespace grafx

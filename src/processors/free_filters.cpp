@@ -10,8 +10,10 @@ namespace grafx {
 namespace {
 
 /// One section per node on every channel: N×3 coefficients to N×1×1×3.
-ProcessorOutput filter(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a) {
-  return {{dsp::biquad_cascade(x, b.view({-1, 1, 1, 3}), a.view({-1, 1, 1, 3}))}, {}};
+ProcessorOutput filter(const at::Tensor& x, const std::pair<at::Tensor, at::Tensor>& section) {
+  return {{dsp::biquad_cascade(x, section.first.view({-1, 1, 1, 3}),
+                               section.second.view({-1, 1, 1, 3}))},
+          {}};
 }
 
 // biquad: the stability triangle.
@@ -90,12 +92,16 @@ std::vector<ParameterSpec> BiquadFilter::parameter_specs() const {
               .about("where a2 lies between its stability bounds |a1| − 1 (−1) and 1 (+1)")};
 }
 
+std::pair<at::Tensor, at::Tensor> BiquadFilter::section(const TensorDict& parameters) {
+  at::Tensor a1 = a1_of(parameters.at("z_a1")), a2 = a2_of(parameters.at("z_a2"), a1);
+  return {parameters.at("b") + at::tensor({1.0, 0.0, 0.0}, a1.options()),
+          dsp::section_coefficients(at::ones_like(a1), a1, a2)};
+}
+
 ProcessorOutput BiquadFilter::forward(const std::vector<at::Tensor>& inputs,
                                       const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  at::Tensor a1 = a1_of(parameters.at("z_a1")), a2 = a2_of(parameters.at("z_a2"), a1);
-  at::Tensor b = parameters.at("b") + at::tensor({1.0, 0.0, 0.0}, a1.options());
-  return filter(inputs[0], b, dsp::section_coefficients(at::ones_like(a1), a1, a2));
+  return filter(inputs[0], section(parameters));
 }
 
 std::vector<ParameterSpec> PoleZeroFilter::parameter_specs() const {
@@ -109,11 +115,15 @@ std::vector<ParameterSpec> PoleZeroFilter::parameter_specs() const {
               .about("real and imaginary part of the zero (and its conjugate)")};
 }
 
+std::pair<at::Tensor, at::Tensor> PoleZeroFilter::section(const TensorDict& parameters) {
+  return {conjugate_pair(parameters.at("zero")) * parameters.at("log_gain").exp(),
+          conjugate_pair(pole_of(parameters.at("z_pole")))};
+}
+
 ProcessorOutput PoleZeroFilter::forward(const std::vector<at::Tensor>& inputs,
                                         const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  at::Tensor b = conjugate_pair(parameters.at("zero")) * parameters.at("log_gain").exp();
-  return filter(inputs[0], b, conjugate_pair(pole_of(parameters.at("z_pole"))));
+  return filter(inputs[0], section(parameters));
 }
 
 std::vector<ParameterSpec> StateVariableFilter::parameter_specs() const {
@@ -128,9 +138,7 @@ std::vector<ParameterSpec> StateVariableFilter::parameter_specs() const {
           mix("lowpass_mix", 1.0, "low-pass")};
 }
 
-ProcessorOutput StateVariableFilter::forward(const std::vector<at::Tensor>& inputs,
-                                             const TensorDict& parameters) const {
-  check_arguments(inputs, parameters);
+std::pair<at::Tensor, at::Tensor> StateVariableFilter::section(const TensorDict& parameters) const {
   at::Tensor hz = parameter_specs().front().to_physical(parameters.at("frequency"));
   at::Tensor g = at::tan(units::omega(hz, sample_rate_) / 2), g2 = g * g;
   at::Tensor r2 = (-parameters.at("log_q")).exp();  // 2R = 1/Q
@@ -138,8 +146,25 @@ ProcessorOutput StateVariableFilter::forward(const std::vector<at::Tensor>& inpu
              lp = parameters.at("lowpass_mix");
   at::Tensor b =
       dsp::section_coefficients(hp + bp * g + lp * g2, 2 * lp * g2 - 2 * hp, hp - bp * g + lp * g2);
-  at::Tensor a = dsp::section_coefficients(1 + g2 + r2 * g, 2 * g2 - 2, 1 + g2 - r2 * g);
-  return filter(inputs[0], b, a);
+  return {b, dsp::section_coefficients(1 + g2 + r2 * g, 2 * g2 - 2, 1 + g2 - r2 * g)};
+}
+
+ProcessorOutput StateVariableFilter::forward(const std::vector<at::Tensor>& inputs,
+                                             const TensorDict& parameters) const {
+  check_arguments(inputs, parameters);
+  return filter(inputs[0], section(parameters));
+}
+
+TemporalSupport BiquadFilter::temporal_support(const TensorDict& parameters) const {
+  return units::biquad_support(section(parameters).second);
+}
+
+TemporalSupport PoleZeroFilter::temporal_support(const TensorDict& parameters) const {
+  return units::biquad_support(section(parameters).second);
+}
+
+TemporalSupport StateVariableFilter::temporal_support(const TensorDict& parameters) const {
+  return units::biquad_support(section(parameters).second);
 }
 
 }  // namespace grafx

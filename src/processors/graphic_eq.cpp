@@ -152,4 +152,8 @@ ProcessorOutput GraphicEq::forward(const std::vector<at::Tensor>& inputs,
   return {{dsp::biquad_cascade(inputs[0], b.unsqueeze(1), a.unsqueeze(1))}, {}};
 }
 
+TemporalSupport GraphicEq::temporal_support(const TensorDict& parameters) const {
+  return units::biquad_support(band_filters(filter_gains(parameters.at("log_gains"))).second);
+}
+
 }  // namespace grafx

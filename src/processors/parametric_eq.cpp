@@ -87,11 +87,7 @@ std::vector<ParameterSpec> ParametricEq::parameter_specs() const {
           units::gain_spec("log_gain", shape).about("gain of each shelf and bell" + filters)};
 }
 
-ProcessorOutput ParametricEq::forward(const std::vector<at::Tensor>& inputs,
-                                      const TensorDict& parameters) const {
-  check_arguments(inputs, parameters);
-  const at::Tensor x =
-      channels_ != EqChannels::kMono ? units::as_stereo(inputs[0], name()) : inputs[0];
+std::pair<at::Tensor, at::Tensor> ParametricEq::sections(const TensorDict& parameters) const {
   at::Tensor omega =
       units::omega(parameter_specs().front().to_physical(parameters.at("frequency")), sample_rate_);
   at::Tensor q = parameters.at("log_q").exp(), log_gain = parameters.at("log_gain");
@@ -105,8 +101,21 @@ ProcessorOutput ParametricEq::forward(const std::vector<at::Tensor>& inputs,
   auto [b_high, a_high] = design(dsp::CookbookShape::kHighShelf, n - 1, 1);
   at::Tensor b = at::cat({b_low, b_peak, b_high}, -2), a = at::cat({a_low, a_peak, a_high}, -2);
   if (channels_ == EqChannels::kMono) b = b.unsqueeze(1), a = a.unsqueeze(1);  // N×1×n×3
+  return {b, a};
+}
+
+ProcessorOutput ParametricEq::forward(const std::vector<at::Tensor>& inputs,
+                                      const TensorDict& parameters) const {
+  check_arguments(inputs, parameters);
+  const at::Tensor x =
+      channels_ != EqChannels::kMono ? units::as_stereo(inputs[0], name()) : inputs[0];
+  auto [b, a] = sections(parameters);
   if (channels_ != EqChannels::kMidSide) return {{dsp::biquad_cascade(x, b, a)}, {}};
   return {{dsp::from_mid_side(dsp::biquad_cascade(dsp::to_mid_side(x), b, a))}, {}};
+}
+
+TemporalSupport ParametricEq::temporal_support(const TensorDict& parameters) const {
+  return units::biquad_support(sections(parameters).second);
 }
 
 }  // namespace grafx

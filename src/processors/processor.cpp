@@ -6,6 +6,7 @@
 
 #include "common/tensors.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace grafx {
@@ -126,6 +127,22 @@ void Processor::check_arguments(const std::vector<at::Tensor>& inputs, const Ten
                                "\"; expected: " + (names.empty() ? "none" : names));
     }
   }
+}
+
+TemporalSupport TemporalSupport::causal(int64_t past_samples) {
+  return {std::min(std::max<int64_t>(past_samples, 0), kUnbounded), 0};
+}
+
+TemporalSupport TemporalSupport::zero_phase(int64_t n_taps) { return {n_taps / 2, n_taps / 2}; }
+
+TemporalSupport TemporalSupport::then(const TemporalSupport& next) const {
+  return {std::min(past_samples + next.past_samples, kUnbounded),
+          std::min(future_samples + next.future_samples, kUnbounded)};
+}
+
+TemporalSupport TemporalSupport::widest(const TemporalSupport& other) const {
+  return {std::max(past_samples, other.past_samples),
+          std::max(future_samples, other.future_samples)};
 }
 
 }  // namespace grafx

@@ -100,4 +100,8 @@ ProcessorOutput NoiseReverb::forward(const std::vector<at::Tensor>& inputs,
       {}};
 }
 
+TemporalSupport NoiseReverb::temporal_support(const TensorDict&) const {
+  return TemporalSupport::causal(length_ - 1);  // the impulse response's length
+}
+
 }  // namespace grafx

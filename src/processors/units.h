@@ -1,6 +1,7 @@
 #pragma once
 // Unit conversions and checks shared by processors (private to the library).
 
+#include <grafx/dsp/biquad.h>
 #include <grafx/error.h>
 #include <grafx/processors/processor.h>
 
@@ -12,6 +13,13 @@
 #include <vector>
 
 namespace grafx::units {
+
+/// The temporal support of biquad cascades with denominators `a` ([..., K, 3]): the time their
+/// impulse responses take to decay.
+inline TemporalSupport biquad_support(const at::Tensor& a) {
+  return TemporalSupport::causal(
+      dsp::cascade_decay_samples(a, TemporalSupport::kDecayTolerance));
+}
 
 /// Natural-log gain to decibels: 20·log10(e^g) = g·20/ln 10.
 inline at::Tensor log_gain_to_db(const at::Tensor& log_gain) {

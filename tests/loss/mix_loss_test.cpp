@@ -238,5 +238,81 @@ TEST(MixLoss, RejectsBadOptions) {
                      "weights");
 }
 
+// ---- in chunks ---------------------------------------------------------------------------
+
+/// The terms of `estimate` and `target` fed to a stream in chunks of `sizes` (cycled).
+MixLossTerms streamed(const MixLoss& loss, const at::Tensor& estimate, const at::Tensor& target,
+                      const std::vector<int64_t>& sizes) {
+  const int64_t n      = estimate.size(-1);
+  MixLossStream stream = loss.stream(n);
+  for (int64_t start = 0, i = 0; start < n; ++i) {
+    const int64_t size = std::min(sizes[size_t(i) % sizes.size()], n - start);
+    stream.add(estimate.narrow(-1, start, size), target.narrow(-1, start, size));
+    start += size;
+  }
+  return stream.finish();
+}
+
+void expect_terms_near(const MixLossTerms& a, const MixLossTerms& b, double tolerance) {
+  auto near = [&](const at::Tensor& x, const at::Tensor& y, const char* what) {
+    EXPECT_LE((x - y).abs().max().item<double>(), tolerance * y.abs().max().item<double>())
+        << what << ": " << x << " vs " << y;
+  };
+  near(a.total, b.total, "total");
+  near(a.per_item, b.per_item, "per_item");
+  near(a.lr, b.lr, "lr");
+  near(a.mid, b.mid, "mid");
+  near(a.side, b.side, "side");
+  near(a.spectral_convergence, b.spectral_convergence, "spectral_convergence");
+  near(a.log_magnitude, b.log_magnitude, "log_magnitude");
+}
+
+TEST(MixLossStream, ChunksOfAnySizeGiveTheWholeSignalsTerms) {
+  // 20480 samples: a multiple of every hop, so the last frames reach past the end (reflection).
+  for (int64_t n : {int64_t(20480), int64_t(19999)}) {
+    at::Tensor x = at::cat({estimate_signal(n), 0.5 * target_signal(n)});  // B = 2
+    at::Tensor y = at::cat({target_signal(n), estimate_signal(n)});
+    MixLoss loss;
+    MixLossTerms whole = loss.terms(x, y);
+    for (const auto& sizes :
+         std::vector<std::vector<int64_t>>{{n}, {5000}, {777}, {1, 2, 3, 1000}, {30, 4096}}) {
+      SCOPED_TRACE("n " + std::to_string(n) + ", first chunk " + std::to_string(sizes[0]));
+      expect_terms_near(streamed(loss, x, y, sizes), whole, 1e-10);
+    }
+  }
+}
+
+TEST(MixLossStream, SkipAcrossChunksWithoutAWeightingAndInFloat32) {
+  const int64_t n = 15000;
+  at::Tensor x = estimate_signal(n), y = target_signal(n);
+  MixLossOptions options;
+  options.skip_samples = 3500;  // spans several chunks
+  MixLoss skipping(options);
+  expect_terms_near(streamed(skipping, x, y, {1000}), skipping.terms(x, y), 1e-10);
+  options.a_weighting = false;
+  MixLoss plain(options);
+  expect_terms_near(streamed(plain, x[0], y[0], {2345}), plain.terms(x[0], y[0]), 1e-10);  // 2×T
+  MixLoss loss;
+  at::Tensor xf = x.to(at::kFloat), yf = y.to(at::kFloat);
+  expect_terms_near(streamed(loss, xf, yf, {3000}), loss.terms(xf, yf), 2e-5);
+  EXPECT_EQ(streamed(loss, xf, yf, {3000}).total.scalar_type(), at::kFloat);
+}
+
+TEST(MixLossStream, RejectsChunksThatDoNotAddUp) {
+  MixLoss loss;
+  at::Tensor x = estimate_signal(10000), y = target_signal(10000);
+  MixLossStream stream = loss.stream(10000);
+  stream.add(x.narrow(-1, 0, 6000), y.narrow(-1, 0, 6000));
+  EXPECT_GRAFX_ERROR(stream.finish(), "grafx.loss.shape", "expected 10000 samples, but got 6000");
+  EXPECT_GRAFX_ERROR(stream.add(x.narrow(-1, 0, 5000), y.narrow(-1, 0, 5000)), "grafx.loss.shape",
+                     "expected 10000 samples in all, but got 11000");
+  EXPECT_GRAFX_ERROR(
+      stream.add(at::cat({x, x}).narrow(-1, 0, 10), at::cat({y, y}).narrow(-1, 0, 10)),
+      "grafx.loss.shape", "1 item(s)");
+  EXPECT_GRAFX_ERROR(stream.add(x.narrow(-1, 0, 10), y.narrow(-1, 0, 10).to(at::kFloat)),
+                     "grafx.loss.dtype", "");
+  EXPECT_GRAFX_ERROR(loss.stream(1000), "grafx.loss.too_short", "");
+}
+
 }  // namespace
 }  // namespace grafx

@@ -107,6 +107,34 @@ TEST_P(ProcessorContract, AMonoSignalAndItsDualMonoStereoGiveTheSameResult) {
     EXPECT_TRUE(at::allclose(loss, b.aux_losses.at(key), 1e-9, 1e-12)) << key;
 }
 
+TEST_P(ProcessorContract, AChunkWidenedByTheTemporalSupportEqualsTheWholeSignal) {
+  // What chunked rendering (render/chunked.h) relies on: output samples [s, e) computed from
+  // the inputs [s − past, e + future) alone are those of the whole signal.
+  const int64_t length = 3 * kSampleRate;  // longer than the 2 s reverb and delay
+  Case c               = make_case(GetParam(), 3, length, at::kDouble, 6);
+  const TemporalSupport support = c.processor->temporal_support(c.parameters);
+  ASSERT_GE(support.past_samples, 0);
+  ASSERT_GE(support.future_samples, 0);
+  ProcessorOutput whole = c.processor->forward(c.inputs, c.parameters);
+  for (auto [start, end] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, 500}, {kSampleRate, kSampleRate + 1000}, {length - 700, length}}) {
+    const int64_t first = std::max<int64_t>(0, start - support.past_samples);
+    const int64_t last  = std::min(length, end + support.future_samples);
+    std::vector<at::Tensor> inputs;
+    for (const auto& x : c.inputs) inputs.push_back(x.narrow(2, first, last - first));
+    ProcessorOutput part = c.processor->forward(inputs, c.parameters);
+    for (size_t o = 0; o < whole.outputs.size(); ++o) {
+      at::Tensor expected = whole.outputs[o].narrow(2, start, end - start);
+      at::Tensor got      = part.outputs[o].narrow(2, start - first, end - start);
+      const double scale  = whole.outputs[o].abs().max().item<double>();
+      EXPECT_LE((got - expected).abs().max().item<double>(), 1e-7 * scale)
+          << "outlet " << o << ", samples [" << start << ", " << end << ") from [" << first
+          << ", " << last << "): support " << support.past_samples << " past, "
+          << support.future_samples << " future";
+    }
+  }
+}
+
 TEST_P(ProcessorContract, Deterministic) {
   Case c = make_case(GetParam(), 2, 800, at::kFloat, 3);
   auto a = c.processor->forward(c.inputs, c.parameters);

@@ -44,6 +44,9 @@ class TestGain : public Processor {
     at::Tensor gain = (parameters.at("gain_db") * (std::log(10.0) / 20)).exp().unsqueeze(-1);
     return {{inputs[0] * gain}, {}};
   }
+  TemporalSupport temporal_support(const TensorDict&) const override {
+    return TemporalSupport::pointwise();
+  }
 };
 
 ProcessorDescriptor test_gain_descriptor() {

@@ -63,6 +63,11 @@ class TestProcessor : public Processor {
     }
     return {};
   }
+  TemporalSupport temporal_support(const TensorDict&) const override {
+    // The linear and split kinds read the sample before.
+    return kind_ == TestKind::kLinear || kind_ == TestKind::kSplit ? TemporalSupport::causal(1)
+                                                                   : TemporalSupport::pointwise();
+  }
 
  private:
   std::string name_;

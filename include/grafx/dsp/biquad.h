@@ -61,6 +61,13 @@ enum class CookbookShape {
   kHighShelf,
 };
 
+/// The larger pole radius of each section: `[..., K]` from denominators `[..., K, 3]`.
+at::Tensor pole_radii(const at::Tensor& a);
+/// Samples after which the cascades' impulse responses have decayed below `tolerance`: the sum
+/// over sections of each one's decay_samples (a cascade's response is their convolution), the
+/// largest over the rows.
+int64_t cascade_decay_samples(const at::Tensor& a, double tolerance);
+
 /// The cookbook's coefficients (b, a), each `[..., 3]`, from the centre or corner frequency
 /// `omega` = 2π·f0/fs (rad/sample), the cookbook's Q and, for peaking and shelves, `log_gain`,
 /// the natural log of the linear gain at the centre or on the shelf (the cookbook's A is

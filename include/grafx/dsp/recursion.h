@@ -45,6 +45,15 @@ at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha);
 at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise,
                       const at::Tensor& alpha_fall, const at::Tensor& initial);
 
+/// Samples after which a recursion whose slowest pole has radius `pole_radius` (any shape; the
+/// largest element counts) has decayed below `tolerance` of its start: ⌈ln tolerance / ln r⌉,
+/// 0 for r = 0, the largest int64 for r ≥ 1 (or NaN) that never decays.
+int64_t decay_samples(const at::Tensor& pole_radius, double tolerance);
+/// The same per element, in double precision (∞ where a pole never decays).
+at::Tensor decay_samples_of(const at::Tensor& pole_radius, double tolerance);
+/// The largest of such counts as samples (the largest int64 for ∞ or NaN; 0 when empty).
+int64_t to_samples(const at::Tensor& decay_samples);
+
 /// Plain sample-by-sample loops in double precision, without autograd: the references the
 /// tests compare the kernels with.
 namespace reference {

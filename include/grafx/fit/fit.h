@@ -85,10 +85,12 @@ class Fitter {
   /// The target mix (C×L).
   const at::Tensor& target() const { return mix_; }
 
-  /// The whole song rendered with the current parameters (C×L), without gradients.
+  /// The whole song rendered with the current parameters (C×L), without gradients, in chunks
+  /// (render/chunked.h): memory beyond the mix itself stays flat with the song's length.
   at::Tensor render_mix() const;
   /// The mix-matching loss of the whole song (no warm-up skip), with its terms; of `fitted`
-  /// when given (a render_mix() the caller has already made), else of a fresh render.
+  /// when given (a render_mix() the caller has already made), else of a fresh render. Both
+  /// in chunks (MixLossStream): a 10-minute song evaluates in well under 1 GB.
   MixLossTerms evaluate(const at::Tensor& fitted = {}) const;
 
   /// Writes the parameters, the optimizer's state and the history (safetensors, atomically).
@@ -98,6 +100,8 @@ class Fitter {
   void load_checkpoint(const std::string& path);
 
  private:
+  /// The current parameters without gradients.
+  Parameters detached_parameters() const;
   /// Where step `step`'s crop starts: a function of the seed and the step alone, so that a
   /// resumed fit sees the same crops as an uninterrupted one.
   int64_t crop_start(int64_t step) const;

@@ -31,6 +31,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace grafx {
@@ -61,6 +62,8 @@ struct MixLossTerms {
   at::Tensor log_magnitude;  ///< [resolutions, 4]: mean |log Y − log X|
 };
 
+class MixLossStream;
+
 class MixLoss {
  public:
   /// Throws LossError [grafx.loss.options] for invalid options (no or too small FFT sizes,
@@ -76,14 +79,67 @@ class MixLoss {
 
   const MixLossOptions& options() const { return options_; }
 
+  /// A stream for the loss of signals of `n_samples` samples fed in chunks (MixLossStream).
+  MixLossStream stream(int64_t n_samples) const;
+
  private:
+  friend class MixLossStream;
   struct Constants;
   /// Mel magnitudes of the L, R, M, S channels of B×2×T signals: one [B·4, frames, n_mels]
   /// per resolution, each from one batched STFT.
   std::vector<at::Tensor> mel_spectrograms(const at::Tensor& stereo) const;
+  /// The L, R, M, S channels of B×2×T signals as [B·4, T].
+  static at::Tensor four_channels(const at::Tensor& stereo);
+  /// Mel magnitudes [rows, frames, n_mels] of padded [rows, T] signals at resolution r.
+  at::Tensor mel_frames(const at::Tensor& padded, size_t r) const;
+  /// A cached constant in the dtype and device of `like`.
+  at::Tensor constant(const std::string& key, const at::Tensor& value,
+                      const at::Tensor& like) const;
+  /// The terms from spectral convergence and log distances, each [R, B, 4].
+  MixLossTerms assemble(const at::Tensor& convergence, const at::Tensor& log_distance) const;
 
   MixLossOptions options_;
   std::shared_ptr<Constants> constants_;  // windows, filterbanks, FIR; shared by copies
+};
+
+/// The mix loss of signals too long to hold their spectrograms (a whole song), fed in
+/// consecutive chunks of any sizes: equal to MixLoss::terms of the whole signals up to float
+/// rounding, in memory bounded by the chunk and the largest FFT size, not by the song's length.
+/// It keeps the few thousand samples that frames overlapping the next chunk need, and sums the
+/// distances' parts (squared differences and targets, absolute log ratios) in double precision.
+/// Without gradients.
+///
+///   MixLossStream stream = loss.stream(n_samples);      // the signals' whole length
+///   stream.add(estimate.narrow(-1, 0, 1000), target.narrow(-1, 0, 1000));
+///   stream.add(estimate.narrow(-1, 1000, n_samples - 1000), ...);
+///   MixLossTerms terms = stream.finish();               // = loss.terms(estimate, target)
+class MixLossStream {
+ public:
+  /// Throws what MixLoss::terms throws for signals of `n_samples` samples.
+  MixLossStream(MixLoss loss, int64_t n_samples);
+  /// The next samples of both signals (B×2×T or 2×T, the same B every time). Throws LossError
+  /// [grafx.loss.shape] for a shape unlike the earlier chunks' or more samples than announced,
+  /// [grafx.loss.dtype] for mismatched types.
+  void add(const at::Tensor& estimate, const at::Tensor& target);
+  /// The loss, once all n_samples have come (LossError [grafx.loss.shape] if not).
+  MixLossTerms finish() const;
+
+ private:
+  void compute_weighted();  // the A-weighted samples that the received ones determine
+  void compute_frames();    // the frames whose samples are all known
+
+  MixLoss loss_;
+  int64_t n_samples_, length_;  // all samples; those after skip_samples (the loss's)
+  int64_t n_items_ = -1;        // B
+  int64_t seen_    = 0;         // samples added so far, skipped ones included
+  at::Tensor raw_;              // [2B, 2, ·]: estimates then targets, from raw_start_
+  int64_t raw_start_ = 0, received_ = 0;
+  at::Tensor weighted_;  // the same A-weighted, from weighted_start_ to weighted_end_
+  int64_t weighted_start_ = 0, weighted_end_ = 0;
+  at::ScalarType dtype_ = at::kFloat;
+  std::vector<int64_t> next_frame_;                          // per resolution
+  std::vector<at::Tensor> difference_, target_, log_ratio_;  // per resolution, [B·4] double
+  std::vector<int64_t> count_;                               // per resolution: frames × bands
 };
 
 }  // namespace grafx

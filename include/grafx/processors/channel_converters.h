@@ -34,6 +34,9 @@ class ChannelConverter : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override { return {}; }
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict&) const override {
+    return TemporalSupport::pointwise();
+  }
 
  private:
   Conversion conversion_;

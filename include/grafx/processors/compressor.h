@@ -64,6 +64,7 @@ class Dynamics : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
  private:
   Curve curve_;

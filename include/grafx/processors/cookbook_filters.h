@@ -49,8 +49,11 @@ class CookbookFilter : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
  private:
+  /// The section's coefficients (b, a), each N×1×3.
+  std::pair<at::Tensor, at::Tensor> section(const TensorDict& parameters) const;
   SampleRate sample_rate_;
   dsp::CookbookShape shape_;
 };

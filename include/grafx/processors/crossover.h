@@ -36,8 +36,11 @@ class Crossover : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
  private:
+  /// Each band's cascade (b, a), each N×bands×1×K×3.
+  std::pair<at::Tensor, at::Tensor> sections(const TensorDict& parameters) const;
   SampleRate sample_rate_;
   int64_t n_bands_;
 };

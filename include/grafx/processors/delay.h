@@ -49,6 +49,7 @@ class MultitapDelay : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
   /// The stereo impulse responses N×2×K (energy-normalised) and the radii loss [N].
   std::pair<at::Tensor, at::Tensor> impulse_responses(const TensorDict& parameters) const;

@@ -43,6 +43,9 @@ class Distortion : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict&) const override {
+    return TemporalSupport::pointwise();
+  }
 
  private:
   Curve curve_;

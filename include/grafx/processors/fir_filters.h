@@ -52,6 +52,7 @@ class FirEqualizer : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
  private:
   SampleRate sample_rate_;
@@ -68,6 +69,7 @@ class FirFilter : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
 };
 
 }  // namespace grafx

@@ -53,6 +53,11 @@ class BiquadFilter : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
+
+ private:
+  /// The section's coefficients (b, a), each N×3.
+  static std::pair<at::Tensor, at::Tensor> section(const TensorDict& parameters);
 };
 
 class PoleZeroFilter : public Processor {
@@ -62,6 +67,11 @@ class PoleZeroFilter : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
+
+ private:
+  /// The section's coefficients (b, a), each N×3.
+  static std::pair<at::Tensor, at::Tensor> section(const TensorDict& parameters);
 };
 
 class StateVariableFilter : public Processor {
@@ -71,8 +81,11 @@ class StateVariableFilter : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
  private:
+  /// The section's coefficients (b, a), each N×3.
+  std::pair<at::Tensor, at::Tensor> section(const TensorDict& parameters) const;
   SampleRate sample_rate_;
 };
 

@@ -44,6 +44,7 @@ class GraphicEq : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
   /// Centre frequencies and bandwidths in Hz of the bands kept at this sample rate.
   const std::vector<double>& centres_hz() const { return centres_hz_; }
   const std::vector<double>& bandwidths_hz() const { return bandwidths_hz_; }

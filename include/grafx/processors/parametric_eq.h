@@ -38,8 +38,11 @@ class ParametricEq : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
  private:
+  /// The shelves' and bells' cascade (b, a), each N×C×(peaks + 2)×3 (C = 1 for mono).
+  std::pair<at::Tensor, at::Tensor> sections(const TensorDict& parameters) const;
   SampleRate sample_rate_;
   EqChannels channels_;
   int64_t n_peaks_;

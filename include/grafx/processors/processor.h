@@ -78,6 +78,33 @@ struct ProcessorOutput {
   TensorDict aux_losses;            ///< e.g. {"radii": [N]}: one value per node
 };
 
+/// How far in time an output sample of a processor depends on its inputs: on the samples before
+/// it (causal filters, delays, recursions) and after it (zero-phase filters). Chunked rendering
+/// (grafx/render/chunked.h) widens every chunk by these supports, summed along the graph's paths,
+/// so that a song rendered in pieces equals the song rendered whole. A recursion depends on its
+/// whole past; its support is the time its impulse response takes to decay below
+/// `kDecayTolerance` (then what is cut off is far below float32's resolution).
+struct TemporalSupport {
+  /// A support longer than any signal (a pole on the unit circle): chunks become the whole song.
+  static constexpr int64_t kUnbounded     = int64_t(1) << 52;
+  static constexpr double kDecayTolerance = 1e-9;
+
+  int64_t past_samples   = 0;
+  int64_t future_samples = 0;
+
+  /// No dependence on other samples (gains, waveshapers, channel matrices).
+  static TemporalSupport pointwise() { return {}; }
+  /// Dependence on `past_samples` earlier samples: K − 1 for a causal FIR of K taps, the decay
+  /// time of a recursion.
+  static TemporalSupport causal(int64_t past_samples);
+  /// A zero-phase FIR of `n_taps` (odd) taps, centred on lag 0.
+  static TemporalSupport zero_phase(int64_t n_taps);
+  /// This processor followed by `next` (the supports add; kUnbounded stays unbounded).
+  TemporalSupport then(const TemporalSupport& next) const;
+  /// The larger support on each side (parallel paths).
+  TemporalSupport widest(const TemporalSupport& other) const;
+};
+
 /// The learnable wet amount any node of a graph may carry, `y = w·f(u) + (1 − w)·u` with
 /// `w = σ(dry_wet)` (rendered by the render layer for every processor; no processor may declare
 /// a parameter of this name). Initial raw value 0: w = 0.5, as in the pruning paper.
@@ -97,6 +124,9 @@ class Processor {
   /// Pure, batch-first processing (see the header comment).
   virtual ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                                   const TensorDict& parameters) const = 0;
+  /// The temporal support of `forward` with these parameters (N×... raw values, as forward's),
+  /// the widest over the N rows. A contract test renders every processor whole and in chunks.
+  virtual TemporalSupport temporal_support(const TensorDict& parameters) const = 0;
 
   /// The node type (name and ports) of this processor.
   NodeType node_type() const;

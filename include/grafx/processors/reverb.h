@@ -45,6 +45,7 @@ class NoiseReverb : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
   /// The stereo impulse responses N×2×K for raw parameters (energy-normalised).
   at::Tensor impulse_responses(const TensorDict& parameters,

@@ -27,6 +27,9 @@ class Send : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict&) const override {
+    return TemporalSupport::pointwise();
+  }
 };
 
 }  // namespace grafx
