@@ -17,8 +17,7 @@ namespace grafx::units {
 /// The temporal support of biquad cascades with denominators `a` ([..., K, 3]): the time their
 /// impulse responses take to decay.
 inline TemporalSupport biquad_support(const at::Tensor& a) {
-  return TemporalSupport::causal(
-      dsp::cascade_decay_samples(a, TemporalSupport::kDecayTolerance));
+  return TemporalSupport::causal(dsp::cascade_decay_samples(a, TemporalSupport::kDecayTolerance));
 }
 
 /// Natural-log gain to decibels: 20·log10(e^g) = g·20/ln 10.

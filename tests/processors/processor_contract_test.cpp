@@ -110,8 +110,8 @@ TEST_P(ProcessorContract, AMonoSignalAndItsDualMonoStereoGiveTheSameResult) {
 TEST_P(ProcessorContract, AChunkWidenedByTheTemporalSupportEqualsTheWholeSignal) {
   // What chunked rendering (render/chunked.h) relies on: output samples [s, e) computed from
   // the inputs [s − past, e + future) alone are those of the whole signal.
-  const int64_t length = 3 * kSampleRate;  // longer than the 2 s reverb and delay
-  Case c               = make_case(GetParam(), 3, length, at::kDouble, 6);
+  const int64_t length          = 3 * kSampleRate;  // longer than the 2 s reverb and delay
+  Case c                        = make_case(GetParam(), 3, length, at::kDouble, 6);
   const TemporalSupport support = c.processor->temporal_support(c.parameters);
   ASSERT_GE(support.past_samples, 0);
   ASSERT_GE(support.future_samples, 0);
@@ -128,9 +128,9 @@ TEST_P(ProcessorContract, AChunkWidenedByTheTemporalSupportEqualsTheWholeSignal)
       at::Tensor got      = part.outputs[o].narrow(2, start - first, end - start);
       const double scale  = whole.outputs[o].abs().max().item<double>();
       EXPECT_LE((got - expected).abs().max().item<double>(), 1e-7 * scale)
-          << "outlet " << o << ", samples [" << start << ", " << end << ") from [" << first
-          << ", " << last << "): support " << support.past_samples << " past, "
-          << support.future_samples << " future";
+          << "outlet " << o << ", samples [" << start << ", " << end << ") from [" << first << ", "
+          << last << "): support " << support.past_samples << " past, " << support.future_samples
+          << " future";
     }
   }
 }
