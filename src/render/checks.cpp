@@ -84,7 +84,7 @@ bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_fini
         "grafx.render.sources",
         "expected sources with channels and samples, but got " + shape_text(sources.sizes()));
   if (check_finite) {
-    at::Tensor bad = (~sources.detach().isfinite()).flatten(batched ? 2 : 1).any(-1);  // [B,] K
+    at::Tensor bad = non_finite_rows(sources, batched ? 2 : 1);  // [B,] K
     if (bad.any().item<bool>()) {
       at::Tensor which  = bad.nonzero()[0];
       std::string where = batched ? "batch item " + std::to_string(which[0].item<int64_t>()) +
