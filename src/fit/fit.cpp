@@ -177,6 +177,7 @@ FitRecord Fitter::step() {
     for (const auto& [name, values] : named)
       aux[name] = aux.count(name) ? at::cat({aux[name], values}) : values;
   at::Tensor regularization = regularization_loss(aux, options_.regularizer_weights);
+  if (sparsity_weight_ > 0) regularization = regularization + sparsity_weight_ * sparsity();
   at::Tensor total          = terms.total + regularization;
 
   FitRecord record{s + 1, total.item<double>(), terms.total.item<double>(),
@@ -229,6 +230,27 @@ void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
         p.steps_per_second > 0 ? double(options_.n_steps - p.step) / p.steps_per_second : 0;
     progress(p);
   }
+}
+
+at::Tensor Fitter::sparsity() const {
+  at::Tensor total = at::zeros({}, tracks_.options());
+  for (const auto& [type, named] : parameters_) {
+    auto raw = named.find(kDryWetParameter);
+    if (raw == named.end()) continue;
+    std::vector<double> counted;  // rows in graph order: dry/wet nodes not bypassed
+    for (NodeId id : graph_.nodes_of_type(type)) {
+      const Node& node = graph_.node(id);
+      counted.push_back(node.dry_wet && !node.bypassed ? 1.0 : 0.0);
+    }
+    at::Tensor mask = at::tensor(counted, tracks_.options()).view({-1, 1});
+    total           = total + (raw->second.sigmoid() * mask).sum();
+  }
+  return total;
+}
+
+void Fitter::set_bypassed(const std::vector<NodeId>& nodes, bool bypassed) {
+  for (NodeId id : nodes) graph_.set_bypassed(id, bypassed);
+  plan_ = make_render_plan(to_tensor(graph_), options_.schedule);
 }
 
 Parameters Fitter::detached_parameters() const {

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -92,6 +93,22 @@ std::string describe_parameters(const Graph& graph, const Processors& processors
     }
   }
   return s.str();
+}
+
+Parameters parameters_without(const Graph& graph, const Parameters& parameters,
+                              const std::vector<NodeId>& removed) {
+  Parameters kept;
+  for (const auto& [type, named] : parameters) {
+    std::vector<int64_t> rows;
+    const std::vector<NodeId> ids = graph.nodes_of_type(type);
+    for (size_t row = 0; row < ids.size(); ++row)
+      if (std::find(removed.begin(), removed.end(), ids[row]) == removed.end())
+        rows.push_back(int64_t(row));
+    if (rows.empty()) continue;
+    for (const auto& [name, t] : named)
+      kept[type][name] = t.index_select(0, at::tensor(rows, at::kLong).to(t.device()));
+  }
+  return kept;
 }
 
 }  // namespace grafx

@@ -93,6 +93,18 @@ class Fitter {
   /// in chunks (MixLossStream): a 10-minute song evaluates in well under 1 GB.
   MixLossTerms evaluate(const at::Tensor& fitted = {}) const;
 
+  // ---- for pruning (grafx/fit/prune.h) ----------------------------------------------------
+
+  /// Marks processor nodes bypassed (rendered as pass-throughs, parameters kept) or not, and
+  /// plans the render again.
+  void set_bypassed(const std::vector<NodeId>& nodes, bool bypassed);
+  /// The weight λ of the sparsity term λ·Σ w added to each step's loss: the wet amounts
+  /// w = σ(dry_wet) of the dry/wet nodes not bypassed (the pruning paper's ‖w‖₁). 0 (none) by
+  /// default.
+  void set_sparsity_weight(double weight) { sparsity_weight_ = weight; }
+  /// Forgets the optimizer's moments (the pruning paper re-creates it every 500 steps).
+  void reset_optimizer() { optimizer_.reset(); }
+
   /// Writes the parameters, the optimizer's state and the history (safetensors, atomically).
   void save_checkpoint(const std::string& path) const;
   /// Continues from a checkpoint of the same graph, data and settings (FitError
@@ -102,6 +114,8 @@ class Fitter {
  private:
   /// The current parameters without gradients.
   Parameters detached_parameters() const;
+  /// Σ w over the dry/wet nodes not bypassed.
+  at::Tensor sparsity() const;
   /// Where step `step`'s crop starts: a function of the seed and the step alone, so that a
   /// resumed fit sees the same crops as an uninterrupted one.
   int64_t crop_start(int64_t step) const;
@@ -121,6 +135,7 @@ class Fitter {
   AdamW optimizer_;
   std::vector<FitRecord> history_;
   int64_t non_finite_in_a_row_ = 0;
+  double sparsity_weight_      = 0;
 };
 
 }  // namespace grafx

@@ -42,6 +42,12 @@ void check_parameters(const Graph& graph, const Processors& processors,
                       const Parameters& parameters, int64_t batch = 0,
                       at::ScalarType dtype = at::kFloat);
 
+/// The parameters of `graph` without the nodes `removed`: each type's rows of the nodes that
+/// remain, in order, and no entry for a type left without nodes. What the graph with those
+/// nodes removed (Graph::remove or bypass) takes.
+Parameters parameters_without(const Graph& graph, const Parameters& parameters,
+                              const std::vector<NodeId>& removed);
+
 /// A table of every node's parameters in physical units (scalars in full; vectors summarised
 /// by range and mean).
 std::string describe_parameters(const Graph& graph, const Processors& processors,

@@ -1,0 +1,130 @@
+#pragma once
+/// Pruning a fitted console to the processors that matter, as "Searching for Music Mixing
+/// Graphs: A Pruning Approach" (Lee et al., DAFx 2024) does: rounds of pruning trials, each
+/// round followed by fine-tuning with a sparsity term on the wet amounts.
+///
+///   Fitter fitter(console, tracks, mix, 30000, options);   // dry/wet nodes
+///   fitter.run();                                          // fit the full console first
+///   Pruner pruner(fitter, {PruneMethod::kHybrid});
+///   pruner.run([](const PruningProgress& p) { print(p); });
+///   auto [graph, parameters] = pruner.result();            // the pruned console
+///
+/// A trial bypasses candidate nodes (their inputs pass through, Fitter::set_bypassed) and
+/// measures the whole-song loss L (Fitter::evaluate, in chunks). It is kept when
+/// L ≤ L_min + τ, L_min being the lowest whole-song loss seen so far; otherwise the candidates
+/// are restored. The methods (the paper's):
+///   - dry/wet: per type, the fraction r_t of its nodes with the lowest wet amounts w = σ(raw).
+///     Types are tried in a random order; r_t grows by a step that starts at 0.1 and is halved
+///     when a trial fails, never below one node (1/n_t), and a type's search ends after a
+///     failure at that smallest step or when all its nodes are gone.
+///   - brute force: every remaining processor node alone, in a random order, each trial on top
+///     of those kept so far.
+///   - hybrid: dry/wet, with brute force every `brute_force_every`-th round (4, 8, 12).
+/// Between rounds the console is fine-tuned for `steps_between` steps with a fresh optimizer
+/// and the sparsity term λ·Σ w (Fitter::set_sparsity_weight), λ ramped linearly from 0 to
+/// `sparsity_weight` over the first `sparsity_ramp_steps` fine-tuning steps.
+
+#include <grafx/fit/fit.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace grafx {
+
+enum class PruneMethod { kHybrid, kDryWet, kBruteForce };
+/// "hybrid", "dry-wet", "brute-force".
+std::string to_string(PruneMethod method);
+/// The method of one of those names; FitError [grafx.fit.options] otherwise.
+PruneMethod parse_prune_method(const std::string& name);
+
+struct PruningOptions {
+  PruneMethod method          = PruneMethod::kHybrid;
+  double tolerance            = 0.01;  ///< τ: a trial is kept when L ≤ L_min + τ
+  int64_t rounds              = 12;
+  int64_t steps_between       = 500;   ///< fine-tuning steps after each round
+  double sparsity_weight      = 1e-4;  ///< λ of the sparsity term λ·Σ w
+  int64_t sparsity_ramp_steps = 2000;  ///< λ grows linearly from 0 over these steps
+  double initial_ratio        = 0.1;   ///< first step of each type's fraction (dry/wet)
+  int64_t brute_force_every   = 4;     ///< hybrid: brute force in rounds 4, 8, 12, ...
+  uint64_t seed               = 0;     ///< the random orders of types and nodes
+};
+
+/// One trial: the nodes it bypassed (with those kept before), its loss, whether it was kept.
+struct PruningTrial {
+  int64_t round = 0;
+  std::vector<NodeId> nodes;
+  double loss = 0;
+  bool kept   = false;
+};
+
+/// One round: how it pruned and what it left.
+struct PruningRound {
+  int64_t round      = 0;
+  PruneMethod method = PruneMethod::kDryWet;  ///< kDryWet or kBruteForce
+  double loss_before = 0;                     ///< whole-song loss at the round's start
+  double loss_pruned = 0;                     ///< after its trials
+  double loss_tuned  = 0;                     ///< after the fine-tuning that follows
+  int64_t removed    = 0;                     ///< processors bypassed in this round
+  int64_t remaining  = 0;                     ///< processors left after it
+  int64_t trials     = 0;
+  double seconds     = 0;  ///< trials and fine-tuning
+};
+
+/// What a progress callback sees: during trials (step = 0) or fine-tuning.
+struct PruningProgress {
+  int64_t round = 0, n_rounds = 0;
+  PruneMethod method             = PruneMethod::kDryWet;
+  int64_t trial                  = 0;  ///< trials done in this round
+  const PruningTrial* last_trial = nullptr;
+  int64_t step = 0, n_steps = 0;  ///< fine-tuning steps done in this round (0: trials)
+  const FitRecord* record = nullptr;
+  double min_loss         = 0;  ///< L_min
+  int64_t remaining       = 0;  ///< processors left
+  double elapsed_seconds  = 0;
+};
+
+class Pruner {
+ public:
+  /// Prunes `fitter`'s graph (kept by reference; every node to prune must carry a dry/wet
+  /// amount for the dry/wet method). Throws FitError [grafx.fit.options] for invalid options.
+  Pruner(Fitter& fitter, PruningOptions options = {});
+
+  /// Runs the remaining rounds, each: trials, then fine-tuning.
+  void run(const std::function<void(const PruningProgress&)>& progress = {});
+  /// One round (trials and fine-tuning); returns its summary.
+  PruningRound run_round(const std::function<void(const PruningProgress&)>& progress = {});
+
+  const PruningOptions& options() const { return options_; }
+  int64_t rounds_done() const { return static_cast<int64_t>(rounds_.size()); }
+  const std::vector<PruningRound>& rounds() const { return rounds_; }
+  const std::vector<PruningTrial>& trials() const { return trials_; }
+  double min_loss() const { return min_loss_; }
+  /// The processor nodes pruned so far (bypassed in the fitter's graph), ascending.
+  std::vector<NodeId> removed() const;
+  /// Processor nodes of the graph at the start and now.
+  int64_t initial_processors() const { return initial_processors_; }
+  int64_t remaining_processors() const;
+  /// The pruned console: the graph with the pruned nodes taken out (their inputs passing
+  /// through, Graph::bypass) and its parameters (detached), which render as the fitter does.
+  std::pair<Graph, Parameters> result() const;
+
+ private:
+  /// Whole-song loss with `extra` nodes bypassed on top of those pruned; leaves them bypassed
+  /// only when the trial is kept.
+  bool try_pruning(const std::vector<NodeId>& extra, PruningTrial& trial);
+  int64_t prune_dry_wet(const std::function<void(const PruningTrial&)>& on_trial);
+  int64_t prune_brute_force(const std::function<void(const PruningTrial&)>& on_trial);
+  /// Live (not bypassed) processor nodes of a type, by ascending wet amount.
+  std::vector<NodeId> ranked_nodes(const std::string& type) const;
+
+  Fitter& fitter_;
+  PruningOptions options_;
+  std::vector<PruningRound> rounds_;
+  std::vector<PruningTrial> trials_;
+  double min_loss_            = 0;
+  int64_t initial_processors_ = 0;
+  int64_t fine_tuning_steps_  = 0;  // for the sparsity ramp
+};
+
+}  // namespace grafx
