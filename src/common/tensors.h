@@ -46,7 +46,7 @@ inline std::string dtype_name(at::ScalarType dtype) {
 /// once allocates several bytes per sample).
 inline at::Tensor non_finite_rows(const at::Tensor& x, int64_t kept) {
   constexpr int64_t kSlice = int64_t(1) << 16;
-  at::Tensor values = x.dim() == 0 ? x.detach().view({1}) : x.detach();
+  at::Tensor values        = x.dim() == 0 ? x.detach().view({1}) : x.detach();
   at::Tensor bad;
   for (int64_t start = 0; start < values.size(-1) || start == 0; start += kSlice) {
     at::Tensor slice = values.narrow(-1, start, std::min(kSlice, values.size(-1) - start));
@@ -58,8 +58,6 @@ inline at::Tensor non_finite_rows(const at::Tensor& x, int64_t kept) {
 }
 
 /// Whether every value of `x` is finite (in small slices, as non_finite_rows).
-inline bool all_finite(const at::Tensor& x) {
-  return !non_finite_rows(x, 0).item<bool>();
-}
+inline bool all_finite(const at::Tensor& x) { return !non_finite_rows(x, 0).item<bool>(); }
 
 }  // namespace grafx::detail

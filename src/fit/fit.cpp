@@ -178,7 +178,7 @@ FitRecord Fitter::step() {
       aux[name] = aux.count(name) ? at::cat({aux[name], values}) : values;
   at::Tensor regularization = regularization_loss(aux, options_.regularizer_weights);
   if (sparsity_weight_ > 0) regularization = regularization + sparsity_weight_ * sparsity();
-  at::Tensor total          = terms.total + regularization;
+  at::Tensor total = terms.total + regularization;
 
   FitRecord record{s + 1, total.item<double>(), terms.total.item<double>(),
                    regularization.item<double>()};
