@@ -8,6 +8,7 @@
 #include <grafx/graph/console.h>
 #include <grafx/io/audio.h>
 #include <grafx/report/fit_report.h>
+#include <grafx/report/prune_report.h>
 
 #include <ATen/ATen.h>
 
@@ -49,6 +50,9 @@ struct Session {
   bool force = false, resume = false;
   int64_t checkpoint_every = 100;
   FitSummary summary;
+  FitInputs inputs;  // recorded in fit.json for `grafx prune`
+  bool prune = false;
+  PruningOptions pruning;
 };
 
 constexpr char kCheckpoint[] = "checkpoint.safetensors";
@@ -57,6 +61,8 @@ constexpr char kCheckpoint[] = "checkpoint.safetensors";
 std::vector<std::string> fit_folder_files() {
   std::vector<std::string> files = fit_output_files();
   files.push_back(kCheckpoint);
+  files.push_back("fit.json");
+  for (const auto& name : prune_output_files()) files.push_back("pruned/" + name);
   return files;
 }
 
@@ -146,6 +152,7 @@ void run_session(Fitter& fitter, Session& session) {
   session.summary.fitted = fitter.render_mix();  // once, for the loss and for mix.wav
   session.summary.after  = fitter.evaluate(session.summary.fitted);
   write_fit_outputs(fitter, session.summary, session.folder, /*overwrite=*/true);
+  write_fit_record(session.folder, session.inputs, fitter.options(), /*overwrite=*/true);
   double before = session.summary.before.total.item<double>(),
          after  = session.summary.after.total.item<double>();
   std::cout << "loss after fitting:  " << std::setprecision(4) << after << " (spectral difference "
@@ -154,6 +161,13 @@ void run_session(Fitter& fitter, Session& session) {
             << (after <= before ? "x lower\n" : "x higher\n") << "results: " << session.folder
             << "/report.html (and mix.wav, console.json, parameters.safetensors, "
             << "loss.csv)\n";
+  if (!session.prune) return;
+  const std::string pruned = session.folder + "/pruned";
+  std::error_code ec;
+  fs::create_directory(pruned, ec);
+  if (ec) throw IoError("grafx.io.unwritable", pruned + ": " + ec.message());
+  run_pruning(fitter, session.pruning, pruned, /*overwrite=*/true,
+              session.summary.title + ", pruned");
 }
 
 void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
@@ -185,6 +199,9 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
       ->capture_default_str()
       ->check(whole_number(0));
   cmd.add_flag("--resume", session.resume, "Continue the fit saved in the output folder");
+  cmd.add_flag("--prune", session.prune,
+               "Then prune the fitted console (grafx prune) into the folder's pruned/");
+  add_pruning_options(cmd, session.pruning, "prune-");
   add_force_flag(cmd, session.force);
 }
 
@@ -207,6 +224,33 @@ at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool str
 }
 
 }  // namespace
+
+std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs) {
+  std::vector<at::Tensor> tracks;
+  for (const auto& path : inputs.tracks)
+    tracks.push_back(read_stereo(path, inputs.sample_rate, inputs.strict_rate));
+  at::Tensor mix = read_stereo(inputs.mix, inputs.sample_rate, inputs.strict_rate);
+  std::vector<std::pair<std::string, at::Tensor*>> all;
+  for (size_t i = 0; i < tracks.size(); ++i) all.emplace_back(inputs.tracks[i], &tracks[i]);
+  all.emplace_back(inputs.mix, &mix);
+  int64_t length = -1;
+  std::string shortest;
+  for (const auto& [path, audio] : all)
+    if (length < 0 || audio->size(1) < length) length = audio->size(1), shortest = path;
+  for (const auto& [path, audio] : all)
+    if (audio->size(1) != length) {
+      const int64_t extra = audio->size(1) - length;
+      std::cerr << "grafx: note: " << path << " is ";
+      if (extra < inputs.sample_rate / 100)  // less than 10 ms: in samples, not "0.00 s"
+        std::cerr << extra << " sample" << (extra == 1 ? "" : "s");
+      else
+        std::cerr << std::fixed << std::setprecision(2)
+                  << double(extra) / double(inputs.sample_rate) << " s";
+      std::cerr << " longer than " << shortest << "; its end is left out\n";
+      *audio = audio->narrow(1, 0, length);
+    }
+  return {at::stack(tracks), mix};
+}
 
 void add_fit_command(CLI::App& app) {
   struct Args {
@@ -263,43 +307,24 @@ void add_fit_command(CLI::App& app) {
       parse_routing(args->sends, args->sidechains, console);
       graph = build_console(console, known_node_types()).graph;
     }
-    std::vector<at::Tensor> tracks;
-    int64_t length = -1;
-    std::string shortest;
-    for (const auto& path : args->tracks)
-      tracks.push_back(read_stereo(path, args->sample_rate, args->strict_rate));
-    at::Tensor mix = read_stereo(args->mix, args->sample_rate, args->strict_rate);
-    std::vector<std::pair<std::string, at::Tensor*>> all;
-    for (size_t i = 0; i < tracks.size(); ++i) all.emplace_back(args->tracks[i], &tracks[i]);
-    all.emplace_back(args->mix, &mix);
-    for (const auto& [path, audio] : all)
-      if (length < 0 || audio->size(1) < length) length = audio->size(1), shortest = path;
-    for (const auto& [path, audio] : all)
-      if (audio->size(1) != length) {
-        const int64_t extra = audio->size(1) - length;
-        std::cerr << "grafx: note: " << path << " is ";
-        if (extra < args->sample_rate / 100)  // less than 10 ms: in samples, not "0.00 s"
-          std::cerr << extra << " sample" << (extra == 1 ? "" : "s");
-        else
-          std::cerr << std::fixed << std::setprecision(2)
-                    << double(extra) / double(args->sample_rate) << " s";
-        std::cerr << " longer than " << shortest << "; its end is left out\n";
-        *audio = audio->narrow(1, 0, length);
-      }
+    FitInputs inputs{args->tracks, args->mix, names, args->sample_rate, args->strict_rate};
+    auto [tracks, mix]   = load_fit_audio(inputs);
+    const int64_t length = mix.size(1);
     std::cout << "fitting " << (args->graph.empty() ? "a console" : args->graph) << " of "
-              << graph.n_nodes() << " nodes to " << args->mix << " (" << tracks.size()
+              << graph.n_nodes() << " nodes to " << args->mix << " (" << tracks.size(0)
               << " tracks, " << std::fixed << std::setprecision(2)
               << double(length) / double(args->sample_rate) << " s at " << args->sample_rate
               << " Hz)\n";
-    Fitter fitter(graph, at::stack(tracks), mix, args->sample_rate, args->options);
-    std::vector<std::string> inputs = args->tracks;
-    inputs.push_back(args->mix);
-    if (!args->graph.empty()) inputs.push_back(args->graph);
+    Fitter fitter(graph, tracks, mix, args->sample_rate, args->options);
+    std::vector<std::string> files = args->tracks;
+    files.push_back(args->mix);
+    if (!args->graph.empty()) files.push_back(args->graph);
     for (const auto& name : fit_folder_files())
-      check_not_an_input(args->session.folder + "/" + name, inputs);
+      check_not_an_input(args->session.folder + "/" + name, files);
     prepare_folder(args->session);  // only once everything has been checked
     args->session.summary.title       = "grafx fit: " + fs::path(args->mix).filename().string();
     args->session.summary.track_names = names;
+    args->session.inputs              = inputs;
     run_session(fitter, args->session);
   });
 }
@@ -339,6 +364,14 @@ void add_demo_command(CLI::App& app) {
       write_audio(tracks + "/" + song.track_names[k] + ".wav",
                   song.tracks[int64_t(k)].narrow(0, 0, 1), song.sample_rate,
                   args->session.force || args->session.resume);
+    // The hidden console's mix too, so that `grafx prune` finds the song again (fit.json).
+    write_audio(tracks + "/target_mix.wav", song.mix, song.sample_rate,
+                args->session.force || args->session.resume);
+    FitInputs& inputs = args->session.inputs;
+    for (const auto& name : song.track_names) inputs.tracks.push_back(tracks + "/" + name + ".wav");
+    inputs.mix         = tracks + "/target_mix.wav";
+    inputs.track_names = song.track_names;
+    inputs.sample_rate = song.sample_rate;
     std::cout << "fitting a fresh console of " << song.console.n_nodes() << " nodes to that mix\n";
     Fitter fitter(song.console, song.tracks, song.mix, song.sample_rate, args->options);
     args->session.summary.title       = "grafx demo: a synthesised song mixed by a hidden console";

@@ -2,6 +2,7 @@
 // Subcommands of the grafx program. Each add_*_command registers one subcommand whose callback
 // does the work; errors propagate as grafx::Error and are reported by main().
 
+#include <grafx/fit/prune.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph.h>
 #include <grafx/processors/registry.h>
@@ -24,6 +25,29 @@ void add_fit_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_processors_command(CLI::App& app);
 void add_process_command(CLI::App& app);
+void add_prune_command(CLI::App& app);
+
+/// Where a fit's data came from, as `grafx prune` finds it again (fit.json in the fit folder).
+struct FitInputs {
+  std::vector<std::string> tracks;  ///< audio files, one per `in` node
+  std::string mix;
+  std::vector<std::string> track_names;
+  SampleRate sample_rate = 30000;
+  bool strict_rate       = false;  ///< refuse other rates instead of resampling
+};
+/// The tracks (K×2×L) and the mix (2×L) at the fit's rate, as the fit read them: mono spread to
+/// stereo, other rates resampled unless strict, every file cut to the shortest (with a note).
+std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs);
+/// Writes fit.json (the inputs, absolute paths, and the fit's settings) into a fit folder.
+void write_fit_record(const std::string& folder, const FitInputs& inputs, const FitOptions& options,
+                      bool overwrite);
+/// Reads fit.json; IoError [grafx.io.fit_folder] when it is missing or malformed.
+std::pair<FitInputs, FitOptions> read_fit_record(const std::string& folder);
+/// Adds the pruning options (--PREFIXmethod, --PREFIXtolerance, ...) to a subcommand.
+void add_pruning_options(CLI::App& command, PruningOptions& options, const std::string& prefix);
+/// Prunes with live progress and writes the outputs (report/prune_report.h) into `folder`.
+void run_pruning(Fitter& fitter, const PruningOptions& options, const std::string& folder,
+                 bool overwrite, const std::string& title);
 
 /// Node types a graph file may use without declaring them.
 NodeTypes known_node_types();

@@ -9,6 +9,8 @@
 #include <grafx/render/parameters.h>
 #include <grafx/report/fit_report.h>
 
+#include "report/html.h"
+
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -17,48 +19,13 @@
 #include <sstream>
 
 namespace grafx {
+
+using detail::base64;
+using detail::escape;
+using detail::fixed;
+using detail::write_console_picture;
+
 namespace {
-
-std::string base64(const std::string& bytes) {
-  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | uint32_t(uint8_t(bytes[i + 1])) << 8 |
-                 uint8_t(bytes[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += table[(v >> s) & 63];
-  }
-  if (i < bytes.size()) {
-    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 |
-                 (i + 1 < bytes.size() ? uint32_t(uint8_t(bytes[i + 1])) << 8 : 0);
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? table[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string fixed(double value, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << value;
-  return s.str();
-}
 
 /// The mix-matching loss of every step and its moving average (skipped steps leave gaps); the
 /// regularisers are left out, as the delay's radii term dwarfs the rest at first.
@@ -112,18 +79,7 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
                    "outputs were written (try a lower learning rate or gradient clipping)");
   write_audio(path("mix.wav"), fitted, sample_rate, overwrite);
   save_graph(graph, path("console.json"), overwrite);
-  DrawOptions picture;
-  picture.strips = true;  // a console's tracks, subgroups and buses boxed and named
-  if (graph.n_nodes() <= picture.max_nodes)
-    draw_graph(graph, path("console.svg"), picture, overwrite);
-  else  // a picture would take too long to lay out: say so in its place
-    write_text_file(path("console.svg"),
-                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"480\" height=\"30\">"
-                    "<text x=\"4\" y=\"20\" font-family=\"Helvetica\" font-size=\"13\">" +
-                        std::to_string(graph.n_nodes()) +
-                        " nodes: too many to draw (grafx draw console.json --max-nodes N)</text>"
-                        "</svg>\n",
-                    overwrite);
+  write_console_picture(graph, path("console.svg"), overwrite);
   save_parameters(path("parameters.safetensors"), graph, fitter.parameters(), overwrite,
                   sample_rate);
   write_text_file(path("parameters.json"),
@@ -207,7 +163,7 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
        << " dB range)</figcaption></figure><figure><img alt=\"fitted\" src=\"data:image/png;base64,"
        << base64(fitted_png)
        << "\"><figcaption>Fitted mix, on the same scale</figcaption></figure></div>\n"
-       << "<h2>Console</h2>\n<div class=\"graph\">" << graph_svg.substr(graph_svg.find("<svg"))
+       << "<h2>Console</h2>\n<div class=\"graph\">" << detail::inline_svg(graph_svg)
        << "</div>\n<h2>Parameters</h2>\n<details><summary>every node in physical "
           "units</summary><pre>"
        << escape(describe_parameters(graph, fitter.processors(), fitter.parameters()))

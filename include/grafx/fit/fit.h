@@ -82,6 +82,8 @@ class Fitter {
   const FitOptions& options() const { return options_; }
   const AdamW& optimizer() const { return optimizer_; }
   SampleRate sample_rate() const { return sample_rate_; }
+  /// The tracks (K×C×L).
+  const at::Tensor& tracks() const { return tracks_; }
   /// The target mix (C×L).
   const at::Tensor& target() const { return mix_; }
 

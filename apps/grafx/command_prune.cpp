@@ -1,0 +1,204 @@
+// grafx prune: prune a fitted console to the processors that matter (fit/prune.h), from the
+// folder of a fit; also the pruning step of `grafx fit --prune`.
+
+#include "commands.h"
+
+#include <grafx/error.h>
+#include <grafx/files.h>
+#include <grafx/io/parameter_file.h>
+#include <grafx/report/prune_report.h>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+
+namespace grafx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<bool> interrupted{false};
+
+const char kFitRecord[] = "fit.json";
+
+}  // namespace
+
+void write_fit_record(const std::string& folder, const FitInputs& inputs, const FitOptions& options,
+                      bool overwrite) {
+  nlohmann::json j;
+  j["format"]  = "grafx.fit";
+  j["version"] = 1;
+  for (const auto& path : inputs.tracks) j["tracks"].push_back(fs::absolute(path).string());
+  j["mix"]          = fs::absolute(inputs.mix).string();
+  j["track_names"]  = inputs.track_names;
+  j["sample_rate"]  = inputs.sample_rate;
+  j["strict_rate"]  = inputs.strict_rate;
+  j["crop_seconds"] = options.crop_seconds;
+  j["skip_seconds"] = options.skip_seconds;
+  j["lr"]           = options.optimizer.lr;
+  j["seed"]         = options.seed;
+  write_text_file(folder + "/" + kFitRecord, j.dump(2) + "\n", overwrite);
+}
+
+std::pair<FitInputs, FitOptions> read_fit_record(const std::string& folder) {
+  const std::string path = folder + "/" + kFitRecord;
+  auto fail              = [&](const std::string& what) {
+    throw IoError("grafx.io.fit_folder", path + ": " + what);
+  };
+  if (!fs::exists(path))
+    fail("not found: " + folder +
+         " is not the folder of a fit (grafx fit or grafx demo writes it)");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    fail(std::string("not valid JSON: ") + e.what());
+  }
+  FitInputs inputs;
+  FitOptions options;
+  try {
+    if (j.at("format") != "grafx.fit") fail("not a grafx fit record");
+    inputs.tracks        = j.at("tracks").get<std::vector<std::string>>();
+    inputs.mix           = j.at("mix").get<std::string>();
+    inputs.track_names   = j.at("track_names").get<std::vector<std::string>>();
+    inputs.sample_rate   = j.at("sample_rate").get<SampleRate>();
+    inputs.strict_rate   = j.at("strict_rate").get<bool>();
+    options.crop_seconds = j.at("crop_seconds").get<double>();
+    options.skip_seconds = j.at("skip_seconds").get<double>();
+    options.optimizer.lr = j.at("lr").get<double>();
+    options.seed         = j.at("seed").get<uint64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    fail(std::string("missing or wrong field: ") + e.what());
+  }
+  return {inputs, options};
+}
+
+void add_pruning_options(CLI::App& cmd, PruningOptions& options, const std::string& prefix) {
+  auto method = std::make_shared<std::string>(to_string(options.method));
+  cmd.add_option("--" + prefix + "method", *method, "hybrid, dry-wet or brute-force")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"hybrid", "dry-wet", "brute-force"}))
+      ->each([&options](const std::string& name) { options.method = parse_prune_method(name); });
+  cmd.add_option("--" + prefix + "tolerance", options.tolerance,
+                 "τ: a trial is kept when the whole-song loss stays within τ of the best")
+      ->capture_default_str()
+      ->check(finite_number(0, true));
+  cmd.add_option("--" + prefix + "rounds", options.rounds, "Pruning rounds")
+      ->capture_default_str()
+      ->check(whole_number(0));
+  cmd.add_option("--" + prefix + "steps-between", options.steps_between,
+                 "Fine-tuning steps after each round")
+      ->capture_default_str()
+      ->check(whole_number(0));
+}
+
+void run_pruning(Fitter& fitter, const PruningOptions& options, const std::string& folder,
+                 bool overwrite, const std::string& title) {
+  Pruner pruner(fitter, options);
+  PruneSummary summary;
+  summary.title    = title;
+  summary.unpruned = fitter.evaluate();
+  std::cout << "pruning " << pruner.initial_processors() << " processors ("
+            << to_string(options.method) << ", τ " << options.tolerance << ", " << options.rounds
+            << " rounds of " << options.steps_between << " fine-tuning steps); whole-song loss "
+            << std::fixed << std::setprecision(4) << summary.unpruned.total.item<double>() << "\n";
+  const bool terminal = ::isatty(STDOUT_FILENO);
+  interrupted         = false;
+  auto previous       = std::signal(SIGINT, [](int) { interrupted = true; });
+  auto previous_term  = std::signal(SIGTERM, [](int) { interrupted = true; });
+  auto start          = std::chrono::steady_clock::now();
+  try {
+    pruner.run([&](const PruningProgress& p) {
+      std::ostringstream line;
+      line << "round " << p.round << "/" << p.n_rounds << " " << to_string(p.method) << "  ";
+      if (p.n_steps > 0 && p.record)
+        line << "fine-tuning " << p.step << "/" << p.n_steps << "  loss " << std::setprecision(4)
+             << p.record->match_loss;
+      else if (p.last_trial)
+        line << "trial " << p.trial << ": " << p.last_trial->nodes.size() << " node(s), loss "
+             << std::setprecision(4) << p.last_trial->loss
+             << (p.last_trial->kept ? " kept" : " restored");
+      line << "  best " << std::setprecision(4) << p.min_loss << "  processors " << p.remaining
+           << "  " << std::setprecision(1) << p.elapsed_seconds << " s";
+      const bool milestone = p.n_steps == 0 || p.step == p.n_steps;
+      if (terminal || milestone)
+        std::cout << (terminal ? "\r" : "") << line.str() << "   " << (terminal ? "" : "\n")
+                  << std::flush;
+      if (interrupted)
+        throw FitError("grafx.fit.interrupted",
+                       "pruning interrupted in round " + std::to_string(p.round) +
+                           "; nothing was written (pruning does not resume yet)");
+    });
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    std::signal(SIGTERM, previous_term);
+    if (terminal) std::cout << "\n";
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  std::signal(SIGTERM, previous_term);
+  if (terminal) std::cout << "\n";
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.pruned  = fitter.evaluate();
+  write_prune_outputs(pruner, fitter, summary, folder, overwrite);
+  std::cout << "pruned " << pruner.initial_processors() - pruner.remaining_processors() << " of "
+            << pruner.initial_processors() << " processors in " << std::setprecision(1)
+            << summary.seconds << " s; whole-song loss " << std::setprecision(4)
+            << summary.unpruned.total.item<double>() << " -> "
+            << summary.pruned.total.item<double>() << "\nresults: " << folder
+            << "/report.html (and console.json, parameters.safetensors, mix.wav)\n";
+}
+
+void add_prune_command(CLI::App& app) {
+  struct Args {
+    std::string fit, output;
+    bool force = false;
+    PruningOptions options;
+  };
+  auto args     = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "prune", "Prune a fitted console to the processors that matter (the pruning paper's search)");
+  cmd->add_option("fit", args->fit, "Folder of a fit (grafx fit or grafx demo)")->required();
+  cmd->add_option("-o,--output", args->output, "Output folder")->required();
+  add_pruning_options(*cmd, args->options, "");
+  add_force_flag(*cmd, args->force);
+  cmd->callback([args] {
+    auto [inputs, options] = read_fit_record(args->fit);
+    Graph graph            = load_graph_file(args->fit + "/console.json");
+    ParameterFile file     = read_parameter_file(args->fit + "/parameters.safetensors", graph);
+    if (file.sample_rate > 0 && file.sample_rate != inputs.sample_rate)
+      throw IoError("grafx.io.fit_folder", args->fit + ": parameters.safetensors was made at " +
+                                               std::to_string(file.sample_rate) +
+                                               " Hz, but fit.json says " +
+                                               std::to_string(inputs.sample_rate) + " Hz");
+    std::vector<std::string> sources = inputs.tracks;
+    sources.push_back(inputs.mix);
+    for (const char* name : {"console.json", "parameters.safetensors", "fit.json"})
+      sources.push_back(args->fit + "/" + name);
+    const fs::path output(args->output);
+    for (const auto& name : prune_output_files()) {
+      check_not_an_input(args->output + "/" + name, sources);
+      if (fs::exists(output)) check_writable(args->output + "/" + name, args->force);
+    }
+    if (!fs::exists(output) && !output.parent_path().empty() &&
+        !fs::is_directory(output.parent_path()))
+      throw IoError("grafx.io.unwritable",
+                    args->output + ": folder " + output.parent_path().string() + " does not exist");
+    auto [tracks, mix] = load_fit_audio(inputs);
+    options.n_steps    = 0;
+    Fitter fitter(graph, tracks, mix, inputs.sample_rate, options, file.parameters);
+    std::error_code ec;
+    fs::create_directory(args->output, ec);
+    if (ec) throw IoError("grafx.io.unwritable", args->output + ": " + ec.message());
+    run_pruning(fitter, args->options, args->output, args->force,
+                "grafx prune: " + fs::path(args->fit).filename().string());
+  });
+}
+
+}  // namespace grafx::cli

@@ -1,0 +1,155 @@
+#include <grafx/error.h>
+#include <grafx/files.h>
+#include <grafx/graph/graph_json.h>
+#include <grafx/graph/graph_tensor.h>
+#include <grafx/io/audio.h>
+#include <grafx/io/parameter_file.h>
+#include <grafx/io/plot.h>
+#include <grafx/render/chunked.h>
+#include <grafx/render/parameters.h>
+#include <grafx/report/prune_report.h>
+
+#include "common/tensors.h"
+#include "report/html.h"
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <sstream>
+
+namespace grafx {
+
+using detail::escape;
+using detail::fixed;
+
+const std::vector<std::string>& prune_output_files() {
+  static const std::vector<std::string> files = {"mix.wav",
+                                                 "console.json",
+                                                 "console.svg",
+                                                 "console_before.svg",
+                                                 "parameters.safetensors",
+                                                 "parameters.json",
+                                                 "rounds.csv",
+                                                 "trials.csv",
+                                                 "pruning.svg",
+                                                 "report.html"};
+  return files;
+}
+
+void write_prune_outputs(const Pruner& pruner, const Fitter& fitter, const PruneSummary& summary,
+                         const std::string& folder, bool overwrite) {
+  auto path = [&](const std::string& name) { return folder + "/" + name; };
+  for (const auto& name : prune_output_files()) check_writable(path(name), overwrite);
+  const SampleRate sample_rate = fitter.sample_rate();
+  auto [graph, parameters]     = pruner.result();
+  Processors processors        = make_processors(graph.types(), {sample_rate});
+  RenderPlan plan              = make_render_plan(to_tensor(graph), fitter.options().schedule);
+  // The mix from the pruned graph itself: what `grafx render` will reproduce.
+  at::Tensor mix = render_in_chunks(plan, processors, parameters, fitter.tracks())[0];
+  if (!detail::all_finite(mix))
+    throw FitError("grafx.fit.diverged",
+                   "the pruned console renders non-finite samples; no outputs were written");
+  write_audio(path("mix.wav"), mix, sample_rate, overwrite);
+  save_graph(graph, path("console.json"), overwrite);
+  detail::write_console_picture(graph, path("console.svg"), overwrite);
+  detail::write_console_picture(fitter.graph(), path("console_before.svg"), overwrite);
+  save_parameters(path("parameters.safetensors"), graph, parameters, overwrite, sample_rate);
+  write_text_file(path("parameters.json"), physical_parameters_json(graph, processors, parameters),
+                  overwrite);
+
+  std::ostringstream rounds, trials;
+  rounds << "round,method,loss_before,loss_pruned,loss_tuned,removed,remaining,trials,seconds\n"
+         << std::setprecision(8);
+  for (const auto& r : pruner.rounds())
+    rounds << r.round << "," << to_string(r.method) << "," << r.loss_before << "," << r.loss_pruned
+           << "," << r.loss_tuned << "," << r.removed << "," << r.remaining << "," << r.trials
+           << "," << r.seconds << "\n";
+  trials << "round,nodes,loss,kept\n" << std::setprecision(8);
+  for (const auto& t : pruner.trials()) {
+    std::string nodes;
+    for (NodeId id : t.nodes) nodes += (nodes.empty() ? "" : " ") + std::to_string(id);
+    trials << t.round << "," << nodes << "," << t.loss << "," << (t.kept ? 1 : 0) << "\n";
+  }
+  write_text_file(path("rounds.csv"), rounds.str(), overwrite);
+  write_text_file(path("trials.csv"), trials.str(), overwrite);
+
+  // The loss against processors removed: each kept trial, and each round after fine-tuning.
+  PlotSeries kept{"kept trials", {}, {}, false}, tuned{"after fine-tuning", {}, {}, true};
+  int64_t removed = 0;
+  for (const auto& t : pruner.trials())
+    if (t.kept) {
+      removed += int64_t(t.nodes.size());
+      kept.x.push_back(double(removed));
+      kept.y.push_back(t.loss);
+    }
+  for (const auto& r : pruner.rounds()) {
+    tuned.x.push_back(double(pruner.initial_processors() - r.remaining));
+    tuned.y.push_back(r.loss_tuned);
+  }
+  std::vector<PlotSeries> series;
+  for (auto* s : {&kept, &tuned})
+    if (!s->x.empty()) series.push_back(*s);
+  PlotOptions plot;
+  plot.title        = "Whole-song loss against processors removed";
+  plot.x_label      = "processors removed";
+  plot.y_label      = "loss";
+  std::string curve = series.empty() ? "" : plot_svg(series, plot);
+  write_text_file(path("pruning.svg"),
+                  curve.empty() ? "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n" : curve,
+                  overwrite);
+
+  // Per type: processors before and after, the fraction removed (the paper's Table 2).
+  std::map<std::string, std::pair<int64_t, int64_t>> per_type;  // before, after
+  const Graph& full = fitter.graph();
+  for (NodeId id : full.nodes())
+    if (!is_utility_type(full.node(id).type)) {
+      auto& counts = per_type[full.type_name(id)];
+      ++counts.first;
+      counts.second += full.node(id).bypassed ? 0 : 1;
+    }
+  std::ostringstream table;
+  table << "<table><tr><th>type</th><th>before</th><th>after</th><th>removed (ρ)</th></tr>\n";
+  for (const auto& [type, counts] : per_type)
+    table << "<tr><td>" << escape(type) << "</td><td>" << counts.first << "</td><td>"
+          << counts.second << "</td><td>"
+          << fixed(1.0 - double(counts.second) / double(counts.first), 2) << "</td></tr>\n";
+  const int64_t before = pruner.initial_processors(), after = pruner.remaining_processors();
+  table << "<tr><th>all</th><th>" << before << "</th><th>" << after << "</th><th>"
+        << fixed(before > 0 ? 1.0 - double(after) / double(before) : 0, 2)
+        << "</th></tr></table>\n";
+
+  auto loss_row = [](const char* label, const MixLossTerms& t) {
+    return std::string("<tr><td>") + label + "</td><td>" + fixed(t.total.item<double>(), 4) +
+           "</td><td>" + fixed(t.lr.item<double>(), 4) + "</td><td>" +
+           fixed(t.mid.item<double>(), 4) + "</td><td>" + fixed(t.side.item<double>(), 4) +
+           "</td></tr>\n";
+  };
+  const PruningOptions& o = pruner.options();
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
+       << escape(summary.title)
+       << "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;max-width:980px;margin:2em "
+          "auto;color:#222}h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}"
+          "table{border-collapse:collapse}td,th{padding:2px 10px;text-align:right;border-bottom:"
+          "1px solid #ddd}td:first-child,th:first-child{text-align:left}.graph svg{max-width:100%;"
+          "height:auto}</style></head><body>\n"
+       << "<h1>" << escape(summary.title) << "</h1>\n<p>" << to_string(o.method)
+       << " pruning, τ = " << o.tolerance << ", " << pruner.rounds_done() << " rounds of "
+       << o.steps_between << " fine-tuning steps, " << pruner.trials().size() << " trials, in "
+       << fixed(summary.seconds, 1) << " s</p>\n"
+       << "<h2>Processors</h2>\n"
+       << table.str()
+       << "<h2>Whole-song loss</h2>\n<table><tr><th></th><th>loss</th><th>L/R</th><th>mid</th>"
+          "<th>side</th></tr>\n"
+       << loss_row("full console", summary.unpruned) << loss_row("pruned", summary.pruned)
+       << "</table>\n<h2>Loss against processors removed</h2>\n"
+       << detail::inline_svg(curve) << "\n<h2>Pruned console</h2>\n<div class=\"graph\">"
+       << detail::inline_svg(read_text_file(path("console.svg")))
+       << "</div>\n<h2>Full console (pruned nodes dashed)</h2>\n<div class=\"graph\">"
+       << detail::inline_svg(read_text_file(path("console_before.svg")))
+       << "</div>\n<p>Files: mix.wav, console.json, parameters.safetensors, parameters.json, "
+          "rounds.csv, trials.csv.</p>\n</body></html>\n";
+  write_text_file(path("report.html"), html.str(), overwrite);
+}
+
+}  // namespace grafx

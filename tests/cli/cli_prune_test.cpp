@@ -1,0 +1,122 @@
+// grafx prune and grafx fit --prune, run as a user would: the pruned console renders as its
+// mix.wav, the report and tables are written, and bad requests are refused.
+
+#include <grafx/files.h>
+#include <grafx/graph/graph_json.h>
+#include <grafx/io/audio.h>
+
+#include "support/test_support.h"
+
+#include <ATen/ATen.h>
+
+namespace grafx {
+namespace {
+
+using testing::contains;
+using testing::run_grafx;
+
+/// Two tracks and a mix of them at 8 kHz, 3 s.
+void write_song(testing::TempDir& dir) {
+  at::manual_seed(3);
+  at::Tensor a = at::randn({1, 24000}) * 0.1, b = at::randn({1, 24000}) * 0.1;
+  write_audio(dir.file("a.wav"), a, 8000);
+  write_audio(dir.file("b.wav"), b, 8000);
+  write_audio(dir.file("mix.wav"), at::cat({0.8 * a + 0.3 * b, 0.4 * a + 0.9 * b}), 8000);
+}
+
+std::vector<std::string> fit_args(testing::TempDir& dir, const std::string& out) {
+  return {"fit",
+          "--tracks",
+          dir.file("a.wav"),
+          dir.file("b.wav"),
+          "--mix",
+          dir.file("mix.wav"),
+          "--chain",
+          "eg",
+          "--sample-rate",
+          "8000",
+          "--steps",
+          "20",
+          "--crop",
+          "1",
+          "--warm-up",
+          "0.1",
+          "-o",
+          out};
+}
+
+TEST(CliPrune, PrunesAFitFolderAndTheResultRendersAsItsMix) {
+  testing::TempDir dir;
+  write_song(dir);
+  auto r = run_grafx(fit_args(dir, dir.file("fit")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(testing::file_exists(dir.file("fit/fit.json")));
+  const std::string out = dir.file("pruned");
+  r = run_grafx({"prune", dir.file("fit"), "-o", out, "--method", "brute-force", "--rounds", "1",
+                 "--steps-between", "3", "--tolerance", "0.05"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "round 1/1 brute-force")) << r.out;
+  EXPECT_TRUE(contains(r.out, "pruned ")) << r.out;
+  for (const char* file :
+       {"mix.wav", "console.json", "console.svg", "console_before.svg", "parameters.safetensors",
+        "parameters.json", "rounds.csv", "trials.csv", "pruning.svg", "report.html"})
+    EXPECT_TRUE(testing::file_exists(out + "/" + file)) << file;
+  std::string report = testing::read_file(out + "/report.html");
+  for (const char* part : {"removed (ρ)", "Whole-song loss", "Pruned console", "<svg"})
+    EXPECT_TRUE(contains(report, part)) << part;
+  std::string trials = testing::read_file(out + "/trials.csv");
+  EXPECT_EQ(std::count(trials.begin(), trials.end(), '\n'), 1 + 4) << "every processor once";
+
+  // The pruned console and parameters reproduce its mix.
+  r = run_grafx({"render", out + "/console.json", "--sources", dir.file("a.wav"), dir.file("b.wav"),
+                 "--params", out + "/parameters.safetensors", "-o", dir.file("again.wav")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  at::Tensor again = read_audio(dir.file("again.wav")).samples,
+             mix   = read_audio(out + "/mix.wav").samples;
+  ASSERT_EQ(again.sizes(), mix.sizes());
+  EXPECT_LT((again - mix).abs().max().item<double>(), 1e-4 * mix.abs().max().item<double>());
+
+  // Outputs are not replaced without --force, and never written over the fit's own files.
+  r = run_grafx({"prune", dir.file("fit"), "-o", out, "--rounds", "1", "--steps-between", "1"});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.exists]")) << r.err;
+  r = run_grafx({"prune", dir.file("fit"), "-o", dir.file("fit"), "--force"});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]")) << r.err;
+}
+
+TEST(CliPrune, FitWithPruneWritesThePrunedConsoleBesideTheFit) {
+  testing::TempDir dir;
+  write_song(dir);
+  std::vector<std::string> args = fit_args(dir, dir.file("fit"));
+  for (const char* a : {"--prune", "--prune-rounds", "1", "--prune-steps-between", "2"})
+    args.push_back(a);
+  auto r = run_grafx(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(testing::file_exists(dir.file("fit/report.html")));
+  EXPECT_TRUE(testing::file_exists(dir.file("fit/pruned/report.html")));
+  EXPECT_TRUE(testing::file_exists(dir.file("fit/pruned/console.json")));
+}
+
+TEST(CliPrune, RefusesWhatItCannotPrune) {
+  testing::TempDir dir;
+  auto r = run_grafx({"prune", dir.path(), "-o", dir.file("out")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "[grafx.io.fit_folder]") &&
+              contains(r.err, "not the folder of a fit"))
+      << r.err;
+  write_text_file(dir.file("fit.json"), "{\"format\": \"grafx.fit\"}", false);
+  r = run_grafx({"prune", dir.path(), "-o", dir.file("out")});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.fit_folder]") && contains(r.err, "missing")) << r.err;
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--tolerance", "-1"},
+                                       {"--tolerance", "nan"},
+                                       {"--rounds", "-2"},
+                                       {"--method", "greedy"}}) {
+    std::vector<std::string> args{"prune", dir.path(), "-o", dir.file("out")};
+    args.insert(args.end(), bad.begin(), bad.end());
+    r = run_grafx(args);
+    EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1] << ": " << r.err;
+  }
+  EXPECT_FALSE(testing::file_exists(dir.file("out")));
+}
+
+}  // namespace
+}  // namespace grafx
