@@ -109,13 +109,19 @@ std::vector<NodeId> Pruner::ranked_nodes(const std::string& type) const {
 bool Pruner::try_pruning(const std::vector<NodeId>& extra, PruningTrial& trial) {
   trial.round = rounds_done() + 1;
   trial.nodes = extra;
-  fitter_.set_bypassed(extra, true);
-  trial.loss = fitter_.evaluate().total.item<double>();
-  trial.kept = std::isfinite(trial.loss) && trial.loss <= min_loss_ + options_.tolerance;
-  if (trial.kept)
-    min_loss_ = std::min(min_loss_, trial.loss);
-  else
+  if (trials_evaluator_) {
+    trial.loss = trials_evaluator_->loss(extra);
+  } else {
+    fitter_.set_bypassed(extra, true);
+    trial.loss = fitter_.evaluate().total.item<double>();
     fitter_.set_bypassed(extra, false);
+  }
+  trial.kept = std::isfinite(trial.loss) && trial.loss <= min_loss_ + options_.tolerance;
+  if (trial.kept) {
+    min_loss_ = std::min(min_loss_, trial.loss);
+    fitter_.set_bypassed(extra, true);
+    if (trials_evaluator_) trials_evaluator_->commit(extra);
+  }
   trials_.push_back(trial);
   return trial.kept;
 }
@@ -191,8 +197,17 @@ PruningRound Pruner::run_round(const std::function<void(const PruningProgress&)>
                                                       round.round % options_.brute_force_every == 0)
           ? PruneMethod::kBruteForce
           : PruneMethod::kDryWet;
-  round.loss_before = fitter_.evaluate().total.item<double>();
-  min_loss_         = std::min(min_loss_, round.loss_before);
+  if (options_.fast_trials) {
+    MixLossOptions whole = fitter_.options().loss;
+    whole.skip_samples   = 0;  // as Fitter::evaluate
+    trials_evaluator_    = std::make_unique<TrialEvaluator>(
+        fitter_.graph(), fitter_.processors(), fitter_.detached_parameters(), fitter_.tracks(),
+        fitter_.target(), whole, fitter_.options().schedule);
+    round.loss_before = trials_evaluator_->base_loss();
+  } else {
+    round.loss_before = fitter_.evaluate().total.item<double>();
+  }
+  min_loss_ = std::min(min_loss_, round.loss_before);
 
   PruningProgress p;
   p.round     = round.round;
@@ -211,10 +226,12 @@ PruningRound Pruner::run_round(const std::function<void(const PruningProgress&)>
     p.last_trial = &trial;
     report();
   };
-  round.removed     = round.method == PruneMethod::kBruteForce ? prune_brute_force(on_trial)
-                                                               : prune_dry_wet(on_trial);
-  round.loss_pruned = fitter_.evaluate().total.item<double>();
-  p.last_trial      = nullptr;
+  round.removed = round.method == PruneMethod::kBruteForce ? prune_brute_force(on_trial)
+                                                           : prune_dry_wet(on_trial);
+  round.loss_pruned =
+      trials_evaluator_ ? trials_evaluator_->base_loss() : fitter_.evaluate().total.item<double>();
+  trials_evaluator_.reset();  // its cache is stale once fine-tuning starts
+  p.last_trial = nullptr;
 
   fitter_.reset_optimizer();  // the paper re-creates the optimizer every 500 steps
   p.n_steps = options_.steps_between;

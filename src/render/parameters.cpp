@@ -100,13 +100,17 @@ Parameters parameters_without(const Graph& graph, const Parameters& parameters,
   Parameters kept;
   for (const auto& [type, named] : parameters) {
     std::vector<int64_t> rows;
+    bool dry_wet                  = false;  // whether a remaining node carries a wet amount
     const std::vector<NodeId> ids = graph.nodes_of_type(type);
     for (size_t row = 0; row < ids.size(); ++row)
-      if (std::find(removed.begin(), removed.end(), ids[row]) == removed.end())
+      if (std::find(removed.begin(), removed.end(), ids[row]) == removed.end()) {
         rows.push_back(int64_t(row));
+        dry_wet = dry_wet || graph.node(ids[row]).dry_wet;
+      }
     if (rows.empty()) continue;
     for (const auto& [name, t] : named)
-      kept[type][name] = t.index_select(0, at::tensor(rows, at::kLong).to(t.device()));
+      if (name != kDryWetParameter || dry_wet)
+        kept[type][name] = t.index_select(0, at::tensor(rows, at::kLong).to(t.device()));
   }
   return kept;
 }

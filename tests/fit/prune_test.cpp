@@ -201,6 +201,33 @@ TEST(Prune, HybridRunsBruteForceEveryFourthRound) {
   EXPECT_EQ(fitter.steps_done(), 10);  // fine-tuning steps between rounds
 }
 
+TEST(Prune, FastTrialsDecideAsFullReRenders) {
+  at::Tensor x = tracks(2);
+  Graph full   = console({"eq", "compressor", "gain_pan", "reverb"});
+  std::vector<NodeId> unused;
+  at::Tensor mix = hidden_mix(full, x, unused);
+  std::vector<std::vector<PruningTrial>> runs;
+  for (bool fast : {true, false}) {
+    Fitter fitter(full, x, mix, kRate, small_options(40));
+    fitter.run();
+    PruningOptions options;
+    options.rounds            = 2;
+    options.brute_force_every = 2;  // a dry/wet round, then a brute-force round
+    options.steps_between     = 5;
+    options.fast_trials       = fast;
+    Pruner pruner(fitter, options);
+    pruner.run();
+    runs.push_back(pruner.trials());
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    EXPECT_EQ(runs[0][i].nodes, runs[1][i].nodes) << "trial " << i;
+    EXPECT_EQ(runs[0][i].kept, runs[1][i].kept) << "trial " << i;
+    EXPECT_LT(std::abs(runs[0][i].loss - runs[1][i].loss), 1e-6 * std::abs(runs[1][i].loss))
+        << "trial " << i;
+  }
+}
+
 TEST(Prune, RefusesBadOptions) {
   at::Tensor x = tracks(2);
   Fitter fitter(console({"gain_pan"}), x, x.sum(0), kRate, small_options(0));

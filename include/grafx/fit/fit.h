@@ -77,6 +77,8 @@ class Fitter {
   int64_t steps_done() const { return static_cast<int64_t>(history_.size()); }
   const std::vector<FitRecord>& history() const { return history_; }
   const Parameters& parameters() const { return parameters_; }
+  /// The current parameters without gradients.
+  Parameters detached_parameters() const;
   const Graph& graph() const { return graph_; }
   const Processors& processors() const { return processors_; }
   const FitOptions& options() const { return options_; }
@@ -114,8 +116,6 @@ class Fitter {
   void load_checkpoint(const std::string& path);
 
  private:
-  /// The current parameters without gradients.
-  Parameters detached_parameters() const;
   /// Σ w over the dry/wet nodes not bypassed.
   at::Tensor sparsity() const;
   /// Where step `step`'s crop starts: a function of the seed and the step alone, so that a

@@ -25,6 +25,9 @@
 /// `sparsity_weight` over the first `sparsity_ramp_steps` fine-tuning steps.
 
 #include <grafx/fit/fit.h>
+#include <grafx/fit/trials.h>
+
+#include <memory>
 
 #include <functional>
 #include <string>
@@ -48,6 +51,9 @@ struct PruningOptions {
   double initial_ratio        = 0.1;   ///< first step of each type's fraction (dry/wet)
   int64_t brute_force_every   = 4;     ///< hybrid: brute force in rounds 4, 8, 12, ...
   uint64_t seed               = 0;     ///< the random orders of types and nodes
+  /// Trials render only what they change (TrialEvaluator, fit/trials.h); false: every trial
+  /// renders the whole console again (the reference, for tests and benchmarks).
+  bool fast_trials = true;
 };
 
 /// One trial: the nodes it bypassed (with those kept before), its loss, whether it was kept.
@@ -120,6 +126,7 @@ class Pruner {
 
   Fitter& fitter_;
   PruningOptions options_;
+  std::unique_ptr<TrialEvaluator> trials_evaluator_;  // this round's, with fast trials
   std::vector<PruningRound> rounds_;
   std::vector<PruningTrial> trials_;
   double min_loss_            = 0;

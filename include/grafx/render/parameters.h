@@ -43,7 +43,8 @@ void check_parameters(const Graph& graph, const Processors& processors,
                       at::ScalarType dtype = at::kFloat);
 
 /// The parameters of `graph` without the nodes `removed`: each type's rows of the nodes that
-/// remain, in order, and no entry for a type left without nodes. What the graph with those
+/// remain, in order; no "dry_wet" for a type whose remaining nodes carry none, and no entry for
+/// a type left without nodes. What the graph with those
 /// nodes removed (Graph::remove or bypass) takes.
 Parameters parameters_without(const Graph& graph, const Parameters& parameters,
                               const std::vector<NodeId>& removed);

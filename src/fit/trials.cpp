@@ -1,0 +1,182 @@
+#include <grafx/error.h>
+#include <grafx/fit/trials.h>
+#include <grafx/graph/graph_tensor.h>
+#include <grafx/render/parameters.h>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <set>
+
+namespace grafx {
+
+namespace {
+
+std::vector<NodeId> sorted(std::vector<NodeId> ids) {
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+}  // namespace
+
+TrialEvaluator::TrialEvaluator(Graph graph, Processors processors, Parameters parameters,
+                               at::Tensor tracks, at::Tensor mix, MixLossOptions loss,
+                               ScheduleOptions schedule, ChunkOptions chunks)
+    : graph_(std::move(graph)),
+      processors_(std::move(processors)),
+      parameters_(std::move(parameters)),
+      tracks_(std::move(tracks)),
+      mix_(std::move(mix)),
+      loss_(std::move(loss)),
+      schedule_(std::move(schedule)),
+      chunks_(std::move(chunks)) {
+  chunks_.render.check_finite = false;  // the fit's data and parameters are checked already
+  base_loss_                  = render_trial({}, /*everything=*/true);
+  cache_                      = std::move(pending_);
+  pending_.clear();
+}
+
+int64_t TrialEvaluator::cache_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& [signal, t] : cache_) bytes += int64_t(t.numel() * t.element_size());
+  return bytes;
+}
+
+double TrialEvaluator::loss(const std::vector<NodeId>& extra) {
+  pending_loss_ = render_trial(extra, /*everything=*/false);
+  return pending_loss_;
+}
+
+void TrialEvaluator::commit(const std::vector<NodeId>& extra) {
+  if (sorted(extra) != pending_extra_) pending_loss_ = render_trial(extra, false);
+  base_loss_ = pending_loss_;
+  for (auto& [signal, values] : pending_) cache_[signal] = values;
+  pending_.clear();
+  pending_extra_.clear();
+  for (NodeId id : extra) graph_.set_bypassed(id, true);
+}
+
+double TrialEvaluator::render_trial(const std::vector<NodeId>& extra, bool everything) {
+  c10::NoGradGuard no_grad;
+  Graph g = graph_;
+  for (NodeId id : extra) g.set_bypassed(id, true);
+  const NodeTypes& types = g.types();
+
+  // R: what changes (the bypassed nodes' descendants, every output), then upstream of it what
+  // feeds it, back to cached cut signals and sources.
+  std::set<NodeId> rendered;
+  std::vector<NodeId> stack = extra;
+  for (NodeId id : g.nodes_of_type("out")) stack.push_back(id);
+  if (everything)
+    for (NodeId id : g.nodes())
+      if (g.node(id).type != NodeTypes::kIn) stack.push_back(id);
+  while (!stack.empty()) {  // descendants
+    NodeId id = stack.back();
+    stack.pop_back();
+    if (!rendered.insert(id).second) continue;
+    for (NodeId next : g.successors(id)) stack.push_back(next);
+  }
+  std::vector<Signal> inputs;  // signals fed to the trial graph, in the order of its `in` nodes
+  std::map<Signal, NodeId> input_nodes;
+  stack.assign(rendered.begin(), rendered.end());
+  std::set<NodeId> seen(rendered.begin(), rendered.end());
+  while (!stack.empty()) {  // upstream
+    NodeId id = stack.back();
+    stack.pop_back();
+    for (const Edge& e : g.in_edges(id)) {
+      if (rendered.count(e.source)) continue;
+      const bool source = g.node(e.source).type == NodeTypes::kIn;
+      if (source || (!everything && cache_.count({e.source, e.outlet}))) {
+        if (!input_nodes.count({e.source, e.outlet})) {
+          input_nodes[{e.source, e.outlet}] = -1;
+          inputs.push_back({e.source, e.outlet});
+        }
+        continue;
+      }
+      rendered.insert(e.source);
+      stack.push_back(e.source);
+    }
+  }
+
+  // The trial graph: R with its ids, a new `in` node per input signal.
+  Graph trial(types);
+  trial.reserve_ids(g.next_id());
+  last_trial_nodes_ = 0;
+  for (NodeId id : rendered) {
+    const Node& node = g.node(id);
+    trial.insert(id, types.name(node.type), node.name);
+    if (node.dry_wet) trial.set_dry_wet(id);
+    if (node.bypassed) trial.set_bypassed(id);
+    last_trial_nodes_ += is_utility_type(node.type) ? 0 : 1;
+  }
+  for (const Signal& signal : inputs) input_nodes[signal] = trial.add("in");
+  std::vector<NodeId> removed;
+  for (NodeId id : g.nodes())
+    if (!rendered.count(id)) removed.push_back(id);
+  for (NodeId id : rendered)
+    for (const Edge& e : g.in_edges(id)) {
+      const std::string& inlet = types[g.node(id).type].inlets[size_t(e.inlet)];
+      if (rendered.count(e.source))
+        trial.connect(e.source, id, types[g.node(e.source).type].outlets[size_t(e.outlet)], inlet);
+      else
+        trial.connect(input_nodes.at({e.source, e.outlet}), id, "main", inlet);
+    }
+  Parameters parameters = parameters_without(g, parameters_, removed);
+
+  // The cut signals this trial renders, captured for commit: every signal into a mix node.
+  std::set<Signal> captured;
+  for (NodeId id : rendered)
+    if (g.node(id).type == NodeTypes::kMix)
+      for (const Edge& e : g.in_edges(id))
+        if (rendered.count(e.source) && g.node(e.source).type != NodeTypes::kIn)
+          captured.insert({e.source, e.outlet});
+
+  // Input signals, spread to one channel count (a mono signal is its dual-mono stereo).
+  std::vector<at::Tensor> signals;
+  int64_t channels           = 1;
+  std::vector<NodeId> in_ids = g.nodes_of_type("in");
+  for (const Signal& signal : inputs) {
+    at::Tensor s;
+    if (g.node(signal.first).type == NodeTypes::kIn) {
+      auto at = std::find(in_ids.begin(), in_ids.end(), signal.first);
+      s       = tracks_[int64_t(at - in_ids.begin())];
+    } else {
+      s = cache_.at(signal);
+    }
+    channels = std::max(channels, s.size(0));
+    signals.push_back(s);
+  }
+  const int64_t length          = tracks_.size(-1);
+  RenderPlan plan               = make_render_plan(to_tensor(trial), schedule_);
+  const TemporalSupport support = temporal_support(plan, processors_, parameters);
+  pending_.clear();
+  pending_extra_        = sorted(extra);
+  MixLossStream stream  = loss_.stream(length);
+  RenderOptions options = chunks_.render;
+  for (int64_t start = 0;; start += chunks_.chunk_samples) {
+    const int64_t end   = std::min(length, start + chunks_.chunk_samples);
+    const int64_t first = start - std::min(support.past_samples, start);
+    const int64_t last  = end + std::min(support.future_samples, length - end);
+    std::vector<at::Tensor> pieces;
+    for (const auto& s : signals)
+      pieces.push_back(s.narrow(-1, first, last - first).expand({channels, last - first}));
+    options.observer = [&](const StepView& view) {
+      for (size_t p = 0; p < view.nodes.size(); ++p)
+        for (size_t o = 0; o < view.outputs.size(); ++o) {
+          if (!captured.count({view.nodes[p], int64_t(o)})) continue;
+          at::Tensor y      = view.outputs[o][int64_t(p)].narrow(-1, start - first, end - start);
+          at::Tensor& whole = pending_[{view.nodes[p], int64_t(o)}];
+          if (!whole.defined()) whole = at::empty({y.size(0), length}, y.options());
+          whole.narrow(-1, start, end - start).copy_(y);
+        }
+    };
+    at::Tensor outputs = render(plan, processors_, parameters, at::stack(pieces), options).outputs;
+    stream.add(outputs[0].narrow(-1, start - first, end - start),
+               mix_.narrow(-1, start, end - start));
+    if (end == length) break;
+  }
+  return stream.finish().total.item<double>();
+}
+
+}  // namespace grafx
