@@ -32,14 +32,16 @@ TrialEvaluator::TrialEvaluator(Graph graph, Processors processors, Parameters pa
       schedule_(std::move(schedule)),
       chunks_(std::move(chunks)) {
   chunks_.render.check_finite = false;  // the fit's data and parameters are checked already
-  base_loss_                  = render_trial({}, /*everything=*/true);
-  cache_                      = std::move(pending_);
+  target_frames_ = std::make_shared<const MixLossTargetFrames>(loss_.target_frames(mix_));
+  base_loss_     = render_trial({}, /*everything=*/true);
+  cache_         = std::move(pending_);
   pending_.clear();
 }
 
 int64_t TrialEvaluator::cache_bytes() const {
   int64_t bytes = 0;
   for (const auto& [signal, t] : cache_) bytes += int64_t(t.numel() * t.element_size());
+  for (const auto& t : target_frames_->mels) bytes += int64_t(t.numel() * t.element_size());
   return bytes;
 }
 
@@ -151,8 +153,8 @@ double TrialEvaluator::render_trial(const std::vector<NodeId>& extra, bool every
   RenderPlan plan               = make_render_plan(to_tensor(trial), schedule_);
   const TemporalSupport support = temporal_support(plan, processors_, parameters);
   pending_.clear();
-  pending_extra_        = sorted(extra);
-  MixLossStream stream  = loss_.stream(length);
+  pending_extra_ = sorted(extra);
+  MixLossStream stream(loss_, target_frames_);  // the target's frames are made once
   RenderOptions options = chunks_.render;
   for (int64_t start = 0;; start += chunks_.chunk_samples) {
     const int64_t end   = std::min(length, start + chunks_.chunk_samples);
@@ -172,8 +174,7 @@ double TrialEvaluator::render_trial(const std::vector<NodeId>& extra, bool every
         }
     };
     at::Tensor outputs = render(plan, processors_, parameters, at::stack(pieces), options).outputs;
-    stream.add(outputs[0].narrow(-1, start - first, end - start),
-               mix_.narrow(-1, start, end - start));
+    stream.add(outputs[0].narrow(-1, start - first, end - start));
     if (end == length) break;
   }
   return stream.finish().total.item<double>();

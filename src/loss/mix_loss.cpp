@@ -182,11 +182,51 @@ MixLossStream::MixLossStream(MixLoss loss, int64_t n_samples)
   log_ratio_.resize(o.fft_sizes.size());
 }
 
+MixLossStream::MixLossStream(MixLoss loss, std::shared_ptr<const MixLossTargetFrames> target)
+    : MixLossStream(std::move(loss), target ? target->n_samples : 0) {
+  target_frames_ = std::move(target);
+}
+
+MixLossTargetFrames MixLoss::target_frames(const at::Tensor& target) const {
+  // A stream of the target against itself, keeping the target's frames as they are made.
+  const int64_t n = target.size(-1);
+  MixLossStream stream(*this, n);
+  MixLossStream::Collected collected;
+  collected.mels.resize(options_.fft_sizes.size());
+  stream.collected_   = &collected;
+  const int64_t chunk = int64_t(1) << 19;
+  for (int64_t start = 0; start < n; start += chunk) {
+    at::Tensor piece = target.narrow(-1, start, std::min(chunk, n - start));
+    stream.add(piece, piece);
+  }
+  MixLossTargetFrames frames;
+  frames.n_samples = n;
+  for (auto& pieces : collected.mels) frames.mels.push_back(at::cat(pieces, 1));
+  return frames;
+}
+
 void MixLossStream::add(const at::Tensor& estimate, const at::Tensor& target) {
   detail::check_signal_pair(estimate, target, kWhat);
-  auto fail = [](const std::string& message) {
-    throw LossError("grafx.loss.shape", std::string(kWhat) + " in chunks: " + message);
-  };
+  if (target_frames_) fail("this stream's target is given: add the estimate alone");
+  const int64_t items = check_chunk(estimate), n = estimate.size(-1);
+  at::NoGradGuard no_grad;
+  append(
+      at::cat({estimate.detach().reshape({items, 2, n}), target.detach().reshape({items, 2, n})}));
+}
+
+void MixLossStream::add(const at::Tensor& estimate) {
+  if (!target_frames_) fail("this stream has no given target: add the estimate and the target");
+  const int64_t items = check_chunk(estimate), n = estimate.size(-1);
+  if (items != 1) fail("a given target compares one item at a time");
+  at::NoGradGuard no_grad;
+  append(estimate.detach().reshape({1, 2, n}));
+}
+
+void MixLossStream::fail(const std::string& message) {
+  throw LossError("grafx.loss.shape", std::string(kWhat) + " in chunks: " + message);
+}
+
+int64_t MixLossStream::check_chunk(const at::Tensor& estimate) {
   const bool stereo = (estimate.dim() == 2 || estimate.dim() == 3) && estimate.size(-2) == 2;
   if (!stereo) {
     std::ostringstream s;
@@ -200,15 +240,17 @@ void MixLossStream::add(const at::Tensor& estimate, const at::Tensor& target) {
   if (n > n_samples_ - seen_)
     fail("expected " + std::to_string(n_samples_) + " samples in all, but got " +
          std::to_string(seen_ + n));
+  return items;
+}
+
+void MixLossStream::append(const at::Tensor& rows) {
   // Samples before skip_samples are not part of the loss.
-  const int64_t skip = std::clamp<int64_t>(loss_.options().skip_samples - seen_, 0, n);
+  const int64_t n    = rows.size(2),
+                skip = std::clamp<int64_t>(loss_.options().skip_samples - seen_, 0, n);
   seen_ += n;
   if (skip == n) return;
-  at::NoGradGuard no_grad;
-  at::Tensor both =
-      at::cat({estimate.detach().reshape({items, 2, n}), target.detach().reshape({items, 2, n})})
-          .narrow(2, skip, n - skip);
-  raw_ = raw_.defined() ? at::cat({raw_, both}, 2) : both;
+  at::Tensor kept = rows.narrow(2, skip, n - skip);
+  raw_            = raw_.defined() ? at::cat({raw_, kept}, 2) : kept;
   received_ += n - skip;
   compute_weighted();
   compute_frames();
@@ -266,7 +308,13 @@ void MixLossStream::compute_frames() {
           MixLoss::four_channels(weighted_.index_select(2, index.to(weighted_.device())));
       at::Tensor mel     = loss_.mel_frames(padded, r).to(at::kDouble);  // [2·B·4, frames, bands]
       const int64_t rows = n_items_ * 4;
-      at::Tensor x = mel.narrow(0, 0, rows), y = mel.narrow(0, rows, rows);
+      at::Tensor x       = mel.narrow(0, 0, rows), y;
+      if (target_frames_) {
+        y = target_frames_->mels[r].narrow(1, f0, f1 - f0).to(at::kDouble);
+      } else {
+        y = mel.narrow(0, rows, rows);
+        if (collected_) collected_->mels[r].push_back(y.to(dtype_));
+      }
       auto add_to = [](at::Tensor& sum, const at::Tensor& value) {
         sum = sum.defined() ? sum + value : value;
       };

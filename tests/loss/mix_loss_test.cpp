@@ -298,6 +298,25 @@ TEST(MixLossStream, SkipAcrossChunksWithoutAWeightingAndInFloat32) {
   EXPECT_EQ(streamed(loss, xf, yf, {3000}).total.scalar_type(), at::kFloat);
 }
 
+TEST(MixLossStream, AGivenTargetsFramesGiveTheSameTerms) {
+  const int64_t n = 20000;
+  for (auto dtype : {at::kDouble, at::kFloat}) {
+    at::Tensor x = estimate_signal(n)[0].to(dtype), y = target_signal(n)[0].to(dtype);
+    MixLossOptions options;
+    options.skip_samples = 1500;
+    MixLoss loss(options);
+    auto frames = std::make_shared<const MixLossTargetFrames>(loss.target_frames(y));
+    ASSERT_EQ(frames->mels.size(), 3u);
+    EXPECT_EQ(frames->mels[0].size(0), 4);  // L, R, M, S
+    MixLossStream stream(loss, frames);
+    for (int64_t start = 0; start < n; start += 3000)
+      stream.add(x.narrow(-1, start, std::min<int64_t>(3000, n - start)));
+    expect_terms_near(stream.finish(), loss.terms(x, y), dtype == at::kDouble ? 1e-10 : 2e-5);
+    EXPECT_GRAFX_ERROR(stream.add(x.narrow(-1, 0, 10), y.narrow(-1, 0, 10)), "grafx.loss.shape",
+                       "target is given");
+  }
+}
+
 TEST(MixLossStream, RejectsChunksThatDoNotAddUp) {
   MixLoss loss;
   at::Tensor x = estimate_signal(10000), y = target_signal(10000);

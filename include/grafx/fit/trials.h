@@ -23,6 +23,7 @@
 #include <grafx/render/chunked.h>
 
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -47,7 +48,7 @@ class TrialEvaluator {
   const Graph& graph() const { return graph_; }
   /// Processor rows rendered by the last trial and by a full render, for benchmarks.
   int64_t last_trial_nodes() const { return last_trial_nodes_; }
-  /// Bytes held by the cached cut signals.
+  /// Bytes held by the cached cut signals and the target's mel frames.
   int64_t cache_bytes() const;
 
  private:
@@ -63,6 +64,7 @@ class TrialEvaluator {
   MixLoss loss_;
   ScheduleOptions schedule_;
   ChunkOptions chunks_;
+  std::shared_ptr<const MixLossTargetFrames> target_frames_;
   std::map<Signal, at::Tensor> cache_;    // cut signals, C×L each
   std::map<Signal, at::Tensor> pending_;  // their values in the last trial
   std::vector<NodeId> pending_extra_;

@@ -64,6 +64,14 @@ struct MixLossTerms {
 
 class MixLossStream;
 
+/// A target's mel frames over a whole song (per resolution [4, frames, n_mels], its L, R, M, S
+/// channels), made once by MixLoss::target_frames to compare many estimates with one target
+/// (pruning trials): a stream given them computes the estimate's frames alone.
+struct MixLossTargetFrames {
+  std::vector<at::Tensor> mels;
+  int64_t n_samples = 0;
+};
+
 class MixLoss {
  public:
   /// Throws LossError [grafx.loss.options] for invalid options (no or too small FFT sizes,
@@ -81,6 +89,8 @@ class MixLoss {
 
   /// A stream for the loss of signals of `n_samples` samples fed in chunks (MixLossStream).
   MixLossStream stream(int64_t n_samples) const;
+  /// The mel frames of one stereo target (2×L), computed in chunks.
+  MixLossTargetFrames target_frames(const at::Tensor& target) const;
 
  private:
   friend class MixLossStream;
@@ -117,14 +127,25 @@ class MixLossStream {
  public:
   /// Throws what MixLoss::terms throws for signals of `n_samples` samples.
   MixLossStream(MixLoss loss, int64_t n_samples);
+  /// A stream against a target whose frames are known: add(estimate) alone, one item (2×T).
+  MixLossStream(MixLoss loss, std::shared_ptr<const MixLossTargetFrames> target);
   /// The next samples of both signals (B×2×T or 2×T, the same B every time). Throws LossError
   /// [grafx.loss.shape] for a shape unlike the earlier chunks' or more samples than announced,
   /// [grafx.loss.dtype] for mismatched types.
   void add(const at::Tensor& estimate, const at::Tensor& target);
+  /// The next samples of the estimate, for a stream with a given target.
+  void add(const at::Tensor& estimate);
   /// The loss, once all n_samples have come (LossError [grafx.loss.shape] if not).
   MixLossTerms finish() const;
 
  private:
+  friend class MixLoss;
+  struct Collected {  // the target's frames, kept by MixLoss::target_frames
+    std::vector<std::vector<at::Tensor>> mels;
+  };
+  [[noreturn]] static void fail(const std::string& message);
+  int64_t check_chunk(const at::Tensor& estimate);  // returns B
+  void append(const at::Tensor& rows);              // [B or 2B, 2, T]
   void compute_weighted();  // the A-weighted samples that the received ones determine
   void compute_frames();    // the frames whose samples are all known
 
@@ -137,9 +158,11 @@ class MixLossStream {
   at::Tensor weighted_;  // the same A-weighted, from weighted_start_ to weighted_end_
   int64_t weighted_start_ = 0, weighted_end_ = 0;
   at::ScalarType dtype_ = at::kFloat;
-  std::vector<int64_t> next_frame_;                          // per resolution
-  std::vector<at::Tensor> difference_, target_, log_ratio_;  // per resolution, [B·4] double
-  std::vector<int64_t> count_;                               // per resolution: frames × bands
+  std::vector<int64_t> next_frame_;                           // per resolution
+  std::vector<at::Tensor> difference_, target_, log_ratio_;   // per resolution, [B·4] double
+  std::vector<int64_t> count_;                                // per resolution: frames × bands
+  std::shared_ptr<const MixLossTargetFrames> target_frames_;  // given, or none
+  Collected* collected_ = nullptr;
 };
 
 }  // namespace grafx
