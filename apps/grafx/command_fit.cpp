@@ -13,9 +13,8 @@
 #include <ATen/ATen.h>
 
 #include <unistd.h>
-#include <atomic>
 #include <chrono>
-#include <csignal>
+#include <memory>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -24,8 +23,6 @@ namespace grafx::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::atomic<bool> interrupted{false};
 
 std::string duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
@@ -115,11 +112,9 @@ void run_session(Fitter& fitter, Session& session) {
               << "\n";
   }
   const bool terminal = ::isatty(STDOUT_FILENO);
-  interrupted         = false;
-  // Ctrl-C and SIGTERM (a scheduler, `kill`) both stop after the step with a checkpoint.
-  auto previous      = std::signal(SIGINT, [](int) { interrupted = true; });
-  auto previous_term = std::signal(SIGTERM, [](int) { interrupted = true; });
-  auto start         = std::chrono::steady_clock::now();
+  // Ctrl-C and SIGTERM both stop after the step, with a checkpoint.
+  auto stop  = std::make_unique<StopRequest>();
+  auto start = std::chrono::steady_clock::now();
   try {
     fitter.run([&](const FitProgress& p) {
       bool last = p.step == p.n_steps;
@@ -131,21 +126,19 @@ void run_session(Fitter& fitter, Session& session) {
                   << (p.skipped_steps ? "  skipped " + std::to_string(p.skipped_steps) : "")
                   << "   " << (terminal && !last ? "" : "\n") << std::flush;
       }
-      if ((session.checkpoint_every > 0 && p.step % session.checkpoint_every == 0) || interrupted)
+      if ((session.checkpoint_every > 0 && p.step % session.checkpoint_every == 0) ||
+          stop->requested())
         fitter.save_checkpoint(checkpoint);
-      if (interrupted)
+      if (stop->requested())
         throw FitError("grafx.fit.interrupted", "interrupted at step " + std::to_string(p.step) +
                                                     "; " + checkpoint +
                                                     " is saved: continue with --resume");
     });
   } catch (...) {
-    std::signal(SIGINT, previous);
-    std::signal(SIGTERM, previous_term);
     if (terminal) std::cout << "\n";
     throw;
   }
-  std::signal(SIGINT, previous);
-  std::signal(SIGTERM, previous_term);
+  stop.reset();
   fitter.save_checkpoint(checkpoint);
   session.summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

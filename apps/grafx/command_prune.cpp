@@ -11,9 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
-#include <atomic>
 #include <chrono>
-#include <csignal>
+#include <memory>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -22,8 +21,6 @@ namespace grafx::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::atomic<bool> interrupted{false};
 
 const char kFitRecord[] = "fit.json";
 
@@ -109,9 +106,7 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const std::strin
             << " rounds of " << options.steps_between << " fine-tuning steps); whole-song loss "
             << std::fixed << std::setprecision(4) << summary.unpruned.total.item<double>() << "\n";
   const bool terminal = ::isatty(STDOUT_FILENO);
-  interrupted         = false;
-  auto previous       = std::signal(SIGINT, [](int) { interrupted = true; });
-  auto previous_term  = std::signal(SIGTERM, [](int) { interrupted = true; });
+  auto stop           = std::make_unique<StopRequest>();
   auto start          = std::chrono::steady_clock::now();
   try {
     pruner.run([&](const PruningProgress& p) {
@@ -130,19 +125,16 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const std::strin
       if (terminal || milestone)
         std::cout << (terminal ? "\r" : "") << line.str() << "   " << (terminal ? "" : "\n")
                   << std::flush;
-      if (interrupted)
+      if (stop->requested())
         throw FitError("grafx.fit.interrupted",
                        "pruning interrupted in round " + std::to_string(p.round) +
                            "; nothing was written (pruning does not resume yet)");
     });
   } catch (...) {
-    std::signal(SIGINT, previous);
-    std::signal(SIGTERM, previous_term);
     if (terminal) std::cout << "\n";
     throw;
   }
-  std::signal(SIGINT, previous);
-  std::signal(SIGTERM, previous_term);
+  stop.reset();
   if (terminal) std::cout << "\n";
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.pruned  = fitter.evaluate();

@@ -86,6 +86,21 @@ CLI::Validator finite_number(double min, bool inclusive);
 /// A whole number of at least `min`, with a message saying so (CLI11 would take "-1" for an
 /// unsigned option and wrap it around).
 CLI::Validator whole_number(int64_t min);
+/// Ctrl-C and SIGTERM (a scheduler, `kill`) taken as a request to stop after the current step,
+/// while an instance lives; the previous handlers come back when it goes.
+class StopRequest {
+ public:
+  StopRequest();
+  ~StopRequest();
+  StopRequest(const StopRequest&)            = delete;
+  StopRequest& operator=(const StopRequest&) = delete;
+  bool requested() const;
+
+ private:
+  void (*previous_int_)(int);
+  void (*previous_term_)(int);
+};
+
 /// Adds the usual "--force" flag (replace existing outputs) to a subcommand.
 CLI::Option* add_force_flag(CLI::App& command, bool& force);
 

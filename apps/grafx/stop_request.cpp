@@ -1,0 +1,26 @@
+#include "commands.h"
+
+#include <atomic>
+#include <csignal>
+
+namespace grafx::cli {
+namespace {
+
+std::atomic<bool> stop_requested{false};
+
+}  // namespace
+
+StopRequest::StopRequest() {
+  stop_requested = false;
+  previous_int_  = std::signal(SIGINT, [](int) { stop_requested = true; });
+  previous_term_ = std::signal(SIGTERM, [](int) { stop_requested = true; });
+}
+
+StopRequest::~StopRequest() {
+  std::signal(SIGINT, previous_int_);
+  std::signal(SIGTERM, previous_term_);
+}
+
+bool StopRequest::requested() const { return stop_requested; }
+
+}  // namespace grafx::cli
