@@ -12,10 +12,10 @@
 
 #include <unistd.h>
 #include <chrono>
-#include <memory>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 
 namespace grafx::cli {
 namespace {
