@@ -159,8 +159,7 @@ void run_session(Fitter& fitter, Session& session) {
   std::error_code ec;
   fs::create_directory(pruned, ec);
   if (ec) throw IoError("grafx.io.unwritable", pruned + ": " + ec.message());
-  run_pruning(fitter, session.pruning, pruned, /*overwrite=*/true,
-              session.summary.title + ", pruned");
+  run_pruning(fitter, session.pruning, {pruned, session.summary.title + ", pruned"});
 }
 
 void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {

@@ -22,7 +22,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char kFitRecord[] = "fit.json";
+const char kFitRecord[]       = "fit.json";
+const char kPruneCheckpoint[] = "checkpoint.safetensors";
+const char kPruneState[]      = "pruning.json";
 
 }  // namespace
 
@@ -77,11 +79,12 @@ std::pair<FitInputs, FitOptions> read_fit_record(const std::string& folder) {
 }
 
 void add_pruning_options(CLI::App& cmd, PruningOptions& options, const std::string& prefix) {
-  auto method = std::make_shared<std::string>(to_string(options.method));
-  cmd.add_option("--" + prefix + "method", *method, "hybrid, dry-wet or brute-force")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"hybrid", "dry-wet", "brute-force"}))
-      ->each([&options](const std::string& name) { options.method = parse_prune_method(name); });
+  cmd.add_option_function<std::string>(
+         "--" + prefix + "method",
+         [&options](const std::string& name) { options.method = parse_prune_method(name); },
+         "hybrid, dry-wet or brute-force")
+      ->default_str(to_string(options.method))
+      ->check(CLI::IsMember({"hybrid", "dry-wet", "brute-force"}));
   cmd.add_option("--" + prefix + "tolerance", options.tolerance,
                  "τ: a trial is kept when the whole-song loss stays within τ of the best")
       ->capture_default_str()
@@ -95,12 +98,18 @@ void add_pruning_options(CLI::App& cmd, PruningOptions& options, const std::stri
       ->check(whole_number(0));
 }
 
-void run_pruning(Fitter& fitter, const PruningOptions& options, const std::string& folder,
-                 bool overwrite, const std::string& title) {
+void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSession& session) {
   Pruner pruner(fitter, options);
+  const std::string checkpoint = session.folder + "/" + kPruneCheckpoint,
+                    state      = session.folder + "/" + kPruneState;
   PruneSummary summary;
-  summary.title    = title;
-  summary.unpruned = fitter.evaluate();
+  summary.title    = session.title;
+  summary.unpruned = fitter.evaluate();  // the full console's, before resuming too
+  if (session.resume) {
+    pruner.resume(checkpoint, state);
+    std::cout << "resuming after round " << pruner.rounds_done() << " of " << options.rounds << " ("
+              << pruner.remaining_processors() << " processors left)\n";
+  }
   std::cout << "pruning " << pruner.initial_processors() << " processors ("
             << to_string(options.method) << ", τ " << options.tolerance << ", " << options.rounds
             << " rounds of " << options.steps_between << " fine-tuning steps); whole-song loss "
@@ -109,7 +118,7 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const std::strin
   auto stop           = std::make_unique<StopRequest>();
   auto start          = std::chrono::steady_clock::now();
   try {
-    pruner.run([&](const PruningProgress& p) {
+    auto progress = [&](const PruningProgress& p) {
       std::ostringstream line;
       line << "round " << p.round << "/" << p.n_rounds << " " << to_string(p.method) << "  ";
       if (p.n_steps > 0 && p.record)
@@ -128,8 +137,15 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const std::strin
       if (stop->requested())
         throw FitError("grafx.fit.interrupted",
                        "pruning interrupted in round " + std::to_string(p.round) +
-                           "; nothing was written (pruning does not resume yet)");
-    });
+                           (session.keep_state && p.round > 1
+                                ? "; the state after round " + std::to_string(p.round - 1) +
+                                      " is saved: continue with --resume"
+                                : "; start it again (nothing was written)"));
+    };
+    while (pruner.rounds_done() < options.rounds) {
+      pruner.run_round(progress);
+      if (session.keep_state) pruner.save_state(checkpoint, state);
+    }
   } catch (...) {
     if (terminal) std::cout << "\n";
     throw;
@@ -138,19 +154,19 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const std::strin
   if (terminal) std::cout << "\n";
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   summary.pruned  = fitter.evaluate();
-  write_prune_outputs(pruner, fitter, summary, folder, overwrite);
+  write_prune_outputs(pruner, fitter, summary, session.folder, /*overwrite=*/true);
   std::cout << "pruned " << pruner.initial_processors() - pruner.remaining_processors() << " of "
             << pruner.initial_processors() << " processors in " << std::setprecision(1)
             << summary.seconds << " s; whole-song loss " << std::setprecision(4)
             << summary.unpruned.total.item<double>() << " -> "
-            << summary.pruned.total.item<double>() << "\nresults: " << folder
+            << summary.pruned.total.item<double>() << "\nresults: " << session.folder
             << "/report.html (and console.json, parameters.safetensors, mix.wav)\n";
 }
 
 void add_prune_command(CLI::App& app) {
   struct Args {
     std::string fit, output;
-    bool force = false;
+    bool force = false, resume = false;
     PruningOptions options;
   };
   auto args     = std::make_shared<Args>();
@@ -159,6 +175,7 @@ void add_prune_command(CLI::App& app) {
   cmd->add_option("fit", args->fit, "Folder of a fit (grafx fit or grafx demo)")->required();
   cmd->add_option("-o,--output", args->output, "Output folder")->required();
   add_pruning_options(*cmd, args->options, "");
+  cmd->add_flag("--resume", args->resume, "Continue the pruning saved in the output folder");
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
     auto [inputs, options] = read_fit_record(args->fit);
@@ -174,22 +191,38 @@ void add_prune_command(CLI::App& app) {
     for (const char* name : {"console.json", "parameters.safetensors", "fit.json"})
       sources.push_back(args->fit + "/" + name);
     const fs::path output(args->output);
-    for (const auto& name : prune_output_files()) {
+    std::vector<std::string> files = prune_output_files();
+    files.push_back(kPruneCheckpoint);
+    files.push_back(kPruneState);
+    std::vector<fs::path> earlier;  // what an earlier pruning wrote there
+    for (const auto& name : files) {
       check_not_an_input(args->output + "/" + name, sources);
-      if (fs::exists(output)) check_writable(args->output + "/" + name, args->force);
+      if (fs::exists(output / name)) earlier.push_back(output / name);
     }
     if (!fs::exists(output) && !output.parent_path().empty() &&
         !fs::is_directory(output.parent_path()))
       throw IoError("grafx.io.unwritable",
                     args->output + ": folder " + output.parent_path().string() + " does not exist");
+    if (args->resume &&
+        !(fs::exists(output / kPruneCheckpoint) && fs::exists(output / kPruneState)))
+      throw FitError("grafx.fit.checkpoint", args->output + ": holds no saved pruning to resume (" +
+                                                 kPruneState + " and " + kPruneCheckpoint + ")");
+    if (!args->resume && !earlier.empty() && !args->force)
+      throw IoError("grafx.io.exists", args->output +
+                                           ": holds the results of an earlier pruning; continue "
+                                           "it with --resume, replace it with --force, or choose "
+                                           "another folder");
     auto [tracks, mix] = load_fit_audio(inputs);
-    options.n_steps    = 0;
+    options.n_steps    = args->options.rounds * args->options.steps_between;
     Fitter fitter(graph, tracks, mix, inputs.sample_rate, options, file.parameters);
     std::error_code ec;
     fs::create_directory(args->output, ec);
     if (ec) throw IoError("grafx.io.unwritable", args->output + ": " + ec.message());
-    run_pruning(fitter, args->options, args->output, args->force,
-                "grafx prune: " + fs::path(args->fit).filename().string());
+    if (!args->resume)  // so that an interrupted run never leaves a folder mixing two
+      for (const auto& path : earlier) fs::remove(path, ec);
+    run_pruning(fitter, args->options,
+                {args->output, "grafx prune: " + fs::path(args->fit).filename().string(),
+                 args->resume, /*keep_state=*/true});
   });
 }
 

@@ -45,9 +45,15 @@ void write_fit_record(const std::string& folder, const FitInputs& inputs, const 
 std::pair<FitInputs, FitOptions> read_fit_record(const std::string& folder);
 /// Adds the pruning options (--PREFIXmethod, --PREFIXtolerance, ...) to a subcommand.
 void add_pruning_options(CLI::App& command, PruningOptions& options, const std::string& prefix);
-/// Prunes with live progress and writes the outputs (report/prune_report.h) into `folder`.
-void run_pruning(Fitter& fitter, const PruningOptions& options, const std::string& folder,
-                 bool overwrite, const std::string& title);
+/// Where and how a pruning run writes.
+struct PruningSession {
+  std::string folder;       ///< must exist; outputs are replaced
+  std::string title;        ///< of the report
+  bool resume     = false;  ///< continue from the state saved in the folder
+  bool keep_state = false;  ///< save the state after every round (for --resume)
+};
+/// Prunes with live progress and writes the outputs (report/prune_report.h) into the folder.
+void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSession& session);
 
 /// Node types a graph file may use without declaring them.
 NodeTypes known_node_types();

@@ -1,6 +1,9 @@
 #include <grafx/error.h>
+#include <grafx/files.h>
 #include <grafx/fit/prune.h>
 #include <grafx/render/parameters.h>
+
+#include <nlohmann/json.hpp>
 
 #include <ATen/ATen.h>
 
@@ -271,6 +274,97 @@ std::pair<Graph, Parameters> Pruner::result() const {
   parameters = parameters_without(graph, parameters, gone);
   for (NodeId id : gone) graph.bypass(id);
   return {graph, parameters};
+}
+
+namespace {
+
+/// The options that decide a pruning run's course (all but the number of rounds).
+nlohmann::json course(const PruningOptions& o) {
+  return {{"method", to_string(o.method)},
+          {"tolerance", o.tolerance},
+          {"steps_between", o.steps_between},
+          {"sparsity_weight", o.sparsity_weight},
+          {"sparsity_ramp_steps", o.sparsity_ramp_steps},
+          {"initial_ratio", o.initial_ratio},
+          {"brute_force_every", o.brute_force_every},
+          {"seed", o.seed},
+          {"fast_trials", o.fast_trials}};
+}
+
+}  // namespace
+
+void Pruner::save_state(const std::string& checkpoint_path, const std::string& state_path) const {
+  nlohmann::json j;
+  j["format"]  = "grafx.prune_state";
+  j["version"] = 1;
+  j["course"]  = course(options_);
+  // JSON has no infinity: before any round, the best loss is unknown (null).
+  j["min_loss"] = std::isfinite(min_loss_) ? nlohmann::json(min_loss_) : nlohmann::json(nullptr);
+  j["fine_tuning_steps"] = fine_tuning_steps_;
+  j["steps_done"]        = fitter_.steps_done();
+  j["removed"]           = removed();
+  for (const auto& r : rounds_)
+    j["rounds"].push_back({{"round", r.round},
+                           {"method", to_string(r.method)},
+                           {"loss_before", r.loss_before},
+                           {"loss_pruned", r.loss_pruned},
+                           {"loss_tuned", r.loss_tuned},
+                           {"removed", r.removed},
+                           {"remaining", r.remaining},
+                           {"trials", r.trials},
+                           {"seconds", r.seconds}});
+  for (const auto& t : trials_)
+    j["trials"].push_back(
+        {{"round", t.round}, {"nodes", t.nodes}, {"loss", t.loss}, {"kept", t.kept}});
+  fitter_.save_checkpoint(checkpoint_path);
+  write_text_file(state_path, j.dump(1) + "\n", /*overwrite=*/true);
+}
+
+void Pruner::resume(const std::string& checkpoint_path, const std::string& state_path) {
+  auto fail = [&](const std::string& what) {
+    throw FitError("grafx.fit.checkpoint", state_path + ": " + what);
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text_file(state_path));
+  } catch (const nlohmann::json::exception& e) {
+    fail(std::string("not valid JSON: ") + e.what());
+  }
+  try {
+    if (j.at("format") != "grafx.prune_state") fail("not a grafx pruning state");
+    if (j.at("course") != course(options_))
+      fail("made with other pruning options (" + j.at("course").dump() + "; now " +
+           course(options_).dump() + ")");
+    const auto rounds = j.at("rounds");
+    if (int64_t(rounds.size()) > options_.rounds)
+      fail("holds " + std::to_string(rounds.size()) + " rounds, more than the " +
+           std::to_string(options_.rounds) + " asked for");
+    const std::vector<NodeId> gone = j.at("removed").get<std::vector<NodeId>>();
+    for (NodeId id : gone)
+      if (!fitter_.graph().contains(id) || is_utility_type(fitter_.graph().node(id).type))
+        fail("prunes node " + std::to_string(id) + ", which is not a processor of this console");
+    fitter_.set_bypassed(gone, true);  // the checkpoint was made for the graph with them bypassed
+    fitter_.load_checkpoint(checkpoint_path);
+    if (fitter_.steps_done() != j.at("steps_done").get<int64_t>())
+      fail("does not agree with " + checkpoint_path + " (another run's files?)");
+    rounds_.clear();
+    trials_.clear();
+    for (const auto& r : rounds)
+      rounds_.push_back({r.at("round").get<int64_t>(), parse_prune_method(r.at("method")),
+                         r.at("loss_before").get<double>(), r.at("loss_pruned").get<double>(),
+                         r.at("loss_tuned").get<double>(), r.at("removed").get<int64_t>(),
+                         r.at("remaining").get<int64_t>(), r.at("trials").get<int64_t>(),
+                         r.at("seconds").get<double>()});
+    if (j.contains("trials"))
+      for (const auto& t : j.at("trials"))
+        trials_.push_back({t.at("round").get<int64_t>(), t.at("nodes").get<std::vector<NodeId>>(),
+                           t.at("loss").get<double>(), t.at("kept").get<bool>()});
+    min_loss_          = j.at("min_loss").is_null() ? std::numeric_limits<double>::infinity()
+                                                    : j.at("min_loss").get<double>();
+    fine_tuning_steps_ = j.at("fine_tuning_steps").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    fail(std::string("missing or wrong field: ") + e.what());
+  }
 }
 
 }  // namespace grafx

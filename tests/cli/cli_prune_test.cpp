@@ -9,6 +9,8 @@
 
 #include <ATen/ATen.h>
 
+#include <sstream>
+
 namespace grafx {
 namespace {
 
@@ -81,6 +83,45 @@ TEST(CliPrune, PrunesAFitFolderAndTheResultRendersAsItsMix) {
   EXPECT_TRUE(contains(r.err, "[grafx.io.exists]")) << r.err;
   r = run_grafx({"prune", dir.file("fit"), "-o", dir.file("fit"), "--force"});
   EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]")) << r.err;
+}
+
+/// rounds.csv without its timing column.
+std::string rounds_without_seconds(const std::string& path) {
+  std::istringstream in(testing::read_file(path));
+  std::string line, out;
+  while (std::getline(in, line)) out += line.substr(0, line.rfind(',')) + "\n";
+  return out;
+}
+
+TEST(CliPrune, ResumesWithMoreRoundsAsOneRun) {
+  testing::TempDir dir;
+  write_song(dir);
+  ASSERT_EQ(run_grafx(fit_args(dir, dir.file("fit"))).exit_code, 0);
+  std::vector<std::string> common{"--rounds", "2", "--steps-between", "3", "--tolerance", "0.02"};
+  auto prune = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args{"prune", dir.file("fit"), "-o", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_grafx(args);
+  };
+  auto r = prune(dir.file("resume"),
+                 {"--rounds", "2", "--steps-between", "3", "--tolerance", "0.02", "--resume"});
+  EXPECT_TRUE(contains(r.err, "[grafx.fit.checkpoint]") && contains(r.err, "no saved pruning"))
+      << r.err;
+  r = prune(dir.file("resume"), {"--rounds", "1", "--steps-between", "3", "--tolerance", "0.02"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = prune(dir.file("resume"),
+            {"--rounds", "2", "--steps-between", "3", "--tolerance", "0.02", "--resume"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "resuming after round 1 of 2")) << r.out;
+  r = prune(dir.file("once"), common);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(rounds_without_seconds(dir.file("resume/rounds.csv")),
+            rounds_without_seconds(dir.file("once/rounds.csv")));
+  EXPECT_EQ(testing::read_file(dir.file("resume/trials.csv")),
+            testing::read_file(dir.file("once/trials.csv")));
+  r = prune(dir.file("resume"), {"--rounds", "2", "--steps-between", "4", "--resume"});
+  EXPECT_TRUE(contains(r.err, "[grafx.fit.checkpoint]") && contains(r.err, "other pruning options"))
+      << r.err;
 }
 
 TEST(CliPrune, FitWithPruneWritesThePrunedConsoleBesideTheFit) {

@@ -228,6 +228,62 @@ TEST(Prune, FastTrialsDecideAsFullReRenders) {
   }
 }
 
+TEST(Prune, AResumedRunContinuesAsTheUninterruptedOne) {
+  at::Tensor x = tracks(2);
+  Graph full   = console({"eq", "compressor", "gain_pan"});
+  std::vector<NodeId> unused;
+  at::Tensor mix = hidden_mix(full, x, unused);
+  Fitter start(full, x, mix, kRate, small_options(30));
+  start.run();
+  auto pruning = [&](int64_t rounds) {
+    PruningOptions options;
+    options.rounds            = rounds;
+    options.steps_between     = 4;
+    options.brute_force_every = 2;
+    return options;
+  };
+  auto fitter_like = [&] {  // the fit's outcome, as `grafx prune` makes it from its files
+    FitOptions options = small_options(3 * 4);
+    return Fitter(full, x, mix, kRate, options, start.detached_parameters());
+  };
+  Fitter whole_fitter = fitter_like();
+  Pruner whole(whole_fitter, pruning(3));
+  whole.run();
+
+  testing::TempDir dir;
+  {
+    Fitter first_fitter = fitter_like();
+    Pruner first(first_fitter, pruning(2));
+    first.run();
+    first.save_state(dir.file("c.safetensors"), dir.file("state.json"));
+  }
+  Fitter resumed_fitter = fitter_like();
+  Pruner resumed(resumed_fitter, pruning(3));
+  resumed.resume(dir.file("c.safetensors"), dir.file("state.json"));
+  EXPECT_EQ(resumed.rounds_done(), 2);
+  resumed.run();
+  ASSERT_EQ(resumed.trials().size(), whole.trials().size());
+  for (size_t i = 0; i < whole.trials().size(); ++i) {
+    EXPECT_EQ(resumed.trials()[i].nodes, whole.trials()[i].nodes) << i;
+    EXPECT_EQ(resumed.trials()[i].kept, whole.trials()[i].kept) << i;
+    EXPECT_DOUBLE_EQ(resumed.trials()[i].loss, whole.trials()[i].loss) << i;
+  }
+  EXPECT_EQ(resumed.removed(), whole.removed());
+  EXPECT_DOUBLE_EQ(resumed.rounds().back().loss_tuned, whole.rounds().back().loss_tuned);
+
+  // Files of another pruning are refused.
+  Fitter other_fitter  = fitter_like();
+  PruningOptions other = pruning(3);
+  other.tolerance      = 0.5;
+  EXPECT_GRAFX_ERROR(
+      Pruner(other_fitter, other).resume(dir.file("c.safetensors"), dir.file("state.json")),
+      "grafx.fit.checkpoint", "other pruning options");
+  Fitter fewer_fitter = fitter_like();
+  EXPECT_GRAFX_ERROR(
+      Pruner(fewer_fitter, pruning(1)).resume(dir.file("c.safetensors"), dir.file("state.json")),
+      "grafx.fit.checkpoint", "more than the 1 asked for");
+}
+
 TEST(Prune, RefusesBadOptions) {
   at::Tensor x = tracks(2);
   Fitter fitter(console({"gain_pan"}), x, x.sum(0), kRate, small_options(0));

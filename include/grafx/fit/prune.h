@@ -115,6 +115,16 @@ class Pruner {
   /// through, Graph::bypass) and its parameters (detached), which render as the fitter does.
   std::pair<Graph, Parameters> result() const;
 
+  /// Writes the state after the rounds done: the fitter's checkpoint (`checkpoint_path`,
+  /// Fitter::save_checkpoint: parameters, optimizer, fine-tuning history) and the record
+  /// (`state_path`, JSON: options, rounds, trials, best loss, pruned nodes), each atomically.
+  void save_state(const std::string& checkpoint_path, const std::string& state_path) const;
+  /// Continues from save_state's files, as the uninterrupted run would: the pruned nodes are
+  /// bypassed again, the checkpoint loaded, the record restored. More rounds than before may be
+  /// asked for. FitError [grafx.fit.checkpoint] for files of another pruning (other options,
+  /// graph or data), or files that do not agree with each other.
+  void resume(const std::string& checkpoint_path, const std::string& state_path);
+
  private:
   /// Whole-song loss with `extra` nodes bypassed on top of those pruned; leaves them bypassed
   /// only when the trial is kept.
