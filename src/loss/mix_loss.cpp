@@ -271,9 +271,10 @@ void MixLossStream::compute_weighted() {
     at::Tensor window  = raw_.narrow(2, from - raw_start_, to - from);
     window         = at::constant_pad_nd(window, {from - (weighted_end_ - half), end + half - to});
     at::Tensor fir = loss_.constant("a_weighting", loss_.constants_->a_weighting, raw_);
-    // conv1d correlates: the flipped FIR convolves, its centre tap at lag 0.
-    fresh = at::conv1d(window.reshape({-1, 1, window.size(2)}), fir.flip(0).view({1, 1, -1}))
-                .view({raw_.size(0), 2, end - weighted_end_});
+    // The samples whose whole FIR support lies in the window: its centre tap is lag 0. By FFT
+    // or blocks, as the whole-signal path (a direct 101-tap conv1d was 10× slower).
+    fresh = dsp::convolve(window, fir.view({1, 1, -1}), dsp::ConvolutionMode::kFull)
+                .narrow(2, 2 * half, end - weighted_end_);
   }
   weighted_     = weighted_.defined() ? at::cat({weighted_, fresh}, 2) : fresh;
   weighted_end_ = end;
