@@ -67,6 +67,9 @@ Pruner::Pruner(Fitter& fitter, PruningOptions options)
   if (options_.brute_force_every < 1)
     fail("expected brute force every n >= 1 rounds, but got " +
          std::to_string(options_.brute_force_every));
+  if (options_.max_trial_batch < 1)
+    fail("expected trial batches of at least 1, but got " +
+         std::to_string(options_.max_trial_batch));
   const Graph& graph = fitter_.graph();
   for (NodeId id : graph.nodes()) initial_processors_ += is_processor(graph, id) ? 1 : 0;
   if (options_.method != PruneMethod::kBruteForce) {
@@ -110,16 +113,22 @@ std::vector<NodeId> Pruner::ranked_nodes(const std::string& type) const {
 }
 
 bool Pruner::try_pruning(const std::vector<NodeId>& extra, PruningTrial& trial) {
-  trial.round = rounds_done() + 1;
-  trial.nodes = extra;
+  double loss;
   if (trials_evaluator_) {
-    trial.loss = trials_evaluator_->loss(extra);
+    loss = trials_evaluator_->loss(extra);
   } else {
     fitter_.set_bypassed(extra, true);
-    trial.loss = fitter_.evaluate().total.item<double>();
+    loss = fitter_.evaluate().total.item<double>();
     fitter_.set_bypassed(extra, false);
   }
-  trial.kept = std::isfinite(trial.loss) && trial.loss <= min_loss_ + options_.tolerance;
+  return decide(extra, loss, trial);
+}
+
+bool Pruner::decide(const std::vector<NodeId>& extra, double loss, PruningTrial& trial) {
+  trial.round = rounds_done() + 1;
+  trial.nodes = extra;
+  trial.loss  = loss;
+  trial.kept  = std::isfinite(trial.loss) && trial.loss <= min_loss_ + options_.tolerance;
   if (trial.kept) {
     min_loss_ = std::min(min_loss_, trial.loss);
     fitter_.set_bypassed(extra, true);
@@ -182,11 +191,34 @@ int64_t Pruner::prune_brute_force(const std::function<void(const PruningTrial&)>
   for (NodeId id : graph.nodes())
     if (is_processor(graph, id) && !graph.node(id).bypassed) candidates.push_back(id);
   shuffle(candidates, rng);
-  int64_t removed = 0;
-  for (NodeId id : candidates) {
-    PruningTrial trial;
-    removed += try_pruning({id}, trial) ? 1 : 0;
-    if (on_trial) on_trial(trial);
+  // With fast trials, candidates are rendered together while trials keep failing: a batch is
+  // judged in order, each against the state it was rendered for; a kept trial ends it (the
+  // rest are rendered again against the new state), so the decisions are those of one trial
+  // at a time. The batch doubles after a batch without a keep and falls back to 1 after one.
+  int64_t removed = 0, batch = 1;
+  for (size_t next = 0; next < candidates.size();) {
+    const size_t take =
+        trials_evaluator_ ? std::min(size_t(batch), candidates.size() - next) : size_t(1);
+    if (take == 1) {
+      PruningTrial trial;
+      const bool kept = try_pruning({candidates[next++]}, trial);
+      removed += kept ? 1 : 0;
+      batch = kept ? 1 : std::min(options_.max_trial_batch, 2 * batch);
+      if (on_trial) on_trial(trial);
+      continue;
+    }
+    std::vector<std::vector<NodeId>> group;
+    for (size_t i = 0; i < take; ++i) group.push_back({candidates[next + i]});
+    std::vector<double> losses = trials_evaluator_->losses(group);
+    bool kept                  = false;
+    for (size_t i = 0; i < take && !kept; ++i) {
+      PruningTrial trial;
+      kept = decide(group[i], losses[i], trial);
+      ++next;
+      removed += kept ? 1 : 0;
+      if (on_trial) on_trial(trial);
+    }
+    batch = kept ? 1 : std::min(options_.max_trial_batch, 2 * batch);
   }
   return removed;
 }

@@ -33,7 +33,7 @@ TrialEvaluator::TrialEvaluator(Graph graph, Processors processors, Parameters pa
       chunks_(std::move(chunks)) {
   chunks_.render.check_finite = false;  // the fit's data and parameters are checked already
   target_frames_ = std::make_shared<const MixLossTargetFrames>(loss_.target_frames(mix_));
-  base_loss_     = render_trial({}, /*everything=*/true);
+  base_loss_     = render_trials({build({}, /*everything=*/true)}, /*capture=*/true)[0];
   cache_         = std::move(pending_);
   pending_.clear();
 }
@@ -46,12 +46,20 @@ int64_t TrialEvaluator::cache_bytes() const {
 }
 
 double TrialEvaluator::loss(const std::vector<NodeId>& extra) {
-  pending_loss_ = render_trial(extra, /*everything=*/false);
-  return pending_loss_;
+  Trial trial       = build(extra, /*everything=*/false);
+  last_trial_nodes_ = trial.processors;
+  return render_trials({trial}, /*capture=*/true)[0];
+}
+
+std::vector<double> TrialEvaluator::losses(const std::vector<std::vector<NodeId>>& candidates) {
+  if (candidates.size() == 1) return {loss(candidates[0])};
+  std::vector<Trial> trials;
+  for (const auto& extra : candidates) trials.push_back(build(extra, /*everything=*/false));
+  return render_trials(trials, /*capture=*/false);
 }
 
 void TrialEvaluator::commit(const std::vector<NodeId>& extra) {
-  if (sorted(extra) != pending_extra_) pending_loss_ = render_trial(extra, false);
+  if (sorted(extra) != pending_extra_) loss(extra);  // renders it again, capturing
   base_loss_ = pending_loss_;
   for (auto& [signal, values] : pending_) cache_[signal] = values;
   pending_.clear();
@@ -59,8 +67,8 @@ void TrialEvaluator::commit(const std::vector<NodeId>& extra) {
   for (NodeId id : extra) graph_.set_bypassed(id, true);
 }
 
-double TrialEvaluator::render_trial(const std::vector<NodeId>& extra, bool everything) {
-  c10::NoGradGuard no_grad;
+TrialEvaluator::Trial TrialEvaluator::build(const std::vector<NodeId>& extra,
+                                            bool everything) const {
   Graph g = graph_;
   for (NodeId id : extra) g.set_bypassed(id, true);
   const NodeTypes& types = g.types();
@@ -104,13 +112,14 @@ double TrialEvaluator::render_trial(const std::vector<NodeId>& extra, bool every
   // The trial graph: R with its ids, a new `in` node per input signal.
   Graph trial(types);
   trial.reserve_ids(g.next_id());
-  last_trial_nodes_ = 0;
+  Trial t;
+  t.extra = sorted(extra);
   for (NodeId id : rendered) {
     const Node& node = g.node(id);
     trial.insert(id, types.name(node.type), node.name);
     if (node.dry_wet) trial.set_dry_wet(id);
     if (node.bypassed) trial.set_bypassed(id);
-    last_trial_nodes_ += is_utility_type(node.type) ? 0 : 1;
+    t.processors += is_utility_type(node.type) ? 0 : 1;
   }
   for (const Signal& signal : inputs) input_nodes[signal] = trial.add("in");
   std::vector<NodeId> removed;
@@ -124,37 +133,75 @@ double TrialEvaluator::render_trial(const std::vector<NodeId>& extra, bool every
       else
         trial.connect(input_nodes.at({e.source, e.outlet}), id, "main", inlet);
     }
-  Parameters parameters = parameters_without(g, parameters_, removed);
+  t.parameters = parameters_without(g, parameters_, removed);
 
   // The cut signals this trial renders, captured for commit: every signal into a mix node.
-  std::set<Signal> captured;
   for (NodeId id : rendered)
     if (g.node(id).type == NodeTypes::kMix)
       for (const Edge& e : g.in_edges(id))
         if (rendered.count(e.source) && g.node(e.source).type != NodeTypes::kIn)
-          captured.insert({e.source, e.outlet});
+          t.captured.insert({e.source, e.outlet});
 
-  // Input signals, spread to one channel count (a mono signal is its dual-mono stereo).
-  std::vector<at::Tensor> signals;
-  int64_t channels           = 1;
+  // Its input signals.
   std::vector<NodeId> in_ids = g.nodes_of_type("in");
   for (const Signal& signal : inputs) {
-    at::Tensor s;
     if (g.node(signal.first).type == NodeTypes::kIn) {
       auto at = std::find(in_ids.begin(), in_ids.end(), signal.first);
-      s       = tracks_[int64_t(at - in_ids.begin())];
+      t.signals.push_back(tracks_[int64_t(at - in_ids.begin())]);
     } else {
-      s = cache_.at(signal);
+      t.signals.push_back(cache_.at(signal));
     }
-    channels = std::max(channels, s.size(0));
-    signals.push_back(s);
   }
+  t.graph = std::move(trial);
+  return t;
+}
+
+std::vector<double> TrialEvaluator::render_trials(const std::vector<Trial>& trials, bool capture) {
+  c10::NoGradGuard no_grad;
+  // One trial renders its own graph (node ids kept, for the captures); several render as one
+  // graph batch, each type's nodes of every trial in one call.
+  RenderPlan plan;
+  Parameters parameters;
+  std::vector<at::Tensor> signals;
+  GraphBatch batch;
+  if (trials.size() == 1) {
+    plan       = make_render_plan(to_tensor(trials[0].graph), schedule_);
+    parameters = trials[0].parameters;
+  } else {
+    std::vector<GraphTensor> tensors;
+    for (const auto& t : trials) tensors.push_back(to_tensor(t.graph));
+    batch = batch_graphs(tensors);
+    plan  = make_render_plan(batch.graph, schedule_);
+    std::map<std::string, std::set<std::string>> names;  // every parameter of every type
+    for (const auto& t : trials)
+      for (const auto& [type, named] : t.parameters)
+        for (const auto& [name, tensor] : named) names[type].insert(name);
+    for (const auto& [type, parameter_names] : names)
+      for (const std::string& name : parameter_names) {
+        std::vector<at::Tensor> rows;
+        for (const auto& t : trials) {
+          const int64_t n = int64_t(t.graph.nodes_of_type(type).size());
+          if (n == 0) continue;
+          auto given = t.parameters.find(type);
+          if (given != t.parameters.end() && given->second.count(name))
+            rows.push_back(given->second.at(name));
+          else  // a dry/wet amount where this trial's nodes of the type have none: unused
+            rows.push_back(at::zeros({n, 1}, tracks_.options()));
+        }
+        parameters[type][name] = at::cat(rows);
+      }
+  }
+  int64_t channels = 1;
+  for (const auto& t : trials)
+    for (const auto& s : t.signals) {
+      signals.push_back(s);
+      channels = std::max(channels, s.size(0));
+    }
   const int64_t length          = tracks_.size(-1);
-  RenderPlan plan               = make_render_plan(to_tensor(trial), schedule_);
   const TemporalSupport support = temporal_support(plan, processors_, parameters);
-  pending_.clear();
-  pending_extra_ = sorted(extra);
-  MixLossStream stream(loss_, target_frames_);  // the target's frames are made once
+  std::vector<MixLossStream> streams;  // the target's frames are made once
+  for (size_t i = 0; i < trials.size(); ++i) streams.emplace_back(loss_, target_frames_);
+  if (capture) pending_.clear();
   RenderOptions options = chunks_.render;
   for (int64_t start = 0;; start += chunks_.chunk_samples) {
     const int64_t end   = std::min(length, start + chunks_.chunk_samples);
@@ -163,21 +210,32 @@ double TrialEvaluator::render_trial(const std::vector<NodeId>& extra, bool every
     std::vector<at::Tensor> pieces;
     for (const auto& s : signals)
       pieces.push_back(s.narrow(-1, first, last - first).expand({channels, last - first}));
-    options.observer = [&](const StepView& view) {
-      for (size_t p = 0; p < view.nodes.size(); ++p)
-        for (size_t o = 0; o < view.outputs.size(); ++o) {
-          if (!captured.count({view.nodes[p], int64_t(o)})) continue;
-          at::Tensor y      = view.outputs[o][int64_t(p)].narrow(-1, start - first, end - start);
-          at::Tensor& whole = pending_[{view.nodes[p], int64_t(o)}];
-          if (!whole.defined()) whole = at::empty({y.size(0), length}, y.options());
-          whole.narrow(-1, start, end - start).copy_(y);
-        }
-    };
-    at::Tensor outputs = render(plan, processors_, parameters, at::stack(pieces), options).outputs;
-    stream.add(outputs[0].narrow(-1, start - first, end - start));
+    if (capture)
+      options.observer = [&](const StepView& view) {
+        for (size_t p = 0; p < view.nodes.size(); ++p)
+          for (size_t o = 0; o < view.outputs.size(); ++o) {
+            if (!trials[0].captured.count({view.nodes[p], int64_t(o)})) continue;
+            at::Tensor y      = view.outputs[o][int64_t(p)].narrow(-1, start - first, end - start);
+            at::Tensor& whole = pending_[{view.nodes[p], int64_t(o)}];
+            if (!whole.defined()) whole = at::empty({y.size(0), length}, y.options());
+            whole.narrow(-1, start, end - start).copy_(y);
+          }
+      };
+    at::Tensor outputs =
+        grafx::render(plan, processors_, parameters, at::stack(pieces), options).outputs;
+    std::vector<at::Tensor> per_trial =
+        trials.size() == 1 ? std::vector<at::Tensor>{outputs} : batch.split_outputs(outputs, 0);
+    for (size_t i = 0; i < trials.size(); ++i)
+      streams[i].add(per_trial[i][0].narrow(-1, start - first, end - start));
     if (end == length) break;
   }
-  return stream.finish().total.item<double>();
+  std::vector<double> losses;
+  for (const auto& stream : streams) losses.push_back(stream.finish().total.item<double>());
+  if (capture) {
+    pending_extra_ = trials[0].extra;
+    pending_loss_  = losses[0];
+  }
+  return losses;
 }
 
 }  // namespace grafx

@@ -84,6 +84,27 @@ TEST(Trials, EqualAFullReRenderAndRenderLess) {
   }
 }
 
+TEST(Trials, SeveralCandidatesRenderedAsOneBatchGiveTheirOwnLosses) {
+  Song s = song(at::kDouble);
+  TrialEvaluator trials(s.graph, s.processors, s.parameters, s.tracks, s.mix, s.loss);
+  // Trials of different shapes in one batch: a track's, a subgroup's (its bus reverb without a
+  // wet amount beside the tracks' reverbs with one), the sidechain, two nodes at once.
+  std::vector<std::vector<NodeId>> candidates = {
+      {s.graph.nodes_of_type("eq")[3]},
+      {s.graph.nodes_of_type("reverb").back()},
+      {s.graph.nodes_of_type("sidechain_compressor").front()},
+      {s.graph.nodes_of_type("gain_pan")[0], s.graph.nodes_of_type("delay")[5]}};
+  std::vector<double> losses = trials.losses(candidates);
+  ASSERT_EQ(losses.size(), candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i)
+    EXPECT_LT(relative(losses[i], full_loss(s, candidates[i])), 1e-10) << "candidate " << i;
+  trials.commit(candidates[1]);  // not captured in a batch: rendered again
+  EXPECT_LT(relative(trials.base_loss(), full_loss(s, candidates[1])), 1e-10);
+  EXPECT_LT(
+      relative(trials.loss(candidates[0]), full_loss(s, {candidates[0][0], candidates[1][0]})),
+      1e-10);
+}
+
 TEST(Trials, CommittedTrialsStayAndLaterTrialsSeeThem) {
   Song s = song(at::kDouble);
   TrialEvaluator trials(s.graph, s.processors, s.parameters, s.tracks, s.mix, s.loss);

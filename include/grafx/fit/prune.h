@@ -54,6 +54,9 @@ struct PruningOptions {
   /// Trials render only what they change (TrialEvaluator, fit/trials.h); false: every trial
   /// renders the whole console again (the reference, for tests and benchmarks).
   bool fast_trials = true;
+  /// Brute force with fast trials: up to this many candidates rendered as one graph batch while
+  /// trials keep failing (the decisions stay those of one trial at a time).
+  int64_t max_trial_batch = 8;
 };
 
 /// One trial: the nodes it bypassed (with those kept before), its loss, whether it was kept.
@@ -129,6 +132,8 @@ class Pruner {
   /// Whole-song loss with `extra` nodes bypassed on top of those pruned; leaves them bypassed
   /// only when the trial is kept.
   bool try_pruning(const std::vector<NodeId>& extra, PruningTrial& trial);
+  /// The tolerance rule for a trial of `extra` whose loss is known; commits it when kept.
+  bool decide(const std::vector<NodeId>& extra, double loss, PruningTrial& trial);
   int64_t prune_dry_wet(const std::function<void(const PruningTrial&)>& on_trial);
   int64_t prune_brute_force(const std::function<void(const PruningTrial&)>& on_trial);
   /// Live (not bypassed) processor nodes of a type, by ascending wet amount.

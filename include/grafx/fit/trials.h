@@ -24,6 +24,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,10 @@ class TrialEvaluator {
   double base_loss() const { return base_loss_; }
   /// The whole-song loss with `extra` processor nodes bypassed as well.
   double loss(const std::vector<NodeId>& extra);
+  /// The losses of several trials, each with its nodes bypassed on top of the graph as it is
+  /// (not of the others), rendered together: their trial graphs as one graph batch, each
+  /// type's nodes of all of them in one call.
+  std::vector<double> losses(const std::vector<std::vector<NodeId>>& candidates);
   /// Keeps `extra` bypassed: the last trial, which must have been `extra` (its changed cut
   /// signals are kept), or a fresh render of it otherwise.
   void commit(const std::vector<NodeId>& extra);
@@ -53,9 +58,20 @@ class TrialEvaluator {
 
  private:
   using Signal = std::pair<NodeId, int64_t>;  // (node, outlet)
-  /// Renders `graph_` with `extra` bypassed, re-rendering only the nodes that change; captures
-  /// the new values of the cut signals it renders into pending_. Returns the loss.
-  double render_trial(const std::vector<NodeId>& extra, bool everything);
+  /// What one trial renders: the nodes that change and what feeds them, with its inputs.
+  struct Trial {
+    std::vector<NodeId> extra;        // sorted
+    Graph graph;                      // the trial graph (the console's ids, new `in` nodes)
+    std::vector<at::Tensor> signals;  // one per `in` node of it, in id order
+    Parameters parameters;
+    std::set<Signal> captured;  // the cut signals it renders
+    int64_t processors = 0;
+  };
+  /// The trial with `extra` bypassed as well (`everything`: the whole graph, from the sources).
+  Trial build(const std::vector<NodeId>& extra, bool everything) const;
+  /// Renders trials in chunks and returns their losses; with `capture` (one trial), keeps the
+  /// new values of its cut signals in pending_ for commit.
+  std::vector<double> render_trials(const std::vector<Trial>& trials, bool capture);
 
   Graph graph_;
   Processors processors_;
