@@ -67,6 +67,8 @@ Pruner::Pruner(Fitter& fitter, PruningOptions options)
   if (options_.brute_force_every < 1)
     fail("expected brute force every n >= 1 rounds, but got " +
          std::to_string(options_.brute_force_every));
+  if (!(options_.max_cache_mib >= 0))
+    fail("expected a cache limit >= 0 MiB, but got " + std::to_string(options_.max_cache_mib));
   if (options_.max_trial_batch < 1)
     fail("expected trial batches of at least 1, but got " +
          std::to_string(options_.max_trial_batch));
@@ -232,7 +234,15 @@ PruningRound Pruner::run_round(const std::function<void(const PruningProgress&)>
                                                       round.round % options_.brute_force_every == 0)
           ? PruneMethod::kBruteForce
           : PruneMethod::kDryWet;
-  if (options_.fast_trials) {
+  // The fast trials' cache: every signal into a mix node (stereo at most), for the whole song.
+  const Graph& graph = fitter_.graph();
+  double cache_bytes = 0;
+  for (NodeId id : graph.nodes_of_type("mix"))
+    for (const Edge& e : graph.in_edges(id))
+      if (graph.node(e.source).type != NodeTypes::kIn)
+        cache_bytes += 2.0 * double(fitter_.tracks().size(-1) * fitter_.tracks().element_size());
+  round.fast_trials = options_.fast_trials && cache_bytes <= options_.max_cache_mib * (1 << 20);
+  if (round.fast_trials) {
     MixLossOptions whole = fitter_.options().loss;
     whole.skip_samples   = 0;  // as Fitter::evaluate
     trials_evaluator_    = std::make_unique<TrialEvaluator>(
@@ -344,6 +354,7 @@ void Pruner::save_state(const std::string& checkpoint_path, const std::string& s
                            {"removed", r.removed},
                            {"remaining", r.remaining},
                            {"trials", r.trials},
+                           {"fast_trials", r.fast_trials},
                            {"seconds", r.seconds}});
   for (const auto& t : trials_)
     j["trials"].push_back(
@@ -386,7 +397,7 @@ void Pruner::resume(const std::string& checkpoint_path, const std::string& state
                          r.at("loss_before").get<double>(), r.at("loss_pruned").get<double>(),
                          r.at("loss_tuned").get<double>(), r.at("removed").get<int64_t>(),
                          r.at("remaining").get<int64_t>(), r.at("trials").get<int64_t>(),
-                         r.at("seconds").get<double>()});
+                         r.at("fast_trials").get<bool>(), r.at("seconds").get<double>()});
     if (j.contains("trials"))
       for (const auto& t : j.at("trials"))
         trials_.push_back({t.at("round").get<int64_t>(), t.at("nodes").get<std::vector<NodeId>>(),

@@ -58,12 +58,13 @@ void write_prune_outputs(const Pruner& pruner, const Fitter& fitter, const Prune
                   overwrite);
 
   std::ostringstream rounds, trials;
-  rounds << "round,method,loss_before,loss_pruned,loss_tuned,removed,remaining,trials,seconds\n"
+  rounds << "round,method,loss_before,loss_pruned,loss_tuned,removed,remaining,trials,fast_trials,"
+            "seconds\n"
          << std::setprecision(8);
   for (const auto& r : pruner.rounds())
     rounds << r.round << "," << to_string(r.method) << "," << r.loss_before << "," << r.loss_pruned
            << "," << r.loss_tuned << "," << r.removed << "," << r.remaining << "," << r.trials
-           << "," << r.seconds << "\n";
+           << "," << (r.fast_trials ? 1 : 0) << "," << r.seconds << "\n";
   trials << "round,nodes,loss,kept\n" << std::setprecision(8);
   for (const auto& t : pruner.trials()) {
     std::string nodes;

@@ -199,6 +199,14 @@ TEST(Prune, HybridRunsBruteForceEveryFourthRound) {
   EXPECT_EQ(methods,
             (std::vector<M>{M::kDryWet, M::kDryWet, M::kDryWet, M::kBruteForce, M::kDryWet}));
   EXPECT_EQ(fitter.steps_done(), 10);  // fine-tuning steps between rounds
+  for (const auto& round : pruner.rounds()) EXPECT_TRUE(round.fast_trials);
+  // A cache over the limit: the trials render in full.
+  Fitter small(full, x, mix, kRate, small_options(0));
+  options.rounds        = 1;
+  options.max_cache_mib = 0.01;
+  Pruner limited(small, options);
+  limited.run();
+  EXPECT_FALSE(limited.rounds()[0].fast_trials);
 }
 
 TEST(Prune, FastTrialsDecideAsFullReRenders) {
@@ -296,6 +304,7 @@ TEST(Prune, RefusesBadOptions) {
   refused([](PruningOptions& o) { o.tolerance = NAN; }, "tolerance");
   refused([](PruningOptions& o) { o.initial_ratio = 0; }, "initial ratio");
   refused([](PruningOptions& o) { o.rounds = -1; }, "rounds");
+  refused([](PruningOptions& o) { o.max_cache_mib = NAN; }, "cache limit");
   ConsoleOptions plain;
   plain.n_tracks = 4;
   plain.chain    = {"gain_pan"};

@@ -57,6 +57,9 @@ struct PruningOptions {
   /// Brute force with fast trials: up to this many candidates rendered as one graph batch while
   /// trials keep failing (the decisions stay those of one trial at a time).
   int64_t max_trial_batch = 8;
+  /// Fast trials keep song-long signals (TrialEvaluator's cache: every signal into a mix node);
+  /// a round whose cache would exceed this many MiB renders its trials in full instead.
+  double max_cache_mib = 4096;
 };
 
 /// One trial: the nodes it bypassed (with those kept before), its loss, whether it was kept.
@@ -77,7 +80,8 @@ struct PruningRound {
   int64_t removed    = 0;                     ///< processors bypassed in this round
   int64_t remaining  = 0;                     ///< processors left after it
   int64_t trials     = 0;
-  double seconds     = 0;  ///< trials and fine-tuning
+  bool fast_trials   = false;  ///< its trials rendered what they change (else in full)
+  double seconds     = 0;      ///< trials and fine-tuning
 };
 
 /// What a progress callback sees: during trials (step = 0) or fine-tuning.
