@@ -223,6 +223,7 @@ TEST(Prune, FastTrialsDecideAsFullReRenders) {
     options.brute_force_every = 2;  // a dry/wet round, then a brute-force round
     options.steps_between     = 5;
     options.fast_trials       = fast;
+    options.max_trial_batch   = 8;  // brute force in batches: the decisions must not change
     Pruner pruner(fitter, options);
     pruner.run();
     runs.push_back(pruner.trials());

@@ -55,8 +55,9 @@ struct PruningOptions {
   /// renders the whole console again (the reference, for tests and benchmarks).
   bool fast_trials = true;
   /// Brute force with fast trials: up to this many candidates rendered as one graph batch while
-  /// trials keep failing (the decisions stay those of one trial at a time).
-  int64_t max_trial_batch = 8;
+  /// trials keep failing (the decisions stay those of one trial at a time). 1: no batches; on
+  /// this project's 2-core CPU batches were 15-20 % slower per trial (docs/benchmarks.md).
+  int64_t max_trial_batch = 1;
   /// Fast trials keep song-long signals (TrialEvaluator's cache: every signal into a mix node);
   /// a round whose cache would exceed this many MiB renders its trials in full instead.
   double max_cache_mib = 4096;
