@@ -90,7 +90,6 @@ TrialEvaluator::Trial TrialEvaluator::build(const std::vector<NodeId>& extra,
   std::vector<Signal> inputs;  // signals fed to the trial graph, in the order of its `in` nodes
   std::map<Signal, NodeId> input_nodes;
   stack.assign(rendered.begin(), rendered.end());
-  std::set<NodeId> seen(rendered.begin(), rendered.end());
   while (!stack.empty()) {  // upstream
     NodeId id = stack.back();
     stack.pop_back();
@@ -204,21 +203,20 @@ std::vector<double> TrialEvaluator::render_trials(const std::vector<Trial>& tria
   if (capture) pending_.clear();
   RenderOptions options = chunks_.render;
   for (int64_t start = 0;; start += chunks_.chunk_samples) {
-    const int64_t end   = std::min(length, start + chunks_.chunk_samples);
-    const int64_t first = start - std::min(support.past_samples, start);
-    const int64_t last  = end + std::min(support.future_samples, length - end);
+    const ChunkWindow w = ChunkWindow::of(start, chunks_.chunk_samples, length, support);
     std::vector<at::Tensor> pieces;
     for (const auto& s : signals)
-      pieces.push_back(s.narrow(-1, first, last - first).expand({channels, last - first}));
+      pieces.push_back(
+          s.narrow(-1, w.first, w.last - w.first).expand({channels, w.last - w.first}));
     if (capture)
       options.observer = [&](const StepView& view) {
         for (size_t p = 0; p < view.nodes.size(); ++p)
           for (size_t o = 0; o < view.outputs.size(); ++o) {
             if (!trials[0].captured.count({view.nodes[p], int64_t(o)})) continue;
-            at::Tensor y      = view.outputs[o][int64_t(p)].narrow(-1, start - first, end - start);
+            at::Tensor y = view.outputs[o][int64_t(p)].narrow(-1, start - w.first, w.end - start);
             at::Tensor& whole = pending_[{view.nodes[p], int64_t(o)}];
             if (!whole.defined()) whole = at::empty({y.size(0), length}, y.options());
-            whole.narrow(-1, start, end - start).copy_(y);
+            whole.narrow(-1, start, w.end - start).copy_(y);
           }
       };
     at::Tensor outputs =
@@ -226,8 +224,8 @@ std::vector<double> TrialEvaluator::render_trials(const std::vector<Trial>& tria
     std::vector<at::Tensor> per_trial =
         trials.size() == 1 ? std::vector<at::Tensor>{outputs} : batch.split_outputs(outputs, 0);
     for (size_t i = 0; i < trials.size(); ++i)
-      streams[i].add(per_trial[i][0].narrow(-1, start - first, end - start));
-    if (end == length) break;
+      streams[i].add(per_trial[i][0].narrow(-1, start - w.first, w.end - start));
+    if (w.end == length) break;
   }
   std::vector<double> losses;
   for (const auto& stream : streams) losses.push_back(stream.finish().total.item<double>());

@@ -54,6 +54,16 @@ TemporalSupport temporal_support(const RenderPlan& plan, const Processors& proce
   return of_step.back();
 }
 
+ChunkWindow ChunkWindow::of(int64_t start, int64_t chunk_samples, int64_t length,
+                            const TemporalSupport& support) {
+  ChunkWindow w;
+  w.start = start;
+  w.end   = std::min(length, start + chunk_samples);
+  w.first = start - std::min(support.past_samples, start);
+  w.last  = w.end + std::min(support.future_samples, length - w.end);
+  return w;
+}
+
 void render_chunks(const RenderPlan& plan, const Processors& processors,
                    const Parameters& parameters, const at::Tensor& sources,
                    const std::function<void(int64_t start, const at::Tensor& outputs)>& consume,
@@ -74,13 +84,12 @@ void render_chunks(const RenderPlan& plan, const Processors& processors,
   const TemporalSupport support = temporal_support(plan, processors, parameters);
   const int64_t length          = sources.size(-1);
   for (int64_t start = 0;; start += options.chunk_samples) {
-    const int64_t end   = std::min(length, start + options.chunk_samples);
-    const int64_t first = start - std::min(support.past_samples, start);
-    const int64_t last  = end + std::min(support.future_samples, length - end);
+    const ChunkWindow w = ChunkWindow::of(start, options.chunk_samples, length, support);
     at::Tensor outputs =
-        render(plan, processors, parameters, sources.narrow(-1, first, last - first), each).outputs;
-    consume(start, outputs.narrow(-1, start - first, end - start));
-    if (end == length) break;
+        render(plan, processors, parameters, sources.narrow(-1, w.first, w.last - w.first), each)
+            .outputs;
+    consume(start, outputs.narrow(-1, start - w.first, w.end - start));
+    if (w.end == length) break;
   }
 }
 

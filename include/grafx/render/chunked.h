@@ -33,6 +33,14 @@ struct ChunkOptions {
 TemporalSupport temporal_support(const RenderPlan& plan, const Processors& processors,
                                  const Parameters& parameters);
 
+/// Output chunk [start, end) of a song of `length` samples, and the input samples [first, last)
+/// that render it: widened by `support`, clipped to the song.
+struct ChunkWindow {
+  int64_t start = 0, end = 0, first = 0, last = 0;
+  static ChunkWindow of(int64_t start, int64_t chunk_samples, int64_t length,
+                        const TemporalSupport& support);
+};
+
 /// Renders `sources` (K×C×L or B×K×C×L, as render) chunk by chunk, handing each chunk's outputs
 /// ([B×]n_out×C×T) and the index of its first sample to `consume`, in order. Throws what render
 /// throws, and RenderError [grafx.render.chunk_size] for chunk_samples < 1.
