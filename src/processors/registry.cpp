@@ -16,6 +16,7 @@
 #include <grafx/processors/graphic_eq.h>
 #include <grafx/processors/noise_gate.h>
 #include <grafx/processors/parametric_eq.h>
+#include <grafx/processors/filtered_noise_reverb.h>
 #include <grafx/processors/reverb.h>
 #include <grafx/processors/send.h>
 #include <grafx/processors/stereo_imager.h>
@@ -42,6 +43,7 @@ std::vector<ProcessorDescriptor> built_in() {
       gain_pan_descriptor(),
       delay_descriptor(),
       reverb_descriptor(),
+      filtered_noise_reverb_descriptor(),
       lowpass_descriptor(),
       highpass_descriptor(),
       bandpass_descriptor(),

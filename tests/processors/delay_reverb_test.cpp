@@ -1,9 +1,13 @@
 // Golden checks of the multitap delay (exact integer delays, coloured taps, radii loss) and the
-// noise reverb (energy normalisation, decay, mid/side structure).
+// noise reverb (energy normalisation, decay, mid/side structure), and the filtered-noise reverb
+// (its crossovers, bands that sum back to the noise, decay times and real gains per band, mid/side
+// convolution).
 
 #include <grafx/dsp/fir.h>
+#include <grafx/dsp/signal.h>
 #include <grafx/dsp/surrogate_delay.h>
 #include <grafx/processors/delay.h>
+#include <grafx/processors/filtered_noise_reverb.h>
 #include <grafx/processors/reverb.h>
 
 #include "support/test_support.h"
@@ -110,6 +114,91 @@ TEST(NoiseReverb, ConvolvesCausallyWithItsImpulseResponse) {
   EXPECT_TRUE(at::allclose(y[0][1], -2 * ir[1].narrow(0, 0, 600), 1e-10, 1e-12));
   EXPECT_GRAFX_ERROR(NoiseReverb({50}), "grafx.processor.config",
                      "impulse response of at least 384 samples");
+}
+
+TEST(FilteredNoiseReverb, BandsAreLogSpacedAndSumBackToTheNoise) {
+  FilteredNoiseReverb reverb({44100});
+  std::vector<double> hz = reverb.crossovers_hz();
+  ASSERT_EQ(hz.size(), 11u);
+  // Odd points of 23 points evenly spaced in log frequency from 31.5 Hz to 15 kHz.
+  const double step = std::log(15000.0 / 31.5) / 22;
+  for (size_t i = 0; i < hz.size(); ++i)
+    EXPECT_NEAR(hz[i], 31.5 * std::exp(step * double(2 * i + 1)), 1e-9 * hz[i]) << i;
+  at::Tensor bands = reverb.band_noise();  // [2, 12, L]
+  ASSERT_EQ(bands.sizes(), at::IntArrayRef({2, 12, 88200}));
+  at::Tensor noise = dsp::uniform_noise(2, 88200, FilteredNoiseReverb::kNoiseSeed);
+  // Zero-phase Butterworth low- and high-pass are power complementary: the bands add up to the
+  // noise (away from the ends, where forward-backward filtering starts from rest).
+  at::Tensor middle = (bands.sum(1) - noise).narrow(1, 22050, 44100);
+  EXPECT_LT(middle.abs().max().item<double>(), 1e-6);
+  // Each band holds its frequencies: most of the 6th band's energy lies between its crossovers
+  // (bands 0.56 octave wide, LR-4 slopes of 24 dB per octave), nearly all of it within the next
+  // crossovers out.
+  at::Tensor spectrum = at::fft_rfft(bands[0][6]).abs().pow(2);
+  at::Tensor f        = at::arange(spectrum.size(0), at::kDouble) * (44100.0 / 88200);
+  const double total  = spectrum.sum().item<double>();
+  auto share          = [&](double lo, double hi) {
+    return spectrum.masked_select((f > lo) & (f < hi)).sum().item<double>() / total;
+  };
+  EXPECT_GT(share(hz[5], hz[6]), 0.55);
+  EXPECT_GT(share(hz[4], hz[7]), 0.95);
+}
+
+TEST(FilteredNoiseReverb, ImpulseResponsesFollowThePhysicalDecayTimesAndGains) {
+  FilteredNoiseReverb reverb({kRate});
+  auto specs = reverb.parameter_specs();
+  // Decay times and gains per band and channel, in physical units.
+  at::Tensor decay_ms =
+      at::stack({at::linspace(1800, 60, 12, at::kDouble), at::linspace(300, 900, 12, at::kDouble)})
+          .unsqueeze(0);
+  at::Tensor gain_db =
+      at::stack({at::linspace(0, -12, 12, at::kDouble), at::linspace(-6, 6, 12, at::kDouble)})
+          .unsqueeze(0);
+  TensorDict raw{{"z_decay", specs[0].to_raw(decay_ms)}, {"log_gain", specs[1].to_raw(gain_db)}};
+  at::Tensor ir = reverb.impulse_responses(raw, at::TensorOptions(at::kDouble));  // 1×2×8000
+  // The same written out: e^{n·d} with d = −3·ln10 / (T60·fs), gains 10^(dB/20).
+  at::Tensor n = at::arange(8000, at::kDouble), bands = reverb.band_noise();
+  at::Tensor expected = at::zeros({2, 8000}, at::kDouble);
+  for (int64_t c = 0; c < 2; ++c)
+    for (int64_t b = 0; b < 12; ++b) {
+      double d    = -3 * std::log(10.0) / (decay_ms[0][c][b].item<double>() * 1e-3 * kRate);
+      double gain = std::pow(10.0, gain_db[0][c][b].item<double>() / 20);
+      expected[c] += gain * (d * n).exp() * bands[c][b];
+    }
+  expected = expected / (expected.pow(2).sum(-1).mean() + 1e-12).sqrt();
+  EXPECT_LT((ir[0] - expected).abs().max().item<double>(), 1e-9);
+  EXPECT_NEAR(ir.pow(2).sum(-1).mean().item<double>(), 1.0, 1e-9);  // energy-normalised
+  // A band alone decays by 60 dB in its decay time: mid band 3 at 1000 ms, energy 0.3 s apart.
+  decay_ms.fill_(1000);
+  gain_db.fill_(-120);
+  gain_db[0][0][3] = 0;
+  raw            = {{"z_decay", specs[0].to_raw(decay_ms)}, {"log_gain", specs[1].to_raw(gain_db)}};
+  at::Tensor mid = reverb.impulse_responses(raw, at::TensorOptions(at::kDouble))[0][0];
+  auto energy    = [&](double from_s) {
+    return mid.narrow(0, int64_t(from_s * kRate), kRate / 5).pow(2).sum().item<double>();
+  };
+  EXPECT_NEAR(10 * std::log10(energy(0.5) / energy(0.2)), -18.0, 1.5);
+}
+
+TEST(FilteredNoiseReverb, ConvolvesMidAndSideWithTheirImpulseResponses) {
+  FilteredNoiseReverb reverb({kRate});
+  at::manual_seed(2);
+  TensorDict raw{{"z_decay", at::randn({1, 2, 12}, at::kDouble)},
+                 {"log_gain", at::randn({1, 2, 12}, at::kDouble) * 0.5}};
+  at::Tensor x  = at::randn({1, 2, 3000}, at::kDouble);
+  at::Tensor y  = reverb.forward({x}, raw).outputs[0];
+  at::Tensor ir = reverb.impulse_responses(raw, at::TensorOptions(at::kDouble))[0];
+  // Direct sums of the first samples: M = (L + R)/2, S = (L − R)/2, L' = M' + S', R' = M' − S'.
+  at::Tensor m = (x[0][0] + x[0][1]) / 2, side = (x[0][0] - x[0][1]) / 2;
+  for (int64_t t : {0, 17, 999, 2999}) {
+    double m_out = 0, s_out = 0;
+    for (int64_t k = 0; k <= t; ++k) {
+      m_out += ir[0][k].item<double>() * m[t - k].item<double>();
+      s_out += ir[1][k].item<double>() * side[t - k].item<double>();
+    }
+    EXPECT_NEAR(y[0][0][t].item<double>(), m_out + s_out, 1e-9) << t;
+    EXPECT_NEAR(y[0][1][t].item<double>(), m_out - s_out, 1e-9) << t;
+  }
 }
 
 }  // namespace
