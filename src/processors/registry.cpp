@@ -10,13 +10,13 @@
 #include <grafx/processors/delay.h>
 #include <grafx/processors/distortion.h>
 #include <grafx/processors/eq.h>
+#include <grafx/processors/filtered_noise_reverb.h>
 #include <grafx/processors/fir_filters.h>
 #include <grafx/processors/free_filters.h>
 #include <grafx/processors/gain_pan.h>
 #include <grafx/processors/graphic_eq.h>
 #include <grafx/processors/noise_gate.h>
 #include <grafx/processors/parametric_eq.h>
-#include <grafx/processors/filtered_noise_reverb.h>
 #include <grafx/processors/reverb.h>
 #include <grafx/processors/send.h>
 #include <grafx/processors/stereo_imager.h>
