@@ -94,7 +94,8 @@ class Fitter {
   at::Tensor render_mix() const;
   /// The mix-matching loss of the whole song (no warm-up skip), with its terms; of `fitted`
   /// when given (a render_mix() the caller has already made), else of a fresh render. Both
-  /// in chunks (MixLossStream): a 10-minute song evaluates in well under 1 GB.
+  /// in chunks (MixLossStream): a 10-minute song evaluates in under 0.7 GB beyond its data
+  /// (docs/benchmarks.md).
   MixLossTerms evaluate(const at::Tensor& fitted = {}) const;
 
   // ---- for pruning (grafx/fit/prune.h) ----------------------------------------------------
