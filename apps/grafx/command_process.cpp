@@ -86,7 +86,7 @@ void add_process_command(CLI::App& app) {
       // Fully wet unless --set wet=…: the outlet's own channels (a mid/side split's are mono).
       at::Tensor y = w < 1 ? w * out.outputs[o] + (1 - w) * dry : out.outputs[o];
       ys.push_back(y.squeeze(0));
-      if (!ys.back().isfinite().all().item<bool>())
+      if (!all_finite(ys.back()))
         throw ProcessorError("grafx.processor.non_finite",
                              args->type + ": outlet \"" + processor->outlets()[o] +
                                  "\" holds non-finite samples; nothing was written");

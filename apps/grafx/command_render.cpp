@@ -140,7 +140,7 @@ void add_render_command(CLI::App& app) {
     at::Tensor rendered = render_in_chunks(plan, processors, parameters, sources, chunks);
     for (size_t i = 0; i < outputs.size(); ++i) {
       at::Tensor y = rendered[int64_t(i)];
-      if (!y.isfinite().all().item<bool>())  // only with --allow-non-finite
+      if (!all_finite(y))  // only with --allow-non-finite
         std::cerr << "grafx: warning: " << outputs[i] << " holds non-finite samples\n";
       double peak = y.abs().max().item<double>();
       if (args->pcm16 && peak > 1.0)

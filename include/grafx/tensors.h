@@ -36,4 +36,12 @@ class ConstantCache {
   mutable std::map<std::string, at::Tensor> tensors_;
 };
 
+/// Whether each row of `x` holds a NaN or an infinity: a bool tensor of x's first `kept`
+/// dimensions (a scalar for kept = 0), the rest reduced. Scanned in slices of the last
+/// dimension, so that the temporaries stay small however long x is (isfinite on a whole song at
+/// once allocates several bytes per sample).
+at::Tensor non_finite_rows(const at::Tensor& x, int64_t kept);
+/// Whether every value of `x` is finite (in small slices, as non_finite_rows).
+bool all_finite(const at::Tensor& x);
+
 }  // namespace grafx

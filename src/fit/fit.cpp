@@ -9,8 +9,6 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
-#include "common/tensors.h"
-
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -37,7 +35,7 @@ at::Tensor checked_tracks(const Graph& graph, const at::Tensor& tracks, const at
          std::to_string(tracks.size(1)) + "×" + std::to_string(tracks.size(2)) + ")");
   if (!at::isFloatingType(tracks.scalar_type()) || mix.scalar_type() != tracks.scalar_type())
     fail("expected floating-point tracks and mix of one dtype");
-  if (!detail::all_finite(tracks) || !detail::all_finite(mix))
+  if (!all_finite(tracks) || !all_finite(mix))
     fail("the tracks or the mix hold non-finite samples");
   return tracks.detach().contiguous();
 }

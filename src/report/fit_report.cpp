@@ -73,7 +73,7 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   const SampleRate sample_rate = fitter.sample_rate();
 
   at::Tensor fitted = summary.fitted.defined() ? summary.fitted : fitter.render_mix();
-  if (!fitted.isfinite().all().item<bool>())  // never written silently (the checkpoint is kept)
+  if (!all_finite(fitted))  // never written silently (the checkpoint is kept)
     throw FitError("grafx.fit.diverged",
                    "the fitted console renders non-finite samples over the whole song; no "
                    "outputs were written (try a lower learning rate or gradient clipping)");

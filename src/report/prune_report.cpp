@@ -9,7 +9,6 @@
 #include <grafx/render/parameters.h>
 #include <grafx/report/prune_report.h>
 
-#include "common/tensors.h"
 #include "report/html.h"
 
 #include <ATen/ATen.h>
@@ -46,7 +45,7 @@ void write_prune_outputs(const Pruner& pruner, const Fitter& fitter, const Prune
   RenderPlan plan              = make_render_plan(to_tensor(graph), fitter.options().schedule);
   // The mix from the pruned graph itself: what `grafx render` will reproduce.
   at::Tensor mix = render_in_chunks(plan, processors, parameters, fitter.tracks())[0];
-  if (!detail::all_finite(mix))
+  if (!all_finite(mix))
     throw FitError("grafx.fit.diverged",
                    "the pruned console renders non-finite samples; no outputs were written");
   write_audio(path("mix.wav"), mix, sample_rate, overwrite);
