@@ -49,13 +49,6 @@ std::vector<PlotSeries> loss_series(const std::vector<FitRecord>& history) {
   return {raw, smooth};
 }
 
-std::string terms_row(const char* label, const MixLossTerms& t) {
-  return std::string("<tr><td>") + label + "</td><td>" + fixed(t.total.item<double>(), 4) +
-         "</td><td>" + fixed(t.lr.item<double>(), 4) + "</td><td>" +
-         fixed(t.mid.item<double>(), 4) + "</td><td>" + fixed(t.side.item<double>(), 4) +
-         "</td></tr>\n";
-}
-
 }  // namespace
 
 const std::vector<std::string>& fit_output_files() {
@@ -123,19 +116,7 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
 
   const std::string graph_svg = read_text_file(path("console.svg"));
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
-       << escape(summary.title)
-       << "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;max-width:980px;margin:2em "
-          "auto;color:#222}"
-          "h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}table{border-collapse:collapse}"
-          "td,th{padding:2px 10px;text-align:right;border-bottom:1px solid "
-          "#ddd}td:first-child,th:first-child"
-          "{text-align:left}.pictures img{width:100%;height:280px;image-rendering:pixelated}.facts "
-          "td{text-align:left}.graph svg{max-width:100%;height:auto}"
-          "figure{margin:0 0 1em "
-          "0}figcaption{font-size:.9em;color:#555}pre{font-size:.8em;overflow:auto}</style>"
-          "</head><body>\n"
-       << "<h1>" << escape(summary.title) << "</h1>\n<p>" << date << " · " << fitter.steps_done()
+  html << detail::page_start(summary.title) << "<p>" << date << " · " << fitter.steps_done()
        << " steps in " << fixed(summary.seconds, 1) << " s ("
        << fixed(summary.seconds > 0 ? double(fitter.steps_done()) / summary.seconds : 0, 2)
        << " steps/s" << (skipped ? ", " + std::to_string(skipped) + " skipped" : "") << ")</p>\n"
@@ -148,9 +129,8 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
        << "<tr><td>optimiser</td><td>AdamW, learning rate " << fitter.options().optimizer.lr
        << ", crops of " << fixed(fitter.options().crop_seconds, 2) << " s (first "
        << fixed(fitter.options().skip_seconds, 2) << " s not in the loss)</td></tr></table>\n"
-       << "<h2>Whole-song "
-          "loss</h2>\n<table><tr><th></th><th>loss</th><th>L/R</th><th>mid</th><th>side</th></tr>\n"
-       << terms_row("before", summary.before) << terms_row("after", summary.after) << "</table>\n"
+       << "<h2>Whole-song loss</h2>\n"
+       << detail::loss_table({{"before", summary.before}, {"after", summary.after}})
        << "<p>The mix-matching loss of the pruning paper: multi-resolution log-mel and "
           "spectral-convergence "
           "distances of the left, right, mid and side signals (0 is a perfect match).</p>\n"

@@ -4,11 +4,14 @@
 #include <grafx/files.h>
 #include <grafx/graph/graph.h>
 #include <grafx/io/draw.h>
+#include <grafx/loss/mix_loss.h>
 
 #include <cstdint>
 #include <iomanip>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace grafx::detail {
 
@@ -51,6 +54,34 @@ inline std::string fixed(double value, int digits) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(digits) << value;
   return s.str();
+}
+
+/// The start of a report page: the head with its style, and the title as heading.
+inline std::string page_start(const std::string& title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
+         escape(title) +
+         "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;max-width:980px;margin:2em "
+         "auto;color:#222}"
+         "h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}table{border-collapse:collapse}"
+         "td,th{padding:2px 10px;text-align:right;border-bottom:1px solid "
+         "#ddd}td:first-child,th:first-child"
+         "{text-align:left}.pictures img{width:100%;height:280px;image-rendering:pixelated}.facts "
+         "td{text-align:left}.graph svg{max-width:100%;height:auto}"
+         "figure{margin:0 0 1em "
+         "0}figcaption{font-size:.9em;color:#555}pre{font-size:.8em;overflow:auto}</style>"
+         "</head><body>\n<h1>" +
+         escape(title) + "</h1>\n";
+}
+
+/// A table of whole-song losses with their L/R, mid and side parts, one row per labelled set.
+inline std::string loss_table(const std::vector<std::pair<std::string, MixLossTerms>>& rows) {
+  std::string html =
+      "<table><tr><th></th><th>loss</th><th>L/R</th><th>mid</th><th>side</th></tr>\n";
+  for (const auto& [label, t] : rows)
+    html += "<tr><td>" + label + "</td><td>" + fixed(t.total.item<double>(), 4) + "</td><td>" +
+            fixed(t.lr.item<double>(), 4) + "</td><td>" + fixed(t.mid.item<double>(), 4) +
+            "</td><td>" + fixed(t.side.item<double>(), 4) + "</td></tr>\n";
+  return html + "</table>\n";
 }
 
 /// A console's picture (tracks, subgroups and buses boxed and named; bypassed nodes dashed), or

@@ -118,31 +118,16 @@ void write_prune_outputs(const Pruner& pruner, const Fitter& fitter, const Prune
         << fixed(before > 0 ? 1.0 - double(after) / double(before) : 0, 2)
         << "</th></tr></table>\n";
 
-  auto loss_row = [](const char* label, const MixLossTerms& t) {
-    return std::string("<tr><td>") + label + "</td><td>" + fixed(t.total.item<double>(), 4) +
-           "</td><td>" + fixed(t.lr.item<double>(), 4) + "</td><td>" +
-           fixed(t.mid.item<double>(), 4) + "</td><td>" + fixed(t.side.item<double>(), 4) +
-           "</td></tr>\n";
-  };
   const PruningOptions& o = pruner.options();
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
-       << escape(summary.title)
-       << "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;max-width:980px;margin:2em "
-          "auto;color:#222}h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}"
-          "table{border-collapse:collapse}td,th{padding:2px 10px;text-align:right;border-bottom:"
-          "1px solid #ddd}td:first-child,th:first-child{text-align:left}.graph svg{max-width:100%;"
-          "height:auto}</style></head><body>\n"
-       << "<h1>" << escape(summary.title) << "</h1>\n<p>" << to_string(o.method)
+  html << detail::page_start(summary.title) << "<p>" << to_string(o.method)
        << " pruning, τ = " << o.tolerance << ", " << pruner.rounds_done() << " rounds of "
        << o.steps_between << " fine-tuning steps, " << pruner.trials().size() << " trials, in "
        << fixed(summary.seconds, 1) << " s</p>\n"
        << "<h2>Processors</h2>\n"
-       << table.str()
-       << "<h2>Whole-song loss</h2>\n<table><tr><th></th><th>loss</th><th>L/R</th><th>mid</th>"
-          "<th>side</th></tr>\n"
-       << loss_row("full console", summary.unpruned) << loss_row("pruned", summary.pruned)
-       << "</table>\n<h2>Loss against processors removed</h2>\n"
+       << table.str() << "<h2>Whole-song loss</h2>\n"
+       << detail::loss_table({{"full console", summary.unpruned}, {"pruned", summary.pruned}})
+       << "<h2>Loss against processors removed</h2>\n"
        << detail::inline_svg(curve) << "\n<h2>Pruned console</h2>\n<div class=\"graph\">"
        << detail::inline_svg(read_text_file(path("console.svg")))
        << "</div>\n<h2>Full console (pruned nodes dashed)</h2>\n<div class=\"graph\">"
