@@ -234,14 +234,9 @@ PruningRound Pruner::run_round(const std::function<void(const PruningProgress&)>
                                                       round.round % options_.brute_force_every == 0)
           ? PruneMethod::kBruteForce
           : PruneMethod::kDryWet;
-  // The fast trials' cache: every signal into a mix node (stereo at most), for the whole song.
-  const Graph& graph = fitter_.graph();
-  double cache_bytes = 0;
-  for (NodeId id : graph.nodes_of_type("mix"))
-    for (const Edge& e : graph.in_edges(id))
-      if (graph.node(e.source).type != NodeTypes::kIn)
-        cache_bytes += 2.0 * double(fitter_.tracks().size(-1) * fitter_.tracks().element_size());
-  round.fast_trials = options_.fast_trials && cache_bytes <= options_.max_cache_mib * (1 << 20);
+  round.fast_trials =
+      options_.fast_trials && TrialEvaluator::cache_bytes_for(fitter_.graph(), fitter_.tracks()) <=
+                                  options_.max_cache_mib * (1 << 20);
   if (round.fast_trials) {
     MixLossOptions whole = fitter_.options().loss;
     whole.skip_samples   = 0;  // as Fitter::evaluate

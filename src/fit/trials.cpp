@@ -38,6 +38,19 @@ TrialEvaluator::TrialEvaluator(Graph graph, Processors processors, Parameters pa
   pending_.clear();
 }
 
+std::set<TrialEvaluator::Signal> TrialEvaluator::cut_signals(const Graph& graph) {
+  std::set<Signal> signals;
+  for (NodeId id : graph.nodes_of_type("mix"))
+    for (const Edge& e : graph.in_edges(id))
+      if (graph.node(e.source).type != NodeTypes::kIn) signals.insert({e.source, e.outlet});
+  return signals;
+}
+
+double TrialEvaluator::cache_bytes_for(const Graph& graph, const at::Tensor& tracks) {
+  return double(cut_signals(graph).size()) * 2.0 * double(tracks.size(-1)) *
+         double(tracks.element_size());
+}
+
 int64_t TrialEvaluator::cache_bytes() const {
   int64_t bytes = 0;
   for (const auto& [signal, t] : cache_) bytes += int64_t(t.numel() * t.element_size());
@@ -134,12 +147,9 @@ TrialEvaluator::Trial TrialEvaluator::build(const std::vector<NodeId>& extra,
     }
   t.parameters = parameters_without(g, parameters_, removed);
 
-  // The cut signals this trial renders, captured for commit: every signal into a mix node.
-  for (NodeId id : rendered)
-    if (g.node(id).type == NodeTypes::kMix)
-      for (const Edge& e : g.in_edges(id))
-        if (rendered.count(e.source) && g.node(e.source).type != NodeTypes::kIn)
-          t.captured.insert({e.source, e.outlet});
+  // The cut signals this trial renders, captured for commit.
+  for (const Signal& signal : cut_signals(g))
+    if (rendered.count(signal.first)) t.captured.insert(signal);
 
   // Its input signals.
   std::vector<NodeId> in_ids = g.nodes_of_type("in");

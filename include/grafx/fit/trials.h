@@ -53,11 +53,16 @@ class TrialEvaluator {
   const Graph& graph() const { return graph_; }
   /// Processor rows rendered by the last trial and by a full render, for benchmarks.
   int64_t last_trial_nodes() const { return last_trial_nodes_; }
+  /// Bytes the cut signals of `graph` take for `tracks`' length and dtype, as stereo (the most
+  /// they take): what a TrialEvaluator would cache, without its target frames.
+  static double cache_bytes_for(const Graph& graph, const at::Tensor& tracks);
   /// Bytes held by the cached cut signals and the target's mel frames.
   int64_t cache_bytes() const;
 
  private:
   using Signal = std::pair<NodeId, int64_t>;  // (node, outlet)
+  /// Every signal into a mix node (not straight from a source): what the cache holds.
+  static std::set<Signal> cut_signals(const Graph& graph);
   /// What one trial renders: the nodes that change and what feeds them, with its inputs.
   struct Trial {
     std::vector<NodeId> extra;        // sorted
