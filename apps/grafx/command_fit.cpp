@@ -63,42 +63,6 @@ std::vector<std::string> fit_folder_files() {
   return files;
 }
 
-/// Creates the output folder, or checks that an existing one may be used.
-void prepare_folder(const Session& session) {
-  fs::path folder(session.folder);
-  std::error_code ec;
-  if (!fs::exists(folder)) {
-    if (session.resume)
-      throw FitError("grafx.fit.checkpoint", session.folder + ": no such folder to resume from");
-    if (!folder.parent_path().empty() && !fs::is_directory(folder.parent_path()))
-      throw IoError("grafx.io.unwritable", session.folder + ": folder " +
-                                               folder.parent_path().string() + " does not exist");
-    fs::create_directory(folder, ec);
-    if (ec) throw IoError("grafx.io.unwritable", session.folder + ": " + ec.message());
-    return;
-  }
-  if (!fs::is_directory(folder))
-    throw IoError("grafx.io.unwritable", session.folder + ": exists and is not a folder");
-  if (session.resume) return;
-  std::vector<fs::path> earlier;  // what an earlier fit wrote here
-  for (const auto& name : fit_folder_files())
-    if (fs::exists(folder / name)) earlier.push_back(folder / name);
-  if (session.force) {
-    // Removed now, so that an interrupted run never leaves a folder mixing two fits; only
-    // grafx's own outputs, never other files.
-    for (const auto& path : earlier) {
-      fs::remove(path, ec);
-      if (ec) throw IoError("grafx.io.unwritable", path.string() + ": " + ec.message());
-    }
-    return;
-  }
-  if (!earlier.empty())
-    throw IoError("grafx.io.exists",
-                  session.folder +
-                      ": holds the results of an earlier fit; continue it with "
-                      "--resume, replace it with --force, or choose another folder");
-}
-
 /// Fits with a live progress line, checkpoints and Ctrl-C handling, then writes the outputs.
 void run_session(Fitter& fitter, Session& session) {
   const std::string checkpoint = session.folder + "/" + kCheckpoint;
@@ -217,6 +181,40 @@ at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool str
 
 }  // namespace
 
+void prepare_output_folder(const std::string& path, const std::vector<std::string>& files,
+                           bool resume, bool force, const std::string& what) {
+  fs::path folder(path);
+  std::error_code ec;
+  if (!fs::exists(folder)) {
+    if (resume) throw FitError("grafx.fit.checkpoint", path + ": no such folder to resume from");
+    if (!folder.parent_path().empty() && !fs::is_directory(folder.parent_path()))
+      throw IoError("grafx.io.unwritable",
+                    path + ": folder " + folder.parent_path().string() + " does not exist");
+    fs::create_directory(folder, ec);
+    if (ec) throw IoError("grafx.io.unwritable", path + ": " + ec.message());
+    return;
+  }
+  if (!fs::is_directory(folder))
+    throw IoError("grafx.io.unwritable", path + ": exists and is not a folder");
+  if (resume) return;
+  std::vector<fs::path> earlier;  // what an earlier run wrote here
+  for (const auto& name : files)
+    if (fs::exists(folder / name)) earlier.push_back(folder / name);
+  if (force) {
+    // Removed now, so that an interrupted run never leaves a folder mixing two runs; only
+    // grafx's own outputs, never other files.
+    for (const auto& file : earlier) {
+      fs::remove(file, ec);
+      if (ec) throw IoError("grafx.io.unwritable", file.string() + ": " + ec.message());
+    }
+    return;
+  }
+  if (!earlier.empty())
+    throw IoError("grafx.io.exists", path + ": holds the results of an earlier " + what +
+                                         "; continue it with --resume, replace it with --force, "
+                                         "or choose another folder");
+}
+
 std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs) {
   std::vector<at::Tensor> tracks;
   for (const auto& path : inputs.tracks)
@@ -313,7 +311,8 @@ void add_fit_command(CLI::App& app) {
     if (!args->graph.empty()) files.push_back(args->graph);
     for (const auto& name : fit_folder_files())
       check_not_an_input(args->session.folder + "/" + name, files);
-    prepare_folder(args->session);  // only once everything has been checked
+    prepare_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
+                          args->session.force, "fit");  // only once everything has been checked
     args->session.summary.title       = "grafx fit: " + fs::path(args->mix).filename().string();
     args->session.summary.track_names = names;
     args->session.inputs              = inputs;
@@ -342,7 +341,8 @@ void add_demo_command(CLI::App& app) {
       ->check(whole_number(0));
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
-    prepare_folder(args->session);
+    prepare_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
+                          args->session.force, "fit");
     std::cout << "synthesising a song (drums, bass, chords, lead; " << args->demo.seconds
               << " s at " << args->demo.sample_rate
               << " Hz) and mixing it through a hidden console\n";

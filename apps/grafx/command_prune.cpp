@@ -194,32 +194,15 @@ void add_prune_command(CLI::App& app) {
     std::vector<std::string> files = prune_output_files();
     files.push_back(kPruneCheckpoint);
     files.push_back(kPruneState);
-    std::vector<fs::path> earlier;  // what an earlier pruning wrote there
-    for (const auto& name : files) {
-      check_not_an_input(args->output + "/" + name, sources);
-      if (fs::exists(output / name)) earlier.push_back(output / name);
-    }
-    if (!fs::exists(output) && !output.parent_path().empty() &&
-        !fs::is_directory(output.parent_path()))
-      throw IoError("grafx.io.unwritable",
-                    args->output + ": folder " + output.parent_path().string() + " does not exist");
+    for (const auto& name : files) check_not_an_input(args->output + "/" + name, sources);
     if (args->resume &&
         !(fs::exists(output / kPruneCheckpoint) && fs::exists(output / kPruneState)))
       throw FitError("grafx.fit.checkpoint", args->output + ": holds no saved pruning to resume (" +
                                                  kPruneState + " and " + kPruneCheckpoint + ")");
-    if (!args->resume && !earlier.empty() && !args->force)
-      throw IoError("grafx.io.exists", args->output +
-                                           ": holds the results of an earlier pruning; continue "
-                                           "it with --resume, replace it with --force, or choose "
-                                           "another folder");
     auto [tracks, mix] = load_fit_audio(inputs);
     options.n_steps    = args->options.rounds * args->options.steps_between;
     Fitter fitter(graph, tracks, mix, inputs.sample_rate, options, file.parameters);
-    std::error_code ec;
-    fs::create_directory(args->output, ec);
-    if (ec) throw IoError("grafx.io.unwritable", args->output + ": " + ec.message());
-    if (!args->resume)  // so that an interrupted run never leaves a folder mixing two
-      for (const auto& path : earlier) fs::remove(path, ec);
+    prepare_output_folder(args->output, files, args->resume, args->force, "pruning");
     run_pruning(fitter, args->options,
                 {args->output, "grafx prune: " + fs::path(args->fit).filename().string(),
                  args->resume, /*keep_state=*/true});

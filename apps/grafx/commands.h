@@ -38,6 +38,14 @@ struct FitInputs {
 /// The tracks (K×2×L) and the mix (2×L) at the fit's rate, as the fit read them: mono spread to
 /// stereo, other rates resampled unless strict, every file cut to the shortest (with a note).
 std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs);
+/// Makes a command's output folder, or checks that an existing one may be used: with `resume`
+/// as it is (FitError [grafx.fit.checkpoint] if it does not exist); with `force` the files of
+/// `files` an earlier run wrote there (only those) are removed first, so that an interrupted
+/// run never leaves a folder mixing two runs; otherwise holding any of them is refused
+/// (IoError [grafx.io.exists], naming `what`, e.g. "fit"). Call it once everything else has
+/// been checked: it is the first thing to write.
+void prepare_output_folder(const std::string& folder, const std::vector<std::string>& files,
+                           bool resume, bool force, const std::string& what);
 /// Writes fit.json (the inputs, absolute paths, and the fit's settings) into a fit folder.
 void write_fit_record(const std::string& folder, const FitInputs& inputs, const FitOptions& options,
                       bool overwrite);
