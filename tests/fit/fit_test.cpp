@@ -9,6 +9,7 @@
 #include <grafx/render/parameters.h>
 #include <grafx/report/fit_report.h>
 
+#include "fit/fit_test_support.h"
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
@@ -39,14 +40,7 @@ Graph gain_console() {
   return build_console(options, registry_node_types()).graph;
 }
 
-FitOptions small_options(int64_t steps) {
-  FitOptions options;
-  options.n_steps      = steps;
-  options.crop_seconds = 1.0;
-  options.skip_seconds = 0.1;
-  options.optimizer.lr = 0.05;
-  return options;
-}
+using testing::small_options;
 
 /// The hidden mix: each track's left and right gains set by hand.
 at::Tensor hidden_mix(const Graph& console, const at::Tensor& x, const at::Tensor& log_gains) {

@@ -9,6 +9,7 @@
 #include <grafx/render/chunked.h>
 #include <grafx/render/parameters.h>
 
+#include "fit/fit_test_support.h"
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
@@ -39,14 +40,7 @@ Graph console(const std::vector<std::string>& chain) {
   return build_console(options, registry_node_types()).graph;
 }
 
-FitOptions small_options(int64_t steps) {
-  FitOptions options;
-  options.n_steps      = steps;
-  options.crop_seconds = 1.0;
-  options.skip_seconds = 0.1;
-  options.optimizer.lr = 0.05;
-  return options;
-}
+using testing::small_options;
 
 /// The mix of a console whose gain/pan nodes set distinct gains and whose other processors are
 /// all bypassed: the processors the song does not use.
