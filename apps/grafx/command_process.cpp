@@ -36,7 +36,7 @@ std::vector<std::string> outlet_paths(const std::string& path,
 void add_process_command(CLI::App& app) {
   struct Args {
     std::string type, input, output;
-    std::vector<std::string> settings;
+    std::vector<std::string> settings, options;
     bool stereo = false, force = false;
   };
   auto args     = std::make_shared<Args>();
@@ -53,13 +53,19 @@ void add_process_command(CLI::App& app) {
                   "several values along a longer axis are interpolated; rows separated by ';'), "
                   "a raw parameter by its raw name, or wet=0..1; unset parameters keep their "
                   "initial values");
+  cmd->add_option("--option", args->options,
+                  "NAME=VALUE: a processor option (see grafx processors TYPE), e.g. knee=hard, "
+                  "use_bias=true, members=eq,compressor");
   cmd->add_flag("--stereo", args->stereo, "Spread a mono input to two channels");
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
     const ProcessorDescriptor& descriptor = processor_descriptor(args->type);
-    Audio audio                           = read_audio(args->input);
-    auto processor                        = descriptor.make({audio.sample_rate});
-    auto outputs                          = outlet_paths(args->output, processor->outlets());
+    ProcessorConfig config;
+    config.options     = parse_options(descriptor, args->options, "--option");
+    Audio audio        = read_audio(args->input);
+    config.sample_rate = audio.sample_rate;
+    auto processor     = make_configured(descriptor, config, "--option");
+    auto outputs       = outlet_paths(args->output, processor->outlets());
     for (const auto& path : outputs) {
       check_not_an_input(path, {args->input});
       check_writable(path, args->force);

@@ -20,7 +20,7 @@ namespace grafx::cli {
 void add_processors_command(CLI::App& app) {
   struct Args {
     std::string name, response;
-    std::vector<std::string> parameters;
+    std::vector<std::string> parameters, options;
     SampleRate sample_rate = ProcessorConfig().sample_rate;
     bool force             = false;
   };
@@ -40,6 +40,9 @@ void add_processors_command(CLI::App& app) {
          "NAME=V1,V2,... (interpolated along the last dimension), or one such list per row "
          "separated by ';'; default: the initial values")
       ->needs(response);
+  cmd->add_option("--option", args->options,
+                  "NAME=VALUE: a processor option for the picture (see grafx processors NAME)")
+      ->needs(response);
   cmd->add_option("--sample-rate", args->sample_rate, "Sample rate in Hz")
       ->capture_default_str()
       ->check(CLI::Range(SampleRate(1), SampleRate(1) << 24));
@@ -48,11 +51,18 @@ void add_processors_command(CLI::App& app) {
     if (args->name.empty()) {
       for (const auto& d : processor_registry())
         std::cout << describe_processor(d, args->sample_rate, false);
+      std::cout << "\nGRAFX classes that are not types here:\n";
+      for (const auto& [name, where] : grafx_classes_without_a_type())
+        std::cout << "  " << name << ": " << where << "\n";
       return;
     }
-    auto processor = make_processor(args->name, {args->sample_rate});  // or an error naming them
+    const ProcessorDescriptor& descriptor = processor_descriptor(args->name);  // or an error
+    ProcessorConfig config;
+    config.sample_rate = args->sample_rate;
+    config.options     = parse_options(descriptor, args->options, "--option");
+    auto processor     = make_configured(descriptor, config, "--option");
     if (args->response.empty()) {
-      std::cout << describe_processor(processor_descriptor(args->name), args->sample_rate, true);
+      std::cout << describe_processor(descriptor, args->sample_rate, true);
       return;
     }
     if (std::filesystem::path(args->response).extension() != ".svg")

@@ -92,6 +92,15 @@ void fill_values(at::Tensor& values, const std::string& text,
 /// "wet" (the node's dry/wet amount, stored as its raw value in *wet).
 void set_parameter(TensorDict& raw, at::Tensor* wet, const std::string& assignment,
                    const Processor& processor, const std::string& option);
+/// Processor options from "NAME=VALUE" assignments (`option` names the command-line option in
+/// errors): true/false for flags, a number, a choice's name, or comma-separated type names for a
+/// container's members. Checked when the processor is made (make_configured).
+ProcessorOptions parse_options(const ProcessorDescriptor& descriptor,
+                               const std::vector<std::string>& assignments,
+                               const std::string& option);
+/// The processor `descriptor` makes with these options; errors name `option`.
+std::unique_ptr<Processor> make_configured(const ProcessorDescriptor& descriptor,
+                                           ProcessorConfig config, const std::string& option);
 /// "a, b, c".
 std::string join(const std::vector<std::string>& items);
 /// A finite number above `min` (or at least `min` when `inclusive`), with a message saying so:

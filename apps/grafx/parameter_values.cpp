@@ -7,7 +7,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 namespace grafx::cli {
@@ -60,6 +62,65 @@ void fill_values(at::Tensor& values, const std::string& text,
       fail("expected at most " + std::to_string(length) + " values per row, but got " +
            std::to_string(numbers.size()));
     flat[r].copy_(spread(numbers, length));
+  }
+}
+
+ProcessorOptions parse_options(const ProcessorDescriptor& descriptor,
+                               const std::vector<std::string>& assignments,
+                               const std::string& option) {
+  ProcessorOptions options;
+  for (const auto& assignment : assignments) {
+    auto fail = [&](const std::string& why) {
+      throw ProcessorError("grafx.processor.options", option + " \"" + assignment + "\": " + why);
+    };
+    size_t equals = assignment.find('=');
+    if (equals == std::string::npos) fail("expected NAME=VALUE, e.g. knee=hard");
+    const std::string name = assignment.substr(0, equals), text = assignment.substr(equals + 1);
+    auto spec = std::find_if(descriptor.options.begin(), descriptor.options.end(),
+                             [&](const OptionSpec& s) { return s.name == name; });
+    if (spec == descriptor.options.end()) {
+      std::vector<std::string> names;
+      for (const auto& s : descriptor.options) names.push_back(s.name);
+      fail(descriptor.name + " has no option \"" + name +
+           "\"; its options: " + (names.empty() ? std::string("none") : join(names)));
+    }
+    switch (spec->kind) {
+      case OptionSpec::Kind::kFlag:
+        if (text != "true" && text != "false") fail("expected true or false");
+        options[name] = text == "true";
+        break;
+      case OptionSpec::Kind::kNumber:
+      case OptionSpec::Kind::kInteger: {
+        char* end     = nullptr;
+        double number = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0') fail("expected " + spec->accepted());
+        options[name] = number;  // its range is checked when the processor is made
+        break;
+      }
+      case OptionSpec::Kind::kChoice:
+        options[name] = text;
+        break;
+      case OptionSpec::Kind::kNames: {
+        std::vector<std::string> names;
+        for (size_t start = 0; start <= text.size();) {
+          size_t comma = std::min(text.find(',', start), text.size());
+          names.push_back(text.substr(start, comma - start));
+          start = comma + 1;
+        }
+        options[name] = names;
+        break;
+      }
+    }
+  }
+  return options;
+}
+
+std::unique_ptr<Processor> make_configured(const ProcessorDescriptor& descriptor,
+                                           ProcessorConfig config, const std::string& option) {
+  try {
+    return descriptor.make(config);
+  } catch (const ProcessorError& e) {
+    throw ProcessorError(e.code(), option + ": " + descriptor.name + ": " + e.message());
   }
 }
 

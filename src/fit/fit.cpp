@@ -96,7 +96,7 @@ std::string number(double value) {
 RenderOptions gain_staging(const NodeTypes& types) {
   std::set<std::string> regularised;
   for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t) {
-    const ProcessorDescriptor* d = find_processor(types.name(t));
+    const ProcessorDescriptor* d = find_processor(types[t].processor_name());
     if (d && d->gain_staging && types.n_inlets(t) == 1 && types.n_outlets(t) == 1)
       regularised.insert(types.name(t));
   }

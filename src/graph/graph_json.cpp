@@ -94,6 +94,39 @@ class Reader {
     return out;
   }
 
+  /// An object of option values: true/false, numbers, strings, or arrays of strings.
+  ProcessorOptions options(const char* field) const {
+    const json& v = get(field);
+    if (!v.is_object()) fail(std::string("expected an object, but got ") + kind(v), field);
+    ProcessorOptions options;
+    for (const auto& item : v.items()) {
+      const json& value = item.value();
+      std::string where = std::string(field) + "." + item.key();
+      if (value.is_boolean()) {
+        options[item.key()] = value.get<bool>();
+      } else if (value.is_number()) {
+        options[item.key()] = value.get<double>();
+      } else if (value.is_string()) {
+        options[item.key()] = value.get<std::string>();
+      } else if (value.is_array()) {
+        std::vector<std::string> names;
+        for (size_t i = 0; i < value.size(); ++i) {
+          if (!value[i].is_string())
+            fail(std::string("expected a string, but got ") + kind(value[i]),
+                 where + "[" + std::to_string(i) + "]");
+          names.push_back(value[i].get<std::string>());
+        }
+        options[item.key()] = names;
+      } else {
+        fail(std::string("expected true, false, a number, a string or an array of strings, "
+                         "but got ") +
+                 kind(value),
+             where);
+      }
+    }
+    return options;
+  }
+
   std::string path() const { return path_; }
 
  private:
@@ -149,8 +182,17 @@ void write_graph_json(const Graph& graph, std::ostream& out) {
       "node_types", types.size() - NodeTypes::kMix - 1,
       [&](int64_t i) {
         const NodeType& type = types[NodeTypes::kMix + 1 + i];
-        return "{\"inlets\":" + quoted_list(type.inlets) + ",\"name\":" + quoted(type.name) +
-               ",\"outlets\":" + quoted_list(type.outlets) + "}";
+        std::string item =
+            "{\"inlets\":" + quoted_list(type.inlets) + ",\"name\":" + quoted(type.name);
+        if (!type.options.empty()) {
+          item += ",\"options\":{";
+          for (const auto& [key, value] : type.options)
+            item += (item.back() == '{' ? "" : ",") + quoted(key) + ":" + to_json_text(value);
+          item += "}";
+        }
+        item += ",\"outlets\":" + quoted_list(type.outlets);
+        if (type.processor_name() != type.name) item += ",\"processor\":" + quoted(type.processor);
+        return item + "}";
       },
       false);
   const std::vector<NodeId> ids = graph.nodes();
@@ -225,8 +267,23 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
     const json& list = top.array("node_types");
     for (size_t i = 0; i < list.size(); ++i) {
       Reader t(list[i], origin, element("node_types", i));
-      t.allow_only({"name", "inlets", "outlets"});
-      NodeType type{t.string("name"), t.strings("inlets"), t.strings("outlets")};
+      t.allow_only({"name", "inlets", "outlets", "processor", "options"});
+      NodeType type;
+      type.name      = t.string("name");
+      type.processor = t.string("processor", "", false);
+      if (type.processor == type.name) type.processor.clear();
+      // A configured type may leave out its ports: then they are its processor's.
+      if (!t.has("inlets") || !t.has("outlets")) {
+        if (type.processor.empty() || !known_types.contains(type.processor))
+          t.fail("missing field \"" + std::string(t.has("inlets") ? "outlets" : "inlets") +
+                 "\" (only a type naming a known processor may leave out its ports)");
+        const NodeType& known = known_types[known_types.id(type.processor)];
+        type.inlets           = known.inlets;
+        type.outlets          = known.outlets;
+      }
+      if (t.has("inlets")) type.inlets = t.strings("inlets");
+      if (t.has("outlets")) type.outlets = t.strings("outlets");
+      if (t.has("options")) type.options = t.options("options");
       annotate(origin, t.path(), [&] { types.add(type); });
     }
   }

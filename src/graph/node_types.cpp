@@ -1,6 +1,8 @@
 #include <grafx/error.h>
 #include <grafx/graph/node_types.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 
 namespace grafx {
@@ -29,7 +31,25 @@ void check_ports(const NodeType& type, const std::vector<std::string>& ports, co
   }
 }
 
+/// What a type is, for messages: its ports, and its processor and options when configured.
+std::string describe(const NodeType& type) {
+  std::string text = "inlets (" + join(type.inlets) + ") and outlets (" + join(type.outlets) + ")";
+  if (type.processor_name() != type.name) text += ", processor \"" + type.processor + "\"";
+  if (!type.options.empty()) {
+    text += ", options {";
+    for (const auto& [key, value] : type.options)
+      text += (text.back() == '{' ? "" : ", ") + key + ": " + to_json_text(value);
+    text += "}";
+  }
+  return text;
+}
+
 }  // namespace
+
+std::string to_json_text(const OptionValue& value) {
+  nlohmann::json item = std::visit([](const auto& v) { return nlohmann::json(v); }, value);
+  return item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 NodeTypes::NodeTypes() {
   add(NodeType{"in", {}, {"main"}});
@@ -44,10 +64,8 @@ TypeId NodeTypes::add(const NodeType& type) {
     if (types_[static_cast<size_t>(it->second)] == type) return it->second;
     const NodeType& known = types_[static_cast<size_t>(it->second)];
     throw GraphError("grafx.graph.duplicate_type",
-                     "node type \"" + type.name + "\" is already declared with inlets (" +
-                         join(known.inlets) + ") and outlets (" + join(known.outlets) +
-                         "), but got inlets (" + join(type.inlets) + ") and outlets (" +
-                         join(type.outlets) + ")");
+                     "node type \"" + type.name + "\" is already declared with " + describe(known) +
+                         ", but got " + describe(type));
   }
   check_ports(type, type.inlets, "inlet");
   check_ports(type, type.outlets, "outlet");

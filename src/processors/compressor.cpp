@@ -6,7 +6,9 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <limits>
+#include <map>
 
 namespace grafx {
 namespace {
@@ -18,10 +20,44 @@ const double kLogEnergyToDb       = 10.0 / std::log(10.0);
 
 at::Tensor smoothing_alpha(const at::Tensor& z) { return z.sigmoid().clamp_max(kMaxAlpha); }
 
-/// The quadratic knee of half width w: 0 below −w, d above w, (d + w)²/(4w) between; it is
-/// continuous with its slope (Giannoulis et al. 2012, with knee width 2w).
-at::Tensor knee(const at::Tensor& d, const at::Tensor& w) {
-  return at::minimum((d + w).relu(), 2 * w).pow(2) / (4 * w) + (d - w).relu();
+const char* kSmoothingChoices[] = {"one_pole", "ballistics", "none"};
+
+dsp::EnvelopeSmoothing smoothing_of(const std::string& choice) {
+  if (choice == "one_pole") return dsp::EnvelopeSmoothing::kOnePole;
+  if (choice == "ballistics") return dsp::EnvelopeSmoothing::kBallistics;
+  return dsp::EnvelopeSmoothing::kNone;
+}
+
+/// How far above the threshold a log level d is, as the gain computer sees it: d above the knee,
+/// 0 below it, and between: quadratic with half width `w` (log energy), (d + w)²/(4w) within ±w,
+/// continuous with its slope (Giannoulis et al. 2012); exponential with sharpness `w`,
+/// softplus(w·d)/w (GRAFX's); hard, relu(d) (`w` unused).
+at::Tensor knee_curve(Dynamics::Knee knee, const at::Tensor& d, const at::Tensor& w) {
+  switch (knee) {
+    case Dynamics::Knee::kHard:
+      return d.relu();
+    case Dynamics::Knee::kQuadratic:
+      return at::minimum((d + w).relu(), 2 * w).pow(2) / (4 * w) + (d - w).relu();
+    case Dynamics::Knee::kExponential:
+      return at::softplus(w * d) / w;
+  }
+  return d;
+}
+
+/// A smoother of a gain that starts from `unity` (1, or 0 for a log gain): one pole, or
+/// ballistics attacking while the gain falls (more reduction) and releasing while it rises.
+at::Tensor smooth_gain(const at::Tensor& gain, dsp::EnvelopeSmoothing smoothing,
+                       const TensorDict& parameters, double unity) {
+  if (smoothing == dsp::EnvelopeSmoothing::kOnePole)
+    return dsp::one_pole(gain - unity, smoothing_alpha(parameters.at("z_alpha_gain"))) + unity;
+  if (smoothing == dsp::EnvelopeSmoothing::kBallistics) {
+    at::Tensor attack  = smoothing_alpha(parameters.at("z_alpha_gain_attack"));
+    at::Tensor initial = at::full_like(attack, -unity);
+    // Negated, a falling gain rises: ballistics' attack coefficient then applies.
+    return -dsp::ballistics(-gain, attack, smoothing_alpha(parameters.at("z_alpha_gain_release")),
+                            initial);
+  }
+  return gain;
 }
 
 /// Moderate compression, or gentle gating of what is well below the music; keyed by a
@@ -38,14 +74,21 @@ TensorDict musical_dynamics(const PriorContext& c, bool gate, bool duck) {
                               : r.uniform(2, 6))},
       {"knee_db", scalar(r.uniform(3, 9))},
   };
+  std::map<std::string, std::function<double()>> timing = {
+      {"smoothing_ms", [&] { return r.uniform(5, 40); }},
+      {"attack_ms", [&] { return duck ? r.uniform(1, 8) : r.uniform(2, 15); }},
+      {"release_ms", [&] { return duck ? r.uniform(80, 250) : r.uniform(40, 200); }},
+      {"gain_smoothing_ms", [&] { return r.uniform(2, 20); }},
+      {"gain_attack_ms", [&] { return r.uniform(1, 10); }},
+      {"gain_release_ms", [&] { return r.uniform(30, 200); }},
+  };
+  bool knee = false;
   for (const auto& spec : c.processor.parameter_specs()) {
-    if (spec.physical_name == "smoothing_ms")
-      settings[spec.physical_name] = scalar(r.uniform(5, 40));
-    if (spec.physical_name == "attack_ms")
-      settings[spec.physical_name] = scalar(duck ? r.uniform(1, 8) : r.uniform(2, 15));
-    if (spec.physical_name == "release_ms")
-      settings[spec.physical_name] = scalar(duck ? r.uniform(80, 250) : r.uniform(40, 200));
+    if (timing.count(spec.physical_name))
+      settings[spec.physical_name] = scalar(timing[spec.physical_name]());
+    knee = knee || spec.physical_name == "knee_db";
   }
+  if (!knee) settings.erase("knee_db");
   return settings;
 }
 
@@ -69,8 +112,12 @@ ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoo
                             : what +
                                  ": level of the mid, one-pole smoothing, quadratic knee "
                                   "(the paper's)";
+  d.options  = Dynamics::option_specs(smoothing);
   d.response = ResponsePicture::kStaticCurve;
-  if (!sidechain) d.grafx_name = gate ? "NoiseGate" : "Compressor";
+  // GRAFX's deprecated Approx* classes are its Compressor and NoiseGate with their defaults.
+  if (!sidechain && !ballistics)
+    d.grafx_name = gate ? "NoiseGate, ApproxNoiseGate" : "Compressor, ApproxCompressor";
+  if (!sidechain && ballistics) d.grafx_name = gate ? "NoiseGate" : "Compressor";
   d.musical_prior = [gate, sidechain](const PriorContext& c) {
     return musical_dynamics(c, gate, sidechain && !gate);
   };
@@ -101,11 +148,45 @@ ProcessorDescriptor sidechain_gate_descriptor() {
                              Dynamics::Detector::kSidechain);
 }
 
+std::vector<OptionSpec> Dynamics::option_specs(dsp::EnvelopeSmoothing smoothing) {
+  const std::vector<std::string> smoothers(std::begin(kSmoothingChoices),
+                                           std::end(kSmoothingChoices));
+  return {
+      OptionSpec::choice("knee", "quadratic", {"hard", "quadratic", "exponential"},
+                         "shape of the gain curve around the threshold"),
+      OptionSpec::choice("detection", "energy", {"energy", "amplitude"},
+                         "level detector: mean square, or mean absolute value, over channels"),
+      OptionSpec::choice("level_smoothing", kSmoothingChoices[int(smoothing)], smoothers,
+                         "smoother of the detected level"),
+      OptionSpec::choice("gain_smoothing", "none", smoothers,
+                         "smoother of the gain (attack while the gain falls)"),
+      OptionSpec::choice("gain_smoothing_domain", "linear", {"linear", "log"},
+                         "smooth the amplitude gain or its logarithm"),
+  };
+}
+
+Dynamics::Dynamics(const ProcessorConfig& config, Curve curve, dsp::EnvelopeSmoothing smoothing,
+                   Detector detector)
+    : curve_(curve),
+      type_smoothing_(smoothing),
+      detector_(detector),
+      sample_rate_(config.sample_rate) {
+  ProcessorOptions options = resolve_options(option_specs(smoothing), config.options);
+  const std::string& knee  = option_choice(options, "knee");
+  knee_                    = knee == "hard"        ? Knee::kHard
+                             : knee == "quadratic" ? Knee::kQuadratic
+                                                   : Knee::kExponential;
+  amplitude_detection_     = option_choice(options, "detection") == "amplitude";
+  level_smoothing_         = smoothing_of(option_choice(options, "level_smoothing"));
+  gain_smoothing_          = smoothing_of(option_choice(options, "gain_smoothing"));
+  gain_smoothing_in_log_   = option_choice(options, "gain_smoothing_domain") == "log";
+}
+
 std::string Dynamics::name() const {
   if (detector_ == Detector::kSidechain)
     return curve_ == Curve::kCompressor ? "sidechain_compressor" : "sidechain_gate";
   std::string family = curve_ == Curve::kCompressor ? "compressor" : "noise_gate";
-  return smoothing_ == dsp::EnvelopeSmoothing::kBallistics ? family + "_ballistics" : family;
+  return type_smoothing_ == dsp::EnvelopeSmoothing::kBallistics ? family + "_ballistics" : family;
 }
 
 std::vector<std::string> Dynamics::inlets() const {
@@ -123,7 +204,7 @@ std::vector<ParameterSpec> Dynamics::parameter_specs() const {
                 [rate](const at::Tensor& z) { return -1000.0 / (rate * smoothing_alpha(z).log()); },
                 [rate](const at::Tensor& ms) { return (-1000.0 / (rate * ms)).exp().logit(); })
         .range(0.0, -1000.0 / (rate * std::log(kMaxAlpha)))
-        .about("time constant of the level smoother" + what + ", alpha = sigmoid(raw)");
+        .about("time constant of the " + what + ", alpha = sigmoid(raw)");
   };
   std::vector<ParameterSpec> specs = {
       ParameterSpec::raw("log_threshold", {1})
@@ -142,18 +223,40 @@ std::vector<ParameterSpec> Dynamics::parameter_specs() const {
           .about(std::string(gate ? "expansion ratio below the threshold"
                                   : "compression ratio above the threshold") +
                  ", 1 + exp(raw) in (1, inf)"),
-      ParameterSpec::raw("log_knee", {1})
-          .physical(
-              "knee_db", "dB", [](const at::Tensor& raw) { return raw.exp() * kLogEnergyToDb; },
-              [](const at::Tensor& db) { return (db / kLogEnergyToDb).log(); })
-          .range(0.0, std::numeric_limits<double>::infinity())
-          .about("width of the quadratic knee around the threshold, exp(raw) in log energy"),
   };
-  if (smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
-    specs.push_back(smoother("z_alpha", "smoothing_ms", " (one pole)"));
-  } else {
-    specs.push_back(smoother("z_alpha_attack", "attack_ms", " while the level rises"));
-    specs.push_back(smoother("z_alpha_release", "release_ms", " while the level falls"));
+  if (knee_ == Knee::kQuadratic)
+    specs.push_back(
+        ParameterSpec::raw("log_knee", {1})
+            .physical(
+                "knee_db", "dB", [](const at::Tensor& raw) { return raw.exp() * kLogEnergyToDb; },
+                [](const at::Tensor& db) { return (db / kLogEnergyToDb).log(); })
+            .range(0.0, std::numeric_limits<double>::infinity())
+            .about("width of the quadratic knee around the threshold, exp(raw) in log energy"));
+  if (knee_ == Knee::kExponential)
+    specs.push_back(
+        ParameterSpec::raw("log_knee", {1})
+            .physical(
+                "knee_db", "dB",
+                [](const at::Tensor& raw) { return (-raw).exp() * kLogEnergyToDb; },
+                [](const at::Tensor& db) { return -(db / kLogEnergyToDb).log(); })
+            .range(0.0, std::numeric_limits<double>::infinity())
+            .about("softness of the exponential knee, exp(-raw) in log energy (GRAFX: its "
+                   "sharpness exp(raw))"));
+  if (level_smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
+    specs.push_back(smoother("z_alpha", "smoothing_ms", "level smoother (one pole)"));
+  } else if (level_smoothing_ == dsp::EnvelopeSmoothing::kBallistics) {
+    specs.push_back(
+        smoother("z_alpha_attack", "attack_ms", "level smoother while the level rises"));
+    specs.push_back(
+        smoother("z_alpha_release", "release_ms", "level smoother while the level falls"));
+  }
+  if (gain_smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
+    specs.push_back(smoother("z_alpha_gain", "gain_smoothing_ms", "gain smoother (one pole)"));
+  } else if (gain_smoothing_ == dsp::EnvelopeSmoothing::kBallistics) {
+    specs.push_back(
+        smoother("z_alpha_gain_attack", "gain_attack_ms", "gain smoother while the gain falls"));
+    specs.push_back(
+        smoother("z_alpha_gain_release", "gain_release_ms", "gain smoother while the gain rises"));
   }
   return specs;
 }
@@ -162,36 +265,53 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
                                   const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
   const at::Tensor& x = inputs[0];
-  // N×1×L: the level of the mid signal, of the sidechain for the sidechain types.
-  at::Tensor energy = inputs.back().pow(2).mean(1, true);
-  at::Tensor envelope;
-  if (smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
-    envelope = dsp::one_pole(energy, smoothing_alpha(parameters.at("z_alpha")));
-  } else {
+  // N×1×L: the level of the mid signal, of the sidechain for the sidechain types; an amplitude
+  // detector smooths the mean absolute value and squares it, so levels stay energies.
+  const at::Tensor& key = inputs.back();
+  at::Tensor detected   = amplitude_detection_ ? key.abs().mean(1, true) : key.pow(2).mean(1, true);
+  at::Tensor envelope   = detected;
+  if (level_smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
+    envelope = dsp::one_pole(detected, smoothing_alpha(parameters.at("z_alpha")));
+  } else if (level_smoothing_ == dsp::EnvelopeSmoothing::kBallistics) {
     at::Tensor attack = smoothing_alpha(parameters.at("z_alpha_attack"));
-    envelope = dsp::ballistics(energy, attack, smoothing_alpha(parameters.at("z_alpha_release")),
+    envelope = dsp::ballistics(detected, attack, smoothing_alpha(parameters.at("z_alpha_release")),
                                at::zeros_like(attack));
   }
+  if (amplitude_detection_) envelope = envelope.pow(2);
   at::Tensor level     = (envelope + kEnergyFloor).log();
   at::Tensor threshold = (parameters.at("log_threshold") - kThresholdOffset).unsqueeze(-1);
   at::Tensor ratio     = (1 + parameters.at("log_ratio").exp()).unsqueeze(-1);
-  at::Tensor half_knee = (parameters.at("log_knee").exp() / 2).unsqueeze(-1);
-  at::Tensor gain      = curve_ == Curve::kCompressor
-                             ? (1 / ratio - 1) * knee(level - threshold, half_knee)
-                             : (1 - ratio) * knee(threshold - level, half_knee);
+  // The quadratic knee's half width, or the exponential knee's sharpness.
+  at::Tensor knee = knee_ == Knee::kHard ? at::Tensor() : parameters.at("log_knee").exp();
+  if (knee_ == Knee::kQuadratic) knee = knee / 2;
+  if (knee.defined()) knee = knee.unsqueeze(-1);
+  at::Tensor gain = curve_ == Curve::kCompressor
+                        ? (1 / ratio - 1) * knee_curve(knee_, level - threshold, knee)
+                        : (1 - ratio) * knee_curve(knee_, threshold - level, knee);
   // The curve maps log energies, so the amplitude gain is half the log-energy gain (GRAFX applies
   // exp(gain) to the amplitude, which doubles every gain in dB: see compressor.h).
-  return {{x * (gain / 2).exp()}, {}};
+  at::Tensor amplitude_gain = gain_smoothing_in_log_
+                                  ? smooth_gain(gain / 2, gain_smoothing_, parameters, 0).exp()
+                                  : smooth_gain((gain / 2).exp(), gain_smoothing_, parameters, 1);
+  return {{x * amplitude_gain}, {}};
 }
 
 TemporalSupport Dynamics::temporal_support(const TensorDict& parameters) const {
-  // The level detector's recursion; with ballistics the slower of its two coefficients bounds
-  // the decay (two trajectories of it approach each other by at least that factor per sample).
-  at::Tensor alpha = smoothing_alpha(
-      parameters.at(smoothing_ == dsp::EnvelopeSmoothing::kOnePole ? "z_alpha" : "z_alpha_attack"));
-  if (smoothing_ == dsp::EnvelopeSmoothing::kBallistics)
-    alpha = at::maximum(alpha, smoothing_alpha(parameters.at("z_alpha_release")));
-  return TemporalSupport::causal(dsp::decay_samples(alpha, TemporalSupport::kDecayTolerance));
+  // The level smoother's recursion, then the gain smoother's; with ballistics the slower of the
+  // two coefficients bounds the decay (two trajectories of it approach each other by at least
+  // that factor per sample).
+  auto support = [&](dsp::EnvelopeSmoothing smoothing, const std::string& one_pole,
+                     const std::string& attack, const std::string& release) {
+    if (smoothing == dsp::EnvelopeSmoothing::kNone) return TemporalSupport::pointwise();
+    at::Tensor alpha = smoothing == dsp::EnvelopeSmoothing::kOnePole
+                           ? smoothing_alpha(parameters.at(one_pole))
+                           : at::maximum(smoothing_alpha(parameters.at(attack)),
+                                         smoothing_alpha(parameters.at(release)));
+    return TemporalSupport::causal(dsp::decay_samples(alpha, TemporalSupport::kDecayTolerance));
+  };
+  return support(level_smoothing_, "z_alpha", "z_alpha_attack", "z_alpha_release")
+      .then(
+          support(gain_smoothing_, "z_alpha_gain", "z_alpha_gain_attack", "z_alpha_gain_release"));
 }
 
 }  // namespace grafx

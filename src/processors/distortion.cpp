@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 namespace grafx {
 namespace {
 
@@ -15,22 +17,28 @@ ProcessorDescriptor distortion_descriptor(Curve curve, char letter, std::string 
                                                curve);
   d.summary       = std::move(summary);
   d.grafx_name    = std::move(grafx_name);
+  d.options       = Distortion::option_specs(curve);
   d.response      = ResponsePicture::kStaticCurve;
   d.musical_prior = [curve](const PriorContext& c) {
-    auto values  = [](std::vector<double> v) { return at::tensor(v, at::kDouble); };
-    Random& r    = c.random;
-    TensorDict s = {{"drive_db", values({curve == Curve::kTanh || curve == Curve::kPiecewiseTanh
-                                             ? r.uniform(0, 12)
-                                             : r.uniform(-6, 0)})}};
+    auto values     = [](std::vector<double> v) { return at::tensor(v, at::kDouble); };
+    Random& r       = c.random;
+    const bool tanh = curve == Curve::kTanh || curve == Curve::kPiecewiseTanh;
+    TensorDict s;
+    for (const auto& spec : c.processor.parameter_specs()) {
+      if (spec.physical_name == "drive_db")
+        s["drive_db"] = values({tanh ? r.uniform(0, 12) : r.uniform(-6, 0)});
+      if (spec.physical_name == "output_gain_db") s["output_gain_db"] = values({r.uniform(-12, 0)});
+      if (spec.physical_name == "bias") s["bias"] = values({r.uniform(-0.3, 0.3)});
+    }
     if (curve == Curve::kPiecewiseTanh) {
       s["hardness"]  = values({r.uniform(0.5, 4), r.uniform(0.5, 4)});
       s["threshold"] = values({r.uniform(0.3, 0.8), r.uniform(0.3, 0.8)});
     }
     if (curve == Curve::kPower || curve == Curve::kChebyshev) {
       // Mostly the signal itself, with a little of the low harmonics.
-      std::vector<double> w(size_t(Distortion::kOrders), 0.0);
+      std::vector<double> w(size_t(c.processor.parameter_specs().back().shape[0]), 0.0);
       w[1] = r.uniform(0.7, 0.95);
-      for (size_t k = 2; k < 5; ++k) w[k] = r.uniform(-0.1, 0.1);
+      for (size_t k = 2; k < std::min<size_t>(5, w.size()); ++k) w[k] = r.uniform(-0.1, 0.1);
       s["weight"] = values(w);
     }
     return s;
@@ -63,7 +71,46 @@ ProcessorDescriptor chebyshev_distortion_descriptor() {
                                "ChebyshevDistortion");
 }
 
-Distortion::Distortion(const ProcessorConfig&, Curve curve) : curve_(curve) {}
+std::vector<OptionSpec> Distortion::option_specs(Curve curve) {
+  const OptionSpec remove_dc =
+      OptionSpec::flag("remove_dc", false, "subtract each channel's mean over the signal first");
+  if (curve == Curve::kTanh || curve == Curve::kPiecewiseTanh) {
+    std::vector<OptionSpec> specs = {
+        OptionSpec::flag("pre_post_gain", true, "learn a gain before the curve"),
+        OptionSpec::flag("inverse_post_gain", true,
+                         "undo the pre-gain after the curve; false: learn an output gain"),
+        remove_dc};
+    if (curve == Curve::kTanh)
+      specs.push_back(OptionSpec::flag("use_bias", false,
+                                       "learn a bias: tanh(u + b) - tanh(b) (even harmonics)"));
+    return specs;
+  }
+  return {OptionSpec::flag("pre_gain", true, "learn a gain before the polynomial"),
+          OptionSpec::integer("max_order", kOrders, 2, 20, "number of terms (orders 0 to K - 1)"),
+          OptionSpec::flag("use_tanh", false, "squash each term with tanh"), remove_dc};
+}
+
+Distortion::Distortion(const ProcessorConfig& config, Curve curve) : curve_(curve) {
+  ProcessorOptions options = resolve_options(option_specs(curve), config.options);
+  remove_dc_               = option_flag(options, "remove_dc");
+  if (tanh_curve()) {
+    pre_gain_      = option_flag(options, "pre_post_gain");
+    own_post_gain_ = pre_gain_ && !option_flag(options, "inverse_post_gain");
+    bias_          = curve == Curve::kTanh && option_flag(options, "use_bias");
+    squash_terms_  = false;
+  } else {
+    pre_gain_      = option_flag(options, "pre_gain");
+    own_post_gain_ = bias_ = false;
+    squash_terms_          = option_flag(options, "use_tanh");
+    orders_                = int64_t(option_number(options, "max_order"));
+  }
+}
+
+TemporalSupport Distortion::temporal_support(const TensorDict&) const {
+  // The mean of the whole signal: every sample depends on all others.
+  if (remove_dc_) return {TemporalSupport::kUnbounded, TemporalSupport::kUnbounded};
+  return TemporalSupport::pointwise();
+}
 
 std::string Distortion::name() const {
   switch (curve_) {
@@ -80,11 +127,24 @@ std::string Distortion::name() const {
 }
 
 std::vector<ParameterSpec> Distortion::parameter_specs() const {
-  std::vector<ParameterSpec> specs = {
-      ParameterSpec::raw("log_pre_gain", {1})
-          .physical("drive_db", "dB", units::log_gain_to_db, units::db_to_log_gain)
-          .range(-60, 60)
-          .about("gain before the curve (undone after the tanh curves)")};
+  std::vector<ParameterSpec> specs;
+  if (pre_gain_)
+    specs.push_back(ParameterSpec::raw("log_pre_gain", {1})
+                        .physical("drive_db", "dB", units::log_gain_to_db, units::db_to_log_gain)
+                        .range(-60, 60)
+                        .about(tanh_curve() && !own_post_gain_
+                                   ? "gain before the curve (undone after it)"
+                                   : "gain before the curve"));
+  if (own_post_gain_)
+    specs.push_back(
+        ParameterSpec::raw("log_post_gain", {1})
+            .physical("output_gain_db", "dB", units::log_gain_to_db, units::db_to_log_gain)
+            .range(-60, 60)
+            .about("gain after the curve"));
+  if (bias_)
+    specs.push_back(ParameterSpec::raw("bias", {1})
+                        .physical("bias", "")
+                        .about("offset before the curve, its output at zero removed"));
   if (curve_ == Curve::kPiecewiseTanh) {
     specs.push_back(
         ParameterSpec::raw("log_hardness", {2})
@@ -100,25 +160,38 @@ std::vector<ParameterSpec> Distortion::parameter_specs() const {
                         .range(1e-6, 1 - 1e-6)
                         .about("where the curve changes, positive and negative side"));
   }
-  if (curve_ == Curve::kPower || curve_ == Curve::kChebyshev)
-    specs.push_back(ParameterSpec::raw("basis_weights", {kOrders})
+  if (!tanh_curve()) {
+    const std::string last = std::to_string(orders_ - 1);
+    specs.push_back(ParameterSpec::raw("basis_weights", {orders_})
                         .physical(
                             "weight", "ratio", [](const at::Tensor& w) { return w.tanh(); },
                             [](const at::Tensor& t) { return t.atanh(); })
                         .range(-1 + 1e-9, 1 - 1e-9)
-                        .about(curve_ == Curve::kPower ? "weight of u^k, k = 0 … 9"
-                                                       : "weight of T_k(u), k = 0 … 9"));
+                        .about(curve_ == Curve::kPower ? "weight of u^k, k = 0 … " + last
+                                                       : "weight of T_k(u), k = 0 … " + last));
+  }
   return specs;
 }
 
 ProcessorOutput Distortion::forward(const std::vector<at::Tensor>& inputs,
                                     const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const at::Tensor gain = parameters.at("log_pre_gain").exp().unsqueeze(-1);  // [N, 1, 1]
-  const at::Tensor u    = inputs[0] * gain;
+  at::Tensor x = inputs[0];
+  if (remove_dc_) x = x - x.mean(-1, true);
+  // [N, 1, 1] gains; without a learned pre-gain, g = 1.
+  auto gain_of          = [&](const char* name) { return parameters.at(name).exp().unsqueeze(-1); };
+  const at::Tensor gain = pre_gain_ ? gain_of("log_pre_gain") : at::ones({1, 1, 1}, x.options());
+  const at::Tensor u    = x * gain;
+  at::Tensor y;
   switch (curve_) {
     case Curve::kTanh:
-      return {{u.tanh() / gain}, {}};
+      if (bias_) {
+        at::Tensor b = parameters.at("bias").unsqueeze(-1);
+        y            = (u + b).tanh() - b.tanh();
+      } else {
+        y = u.tanh();
+      }
+      break;
     case Curve::kPiecewiseTanh: {
       auto side = [&](const char* name, int64_t i) {
         return parameters.at(name).select(1, i).view({-1, 1, 1});
@@ -128,24 +201,26 @@ ProcessorOutput Distortion::forward(const std::vector<at::Tensor>& inputs,
       at::Tensor t_pos = k_pos.tanh(), t_neg = k_neg.tanh();
       at::Tensor above = (1 - t_pos * t_pos) / h_pos * (h_pos * (u - k_pos)).tanh() + t_pos;
       at::Tensor below = (1 - t_neg * t_neg) / h_neg * (h_neg * (u + k_neg)).tanh() - t_neg;
-      at::Tensor y     = at::where(u > k_pos, above, at::where(u < -k_neg, below, u.tanh()));
-      return {{y / gain}, {}};
+      y                = at::where(u > k_pos, above, at::where(u < -k_neg, below, u.tanh()));
+      break;
     }
     case Curve::kPower:
     case Curve::kChebyshev: {
       const at::Tensor w  = parameters.at("basis_weights").tanh().unsqueeze(-1);  // [N, K, 1]
+      auto term           = [&](const at::Tensor& t) { return squash_terms_ ? t.tanh() : t; };
       at::Tensor previous = at::ones_like(u), current = u;  // T_0 (or u^0) and T_1 (or u^1)
-      at::Tensor y = w.narrow(1, 0, 1) * previous + w.narrow(1, 1, 1) * current;
-      for (int64_t k = 2; k < kOrders; ++k) {
+      y = w.narrow(1, 0, 1) * term(previous) + w.narrow(1, 1, 1) * term(current);
+      for (int64_t k = 2; k < orders_; ++k) {
         at::Tensor next = curve_ == Curve::kPower ? current * u : 2 * u * current - previous;
-        y               = y + w.narrow(1, k, 1) * next;
+        y               = y + w.narrow(1, k, 1) * term(next);
         previous        = current;
         current         = next;
       }
       return {{y}, {}};
     }
   }
-  return {};
+  if (own_post_gain_) return {{y * gain_of("log_post_gain")}, {}};
+  return {{pre_gain_ ? y / gain : y}, {}};
 }
 
 }  // namespace grafx

@@ -55,9 +55,20 @@ std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate
     << (descriptor.grafx_name.empty() ? std::string("; not in GRAFX")
                                       : "; GRAFX: " + descriptor.grafx_name)
     << "\n";
+  if (!detailed && !descriptor.options.empty()) {
+    std::vector<std::string> defaults;
+    for (const auto& option : descriptor.options)
+      defaults.push_back(option.name + " " + to_json_text(option.default_value));
+    s << "  options: " << join(defaults) << "\n";
+  }
+  if (detailed)
+    for (const auto& option : descriptor.options)
+      s << "  option " << option.name << " = " << to_json_text(option.default_value) << ": "
+        << option.description << "; " << option.accepted() << "\n";
   for (const auto& spec : processor->parameter_specs()) {
-    s << "  " << std::left << std::setw(20) << spec.name << std::setw(10) << shape_text(spec.shape)
-      << spec.physical_name << " (" << spec.unit << "): " << spec.description << "\n";
+    s << "  " << std::left << std::setw(20) << spec.name + " " << std::setw(10)
+      << shape_text(spec.shape) + " " << spec.physical_name << " (" << spec.unit
+      << "): " << spec.description << "\n";
     if (!detailed) continue;
     s << "  " << std::setw(30) << ""
       << "range " << number(spec.physical_min) << " to "

@@ -5,6 +5,7 @@
 
 #include <grafx/processors/channel_converters.h>
 #include <grafx/processors/compressor.h>
+#include <grafx/processors/containers.h>
 #include <grafx/processors/cookbook_filters.h>
 #include <grafx/processors/crossover.h>
 #include <grafx/processors/delay.h>
@@ -24,6 +25,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <set>
 
@@ -74,6 +76,8 @@ std::vector<ProcessorDescriptor> built_in() {
       piecewise_tanh_distortion_descriptor(),
       power_distortion_descriptor(),
       chebyshev_distortion_descriptor(),
+      serial_chain_descriptor(),
+      parallel_mix_descriptor(),
   };
 }
 
@@ -85,8 +89,8 @@ char utility_letter(const std::string& name) {
   return 0;
 }
 
-void check_descriptor(const ProcessorDescriptor& d,
-                      const std::vector<ProcessorDescriptor>& others) {
+/// Checks `d` against the rules of register_processor and the descriptors [others, others + n).
+void check_descriptor(const ProcessorDescriptor& d, const ProcessorDescriptor* others, size_t n) {
   auto fail = [&](const std::string& what) {
     throw ProcessorError("grafx.processor.registry",
                          "processor \"" + d.name + "\" cannot be registered: " + what);
@@ -97,10 +101,10 @@ void check_descriptor(const ProcessorDescriptor& d,
   for (const char* utility : {"in", "out", "mix"})
     if (d.letter == utility_letter(utility))
       fail(std::string("letter '") + d.letter + "' is the " + utility + " type's");
-  for (const auto& other : others) {
-    if (other.name == d.name) fail("the name is taken");
-    if (other.letter == d.letter)
-      fail(std::string("letter '") + d.letter + "' is taken by \"" + other.name + "\"");
+  for (const ProcessorDescriptor* other = others; other != others + n; ++other) {
+    if (other->name == d.name) fail("the name is taken");
+    if (other->letter == d.letter)
+      fail(std::string("letter '") + d.letter + "' is taken by \"" + other->name + "\"");
   }
   if (!d.make) fail("expected a make function");
   std::unique_ptr<Processor> processor = d.make(ProcessorConfig());
@@ -125,14 +129,13 @@ void check_descriptor(const ProcessorDescriptor& d,
 }
 
 std::vector<ProcessorDescriptor>& registry() {
-  static std::vector<ProcessorDescriptor> descriptors = [] {
-    std::vector<ProcessorDescriptor> checked;
-    for (auto& d : built_in()) {
-      check_descriptor(d, checked);
-      checked.push_back(std::move(d));
-    }
-    return checked;
-  }();
+  static std::vector<ProcessorDescriptor> descriptors = built_in();
+  // The built-in descriptors are checked on first use, outside the initialisation above:
+  // checking makes processors, and containers look their members up here while it runs.
+  static std::atomic<bool> checking{false};
+  if (!checking.exchange(true))
+    for (size_t i = 0; i < descriptors.size(); ++i)
+      check_descriptor(descriptors[i], descriptors.data(), i);
   return descriptors;
 }
 
@@ -147,7 +150,7 @@ std::string known_processors() {
 const std::vector<ProcessorDescriptor>& processor_registry() { return registry(); }
 
 void register_processor(ProcessorDescriptor descriptor) {
-  check_descriptor(descriptor, registry());
+  check_descriptor(descriptor, registry().data(), registry().size());
   registry().push_back(std::move(descriptor));
 }
 
@@ -175,24 +178,43 @@ NodeTypes registry_node_types() {
   return types;
 }
 
+std::unique_ptr<Processor> make_processor(const NodeType& type, const ProcessorConfig& config) {
+  const std::string where = "node type \"" + type.name + "\"";
+  if (!type.processor.empty() && !find_processor(type.processor))
+    throw ProcessorError("grafx.processor.unknown", where + ": unknown processor \"" +
+                                                        type.processor +
+                                                        "\"; processors: " + known_processors());
+  const ProcessorDescriptor& descriptor = processor_descriptor(type.processor_name());
+  std::unique_ptr<Processor> processor;
+  try {
+    ProcessorConfig own = config;
+    own.options         = type.options;
+    processor           = descriptor.make(own);
+  } catch (const ProcessorError& e) {
+    throw ProcessorError(e.code(), where + ": " + e.message());
+  }
+  NodeType ports = processor->node_type();
+  if (ports.inlets != type.inlets || ports.outlets != type.outlets) {
+    auto text = [](const NodeType& t) {
+      std::string out;
+      for (const auto& p : t.inlets) out += (out.empty() ? "" : ", ") + p;
+      out += " -> ";
+      for (size_t i = 0; i < t.outlets.size(); ++i) out += (i ? ", " : "") + t.outlets[i];
+      return out;
+    };
+    throw ProcessorError(
+        "grafx.processor.ports",
+        where + " has ports (" + text(type) + ") but its processor has (" + text(ports) + ")");
+  }
+  return processor;
+}
+
 Processors make_processors(const NodeTypes& types, const ProcessorConfig& config) {
   Processors processors;
-  for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t) {
-    std::shared_ptr<const Processor> processor = make_processor(types.name(t), config);
-    if (processor->node_type() != types[t]) {
-      auto ports = [](const NodeType& type) {
-        std::string text;
-        for (const auto& p : type.inlets) text += (text.empty() ? "" : ", ") + p;
-        text += " -> ";
-        for (size_t i = 0; i < type.outlets.size(); ++i) text += (i ? ", " : "") + type.outlets[i];
-        return text;
-      };
-      throw ProcessorError("grafx.processor.ports",
-                           "node type \"" + types.name(t) + "\" has ports (" + ports(types[t]) +
-                               ") but its processor has (" + ports(processor->node_type()) + ")");
-    }
-    processors[types.name(t)] = processor;
-  }
+  ProcessorConfig with_types = config;
+  with_types.types           = &types;
+  for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t)
+    processors[types.name(t)] = make_processor(types[t], with_types);
   return processors;
 }
 
@@ -234,6 +256,15 @@ std::vector<std::string> default_console_chain() {
   std::vector<std::string> chain;
   for (const auto* d : placed) chain.push_back(d->name);
   return chain;
+}
+
+const std::vector<std::pair<std::string, std::string>>& grafx_classes_without_a_type() {
+  static const std::vector<std::pair<std::string, std::string>> classes = {
+      {"DryWet", "the node flag dry_wet: any node renders w*f(u) + (1 - w)*u, w = sigmoid(raw)"},
+      {"GainStagingRegularization",
+       "the fit's gain-staging regulariser, on the types whose descriptors ask for it"},
+  };
+  return classes;
 }
 
 std::map<std::string, double> random_pruning_rates() {

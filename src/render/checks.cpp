@@ -122,7 +122,8 @@ std::map<std::string, bool> check_parameters(const NodeTypes& types,
     if (processor == processors.end())
       fail("grafx.render.processors",
            "no processor for node type \"" + type + "\" (" + std::to_string(n) + " nodes)");
-    if (processor->second->node_type() != types[t])
+    if (processor->second->inlets() != types[t].inlets ||
+        processor->second->outlets() != types[t].outlets)
       fail("grafx.render.processors",
            "the processor for \"" + type + "\" has other ports than the graph's type");
     auto specs = processor->second->parameter_specs();

@@ -42,6 +42,51 @@ TEST(GraphJson, RoundTripsExactly) {
   EXPECT_EQ(graph_from_json(graph_to_json(console)), console);
 }
 
+TEST(GraphJson, ConfiguredTypesRoundTripWithTheirProcessorAndOptions) {
+  NodeTypes types;
+  types.add({"warm_drive",
+             {"main"},
+             {"main"},
+             "tanh_distortion",
+             {{"use_bias", true}, {"max_order", 4.0}, {"knee", std::string("hard \"x\"")}}});
+  types.add({"strip",
+             {"main"},
+             {"main"},
+             "serial_chain",
+             {{"members", std::vector<std::string>{"eq", "warm_drive"}}}});
+  Graph g(types);
+  NodeId in = g.add("in"), a = g.add("warm_drive"), b = g.add("strip"), out = g.add("out");
+  g.connect(in, a);
+  g.connect(a, b);
+  g.connect(b, out);
+  std::string text = graph_to_json(g);
+  EXPECT_NE(
+      text.find(
+          R"({"inlets":["main"],"name":"strip","options":{"members":["eq","warm_drive"]},"outlets":["main"],"processor":"serial_chain"})"),
+      std::string::npos)
+      << text;
+  Graph loaded = graph_from_json(text);
+  EXPECT_EQ(loaded, g);
+  EXPECT_EQ(graph_to_json(loaded), text);
+  const NodeType& drive = loaded.types()[loaded.types().id("warm_drive")];
+  EXPECT_EQ(drive.processor_name(), "tanh_distortion");
+  EXPECT_EQ(std::get<double>(drive.options.at("max_order")), 4.0);
+  EXPECT_EQ(std::get<std::string>(drive.options.at("knee")), "hard \"x\"");
+  // A configured type may leave out its ports: they are its processor's among the known types.
+  NodeTypes known;
+  known.add({"crossover", {"main"}, {"low", "high"}});
+  Graph short_form = graph_from_json(R"({"format": "grafx.graph", "version": 2,
+    "node_types": [{"name": "split", "processor": "crossover", "options": {"order": 4}}],
+    "nodes": [{"id": 0, "type": "split"}], "edges": []})",
+                                     "g.json", known);
+  EXPECT_EQ(short_form.types()[short_form.types().id("split")].outlets,
+            (std::vector<std::string>{"low", "high"}));
+  // The same name with other options is another type.
+  NodeTypes clash = types;
+  EXPECT_GRAFX_ERROR(clash.add({"warm_drive", {"main"}, {"main"}, "tanh_distortion", {}}),
+                     "grafx.graph.duplicate_type", "processor \"tanh_distortion\", options {");
+}
+
 TEST(GraphJson, NodeFlagsRoundTripAndVersionOneFilesLoad) {
   Graph g = build_console({}).graph;
   g.set_dry_wet(10);
@@ -177,6 +222,19 @@ const BadFile kBadFiles[] = {
     BadFile{"{" HEAD R"("node_types": [{"name": "in", "inlets": [], "outlets": ["a"]}],
                  "nodes": [], "edges": []})",
             "grafx.graph.duplicate_type", "node type \"in\" is already declared"},
+    BadFile{"{" HEAD R"("node_types": [{"name": "x", "processor": "eq", "options": {"a": {}}}],
+                 "nodes": [], "edges": []})",
+            "grafx.io.format",
+            "node_types[0].options.a: expected true, false, a number, a string or an array of "
+            "strings, but got object"},
+    BadFile{"{" HEAD R"("node_types": [{"name": "x", "processor": "eq", "options": {"m": [1]}}],
+                 "nodes": [], "edges": []})",
+            "grafx.io.format", "node_types[0].options.m[0]: expected a string, but got an integer"},
+    BadFile{"{" HEAD R"("node_types": [{"name": "x", "processor": "nothing"}],
+                 "nodes": [], "edges": []})",
+            "grafx.io.format",
+            "node_types[0]: missing field \"inlets\" (only a type naming a known processor may "
+            "leave out its ports)"},
     BadFile{"{" HEAD R"("nodes": [{"id": 4, "type": "in"}], "edges": [], "next_id": 2})",
             "grafx.io.format", "next_id: must exceed every node id"},
 };

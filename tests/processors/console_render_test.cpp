@@ -138,6 +138,40 @@ TEST(ConsoleRender, SendBusesAndSidechainsBatchedEqualNaive) {
   expect_batched_equals_naive(build_console(options, registry_node_types()).graph);
 }
 
+TEST(ConsoleRender, ConfiguredTypesAndContainersBatchedEqualNaive) {
+  // Types of the graph file that configure processors: options, and containers whose members
+  // are registered processors and other configured types.
+  NodeTypes types = console_node_types();
+  types.add({"biased_drive",
+             {"main"},
+             {"main"},
+             "tanh_distortion",
+             {{"use_bias", true}, {"inverse_post_gain", false}}});
+  types.add({"smooth_compressor",
+             {"main"},
+             {"main"},
+             "compressor",
+             {{"knee", std::string("exponential")},
+              {"gain_smoothing", std::string("ballistics")},
+              {"gain_smoothing_domain", std::string("log")}}});
+  types.add({"strip",
+             {"main"},
+             {"main"},
+             "serial_chain",
+             {{"members", std::vector<std::string>{"eq", "biased_drive", "smooth_compressor"}}}});
+  types.add({"effects",
+             {"main"},
+             {"main"},
+             "parallel_mix",
+             {{"members", std::vector<std::string>{"delay", "strip", "gain_pan"}},
+              {"activation", std::string("softplus")}}});
+  ConsoleOptions options;
+  options.n_tracks     = 3;
+  options.track_groups = {0, 1, 1};
+  options.chain        = {"strip", "smooth_compressor", "effects"};
+  expect_batched_equals_naive(build_console(options, types).graph);
+}
+
 /// A seeded random DAG (dead nodes, parallel edges, several ins and outs) whose test types are
 /// replaced by registered processors with as many ports.
 Graph random_processor_graph(uint64_t seed,

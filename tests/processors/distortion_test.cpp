@@ -13,9 +13,14 @@ namespace {
 
 using Curve = Distortion::Curve;
 
-at::Tensor run(Curve curve, const at::Tensor& x, const TensorDict& parameters) {
-  return Distortion({}, curve).forward({x}, parameters).outputs[0];
+at::Tensor run(Curve curve, const at::Tensor& x, const TensorDict& parameters,
+               ProcessorOptions options = {}) {
+  ProcessorConfig config;
+  config.options = std::move(options);
+  return Distortion(config, curve).forward({x}, parameters).outputs[0];
 }
+
+at::Tensor scalar(double value) { return at::full({1, 1}, value, at::kDouble); }
 
 TEST(Distortion, TanhIsTanhOfTheDrivenSignalUndone) {
   at::Tensor x   = at::linspace(-2, 2, 401, at::kDouble).view({1, 1, -1});
@@ -84,6 +89,62 @@ TEST(Distortion, PowerIsItsPolynomialAndChebyshevMakesHarmonics) {
       run(Curve::kChebyshev, theta.cos().view({1, 1, -1}),
           {{"log_pre_gain", at::zeros({1, 1}, at::kDouble)}, {"basis_weights", third}});
   EXPECT_TRUE(at::allclose(out.view({-1}), 0.5 * (3 * theta).cos(), 1e-12, 1e-12));
+}
+
+TEST(Distortion, TanhOptionsBiasPostGainAndDcRemovalFollowTheirFormulas) {
+  // GRAFX's TanhDistortion options, written out: remove the mean, drive, bias, output gain.
+  at::Tensor x   = (at::linspace(-1.5, 1.5, 300, at::kDouble) + 0.2).view({1, 1, -1});
+  const double g = 2.5, b = 0.3, post = 0.6;
+  const double dc = x.mean().item<double>();
+  at::Tensor y    = run(Curve::kTanh, x,
+                        {{"log_pre_gain", scalar(std::log(g))},
+                         {"log_post_gain", scalar(std::log(post))},
+                         {"bias", scalar(b)}},
+                        {{"use_bias", true}, {"inverse_post_gain", false}, {"remove_dc", true}});
+  for (int64_t i = 0; i < 300; i += 29) {
+    double u = g * (x[0][0][i].item<double>() - dc);
+    EXPECT_NEAR(y[0][0][i].item<double>(), post * (std::tanh(u + b) - std::tanh(b)), 1e-14);
+  }
+  // Without a pre-gain the curve is tanh itself (no gain to undo).
+  at::Tensor plain = run(Curve::kTanh, x, {}, {{"pre_post_gain", false}});
+  EXPECT_TRUE(at::allclose(plain, x.tanh(), 0, 1e-15));
+  // A bias makes even harmonics: the response to ±a is no longer odd.
+  at::Tensor pm     = at::tensor({0.5, -0.5}, at::kDouble).view({1, 1, 2});
+  at::Tensor biased = run(Curve::kTanh, pm, {{"log_pre_gain", scalar(0)}, {"bias", scalar(0.4)}},
+                          {{"use_bias", true}});
+  EXPECT_GT(std::abs((biased[0][0][0] + biased[0][0][1]).item<double>()), 1e-2);
+}
+
+TEST(Distortion, PolynomialOptionsSetTheOrderSquashTheTermsAndDropThePreGain) {
+  const int64_t orders = 4;
+  at::Tensor w         = at::tensor({0.1, 0.8, -0.3, 0.2}, at::kDouble).view({1, -1});
+  at::Tensor x         = at::linspace(-1.2, 1.2, 97, at::kDouble).view({1, 1, -1});
+  for (Curve curve : {Curve::kPower, Curve::kChebyshev}) {
+    at::Tensor y = run(curve, x, {{"basis_weights", w.atanh()}},
+                       {{"max_order", double(orders)}, {"pre_gain", false}, {"use_tanh", true}});
+    for (int64_t i = 0; i < 97; i += 8) {
+      const double u = x[0][0][i].item<double>();
+      double t[4]    = {1, u, 0, 0};
+      for (int k = 2; k < 4; ++k)
+        t[k] = curve == Curve::kPower ? std::pow(u, k) : 2 * u * t[k - 1] - t[k - 2];
+      double expected = 0;
+      for (int k = 0; k < orders; ++k) expected += w[0][k].item<double>() * std::tanh(t[k]);
+      EXPECT_NEAR(y[0][0][i].item<double>(), expected, 1e-14) << u;
+    }
+  }
+}
+
+TEST(Distortion, RejectsOptionsItDoesNotTake) {
+  ProcessorConfig config;
+  config.options = {{"use_bias", true}};
+  EXPECT_GRAFX_ERROR(Distortion(config, Curve::kPower), "grafx.processor.options",
+                     "unknown option \"use_bias\"; options: pre_gain, max_order, use_tanh");
+  config.options = {{"max_order", 2.5}};
+  EXPECT_GRAFX_ERROR(Distortion(config, Curve::kChebyshev), "grafx.processor.options",
+                     "option \"max_order\": expected an integer in [2, 20], but got 2.5");
+  config.options = {{"remove_dc", std::string("yes")}};
+  EXPECT_GRAFX_ERROR(Distortion(config, Curve::kTanh), "grafx.processor.options",
+                     "option \"remove_dc\": expected true or false, but got \"yes\"");
 }
 
 }  // namespace

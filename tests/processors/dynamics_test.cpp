@@ -148,5 +148,138 @@ TEST(Dynamics, PhysicalParameters) {
   EXPECT_EQ(NoiseGate({30000}, EnvelopeSmoothing::kBallistics).name(), "noise_gate_ballistics");
 }
 
+Dynamics configured(Dynamics::Curve curve, ProcessorOptions options) {
+  ProcessorConfig config{8000};
+  config.options = std::move(options);
+  return Dynamics(config, curve, EnvelopeSmoothing::kOnePole);
+}
+
+TEST(Dynamics, HardAndExponentialKneesFollowGrafxsCurvesOnSteadyLevels) {
+  // GRAFX's hard and exponential gain computers (grafx.md §4.3), written out, on DC levels whose
+  // unsmoothed energy is exactly a² (level_smoothing none), with an amplitude detector too: for
+  // a DC signal mean |x| squared is the energy as well.
+  std::vector<double> amplitudes = {0.001, 0.03, 0.05, 0.07, 0.2, 1.0};
+  const int64_t n                = int64_t(amplitudes.size());
+  at::Tensor x =
+      at::tensor(amplitudes, at::kDouble).view({n, 1, 1}).expand({n, 2, 50}).contiguous();
+  const double log_threshold = 0.5, log_ratio = std::log(3.0), log_knee = 0.7;
+  const double t = log_threshold - 6, r = 4, w = std::exp(log_knee);
+  auto value    = [n](double v) { return at::full({n, 1}, v, at::kDouble); };
+  TensorDict p  = {{"log_threshold", value(log_threshold)}, {"log_ratio", value(log_ratio)}};
+  auto softplus = [](double v) { return std::log1p(std::exp(v)); };
+  for (const char* detection : {"energy", "amplitude"}) {
+    for (auto curve : {Dynamics::Curve::kCompressor, Dynamics::Curve::kNoiseGate}) {
+      const bool gate      = curve == Dynamics::Curve::kNoiseGate;
+      Dynamics hard        = configured(curve, {{"knee", std::string("hard")},
+                                                {"level_smoothing", std::string("none")},
+                                                {"detection", std::string(detection)}});
+      Dynamics exponential = configured(curve, {{"knee", std::string("exponential")},
+                                                {"level_smoothing", std::string("none")},
+                                                {"detection", std::string(detection)}});
+      at::Tensor y_hard    = hard.forward({x}, p).outputs[0];
+      TensorDict pk        = p;
+      pk["log_knee"]       = value(log_knee);
+      at::Tensor y_exp     = exponential.forward({x}, pk).outputs[0];
+      for (int64_t i = 0; i < n; ++i) {
+        const double a = amplitudes[size_t(i)], g = std::log(a * a + 1e-5);
+        const double hard_gain =
+            (gate ? std::min(g, r * (g - t) + t) : std::min(g, t + (g - t) / r)) - g;
+        const double exp_gain =
+            gate ? -(r - 1) * softplus(w * (t - g)) / w : (1 / r - 1) * softplus(w * (g - t)) / w;
+        EXPECT_NEAR(y_hard[i][0][49].item<double>(), a * std::exp(hard_gain / 2), 1e-12)
+            << detection << (gate ? " gate" : " compressor") << ", hard knee, amplitude " << a;
+        EXPECT_NEAR(y_exp[i][1][49].item<double>(), a * std::exp(exp_gain / 2), 1e-12)
+            << detection << (gate ? " gate" : " compressor") << ", exponential, amplitude " << a;
+      }
+    }
+  }
+}
+
+TEST(Dynamics, AmplitudeDetectionSmoothsTheMeanAbsoluteValue) {
+  at::manual_seed(4);
+  at::Tensor x = at::randn({1, 2, 800}, at::kDouble);
+  TensorDict p = parameters(-1.0, 1.0, 0.0, {2.0});
+  at::Tensor y = configured(Dynamics::Curve::kCompressor, {{"detection", std::string("amplitude")}})
+                     .forward({x}, p)
+                     .outputs[0];
+  const double alpha = 1 / (1 + std::exp(-2.0));
+  at::Tensor envelope =
+      dsp::reference::one_pole(x.abs().mean(1), at::full({1}, alpha, at::kDouble));
+  for (int64_t n : {0, 5, 100, 799}) {
+    const double g    = std::log(std::pow(envelope[0][n].item<double>(), 2) + 1e-5);
+    const double gain = (compressor_curve(g, -7.0, 1 + std::exp(1.0), 1.0) - g) / 2;
+    EXPECT_NEAR(y[0][1][n].item<double>(), x[0][1][n].item<double>() * std::exp(gain), 1e-12);
+  }
+}
+
+TEST(Dynamics, GainSmoothingIsAnExactRecursionInEitherDomainAndCanFall) {
+  // A step from quiet to loud: the unsmoothed gain falls at once; a smoothed gain follows the
+  // plain-loop recursion of it, from unity gain, in the linear or the log domain.
+  at::Tensor level =
+      at::cat({at::full({200}, 0.01), at::full({600}, 0.9), at::full({400}, 0.01)}).to(at::kDouble);
+  at::Tensor x = level.view({1, 1, -1}).expand({1, 2, 1200}).contiguous();
+  TensorDict p = parameters(0.0, std::log(4.0), 0.0, {});
+  Dynamics raw_gain =
+      configured(Dynamics::Curve::kCompressor, {{"level_smoothing", std::string("none")}});
+  const at::Tensor gain = raw_gain.forward({x}, p).outputs[0][0][0] / level;  // exp(gain/2)
+  auto alpha = [](double z) { return at::full({1}, 1 / (1 + std::exp(-z)), at::kDouble); };
+  for (const char* domain : {"linear", "log"}) {
+    const bool log_domain = std::string(domain) == "log";
+    at::Tensor g          = (log_domain ? gain.log() : gain).view({1, -1});
+    const double unity    = log_domain ? 0.0 : 1.0;
+    // One pole.
+    Dynamics one_pole =
+        configured(Dynamics::Curve::kCompressor, {{"level_smoothing", std::string("none")},
+                                                  {"gain_smoothing", std::string("one_pole")},
+                                                  {"gain_smoothing_domain", std::string(domain)}});
+    TensorDict q        = p;
+    q["z_alpha_gain"]   = at::full({1, 1}, 4.0, at::kDouble);
+    at::Tensor expected = dsp::reference::one_pole(g - unity, alpha(4.0)) + unity;
+    if (log_domain) expected = expected.exp();
+    at::Tensor y = one_pole.forward({x}, q).outputs[0][0][0] / level;
+    EXPECT_TRUE(at::allclose(y, expected[0], 1e-12, 1e-12)) << domain << ", one pole";
+    // Ballistics: attack while the gain falls (fast here), release while it rises (slow).
+    Dynamics ballistics =
+        configured(Dynamics::Curve::kCompressor, {{"level_smoothing", std::string("none")},
+                                                  {"gain_smoothing", std::string("ballistics")},
+                                                  {"gain_smoothing_domain", std::string(domain)}});
+    TensorDict b              = p;
+    b["z_alpha_gain_attack"]  = at::full({1, 1}, 1.0, at::kDouble);
+    b["z_alpha_gain_release"] = at::full({1, 1}, 6.0, at::kDouble);
+    at::Tensor smoothed =
+        -dsp::reference::ballistics(-g, alpha(1.0), alpha(6.0), at::full({1}, -unity, at::kDouble));
+    if (log_domain) smoothed = smoothed.exp();
+    at::Tensor yb = ballistics.forward({x}, b).outputs[0][0][0] / level;
+    EXPECT_TRUE(at::allclose(yb, smoothed[0], 1e-12, 1e-12)) << domain << ", ballistics";
+    // The gain falls below unity (GRAFX's log-domain smoother cannot: its ReLU keeps it ≥ 1)
+    // and releases slowly after the step.
+    EXPECT_LT(yb[700].item<double>(), 0.6) << domain;
+    EXPECT_LT(yb[850].item<double>(), yb[1199].item<double>()) << domain;
+    EXPECT_LT(yb[1199].item<double>(), 1.0 + 1e-12) << domain;
+  }
+}
+
+TEST(Dynamics, OptionsDecideTheParameters) {
+  auto names = [](const Dynamics& d) {
+    std::vector<std::string> out;
+    for (const auto& spec : d.parameter_specs()) out.push_back(spec.name);
+    return out;
+  };
+  EXPECT_EQ(
+      names(configured(Dynamics::Curve::kNoiseGate, {{"knee", std::string("hard")},
+                                                     {"level_smoothing", std::string("ballistics")},
+                                                     {"gain_smoothing", std::string("one_pole")}})),
+      (std::vector<std::string>{"log_threshold", "log_ratio", "z_alpha_attack", "z_alpha_release",
+                                "z_alpha_gain"}));
+  EXPECT_EQ(
+      configured(Dynamics::Curve::kCompressor, {{"level_smoothing", std::string("ballistics")}})
+          .name(),
+      "compressor");  // the type's name, whatever its options
+  EXPECT_GRAFX_ERROR(configured(Dynamics::Curve::kCompressor, {{"knee", std::string("soft")}}),
+                     "grafx.processor.options",
+                     "option \"knee\": expected one of hard, quadratic, exponential, but got "
+                     "\"soft\"");
+}
+
 }  // namespace
 }  // namespace grafx

@@ -1,7 +1,9 @@
 // The contract every registered processor must keep, generated from the registry: shapes and
 // dtypes, finite output on noise and silence, batch consistency (one batched call equals a loop
 // over items: the invariant batched rendering depends on), determinism, argument checks, and
-// gradients against central finite differences in float64.
+// gradients against central finite differences in float64. Each processor is tested with its
+// default options and once with each option changed (every other choice, a flag flipped, an
+// integer at the other end of its range).
 
 #include <grafx/processors/registry.h>
 
@@ -25,10 +27,19 @@ struct Case {
   TensorDict parameters;
 };
 
-Case make_case(const std::string& name, int64_t n, int64_t length, at::ScalarType dtype,
+/// A registered processor with some options changed: a configured node type.
+struct Variant {
+  NodeType type;
+  const ProcessorDescriptor& descriptor() const { return processor_descriptor(type.processor); }
+  std::unique_ptr<Processor> make() const { return make_processor(type, {kSampleRate}); }
+};
+
+std::ostream& operator<<(std::ostream& out, const Variant& v) { return out << v.type.name; }
+
+Case make_case(const Variant& variant, int64_t n, int64_t length, at::ScalarType dtype,
                uint64_t seed) {
   Case c;
-  c.processor = make_processor(name, {kSampleRate});
+  c.processor = variant.make();
   at::manual_seed(seed);
   for (size_t i = 0; i < c.processor->inlets().size(); ++i)
     c.inputs.push_back(at::randn({n, 2, length}, at::TensorOptions().dtype(dtype)) * 0.3);
@@ -42,7 +53,7 @@ Case make_case(const std::string& name, int64_t n, int64_t length, at::ScalarTyp
   return c;
 }
 
-class ProcessorContract : public ::testing::TestWithParam<std::string> {};
+class ProcessorContract : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(ProcessorContract, ShapesDtypesAndFiniteOutput) {
   for (auto dtype : {at::kFloat, at::kDouble}) {
@@ -138,13 +149,13 @@ TEST_P(ProcessorContract, AChunkWidenedByTheTemporalSupportEqualsTheWholeSignal)
 TEST_P(ProcessorContract, Deterministic) {
   Case c = make_case(GetParam(), 2, 800, at::kFloat, 3);
   auto a = c.processor->forward(c.inputs, c.parameters);
-  auto b = make_processor(GetParam(), {kSampleRate})->forward(c.inputs, c.parameters);
+  auto b = GetParam().make()->forward(c.inputs, c.parameters);
   for (size_t o = 0; o < a.outputs.size(); ++o) EXPECT_TRUE(at::equal(a.outputs[o], b.outputs[o]));
 }
 
 TEST_P(ProcessorContract, DeclaresWellFormedParameters) {
-  auto processor = make_processor(GetParam(), {kSampleRate});
-  EXPECT_EQ(processor->name(), GetParam());
+  auto processor = GetParam().make();
+  EXPECT_EQ(processor->name(), GetParam().type.processor);
   std::set<std::string> names;
   for (const auto& spec : processor->parameter_specs()) {
     EXPECT_TRUE(names.insert(spec.name).second) << "parameter listed twice: " << spec.name;
@@ -176,13 +187,13 @@ TEST_P(ProcessorContract, PhysicalValuesRoundTripThroughRawValues) {
 }
 
 TEST_P(ProcessorContract, MusicalPriorSetsKnownParametersInRange) {
-  const ProcessorDescriptor& d = processor_descriptor(GetParam());
+  const ProcessorDescriptor& d = GetParam().descriptor();
   if (!d.musical_prior) GTEST_SKIP() << "no musical prior: hidden consoles keep initial values";
-  auto processor = d.make({kSampleRate});
+  auto processor = GetParam().make();
   Random random(3);
   for (bool subgroup : {false, true}) {
     TensorDict settings = d.musical_prior({*processor, kSampleRate, subgroup, random});
-    EXPECT_FALSE(settings.empty());
+    EXPECT_EQ(settings.empty(), processor->parameter_specs().empty());
     for (const auto& [name, value] : settings) {
       if (name == dry_wet_spec().physical_name) {
         EXPECT_TRUE((value >= 0).all().item<bool>() && (value <= 1).all().item<bool>()) << name;
@@ -226,7 +237,7 @@ TEST_P(ProcessorContract, RejectsBadArguments) {
 }
 
 TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
-  const GradientCheck& check = processor_descriptor(GetParam()).gradient_check;
+  const GradientCheck& check = GetParam().descriptor().gradient_check;
   Case c                     = make_case(GetParam(), 2, 600, at::kDouble, 5);
   for (auto& [key, p] : c.parameters) p.requires_grad_(true);
   for (auto& x : c.inputs) x.requires_grad_(true);
@@ -289,14 +300,44 @@ TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
               1e-6 + check.relative_tolerance * std::abs(numeric));
 }
 
-std::vector<std::string> registered_names() {
-  std::vector<std::string> names;
-  for (const auto& d : processor_registry()) names.push_back(d.name);
-  return names;
+/// Every registered processor with its defaults, and with each option changed in turn.
+std::vector<Variant> registered_variants() {
+  std::vector<Variant> variants;
+  for (const auto& d : processor_registry()) {
+    auto add = [&](const std::string& suffix, ProcessorOptions options) {
+      variants.push_back({NodeType{d.name + suffix, {}, {}, d.name, std::move(options)}});
+      NodeType ports               = d.make({kSampleRate})->node_type();
+      variants.back().type.inlets  = ports.inlets;
+      variants.back().type.outlets = ports.outlets;
+    };
+    add("", {});
+    for (const auto& option : d.options) {
+      switch (option.kind) {
+        case OptionSpec::Kind::kFlag:
+          add("_" + option.name, {{option.name, !std::get<bool>(option.default_value)}});
+          break;
+        case OptionSpec::Kind::kChoice:
+          for (const auto& choice : option.choices)
+            if (choice != std::get<std::string>(option.default_value))
+              add("_" + option.name + "_" + choice, {{option.name, choice}});
+          break;
+        case OptionSpec::Kind::kNumber:
+        case OptionSpec::Kind::kInteger: {
+          const double value =
+              std::get<double>(option.default_value) == option.min ? option.max : option.min;
+          add("_" + option.name + "_" + std::to_string(int64_t(value)), {{option.name, value}});
+          break;
+        }
+        case OptionSpec::Kind::kNames:
+          break;  // containers: their own tests choose members
+      }
+    }
+  }
+  return variants;
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, ProcessorContract, ::testing::ValuesIn(registered_names()),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Registry, ProcessorContract, ::testing::ValuesIn(registered_variants()),
+                         [](const auto& info) { return info.param.type.name; });
 
 TEST(Registry, EveryProcessorHeaderIsRegistered) {
   // Each header under include/grafx/processors declares descriptors `NAME_descriptor()`; each
@@ -309,7 +350,8 @@ TEST(Registry, EveryProcessorHeaderIsRegistered) {
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(source) + "/include/grafx/processors")) {
     std::string stem = entry.path().stem().string();
-    if (stem == "processor" || stem == "registry" || stem == "descriptor") continue;
+    if (stem == "processor" || stem == "registry" || stem == "descriptor" || stem == "options")
+      continue;
     std::ifstream file(entry.path());
     std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
     int declared = 0;

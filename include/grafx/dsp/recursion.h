@@ -31,10 +31,11 @@
 
 namespace grafx::dsp {
 
-/// How a dynamics processor smooths its level detector.
+/// How a dynamics processor smooths its level detector or its gain.
 enum class EnvelopeSmoothing {
   kOnePole,     ///< one coefficient for rising and falling levels (the GRAFX paper's default)
   kBallistics,  ///< separate attack (rising) and release (falling) coefficients
+  kNone,        ///< not smoothed
 };
 
 at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,

@@ -15,10 +15,18 @@
 ///   NodeTypes types;
 ///   types.add("eq");                                            // main -> main
 ///   types.add({"crossover", {"main"}, {"low", "high"}});         // multi-port
+///
+/// A type may also configure a registered processor under a name of its own: its `processor`
+/// names the processor and its `options` set the processor's options (see
+/// grafx/processors/options.h), e.g. a tanh distortion with a bias:
+///
+///   types.add({"biased_drive", {"main"}, {"main"}, "tanh_distortion", {{"use_bias", true}}});
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 namespace grafx {
@@ -29,13 +37,30 @@ using TypeId = int64_t;
 /// signal is not heard. Consoles route keys into it; pictures draw its edges dashed.
 inline constexpr char kSidechainInlet[] = "sidechain";
 
+/// The value of a processor option: a flag, a number, a choice among names, or a list of names
+/// (a container's member types).
+using OptionValue = std::variant<bool, double, std::string, std::vector<std::string>>;
+/// Options by name.
+using ProcessorOptions = std::map<std::string, OptionValue>;
+
+/// An option value as graph files write it: true, 0.5, "quadratic", ["eq", "compressor"].
+std::string to_json_text(const OptionValue& value);
+
 struct NodeType {
   std::string name;
   std::vector<std::string> inlets{"main"};
   std::vector<std::string> outlets{"main"};
+  /// The registered processor that renders the type; empty: the one named `name`.
+  std::string processor;
+  /// Options of that processor that differ from its defaults.
+  ProcessorOptions options;
+
+  /// The registered processor that renders the type.
+  const std::string& processor_name() const { return processor.empty() ? name : processor; }
 
   bool operator==(const NodeType& other) const {
-    return name == other.name && inlets == other.inlets && outlets == other.outlets;
+    return name == other.name && inlets == other.inlets && outlets == other.outlets &&
+           processor_name() == other.processor_name() && options == other.options;
   }
   bool operator!=(const NodeType& other) const { return !(*this == other); }
 };

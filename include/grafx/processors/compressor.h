@@ -24,6 +24,21 @@
 /// α is σ(raw) bounded by 1 − 1e−5. At ratio 1 (log_ratio → −∞) the compressor is the identity.
 /// Input and output: N×C×L, any C. The smoothing starts from silence (ē[−1] = 0).
 ///
+/// Options (GRAFX's constructor arguments; set in a graph file's configured type), for every
+/// compressor and gate type:
+///
+/// | option                  | default     | choices                                        |
+/// |-------------------------|-------------|------------------------------------------------|
+/// | `knee`                  | quadratic   | hard: no knee (and no `log_knee`); quadratic; exponential: (1/R − 1)·softplus(W·d)/W with W = exp(log_knee) (GRAFX's) |
+/// | `detection`             | energy      | energy: e = mean_c x_c²; amplitude: e = (mean_c |x_c|)², so levels stay energies in dB |
+/// | `level_smoothing`       | the type's  | one_pole (`z_alpha`), ballistics (`z_alpha_attack`, `z_alpha_release`), none |
+/// | `gain_smoothing`        | none        | one_pole (`z_alpha_gain`), ballistics (`z_alpha_gain_attack` while the gain falls, `z_alpha_gain_release` while it rises), none |
+/// | `gain_smoothing_domain` | linear      | linear: the amplitude gain is smoothed; log: its logarithm (dB) |
+///
+/// Gain smoothing starts from unity gain (GRAFX's FIR smoother starts from 0, fading every
+/// signal in) and is an exact recursion in either domain: GRAFX's log-domain one-pole smoother
+/// clips the log gain at 0 dB with a ReLU, so its gain never falls; here it does.
+///
 /// The output's level is the curve's: G_y is a log energy, so the amplitude gain is half of
 /// G_y − G_u. Above the knee, the level rises 1/R dB per dB of input.
 ///
@@ -50,12 +65,13 @@ class Dynamics : public Processor {
   /// Whose level the detector follows: the input's own, or a second inlet's (`sidechain`).
   enum class Detector { kSelf, kSidechain };
 
+  enum class Knee { kHard, kQuadratic, kExponential };
+
+  /// `smoothing`: the type's level smoothing (compressor or compressor_ballistics, ...), which
+  /// the option `level_smoothing` may change.
   Dynamics(const ProcessorConfig& config, Curve curve, dsp::EnvelopeSmoothing smoothing,
-           Detector detector = Detector::kSelf)
-      : curve_(curve),
-        smoothing_(smoothing),
-        detector_(detector),
-        sample_rate_(config.sample_rate) {}
+           Detector detector = Detector::kSelf);
+  static std::vector<OptionSpec> option_specs(dsp::EnvelopeSmoothing smoothing);
   /// compressor, compressor_ballistics, noise_gate, noise_gate_ballistics, sidechain_compressor
   /// or sidechain_gate.
   std::string name() const override;
@@ -68,7 +84,12 @@ class Dynamics : public Processor {
 
  private:
   Curve curve_;
-  dsp::EnvelopeSmoothing smoothing_;
+  dsp::EnvelopeSmoothing type_smoothing_;  // names the type
+  dsp::EnvelopeSmoothing level_smoothing_;
+  dsp::EnvelopeSmoothing gain_smoothing_;
+  bool gain_smoothing_in_log_ = false;
+  bool amplitude_detection_   = false;
+  Knee knee_                  = Knee::kQuadratic;
   Detector detector_;
   SampleRate sample_rate_;
 };

@@ -19,6 +19,7 @@
 /// Ports and parameter specs are the processor's own (`make(config)->parameter_specs()`): they
 /// may depend on the sample rate.
 
+#include <grafx/processors/options.h>
 #include <grafx/processors/processor.h>
 
 #include <cmath>
@@ -79,10 +80,13 @@ struct ProcessorDescriptor {
   std::string name;     ///< node type name, e.g. "eq"
   char letter = 0;      ///< chain letter (consoles, drawings, schedules); unique, a-z or A-Z
   std::string summary;  ///< one line for listings
-  /// The GRAFX class it corresponds to (e.g. "Compressor"), for users coming from GRAFX; empty
+  /// The GRAFX classes it corresponds to (e.g. "Compressor, ApproxCompressor"), for users
+  /// coming from GRAFX, ", " between several; empty
   /// for processors GRAFX has no counterpart of (crossovers, sidechain dynamics, sends).
   std::string grafx_name;
   std::function<std::unique_ptr<Processor>(const ProcessorConfig&)> make;
+  /// The options `make` reads from its config (the processor's own list, for listings).
+  std::vector<OptionSpec> options;
   ResponsePicture response = ResponsePicture::kImpulse;
   /// Settings of hidden consoles (the demo, tests); empty: initial values.
   MusicalPrior musical_prior;

@@ -1,6 +1,6 @@
 #pragma once
 /// Memoryless distortions (GRAFX's TanhDistortion, PiecewiseTanhDistortion, PowerDistortion and
-/// ChebyshevDistortion, with GRAFX's default options: a pre-gain g, undone after the tanh
+/// ChebyshevDistortion, with GRAFX's options and defaults: a pre-gain g, undone after the tanh
 /// curves, no bias, no DC removal). Every channel the same; u = g·x.
 ///
 /// | type                        | letter | y                                                    |
@@ -22,6 +22,21 @@
 /// | `z_threshold`    | [2]   | `threshold` (σ(raw))     | 0.5          |
 /// | `basis_weights`  | [10]  | `weight` (tanh(raw))     | 0            |
 ///
+/// Options (GRAFX's constructor arguments; set in a graph file's configured type):
+///
+/// | option              | types            | default | effect                                       |
+/// |---------------------|------------------|---------|----------------------------------------------|
+/// | `pre_post_gain`     | tanh, piecewise  | true    | `log_pre_gain` before the curve; false: g = 1 |
+/// | `inverse_post_gain` | tanh, piecewise  | true    | after the curve 1/g; false: its own `log_post_gain` (`output_gain_db`) |
+/// | `use_bias`          | tanh             | false   | y = tanh(u + b) − tanh b, `bias` learned: even harmonics |
+/// | `pre_gain`          | power, chebyshev | true    | `log_pre_gain` before the polynomial         |
+/// | `max_order`         | power, chebyshev | 10      | K terms, k = 0 … K − 1 (2 to 20)              |
+/// | `use_tanh`          | power, chebyshev | false   | each term squashed: tanh(u^k), tanh(T_k(u))   |
+/// | `remove_dc`         | all              | false   | subtract each channel's mean over the whole signal first |
+///
+/// With `remove_dc` every output sample depends on the whole input (its temporal support is
+/// unbounded, so chunked rendering renders such a graph whole).
+///
 /// Input and output: N×C×L.
 
 #include <grafx/processors/descriptor.h>
@@ -36,19 +51,26 @@ ProcessorDescriptor chebyshev_distortion_descriptor();       ///< letter J
 class Distortion : public Processor {
  public:
   enum class Curve { kTanh, kPiecewiseTanh, kPower, kChebyshev };
-  static constexpr int64_t kOrders = 10;  ///< GRAFX's max_order: terms u^0 … u^9
+  static constexpr int64_t kOrders = 10;  ///< GRAFX's default max_order: terms u^0 … u^9
 
   Distortion(const ProcessorConfig& config, Curve curve);
+  static std::vector<OptionSpec> option_specs(Curve curve);
   std::string name() const override;
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
-  TemporalSupport temporal_support(const TensorDict&) const override {
-    return TemporalSupport::pointwise();
-  }
+  TemporalSupport temporal_support(const TensorDict&) const override;
 
  private:
+  bool tanh_curve() const { return curve_ == Curve::kTanh || curve_ == Curve::kPiecewiseTanh; }
+
   Curve curve_;
+  bool pre_gain_;       // log_pre_gain is learned
+  bool own_post_gain_;  // log_post_gain is learned (else 1/g after the tanh curves)
+  bool bias_;           // tanh only
+  bool remove_dc_;
+  bool squash_terms_;         // power and Chebyshev: tanh of each term
+  int64_t orders_ = kOrders;  // power and Chebyshev: number of terms
 };
 
 }  // namespace grafx

@@ -20,6 +20,7 @@
 /// and dtype (see ConstantCache), never per call. Everything else about a type (its letter,
 /// picture, musical prior, ...) is in its descriptor (grafx/processors/descriptor.h).
 
+#include <grafx/graph/node_types.h>
 #include <grafx/tensors.h>
 
 #include <ATen/Tensor.h>
@@ -32,11 +33,15 @@
 
 namespace grafx {
 
-struct NodeType;
-
 /// Everything a processor is told when it is made.
 struct ProcessorConfig {
   SampleRate sample_rate = 44100;
+  /// Options its node type sets (grafx/processors/options.h); the rest keep their defaults.
+  ProcessorOptions options;
+  /// The graph's types, where a container looks up its members' types; null: the registry's.
+  const NodeTypes* types = nullptr;
+  /// How many containers enclose it (bounds containers that contain themselves).
+  int nesting = 0;
 };
 
 /// A map between raw and physical values, elementwise unless a spec says otherwise.

@@ -46,6 +46,11 @@ const ProcessorDescriptor& processor_descriptor(const std::string& name);
 
 /// Throws ProcessorError [grafx.processor.unknown] naming the known processors.
 std::unique_ptr<Processor> make_processor(const std::string& name, const ProcessorConfig& config);
+/// The processor of a node type: its processor with its options (those of `config` are
+/// replaced). Throws ProcessorError [grafx.processor.unknown] for an unknown processor,
+/// [grafx.processor.options] for options it does not take, and [grafx.processor.ports] when the
+/// type's ports differ from the processor's; each message names the type.
+std::unique_ptr<Processor> make_processor(const NodeType& type, const ProcessorConfig& config);
 
 /// The utility types plus every registered processor's type (name and ports).
 NodeTypes registry_node_types();
@@ -53,9 +58,7 @@ NodeTypes registry_node_types();
 /// Processors by node type name.
 using Processors = std::map<std::string, std::shared_ptr<const Processor>>;
 
-/// One processor for each non-utility type of `types`; throws ProcessorError
-/// [grafx.processor.unknown] for a type no processor implements, and
-/// [grafx.processor.ports] when a type's ports differ from its processor's.
+/// One processor for each non-utility type of `types` (make_processor of each type).
 Processors make_processors(const NodeTypes& types, const ProcessorConfig& config);
 
 /// The letter of a node type: `i`, `o`, `m` for in, out and mix, a registered type's own
@@ -75,6 +78,10 @@ std::vector<std::string> default_console_chain();
 /// shape, physical name, unit and meaning; `detailed` adds ranges and initial values.
 std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate sample_rate,
                                bool detailed);
+
+/// GRAFX's exported classes that are features of every node or of the fit here rather than
+/// processors (DryWet, GainStagingRegularization), each with where to find it.
+const std::vector<std::pair<std::string, std::string>>& grafx_classes_without_a_type();
 
 /// The probability of bypassing each type's nodes in `prune_randomly` (the registered rates).
 std::map<std::string, double> random_pruning_rates();

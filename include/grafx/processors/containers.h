@@ -1,0 +1,61 @@
+#pragma once
+/// Containers (GRAFX's SerialChain and ParallelMix): one node whose processor is made of other
+/// processors, its members, each any registered processor or configured type with one `main`
+/// inlet and outlet.
+///
+/// | type           | letter | y                                                             |
+/// |----------------|--------|---------------------------------------------------------------|
+/// | `serial_chain` | A      | f_K(… f_2(f_1(x)))                                            |
+/// | `parallel_mix` | V      | Σ_k w_k·f_k(x), w = softmax(z) or softplus(z)/(K·ln 2) (≈ 1/K at z = 0) |
+///
+/// Options: `members`, a list of node type names: registered processors (with their default
+/// options) or types the graph declares (with theirs); `serial_chain` defaults to
+/// [eq, compressor], `parallel_mix` to [delay, reverb]. `parallel_mix` also takes `activation`,
+/// softmax (default, GRAFX's) or softplus. In a graph file:
+///
+///   {"name": "strip", "processor": "serial_chain",
+///    "options": {"members": ["eq", "compressor", "warm_drive"]}}
+///
+/// Parameters are the members', named `members.K.NAME` (K from 0, e.g. `members.1.log_ratio`,
+/// physically `members.1.ratio`), plus `parallel_weights` [K] (physical `weight`, the
+/// activated w) for `parallel_mix`. Members' auxiliary losses come out as `members.K.NAME`.
+/// Members may change the channel count (mono_to_stereo): a parallel mix adds mono to stereo
+/// as dual mono. A member may itself be a container, to a depth of 8.
+
+#include <grafx/processors/descriptor.h>
+
+#include <memory>
+
+namespace grafx {
+
+ProcessorDescriptor serial_chain_descriptor();  ///< letter A
+ProcessorDescriptor parallel_mix_descriptor();  ///< letter V
+
+class Container : public Processor {
+ public:
+  enum class Layout { kSerial, kParallel };
+  static constexpr int kMaxNesting = 8;
+
+  Container(const ProcessorConfig& config, Layout layout);
+  static std::vector<OptionSpec> option_specs(Layout layout);
+
+  std::string name() const override;
+  std::vector<ParameterSpec> parameter_specs() const override;
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
+                          const TensorDict& parameters) const override;
+  TemporalSupport temporal_support(const TensorDict& parameters) const override;
+
+  /// The member processors, in order.
+  const std::vector<std::shared_ptr<const Processor>>& members() const { return members_; }
+
+ private:
+  /// Member k's raw parameters, without their prefix.
+  TensorDict member_parameters(size_t k, const TensorDict& parameters) const;
+  at::Tensor weights(const TensorDict& parameters) const;
+
+  Layout layout_;
+  bool softmax_ = true;
+  std::vector<std::shared_ptr<const Processor>> members_;
+};
+
+}  // namespace grafx

@@ -1,0 +1,207 @@
+#include <grafx/error.h>
+#include <grafx/processors/compressor.h>
+#include <grafx/processors/containers.h>
+#include <grafx/processors/delay.h>
+#include <grafx/processors/eq.h>
+#include <grafx/processors/registry.h>
+#include <grafx/processors/reverb.h>
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace grafx {
+namespace {
+
+using Layout = Container::Layout;
+
+const char kWeights[] = "parallel_weights";
+
+std::string prefix(size_t k) { return "members." + std::to_string(k) + "."; }
+
+/// The default members' descriptors (from their own files: the registry may still be under
+/// construction when this is called).
+std::vector<ProcessorDescriptor> default_members(Layout layout) {
+  if (layout == Layout::kSerial) return {eq_descriptor(), compressor_descriptor()};
+  return {delay_descriptor(), reverb_descriptor()};
+}
+
+std::vector<std::string> names_of(const std::vector<ProcessorDescriptor>& descriptors) {
+  std::vector<std::string> names;
+  for (const auto& d : descriptors) names.push_back(d.name);
+  return names;
+}
+
+/// Member `name`: a type of the graph (with its options) or a registered processor.
+std::shared_ptr<const Processor> make_member(const std::string& name, const ProcessorConfig& config,
+                                             size_t k) {
+  const std::string where = "member " + std::to_string(k) + " \"" + name + "\": ";
+  if (config.nesting >= Container::kMaxNesting)
+    throw ProcessorError("grafx.processor.options",
+                         where + "containers nest deeper than " +
+                             std::to_string(Container::kMaxNesting) +
+                             " levels (does a container contain itself?)");
+  ProcessorConfig own = config;
+  own.options.clear();
+  own.nesting = config.nesting + 1;
+  std::shared_ptr<const Processor> member;
+  try {
+    if (config.types && config.types->contains(name)) {
+      member = make_processor((*config.types)[config.types->id(name)], own);
+    } else {
+      member = make_processor(name, own);
+    }
+  } catch (const ProcessorError& e) {
+    throw ProcessorError(e.code(), where + e.message());
+  }
+  if (member->inlets() != std::vector<std::string>{"main"} ||
+      member->outlets() != std::vector<std::string>{"main"})
+    throw ProcessorError("grafx.processor.options",
+                         where + "a member needs one inlet and one outlet, both \"main\"");
+  return member;
+}
+
+ProcessorDescriptor container_descriptor(Layout layout) {
+  ProcessorDescriptor d = ProcessorDescriptor::of<Container>(
+      layout == Layout::kSerial ? "serial_chain" : "parallel_mix",
+      layout == Layout::kSerial ? 'A' : 'V', layout);
+  d.summary    = layout == Layout::kSerial
+                     ? "serial chain: its member processors one after another (default eq, "
+                       "compressor)"
+                     : "parallel mix: a weighted sum of its members' outputs (default delay, "
+                       "reverb)";
+  d.grafx_name = layout == Layout::kSerial ? "SerialChain" : "ParallelMix";
+  d.options    = Container::option_specs(layout);
+  // Each member's own musical settings, under its prefix.
+  d.musical_prior = [](const PriorContext& c) {
+    TensorDict settings;
+    const auto& members = dynamic_cast<const Container&>(c.processor).members();
+    for (size_t k = 0; k < members.size(); ++k) {
+      const ProcessorDescriptor* member = find_processor(members[k]->name());
+      if (!member || !member->musical_prior) continue;
+      for (auto& [name, value] :
+           member->musical_prior({*members[k], c.sample_rate, c.subgroup, c.random}))
+        if (name != dry_wet_spec().physical_name) settings[prefix(k) + name] = value;
+    }
+    return settings;
+  };
+  // The default members' surrogate gradients (the delay's straight-through times).
+  const std::vector<ProcessorDescriptor> members = default_members(layout);
+  for (size_t k = 0; k < members.size(); ++k) {
+    const GradientCheck& check = members[k].gradient_check;
+    for (const auto& name : check.surrogate_parameters)
+      d.gradient_check.surrogate_parameters.insert(prefix(k) + name);
+    d.gradient_check.relative_tolerance =
+        std::max(d.gradient_check.relative_tolerance, check.relative_tolerance);
+    d.gradient_check.absolute_tolerance =
+        std::max(d.gradient_check.absolute_tolerance, check.absolute_tolerance);
+  }
+  return d;
+}
+
+}  // namespace
+
+ProcessorDescriptor serial_chain_descriptor() { return container_descriptor(Layout::kSerial); }
+ProcessorDescriptor parallel_mix_descriptor() { return container_descriptor(Layout::kParallel); }
+
+std::vector<OptionSpec> Container::option_specs(Layout layout) {
+  std::vector<OptionSpec> specs = {
+      OptionSpec::names("members", names_of(default_members(layout)),
+                        "member types, in order: registered processors or types of the graph")};
+  if (layout == Layout::kParallel)
+    specs.push_back(OptionSpec::choice("activation", "softmax", {"softmax", "softplus"},
+                                       "weights: softmax(z), or softplus(z)/(K ln 2)"));
+  return specs;
+}
+
+Container::Container(const ProcessorConfig& config, Layout layout) : layout_(layout) {
+  ProcessorOptions options              = resolve_options(option_specs(layout), config.options);
+  const std::vector<std::string>& names = option_names(options, "members");
+  if (names.empty())
+    throw ProcessorError("grafx.processor.options", "option \"members\": expected at least one");
+  for (size_t k = 0; k < names.size(); ++k) members_.push_back(make_member(names[k], config, k));
+  if (layout == Layout::kParallel) softmax_ = option_choice(options, "activation") == "softmax";
+}
+
+std::string Container::name() const {
+  return layout_ == Layout::kSerial ? "serial_chain" : "parallel_mix";
+}
+
+std::vector<ParameterSpec> Container::parameter_specs() const {
+  std::vector<ParameterSpec> specs;
+  for (size_t k = 0; k < members_.size(); ++k) {
+    for (ParameterSpec spec : members_[k]->parameter_specs()) {
+      spec.name          = prefix(k) + spec.name;
+      spec.physical_name = prefix(k) + spec.physical_name;
+      spec.description   = members_[k]->name() + ": " + spec.description;
+      specs.push_back(std::move(spec));
+    }
+  }
+  if (layout_ == Layout::kParallel) {
+    const double k = double(members_.size());
+    ValueMap to_weight, to_raw;
+    if (softmax_) {
+      to_weight = [](const at::Tensor& z) { return z.softmax(-1); };
+      to_raw    = [](const at::Tensor& w) { return w.log(); };  // softmax(log w) = w / Σw
+    } else {
+      to_weight = [k](const at::Tensor& z) { return at::softplus(z) / (k * std::log(2.0)); };
+      to_raw    = [k](const at::Tensor& w) { return (w * k * std::log(2.0)).expm1().log(); };
+    }
+    specs.push_back(ParameterSpec::raw(kWeights, {int64_t(members_.size())})
+                        .physical("weight", "ratio", to_weight, to_raw)
+                        .range(0, softmax_ ? 1 : std::numeric_limits<double>::infinity())
+                        .about(softmax_ ? "weight of each member's output, softmax(raw)"
+                                        : "weight of each member's output, "
+                                          "softplus(raw)/(K ln 2), 1/K at raw 0"));
+  }
+  return specs;
+}
+
+TensorDict Container::member_parameters(size_t k, const TensorDict& parameters) const {
+  TensorDict own;
+  const std::string p = prefix(k);
+  for (const auto& spec : members_[k]->parameter_specs())
+    own[spec.name] = parameters.at(p + spec.name);
+  return own;
+}
+
+at::Tensor Container::weights(const TensorDict& parameters) const {
+  const at::Tensor& z = parameters.at(kWeights);
+  return softmax_ ? z.softmax(-1) : at::softplus(z) / (double(members_.size()) * std::log(2.0));
+}
+
+ProcessorOutput Container::forward(const std::vector<at::Tensor>& inputs,
+                                   const TensorDict& parameters) const {
+  check_arguments(inputs, parameters);
+  ProcessorOutput out;
+  at::Tensor w      = layout_ == Layout::kParallel ? weights(parameters) : at::Tensor();
+  at::Tensor signal = inputs[0];
+  at::Tensor sum;
+  for (size_t k = 0; k < members_.size(); ++k) {
+    ProcessorOutput member = members_[k]->forward({layout_ == Layout::kSerial ? signal : inputs[0]},
+                                                  member_parameters(k, parameters));
+    for (auto& [key, loss] : member.aux_losses) out.aux_losses[prefix(k) + key] = loss;
+    if (layout_ == Layout::kSerial) {
+      signal = member.outputs[0];
+      continue;
+    }
+    // Mono and stereo outputs add as dual mono (broadcast over channels).
+    at::Tensor weighted = member.outputs[0] * w.select(1, int64_t(k)).view({-1, 1, 1});
+    sum                 = sum.defined() ? sum + weighted : weighted;
+  }
+  out.outputs = {layout_ == Layout::kSerial ? signal : sum};
+  return out;
+}
+
+TemporalSupport Container::temporal_support(const TensorDict& parameters) const {
+  TemporalSupport support = TemporalSupport::pointwise();
+  for (size_t k = 0; k < members_.size(); ++k) {
+    TemporalSupport member = members_[k]->temporal_support(member_parameters(k, parameters));
+    support = layout_ == Layout::kSerial ? support.then(member) : support.widest(member);
+  }
+  return support;
+}
+
+}  // namespace grafx
