@@ -29,4 +29,8 @@ at::Tensor uniform_noise(int64_t n_channels, int64_t length, uint64_t seed) {
   return noise;
 }
 
+at::Tensor normalized_impulse_responses(const at::Tensor& h, ImpulseLayout layout) {
+  return normalize_energy(layout == ImpulseLayout::kPseudoMidSide ? from_mid_side(h) : h);
+}
+
 }  // namespace grafx::dsp

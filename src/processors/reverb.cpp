@@ -16,15 +16,27 @@ constexpr double kMaskExponent = 1.0 / 8;  // GRAFX: mask = exp(log M / 8)
 
 }  // namespace
 
+std::vector<OptionSpec> NoiseReverb::option_specs() {
+  return {units::impulse_layout_option("pseudo_midside",
+                                       {"pseudo_midside", "midside", "stereo", "mono"}),
+          OptionSpec::flag("gain_envelope", false,
+                           "learn a level per STFT frame on top of the per-bin decays")};
+}
+
 NoiseReverb::NoiseReverb(const ProcessorConfig& config)
     : sample_rate_(config.sample_rate),
       length_(units::samples(kLengthSeconds, config, "reverb", "impulse response", kFftSize)),
-      n_frames_(1 + length_ / kHop) {}
+      n_frames_(1 + length_ / kHop) {
+  ProcessorOptions options = resolve_options(option_specs(), config.options);
+  layout_                  = units::impulse_layout(options);
+  gain_envelope_           = option_flag(options, "gain_envelope");
+}
 
 ProcessorDescriptor reverb_descriptor() {
   auto d                = ProcessorDescriptor::of<NoiseReverb>("reverb", 'r');
   d.summary             = "reverb: 2 s of mid/side noise shaped by an STFT mask, energy-normalised";
   d.grafx_name          = "STFTMaskedNoiseReverb";
+  d.options             = NoiseReverb::option_specs();
   d.response            = ResponsePicture::kEnergyDecay;
   d.console_position    = 7;
   d.gain_staging        = true;  // grafx-prune regularises its reverbs' gain staging
@@ -33,12 +45,15 @@ ProcessorDescriptor reverb_descriptor() {
     // A small room: darker above 1 kHz, decaying faster at high frequencies, a little wet.
     Random& r                  = c.random;
     constexpr int64_t kFftSize = NoiseReverb::kFftSize, n = kFftSize / 2 + 1;
+    const int64_t channels = c.processor.parameter_specs()[0].shape[0];
     at::Tensor hz      = at::arange(n, at::kDouble) * (double(c.sample_rate) / double(kFftSize));
     at::Tensor darker  = -3.0 * at::log2(hz.clamp_min(1000.0) / 1000.0);
     double low         = r.uniform(0.6, 1.6);
     at::Tensor shorter = at::linspace(low, low * 0.4, n, at::kDouble);
-    return TensorDict{{"initial_level_db", at::stack({darker, darker - r.uniform(0, 6)})},
-                      {"decay_time_s", at::stack({shorter, shorter * r.uniform(0.8, 1.0)})},
+    at::Tensor level   = at::stack({darker, darker - r.uniform(0, 6)});
+    at::Tensor decay   = at::stack({shorter, shorter * r.uniform(0.8, 1.0)});
+    return TensorDict{{"initial_level_db", level.narrow(0, 0, channels)},
+                      {"decay_time_s", decay.narrow(0, 0, channels)},
                       {"wet", at::full({1}, r.uniform(0.1, 0.35), at::kDouble)}};
   };
   return d;
@@ -49,24 +64,38 @@ std::vector<ParameterSpec> NoiseReverb::parameter_specs() const {
   // The mask falls by softplus(raw)/8 nepers per frame; 60 dB are 3·ln(10) nepers.
   const double decay_nepers = 3 * std::log(10.0) / kMaskExponent * seconds_per_frame;
   const int64_t n_bins      = kFftSize / 2 + 1;
-  return {ParameterSpec::raw("init_log_magnitude", {2, n_bins})
-              .physical(
-                  "initial_level_db", "dB",
-                  [](const at::Tensor& raw) { return units::log_gain_to_db(raw * kMaskExponent); },
-                  [](const at::Tensor& db) { return units::db_to_log_gain(db) / kMaskExponent; })
-              .about("level of the mid and side noise per frequency bin at the start (relative: "
-                     "the impulse response is energy-normalised)"),
-          ParameterSpec::raw("delta_log_magnitude", {2, n_bins})
-              .physical(
-                  "decay_time_s", "s",
-                  [=](const at::Tensor& raw) { return decay_nepers / at::softplus(raw); },
-                  // softplus⁻¹(y) = y + log(1 − e^−y), stable for large y
-                  [=](const at::Tensor& seconds) {
-                    at::Tensor y = decay_nepers / seconds;
-                    return y + (-(-y).exp()).log1p();
-                  })
-              .range(0.0, std::numeric_limits<double>::infinity())
-              .about("time the mid and side noise take to decay by 60 dB, per frequency bin")};
+  const int64_t channels    = dsp::n_impulse_responses(layout_);
+  const std::string which   = channels == 1 ? "the noise" : "each noise (see the option channels)";
+  std::vector<ParameterSpec> specs = {
+      ParameterSpec::raw("init_log_magnitude", {channels, n_bins})
+          .physical(
+              "initial_level_db", "dB",
+              [](const at::Tensor& raw) { return units::log_gain_to_db(raw * kMaskExponent); },
+              [](const at::Tensor& db) { return units::db_to_log_gain(db) / kMaskExponent; })
+          .about("level of " + which +
+                 " per frequency bin at the start (relative: the impulse response is "
+                 "energy-normalised)"),
+      ParameterSpec::raw("delta_log_magnitude", {channels, n_bins})
+          .physical(
+              "decay_time_s", "s",
+              [=](const at::Tensor& raw) { return decay_nepers / at::softplus(raw); },
+              // softplus⁻¹(y) = y + log(1 − e^−y), stable for large y
+              [=](const at::Tensor& seconds) {
+                at::Tensor y = decay_nepers / seconds;
+                return y + (-(-y).exp()).log1p();
+              })
+          .range(0.0, std::numeric_limits<double>::infinity())
+          .about("time " + which + " takes to decay by 60 dB, per frequency bin")};
+  if (gain_envelope_)
+    specs.push_back(
+        ParameterSpec::raw("gain_env_log_magnitude", {channels, n_frames_})
+            .physical(
+                "envelope_db", "dB",
+                [](const at::Tensor& raw) { return units::log_gain_to_db(raw * kMaskExponent); },
+                [](const at::Tensor& db) { return units::db_to_log_gain(db) / kMaskExponent; })
+            .about("level of " + which + " per STFT frame (hop " + std::to_string(kHop) +
+                   " samples), added to every bin"));
+  return specs;
 }
 
 at::Tensor NoiseReverb::impulse_responses(const TensorDict& parameters,
@@ -83,21 +112,24 @@ at::Tensor NoiseReverb::impulse_responses(const TensorDict& parameters,
   at::Tensor initial           = parameters.at("init_log_magnitude").unsqueeze(-1);  // N×2×193×1
   at::Tensor decay             = at::softplus(parameters.at("delta_log_magnitude")).unsqueeze(-1);
   at::Tensor frames            = at::arange(n_frames_, options);
-  at::Tensor mask     = ((initial - decay * frames) * kMaskExponent).exp();  // N×2×193×M
-  at::Tensor spectrum = at::view_as_complex(noise_stft) * mask;
-  int64_t n           = mask.size(0);
-  at::Tensor mid_side = at::istft(spectrum.reshape({n * 2, mask.size(2), n_frames_}), kFftSize,
-                                  kHop, kFftSize, window, true, false, true, length_, false);
-  return dsp::normalize_energy(dsp::from_mid_side(mid_side.view({n, 2, length_})));
+  at::Tensor log_mask          = initial - decay * frames;  // N×C×193×M
+  if (gain_envelope_) log_mask = log_mask + parameters.at("gain_env_log_magnitude").unsqueeze(2);
+  at::Tensor mask = (log_mask * kMaskExponent).exp();
+  const int64_t n = mask.size(0), channels = mask.size(1);
+  at::Tensor spectrum =
+      at::view_as_complex(noise_stft).narrow(0, 0, channels) * mask;  // the first noise for mono
+  at::Tensor h = at::istft(spectrum.reshape({n * channels, mask.size(2), n_frames_}), kFftSize,
+                           kHop, kFftSize, window, true, false, true, length_, false);
+  return dsp::normalized_impulse_responses(h.view({n, channels, length_}), layout_);
 }
 
 ProcessorOutput NoiseReverb::forward(const std::vector<at::Tensor>& inputs,
                                      const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const at::Tensor x = units::as_stereo(inputs[0], name());
-  return {
-      {dsp::convolve(x, impulse_responses(parameters, x.options()), dsp::ConvolutionMode::kCausal)},
-      {}};
+  const at::Tensor& x = inputs[0];
+  return {{units::convolve_impulse_responses(x, impulse_responses(parameters, x.options()), layout_,
+                                             name())},
+          {}};
 }
 
 TemporalSupport NoiseReverb::temporal_support(const TensorDict&) const {

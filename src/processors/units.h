@@ -2,7 +2,10 @@
 // Unit conversions and checks shared by processors (private to the library).
 
 #include <grafx/dsp/biquad.h>
+#include <grafx/dsp/convolution.h>
+#include <grafx/dsp/signal.h>
 #include <grafx/error.h>
+#include <grafx/processors/options.h>
 #include <grafx/processors/processor.h>
 
 #include <ATen/ATen.h>
@@ -116,6 +119,38 @@ inline at::Tensor as_stereo(const at::Tensor& x, const std::string& processor) {
                              ": expected a mono or stereo (N×1×L or N×2×L) input, but got " +
                              std::to_string(x.size(1)) + " channels");
   return x;
+}
+
+/// The option `channels` with these choices (names as GRAFX's: mono, stereo, midside,
+/// pseudo_midside).
+inline OptionSpec impulse_layout_option(const std::string& default_choice,
+                                        std::vector<std::string> choices) {
+  return OptionSpec::choice("channels", default_choice, std::move(choices),
+                            "impulse responses: one on every channel (mono), one per channel "
+                            "(stereo), on the input's mid and side (midside), or a mid/side pair "
+                            "turned into left/right (pseudo_midside)");
+}
+
+inline dsp::ImpulseLayout impulse_layout(const ProcessorOptions& options) {
+  const std::string& choice = option_choice(options, "channels");
+  if (choice == "mono") return dsp::ImpulseLayout::kMono;
+  if (choice == "stereo") return dsp::ImpulseLayout::kStereo;
+  if (choice == "midside") return dsp::ImpulseLayout::kMidSide;
+  return dsp::ImpulseLayout::kPseudoMidSide;
+}
+
+/// x (N×C×L) through normalised responses h (dsp::normalized_impulse_responses): a mono
+/// response on every channel (the output has the input's channels); otherwise a stereo output.
+inline at::Tensor convolve_impulse_responses(const at::Tensor& x, const at::Tensor& h,
+                                             dsp::ImpulseLayout layout,
+                                             const std::string& processor) {
+  if (layout == dsp::ImpulseLayout::kMono)
+    return dsp::convolve(x, h, dsp::ConvolutionMode::kCausal);
+  at::Tensor stereo = as_stereo(x, processor);
+  if (layout == dsp::ImpulseLayout::kMidSide)
+    return dsp::from_mid_side(
+        dsp::convolve(dsp::to_mid_side(stereo), h, dsp::ConvolutionMode::kCausal));
+  return dsp::convolve(stereo, h, dsp::ConvolutionMode::kCausal);
 }
 
 }  // namespace grafx::units

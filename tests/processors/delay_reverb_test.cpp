@@ -1,7 +1,8 @@
 // Golden checks of the multitap delay (exact integer delays, coloured taps, radii loss) and the
 // noise reverb (energy normalisation, decay, mid/side structure), and the filtered-noise reverb
 // (its crossovers, bands that sum back to the noise, decay times and real gains per band, mid/side
-// convolution).
+// convolution), and of their options (channel layouts, taps per segment, pre-delay, gain
+// envelope, fade-in).
 
 #include <grafx/dsp/fir.h>
 #include <grafx/dsp/signal.h>
@@ -199,6 +200,141 @@ TEST(FilteredNoiseReverb, ConvolvesMidAndSideWithTheirImpulseResponses) {
     EXPECT_NEAR(y[0][0][t].item<double>(), m_out + s_out, 1e-9) << t;
     EXPECT_NEAR(y[0][1][t].item<double>(), m_out - s_out, 1e-9) << t;
   }
+}
+
+ProcessorConfig with_options(ProcessorOptions options) {
+  ProcessorConfig config{kRate};
+  config.options = std::move(options);
+  return config;
+}
+
+TEST(MultitapDelay, OptionsTapsPerSegmentMonoBareTapsAndPreDelayAreExactShifts) {
+  // Mono layout, 3 segments of 50 ms with 2 bare taps each, 30 ms of pre-delay: the output is
+  // the input shifted by each tap's delay, summed, over the response's energy.
+  MultitapDelay delay(with_options({{"channels", std::string("mono")},
+                                    {"segments", 3.0},
+                                    {"segment_ms", 50.0},
+                                    {"taps_per_segment", 2.0},
+                                    {"colour_taps", false},
+                                    {"pre_delay_ms", 30.0}}));
+  const int64_t segment = delay.segment_length(), pre = 120;  // 200 and 120 samples
+  ASSERT_EQ(segment, 200);
+  ASSERT_EQ(delay.n_taps(), 6);
+  ASSERT_EQ(delay.parameter_specs().size(), 1u);  // no colour filters
+  at::Tensor within = at::tensor({3.0, 150.0, 0.0, 0.0, 77.0, 199.0}, at::kDouble);
+  TensorDict p{{"delay_z", dsp::delay_to_z(within, segment).unsqueeze(0)}};
+  at::manual_seed(5);
+  at::Tensor x = at::randn({1, 1, 2000}, at::kDouble);  // mono in, mono out
+  at::Tensor y = delay.forward({x}, p).outputs[0];
+  ASSERT_EQ(y.sizes(), x.sizes());
+  at::Tensor expected = at::zeros_like(x), ir = at::zeros({pre + 3 * segment}, at::kDouble);
+  for (int64_t t = 0; t < 6; ++t) {
+    int64_t shift = pre + (t / 2) * segment + within[t].item<int64_t>();
+    expected[0][0].narrow(0, shift, 2000 - shift) += x[0][0].narrow(0, 0, 2000 - shift);
+    ir[shift] += 1;
+  }
+  expected /= ir.pow(2).sum().sqrt();  // two taps share sample 400: energy 1+1+4+1+1
+  EXPECT_TRUE(at::allclose(y, expected, 1e-9, 1e-12));
+  EXPECT_NEAR(delay.to_physical(p).at("delay_ms")[0][4].item<double>(), (120 + 400 + 77) / 4.0,
+              1e-9);
+}
+
+TEST(MultitapDelay, MidSideLayoutDelaysTheMidAndTheSide) {
+  MultitapDelay stereo({kRate}), midside(with_options({{"channels", std::string("midside")}}));
+  at::manual_seed(6);
+  TensorDict p{{"delay_z", dsp::delay_to_z(delays_for_test(400), 400).unsqueeze(0)},
+               {"log_fir_magnitude", at::randn({1, 40, 20}, at::kDouble) * 0.3}};
+  at::Tensor x        = at::randn({1, 2, 3000}, at::kDouble);
+  at::Tensor expected = dsp::from_mid_side(stereo.forward({dsp::to_mid_side(x)}, p).outputs[0]);
+  EXPECT_TRUE(at::allclose(midside.forward({x}, p).outputs[0], expected, 1e-10, 1e-12));
+}
+
+TEST(NoiseReverb, ChannelLayoutsUseTheTwoNoisesAsGrafxDoes) {
+  NoiseReverb pseudo({kRate}), stereo(with_options({{"channels", std::string("stereo")}})),
+      midside(with_options({{"channels", std::string("midside")}})),
+      mono(with_options({{"channels", std::string("mono")}}));
+  at::manual_seed(7);
+  TensorDict p{{"init_log_magnitude", at::randn({1, 2, 193}, at::kDouble)},
+               {"delta_log_magnitude", at::randn({1, 2, 193}, at::kDouble)}};
+  const at::TensorOptions f64(at::kDouble);
+  at::Tensor h = stereo.impulse_responses(p, f64);  // the two shaped noises, normalised
+  // Pseudo mid/side: the pair taken as mid and side, turned into left/right, normalised.
+  EXPECT_TRUE(at::allclose(pseudo.impulse_responses(p, f64),
+                           dsp::normalize_energy(dsp::from_mid_side(h)), 1e-10, 1e-12));
+  // Mono: the first noise alone, with the first rows of the parameters.
+  TensorDict first{{"init_log_magnitude", p.at("init_log_magnitude").narrow(1, 0, 1)},
+                   {"delta_log_magnitude", p.at("delta_log_magnitude").narrow(1, 0, 1)}};
+  EXPECT_TRUE(at::allclose(mono.impulse_responses(first, f64),
+                           dsp::normalize_energy(h.narrow(1, 0, 1)), 1e-10, 1e-12));
+  // Mid/side: the input's mid and side through the pair.
+  at::Tensor x = at::randn({1, 2, 2500}, at::kDouble);
+  EXPECT_TRUE(at::allclose(midside.forward({x}, p).outputs[0],
+                           dsp::from_mid_side(stereo.forward({dsp::to_mid_side(x)}, p).outputs[0]),
+                           1e-10, 1e-12));
+}
+
+TEST(NoiseReverb, AGainEnvelopeFallingLinearlyIsAFasterDecay) {
+  // log M = H0 − softplus(HΔ)·m + G[m]: G[m] = −a·m is the decay softplus(HΔ) + a, and a constant
+  // G changes nothing after the energy normalisation.
+  NoiseReverb plain({kRate}), enveloped(with_options({{"gain_envelope", true}}));
+  const int64_t frames = enveloped.parameter_specs()[2].shape[1];
+  at::manual_seed(8);
+  at::Tensor initial = at::randn({1, 2, 193}, at::kDouble),
+             delta   = at::randn({1, 2, 193}, at::kDouble);
+  const double a     = 0.7;
+  at::Tensor faster  = at::softplus(delta) + a;
+  faster             = faster + (-(-faster).exp()).log1p();  // softplus⁻¹
+  at::Tensor ramp    = (-a * at::arange(frames, at::kDouble)).expand({1, 2, frames});
+  const at::TensorOptions f64(at::kDouble);
+  EXPECT_TRUE(
+      at::allclose(enveloped.impulse_responses({{"init_log_magnitude", initial},
+                                                {"delta_log_magnitude", delta},
+                                                {"gain_env_log_magnitude", ramp}},
+                                               f64),
+                   plain.impulse_responses(
+                       {{"init_log_magnitude", initial}, {"delta_log_magnitude", faster}}, f64),
+                   1e-9, 1e-12));
+  EXPECT_TRUE(
+      at::allclose(enveloped.impulse_responses(
+                       {{"init_log_magnitude", initial},
+                        {"delta_log_magnitude", delta},
+                        {"gain_env_log_magnitude", at::full({1, 2, frames}, 3.0, at::kDouble)}},
+                       f64),
+                   plain.impulse_responses(
+                       {{"init_log_magnitude", initial}, {"delta_log_magnitude", delta}}, f64),
+                   1e-9, 1e-12));
+}
+
+TEST(FilteredNoiseReverb, FadeInSubtractsAFasterDecayAndMonoUsesTheFirstNoise) {
+  FilteredNoiseReverb reverb(
+      with_options({{"use_fade_in", true}, {"channels", std::string("mono")}}));
+  FilteredNoiseReverb plain(with_options({{"channels", std::string("mono")}}));
+  at::manual_seed(9);
+  TensorDict raw{{"z_decay", at::randn({1, 1, 12}, at::kDouble)},
+                 {"log_gain", at::randn({1, 1, 12}, at::kDouble) * 0.5},
+                 {"log_fade_in", at::randn({1, 1, 12}, at::kDouble)},
+                 {"z_fade_in_gain", at::full({1, 1, 12}, 2.0, at::kDouble)}};
+  at::Tensor ir = reverb.impulse_responses(raw, at::TensorOptions(at::kDouble))[0][0];
+  // Written out (GRAFX's formula, with the real gain): per band
+  // (e^{n·d} − σ(z_f)·e^{n·d_f})·e^g, d_f = σ(y_f)·(d − d_min) + d_min.
+  const double d_min = -3 * std::log(10.0) / (0.050 * kRate),
+               d_max = -3 * std::log(10.0) / (2.0 * kRate);
+  at::Tensor n = at::arange(8000, at::kDouble), bands = reverb.band_noise()[0];
+  at::Tensor expected = at::zeros({8000}, at::kDouble);
+  for (int64_t b = 0; b < 12; ++b) {
+    auto v       = [&](const char* name) { return raw.at(name)[0][0][b].item<double>(); };
+    double d     = 1 / (1 + std::exp(-v("z_decay"))) * (d_max - d_min) + d_min;
+    double d_f   = 1 / (1 + std::exp(-v("log_fade_in"))) * (d - d_min) + d_min;
+    double depth = 1 / (1 + std::exp(-v("z_fade_in_gain")));
+    expected += ((d * n).exp() - depth * (d_f * n).exp()) * std::exp(v("log_gain")) * bands[b];
+  }
+  expected /= expected.pow(2).sum().sqrt();
+  EXPECT_LT((ir - expected).abs().max().item<double>(), 1e-9);
+  // It swells in: less of its energy in the first 10 ms than without the fade-in.
+  TensorDict without{{"z_decay", raw.at("z_decay")}, {"log_gain", raw.at("log_gain")}};
+  at::Tensor dry = plain.impulse_responses(without, at::TensorOptions(at::kDouble))[0][0];
+  EXPECT_LT(ir.narrow(0, 0, 40).pow(2).sum().item<double>(),
+            0.5 * dry.narrow(0, 0, 40).pow(2).sum().item<double>());
 }
 
 }  // namespace

@@ -19,6 +19,20 @@ at::Tensor from_mid_side(const at::Tensor& x);
 /// h / sqrt(mean_c Σ_n h_c[n]² + 1e−12) (GRAFX's normalize_impulse).
 at::Tensor normalize_energy(const at::Tensor& h);
 
+/// How a reverb or delay applies its impulse responses (GRAFX's `processor_channel`): one on
+/// every channel, one per stereo channel, one each on the mid and side of the input, or a pair
+/// taken as mid/side and turned into left/right responses ("pseudo mid/side").
+enum class ImpulseLayout { kMono, kStereo, kMidSide, kPseudoMidSide };
+
+/// Impulse responses of a layout: 1 (mono) or 2.
+inline int64_t n_impulse_responses(ImpulseLayout layout) {
+  return layout == ImpulseLayout::kMono ? 1 : 2;
+}
+
+/// Raw responses N×C×K as they are convolved: energy-normalised, pseudo mid/side ones turned
+/// into left/right first.
+at::Tensor normalized_impulse_responses(const at::Tensor& h, ImpulseLayout layout);
+
 /// Uniform noise in [−1, 1), `n_channels`×`length` doubles on the CPU, from a 64-bit Mersenne
 /// Twister seeded with `seed` (53 random bits per sample): the same numbers on every run and
 /// platform, independent of LibTorch's global generator.

@@ -20,15 +20,24 @@
 /// |            |         |                 |              | 60 dB, in (50, 2000) ms               |
 /// | `log_gain` | [2, 12] | `gain_db`, dB   | 0 dB         | level of each band of mid/side        |
 ///
+/// Options (GRAFX's): `channels`, midside (the default, above), stereo (one response per
+/// channel) or mono (one response, [1, 12] parameters, on every channel; output with the input's
+/// channels); `use_fade_in` (false): each band's envelope becomes
+///   e^{n·d} − σ(z_f)·e^{n·d_f},   d_f = σ(y_f)·(d − d_min) + d_min
+/// (a faster decay subtracted: the band swells in), with `log_fade_in` [C, 12] (physical
+/// `fade_in_position` = σ(y_f): 0 the fastest decay, 1 the band's own) and `z_fade_in_gain`
+/// [C, 12] (`fade_in_depth` = σ(z_f), the share of the start removed).
+///
 /// Input and output: N×2×L (mono input is its dual-mono stereo); wet only.
 /// Differences from GRAFX: the band gain is a gain, e^g (GRAFX multiplies by the raw value,
 /// so a band's level can change sign and 0 is silence); the noise is seeded and fixed (GRAFX:
 /// NumPy's unseeded global generator, and by default a new random crop of a 5× longer noise on
 /// every call, so the same parameters give another output each time); the impulse response
-/// lasts 2 s at any sample rate (GRAFX: 60000 samples). No fade-in option yet.
+/// lasts 2 s at any sample rate (GRAFX: 60000 samples).
 ///
 ///   FilteredNoiseReverb reverb({30000});
 
+#include <grafx/dsp/signal.h>
 #include <grafx/processors/descriptor.h>
 
 namespace grafx {
@@ -44,13 +53,14 @@ class FilteredNoiseReverb : public Processor {
   static constexpr uint64_t kNoiseSeed = 1;
 
   explicit FilteredNoiseReverb(const ProcessorConfig& config);
+  static std::vector<OptionSpec> option_specs();
   std::string name() const override { return "filtered_noise_reverb"; }
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
   TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
-  /// The mid/side impulse responses N×2×K for raw parameters (energy-normalised).
+  /// The impulse responses N×C×K as convolved (energy-normalised): mid/side, left/right, or one.
   at::Tensor impulse_responses(const TensorDict& parameters,
                                const at::TensorOptions& options) const;
   /// The crossover frequencies in Hz (K − 1).
@@ -60,6 +70,8 @@ class FilteredNoiseReverb : public Processor {
 
  private:
   SampleRate sample_rate_;
+  dsp::ImpulseLayout layout_;
+  bool fade_in_;
   int64_t length_;
   ConstantCache constants_;
 };

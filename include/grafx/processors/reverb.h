@@ -20,13 +20,21 @@
 ///
 /// (1) at 30 kHz.
 ///
-/// Input and output: N×2×L (the reverb is wet only; the console's dry/wet mixes it).
+/// Options (GRAFX's): `channels`, how the two noises are used: pseudo_midside (the default, as
+/// above), midside (the input's mid and side each through its own response, unnormalised mid/side
+/// responses), stereo (one response per channel), mono (one response, [1, 193] parameters, on
+/// every channel); `gain_envelope` (false): a learned level G[m] per frame and response,
+/// `gain_env_log_magnitude` [C, M] (`envelope_db`), added to log M.
+///
+/// Input and output: N×2×L (mono: N×C×L, the input's channels; the reverb is wet only; the
+/// console's dry/wet mixes it).
 /// Differences from GRAFX: the noise comes from a seeded 64-bit Mersenne Twister (GRAFX: NumPy's
 /// RandomState(0)), and the convolution is exact (GRAFX's FFT length warps time by up to a
 /// sample). The impulse response lasts 2 s at any sample rate (GRAFX: 60000 samples).
 ///
 ///   NoiseReverb reverb({30000});
 
+#include <grafx/dsp/signal.h>
 #include <grafx/processors/descriptor.h>
 
 namespace grafx {
@@ -41,18 +49,22 @@ class NoiseReverb : public Processor {
   static constexpr uint64_t kNoiseSeed   = 0;
 
   explicit NoiseReverb(const ProcessorConfig& config);
+  static std::vector<OptionSpec> option_specs();
   std::string name() const override { return "reverb"; }
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
   TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
-  /// The stereo impulse responses N×2×K for raw parameters (energy-normalised).
+  /// The impulse responses N×C×K as convolved (energy-normalised; left/right for
+  /// pseudo_midside and stereo, mid/side for midside, one for mono).
   at::Tensor impulse_responses(const TensorDict& parameters,
                                const at::TensorOptions& options) const;
 
  private:
   SampleRate sample_rate_;
+  dsp::ImpulseLayout layout_;
+  bool gain_envelope_;
   int64_t length_;    ///< impulse response length in samples
   int64_t n_frames_;  ///< STFT frames of the impulse response
   ConstantCache constants_;
