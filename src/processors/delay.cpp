@@ -54,23 +54,25 @@ ProcessorDescriptor delay_descriptor() {
   d.musical_prior                       = [](const PriorContext& c) {
     // Echoes in two or three segments per channel (the first tap of each), darker with
     // frequency; the rest silent; and sometimes no echo at all.
-    const auto& delay = dynamic_cast<const MultitapDelay&>(c.processor);
-    Random& r         = c.random;
-    double wet        = r.uniform(0, 1) < 0.5 ? r.uniform(0.1, 0.3) : 0.02;
-    TensorDict settings{{"wet", at::full({1}, wet, at::kDouble)}};
+    const auto& delay                      = dynamic_cast<const MultitapDelay&>(c.processor);
+    Random& r                              = c.random;
     const std::vector<ParameterSpec> specs = delay.parameter_specs();
-    if (specs.size() < 2) return settings;  // bare taps: no gains to set
-    const int64_t segments = delay.segments(), per_segment = delay.taps_per_segment(),
-                  bins = specs[1].shape[1], responses = delay.n_taps() / (segments * per_segment);
-    at::Tensor gains = at::full({delay.n_taps(), bins}, -80.0, at::kDouble);
-    at::Tensor tilt  = at::linspace(0, -12, bins, at::kDouble);
-    for (int64_t channel = 0; channel < responses; ++channel)
-      for (int64_t echo = 1; echo <= 3; ++echo) {
-        int64_t segment = echo * int64_t(r.uniform(2, 4)) + channel;
-        if (segment < segments)
-          gains[(channel * segments + segment) * per_segment] = tilt - 4.0 * double(echo - 1);
-      }
-    settings["tap_gain_db"] = gains;
+    TensorDict settings;
+    if (specs.size() > 1) {  // coloured taps: gains to set (bare taps have none)
+      const int64_t segments = delay.segments(), per_segment = delay.taps_per_segment(),
+                    bins = specs[1].shape[1], responses = delay.n_taps() / (segments * per_segment);
+      at::Tensor gains = at::full({delay.n_taps(), bins}, -80.0, at::kDouble);
+      at::Tensor tilt  = at::linspace(0, -12, bins, at::kDouble);
+      for (int64_t channel = 0; channel < responses; ++channel)
+        for (int64_t echo = 1; echo <= 3; ++echo) {
+          int64_t segment = echo * int64_t(r.uniform(2, 4)) + channel;
+          if (segment < segments)
+            gains[(channel * segments + segment) * per_segment] = tilt - 4.0 * double(echo - 1);
+        }
+      settings["tap_gain_db"] = gains;
+    }
+    double wet      = r.uniform(0, 1) < 0.5 ? r.uniform(0.1, 0.3) : 0.02;
+    settings["wet"] = at::full({1}, wet, at::kDouble);
     return settings;
   };
   return d;
