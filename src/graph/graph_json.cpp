@@ -244,12 +244,13 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
     if (too_deep)
       throw IoError("grafx.io.format",
                     origin + ": nesting deeper than " + std::to_string(kMaxDepth) + " levels");
-  } catch (const json::parse_error& e) {
-    // e.what() reads "[json.exception.parse_error.101] parse error at line 3, column 5: ...".
+  } catch (const json::exception& e) {
+    // e.what() reads "[json.exception.parse_error.101] parse error at line 3, column 5: ..." or
+    // "[json.exception.out_of_range.406] number overflow parsing '1e400'".
     std::string what = e.what();
-    auto at          = what.find("parse error");
-    throw IoError("grafx.io.format",
-                  origin + ": invalid JSON: " + (at == std::string::npos ? what : what.substr(at)));
+    auto at          = what.find("] ");
+    throw IoError("grafx.io.format", origin + ": invalid JSON: " +
+                                         (at == std::string::npos ? what : what.substr(at + 2)));
   }
 
   Reader top(root, origin, "");

@@ -37,15 +37,21 @@ std::vector<std::string> names_of(const std::vector<ProcessorDescriptor>& descri
 /// Member `name`: a type of the graph (with its options) or a registered processor.
 std::shared_ptr<const Processor> make_member(const std::string& name, const ProcessorConfig& config,
                                              size_t k) {
-  const std::string where = "member " + std::to_string(k) + " \"" + name + "\": ";
-  if (config.nesting >= Container::kMaxNesting)
+  const std::string where                   = "member " + std::to_string(k) + " \"" + name + "\": ";
+  const std::vector<std::string>& enclosing = config.enclosing_types;
+  if (std::find(enclosing.begin(), enclosing.end(), name) != enclosing.end()) {
+    std::string cycle;
+    for (auto it = std::find(enclosing.begin(), enclosing.end(), name); it != enclosing.end(); ++it)
+      cycle += *it + " -> ";
     throw ProcessorError("grafx.processor.options",
-                         where + "containers nest deeper than " +
-                             std::to_string(Container::kMaxNesting) +
-                             " levels (does a container contain itself?)");
+                         where + "a container cannot contain itself (" + cycle + name + ")");
+  }
+  if (int(enclosing.size()) > Container::kMaxNesting)
+    throw ProcessorError("grafx.processor.options", where + "containers nest deeper than " +
+                                                        std::to_string(Container::kMaxNesting) +
+                                                        " levels");
   ProcessorConfig own = config;
   own.options.clear();
-  own.nesting = config.nesting + 1;
   std::shared_ptr<const Processor> member;
   try {
     if (config.types && config.types->contains(name)) {
@@ -182,7 +188,11 @@ ProcessorOutput Container::forward(const std::vector<at::Tensor>& inputs,
   for (size_t k = 0; k < members_.size(); ++k) {
     ProcessorOutput member = members_[k]->forward({layout_ == Layout::kSerial ? signal : inputs[0]},
                                                   member_parameters(k, parameters));
-    for (auto& [key, loss] : member.aux_losses) out.aux_losses[prefix(k) + key] = loss;
+    // Summed by name, so that the fit's regularisers (e.g. the delay's radii) weigh them alike.
+    for (auto& [key, loss] : member.aux_losses) {
+      at::Tensor& total = out.aux_losses[key];
+      total             = total.defined() ? total + loss : loss;
+    }
     if (layout_ == Layout::kSerial) {
       signal = member.outputs[0];
       continue;

@@ -189,7 +189,8 @@ std::unique_ptr<Processor> make_processor(const NodeType& type, const ProcessorC
   try {
     ProcessorConfig own = config;
     own.options         = type.options;
-    processor           = descriptor.make(own);
+    own.enclosing_types.push_back(type.name);
+    processor = descriptor.make(own);
   } catch (const ProcessorError& e) {
     throw ProcessorError(e.code(), where + ": " + e.message());
   }

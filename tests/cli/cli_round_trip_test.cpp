@@ -217,5 +217,66 @@ TEST(CliProcess, AppliesOneProcessorInPhysicalUnits) {
   EXPECT_TRUE(contains(r.out, "threshold_db (dB)") && contains(r.out, "range 1 to inf:1")) << r.out;
 }
 
+TEST(CliProcess, OptionsConfigureTheProcessor) {
+  testing::TempDir dir;
+  at::manual_seed(5);
+  at::Tensor x = at::randn({2, 4000}) * 0.3;
+  write_audio(dir.file("in.wav"), x, 8000);
+  // A tanh without pre-gain is tanh itself; with a bias, tanh(x + b) − tanh(b).
+  auto r = run_grafx({"process", "tanh_distortion", "-i", dir.file("in.wav"), "-o",
+                      dir.file("plain.wav"), "--option", "pre_post_gain=false"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(at::allclose(read_audio(dir.file("plain.wav")).samples, x.tanh(), 1e-5, 1e-6));
+  r = run_grafx({"process", "tanh_distortion", "-i", dir.file("in.wav"), "-o",
+                 dir.file("biased.wav"), "--option", "use_bias=true", "--option",
+                 "pre_post_gain=false", "--set", "bias=0.5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(at::allclose(read_audio(dir.file("biased.wav")).samples,
+                           (x + 0.5).tanh() - std::tanh(0.5), 1e-5, 1e-6));
+  // A container from the command line: members by name, their parameters by prefix.
+  r = run_grafx({"process", "serial_chain", "-i", dir.file("in.wav"), "-o", dir.file("chain.wav"),
+                 "--option", "members=gain_pan,gain_pan", "--set", "members.0.gain_db=-6", "--set",
+                 "members.1.gain_db=-3,0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  at::Tensor gains =
+      at::tensor({std::pow(10.0, -9.0 / 20), std::pow(10.0, -6.0 / 20)}).to(at::kFloat);
+  EXPECT_TRUE(
+      at::allclose(read_audio(dir.file("chain.wav")).samples, x * gains.view({2, 1}), 1e-5, 1e-7));
+  // The listing shows a processor's options and their choices.
+  r = run_grafx({"processors", "compressor"});
+  EXPECT_TRUE(contains(r.out,
+                       "option knee = \"quadratic\": shape of the gain curve around the "
+                       "threshold; one of hard, quadratic, exponential"))
+      << r.out;
+  r = run_grafx({"processors"});
+  EXPECT_TRUE(contains(r.out, "  options: knee \"quadratic\", detection \"energy\"")) << r.out;
+  EXPECT_TRUE(contains(r.out, "DryWet: the node flag dry_wet")) << r.out;
+
+  const std::string bad = dir.file("bad.wav");
+  auto fails            = [&](std::vector<std::string> args, const std::string& message) {
+    auto result = run_grafx(args);
+    EXPECT_NE(result.exit_code, 0) << message;
+    EXPECT_LT(result.exit_code, 128);
+    EXPECT_TRUE(contains(result.err, message)) << result.err;
+  };
+  const std::string in = dir.file("in.wav");
+  fails({"process", "compressor", "-i", in, "-o", bad, "--option", "knee=soft"},
+        "[grafx.processor.options] --option: compressor: option \"knee\": expected one of hard, "
+        "quadratic, exponential, but got \"soft\"");
+  fails({"process", "compressor", "-i", in, "-o", bad, "--option", "kneee=hard"},
+        "--option \"kneee=hard\": compressor has no option \"kneee\"; its options: knee, "
+        "detection, level_smoothing, gain_smoothing, gain_smoothing_domain");
+  fails({"process", "power_distortion", "-i", in, "-o", bad, "--option", "max_order=nan"},
+        "option \"max_order\": expected an integer in [2, 20], but got");
+  fails({"process", "power_distortion", "-i", in, "-o", bad, "--option", "max_order=1e400"},
+        "option \"max_order\": expected an integer in [2, 20]");
+  fails({"process", "tanh_distortion", "-i", in, "-o", bad, "--option", "use_bias=yes"},
+        "--option \"use_bias=yes\": expected true or false");
+  fails({"process", "serial_chain", "-i", in, "-o", bad, "--option", "members=eq,,gain_pan"},
+        "member 1 \"\": no processor implements node type \"\"");
+  fails({"process", "eq", "-i", in, "-o", bad, "--option", "x"}, "expected NAME=VALUE");
+  EXPECT_FALSE(testing::file_exists(bad)) << "nothing is written on an error";
+}
+
 }  // namespace
 }  // namespace grafx

@@ -120,7 +120,8 @@ TEST(ConsoleRender, TheMultiPortExamplesBatchedEqualNaive) {
   const char* source = std::getenv("GRAFX_SOURCE_DIR");
   ASSERT_NE(source, nullptr);
   // examples/mid_side.json: an EQ on the mid and a compressor on the side, merged again.
-  for (const char* name : {"multiband_compressor", "ducking", "mid_side"}) {
+  // examples/channel_strips.json: configured types and containers.
+  for (const char* name : {"multiband_compressor", "ducking", "mid_side", "channel_strips"}) {
     SCOPED_TRACE(name);
     expect_batched_equals_naive(
         load_graph(std::string(source) + "/examples/" + name + ".json", registry_node_types()));

@@ -18,9 +18,10 @@
 ///
 /// Parameters are the members', named `members.K.NAME` (K from 0, e.g. `members.1.log_ratio`,
 /// physically `members.1.ratio`), plus `parallel_weights` [K] (physical `weight`, the
-/// activated w) for `parallel_mix`. Members' auxiliary losses come out as `members.K.NAME`.
+/// activated w) for `parallel_mix`. Members' auxiliary losses are summed by name (two delays'
+/// `radii` make one `radii`), so the fit's regularisers weigh them as a lone processor's.
 /// Members may change the channel count (mono_to_stereo): a parallel mix adds mono to stereo
-/// as dual mono. A member may itself be a container, to a depth of 8.
+/// as dual mono. A member may itself be a container (to a depth of 8), but not contain itself.
 
 #include <grafx/processors/descriptor.h>
 

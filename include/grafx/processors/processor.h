@@ -40,8 +40,9 @@ struct ProcessorConfig {
   ProcessorOptions options;
   /// The graph's types, where a container looks up its members' types; null: the registry's.
   const NodeTypes* types = nullptr;
-  /// How many containers enclose it (bounds containers that contain themselves).
-  int nesting = 0;
+  /// The node types being made, outermost first (this one last when made by make_processor):
+  /// containers refuse members that would contain themselves.
+  std::vector<std::string> enclosing_types;
 };
 
 /// A map between raw and physical values, elementwise unless a spec says otherwise.
