@@ -22,6 +22,18 @@ at::Tensor smoothing_alpha(const at::Tensor& z) { return z.sigmoid().clamp_max(k
 
 const char* kSmoothingChoices[] = {"one_pole", "ballistics", "none"};
 
+/// A smoother's parameters: raw names (its coefficient, or attack and release coefficients),
+/// physical names, and when its attack acts. (Plain characters: processors may be made during
+/// static initialisation, by registrations in other files.)
+struct Smoother {
+  const char *what, *one_pole, *attack, *release, *physical_prefix, *attack_while, *release_while;
+};
+constexpr Smoother kLevelSmoother{"level", "z_alpha",         "z_alpha_attack", "z_alpha_release",
+                                  "",      "the level rises", "the level falls"};
+constexpr Smoother kGainSmoother{
+    "gain",  "z_alpha_gain",   "z_alpha_gain_attack", "z_alpha_gain_release",
+    "gain_", "the gain falls", "the gain rises"};
+
 dsp::EnvelopeSmoothing smoothing_of(const std::string& choice) {
   if (choice == "one_pole") return dsp::EnvelopeSmoothing::kOnePole;
   if (choice == "ballistics") return dsp::EnvelopeSmoothing::kBallistics;
@@ -49,12 +61,13 @@ at::Tensor knee_curve(Dynamics::Knee knee, const at::Tensor& d, const at::Tensor
 at::Tensor smooth_gain(const at::Tensor& gain, dsp::EnvelopeSmoothing smoothing,
                        const TensorDict& parameters, double unity) {
   if (smoothing == dsp::EnvelopeSmoothing::kOnePole)
-    return dsp::one_pole(gain - unity, smoothing_alpha(parameters.at("z_alpha_gain"))) + unity;
+    return dsp::one_pole(gain - unity, smoothing_alpha(parameters.at(kGainSmoother.one_pole))) +
+           unity;
   if (smoothing == dsp::EnvelopeSmoothing::kBallistics) {
-    at::Tensor attack  = smoothing_alpha(parameters.at("z_alpha_gain_attack"));
+    at::Tensor attack  = smoothing_alpha(parameters.at(kGainSmoother.attack));
     at::Tensor initial = at::full_like(attack, -unity);
     // Negated, a falling gain rises: ballistics' attack coefficient then applies.
-    return -dsp::ballistics(-gain, attack, smoothing_alpha(parameters.at("z_alpha_gain_release")),
+    return -dsp::ballistics(-gain, attack, smoothing_alpha(parameters.at(kGainSmoother.release)),
                             initial);
   }
   return gain;
@@ -242,21 +255,18 @@ std::vector<ParameterSpec> Dynamics::parameter_specs() const {
             .range(0.0, std::numeric_limits<double>::infinity())
             .about("softness of the exponential knee, exp(-raw) in log energy (GRAFX: its "
                    "sharpness exp(raw))"));
-  if (level_smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
-    specs.push_back(smoother("z_alpha", "smoothing_ms", "level smoother (one pole)"));
-  } else if (level_smoothing_ == dsp::EnvelopeSmoothing::kBallistics) {
-    specs.push_back(
-        smoother("z_alpha_attack", "attack_ms", "level smoother while the level rises"));
-    specs.push_back(
-        smoother("z_alpha_release", "release_ms", "level smoother while the level falls"));
-  }
-  if (gain_smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
-    specs.push_back(smoother("z_alpha_gain", "gain_smoothing_ms", "gain smoother (one pole)"));
-  } else if (gain_smoothing_ == dsp::EnvelopeSmoothing::kBallistics) {
-    specs.push_back(
-        smoother("z_alpha_gain_attack", "gain_attack_ms", "gain smoother while the gain falls"));
-    specs.push_back(
-        smoother("z_alpha_gain_release", "gain_release_ms", "gain smoother while the gain rises"));
+  for (const auto& [smoothing, names] :
+       {std::pair{level_smoothing_, kLevelSmoother}, std::pair{gain_smoothing_, kGainSmoother}}) {
+    const std::string smoother_of = std::string(names.what) + " smoother";
+    if (smoothing == dsp::EnvelopeSmoothing::kOnePole) {
+      specs.push_back(smoother(names.one_pole, std::string(names.physical_prefix) + "smoothing_ms",
+                               smoother_of + " (one pole)"));
+    } else if (smoothing == dsp::EnvelopeSmoothing::kBallistics) {
+      specs.push_back(smoother(names.attack, std::string(names.physical_prefix) + "attack_ms",
+                               smoother_of + " while " + names.attack_while));
+      specs.push_back(smoother(names.release, std::string(names.physical_prefix) + "release_ms",
+                               smoother_of + " while " + names.release_while));
+    }
   }
   return specs;
 }
@@ -271,11 +281,12 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
   at::Tensor detected   = amplitude_detection_ ? key.abs().mean(1, true) : key.pow(2).mean(1, true);
   at::Tensor envelope   = detected;
   if (level_smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
-    envelope = dsp::one_pole(detected, smoothing_alpha(parameters.at("z_alpha")));
+    envelope = dsp::one_pole(detected, smoothing_alpha(parameters.at(kLevelSmoother.one_pole)));
   } else if (level_smoothing_ == dsp::EnvelopeSmoothing::kBallistics) {
-    at::Tensor attack = smoothing_alpha(parameters.at("z_alpha_attack"));
-    envelope = dsp::ballistics(detected, attack, smoothing_alpha(parameters.at("z_alpha_release")),
-                               at::zeros_like(attack));
+    at::Tensor attack = smoothing_alpha(parameters.at(kLevelSmoother.attack));
+    envelope =
+        dsp::ballistics(detected, attack, smoothing_alpha(parameters.at(kLevelSmoother.release)),
+                        at::zeros_like(attack));
   }
   if (amplitude_detection_) envelope = envelope.pow(2);
   at::Tensor level     = (envelope + kEnergyFloor).log();
@@ -300,18 +311,15 @@ TemporalSupport Dynamics::temporal_support(const TensorDict& parameters) const {
   // The level smoother's recursion, then the gain smoother's; with ballistics the slower of the
   // two coefficients bounds the decay (two trajectories of it approach each other by at least
   // that factor per sample).
-  auto support = [&](dsp::EnvelopeSmoothing smoothing, const std::string& one_pole,
-                     const std::string& attack, const std::string& release) {
+  auto support = [&](dsp::EnvelopeSmoothing smoothing, const Smoother& names) {
     if (smoothing == dsp::EnvelopeSmoothing::kNone) return TemporalSupport::pointwise();
     at::Tensor alpha = smoothing == dsp::EnvelopeSmoothing::kOnePole
-                           ? smoothing_alpha(parameters.at(one_pole))
-                           : at::maximum(smoothing_alpha(parameters.at(attack)),
-                                         smoothing_alpha(parameters.at(release)));
+                           ? smoothing_alpha(parameters.at(names.one_pole))
+                           : at::maximum(smoothing_alpha(parameters.at(names.attack)),
+                                         smoothing_alpha(parameters.at(names.release)));
     return TemporalSupport::causal(dsp::decay_samples(alpha, TemporalSupport::kDecayTolerance));
   };
-  return support(level_smoothing_, "z_alpha", "z_alpha_attack", "z_alpha_release")
-      .then(
-          support(gain_smoothing_, "z_alpha_gain", "z_alpha_gain_attack", "z_alpha_gain_release"));
+  return support(level_smoothing_, kLevelSmoother).then(support(gain_smoothing_, kGainSmoother));
 }
 
 }  // namespace grafx

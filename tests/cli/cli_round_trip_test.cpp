@@ -118,6 +118,14 @@ TEST(CliRoundTrip, FitsAnyGraphFile) {
   EXPECT_TRUE(contains(r.err, "excludes --graph")) << r.err;
 }
 
+/// Runs grafx and expects a failure (exit code 1 to 127) whose message contains `message`.
+void fails(const std::vector<std::string>& args, const std::string& message) {
+  auto result = run_grafx(args);
+  EXPECT_NE(result.exit_code, 0) << message;
+  EXPECT_LT(result.exit_code, 128);
+  EXPECT_TRUE(contains(result.err, message)) << result.err;
+}
+
 TEST(CliProcess, LowpassIsTheCookbookBiquadAppliedByAPlainLoop) {
   testing::TempDir dir;
   at::manual_seed(5);
@@ -182,12 +190,6 @@ TEST(CliProcess, AppliesOneProcessorInPhysicalUnits) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(at::allclose(read_audio(dir.file("flat.wav")).samples, x, 1e-5, 1e-6));
 
-  auto fails = [&](std::vector<std::string> args, const std::string& message) {
-    auto result = run_grafx(args);
-    EXPECT_NE(result.exit_code, 0) << message;
-    EXPECT_LT(result.exit_code, 128);
-    EXPECT_TRUE(contains(result.err, message)) << result.err;
-  };
   const std::string in = dir.file("in.wav"), bad = dir.file("bad.wav");
   fails({"process", "gain_pan", "-i", in, "-o", dir.file("out.wav")}, "[grafx.io.exists]");
   fails({"process", "gain_pan", "-i", in, "-o", bad, "--set", "volume=3"},
@@ -253,13 +255,7 @@ TEST(CliProcess, OptionsConfigureTheProcessor) {
   EXPECT_TRUE(contains(r.out, "DryWet: the node flag dry_wet")) << r.out;
 
   const std::string bad = dir.file("bad.wav");
-  auto fails            = [&](std::vector<std::string> args, const std::string& message) {
-    auto result = run_grafx(args);
-    EXPECT_NE(result.exit_code, 0) << message;
-    EXPECT_LT(result.exit_code, 128);
-    EXPECT_TRUE(contains(result.err, message)) << result.err;
-  };
-  const std::string in = dir.file("in.wav");
+  const std::string in  = dir.file("in.wav");
   fails({"process", "compressor", "-i", in, "-o", bad, "--option", "knee=soft"},
         "[grafx.processor.options] --option: compressor: option \"knee\": expected one of hard, "
         "quadratic, exponential, but got \"soft\"");
