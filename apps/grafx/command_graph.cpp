@@ -212,7 +212,7 @@ void add_info_command(CLI::App& app) {
     auto counts = graph.count_per_type();
     for (TypeId t = 0; t < graph.types().size(); ++t) {
       const NodeType& type = graph.types()[t];
-      std::cout << "  " << type_letter(type.name) << "  " << type.name;
+      std::cout << "  " << type_letter(type) << "  " << type.name;
       std::cout << std::string(std::max<size_t>(1, 26 - type.name.size()), ' ');
       std::cout << counts[size_t(t)];
       if (type.inlets.size() > 1 || type.outlets.size() > 1) {

@@ -69,6 +69,8 @@ std::string type_color(const std::string& type_name) {
   return letter >= 'a' && letter <= 'z' ? kLetterColors[letter - 'a'] : "#eeeeee";
 }
 
+std::string type_color(const NodeType& type) { return type_color(type.processor_name()); }
+
 std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
   const NodeTypes& types = graph.types();
   std::ostringstream dot;
@@ -83,7 +85,7 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
   for (NodeId id : graph.nodes()) {
     const Node& node     = graph.node(id);
     const NodeType& type = types[node.type];
-    std::string letter(1, type_letter(type.name));
+    std::string letter(1, type_letter(type));
     if (options.show_ids) letter += " " + std::to_string(id);
     dot << "  n" << id << " [tooltip=" << quote(tooltip(graph, id));
     if (node.type == NodeTypes::kIn || node.type == NodeTypes::kOut) {
@@ -98,7 +100,7 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
       size_t rows = std::max(type.inlets.size(), type.outlets.size());
       dot << ", shape=plain, fixedsize=false, style=\"\", label=<<table border=\"0\" "
              "cellborder=\"1\" cellspacing=\"0\" cellpadding=\"1\" bgcolor=\""
-          << type_color(type.name) << "\">";
+          << type_color(type) << "\">";
       for (size_t r = 0; r < rows; ++r) {
         dot << "<tr>";
         auto port_cell = [&](const std::vector<std::string>& ports, const char* prefix) {
@@ -115,7 +117,7 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
       }
       dot << "</table>>";
     } else {
-      dot << ", label=" << quote(letter) << ", fillcolor=\"" << type_color(type.name) << "\"";
+      dot << ", label=" << quote(letter) << ", fillcolor=\"" << type_color(type) << "\"";
       if (node.bypassed) dot << ", style=\"rounded,dashed\"";  // kept, but passes its input on
       if (options.show_ids) dot << ", fixedsize=false";
     }

@@ -225,6 +225,8 @@ char type_letter(const std::string& type_name) {
   return type_name.empty() ? '?' : type_name[0];
 }
 
+char type_letter(const NodeType& type) { return type_letter(type.processor_name()); }
+
 std::vector<std::string> chain_from_letters(const std::string& letters) {
   auto fail = [](const std::string& what) {
     std::string known = "m mix";

@@ -22,6 +22,10 @@ TEST(Draw, DotHasALetteredBoxPerNodeAndMarksInAndOut) {
   EXPECT_TRUE(contains(dot, "fillcolor=\"" + type_color("eq") + "\""));
   EXPECT_NE(type_color("eq"), type_color("compressor"));
   EXPECT_EQ(type_color("mix"), type_color("mute")) << "colours follow the letter";
+  // A configured type draws as its processor: a serial chain named "strip" is an A, not an s.
+  const NodeType strip{"strip", {"main"}, {"main"}, "serial_chain", {}};
+  EXPECT_EQ(type_color(strip), type_color("serial_chain"));
+  EXPECT_NE(type_color(strip), type_color("strip"));
   EXPECT_TRUE(contains(graph_to_dot(g, {true, true, "My console"}), "rankdir=TB"));
   EXPECT_TRUE(contains(graph_to_dot(g, {true, true, "My console"}), "label=\"My console\""));
   NodeId eq = g.nodes_of_type("eq").front();

@@ -45,5 +45,7 @@ void draw_graph(const Graph& graph, const std::string& path, const DrawOptions& 
 
 /// The fill colour used for a type's letter ("#rrggbb"), shared by every picture of grafx.
 std::string type_color(const std::string& type_name);
+/// The colour of a graph's type (configured types take their processor's).
+std::string type_color(const NodeType& type);
 
 }  // namespace grafx

@@ -64,6 +64,9 @@ Processors make_processors(const NodeTypes& types, const ProcessorConfig& config
 /// The letter of a node type: `i`, `o`, `m` for in, out and mix, a registered type's own
 /// letter, and the first character of any other name.
 char type_letter(const std::string& type_name);
+/// The letter of a graph's type: a configured type's is its processor's (a serial chain "strip"
+/// draws as A), any other's as type_letter(name).
+char type_letter(const NodeType& type);
 
 /// Type names of chain letters ("ecnsgdr" -> eq, compressor, ...; "m" -> mix). Throws
 /// GraphError [grafx.graph.unknown_type] for an empty chain or a letter of no processor, listing
