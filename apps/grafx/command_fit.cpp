@@ -245,7 +245,7 @@ std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs) {
 void add_fit_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> tracks;
-    std::string mix, groups, chain = default_chain_letters(), graph;
+    std::string mix, groups, chain = default_chain_letters(), graph, types;
     std::vector<std::string> sends, sidechains;
     SampleRate sample_rate = 30000;
     bool strict_rate       = false;
@@ -261,8 +261,7 @@ void add_fit_command(CLI::App& app) {
   CLI::Option* groups = cmd->add_option(
       "--groups", args->groups,
       "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
-  CLI::Option* chain = cmd->add_option("--chain", args->chain, "Processor chain as type letters")
-                           ->capture_default_str();
+  auto [chain, types] = add_chain_options(*cmd, args->chain, args->types);
   add_routing_options(*cmd, args->sends, args->sidechains);
   cmd->add_option("--graph", args->graph,
                   "Fit this graph file instead of a console: any processors and wiring, one `in` "
@@ -270,6 +269,7 @@ void add_fit_command(CLI::App& app) {
                   "(in id order), dry/wet where the file says")
       ->excludes(groups)
       ->excludes(chain)
+      ->excludes(types)
       ->excludes("--send")
       ->excludes("--sidechain");
   cmd->add_option("--sample-rate", args->sample_rate, "Sample rate of the fit (Hz)")
@@ -289,13 +289,14 @@ void add_fit_command(CLI::App& app) {
       graph.check();
     } else {
       ConsoleOptions console;
-      console.n_tracks     = int64_t(names.size());
-      console.track_groups = parse_groups(args->groups, console.n_tracks);
-      console.chain        = chain_from_letters(args->chain);
-      console.track_names  = names;
-      console.dry_wet      = true;
+      console.n_tracks      = int64_t(names.size());
+      console.track_groups  = parse_groups(args->groups, console.n_tracks);
+      const NodeTypes types = console_types(args->types);
+      console.chain         = parse_chain(args->chain, types);
+      console.track_names   = names;
+      console.dry_wet       = true;
       parse_routing(args->sends, args->sidechains, console);
-      graph = build_console(console, known_node_types()).graph;
+      graph = build_console(console, types).graph;
     }
     FitInputs inputs{args->tracks, args->mix, names, args->sample_rate, args->strict_rate};
     auto [tracks, mix]   = load_fit_audio(inputs);

@@ -91,6 +91,20 @@ void add_routing_options(CLI::App& command, std::vector<std::string>& sends,
                      "bass=kick (a sidechain_compressor; TYPE is a letter or name)");
 }
 
+std::pair<CLI::Option*, CLI::Option*> add_chain_options(CLI::App& command, std::string& chain,
+                                                        std::string& types_file) {
+  CLI::Option* chain_option =
+      command
+          .add_option("--chain", chain,
+                      "Processor chain of every track and subgroup: type letters (ecnsgdr) or "
+                      "comma-separated type names or letters (e.g. strip,gain_pan,r)")
+          ->capture_default_str();
+  CLI::Option* types_option = command.add_option(
+      "--types", types_file,
+      "A graph file whose declared types (configured processors, containers) --chain may name");
+  return {chain_option, types_option};
+}
+
 void parse_routing(const std::vector<std::string>& sends,
                    const std::vector<std::string>& sidechains, ConsoleOptions& options) {
   std::vector<std::string> names;
@@ -141,7 +155,7 @@ void add_console_command(CLI::App& app) {
     int64_t n_tracks = 8;
     std::string groups, names;
     std::vector<std::string> sends, sidechains;
-    std::string chain  = default_chain_letters();
+    std::string chain  = default_chain_letters(), types;
     int64_t prune_seed = -1;
     std::string output, picture;
     bool dry_wet = false, force = false;
@@ -154,7 +168,7 @@ void add_console_command(CLI::App& app) {
                   "Track names, comma-separated (their count sets --tracks when not given)");
   cmd->add_option("--groups", args->groups,
                   "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
-  cmd->add_option("--chain", args->chain, "Processor chain as type letters")->capture_default_str();
+  add_chain_options(*cmd, args->chain, args->types);
   add_routing_options(*cmd, args->sends, args->sidechains);
   cmd->add_option("--prune-seed", args->prune_seed,
                   "Bypass processors at random (per-type ratios of the paper) with this seed")
@@ -170,12 +184,13 @@ void add_console_command(CLI::App& app) {
       options.track_names = split(args->names, ',');
       if (!*n_tracks) args->n_tracks = int64_t(options.track_names.size());
     }
-    options.n_tracks     = args->n_tracks;
-    options.track_groups = parse_groups(args->groups, args->n_tracks);
-    options.chain        = chain_from_letters(args->chain);
-    options.dry_wet      = args->dry_wet;
+    options.n_tracks      = args->n_tracks;
+    options.track_groups  = parse_groups(args->groups, args->n_tracks);
+    const NodeTypes types = console_types(args->types);
+    options.chain         = parse_chain(args->chain, types);
+    options.dry_wet       = args->dry_wet;
     parse_routing(args->sends, args->sidechains, options);
-    Console console = build_console(options, known_node_types());
+    Console console = build_console(options, types);
     std::string pruned;
     if (args->prune_seed >= 0) {
       PruneOptions prune;

@@ -13,24 +13,6 @@
 #include <sstream>
 
 namespace grafx::cli {
-namespace {
-
-/// "eq,compressor,mix" or letters "e,c,m" (or "ecm").
-std::vector<std::string> parse_type_list(const std::string& text, const NodeTypes& types) {
-  std::vector<std::string> names;
-  if (text.find(',') == std::string::npos && !types.contains(text)) return chain_from_letters(text);
-  std::stringstream s(text);
-  for (std::string item; std::getline(s, item, ',');) {
-    if (item.size() == 1 && !types.contains(item))
-      names.push_back(chain_from_letters(item)[0]);
-    else
-      names.push_back(types.name(types.id(item)));  // throws for unknown names
-  }
-  return names;
-}
-
-}  // namespace
-
 void add_schedule_command(CLI::App& app) {
   struct Args {
     std::string graph, method = "beam", fixed, json;
@@ -65,7 +47,7 @@ void add_schedule_command(CLI::App& app) {
     options.method          = parse_schedule_method(args->method);
     if (options.method == ScheduleMethod::kFixed)
       options.fixed_order = args->fixed.empty() ? console_fixed_order(default_console_chain())
-                                                : parse_type_list(args->fixed, graph.types());
+                                                : parse_chain(args->fixed, graph.types());
     else if (!args->fixed.empty())
       throw ScheduleError("grafx.schedule.invalid_options", "--fixed needs --method fixed");
     if (!args->json.empty()) {

@@ -69,6 +69,15 @@ NodeTypes known_node_types();
 std::string default_chain_letters();
 /// Loads a graph file with the known node types.
 Graph load_graph_file(const std::string& path);
+/// The types a console may be built of: the registry's, plus the types the graph file
+/// `types_file` declares (configured processors, containers), when given.
+NodeTypes console_types(const std::string& types_file);
+/// A chain of types: letters ("ecnsgdr") or comma-separated type names or letters
+/// ("strip,gain_pan,r"). Throws for unknown letters and names.
+std::vector<std::string> parse_chain(const std::string& text, const NodeTypes& types);
+/// --chain and --types of the commands that build consoles; returns both options.
+std::pair<CLI::Option*, CLI::Option*> add_chain_options(CLI::App& command, std::string& chain,
+                                                        std::string& types_file);
 /// Subgroups from "--groups": a count (tracks split evenly), or a subgroup per track ("0,0,1");
 /// empty or "0" for none.
 std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks);

@@ -30,6 +30,33 @@ std::string default_chain_letters() {
 
 Graph load_graph_file(const std::string& path) { return load_graph(path, known_node_types()); }
 
+NodeTypes console_types(const std::string& types_file) {
+  NodeTypes types = known_node_types();
+  if (types_file.empty()) return types;
+  const NodeTypes declared = load_graph_file(types_file).types();
+  for (TypeId t = NodeTypes::kMix + 1; t < declared.size(); ++t) {
+    try {
+      types.add(declared[t]);
+    } catch (const GraphError& e) {
+      throw GraphError(e.code(), types_file + ": " + e.message());
+    }
+  }
+  return types;
+}
+
+std::vector<std::string> parse_chain(const std::string& text, const NodeTypes& types) {
+  if (text.find(',') == std::string::npos && !types.contains(text)) return chain_from_letters(text);
+  std::vector<std::string> names;
+  std::stringstream s(text);
+  for (std::string item; std::getline(s, item, ',');) {
+    if (item.size() == 1 && !types.contains(item))
+      names.push_back(chain_from_letters(item)[0]);
+    else
+      names.push_back(types.name(types.id(item)));  // throws for unknown names
+  }
+  return names;
+}
+
 CLI::Validator finite_number(double min, bool inclusive) {
   std::ostringstream bound;
   bound << min;

@@ -44,6 +44,29 @@ TEST(CliGraph, ConsoleInfoAndDraw) {
   EXPECT_EQ(testing::read_file(dir.file("console.png")).substr(1, 3), "PNG");
 }
 
+TEST(CliGraph, ConsolesOfConfiguredTypesFromAGraphFile) {
+  // --types takes the configured types (options, containers) a graph file declares; --chain
+  // names them among letters.
+  const char* source = std::getenv("GRAFX_SOURCE_DIR");
+  ASSERT_NE(source, nullptr);
+  testing::TempDir dir;
+  auto r = run_grafx({"console", "--tracks", "3", "--groups", "0,0,1", "--types",
+                      std::string(source) + "/examples/channel_strips.json", "--chain",
+                      "strip,g,space", "-o", dir.file("c.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "3 tracks, 2 subgroups, 22 nodes (15 processors)")) << r.out;
+  Graph g = load_graph(dir.file("c.json"));        // self-describing: no known types needed
+  EXPECT_EQ(g.nodes_of_type("strip").size(), 5u);  // 3 tracks, 2 subgroups
+  EXPECT_EQ(g.types()[g.types().id("strip")].processor_name(), "serial_chain");
+  EXPECT_EQ(g.types()[g.types().id("glue")].options.at("knee"), OptionValue(std::string("hard")));
+  r = run_grafx({"info", dir.file("c.json")});
+  EXPECT_TRUE(contains(r.out, "A  strip                     5")) << r.out;
+  r = run_grafx({"console", "--tracks", "2", "--chain", "strip,g", "-o", dir.file("x.json")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "[grafx.graph.unknown_type] unknown node type \"strip\"")) << r.err;
+  EXPECT_FALSE(testing::file_exists(dir.file("x.json")));
+}
+
 TEST(CliGraph, ConsolesWithSendsAndSidechainsAreBuiltAndDrawn) {
   testing::TempDir dir;
   auto r = run_grafx({"console", "--names", "kick,bass,keys", "--chain", "eg", "--send", "reverb=r",
