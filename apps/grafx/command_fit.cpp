@@ -37,11 +37,6 @@ std::string duration(double seconds) {
   return s.str();
 }
 
-/// Spectral difference in dB: the loss's mean |log Y − log X| (natural log of magnitudes).
-double spectral_difference_db(const MixLossTerms& terms) {
-  return terms.log_magnitude.mean().item<double>() * 20.0 / std::log(10.0);
-}
-
 struct Session {
   std::string folder;
   bool force = false, resume = false;
@@ -163,6 +158,13 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
 
 /// Reads audio as stereo at `sample_rate`: mono goes to both channels; other rates are
 /// resampled unless `strict`.
+
+}  // namespace
+
+double spectral_difference_db(const MixLossTerms& terms) {
+  return terms.log_magnitude.mean().item<double>() * 20.0 / std::log(10.0);
+}
+
 at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool strict) {
   Audio audio = read_audio(path);
   if (audio.samples.size(0) > 2)
@@ -179,7 +181,25 @@ at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool str
   return audio.samples.expand({2, audio.samples.size(1)}).contiguous();
 }
 
-}  // namespace
+void trim_to_shortest(const std::vector<std::pair<std::string, at::Tensor*>>& audio,
+                      SampleRate sample_rate) {
+  int64_t length = -1;
+  std::string shortest;
+  for (const auto& [path, samples] : audio)
+    if (length < 0 || samples->size(1) < length) length = samples->size(1), shortest = path;
+  for (const auto& [path, samples] : audio)
+    if (samples->size(1) != length) {
+      const int64_t extra = samples->size(1) - length;
+      std::cerr << "grafx: note: " << path << " is ";
+      if (extra < sample_rate / 100)  // less than 10 ms: in samples, not "0.00 s"
+        std::cerr << extra << " sample" << (extra == 1 ? "" : "s");
+      else
+        std::cerr << std::fixed << std::setprecision(2) << double(extra) / double(sample_rate)
+                  << " s";
+      std::cerr << " longer than " << shortest << "; its end is left out\n";
+      *samples = samples->narrow(1, 0, length);
+    }
+}
 
 void prepare_output_folder(const std::string& path, const std::vector<std::string>& files,
                            bool resume, bool force, const std::string& what) {
@@ -223,22 +243,7 @@ std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs) {
   std::vector<std::pair<std::string, at::Tensor*>> all;
   for (size_t i = 0; i < tracks.size(); ++i) all.emplace_back(inputs.tracks[i], &tracks[i]);
   all.emplace_back(inputs.mix, &mix);
-  int64_t length = -1;
-  std::string shortest;
-  for (const auto& [path, audio] : all)
-    if (length < 0 || audio->size(1) < length) length = audio->size(1), shortest = path;
-  for (const auto& [path, audio] : all)
-    if (audio->size(1) != length) {
-      const int64_t extra = audio->size(1) - length;
-      std::cerr << "grafx: note: " << path << " is ";
-      if (extra < inputs.sample_rate / 100)  // less than 10 ms: in samples, not "0.00 s"
-        std::cerr << extra << " sample" << (extra == 1 ? "" : "s");
-      else
-        std::cerr << std::fixed << std::setprecision(2)
-                  << double(extra) / double(inputs.sample_rate) << " s";
-      std::cerr << " longer than " << shortest << "; its end is left out\n";
-      *audio = audio->narrow(1, 0, length);
-    }
+  trim_to_shortest(all, inputs.sample_rate);
   return {at::stack(tracks), mix};
 }
 

@@ -26,6 +26,7 @@ void add_demo_command(CLI::App& app);
 void add_processors_command(CLI::App& app);
 void add_process_command(CLI::App& app);
 void add_prune_command(CLI::App& app);
+void add_loss_command(CLI::App& app);
 
 /// Where a fit's data came from, as `grafx prune` finds it again (fit.json in the fit folder).
 struct FitInputs {
@@ -38,6 +39,14 @@ struct FitInputs {
 /// The tracks (K×2×L) and the mix (2×L) at the fit's rate, as the fit read them: mono spread to
 /// stereo, other rates resampled unless strict, every file cut to the shortest (with a note).
 std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs);
+/// An audio file as the fit reads it: 2×L float32 at `sample_rate` (mono spread to both
+/// channels; another rate resampled, or refused when `strict`).
+at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool strict);
+/// Cuts every signal (C×L) to the shortest's length, with a note on stderr for each cut.
+void trim_to_shortest(const std::vector<std::pair<std::string, at::Tensor*>>& audio,
+                      SampleRate sample_rate);
+/// The loss's mean |log Y − log X| in dB.
+double spectral_difference_db(const MixLossTerms& terms);
 /// Makes a command's output folder, or checks that an existing one may be used: with `resume`
 /// as it is (FitError [grafx.fit.checkpoint] if it does not exist); with `force` the files of
 /// `files` an earlier run wrote there (only those) are removed first, so that an interrupted

@@ -4,6 +4,7 @@
 #include <grafx/graph/graph_json.h>
 #include <grafx/io/audio.h>
 #include <grafx/io/safetensors.h>
+#include <grafx/loss/mix_loss.h>
 
 #include "support/test_support.h"
 
@@ -235,6 +236,56 @@ TEST(CliFit, FitsConsolesWithSendsAndSidechains) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "no track is named \"snare\" (tracks: kick, bass)")) << r.err;
   EXPECT_FALSE(testing::file_exists(dir.file("bad")));
+}
+
+TEST(CliLoss, ScoresAMixAsTheLibrarysLossDoes) {
+  testing::TempDir dir;
+  at::manual_seed(11);
+  const SampleRate rate = 30000;  // the loss's own rate: no resampling between the two paths
+  at::Tensor target     = at::randn({2, 3 * rate}) * 0.2;
+  at::Tensor estimate   = target * 0.7 + at::randn({2, 3 * rate}) * 0.05;
+  write_audio(dir.file("target.wav"), target, rate);
+  write_audio(dir.file("estimate.wav"), estimate, rate);
+  write_audio(dir.file("mono.wav"), estimate.narrow(0, 0, 1), rate);
+  // The library's loss on the whole signals, in one piece (the command streams in chunks).
+  MixLossOptions options;
+  options.skip_samples = rate / 2;
+  MixLossTerms expected =
+      MixLoss(options).terms(read_audio(dir.file("estimate.wav")).samples.unsqueeze(0),
+                             read_audio(dir.file("target.wav")).samples.unsqueeze(0));
+  auto r = run_grafx(
+      {"loss", dir.file("estimate.wav"), dir.file("target.wav"), "--skip", "0.5", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto field = [&](const std::string& name) {
+    size_t at = r.out.find("\"" + name + "\": ");
+    EXPECT_NE(at, std::string::npos) << name << " in " << r.out;
+    return std::stod(r.out.substr(at + name.size() + 4));
+  };
+  EXPECT_NEAR(field("loss"), expected.total.item<double>(), 1e-5);
+  EXPECT_NEAR(field("lr"), expected.lr.item<double>(), 1e-5);
+  EXPECT_NEAR(field("mid"), expected.mid.item<double>(), 1e-5);
+  EXPECT_NEAR(field("side"), expected.side.item<double>(), 1e-5);
+  EXPECT_TRUE(contains(r.out, "\"fft_sizes\": [512, 1024, 4096]")) << r.out;
+  // Text: the total and a line per resolution; a file against itself scores 0.
+  r = run_grafx({"loss", dir.file("target.wav"), dir.file("target.wav")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "loss 0.0000 = 0.5 L/R 0.0000")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  FFT 4096:  L 0.000 + 0.000")) << r.out;
+  // A mono estimate is its dual mono: no side, so the side term is the target's whole side.
+  r = run_grafx({"loss", dir.file("mono.wav"), dir.file("target.wav")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Bad input: one line, non-zero, below 128.
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"loss", dir.file("missing.wav"), dir.file("target.wav")}, "[grafx.io.unreadable]"},
+           {{"loss", dir.file("target.wav"), dir.file("target.wav"), "--skip", "100"},
+            "[grafx.loss.skip]"},
+           {{"loss", dir.file("target.wav"), dir.file("target.wav"), "--skip", "nan"}, "--skip"},
+           {{"loss", dir.file("target.wav")}, "target"}}) {
+    r = run_grafx(args);
+    EXPECT_GT(r.exit_code, 0) << message;
+    EXPECT_LT(r.exit_code, 128) << message;
+    EXPECT_TRUE(contains(r.err, message)) << r.err;
+  }
 }
 
 }  // namespace
