@@ -60,8 +60,13 @@ std::vector<std::string> fit_folder_files() {
 
 /// Fits with a live progress line, checkpoints and Ctrl-C handling, then writes the outputs.
 void run_session(Fitter& fitter, Session& session) {
-  const std::string checkpoint = session.folder + "/" + kCheckpoint;
-  session.summary.before       = fitter.evaluate();  // the initial console, also when resuming
+  const std::string checkpoint  = session.folder + "/" + kCheckpoint;
+  const ChannelGainFit& initial = fitter.gain_initialisation();
+  if (initial.gains.defined() && !session.resume)
+    std::cout << "track gains by least squares: relative error on a 10 s excerpt " << std::fixed
+              << std::setprecision(3) << initial.error_before << " -> " << initial.error_after
+              << "\n";
+  session.summary.before = fitter.evaluate();  // the initial console, also when resuming
   std::cout << "loss before fitting: " << std::fixed << std::setprecision(4)
             << session.summary.before.total.item<double>() << " (spectral difference "
             << std::setprecision(1) << spectral_difference_db(session.summary.before) << " dB)\n";
@@ -145,6 +150,9 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
   cmd.add_option("--clip", options.max_gradient_norm, "Clip the gradient norm (0: off)")
       ->capture_default_str()
       ->check(finite_number(0, true));
+  cmd.add_flag("--gain-init", options.initialise_gains,
+               "Start every track's gain/pan from a least-squares fit of the tracks to the mix "
+               "instead of 0 dB");
   cmd.add_option("--checkpoint-every", session.checkpoint_every,
                  "Save a checkpoint every N steps (0: only at the end)")
       ->capture_default_str()
@@ -155,9 +163,6 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
   add_pruning_options(cmd, session.pruning, "prune-");
   add_force_flag(cmd, session.force);
 }
-
-/// Reads audio as stereo at `sample_rate`: mono goes to both channels; other rates are
-/// resampled unless `strict`.
 
 }  // namespace
 

@@ -148,6 +148,9 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
     throw FitError("grafx.fit.options",
                    "the graph has nothing to fit: no processor with parameters and no dry/wet "
                    "node (e.g. a chain of mix nodes only)");
+  if (initial.empty() && options_.initialise_gains)
+    gain_initialisation_ =
+        fit_channel_gains(graph_, processors_, plan_, parameters_, tracks_, mix_, sample_rate_);
   if (!initial.empty()) {
     check_parameters(graph_, processors_, initial, 0, tracks_.scalar_type());
     for (auto& [type, named] : parameters_)  // our own copies, trained in place

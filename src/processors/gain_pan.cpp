@@ -8,13 +8,14 @@
 namespace grafx {
 
 ProcessorDescriptor gain_pan_descriptor() {
-  auto d                = ProcessorDescriptor::of<GainPan>("gain_pan", 'g');
-  d.summary             = "gain/pan: a gain per channel of a stereo signal";
-  d.grafx_name          = "StereoGain";
-  d.response            = ResponsePicture::kStereoField;
-  d.console_position    = 5;
-  d.random_pruning_rate = 0.51;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)
-  d.musical_prior       = [](const PriorContext& c) {
+  auto d                   = ProcessorDescriptor::of<GainPan>("gain_pan", 'g');
+  d.summary                = "gain/pan: a gain per channel of a stereo signal";
+  d.grafx_name             = "StereoGain";
+  d.response               = ResponsePicture::kStereoField;
+  d.console_position       = 5;
+  d.channel_gain_parameter = "log_gain";
+  d.random_pruning_rate    = 0.51;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)
+  d.musical_prior          = [](const PriorContext& c) {
     // A level, and for tracks a pan position (±0.6 moves each channel by up to 2.4 dB).
     double level = c.subgroup ? c.random.uniform(-3, 0) : c.random.uniform(-6, 2);
     double pan   = c.subgroup ? 0.0 : c.random.uniform(-0.6, 0.6);

@@ -11,6 +11,7 @@
 ///   save_parameters("fit.safetensors", console, fitter.parameters());
 
 #include <grafx/fit/adamw.h>
+#include <grafx/fit/initialise.h>
 #include <grafx/loss/mix_loss.h>
 #include <grafx/loss/regularizers.h>
 #include <grafx/render/render.h>
@@ -33,6 +34,10 @@ struct FitOptions {
   int64_t max_non_finite_steps  = 20;   ///< stop after this many skipped steps in a row
   /// Weights of the processors' auxiliary losses (gain staging 1e-3, radii 0.5).
   std::map<std::string, double> regularizer_weights = default_regularizer_weights();
+  /// Start each track's channel gains (its gain_pan) from a least-squares fit of the tracks to
+  /// the mix (grafx/fit/initialise.h) when the fitter makes the initial parameters. Off by
+  /// default: on the demo it starts and ends no better (docs/fitting.md).
+  bool initialise_gains = false;
   MixLossOptions loss;  ///< sample rate and skip are set by the fitter
   ScheduleOptions schedule = ScheduleMethod::kOptimal;
 };
@@ -83,6 +88,8 @@ class Fitter {
   const Processors& processors() const { return processors_; }
   const FitOptions& options() const { return options_; }
   const AdamW& optimizer() const { return optimizer_; }
+  /// The least-squares initialisation of the channel gains, when it ran (gains undefined if not).
+  const ChannelGainFit& gain_initialisation() const { return gain_initialisation_; }
   SampleRate sample_rate() const { return sample_rate_; }
   /// The tracks (K×C×L).
   const at::Tensor& tracks() const { return tracks_; }
@@ -136,6 +143,7 @@ class Fitter {
   Parameters parameters_;
   MixLoss loss_;
   AdamW optimizer_;
+  ChannelGainFit gain_initialisation_;
   std::vector<FitRecord> history_;
   int64_t non_finite_in_a_row_ = 0;
   double sparsity_weight_      = 0;

@@ -94,6 +94,9 @@ struct ProcessorDescriptor {
   int console_position = 0;
   /// Fits regularise |level out − level in| of these nodes (the pruning paper's gain staging).
   bool gain_staging = false;
+  /// A raw parameter [2] that scales the left and right output by e^raw (gain_pan's log_gain):
+  /// the fit's least-squares initialisation sets each track's level and side through it.
+  std::string channel_gain_parameter;
   /// Probability that `prune_randomly` bypasses a node (the paper's pruning ratios).
   double random_pruning_rate = 0.0;
   GradientCheck gradient_check;
