@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 namespace grafx::cli {
@@ -81,12 +82,20 @@ void run_session(Fitter& fitter, Session& session) {
   auto start = std::chrono::steady_clock::now();
   try {
     fitter.run([&](const FitProgress& p) {
-      bool last = p.step == p.n_steps;
+      // The last step: the steps' end, or the time budget's (the run stops after it).
+      bool last =
+          p.step == p.n_steps || (fitter.options().time_budget_seconds > 0 && p.eta_seconds <= 0);
       if (terminal || last || p.step % 25 == 0) {
-        std::cout << (terminal ? "\r" : "") << "step " << p.step << "/" << p.n_steps << "  loss "
-                  << std::setprecision(4) << p.record.match_loss << " (with regularisers "
-                  << std::setprecision(3) << p.record.loss << ")  " << std::setprecision(2)
-                  << p.steps_per_second << " steps/s  ETA " << duration(p.eta_seconds)
+        const bool budget = fitter.options().time_budget_seconds > 0;
+        std::cout << (terminal ? "\r" : "") << "step " << p.step
+                  << (budget && p.n_steps == std::numeric_limits<int32_t>::max()
+                          ? std::string()
+                          : "/" + std::to_string(p.n_steps))
+                  << "  loss " << std::setprecision(4) << p.record.match_loss
+                  << " (with regularisers " << std::setprecision(3) << p.record.loss << ")  "
+                  << std::setprecision(2) << p.steps_per_second << " steps/s  lr "
+                  << std::setprecision(4) << p.learning_rate << "  "
+                  << (budget ? "time left " : "ETA ") << duration(p.eta_seconds)
                   << (p.skipped_steps ? "  skipped " + std::to_string(p.skipped_steps) : "")
                   << "   " << (terminal && !last ? "" : "\n") << std::flush;
       }
@@ -127,12 +136,32 @@ void run_session(Fitter& fitter, Session& session) {
 }
 
 void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
-  cmd.add_option("--steps", options.n_steps, "Optimisation steps")
-      ->capture_default_str()
-      ->check(whole_number(0));
+  CLI::Option* steps = cmd.add_option("--steps", options.n_steps,
+                                      "Optimisation steps (with --time-budget alone: no limit)")
+                           ->capture_default_str()
+                           ->check(whole_number(0));
   cmd.add_option("--lr", options.optimizer.lr, "AdamW learning rate")
       ->capture_default_str()
       ->check(finite_number(0, false));
+  cmd.add_option_function<double>(
+         "--time-budget",
+         [&options, steps](double minutes) {
+           options.time_budget_seconds = minutes * 60;
+           // The budget alone decides, unless steps are given too.
+           if (minutes > 0 && steps->count() == 0)
+             options.n_steps = std::numeric_limits<int32_t>::max();
+         },
+         "Stop after this many minutes of fitting (also with steps left; 0: no limit)")
+      ->check(finite_number(0, true));
+  cmd.add_option("--warmup-steps", options.lr_schedule.warmup_steps,
+                 "Steps of linear learning-rate warm-up from lr/10")
+      ->capture_default_str()
+      ->check(whole_number(0));
+  cmd.add_option("--final-lr", options.lr_schedule.final_ratio,
+                 "Cosine decay of the learning rate to this share of --lr by the last step "
+                 "(or the end of the time budget); 1: constant")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-6, 1.0));
   cmd.add_option("--crop", options.crop_seconds, "Seconds of audio per step")
       ->capture_default_str()
       ->check(finite_number(0, false));

@@ -34,14 +34,16 @@ void write_fit_record(const std::string& folder, const FitInputs& inputs, const 
   j["format"]  = "grafx.fit";
   j["version"] = 1;
   for (const auto& path : inputs.tracks) j["tracks"].push_back(fs::absolute(path).string());
-  j["mix"]          = fs::absolute(inputs.mix).string();
-  j["track_names"]  = inputs.track_names;
-  j["sample_rate"]  = inputs.sample_rate;
-  j["strict_rate"]  = inputs.strict_rate;
-  j["crop_seconds"] = options.crop_seconds;
-  j["skip_seconds"] = options.skip_seconds;
-  j["lr"]           = options.optimizer.lr;
-  j["seed"]         = options.seed;
+  j["mix"]            = fs::absolute(inputs.mix).string();
+  j["track_names"]    = inputs.track_names;
+  j["sample_rate"]    = inputs.sample_rate;
+  j["strict_rate"]    = inputs.strict_rate;
+  j["crop_seconds"]   = options.crop_seconds;
+  j["skip_seconds"]   = options.skip_seconds;
+  j["lr"]             = options.optimizer.lr;
+  j["seed"]           = options.seed;
+  j["warmup_steps"]   = options.lr_schedule.warmup_steps;
+  j["final_lr_ratio"] = options.lr_schedule.final_ratio;
   write_text_file(folder + "/" + kFitRecord, j.dump(2) + "\n", overwrite);
 }
 

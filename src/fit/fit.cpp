@@ -57,6 +57,13 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
           "a finite gradient-norm limit of at least 0 (0: off)", options.max_gradient_norm);
   require(options.reset_optimizer_every >= 0, "an optimizer reset interval of at least 0",
           double(options.reset_optimizer_every));
+  require(finite(options.time_budget_seconds) && options.time_budget_seconds >= 0,
+          "a finite time budget of at least 0 s (0: none)", options.time_budget_seconds);
+  require(options.lr_schedule.warmup_steps >= 0, "warm-up steps of at least 0",
+          double(options.lr_schedule.warmup_steps));
+  require(finite(options.lr_schedule.final_ratio) && options.lr_schedule.final_ratio > 0 &&
+              options.lr_schedule.final_ratio <= 1,
+          "a final learning-rate ratio in (0, 1]", options.lr_schedule.final_ratio);
   // In double first: a huge crop or warm-up in seconds must not overflow a sample count.
   auto samples = [&](double seconds) {
     return int64_t(std::llround(std::min(seconds * double(sample_rate), double(length))));
@@ -164,8 +171,17 @@ int64_t Fitter::crop_start(int64_t step) const {
   return int64_t(splitmix64(options_.seed ^ splitmix64(uint64_t(step))) % uint64_t(choices));
 }
 
-FitRecord Fitter::step() {
+double LearningRateSchedule::factor(int64_t step, double done) const {
+  const double f = std::min(1.0, std::max(0.0, done));
+  double factor  = final_ratio + (1 - final_ratio) * (1 + std::cos(M_PI * f)) / 2;
+  if (step < warmup_steps) factor *= 0.1 + 0.9 * double(step) / double(warmup_steps);
+  return factor;
+}
+
+FitRecord Fitter::step(double done) {
   const int64_t s = steps_done();
+  if (done < 0) done = options_.n_steps > 0 ? double(s) / double(options_.n_steps) : 0;
+  optimizer_.set_lr(options_.optimizer.lr * options_.lr_schedule.factor(s, done));
   if (options_.reset_optimizer_every > 0 && s > 0 && s % options_.reset_optimizer_every == 0)
     optimizer_.reset();
   const int64_t start   = crop_start(s);
@@ -210,12 +226,17 @@ FitRecord Fitter::step() {
 }
 
 void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
-  using clock = std::chrono::steady_clock;
-  std::deque<clock::time_point> recent{clock::now()};  // the last steps' end times
-  int64_t skipped = 0;
+  using clock                   = std::chrono::steady_clock;
+  const clock::time_point start = clock::now();
+  std::deque<clock::time_point> recent{start};  // the last steps' end times
+  const double budget = options_.time_budget_seconds;
+  auto elapsed        = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  int64_t skipped     = 0;
   for (const auto& r : history_) skipped += r.skipped;
-  while (steps_done() < options_.n_steps) {
-    FitRecord record = step();
+  while (steps_done() < options_.n_steps && (budget <= 0 || elapsed() < budget)) {
+    double done = double(steps_done()) / double(options_.n_steps);
+    if (budget > 0) done = std::max(done, elapsed() / budget);
+    FitRecord record = step(done);
     skipped += record.skipped;
     recent.push_back(clock::now());
     if (recent.size() > 11) recent.pop_front();
@@ -225,10 +246,12 @@ void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
     p.n_steps          = options_.n_steps;
     p.record           = record;
     p.skipped_steps    = skipped;
+    p.learning_rate    = optimizer_.options().lr;
     double seconds     = std::chrono::duration<double>(recent.back() - recent.front()).count();
     p.steps_per_second = seconds > 0 ? double(recent.size() - 1) / seconds : 0;
     p.eta_seconds =
         p.steps_per_second > 0 ? double(options_.n_steps - p.step) / p.steps_per_second : 0;
+    if (budget > 0) p.eta_seconds = std::min(p.eta_seconds, std::max(0.0, budget - elapsed()));
     progress(p);
   }
 }
@@ -288,16 +311,23 @@ MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
 
 std::map<std::string, std::string> Fitter::identity() const {
   at::Tensor t = tracks_.to(at::kDouble), m = mix_.to(at::kDouble);
-  return {{"graph", graph_to_json(graph_)},
-          {"sample_rate", std::to_string(sample_rate_)},
-          {"seed", std::to_string(options_.seed)},
-          {"crop_samples", std::to_string(crop_samples_)},
-          {"skip_samples", std::to_string(options_.loss.skip_samples)},
-          {"lr", number(options_.optimizer.lr)},
-          {"data", std::to_string(tracks_.size(0)) + "x" + std::to_string(tracks_.size(1)) + "x" +
-                       std::to_string(tracks_.size(2)) + ", tracks " +
-                       number(t.abs().sum().item<double>()) + ", mix " +
-                       number(m.abs().sum().item<double>())}};
+  std::map<std::string, std::string> identity = {
+      {"graph", graph_to_json(graph_)},
+      {"sample_rate", std::to_string(sample_rate_)},
+      {"seed", std::to_string(options_.seed)},
+      {"crop_samples", std::to_string(crop_samples_)},
+      {"skip_samples", std::to_string(options_.loss.skip_samples)},
+      {"lr", number(options_.optimizer.lr)},
+      {"data", std::to_string(tracks_.size(0)) + "x" + std::to_string(tracks_.size(1)) + "x" +
+                   std::to_string(tracks_.size(2)) + ", tracks " +
+                   number(t.abs().sum().item<double>()) + ", mix " +
+                   number(m.abs().sum().item<double>())}};
+  // Only a schedule other than the constant one (so that checkpoints from before schedules load).
+  const LearningRateSchedule& schedule = options_.lr_schedule;
+  if (schedule.warmup_steps != 0 || schedule.final_ratio != 1.0)
+    identity["lr_schedule"] = std::to_string(schedule.warmup_steps) + " warm-up steps, final " +
+                              number(schedule.final_ratio);
+  return identity;
 }
 
 void Fitter::save_checkpoint(const std::string& path) const {
@@ -328,8 +358,10 @@ void Fitter::load_checkpoint(const std::string& path) {
   auto mine = identity();
   // The first difference named, in this order: a sample rate that differs would show as crop
   // sizes that differ too.
-  for (std::string key :
-       {"graph", "data", "sample_rate", "seed", "lr", "crop_samples", "skip_samples"}) {
+  mine.emplace("lr_schedule", "constant");  // checkpoints without one: constant
+  if (!file.metadata.count("lr_schedule")) file.metadata["lr_schedule"] = "constant";
+  for (std::string key : {"graph", "data", "sample_rate", "seed", "lr", "lr_schedule",
+                          "crop_samples", "skip_samples"}) {
     const std::string& value = mine.at(key);
     if (file.metadata[key] == value) continue;
     if (key == "graph") fail("made for another graph");

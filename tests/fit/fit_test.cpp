@@ -14,6 +14,8 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
+
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -218,6 +220,54 @@ TEST(Fit, OptimizerResetsAndGradientClipping) {
   EXPECT_NEAR(a.grad()[0].item<double>(), 0.6, 1e-6);
   EXPECT_NEAR(b.grad()[0].item<double>(), 0.8, 1e-6);
   EXPECT_NEAR(clip_gradient_norm(p, 0.0), 1.0, 1e-6) << "0: measure only";
+}
+
+TEST(Fit, LearningRateScheduleWarmsUpThenDecaysByCosine) {
+  LearningRateSchedule schedule{/*warmup_steps=*/10, /*final_ratio=*/0.2};
+  EXPECT_DOUBLE_EQ(schedule.factor(0, 0.0), 0.1);  // warm-up from lr/10
+  EXPECT_DOUBLE_EQ(schedule.factor(5, 0.0), 0.1 + 0.9 * 0.5);
+  EXPECT_DOUBLE_EQ(schedule.factor(10, 0.0), 1.0);
+  EXPECT_NEAR(schedule.factor(50, 0.5), 0.2 + 0.8 * 0.5, 1e-15);  // half way down the cosine
+  EXPECT_NEAR(schedule.factor(99, 1.0), 0.2, 1e-15);
+  EXPECT_DOUBLE_EQ(LearningRateSchedule().factor(7, 0.3), 1.0) << "the default is constant";
+  // The fitter steps with lr × factor: seen in its progress.
+  Graph console       = gain_console();
+  at::Tensor x        = tracks(2);
+  at::Tensor mix      = hidden_mix(console, x, at::zeros({3, 2}));
+  FitOptions options  = small_options(20);
+  options.lr_schedule = {4, 0.5};
+  Fitter fitter(console, x, mix, kRate, options);
+  std::vector<double> rates;
+  fitter.run([&](const FitProgress& p) { rates.push_back(p.learning_rate); });
+  ASSERT_EQ(rates.size(), 20u);
+  for (int64_t s = 0; s < 20; ++s)
+    EXPECT_NEAR(rates[size_t(s)], 0.05 * options.lr_schedule.factor(s, double(s) / 20), 1e-12) << s;
+}
+
+TEST(Fit, ATimeBudgetStopsTheFitOnTime) {
+  Graph console               = gain_console();
+  at::Tensor x                = tracks(3);
+  at::Tensor mix              = hidden_mix(console, x, at::zeros({3, 2}));
+  FitOptions options          = small_options(1000000);
+  options.time_budget_seconds = 1.0;
+  Fitter fitter(console, x, mix, kRate, options);
+  using clock    = std::chrono::steady_clock;
+  auto start     = clock::now();
+  double slowest = 0;
+  auto last      = start;
+  fitter.run([&](const FitProgress&) {
+    auto now = clock::now();
+    slowest  = std::max(slowest, std::chrono::duration<double>(now - last).count());
+    last     = now;
+  });
+  const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
+  EXPECT_GT(fitter.steps_done(), 0);
+  EXPECT_LT(fitter.steps_done(), 1000000);
+  EXPECT_GE(elapsed, 1.0);
+  EXPECT_LE(elapsed, 1.0 + slowest + 0.5) << "at most one step past the budget";
+  options.time_budget_seconds = -1;
+  EXPECT_GRAFX_ERROR(Fitter(console, x, mix, kRate, options), "grafx.fit.options",
+                     "a finite time budget of at least 0 s");
 }
 
 TEST(Fit, RefusesSettingsThatCannotWork) {

@@ -33,6 +33,8 @@ class AdamW {
   void reset();
 
   int64_t n_steps() const { return n_steps_; }
+  /// Sets the learning rate of the next steps (a schedule's).
+  void set_lr(double lr) { options_.lr = lr; }
   const AdamWOptions& options() const { return options_; }
   /// The moment estimates as named tensors ("exp_avg/<type>.<name>", "exp_avg_sq/...") plus
   /// "step", for checkpoints; `load_state` restores them (IoError-free: FitError on mismatch).

@@ -23,9 +23,26 @@
 
 namespace grafx {
 
+/// How the learning rate moves over a fit: f is the share of the fit done (steps done over
+/// n_steps, or time spent over the time budget, whichever is further).
+struct LearningRateSchedule {
+  /// Steps of linear warm-up from lr/10 to lr (0: none).
+  int64_t warmup_steps = 0;
+  /// lr·(r + (1 − r)·(1 + cos πf)/2) after the warm-up, with r = final_ratio; 1 keeps lr constant
+  /// (the paper's).
+  double final_ratio = 1.0;
+
+  /// The factor on lr at step `step` (0-based) when a share `done` of the fit is done.
+  double factor(int64_t step, double done) const;
+};
+
 struct FitOptions {
   int64_t n_steps = 1000;
-  AdamWOptions optimizer;               ///< lr 0.01, weight decay 0 (the paper's)
+  /// Stop once this many seconds of fitting have passed in a run (0: no limit); the steps done
+  /// then are fewer than n_steps.
+  double time_budget_seconds = 0;
+  AdamWOptions optimizer;  ///< lr 0.01, weight decay 0 (the paper's)
+  LearningRateSchedule lr_schedule;
   double crop_seconds           = 3.8;  ///< random crop per step (whole song if shorter)
   double skip_seconds           = 1.0;  ///< start of each crop left out of the loss (warm-up)
   uint64_t seed                 = 0;    ///< initial parameters and crops
@@ -61,7 +78,8 @@ struct FitProgress {
   int64_t n_steps = 0;
   FitRecord record;  ///< the step just done
   double steps_per_second = 0;
-  double eta_seconds      = 0;
+  double eta_seconds      = 0;  ///< to n_steps, or to the end of the time budget if sooner
+  double learning_rate    = 0;  ///< of the step just done
   int64_t skipped_steps   = 0;  ///< in total
 };
 
@@ -73,11 +91,14 @@ class Fitter {
   Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample_rate, FitOptions options,
          Parameters initial = {});
 
-  /// Runs until `options.n_steps` steps are done, calling `progress` after each. Throws
+  /// Runs until `options.n_steps` steps are done or the time budget is spent, calling `progress`
+  /// after each. Throws
   /// FitError [grafx.fit.diverged] after max_non_finite_steps skipped steps in a row.
   void run(const std::function<void(const FitProgress&)>& progress = {});
-  /// One step (crop, render, loss, backward, update); returns its record.
-  FitRecord step();
+  /// One step (crop, render, loss, backward, update) with the learning rate the schedule gives
+  /// when a share `done` of the fit is done (default: steps done over n_steps); returns its
+  /// record.
+  FitRecord step(double done = -1);
 
   int64_t steps_done() const { return static_cast<int64_t>(history_.size()); }
   const std::vector<FitRecord>& history() const { return history_; }
