@@ -165,6 +165,10 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
   cmd.add_option("--crop", options.crop_seconds, "Seconds of audio per step")
       ->capture_default_str()
       ->check(finite_number(0, false));
+  cmd.add_option("--crops", options.crops_per_step,
+                 "Crops per step, rendered as one batch (the loss is their mean)")
+      ->capture_default_str()
+      ->check(whole_number(1));
   cmd.add_option("--warm-up", options.skip_seconds,
                  "Seconds at the start of each crop left out of the loss")
       ->capture_default_str()

@@ -44,6 +44,7 @@ void write_fit_record(const std::string& folder, const FitInputs& inputs, const 
   j["seed"]           = options.seed;
   j["warmup_steps"]   = options.lr_schedule.warmup_steps;
   j["final_lr_ratio"] = options.lr_schedule.final_ratio;
+  j["crops_per_step"] = options.crops_per_step;
   write_text_file(folder + "/" + kFitRecord, j.dump(2) + "\n", overwrite);
 }
 

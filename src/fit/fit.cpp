@@ -57,6 +57,7 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
           "a finite gradient-norm limit of at least 0 (0: off)", options.max_gradient_norm);
   require(options.reset_optimizer_every >= 0, "an optimizer reset interval of at least 0",
           double(options.reset_optimizer_every));
+  require(options.crops_per_step >= 1, "at least 1 crop per step", double(options.crops_per_step));
   require(finite(options.time_budget_seconds) && options.time_budget_seconds >= 0,
           "a finite time budget of at least 0 s (0: none)", options.time_budget_seconds);
   require(options.lr_schedule.warmup_steps >= 0, "warm-up steps of at least 0",
@@ -166,9 +167,11 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
   }
 }
 
-int64_t Fitter::crop_start(int64_t step) const {
+int64_t Fitter::crop_start(int64_t step, int64_t crop) const {
   const int64_t choices = tracks_.size(2) - crop_samples_ + 1;
-  return int64_t(splitmix64(options_.seed ^ splitmix64(uint64_t(step))) % uint64_t(choices));
+  // Crop 0 as before crops per step existed, so that one crop per step fits as it did.
+  const uint64_t key = splitmix64(uint64_t(step)) ^ (crop ? splitmix64(~uint64_t(crop)) : 0);
+  return int64_t(splitmix64(options_.seed ^ key) % uint64_t(choices));
 }
 
 double LearningRateSchedule::factor(int64_t step, double done) const {
@@ -184,15 +187,30 @@ FitRecord Fitter::step(double done) {
   optimizer_.set_lr(options_.optimizer.lr * options_.lr_schedule.factor(s, done));
   if (options_.reset_optimizer_every > 0 && s > 0 && s % options_.reset_optimizer_every == 0)
     optimizer_.reset();
-  const int64_t start   = crop_start(s);
-  RenderResult rendered = render(plan_, processors_, parameters_,
-                                 tracks_.narrow(2, start, crop_samples_), render_options_);
-  MixLossTerms terms    = loss_.terms(rendered.outputs[0].unsqueeze(0),
-                                      mix_.narrow(1, start, crop_samples_).unsqueeze(0));
-  TensorDict aux;  // every type's aux losses, by name
+  RenderResult rendered;
+  MixLossTerms terms;
+  if (options_.crops_per_step == 1) {
+    const int64_t start = crop_start(s, 0);
+    rendered = render(plan_, processors_, parameters_, tracks_.narrow(2, start, crop_samples_),
+                      render_options_);
+    terms    = loss_.terms(rendered.outputs[0].unsqueeze(0),
+                           mix_.narrow(1, start, crop_samples_).unsqueeze(0));
+  } else {  // one batched render of every crop, B×K×C×T
+    std::vector<at::Tensor> sources, targets;
+    for (int64_t b = 0; b < options_.crops_per_step; ++b) {
+      const int64_t start = crop_start(s, b);
+      sources.push_back(tracks_.narrow(2, start, crop_samples_));
+      targets.push_back(mix_.narrow(1, start, crop_samples_));
+    }
+    rendered = render(plan_, processors_, parameters_, at::stack(sources), render_options_);
+    terms    = loss_.terms(rendered.outputs.select(1, 0), at::stack(targets));
+  }
+  TensorDict aux;  // every type's aux losses, by name, averaged over the crops
   for (const auto& [type, named] : rendered.aux_losses)
-    for (const auto& [name, values] : named)
-      aux[name] = aux.count(name) ? at::cat({aux[name], values}) : values;
+    for (const auto& [name, batched] : named) {
+      at::Tensor values = batched.dim() == 2 ? batched.mean(0) : batched;
+      aux[name]         = aux.count(name) ? at::cat({aux[name], values}) : values;
+    }
   at::Tensor regularization = regularization_loss(aux, options_.regularizer_weights);
   if (sparsity_weight_ > 0) regularization = regularization + sparsity_weight_ * sparsity();
   at::Tensor total = terms.total + regularization;
@@ -322,6 +340,8 @@ std::map<std::string, std::string> Fitter::identity() const {
                    std::to_string(tracks_.size(2)) + ", tracks " +
                    number(t.abs().sum().item<double>()) + ", mix " +
                    number(m.abs().sum().item<double>())}};
+  if (options_.crops_per_step != 1)
+    identity["crops_per_step"] = std::to_string(options_.crops_per_step);
   // Only a schedule other than the constant one (so that checkpoints from before schedules load).
   const LearningRateSchedule& schedule = options_.lr_schedule;
   if (schedule.warmup_steps != 0 || schedule.final_ratio != 1.0)
@@ -358,10 +378,15 @@ void Fitter::load_checkpoint(const std::string& path) {
   auto mine = identity();
   // The first difference named, in this order: a sample rate that differs would show as crop
   // sizes that differ too.
-  mine.emplace("lr_schedule", "constant");  // checkpoints without one: constant
-  if (!file.metadata.count("lr_schedule")) file.metadata["lr_schedule"] = "constant";
+  // Checkpoints from before schedules and crop batches: constant, one crop.
+  const std::pair<std::string, std::string> fallbacks[] = {{"lr_schedule", "constant"},
+                                                           {"crops_per_step", "1"}};
+  for (const auto& [key, fallback] : fallbacks) {
+    mine.emplace(key, fallback);
+    if (!file.metadata.count(key)) file.metadata[key] = fallback;
+  }
   for (std::string key : {"graph", "data", "sample_rate", "seed", "lr", "lr_schedule",
-                          "crop_samples", "skip_samples"}) {
+                          "crops_per_step", "crop_samples", "skip_samples"}) {
     const std::string& value = mine.at(key);
     if (file.metadata[key] == value) continue;
     if (key == "graph") fail("made for another graph");

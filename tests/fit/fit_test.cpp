@@ -6,6 +6,7 @@
 #include <grafx/fit/fit.h>
 #include <grafx/fit/multitrack.h>
 #include <grafx/graph/console.h>
+#include <grafx/loss/mix_loss.h>
 #include <grafx/render/parameters.h>
 #include <grafx/report/fit_report.h>
 
@@ -242,6 +243,36 @@ TEST(Fit, LearningRateScheduleWarmsUpThenDecaysByCosine) {
   ASSERT_EQ(rates.size(), 20u);
   for (int64_t s = 0; s < 20; ++s)
     EXPECT_NEAR(rates[size_t(s)], 0.05 * options.lr_schedule.factor(s, double(s) / 20), 1e-12) << s;
+}
+
+TEST(Fit, SeveralCropsPerStepAreOneBatchWhoseLossIsTheirMean) {
+  Graph console          = gain_console();
+  at::Tensor x           = tracks(4);
+  at::Tensor mix         = hidden_mix(console, x, at::full({3, 2}, 0.3f));
+  FitOptions options     = small_options(1);
+  options.crops_per_step = 3;
+  Fitter batched(console, x, mix, kRate, options);
+  Fitter single(console, x, mix, kRate, small_options(1));
+  EXPECT_EQ(batched.crop_start(0, 0), single.crop_start(0, 0)) << "crop 0 as with one crop";
+  EXPECT_NE(batched.crop_start(0, 1), batched.crop_start(0, 2));
+  // The loss of each crop rendered on its own, averaged.
+  const int64_t crop          = int64_t(1.0 * kRate);
+  MixLossOptions loss_options = batched.options().loss;
+  double expected             = 0;
+  for (int64_t b = 0; b < 3; ++b) {
+    const int64_t start = batched.crop_start(0, b);
+    at::Tensor out      = render(make_render_plan(to_tensor(console)), batched.processors(),
+                                 batched.detached_parameters(), x.narrow(2, start, crop))
+                         .outputs[0];
+    expected += MixLoss(loss_options)(out.unsqueeze(0), mix.narrow(1, start, crop).unsqueeze(0))
+                    .item<double>() /
+                3;
+  }
+  FitRecord record = batched.step();
+  EXPECT_NEAR(record.match_loss, expected, 1e-6 * expected);
+  options.crops_per_step = 0;
+  EXPECT_GRAFX_ERROR(Fitter(console, x, mix, kRate, options), "grafx.fit.options",
+                     "at least 1 crop per step");
 }
 
 TEST(Fit, ATimeBudgetStopsTheFitOnTime) {

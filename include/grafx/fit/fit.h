@@ -43,7 +43,9 @@ struct FitOptions {
   double time_budget_seconds = 0;
   AdamWOptions optimizer;  ///< lr 0.01, weight decay 0 (the paper's)
   LearningRateSchedule lr_schedule;
-  double crop_seconds           = 3.8;  ///< random crop per step (whole song if shorter)
+  double crop_seconds = 3.8;  ///< random crop per step (whole song if shorter)
+  /// Crops per step, rendered as one source batch; the loss and regularisers are their means.
+  int64_t crops_per_step        = 1;
   double skip_seconds           = 1.0;  ///< start of each crop left out of the loss (warm-up)
   uint64_t seed                 = 0;    ///< initial parameters and crops
   int64_t reset_optimizer_every = 0;  ///< re-create the optimizer's state every n steps (0: never)
@@ -109,6 +111,9 @@ class Fitter {
   const Processors& processors() const { return processors_; }
   const FitOptions& options() const { return options_; }
   const AdamW& optimizer() const { return optimizer_; }
+  /// Where crop `crop` of step `step` starts: a function of the seed, the step and the crop
+  /// alone, so that a resumed fit sees the same crops as an uninterrupted one.
+  int64_t crop_start(int64_t step, int64_t crop) const;
   /// The least-squares initialisation of the channel gains, when it ran (gains undefined if not).
   const ChannelGainFit& gain_initialisation() const { return gain_initialisation_; }
   SampleRate sample_rate() const { return sample_rate_; }
@@ -147,9 +152,6 @@ class Fitter {
  private:
   /// Σ w over the dry/wet nodes not bypassed.
   at::Tensor sparsity() const;
-  /// Where step `step`'s crop starts: a function of the seed and the step alone, so that a
-  /// resumed fit sees the same crops as an uninterrupted one.
-  int64_t crop_start(int64_t step) const;
   /// What a checkpoint must agree on: graph, data, settings.
   std::map<std::string, std::string> identity() const;
 
