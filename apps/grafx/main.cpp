@@ -175,7 +175,16 @@ int main(int argc, char** argv) {
     std::cerr << "grafx: error: " << e.what() << "\n";
     return 1;
   } catch (const c10::Error& e) {
-    std::cerr << "grafx: error: " << first_line(e.what_without_backtrace()) << "\n";
+    const std::string what = first_line(e.what_without_backtrace());
+    // LibTorch's CPU allocator reports failures as c10::Error, not std::bad_alloc.
+    const size_t tried = what.find("you tried to allocate");
+    if (what.find("can't allocate memory") != std::string::npos && tried != std::string::npos) {
+      std::cerr << "grafx: error: [grafx.cli.out_of_memory] out of memory: "
+                << what.substr(tried, what.find('.', tried) - tried)
+                << " (LibTorch's CPU allocator)\n";
+      return 1;
+    }
+    std::cerr << "grafx: error: " << what << "\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "grafx: error: " << first_line(e.what()) << "\n";

@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace grafx {
@@ -236,6 +237,23 @@ TEST(CliFit, FitsConsolesWithSendsAndSidechains) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "no track is named \"snare\" (tracks: kick, bass)")) << r.err;
   EXPECT_FALSE(testing::file_exists(dir.file("bad")));
+}
+
+TEST(CliFit, LibTorchsOutOfMemoryIsOneLine) {
+  // 300,000 crops of 50 s at once (960 GB): LibTorch's allocator refuses (a c10::Error, not
+  // bad_alloc).
+  testing::TempDir dir;
+  write_audio(dir.file("t.wav"), at::randn({2, 60 * 8000}) * 0.1, 8000);
+  auto r = run_grafx({"fit", "--tracks", dir.file("t.wav"), "--mix", dir.file("t.wav"),
+                      "--sample-rate", "8000", "--crop", "50", "--crops", "300000", "--steps", "1",
+                      "-o", dir.file("out")});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("grafx: error: [grafx.cli.out_of_memory] out of memory: you tried to "
+                        "allocate ",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST(CliLoss, ScoresAMixAsTheLibrarysLossDoes) {
