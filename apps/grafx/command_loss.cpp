@@ -5,7 +5,6 @@
 
 #include <grafx/error.h>
 #include <grafx/loss/mix_loss.h>
-#include <grafx/render/chunked.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -68,13 +67,7 @@ void add_loss_command(CLI::App& app) {
     options.skip_samples = int64_t(std::llround(args->skip_seconds * double(args->sample_rate)));
     c10::NoGradGuard no_grad;
     // In chunks, as the fit's whole-song loss: memory stays flat with the song's length.
-    MixLossStream stream = MixLoss(options).stream(target.size(1));
-    const int64_t chunk  = ChunkOptions().chunk_samples;
-    for (int64_t start = 0; start < target.size(1); start += chunk) {
-      const int64_t n = std::min(chunk, target.size(1) - start);
-      stream.add(estimate.narrow(1, start, n), target.narrow(1, start, n));
-    }
-    const MixLossTerms terms         = stream.finish();
+    const MixLossTerms terms         = MixLoss(options).streamed_terms(estimate, target);
     const std::vector<int64_t>& ffts = options.fft_sizes;
     if (args->json) {
       std::string sizes;

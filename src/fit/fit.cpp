@@ -309,21 +309,14 @@ at::Tensor Fitter::render_mix() const {
 MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
   MixLossOptions whole = options_.loss;
   whole.skip_samples   = 0;
-  MixLossStream stream = MixLoss(whole).stream(mix_.size(-1));
   // In chunks, rendered or cut from `fitted`: the spectrograms of a whole song would not fit
   // in memory (MixLossStream).
-  auto add = [&](int64_t start, const at::Tensor& mix) {
-    stream.add(mix, mix_.narrow(-1, start, mix.size(-1)));
-  };
-  ChunkOptions chunks;
-  if (!fitted.defined()) {
-    render_chunks(
-        plan_, processors_, detached_parameters(), tracks_,
-        [&](int64_t start, const at::Tensor& outputs) { add(start, outputs[0]); }, chunks);
-  } else {
-    for (int64_t start = 0; start < fitted.size(-1); start += chunks.chunk_samples)
-      add(start, fitted.narrow(-1, start, std::min(chunks.chunk_samples, fitted.size(-1) - start)));
-  }
+  if (fitted.defined()) return MixLoss(whole).streamed_terms(fitted, mix_);
+  MixLossStream stream = MixLoss(whole).stream(mix_.size(-1));
+  render_chunks(plan_, processors_, detached_parameters(), tracks_,
+                [&](int64_t start, const at::Tensor& outputs) {
+                  stream.add(outputs[0], mix_.narrow(-1, start, outputs.size(-1)));
+                });
   return stream.finish();
 }
 

@@ -64,22 +64,19 @@ ChannelGainFit fit_channel_gains(const Graph& graph, const Processors& processor
       std::min(length, std::max<int64_t>(1, std::llround(excerpt_seconds * sample_rate)));
   const int64_t start = (length - excerpt) / 2;
   at::Tensor target   = mix.narrow(1, start, excerpt).to(at::kDouble);
-  Parameters detached;
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, p] : named) detached[type][name] = p.detach();
 
   // Each track's contribution to the first output, alone: y [K, 2, E], rendered from the
   // excerpt widened by the graph's temporal support (chunked.h), so that it equals the same
   // samples of the whole song's render.
   const ChunkWindow window =
-      ChunkWindow::of(start, excerpt, length, temporal_support(plan, processors, detached));
+      ChunkWindow::of(start, excerpt, length, temporal_support(plan, processors, parameters));
   at::Tensor x = tracks.narrow(2, window.first, window.last - window.first);
   std::vector<at::Tensor> alone;
   for (int64_t first = 0; first < n_tracks; first += kTracksPerRender) {
     const int64_t n = std::min(kTracksPerRender, n_tracks - first);
     at::Tensor only = at::zeros({n, n_tracks, 1, 1}, x.options());
     for (int64_t i = 0; i < n; ++i) only[i][first + i] = 1;
-    at::Tensor out = render(plan, processors, detached, x.unsqueeze(0) * only).outputs;
+    at::Tensor out = render(plan, processors, parameters, x.unsqueeze(0) * only).outputs;
     alone.push_back(out.select(1, 0)
                         .narrow(-1, start - window.first, excerpt)
                         .expand({n, 2, excerpt})

@@ -16,6 +16,8 @@ namespace grafx {
 namespace {
 
 const char* const kWhat = "mix loss";
+/// Samples per chunk of a whole song fed to a stream (11.9 s at 44.1 kHz).
+constexpr int64_t kStreamChunk = int64_t(1) << 19;
 
 void check_options(const MixLossOptions& o) {
   auto fail = [](const std::string& message) {
@@ -169,6 +171,17 @@ std::vector<at::Tensor> MixLoss::mel_spectrograms(const at::Tensor& stereo) cons
 
 MixLossStream MixLoss::stream(int64_t n_samples) const { return MixLossStream(*this, n_samples); }
 
+MixLossTerms MixLoss::streamed_terms(const at::Tensor& estimate, const at::Tensor& target) const {
+  detail::check_signal_pair(estimate, target, kWhat);
+  const int64_t n      = target.size(-1);
+  MixLossStream stream = this->stream(n);
+  for (int64_t start = 0; start < n; start += kStreamChunk) {
+    const int64_t length = std::min(kStreamChunk, n - start);
+    stream.add(estimate.narrow(-1, start, length), target.narrow(-1, start, length));
+  }
+  return stream.finish();
+}
+
 MixLossStream::MixLossStream(MixLoss loss, int64_t n_samples)
     : loss_(std::move(loss)), n_samples_(n_samples) {
   const MixLossOptions& o = loss_.options();
@@ -193,10 +206,9 @@ MixLossTargetFrames MixLoss::target_frames(const at::Tensor& target) const {
   MixLossStream stream(*this, n);
   MixLossStream::Collected collected;
   collected.mels.resize(options_.fft_sizes.size());
-  stream.collected_   = &collected;
-  const int64_t chunk = int64_t(1) << 19;
-  for (int64_t start = 0; start < n; start += chunk) {
-    at::Tensor piece = target.narrow(-1, start, std::min(chunk, n - start));
+  stream.collected_ = &collected;
+  for (int64_t start = 0; start < n; start += kStreamChunk) {
+    at::Tensor piece = target.narrow(-1, start, std::min(kStreamChunk, n - start));
     stream.add(piece, piece);
   }
   MixLossTargetFrames frames;

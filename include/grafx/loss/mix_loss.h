@@ -89,6 +89,9 @@ class MixLoss {
 
   /// A stream for the loss of signals of `n_samples` samples fed in chunks (MixLossStream).
   MixLossStream stream(int64_t n_samples) const;
+  /// terms(estimate, target) of two whole songs (2×L), fed to a stream in chunks: memory flat
+  /// in the songs' length.
+  MixLossTerms streamed_terms(const at::Tensor& estimate, const at::Tensor& target) const;
   /// The mel frames of one stereo target (2×L), computed in chunks.
   MixLossTargetFrames target_frames(const at::Tensor& target) const;
 
