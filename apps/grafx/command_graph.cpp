@@ -40,17 +40,6 @@ int64_t track_index(const std::vector<std::string>& names, const std::string& na
   return it - names.begin();
 }
 
-/// The items between separators ("a,,b" has three; "" has one, empty).
-std::vector<std::string> split(const std::string& text, char separator) {
-  if (text.empty()) return {""};
-  std::vector<std::string> items;
-  std::stringstream s(text);
-  std::string item;
-  while (std::getline(s, item, separator)) items.push_back(item);
-  if (!text.empty() && text.back() == separator) items.emplace_back();
-  return items;
-}
-
 }  // namespace
 
 std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks) {

@@ -121,6 +121,8 @@ std::unique_ptr<Processor> make_configured(const ProcessorDescriptor& descriptor
                                            ProcessorConfig config, const std::string& option);
 /// "a, b, c".
 std::string join(const std::vector<std::string>& items);
+/// The items between separators ("a,,b" has three; "" has one, empty).
+std::vector<std::string> split(const std::string& text, char separator);
 /// A finite number above `min` (or at least `min` when `inclusive`), with a message saying so:
 /// refuses NaN and infinity, which CLI11's range checks let through or report as huge ranges.
 CLI::Validator finite_number(double min, bool inclusive);

@@ -100,16 +100,9 @@ ProcessorOptions parse_options(const ProcessorDescriptor& descriptor,
       case OptionSpec::Kind::kChoice:
         options[name] = text;
         break;
-      case OptionSpec::Kind::kNames: {
-        std::vector<std::string> names;
-        for (size_t start = 0; start <= text.size();) {
-          size_t comma = std::min(text.find(',', start), text.size());
-          names.push_back(text.substr(start, comma - start));
-          start = comma + 1;
-        }
-        options[name] = names;
+      case OptionSpec::Kind::kNames:
+        options[name] = split(text, ',');
         break;
-      }
     }
   }
   return options;
@@ -122,6 +115,16 @@ std::unique_ptr<Processor> make_configured(const ProcessorDescriptor& descriptor
   } catch (const ProcessorError& e) {
     throw ProcessorError(e.code(), option + ": " + descriptor.name + ": " + e.message());
   }
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  if (text.empty()) return {""};
+  std::vector<std::string> items;
+  std::stringstream s(text);
+  std::string item;
+  while (std::getline(s, item, separator)) items.push_back(item);
+  if (text.back() == separator) items.emplace_back();
+  return items;
 }
 
 std::string join(const std::vector<std::string>& items) {

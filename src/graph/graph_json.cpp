@@ -184,12 +184,7 @@ void write_graph_json(const Graph& graph, std::ostream& out) {
         const NodeType& type = types[NodeTypes::kMix + 1 + i];
         std::string item =
             "{\"inlets\":" + quoted_list(type.inlets) + ",\"name\":" + quoted(type.name);
-        if (!type.options.empty()) {
-          item += ",\"options\":{";
-          for (const auto& [key, value] : type.options)
-            item += (item.back() == '{' ? "" : ",") + quoted(key) + ":" + to_json_text(value);
-          item += "}";
-        }
+        if (!type.options.empty()) item += ",\"options\":" + to_json_text(type.options);
         item += ",\"outlets\":" + quoted_list(type.outlets);
         if (type.processor_name() != type.name) item += ",\"processor\":" + quoted(type.processor);
         return item + "}";

@@ -35,20 +35,30 @@ void check_ports(const NodeType& type, const std::vector<std::string>& ports, co
 std::string describe(const NodeType& type) {
   std::string text = "inlets (" + join(type.inlets) + ") and outlets (" + join(type.outlets) + ")";
   if (type.processor_name() != type.name) text += ", processor \"" + type.processor + "\"";
-  if (!type.options.empty()) {
-    text += ", options {";
-    for (const auto& [key, value] : type.options)
-      text += (text.back() == '{' ? "" : ", ") + key + ": " + to_json_text(value);
-    text += "}";
-  }
+  if (!type.options.empty()) text += ", options " + to_json_text(type.options);
   return text;
 }
 
 }  // namespace
 
-std::string to_json_text(const OptionValue& value) {
-  nlohmann::json item = std::visit([](const auto& v) { return nlohmann::json(v); }, value);
+namespace {
+
+nlohmann::json json_of(const OptionValue& value) {
+  return std::visit([](const auto& v) { return nlohmann::json(v); }, value);
+}
+
+std::string dump(const nlohmann::json& item) {
   return item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string to_json_text(const OptionValue& value) { return dump(json_of(value)); }
+
+std::string to_json_text(const ProcessorOptions& options) {
+  nlohmann::json object = nlohmann::json::object();
+  for (const auto& [key, value] : options) object[key] = json_of(value);
+  return dump(object);
 }
 
 NodeTypes::NodeTypes() {

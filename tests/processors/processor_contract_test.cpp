@@ -304,11 +304,10 @@ TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
 std::vector<Variant> registered_variants() {
   std::vector<Variant> variants;
   for (const auto& d : processor_registry()) {
-    auto add = [&](const std::string& suffix, ProcessorOptions options) {
-      variants.push_back({NodeType{d.name + suffix, {}, {}, d.name, std::move(options)}});
-      NodeType ports               = d.make({kSampleRate})->node_type();
-      variants.back().type.inlets  = ports.inlets;
-      variants.back().type.outlets = ports.outlets;
+    const NodeType ports = d.make({kSampleRate})->node_type();  // options change no ports
+    auto add             = [&](const std::string& suffix, ProcessorOptions options) {
+      variants.push_back(
+                      {NodeType{d.name + suffix, ports.inlets, ports.outlets, d.name, std::move(options)}});
     };
     add("", {});
     for (const auto& option : d.options) {

@@ -45,6 +45,8 @@ using ProcessorOptions = std::map<std::string, OptionValue>;
 
 /// An option value as graph files write it: true, 0.5, "quadratic", ["eq", "compressor"].
 std::string to_json_text(const OptionValue& value);
+/// Options as graph files write them: {"knee":"hard","use_bias":true}, keys in order.
+std::string to_json_text(const ProcessorOptions& options);
 
 struct NodeType {
   std::string name;
