@@ -1,0 +1,115 @@
+"""grafx from Python: differentiable audio processing graphs on torch tensors.
+
+The C++ library does the work (docs/python.md); this package names it the way GRAFX and PyTorch
+users expect::
+
+    import torch, grafx
+
+    graph = grafx.Graph()
+    first, last = graph.add_serial_chain(["eq", "compressor", "gain_pan"])
+    source, out = graph.add("in"), graph.add("out")
+    graph.connect(source, first)
+    graph.connect(last, out)
+
+    plan = grafx.compute_render_plan(graph)
+    processors = grafx.make_processors(graph, sample_rate=44100)
+    parameters = grafx.create_parameters(graph, processors)
+    output = grafx.render(plan, processors, parameters, torch.randn(1, 2, 44100))
+    output.pow(2).mean().backward()      # gradients reach every parameter
+
+Every error of the library is raised as a ``grafx.Error`` (or its layer's subclass) whose
+``code`` is the stable code of docs/errors.md, e.g. ``grafx.graph.cycle``.
+"""
+
+import torch  # loads LibTorch before the extension that links it
+
+from . import _grafx
+from ._grafx import (
+    Error,
+    FitError,
+    FitOptions,
+    Graph,
+    GraphError,
+    GraphTensor,
+    IoError,
+    LossError,
+    Processor,
+    ProcessorError,
+    ProcessorSet,
+    RenderError,
+    RenderPlan,
+    Schedule,
+    ScheduleError,
+    chain_from_letters,
+    default_console_chain,
+    describe_processor,
+    even_groups,
+    load_audio,
+    processor_registry,
+    prune_randomly,
+    to_tensor,
+)
+from .parameters import (
+    GraphParameters,
+    check_parameters,
+    create_parameters,
+    describe_parameters,
+    load_parameters,
+    musical_parameters,
+    save_parameters,
+    to_physical,
+)
+from .render import (
+    compute_render_order,
+    compute_render_plan,
+    make_processors,
+    render,
+    render_in_chunks,
+    render_naive,
+    schedule,
+)
+from .losses import MixLoss, MultiResolutionSTFTLoss
+from .fitting import Fitter, demo_song, fit
+from . import processors
+from . import interop
+
+__version__ = "0.1.0"
+
+def save_audio(path, samples, sample_rate, overwrite=False):
+    """Writes C×L samples (float WAV, or the format of the extension), atomically; refuses to
+    replace a file unless ``overwrite``. ``load_audio(path)`` returns ``(samples, rate)``."""
+    _grafx.save_audio(path, samples, int(sample_rate), overwrite)
+
+
+#: GRAFX's name for the tensor form of a graph.
+convert_to_tensor = to_tensor
+
+
+def mixing_console(
+    n_tracks=8,
+    track_groups=None,
+    n_groups=None,
+    chain=None,
+    dry_wet=False,
+    track_names=None,
+    types=None,
+):
+    """A mixing console of the pruning paper as a Graph.
+
+    ``chain`` is a list of type names or a string of chain letters ("ecg"); by default the
+    paper's e-c-n-s-g-d-r. Tracks are grouped by ``track_groups`` (the subgroup of each track) or
+    split into ``n_groups`` even subgroups; neither gives no subgroups. ``types`` is a Graph whose
+    (configured) types the chain may name.
+    """
+    if chain is None:
+        chain = default_console_chain()
+    elif isinstance(chain, str):
+        chain = chain_from_letters(chain)
+    if track_groups is None:
+        track_groups = even_groups(n_tracks, n_groups) if n_groups else []
+    return _grafx.mixing_console(
+        n_tracks, list(track_groups), list(chain), dry_wet, list(track_names or []), types
+    )
+
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,66 @@
+"""Schedules, render plans and rendering on torch tensors, with autograd."""
+
+import torch
+
+from . import _grafx
+from .parameters import _raw
+
+
+def make_processors(graph, sample_rate=44100):
+    """One processor per processor type of the graph, made for ``sample_rate`` (Hz)."""
+    return _grafx.make_processors(graph, int(sample_rate))
+
+
+def schedule(graph, method="optimal", beam_width=32, beam_depth=1, time_budget_s=1.0,
+             fixed_order=()):
+    """Which nodes run together: "one-by-one", "fixed", "greedy", "beam" or "optimal"."""
+    return _grafx.schedule(graph, method, beam_width, beam_depth, time_budget_s, list(fixed_order))
+
+
+def compute_render_plan(graph, method="optimal", beam_width=32, beam_depth=1, time_budget_s=1.0,
+                        fixed_order=()):
+    """Schedules the graph and compiles the schedule into a plan; ``print(plan)`` shows it in
+    GRAFX's words ("Render #1 / - Node type: eq / - Source read: slice with (0, 3) ...")."""
+    return _grafx.compute_render_plan(graph, method, beam_width, beam_depth, time_budget_s,
+                                      list(fixed_order))
+
+
+def compute_render_order(graph, method="beam", **options):
+    """GRAFX's ``compute_render_order``: ``(type_sequence, render_order)``, the type name of each
+    step and the step of each node (a LongTensor over the nodes in ascending id; -1 for nodes
+    on no path from an ``in`` to an ``out``)."""
+    s = schedule(graph, method, **options)
+    tensor = _grafx.to_tensor(graph)
+    names = tensor.type_names
+    sequence = [names[t] for t in s.step_types]
+    return sequence, torch.tensor(s.step_of_rows(tensor.num_nodes), dtype=torch.long)
+
+
+def render(plan, processors, parameters, sources, *, frozen_types=(), check_finite=True,
+           observer=None, gradient_hooks=None, return_aux=False):
+    """Renders a plan on torch tensors; differentiable in the parameters and the sources.
+
+    sources     K×C×L, or B×K×C×L for a batch of source sets (source k feeds the k-th ``in``
+                node in id order)
+    parameters  ``{type: {name: tensor}}`` (create_parameters), a GraphParameters, or a
+                ModuleDict of ParameterDicts; each N_t×... or B×N_t×...
+    returns     the outputs, n_out×C×L or B×n_out×C×L (and the auxiliary losses
+                ``{type: {name: [N_t]}}`` with ``return_aux``)
+
+    frozen_types get no gradient; ``observer(step)`` sees each step's nodes, inputs and outputs;
+    ``gradient_hooks[type](parameter_name, gradient)`` returns the gradient to use instead.
+    """
+    outputs, aux = _grafx.render(plan, processors, _raw(parameters), sources, list(frozen_types),
+                                 check_finite, observer, dict(gradient_hooks or {}))
+    return (outputs, aux) if return_aux else outputs
+
+
+def render_naive(graph, processors, parameters, sources):
+    """Every node on its own in a topological order: the reference ``render`` must equal."""
+    return _grafx.render_naive(graph, processors, _raw(parameters), sources)
+
+
+def render_in_chunks(plan, processors, parameters, sources, chunk_samples=1 << 19):
+    """A whole song rendered in chunks (no gradients): equal to ``render`` up to rounding, in
+    memory bounded by the chunk."""
+    return _grafx.render_in_chunks(plan, processors, _raw(parameters), sources, chunk_samples)

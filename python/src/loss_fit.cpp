@@ -1,0 +1,218 @@
+// Bindings of the loss and fit layers: the mix loss, the multi-resolution STFT loss, the fitter
+// with a Python progress callback, and the embedded demo song.
+
+#include "bindings.h"
+
+#include <grafx/fit/demo.h>
+#include <grafx/fit/fit.h>
+#include <grafx/loss/mix_loss.h>
+#include <grafx/loss/mrstft_loss.h>
+
+namespace grafx::python {
+
+namespace {
+
+py::dict terms_to_python(const MixLossTerms& t) {
+  py::dict result;
+  result["total"]                = t.total;
+  result["per_item"]             = t.per_item;
+  result["lr"]                   = t.lr;
+  result["mid"]                  = t.mid;
+  result["side"]                 = t.side;
+  result["spectral_convergence"] = t.spectral_convergence;
+  result["log_magnitude"]        = t.log_magnitude;
+  return result;
+}
+
+py::dict record_to_python(const FitRecord& r) {
+  py::dict result;
+  result["step"]           = r.step;
+  result["loss"]           = r.loss;
+  result["match_loss"]     = r.match_loss;
+  result["regularization"] = r.regularization;
+  result["skipped"]        = r.skipped;
+  result["gradient_norm"]  = r.gradient_norm;
+  return result;
+}
+
+py::dict progress_to_python(const FitProgress& p) {
+  py::dict result;
+  result["step"]             = p.step;
+  result["num_steps"]        = p.n_steps;
+  result["record"]           = record_to_python(p.record);
+  result["steps_per_second"] = p.steps_per_second;
+  result["eta_seconds"]      = p.eta_seconds;
+  result["learning_rate"]    = p.learning_rate;
+  result["skipped_steps"]    = p.skipped_steps;
+  return result;
+}
+
+/// Thrown through Fitter::run when a progress callback returns False.
+struct StopRequested {};
+
+}  // namespace
+
+void bind_loss_and_fit(py::module_& m) {
+  py::class_<MixLoss>(m, "MixLoss")
+      .def(py::init([](std::vector<int64_t> fft_sizes, SampleRate sample_rate, int64_t n_mels,
+                       bool a_weighting, double eps, int64_t skip_samples, double lr_weight,
+                       double mid_weight, double side_weight) {
+             return MixLoss({fft_sizes, sample_rate, n_mels, a_weighting, eps, skip_samples,
+                             lr_weight, mid_weight, side_weight});
+           }),
+           py::arg("fft_sizes"), py::arg("sample_rate"), py::arg("n_mels"), py::arg("a_weighting"),
+           py::arg("eps"), py::arg("skip_samples"), py::arg("lr_weight"), py::arg("mid_weight"),
+           py::arg("side_weight"))
+      .def("__call__",
+           [](const MixLoss& loss, const at::Tensor& estimate, const at::Tensor& target) {
+             py::gil_scoped_release released;
+             return loss(estimate, target);
+           })
+      .def("terms",
+           [](const MixLoss& loss, const at::Tensor& estimate, const at::Tensor& target) {
+             MixLossTerms terms;
+             {
+               py::gil_scoped_release released;
+               terms = loss.terms(estimate, target);
+             }
+             return terms_to_python(terms);
+           })
+      .def("streamed_terms", [](const MixLoss& loss, const at::Tensor& estimate,
+                                const at::Tensor& target) {
+        MixLossTerms terms;
+        {
+          py::gil_scoped_release released;
+          terms = loss.streamed_terms(estimate, target);
+        }
+        return terms_to_python(terms);
+      });
+
+  py::class_<MultiResolutionStftLoss>(m, "MultiResolutionStftLoss")
+      .def(py::init([](std::vector<int64_t> fft_sizes, std::vector<int64_t> hop_sizes,
+                       std::vector<int64_t> window_sizes, double eps) {
+             return MultiResolutionStftLoss({fft_sizes, hop_sizes, window_sizes, eps});
+           }),
+           py::arg("fft_sizes"), py::arg("hop_sizes"), py::arg("window_sizes"), py::arg("eps"))
+      .def("__call__", [](const MultiResolutionStftLoss& loss, const at::Tensor& estimate,
+                          const at::Tensor& target) {
+        py::gil_scoped_release released;
+        return loss(estimate, target);
+      });
+
+  py::class_<FitOptions>(m, "FitOptions")
+      .def(py::init<>())
+      .def_readwrite("num_steps", &FitOptions::n_steps)
+      .def_readwrite("time_budget_seconds", &FitOptions::time_budget_seconds)
+      .def_property(
+          "lr", [](const FitOptions& o) { return o.optimizer.lr; },
+          [](FitOptions& o, double lr) { o.optimizer.lr = lr; })
+      .def_property(
+          "weight_decay", [](const FitOptions& o) { return o.optimizer.weight_decay; },
+          [](FitOptions& o, double w) { o.optimizer.weight_decay = w; })
+      .def_property(
+          "warmup_steps", [](const FitOptions& o) { return o.lr_schedule.warmup_steps; },
+          [](FitOptions& o, int64_t n) { o.lr_schedule.warmup_steps = n; })
+      .def_property(
+          "final_lr_ratio", [](const FitOptions& o) { return o.lr_schedule.final_ratio; },
+          [](FitOptions& o, double r) { o.lr_schedule.final_ratio = r; })
+      .def_readwrite("crop_seconds", &FitOptions::crop_seconds)
+      .def_readwrite("crops_per_step", &FitOptions::crops_per_step)
+      .def_readwrite("skip_seconds", &FitOptions::skip_seconds)
+      .def_readwrite("seed", &FitOptions::seed)
+      .def_readwrite("reset_optimizer_every", &FitOptions::reset_optimizer_every)
+      .def_readwrite("max_gradient_norm", &FitOptions::max_gradient_norm)
+      .def_readwrite("max_non_finite_steps", &FitOptions::max_non_finite_steps)
+      .def_readwrite("regularizer_weights", &FitOptions::regularizer_weights)
+      .def_readwrite("initialise_gains", &FitOptions::initialise_gains)
+      .def_property(
+          "schedule_method", [](const FitOptions& o) { return to_string(o.schedule.method); },
+          [](FitOptions& o, const std::string& m) { o.schedule = parse_schedule_method(m); });
+
+  py::class_<Fitter>(m, "Fitter")
+      .def(py::init([](const Graph& graph, const at::Tensor& tracks, const at::Tensor& mix,
+                       SampleRate sample_rate, const FitOptions& options,
+                       const py::object& parameters) {
+             Parameters initial;
+             if (!parameters.is_none()) initial = parameters_from_python(parameters);
+             py::gil_scoped_release released;
+             return std::make_unique<Fitter>(graph, tracks, mix, sample_rate, options, initial);
+           }),
+           py::arg("graph"), py::arg("tracks"), py::arg("mix"), py::arg("sample_rate"),
+           py::arg("options"), py::arg("parameters"))
+      .def(
+          "run",
+          [](Fitter& fitter, const py::object& callback) {
+            try {
+              py::gil_scoped_release released;
+              fitter.run([&callback](const FitProgress& progress) {
+                py::gil_scoped_acquire acquired;
+                if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C
+                if (callback.is_none()) return;
+                py::object answer = callback(progress_to_python(progress));
+                if (!answer.is_none() && !answer.cast<bool>()) throw StopRequested();
+              });
+            } catch (const StopRequested&) {
+              // The callback asked to stop after a completed step: the fitter is consistent.
+            }
+          },
+          py::arg("callback") = py::none())
+      .def("step",
+           [](Fitter& fitter) {
+             FitRecord record;
+             {
+               py::gil_scoped_release released;
+               record = fitter.step();
+             }
+             return record_to_python(record);
+           })
+      .def_property_readonly("steps_done", &Fitter::steps_done)
+      .def_property_readonly("history",
+                             [](const Fitter& f) {
+                               py::list result;
+                               for (const FitRecord& r : f.history()) result.append(record_to_python(r));
+                               return result;
+                             })
+      .def_property_readonly("parameters",
+                             [](const Fitter& f) { return parameters_to_python(f.parameters()); })
+      .def("detached_parameters",
+           [](const Fitter& f) { return parameters_to_python(f.detached_parameters()); })
+      .def_property_readonly("graph", &Fitter::graph)
+      .def_property_readonly("sample_rate", &Fitter::sample_rate)
+      .def("render_mix",
+           [](const Fitter& f) {
+             py::gil_scoped_release released;
+             return f.render_mix();
+           })
+      .def("evaluate",
+           [](const Fitter& f) {
+             MixLossTerms terms;
+             {
+               py::gil_scoped_release released;
+               terms = f.evaluate();
+             }
+             return terms_to_python(terms);
+           })
+      .def("save_checkpoint", &Fitter::save_checkpoint, py::arg("path"))
+      .def("load_checkpoint", &Fitter::load_checkpoint, py::arg("path"));
+
+  m.def(
+      "demo_song",
+      [](SampleRate sample_rate, double seconds, uint64_t seed) {
+        DemoSong song;
+        {
+          py::gil_scoped_release released;
+          song = make_demo_song({sample_rate, seconds, seed});
+        }
+        py::dict result;
+        result["track_names"] = song.track_names;
+        result["tracks"]      = song.tracks;
+        result["mix"]         = song.mix;
+        result["sample_rate"] = song.sample_rate;
+        result["console"]     = song.console;
+        result["hidden"]      = parameters_to_python(song.hidden);
+        return result;
+      },
+      py::arg("sample_rate"), py::arg("seconds"), py::arg("seed"));
+}
+
+}  // namespace grafx::python

@@ -1,0 +1,265 @@
+// Bindings of the processor layer: the registry, single processors, processor sets, parameters
+// and their physical units.
+
+#include "bindings.h"
+
+#include <grafx/error.h>
+#include <grafx/fit/demo.h>
+#include <grafx/io/parameter_file.h>
+#include <grafx/render/parameters.h>
+
+namespace grafx::python {
+
+namespace {
+
+// pybind11 holds processors by non-const shared pointers; Python only calls const methods.
+using ProcessorHandle = std::shared_ptr<Processor>;
+
+ProcessorHandle handle(std::shared_ptr<const Processor> processor) {
+  return std::const_pointer_cast<Processor>(std::move(processor));
+}
+
+py::dict spec_to_python(const ParameterSpec& spec) {
+  py::dict result;
+  result["name"]          = spec.name;
+  result["shape"]         = spec.shape;
+  result["physical_name"] = spec.physical_name;
+  result["unit"]          = spec.unit;
+  result["description"]   = spec.description;
+  result["physical_min"]  = spec.physical_min;
+  result["physical_max"]  = spec.physical_max;
+  result["init_mean"]     = spec.init_mean;
+  result["init_std"]      = spec.init_std;
+  result["settable"]      = static_cast<bool>(spec.to_raw);
+  return result;
+}
+
+const char* option_kind(OptionSpec::Kind kind) {
+  switch (kind) {
+    case OptionSpec::Kind::kFlag: return "flag";
+    case OptionSpec::Kind::kNumber: return "number";
+    case OptionSpec::Kind::kInteger: return "integer";
+    case OptionSpec::Kind::kChoice: return "choice";
+    case OptionSpec::Kind::kNames: return "names";
+  }
+  return "";
+}
+
+py::dict descriptor_to_python(const ProcessorDescriptor& d) {
+  py::dict result;
+  result["name"]       = d.name;
+  result["letter"]     = std::string(1, d.letter);
+  result["summary"]    = d.summary;
+  result["grafx_name"] = d.grafx_name;
+  py::list options;
+  for (const OptionSpec& option : d.options) {
+    py::dict o;
+    o["name"]        = option.name;
+    o["kind"]        = option_kind(option.kind);
+    o["default"]     = option_to_python(option.default_value);
+    o["accepted"]    = option.accepted();
+    o["description"] = option.description;
+    options.append(o);
+  }
+  result["options"] = options;
+  return result;
+}
+
+/// Physical values of raw ones by the specs (and "wet" for "dry_wet").
+TensorDict physical_of(const std::vector<ParameterSpec>& specs, const TensorDict& raw) {
+  TensorDict physical;
+  for (const ParameterSpec& spec : specs) {
+    auto it = raw.find(spec.name);
+    if (it != raw.end())
+      physical[spec.physical_name] = spec.to_physical ? spec.to_physical(it->second) : it->second;
+  }
+  return physical;
+}
+
+/// Raw values of physical ones; throws for names no spec has and for values that cannot be set.
+TensorDict raw_of(const std::vector<ParameterSpec>& specs, const TensorDict& physical,
+                  const std::string& where) {
+  TensorDict raw;
+  for (const auto& [name, value] : physical) {
+    auto spec = std::find_if(specs.begin(), specs.end(),
+                             [&](const ParameterSpec& s) { return s.physical_name == name; });
+    if (spec == specs.end()) {
+      std::string known;
+      for (const ParameterSpec& s : specs) known += (known.empty() ? "" : ", ") + s.physical_name;
+      throw ProcessorError("grafx.processor.parameters",
+                           where + ": no parameter is called \"" + name + "\" (physical names: " +
+                               known + ")");
+    }
+    if (!spec->to_raw && spec->to_physical)
+      throw ProcessorError("grafx.processor.parameters",
+                           where + ": \"" + name + "\" does not determine the raw \"" + spec->name +
+                               "\"; set the raw value instead");
+    raw[spec->name] = spec->to_raw ? spec->to_raw(value) : value;
+  }
+  return raw;
+}
+
+std::vector<ParameterSpec> specs_with_dry_wet(const Processor& processor) {
+  std::vector<ParameterSpec> specs = processor.parameter_specs();
+  specs.push_back(dry_wet_spec());
+  return specs;
+}
+
+}  // namespace
+
+void bind_processors(py::module_& m) {
+  m.def("processor_registry", [] {
+    py::list result;
+    for (const ProcessorDescriptor& d : processor_registry()) result.append(descriptor_to_python(d));
+    return result;
+  });
+  m.def(
+      "describe_processor",
+      [](const std::string& name, SampleRate sample_rate, bool detailed) {
+        return describe_processor(processor_descriptor(name), sample_rate, detailed);
+      },
+      py::arg("name"), py::arg("sample_rate") = 44100, py::arg("detailed") = true);
+
+  py::class_<Processor, ProcessorHandle>(m, "Processor", "One processor (batch-first, stateless).")
+      .def_property_readonly("name", &Processor::name)
+      .def_property_readonly("inlets", &Processor::inlets)
+      .def_property_readonly("outlets", &Processor::outlets)
+      .def("parameter_specs",
+           [](const Processor& p) {
+             py::list result;
+             for (const ParameterSpec& spec : p.parameter_specs()) result.append(spec_to_python(spec));
+             return result;
+           })
+      .def(
+          "forward",
+          [](const Processor& p, const std::vector<at::Tensor>& inputs,
+             const py::handle& parameters) {
+            const TensorDict raw = tensors_from_python(parameters, p.name() + " parameters");
+            ProcessorOutput output;
+            {
+              py::gil_scoped_release released;
+              p.check_arguments(inputs, raw);
+              output = p.forward(inputs, raw);
+            }
+            return py::make_tuple(output.outputs, tensors_to_python(output.aux_losses));
+          },
+          py::arg("inputs"), py::arg("parameters"))
+      .def(
+          "to_physical",
+          [](const Processor& p, const py::handle& raw) {
+            return tensors_to_python(
+                physical_of(specs_with_dry_wet(p), tensors_from_python(raw, p.name())));
+          },
+          py::arg("raw"))
+      .def(
+          "to_raw",
+          [](const Processor& p, const py::handle& physical) {
+            return tensors_to_python(raw_of(specs_with_dry_wet(p),
+                                            tensors_from_python(physical, p.name()), p.name()));
+          },
+          py::arg("physical"))
+      .def(
+          "temporal_support",
+          [](const Processor& p, const py::handle& raw) {
+            TemporalSupport s = p.temporal_support(tensors_from_python(raw, p.name()));
+            return py::make_tuple(s.past_samples, s.future_samples);
+          },
+          py::arg("parameters"));
+  m.def(
+      "make_processor",
+      [](const std::string& name, SampleRate sample_rate, const py::dict& options) {
+        NodeType type{name, {}, {}, "", options_from_python(options, "processor \"" + name + "\"")};
+        const NodeType own = processor_descriptor(name).make({sample_rate, type.options})->node_type();
+        type.inlets        = own.inlets;
+        type.outlets       = own.outlets;
+        return handle(make_processor(type, {sample_rate}));
+      },
+      py::arg("name"), py::arg("sample_rate"), py::arg("options"));
+
+  py::class_<ProcessorSet>(m, "ProcessorSet", "The processors of a graph's types, for one rate.")
+      .def_readonly("sample_rate", &ProcessorSet::sample_rate)
+      .def("__getitem__",
+           [](const ProcessorSet& s, const std::string& type) {
+             auto it = s.processors.find(type);
+             if (it == s.processors.end())
+               throw py::key_error("no processor for node type \"" + type + "\"");
+             return handle(it->second);
+           })
+      .def("__contains__",
+           [](const ProcessorSet& s, const std::string& type) { return s.processors.count(type) > 0; })
+      .def("types", [](const ProcessorSet& s) {
+        std::vector<std::string> names;
+        for (const auto& entry : s.processors) names.push_back(entry.first);
+        return names;
+      });
+  m.def(
+      "make_processors",
+      [](const Graph& graph, SampleRate sample_rate) {
+        return ProcessorSet{make_processors(graph.types(), {sample_rate}), sample_rate};
+      },
+      py::arg("graph"), py::arg("sample_rate"));
+
+  m.def(
+      "create_parameters",
+      [](const Graph& graph, const ProcessorSet& set, uint64_t seed, py::object dtype,
+         bool requires_grad) {
+        ParameterOptions options{seed, dtype_from_python(dtype),
+                                 requires_grad};
+        return parameters_to_python(create_parameters(graph, set.processors, options));
+      },
+      py::arg("graph"), py::arg("processors"), py::arg("seed"), py::arg("dtype"),
+      py::arg("requires_grad"));
+  m.def(
+      "musical_parameters",
+      [](const Graph& graph, const ProcessorSet& set, uint64_t seed) {
+        return parameters_to_python(
+            musical_parameters(graph, set.processors, set.sample_rate, seed));
+      },
+      py::arg("graph"), py::arg("processors"), py::arg("seed"));
+  m.def(
+      "check_parameters",
+      [](const Graph& graph, const ProcessorSet& set, const py::handle& parameters, int64_t batch,
+         py::object dtype) {
+        check_parameters(graph, set.processors, parameters_from_python(parameters), batch,
+                         dtype_from_python(dtype));
+      },
+      py::arg("graph"), py::arg("processors"), py::arg("parameters"), py::arg("batch"),
+      py::arg("dtype"));
+  m.def(
+      "to_physical",
+      [](const Graph& graph, const ProcessorSet& set, const py::handle& parameters) {
+        Parameters physical;
+        for (const auto& [type, raw] : parameters_from_python(parameters)) {
+          auto it = set.processors.find(type);
+          if (it == set.processors.end())
+            throw RenderError("grafx.render.parameters",
+                              "parameters name type \"" + type + "\", which has no processor");
+          physical[type] = physical_of(specs_with_dry_wet(*it->second), raw);
+        }
+        return parameters_to_python(physical);
+      },
+      py::arg("graph"), py::arg("processors"), py::arg("parameters"));
+  m.def(
+      "describe_parameters",
+      [](const Graph& graph, const ProcessorSet& set, const py::handle& parameters) {
+        return describe_parameters(graph, set.processors, parameters_from_python(parameters));
+      },
+      py::arg("graph"), py::arg("processors"), py::arg("parameters"));
+  m.def(
+      "load_parameters",
+      [](const std::string& path, const Graph& graph) {
+        ParameterFile file = read_parameter_file(path, graph);
+        return py::make_tuple(parameters_to_python(file.parameters), file.sample_rate);
+      },
+      py::arg("path"), py::arg("graph"));
+  m.def(
+      "save_parameters",
+      [](const std::string& path, const Graph& graph, const py::handle& parameters, bool overwrite,
+         SampleRate sample_rate) {
+        save_parameters(path, graph, parameters_from_python(parameters), overwrite, sample_rate);
+      },
+      py::arg("path"), py::arg("graph"), py::arg("parameters"), py::arg("overwrite"),
+      py::arg("sample_rate"));
+}
+
+}  // namespace grafx::python

@@ -1,0 +1,120 @@
+// Bindings of the render layer: render, render_naive, chunked renders, observers and gradient
+// hooks. Tensors pass through unchanged, so LibTorch's autograd (the one PyTorch runs) records
+// the render and gradients reach the caller's parameters and sources.
+
+#include "bindings.h"
+
+#include <grafx/render/chunked.h>
+
+#include <chrono>
+
+namespace grafx::python {
+
+namespace {
+
+RenderOptions render_options(const std::vector<std::string>& frozen_types, bool check_finite,
+                             const py::object& observer, const py::dict& gradient_hooks) {
+  RenderOptions options;
+  options.frozen_types = {frozen_types.begin(), frozen_types.end()};
+  options.check_finite = check_finite;
+  if (!observer.is_none()) {
+    options.observer = [observer](const StepView& view) {
+      py::gil_scoped_acquire acquired;
+      py::dict step;
+      step["index"]   = view.index;
+      step["nodes"]   = view.nodes;
+      step["inputs"]  = view.inputs;
+      step["outputs"] = view.outputs;
+      observer(step);
+    };
+  }
+  for (const auto& item : gradient_hooks) {
+    const std::string type = py::str(item.first);
+    py::object hook        = py::reinterpret_borrow<py::object>(item.second);
+    if (!PyCallable_Check(hook.ptr()))
+      throw py::type_error("gradient_hooks[\"" + type + "\"] is not callable");
+    options.gradient_hooks[type] = GradientHook::custom(
+        [hook](const std::string& parameter, const at::Tensor& gradient) {
+          py::gil_scoped_acquire acquired;  // called from autograd's threads
+          py::object result = hook(parameter, gradient);
+          if (!THPVariable_Check(result.ptr()))
+            throw py::type_error("a gradient hook returned " +
+                                 std::string(py::str(result.get_type())) + ", not a tensor");
+          return result.cast<at::Tensor>();
+        });
+  }
+  return options;
+}
+
+py::dict aux_to_python(const std::map<std::string, TensorDict>& aux) {
+  py::dict result;
+  for (const auto& [type, losses] : aux) result[py::str(type)] = tensors_to_python(losses);
+  return result;
+}
+
+}  // namespace
+
+void bind_render(py::module_& m) {
+  m.def(
+      "render",
+      [](const RenderPlan& plan, const ProcessorSet& set, const py::handle& parameters,
+         const at::Tensor& sources, const std::vector<std::string>& frozen_types,
+         bool check_finite, const py::object& observer, const py::dict& gradient_hooks) {
+        const Parameters raw       = parameters_from_python(parameters);
+        const RenderOptions options = render_options(frozen_types, check_finite, observer,
+                                                     gradient_hooks);
+        RenderResult result;
+        {
+          py::gil_scoped_release released;
+          result = render(plan, set.processors, raw, sources, options);
+        }
+        return py::make_tuple(result.outputs, aux_to_python(result.aux_losses));
+      },
+      py::arg("plan"), py::arg("processors"), py::arg("parameters"), py::arg("sources"),
+      py::arg("frozen_types"), py::arg("check_finite"), py::arg("observer"),
+      py::arg("gradient_hooks"));
+  m.def(
+      "render_naive",
+      [](const Graph& graph, const ProcessorSet& set, const py::handle& parameters,
+         const at::Tensor& sources) {
+        const Parameters raw = parameters_from_python(parameters);
+        py::gil_scoped_release released;
+        return render_naive(graph, set.processors, raw, sources).outputs;
+      },
+      py::arg("graph"), py::arg("processors"), py::arg("parameters"), py::arg("sources"));
+  m.def(
+      "render_in_chunks",
+      [](const RenderPlan& plan, const ProcessorSet& set, const py::handle& parameters,
+         const at::Tensor& sources, int64_t chunk_samples) {
+        const Parameters raw = parameters_from_python(parameters);
+        ChunkOptions options;
+        options.chunk_samples = chunk_samples;
+        py::gil_scoped_release released;
+        return render_in_chunks(plan, set.processors, raw, sources, options);
+      },
+      py::arg("plan"), py::arg("processors"), py::arg("parameters"), py::arg("sources"),
+      py::arg("chunk_samples"));
+
+  // The same forward+backward loop as a Python caller's, timed in C++: the benchmark's
+  // reference for the cost of calling from Python (bench/python_render_bench.py).
+  m.def(
+      "_time_forward_backward",
+      [](const RenderPlan& plan, const ProcessorSet& set, const py::handle& parameters,
+         const at::Tensor& sources, int64_t repeats) {
+        const Parameters raw = parameters_from_python(parameters);
+        std::vector<double> milliseconds;
+        py::gil_scoped_release released;
+        for (int64_t i = 0; i < repeats; ++i) {
+          auto start = std::chrono::steady_clock::now();
+          render(plan, set.processors, raw, sources).outputs.pow(2).mean().backward();
+          milliseconds.push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
+        }
+        return milliseconds;
+      },
+      py::arg("plan"), py::arg("processors"), py::arg("parameters"), py::arg("sources"),
+      py::arg("repeats"));
+}
+
+}  // namespace grafx::python
