@@ -7,7 +7,7 @@ if ! command -v clang-format >/dev/null; then
   echo "check-format: clang-format is not installed (scripts/setup.sh installs it)" >&2
   exit 1
 fi
-mapfile -t files < <(find include src apps tests bench examples cmake -name '*.h' -o -name '*.cpp' | sort)
+mapfile -t files < <(find include src apps python tests bench examples cmake -name '*.h' -o -name '*.cpp' | sort)
 differ=()
 for file in "${files[@]}"; do
   clang-format --dry-run -Werror "$file" >/dev/null 2>&1 || differ+=("$file")

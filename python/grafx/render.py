@@ -48,11 +48,35 @@ def render(plan, processors, parameters, sources, *, frozen_types=(), check_fini
                 ``{type: {name: [N_t]}}`` with ``return_aux``)
 
     frozen_types get no gradient; ``observer(step)`` sees each step's nodes, inputs and outputs;
-    ``gradient_hooks[type](parameter_name, gradient)`` returns the gradient to use instead.
+    ``gradient_hooks[type](parameter_name, gradient)`` returns the gradient to use instead for
+    that type's parameters (rows in graph order).
     """
-    outputs, aux = _grafx.render(plan, processors, _raw(parameters), sources, list(frozen_types),
-                                 check_finite, observer, dict(gradient_hooks or {}))
+    parameters = _raw(parameters)
+    if gradient_hooks:
+        parameters = _with_gradient_hooks(parameters, gradient_hooks)
+    outputs, aux = _grafx.render(plan, processors, parameters, sources, list(frozen_types),
+                                 check_finite, observer)
     return (outputs, aux) if return_aux else outputs
+
+
+def _with_gradient_hooks(parameters, hooks):
+    """The parameters, those of hooked types through a view that carries the hook (torch's own
+    ``register_hook``; the caller's tensors keep no hook)."""
+    result = dict(parameters)
+    for type_name, hook in hooks.items():
+        if not callable(hook):
+            raise TypeError(f"gradient_hooks[{type_name!r}] is not callable")
+        if type_name not in parameters:
+            raise KeyError(f"gradient_hooks[{type_name!r}]: the parameters have no such type")
+        group = {}
+        for name, tensor in parameters[type_name].items():
+            if tensor.requires_grad:
+                view = tensor.view_as(tensor)
+                view.register_hook(lambda gradient, hook=hook, name=name: hook(name, gradient))
+                tensor = view
+            group[name] = tensor
+        result[type_name] = group
+    return result
 
 
 def render_naive(graph, processors, parameters, sources):

@@ -9,6 +9,8 @@
 #include <grafx/io/draw.h>
 #include <grafx/plan/render_plan.h>
 
+#include <optional>
+
 namespace grafx::python {
 
 namespace {
@@ -47,26 +49,29 @@ py::dict type_to_python(const NodeType& type) {
   return result;
 }
 
-NodeType type_from_python(const std::string& name, const std::vector<std::string>& inlets,
-                          const std::vector<std::string>& outlets, const std::string& processor,
-                          const py::dict& options) {
-  NodeType type{name, inlets, outlets, processor,
+using Ports = std::optional<std::vector<std::string>>;
+
+/// A type from Python: ports left out are the processor's (when it is known) or `main`.
+NodeType type_from_python(const std::string& name, const Ports& inlets, const Ports& outlets,
+                          const std::string& processor, const py::dict& options) {
+  NodeType type{name,
+                {"main"},
+                {"main"},
+                processor,
                 options_from_python(options, "node type \"" + name + "\"")};
-  // A type of a known processor takes its ports unless they are given.
   if (const ProcessorDescriptor* descriptor = find_processor(type.processor_name())) {
-    if (inlets.empty() && outlets.empty()) {
-      const NodeType own = descriptor->make({44100, type.options})->node_type();
-      type.inlets        = own.inlets;
-      type.outlets       = own.outlets;
-    }
-  } else if (inlets.empty() && outlets.empty()) {
-    type.inlets = type.outlets = {"main"};
+    const NodeType own = descriptor->make({44100, type.options})->node_type();
+    type.inlets        = own.inlets;
+    type.outlets       = own.outlets;
   }
+  if (inlets) type.inlets = *inlets;
+  if (outlets) type.outlets = *outlets;
   return type;
 }
 
 ScheduleOptions schedule_options(const std::string& method, int64_t beam_width, int64_t beam_depth,
-                                 double time_budget_s, const std::vector<std::string>& fixed_order) {
+                                 double time_budget_s,
+                                 const std::vector<std::string>& fixed_order) {
   ScheduleOptions options(parse_schedule_method(method));
   options.beam_width    = beam_width;
   options.beam_depth    = beam_depth;
@@ -91,16 +96,13 @@ void bind_graph(py::module_& m) {
              if (py::isinstance<py::dict>(config)) {  // {name: {"inlets": [...], ...}}
                for (const auto& item : config.cast<py::dict>()) {
                  const std::string name = py::str(item.first);
-                 py::dict ports         = item.second.cast<py::dict>();
-                 auto get               = [&](const char* key) {
-                   return ports.contains(key) ? ports[key] : py::none();
+                 const py::dict fields  = item.second.cast<py::dict>();
+                 auto get               = [&](const char* key) -> py::object {
+                   if (fields.contains(key)) return fields[key];
+                   return py::none();
                  };
                  graph.add_type(type_from_python(
-                     name,
-                     get("inlets").is_none() ? std::vector<std::string>{}
-                                             : get("inlets").cast<std::vector<std::string>>(),
-                     get("outlets").is_none() ? std::vector<std::string>{}
-                                              : get("outlets").cast<std::vector<std::string>>(),
+                     name, get("inlets").cast<Ports>(), get("outlets").cast<Ports>(),
                      get("processor").is_none() ? "" : get("processor").cast<std::string>(),
                      get("options").is_none() ? py::dict() : get("options").cast<py::dict>()));
                }
@@ -112,15 +114,14 @@ void bind_graph(py::module_& m) {
              return graph;
            }),
            py::arg("config") = py::none())
-      .def("add_type",
-           [](Graph& g, const std::string& name, const std::vector<std::string>& inlets,
-              const std::vector<std::string>& outlets, const std::string& processor,
-              const py::dict& options) {
-             return g.add_type(type_from_python(name, inlets, outlets, processor, options));
-           },
-           py::arg("name"), py::arg("inlets") = std::vector<std::string>{},
-           py::arg("outlets") = std::vector<std::string>{}, py::arg("processor") = "",
-           py::arg("options") = py::dict())
+      .def(
+          "add_type",
+          [](Graph& g, const std::string& name, const Ports& inlets, const Ports& outlets,
+             const std::string& processor, const py::dict& options) {
+            return g.add_type(type_from_python(name, inlets, outlets, processor, options));
+          },
+          py::arg("name"), py::arg("inlets") = py::none(), py::arg("outlets") = py::none(),
+          py::arg("processor") = "", py::arg("options") = py::dict())
       .def_property_readonly("types",
                              [](const Graph& g) {
                                py::list result;
@@ -135,15 +136,16 @@ void bind_graph(py::module_& m) {
            py::arg("outlet") = "main", py::arg("inlet") = "main")
       .def("disconnect", &Graph::disconnect, py::arg("source"), py::arg("dest"),
            py::arg("outlet") = "main", py::arg("inlet") = "main")
-      .def("remove",
-           [](Graph& g, NodeId id) {
-             // Edge ports are named by the types of nodes that no longer exist afterwards.
-             const std::vector<Edge> in = g.in_edges(id), out = g.out_edges(id);
-             py::list in_edges = edges_to_python(g, in), out_edges = edges_to_python(g, out);
-             g.remove(id);
-             return py::make_tuple(in_edges, out_edges);
-           },
-           py::arg("node"), "Removes a node; returns its (incoming, outgoing) edges.")
+      .def(
+          "remove",
+          [](Graph& g, NodeId id) {
+            // Edge ports are named by the types of nodes that no longer exist afterwards.
+            const std::vector<Edge> in = g.in_edges(id), out = g.out_edges(id);
+            py::list in_edges = edges_to_python(g, in), out_edges = edges_to_python(g, out);
+            g.remove(id);
+            return py::make_tuple(in_edges, out_edges);
+          },
+          py::arg("node"), "Removes a node; returns its (incoming, outgoing) edges.")
       .def("bypass", &Graph::bypass, py::arg("node"))
       .def("set_name", &Graph::set_name, py::arg("node"), py::arg("name"))
       .def("set_dry_wet", &Graph::set_dry_wet, py::arg("node"), py::arg("dry_wet") = true)
@@ -172,28 +174,31 @@ void bind_graph(py::module_& m) {
            })
       .def("check", &Graph::check)
       .def("to_json", &graph_to_json)
-      .def_static("from_json",
-                  [](const std::string& text, const std::string& origin) {
-                    return graph_from_json(text, origin, registry_node_types());
-                  },
-                  py::arg("text"), py::arg("origin") = "graph")
-      .def_static("load",
-                  [](const std::string& path) { return load_graph(path, registry_node_types()); },
-                  py::arg("path"))
+      .def_static(
+          "from_json",
+          [](const std::string& text, const std::string& origin) {
+            return graph_from_json(text, origin, registry_node_types());
+          },
+          py::arg("text"), py::arg("origin") = "graph")
+      .def_static(
+          "load", [](const std::string& path) { return load_graph(path, registry_node_types()); },
+          py::arg("path"))
       .def("save", &save_graph, py::arg("path"), py::arg("overwrite") = false)
-      .def("to_dot",
-           [](const Graph& g, bool vertical, bool show_ids, bool strips, const std::string& title) {
-             return graph_to_dot(g, {vertical, show_ids, title, strips});
-           },
-           py::arg("vertical") = false, py::arg("show_ids") = false, py::arg("strips") = false,
-           py::arg("title") = "")
-      .def("draw",
-           [](const Graph& g, const std::string& path, bool vertical, bool show_ids, bool strips,
-              const std::string& title, bool overwrite) {
-             draw_graph(g, path, {vertical, show_ids, title, strips}, overwrite);
-           },
-           py::arg("path"), py::arg("vertical") = false, py::arg("show_ids") = false,
-           py::arg("strips") = false, py::arg("title") = "", py::arg("overwrite") = false)
+      .def(
+          "to_dot",
+          [](const Graph& g, bool vertical, bool show_ids, bool strips, const std::string& title) {
+            return graph_to_dot(g, {vertical, show_ids, title, strips});
+          },
+          py::arg("vertical") = false, py::arg("show_ids") = false, py::arg("strips") = false,
+          py::arg("title") = "")
+      .def(
+          "draw",
+          [](const Graph& g, const std::string& path, bool vertical, bool show_ids, bool strips,
+             const std::string& title, bool overwrite) {
+            draw_graph(g, path, {vertical, show_ids, title, strips}, overwrite);
+          },
+          py::arg("path"), py::arg("vertical") = false, py::arg("show_ids") = false,
+          py::arg("strips") = false, py::arg("title") = "", py::arg("overwrite") = false)
       .def("copy", [](const Graph& g) { return Graph(g); })
       .def("__copy__", [](const Graph& g) { return Graph(g); })
       .def("__deepcopy__", [](const Graph& g, py::dict) { return Graph(g); })
@@ -239,7 +244,8 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("type_names",
                              [](const GraphTensor& t) {
                                std::vector<std::string> names;
-                               for (const NodeType& type : t.types.all()) names.push_back(type.name);
+                               for (const NodeType& type : t.types.all())
+                                 names.push_back(type.name);
                                return names;
                              })
       .def_property_readonly("num_nodes", &GraphTensor::n_nodes)
@@ -258,9 +264,8 @@ void bind_graph(py::module_& m) {
       .def_readonly("seconds", &Schedule::seconds)
       .def_property_readonly("num_calls", &Schedule::n_calls)
       .def("step_of_rows", &Schedule::step_of_rows, py::arg("num_rows"))
-      .def("type_sequence", [](const Schedule& s, const GraphTensor& t) {
-        return s.type_sequence(t.types);
-      });
+      .def("type_sequence",
+           [](const Schedule& s, const GraphTensor& t) { return s.type_sequence(t.types); });
   m.def(
       "schedule",
       [](const Graph& graph, const std::string& method, int64_t beam_width, int64_t beam_depth,
@@ -273,8 +278,9 @@ void bind_graph(py::module_& m) {
       py::arg("graph"), py::arg("method"), py::arg("beam_width"), py::arg("beam_depth"),
       py::arg("time_budget_s"), py::arg("fixed_order"));
 
-  py::class_<RenderPlan>(m, "RenderPlan", "A schedule compiled into the reads, sums and writes of "
-                                          "each processor call.")
+  py::class_<RenderPlan>(m, "RenderPlan",
+                         "A schedule compiled into the reads, sums and writes of "
+                         "each processor call.")
       .def_property_readonly("num_calls", &RenderPlan::n_calls)
       .def_property_readonly("num_outputs", &RenderPlan::n_outputs)
       .def_readonly("num_sources", &RenderPlan::n_sources)

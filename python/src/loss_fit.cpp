@@ -77,15 +77,15 @@ void bind_loss_and_fit(py::module_& m) {
              }
              return terms_to_python(terms);
            })
-      .def("streamed_terms", [](const MixLoss& loss, const at::Tensor& estimate,
-                                const at::Tensor& target) {
-        MixLossTerms terms;
-        {
-          py::gil_scoped_release released;
-          terms = loss.streamed_terms(estimate, target);
-        }
-        return terms_to_python(terms);
-      });
+      .def("streamed_terms",
+           [](const MixLoss& loss, const at::Tensor& estimate, const at::Tensor& target) {
+             MixLossTerms terms;
+             {
+               py::gil_scoped_release released;
+               terms = loss.streamed_terms(estimate, target);
+             }
+             return terms_to_python(terms);
+           });
 
   py::class_<MultiResolutionStftLoss>(m, "MultiResolutionStftLoss")
       .def(py::init([](std::vector<int64_t> fft_sizes, std::vector<int64_t> hop_sizes,
@@ -169,7 +169,8 @@ void bind_loss_and_fit(py::module_& m) {
       .def_property_readonly("history",
                              [](const Fitter& f) {
                                py::list result;
-                               for (const FitRecord& r : f.history()) result.append(record_to_python(r));
+                               for (const FitRecord& r : f.history())
+                                 result.append(record_to_python(r));
                                return result;
                              })
       .def_property_readonly("parameters",

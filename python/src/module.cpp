@@ -23,8 +23,8 @@ ProcessorOptions options_from_python(const py::dict& options, const std::string&
       std::vector<std::string> names;
       for (const auto& element : value) {
         if (!py::isinstance<py::str>(element))
-          throw ProcessorError("grafx.processor.options", where + ": option \"" + name +
-                                                              "\": a list of names must hold str");
+          throw ProcessorError("grafx.processor.options",
+                               where + ": option \"" + name + "\": a list of names must hold str");
         names.push_back(element.cast<std::string>());
       }
       result[name] = names;
@@ -49,7 +49,8 @@ py::dict options_to_python(const ProcessorOptions& options) {
 
 at::ScalarType dtype_from_python(const py::handle& dtype) {
   if (!THPDtype_Check(dtype.ptr()))
-    throw py::type_error("expected a torch.dtype, but got " + std::string(py::str(dtype.get_type())));
+    throw py::type_error("expected a torch.dtype, but got " +
+                         std::string(py::str(dtype.get_type())));
   return reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type;
 }
 
@@ -60,7 +61,7 @@ TensorDict tensors_from_python(const py::handle& mapping, const std::string& whe
                           std::string(py::str(mapping.get_type())));
   TensorDict result;
   for (const auto& item : mapping.attr("items")()) {
-    auto pair = item.cast<py::tuple>();
+    auto pair              = item.cast<py::tuple>();
     const std::string name = py::str(pair[0]);
     if (!THPVariable_Check(pair[1].ptr()))
       throw RenderError("grafx.render.parameters", where + ": \"" + name +
@@ -84,9 +85,9 @@ Parameters parameters_from_python(const py::handle& parameters) {
                           std::string(py::str(parameters.get_type())));
   Parameters result;
   for (const auto& item : parameters.attr("items")()) {
-    auto pair               = item.cast<py::tuple>();
-    const std::string type  = py::str(pair[0]);
-    result[type]            = tensors_from_python(pair[1], "parameters of type \"" + type + "\"");
+    auto pair              = item.cast<py::tuple>();
+    const std::string type = py::str(pair[0]);
+    result[type]           = tensors_from_python(pair[1], "parameters of type \"" + type + "\"");
   }
   return result;
 }
@@ -110,8 +111,10 @@ ErrorLayer error_layer(py::module_& m, const char* name, py::handle base) {
   // Leaked on purpose: the classes live as long as the interpreter.
   auto* type = new py::exception<E>(m, name, base.ptr());
   return {*type, [](const Error& e) {
-            if constexpr (std::is_same_v<E, Error>) return true;
-            else return dynamic_cast<const E*>(&e) != nullptr;
+            if constexpr (std::is_same_v<E, Error>)
+              return true;
+            else
+              return dynamic_cast<const E*>(&e) != nullptr;
           }};
 }
 
@@ -120,7 +123,7 @@ ErrorLayer error_layer(py::module_& m, const char* name, py::handle base) {
 // grafx::Error and its layers as Python exceptions carrying `code` and `message`.
 void bind_errors(py::module_& m) {
   // The translator must be a plain function: the classes live in statics, made once.
-  static const ErrorLayer base = error_layer<Error>(m, "Error", PyExc_RuntimeError);
+  static const ErrorLayer base                = error_layer<Error>(m, "Error", PyExc_RuntimeError);
   static const std::vector<ErrorLayer> layers = {
       error_layer<GraphError>(m, "GraphError", base.python_class),
       error_layer<ScheduleError>(m, "ScheduleError", base.python_class),
@@ -148,7 +151,7 @@ void bind_errors(py::module_& m) {
 }  // namespace grafx::python
 
 PYBIND11_MODULE(_grafx, m) {
-  m.doc() = "grafx: differentiable audio processing graphs (C++ core; see the package grafx)";
+  m.doc()      = "grafx: differentiable audio processing graphs (C++ core; see the package grafx)";
   namespace gp = grafx::python;
   gp::bind_errors(m);
   gp::bind_graph(m);

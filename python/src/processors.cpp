@@ -36,11 +36,16 @@ py::dict spec_to_python(const ParameterSpec& spec) {
 
 const char* option_kind(OptionSpec::Kind kind) {
   switch (kind) {
-    case OptionSpec::Kind::kFlag: return "flag";
-    case OptionSpec::Kind::kNumber: return "number";
-    case OptionSpec::Kind::kInteger: return "integer";
-    case OptionSpec::Kind::kChoice: return "choice";
-    case OptionSpec::Kind::kNames: return "names";
+    case OptionSpec::Kind::kFlag:
+      return "flag";
+    case OptionSpec::Kind::kNumber:
+      return "number";
+    case OptionSpec::Kind::kInteger:
+      return "integer";
+    case OptionSpec::Kind::kChoice:
+      return "choice";
+    case OptionSpec::Kind::kNames:
+      return "names";
   }
   return "";
 }
@@ -86,9 +91,9 @@ TensorDict raw_of(const std::vector<ParameterSpec>& specs, const TensorDict& phy
     if (spec == specs.end()) {
       std::string known;
       for (const ParameterSpec& s : specs) known += (known.empty() ? "" : ", ") + s.physical_name;
-      throw ProcessorError("grafx.processor.parameters",
-                           where + ": no parameter is called \"" + name + "\" (physical names: " +
-                               known + ")");
+      throw ProcessorError(
+          "grafx.processor.parameters",
+          where + ": no parameter is called \"" + name + "\" (physical names: " + known + ")");
     }
     if (!spec->to_raw && spec->to_physical)
       throw ProcessorError("grafx.processor.parameters",
@@ -110,7 +115,8 @@ std::vector<ParameterSpec> specs_with_dry_wet(const Processor& processor) {
 void bind_processors(py::module_& m) {
   m.def("processor_registry", [] {
     py::list result;
-    for (const ProcessorDescriptor& d : processor_registry()) result.append(descriptor_to_python(d));
+    for (const ProcessorDescriptor& d : processor_registry())
+      result.append(descriptor_to_python(d));
     return result;
   });
   m.def(
@@ -127,7 +133,8 @@ void bind_processors(py::module_& m) {
       .def("parameter_specs",
            [](const Processor& p) {
              py::list result;
-             for (const ParameterSpec& spec : p.parameter_specs()) result.append(spec_to_python(spec));
+             for (const ParameterSpec& spec : p.parameter_specs())
+               result.append(spec_to_python(spec));
              return result;
            })
       .def(
@@ -154,8 +161,8 @@ void bind_processors(py::module_& m) {
       .def(
           "to_raw",
           [](const Processor& p, const py::handle& physical) {
-            return tensors_to_python(raw_of(specs_with_dry_wet(p),
-                                            tensors_from_python(physical, p.name()), p.name()));
+            return tensors_to_python(
+                raw_of(specs_with_dry_wet(p), tensors_from_python(physical, p.name()), p.name()));
           },
           py::arg("physical"))
       .def(
@@ -169,9 +176,10 @@ void bind_processors(py::module_& m) {
       "make_processor",
       [](const std::string& name, SampleRate sample_rate, const py::dict& options) {
         NodeType type{name, {}, {}, "", options_from_python(options, "processor \"" + name + "\"")};
-        const NodeType own = processor_descriptor(name).make({sample_rate, type.options})->node_type();
-        type.inlets        = own.inlets;
-        type.outlets       = own.outlets;
+        const NodeType own =
+            processor_descriptor(name).make({sample_rate, type.options})->node_type();
+        type.inlets  = own.inlets;
+        type.outlets = own.outlets;
         return handle(make_processor(type, {sample_rate}));
       },
       py::arg("name"), py::arg("sample_rate"), py::arg("options"));
@@ -185,8 +193,8 @@ void bind_processors(py::module_& m) {
                throw py::key_error("no processor for node type \"" + type + "\"");
              return handle(it->second);
            })
-      .def("__contains__",
-           [](const ProcessorSet& s, const std::string& type) { return s.processors.count(type) > 0; })
+      .def("__contains__", [](const ProcessorSet& s,
+                              const std::string& type) { return s.processors.count(type) > 0; })
       .def("types", [](const ProcessorSet& s) {
         std::vector<std::string> names;
         for (const auto& entry : s.processors) names.push_back(entry.first);
@@ -203,8 +211,7 @@ void bind_processors(py::module_& m) {
       "create_parameters",
       [](const Graph& graph, const ProcessorSet& set, uint64_t seed, py::object dtype,
          bool requires_grad) {
-        ParameterOptions options{seed, dtype_from_python(dtype),
-                                 requires_grad};
+        ParameterOptions options{seed, dtype_from_python(dtype), requires_grad};
         return parameters_to_python(create_parameters(graph, set.processors, options));
       },
       py::arg("graph"), py::arg("processors"), py::arg("seed"), py::arg("dtype"),

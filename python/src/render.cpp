@@ -1,6 +1,8 @@
-// Bindings of the render layer: render, render_naive, chunked renders, observers and gradient
-// hooks. Tensors pass through unchanged, so LibTorch's autograd (the one PyTorch runs) records
-// the render and gradients reach the caller's parameters and sources.
+// Bindings of the render layer: render, render_naive, chunked renders and observers. Tensors
+// pass through unchanged, so LibTorch's autograd (the one PyTorch runs) records the render and
+// gradients reach the caller's parameters and sources. Gradient hooks are torch's own,
+// registered on the parameters by grafx/render.py, so no Python object lives in the C++ parts
+// of the autograd graph.
 
 #include "bindings.h"
 
@@ -13,35 +15,22 @@ namespace grafx::python {
 namespace {
 
 RenderOptions render_options(const std::vector<std::string>& frozen_types, bool check_finite,
-                             const py::object& observer, const py::dict& gradient_hooks) {
+                             const py::object& observer) {
   RenderOptions options;
   options.frozen_types = {frozen_types.begin(), frozen_types.end()};
   options.check_finite = check_finite;
   if (!observer.is_none()) {
-    options.observer = [observer](const StepView& view) {
+    // Borrowed: the caller's reference outlives the render, which calls it synchronously, and a
+    // handle can be copied without the GIL.
+    options.observer = [callable = py::handle(observer)](const StepView& view) {
       py::gil_scoped_acquire acquired;
       py::dict step;
       step["index"]   = view.index;
       step["nodes"]   = view.nodes;
       step["inputs"]  = view.inputs;
       step["outputs"] = view.outputs;
-      observer(step);
+      callable(step);
     };
-  }
-  for (const auto& item : gradient_hooks) {
-    const std::string type = py::str(item.first);
-    py::object hook        = py::reinterpret_borrow<py::object>(item.second);
-    if (!PyCallable_Check(hook.ptr()))
-      throw py::type_error("gradient_hooks[\"" + type + "\"] is not callable");
-    options.gradient_hooks[type] = GradientHook::custom(
-        [hook](const std::string& parameter, const at::Tensor& gradient) {
-          py::gil_scoped_acquire acquired;  // called from autograd's threads
-          py::object result = hook(parameter, gradient);
-          if (!THPVariable_Check(result.ptr()))
-            throw py::type_error("a gradient hook returned " +
-                                 std::string(py::str(result.get_type())) + ", not a tensor");
-          return result.cast<at::Tensor>();
-        });
   }
   return options;
 }
@@ -58,11 +47,10 @@ void bind_render(py::module_& m) {
   m.def(
       "render",
       [](const RenderPlan& plan, const ProcessorSet& set, const py::handle& parameters,
-         const at::Tensor& sources, const std::vector<std::string>& frozen_types,
-         bool check_finite, const py::object& observer, const py::dict& gradient_hooks) {
-        const Parameters raw       = parameters_from_python(parameters);
-        const RenderOptions options = render_options(frozen_types, check_finite, observer,
-                                                     gradient_hooks);
+         const at::Tensor& sources, const std::vector<std::string>& frozen_types, bool check_finite,
+         const py::object& observer) {
+        const Parameters raw        = parameters_from_python(parameters);
+        const RenderOptions options = render_options(frozen_types, check_finite, observer);
         RenderResult result;
         {
           py::gil_scoped_release released;
@@ -71,8 +59,7 @@ void bind_render(py::module_& m) {
         return py::make_tuple(result.outputs, aux_to_python(result.aux_losses));
       },
       py::arg("plan"), py::arg("processors"), py::arg("parameters"), py::arg("sources"),
-      py::arg("frozen_types"), py::arg("check_finite"), py::arg("observer"),
-      py::arg("gradient_hooks"));
+      py::arg("frozen_types"), py::arg("check_finite"), py::arg("observer"));
   m.def(
       "render_naive",
       [](const Graph& graph, const ProcessorSet& set, const py::handle& parameters,
@@ -95,8 +82,8 @@ void bind_render(py::module_& m) {
       py::arg("plan"), py::arg("processors"), py::arg("parameters"), py::arg("sources"),
       py::arg("chunk_samples"));
 
-  // The same forward+backward loop as a Python caller's, timed in C++: the benchmark's
-  // reference for the cost of calling from Python (bench/python_render_bench.py).
+  // The same forward+backward loop as a Python caller's, timed in C++: the reference for the
+  // cost of calling from Python (bench/python_render_bench.py).
   m.def(
       "_time_forward_backward",
       [](const RenderPlan& plan, const ProcessorSet& set, const py::handle& parameters,

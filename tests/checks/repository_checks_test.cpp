@@ -73,6 +73,7 @@ std::string layer_of_file(const std::string& path) {
   if (std::regex_match(path, m, std::regex("include/grafx/[a-z_]+\\.h"))) return "common";
   if (std::regex_match(path, m, std::regex("src/([a-z_]+)/.*"))) return m[1];
   if (path.rfind("apps/", 0) == 0) return "apps";
+  if (path.rfind("python/src/", 0) == 0) return "python";
   return "";
 }
 
@@ -99,7 +100,7 @@ TEST(RepositoryChecks, LayersIncludeOnlyLowerLayers) {
     return it == order.end() ? -1 : int(it - order.begin());
   };
   std::string violations;
-  for (const auto& file : sources({"include", "src", "apps"})) {
+  for (const auto& file : sources({"include", "src", "apps", "python/src"})) {
     std::string path = relative_path(file), from = layer_of_file(path);
     if (rank(from) < 0) {
       violations += path + ": layer \"" + from + "\" is not in docs/design.md's order\n";
@@ -127,7 +128,7 @@ TEST(RepositoryChecks, ErrorCatalogueListsExactlyTheCodesThrown) {
   std::regex comment(R"(^\s*(//|\*))");
   std::regex code(R"re("(grafx\.[a-z0-9_]+\.[a-z0-9_]+)")re");
   std::map<std::string, std::string> thrown;  // code -> first file:line
-  for (const auto& file : sources({"src", "apps"})) {
+  for (const auto& file : sources({"src", "apps", "python/src"})) {
     auto lines = lines_of(file);
     for (size_t i = 0; i < lines.size(); ++i) {
       // A code quoted in a comment is not a use.

@@ -1,0 +1,57 @@
+"""Fitting from Python: progress callbacks, stopping, settings, errors."""
+
+import pytest
+import torch
+
+import grafx
+
+
+@pytest.fixture(scope="module")
+def song():
+    return grafx.demo_song(sample_rate=16000, seconds=3.0, seed=1)
+
+
+def test_fit_reports_progress_and_lowers_the_loss(song):
+    seen = []
+    fitter = grafx.fit(song["console"], song["tracks"], song["mix"], song["sample_rate"],
+                       num_steps=12, crop_seconds=2.0, skip_seconds=0.25, lr=0.05,
+                       callback=lambda p: seen.append(p))
+    assert [p["step"] for p in seen] == list(range(1, 13))
+    assert all(p["num_steps"] == 12 and p["learning_rate"] == pytest.approx(0.05) for p in seen)
+    history = fitter.history
+    assert len(history) == 12 and history[-1]["loss"] < history[0]["loss"]
+    parameters = fitter.detached_parameters()
+    mix = fitter.render_mix()
+    assert mix.shape == song["mix"].shape
+    check = grafx.MixLoss(sample_rate=song["sample_rate"]).terms(mix, song["mix"])["total"]
+    assert fitter.evaluate()["total"].item() == pytest.approx(check.item(), rel=1e-3)
+    processors = grafx.make_processors(song["console"], song["sample_rate"])
+    grafx.check_parameters(song["console"], processors, parameters)
+
+
+def test_callback_false_stops_and_errors_propagate(song):
+    fitter = grafx.fit(song["console"], song["tracks"], song["mix"], song["sample_rate"],
+                       num_steps=50, crop_seconds=1.0, skip_seconds=0.1,
+                       callback=lambda p: p["step"] < 2)
+    assert fitter.steps_done == 2
+
+    def failing(progress):
+        raise ValueError("stop here")
+    with pytest.raises(ValueError, match="stop here"):
+        grafx.fit(song["console"], song["tracks"], song["mix"], song["sample_rate"],
+                  num_steps=5, crop_seconds=1.0, skip_seconds=0.1, callback=failing)
+
+
+def test_settings_and_errors(song):
+    with pytest.raises(TypeError, match="learning_rate"):
+        grafx.Fitter(song["console"], song["tracks"], song["mix"], 16000, learning_rate=0.1)
+    with pytest.raises(grafx.FitError) as error:
+        grafx.Fitter(song["console"], song["tracks"][:2], song["mix"], 16000)
+    assert error.value.code == "grafx.fit.data"
+    fitter = grafx.Fitter(song["console"], song["tracks"], song["mix"], 16000, num_steps=3,
+                          warmup_steps=2, crop_seconds=1.0, skip_seconds=0.1)
+    fitter.run()
+    assert fitter.steps_done == 3
+    timed = grafx.fit(song["console"], song["tracks"], song["mix"], 16000,
+                      time_budget_minutes=0.02, crop_seconds=1.0, skip_seconds=0.1)
+    assert 1 <= timed.steps_done < 1000

@@ -1,0 +1,127 @@
+"""Graphs from Python: building, errors with codes, files, the tensor form, plans, consoles."""
+
+import json
+import subprocess
+
+import pytest
+import torch
+
+import grafx
+from conftest import SOURCE_DIR
+
+
+def test_building_and_queries(chain_graph):
+    g = chain_graph
+    assert len(g) == 5 and g.num_edges == 4
+    assert g.node(3) == {"id": 3, "type": "in", "name": "vocals", "dry_wet": False,
+                         "bypassed": False}
+    assert g.edges() == [(0, 1, "main", "main"), (1, 2, "main", "main"), (2, 4, "main", "main"),
+                         (3, 0, "main", "main")]
+    assert g.topological_order() == [3, 0, 1, 2, 4]
+    assert "[0] eq -> [1] compressor" in str(g)
+    g.check()
+
+
+def test_mutations_keep_ids_and_bypass_rewires(chain_graph):
+    g = chain_graph
+    g.bypass(1)  # the compressor
+    assert 1 not in g and (0, 2, "main", "main") in g.edges()
+    incoming, outgoing = g.remove(2)
+    assert incoming == [(0, 2, "main", "main")] and outgoing == [(2, 4, "main", "main")]
+    assert g.add("reverb") == 5  # ids are never reused
+
+
+def test_errors_carry_codes(chain_graph):
+    with pytest.raises(grafx.GraphError) as error:
+        chain_graph.connect(2, 0)  # would close a cycle
+    assert error.value.code == "grafx.graph.cycle"
+    assert isinstance(error.value, grafx.Error) and isinstance(error.value, RuntimeError)
+    with pytest.raises(grafx.GraphError) as error:
+        chain_graph.add("eqq")
+    assert error.value.code == "grafx.graph.unknown_type" and "eqq" in error.value.message
+    with pytest.raises(grafx.ScheduleError) as error:
+        grafx.compute_render_plan(chain_graph, method="fastest")
+    assert error.value.code == "grafx.schedule.unknown_method"
+    with pytest.raises(grafx.IoError) as error:
+        grafx.Graph.load("/nonexistent/g.json")
+    assert error.value.code.startswith("grafx.io.")
+
+
+def test_multi_port_types_and_configured_types():
+    g = grafx.Graph({"split": {"outlets": ["low", "high"]}, "glue": {"processor": "compressor",
+                                                                     "options": {"knee": "hard"}}})
+    g.add("split")
+    assert [t for t in g.types if t["name"] == "split"][0]["inlets"] == ["main"]
+    assert [t for t in g.types if t["name"] == "split"][0]["outlets"] == ["low", "high"]
+    split = g.add("crossover")
+    glue = g.add("glue")
+    assert [t for t in g.types if t["name"] == "glue"][0]["options"] == {"knee": "hard"}
+    source, out = g.add("in"), g.add("out")
+    g.connect(source, split)
+    g.connect(split, glue, outlet="high")
+    g.connect(split, out, outlet="low")
+    g.connect(glue, out)
+    with pytest.raises(grafx.GraphError) as error:
+        g.connect(split, out, outlet="middle")
+    assert error.value.code == "grafx.graph.unknown_port"
+    with pytest.raises(grafx.ProcessorError) as error:
+        grafx.Graph({"glue": {"processor": "compressor", "options": {"knee": "soft"}}})
+    assert error.value.code == "grafx.processor.options"
+
+
+def test_file_round_trip_with_the_cli(chain_graph, cli, tmp_path):
+    path = tmp_path / "g.json"
+    chain_graph.save(str(path))
+    with pytest.raises(grafx.IoError):
+        chain_graph.save(str(path))  # never overwritten unless asked
+    info = subprocess.run([cli, "info", str(path)], capture_output=True, text=True, check=True)
+    assert "5 nodes" in info.stdout
+    assert grafx.Graph.load(str(path)) == chain_graph
+    console = tmp_path / "console.json"
+    subprocess.run([cli, "console", "--tracks", "4", "--groups", "2", "-o", str(console)],
+                   check=True, capture_output=True)
+    assert grafx.Graph.load(str(console)) == grafx.mixing_console(4, n_groups=2)
+
+
+def test_tensor_form(chain_graph):
+    t = grafx.to_tensor(chain_graph)
+    assert t.node_types.dtype == torch.long and t.node_types.shape == (5,)
+    names = t.type_names
+    assert [names[i] for i in t.node_types.tolist()] == ["eq", "compressor", "gain_pan", "in",
+                                                         "out"]
+    assert t.edge_index.shape == (2, 4) and t.edge_ports.shape == (4, 2)
+    # Edges sorted by destination: (in -> eq), (eq -> compressor), ...
+    assert t.edge_index[:, 0].tolist() == [3, 0]
+    assert grafx.convert_to_tensor is grafx.to_tensor
+    assert t.to_graph() == chain_graph
+
+
+def test_plans_and_schedules():
+    console = grafx.mixing_console(8, n_groups=3)
+    plan = grafx.compute_render_plan(console)
+    # Track chains, subgroup mixes, subgroup chains, the master mix.
+    chain = grafx.default_console_chain()
+    assert plan.method == "optimal" and plan.proven_optimal
+    assert plan.num_calls == 2 * len(chain) + 2
+    assert plan.type_sequence[0] == "in" and plan.type_sequence[-1] == "out"
+    assert "Render #1" in str(plan)
+    assert json.loads(plan.to_json())["format"] == "grafx.plan"
+    one_by_one = grafx.compute_render_plan(console, method="one-by-one")
+    assert one_by_one.num_calls > plan.num_calls
+    sequence, order = grafx.compute_render_order(console, method="greedy")
+    assert len(sequence) == order.max().item() + 1 and order.shape == (console.num_nodes,)
+
+
+def test_console_options_and_drawing(tmp_path):
+    console = grafx.mixing_console(3, chain="ecg", dry_wet=True, track_names=["a", "b", "c"])
+    first_eq = console.node(console.nodes_of_type("eq")[0])
+    assert first_eq["dry_wet"] and first_eq["name"].startswith("a")
+    picture = tmp_path / "console.svg"
+    console.draw(str(picture), strips=True)
+    assert picture.read_text().lstrip().startswith("<?xml")
+    assert "digraph" in console.to_dot()
+    n_nodes = len(console)
+    removed = grafx.prune_randomly(console, seed=3)  # bypassed out of the graph
+    assert removed and all(n not in console for n in removed)
+    assert len(console) == n_nodes - len(removed)
+    console.check()
