@@ -158,3 +158,43 @@ def test_chunks_equal_the_whole_render():
         whole = grafx.render(plan, processors, parameters, sources)
     chunks = grafx.render_in_chunks(plan, processors, parameters, sources, chunk_samples=6000)
     torch.testing.assert_close(chunks, whole, rtol=1e-4, atol=1e-5)
+
+
+def test_gradients_equal_a_backward_driven_from_cpp():
+    """The same render and loss, backward run by Python's autograd call and inside C++."""
+    graph = small_console(chain="ecg", n_tracks=3, n_groups=2, dry_wet=True)
+    processors = grafx.make_processors(graph, 16000)
+    plan = grafx.compute_render_plan(graph)
+    sources = torch.randn(3, 2, 3000)
+    from_python = grafx.create_parameters(graph, processors, seed=5)
+    from_cpp = grafx.create_parameters(graph, processors, seed=5)
+    grafx.render(plan, processors, from_python, sources).pow(2).mean().backward()
+    grafx._grafx._time_forward_backward(plan, processors, from_cpp, sources, 1)
+    for type_name, group in from_python.items():
+        for name, tensor in group.items():
+            torch.testing.assert_close(tensor.grad, from_cpp[type_name][name].grad, rtol=0, atol=0)
+
+
+def test_module_dict_of_parameter_dicts_renders():
+    graph = small_console(chain="g", n_tracks=2, n_groups=1)
+    processors = grafx.make_processors(graph, 16000)
+    plain = grafx.create_parameters(graph, processors)
+    modules = torch.nn.ModuleDict({t: torch.nn.ParameterDict(
+        {n: torch.nn.Parameter(v.detach().clone()) for n, v in g.items()})
+        for t, g in plain.items()})
+    sources = torch.randn(2, 2, 500)
+    plan = grafx.compute_render_plan(graph)
+    torch.testing.assert_close(grafx.render(plan, processors, modules, sources),
+                               grafx.render(plan, processors, plain, sources))
+
+
+def test_settings_out_of_range_raise_with_codes():
+    graph = small_console(chain="eg", n_tracks=2, n_groups=1)
+    with pytest.raises(grafx.ProcessorError) as error:
+        grafx.make_processors(graph, 0)
+    assert error.value.code == "grafx.processor.config"
+    with pytest.raises(grafx.ScheduleError) as error:
+        grafx.compute_render_plan(graph, time_budget_s=float("nan"))
+    assert error.value.code == "grafx.schedule.invalid_options"
+    with pytest.raises(TypeError):
+        grafx.create_parameters(graph, grafx.make_processors(graph, 16000), dtype="float64")

@@ -168,8 +168,22 @@ const ProcessorDescriptor& processor_descriptor(const std::string& name) {
   return *d;
 }
 
+namespace {
+
+void check_sample_rate(SampleRate sample_rate, const std::string& where) {
+  if (sample_rate < 1 || sample_rate > kMaxSampleRate)
+    throw ProcessorError("grafx.processor.config", where + ": expected a sample rate of 1 to " +
+                                                       std::to_string(kMaxSampleRate) +
+                                                       " Hz, but got " +
+                                                       std::to_string(sample_rate) + " Hz");
+}
+
+}  // namespace
+
 std::unique_ptr<Processor> make_processor(const std::string& name, const ProcessorConfig& config) {
-  return processor_descriptor(name).make(config);
+  const ProcessorDescriptor& descriptor = processor_descriptor(name);
+  check_sample_rate(config.sample_rate, "processor \"" + name + "\"");
+  return descriptor.make(config);
 }
 
 NodeTypes registry_node_types() {
@@ -185,6 +199,7 @@ std::unique_ptr<Processor> make_processor(const NodeType& type, const ProcessorC
                                                         type.processor +
                                                         "\"; processors: " + known_processors());
   const ProcessorDescriptor& descriptor = processor_descriptor(type.processor_name());
+  check_sample_rate(config.sample_rate, where);
   std::unique_ptr<Processor> processor;
   try {
     ProcessorConfig own = config;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -225,6 +226,11 @@ Schedule schedule_graph(const GraphTensor& tensor, const ScheduleOptions& option
                         "beam width and depth must be at least 1, but got width " +
                             std::to_string(options.beam_width) + " and depth " +
                             std::to_string(options.beam_depth));
+  if (!(options.time_budget_s >= 0) || !std::isfinite(options.time_budget_s))
+    throw ScheduleError(
+        "grafx.schedule.invalid_options",
+        "the search's time budget must be a finite number of seconds ≥ 0, but got " +
+            std::to_string(options.time_budget_s));
   SearchGraph graph(tensor);
   Schedule schedule;
   int64_t expanded = 0;

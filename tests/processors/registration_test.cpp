@@ -196,6 +196,17 @@ TEST(Registration, GrafxNamesAreGrafxsExportedProcessors) {
                                 "; not in GRAFX"));
 }
 
+TEST(Registration, ProcessorsAreMadeForSampleRatesThatExist) {
+  EXPECT_GRAFX_ERROR(
+      make_processor("compressor", {0}), "grafx.processor.config",
+      "processor \"compressor\": expected a sample rate of 1 to 1536000 Hz, but got 0");
+  EXPECT_GRAFX_ERROR(make_processor(NodeType{"glue", {"main"}, {"main"}, "compressor"}, {-44100}),
+                     "grafx.processor.config", "node type \"glue\"");
+  EXPECT_GRAFX_ERROR(make_processor("eq", {kMaxSampleRate + 1}), "grafx.processor.config",
+                     "but got 1536001 Hz");
+  EXPECT_NO_THROW(make_processor("gain_pan", {kMaxSampleRate}));
+}
+
 TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
   auto variant = [](std::string name, char letter) {
     ProcessorDescriptor d = test_gain_descriptor();

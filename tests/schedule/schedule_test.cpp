@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include <bitset>
+#include <cmath>
 #include <queue>
 #include <unordered_map>
 
@@ -159,6 +160,10 @@ TEST(Schedule, InvalidGraphsAndOptions) {
   bad.beam_width = 0;
   EXPECT_GRAFX_ERROR(schedule_graph(to_tensor(build_console({}).graph), bad),
                      "grafx.schedule.invalid_options", "width 0");
+  ScheduleOptions endless(ScheduleMethod::kOptimal);
+  endless.time_budget_s = std::nan("");
+  EXPECT_GRAFX_ERROR(schedule_graph(to_tensor(build_console({}).graph), endless),
+                     "grafx.schedule.invalid_options", "time budget");
 }
 
 TEST(Schedule, DeadNodesAreListedAndLeftOut) {

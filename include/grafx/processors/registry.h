@@ -44,7 +44,11 @@ const ProcessorDescriptor* find_processor(const std::string& name);
 /// the known processors.
 const ProcessorDescriptor& processor_descriptor(const std::string& name);
 
-/// Throws ProcessorError [grafx.processor.unknown] naming the known processors.
+/// The highest sample rate processors are made for (8 × 192 kHz).
+inline constexpr SampleRate kMaxSampleRate = 1'536'000;
+
+/// Throws ProcessorError [grafx.processor.unknown] naming the known processors, and
+/// [grafx.processor.config] for a sample rate outside [1, kMaxSampleRate].
 std::unique_ptr<Processor> make_processor(const std::string& name, const ProcessorConfig& config);
 /// The processor of a node type: its processor with its options (those of `config` are
 /// replaced). Throws ProcessorError [grafx.processor.unknown] for an unknown processor,
