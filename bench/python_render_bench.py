@@ -21,14 +21,14 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--seconds", type=float, default=3.8)
 parser.add_argument("--sample-rate", type=int, default=30000)
 parser.add_argument("--repeats", type=int, default=7)
-parser.add_argument("--threads", type=int, default=0, help="LibTorch threads (default: all)")
+parser.add_argument("--threads", type=int, default=0,
+                    help="LibTorch threads (default: every core, as the grafx program)")
 arguments = parser.parse_args()
 if not (0.01 <= arguments.seconds <= 600 and 8000 <= arguments.sample_rate <= 192000
         and 1 <= arguments.repeats <= 1000 and 0 <= arguments.threads <= 1024):
     parser.error("--seconds in [0.01, 600], --sample-rate in [8000, 192000], --repeats in "
                  "[1, 1000], --threads in [0, 1024]")
-if arguments.threads:
-    torch.set_num_threads(arguments.threads)
+torch.set_num_threads(arguments.threads or os.cpu_count())
 
 print("# Rendering from Python\n")
 print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
@@ -36,7 +36,8 @@ print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
       f"{platform.python_version()}\n")
 length = int(arguments.seconds * arguments.sample_rate)
 print(f"Stereo sources of {arguments.seconds} s at {arguments.sample_rate} Hz, float32, batch 1;"
-      f" forward + backward of mean(y²); medians of {arguments.repeats} runs, alternating.\n")
+      f" forward + backward of mean(y²), gradients cleared after each as in render_bench; "
+      f"medians of {arguments.repeats} runs, alternating.\n")
 print("| console | nodes | calls | from Python (ms) | in C++ (ms) | Python / C++ |")
 print("|---|---|---|---|---|---|")
 for name, tracks, groups in (("8 tracks, 3 groups, full", 8, 3),
@@ -51,6 +52,9 @@ for name, tracks, groups in (("8 tracks, 3 groups, full", 8, 3),
     def from_python():
         start = time.perf_counter()
         grafx.render(plan, processors, parameters, sources).pow(2).mean().backward()
+        for group in parameters.values():
+            for tensor in group.values():
+                tensor.grad = None
         return 1000 * (time.perf_counter() - start)
 
     from_python()  # warm-up: constants, allocator

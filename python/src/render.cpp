@@ -82,18 +82,22 @@ void bind_render(py::module_& m) {
       py::arg("plan"), py::arg("processors"), py::arg("parameters"), py::arg("sources"),
       py::arg("chunk_samples"));
 
-  // The same forward+backward loop as a Python caller's, timed in C++: the reference for the
-  // cost of calling from Python (bench/python_render_bench.py).
+  // The same forward+backward as a Python caller's, timed in C++ as render_bench times it
+  // (gradients cleared after each): the reference for the cost of calling from Python
+  // (bench/python_render_bench.py).
   m.def(
       "_time_forward_backward",
       [](const RenderPlan& plan, const ProcessorSet& set, const py::handle& parameters,
-         const at::Tensor& sources, int64_t repeats) {
-        const Parameters raw = parameters_from_python(parameters);
+         const at::Tensor& sources, int64_t repeats, bool clear_gradients) {
+        Parameters raw = parameters_from_python(parameters);
         std::vector<double> milliseconds;
         py::gil_scoped_release released;
         for (int64_t i = 0; i < repeats; ++i) {
           auto start = std::chrono::steady_clock::now();
           render(plan, set.processors, raw, sources).outputs.pow(2).mean().backward();
+          for (auto& [type, named] : raw)
+            for (auto& [name, tensor] : named)
+              if (clear_gradients) tensor.mutable_grad() = at::Tensor();
           milliseconds.push_back(
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                   .count());
@@ -101,7 +105,7 @@ void bind_render(py::module_& m) {
         return milliseconds;
       },
       py::arg("plan"), py::arg("processors"), py::arg("parameters"), py::arg("sources"),
-      py::arg("repeats"));
+      py::arg("repeats"), py::arg("clear_gradients") = true);
 }
 
 }  // namespace grafx::python

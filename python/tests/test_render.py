@@ -169,7 +169,7 @@ def test_gradients_equal_a_backward_driven_from_cpp():
     from_python = grafx.create_parameters(graph, processors, seed=5)
     from_cpp = grafx.create_parameters(graph, processors, seed=5)
     grafx.render(plan, processors, from_python, sources).pow(2).mean().backward()
-    grafx._grafx._time_forward_backward(plan, processors, from_cpp, sources, 1)
+    grafx._grafx._time_forward_backward(plan, processors, from_cpp, sources, 1, False)
     for type_name, group in from_python.items():
         for name, tensor in group.items():
             torch.testing.assert_close(tensor.grad, from_cpp[type_name][name].grad, rtol=0, atol=0)
