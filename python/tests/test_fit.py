@@ -55,3 +55,27 @@ def test_settings_and_errors(song):
     timed = grafx.fit(song["console"], song["tracks"], song["mix"], 16000,
                       time_budget_minutes=0.02, crop_seconds=1.0, skip_seconds=0.1)
     assert 1 <= timed.steps_done < 1000
+
+
+def test_ctrl_c_stops_a_fit_with_keyboard_interrupt(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    script = tmp_path / "fit.py"
+    script.write_text(
+        "import signal, grafx\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "song = grafx.demo_song(sample_rate=16000, seconds=3.0)\n"
+        "print('fitting', flush=True)\n"
+        "try:\n"
+        "    grafx.fit(song['console'], song['tracks'], song['mix'], 16000, num_steps=10**6,\n"
+        "              crop_seconds=1.0, skip_seconds=0.1)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n")
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "fitting"
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 0 and output.strip() == "interrupted"
