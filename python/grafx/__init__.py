@@ -47,6 +47,7 @@ from ._grafx import (
     load_audio,
     processor_registry,
     prune_randomly,
+    resample,
     to_tensor,
 )
 from .parameters import (
@@ -112,4 +113,4 @@ def mixing_console(
     )
 
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [name for name in dir() if not name.startswith("_") and name != "torch"]
