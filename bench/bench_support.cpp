@@ -90,7 +90,7 @@ std::string machine_description() {
   std::ostringstream s;
   s << std::thread::hardware_concurrency() << " cores (" << cpu << "), LibTorch "
     << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << "." << TORCH_VERSION_PATCH << ", "
-    << at::get_num_threads() << " threads";
+    << at::get_num_threads() << " threads, " << GRAFX_BUILD_TYPE << " build";
   return s.str();
 }
 

@@ -33,7 +33,8 @@ std::vector<double> parse_arguments(int argc, char** argv,
 /// Sets LibTorch's CPU threads to $GRAFX_THREADS or all cores; returns the count.
 int setup_threads();
 
-/// "2 cores (Intel Xeon ...), LibTorch 1.13.1, 2 threads": printed above every table.
+/// "2 cores (Intel Xeon ...), LibTorch 1.13.1, 2 threads, Release build": printed above every
+/// table.
 std::string machine_description();
 
 /// A markdown table.

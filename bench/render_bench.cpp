@@ -7,6 +7,7 @@
 
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/memory.h>
 #include <grafx/processors/registry.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
@@ -16,9 +17,6 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
-#include <malloc.h>
-
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -63,23 +61,6 @@ at::Tensor render_grafx_style(const RenderPlan& plan, const Processors& processo
     buffer.narrow(0, step.writes.start, m).copy_(produced[0]);  // in place, tracked by autograd
   }
   return outputs;
-}
-
-/// Peak resident memory growth (MiB) while `work` runs (Linux: VmHWM after resetting it). The
-/// work runs once before, so that constants (noise, windows) are built and not counted.
-double peak_memory_mib(const std::function<void()>& work) {
-  work();
-  auto read_kib = [](const char* field) {
-    std::ifstream status("/proc/self/status");
-    for (std::string line; std::getline(status, line);)
-      if (line.rfind(field, 0) == 0) return std::stod(line.substr(line.find(':') + 1));
-    return 0.0;
-  };
-  malloc_trim(0);                                 // give freed memory back first
-  std::ofstream("/proc/self/clear_refs") << "5";  // reset the high-water mark to the current size
-  double before = read_kib("VmRSS:");
-  work();
-  return (read_kib("VmHWM:") - before) / 1024.0;
 }
 
 struct BenchGraph {
@@ -170,10 +151,8 @@ int main(int argc, char** argv) {
   }
   table.print(std::cout);
 
-  // Peak memory of one forward+backward render of a console of about 100 nodes. Large blocks
-  // now always come from (and go back to) the system, so resident memory tracks use (this
-  // slows allocation down, hence only here, after the timings).
-  mallopt(M_MMAP_THRESHOLD, 1 << 17);
+  // Peak memory of one forward+backward render of a console of about 100 nodes (after the
+  // timings: measuring slows allocation down; grafx/memory.h).
   Graph hundred           = console(10, 2, -1);
   Processors processors   = make_processors(hundred.types(), {sample_rate});
   at::Tensor sources      = at::randn({10, 2, length}) * 0.1;
@@ -185,7 +164,7 @@ int main(int argc, char** argv) {
   GraphTensor tensor = to_tensor(hundred);
   for (auto method : {ScheduleMethod::kOneByOne, ScheduleMethod::kOptimal}) {
     RenderPlan plan = make_render_plan(tensor, method);
-    double mib      = peak_memory_mib([&] {
+    double mib      = peak_memory_growth_mib([&] {
       Parameters p = create_parameters(hundred, processors, {0});
       render(plan, processors, p, sources).outputs.pow(2).mean().backward();
     });
@@ -193,7 +172,7 @@ int main(int argc, char** argv) {
         {"grafx, " + to_string(method), bench::fixed(mib, 0), bench::fixed(mib / signal_mib, 0)});
   }
   RenderPlan optimal = make_render_plan(tensor, ScheduleMethod::kOptimal);
-  double grafx_mib   = peak_memory_mib([&] {
+  double grafx_mib   = peak_memory_growth_mib([&] {
     Parameters p = create_parameters(hundred, processors, {0});
     render_grafx_style(optimal, processors, p, sources).pow(2).mean().backward();
   });

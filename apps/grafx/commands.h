@@ -27,6 +27,7 @@ void add_processors_command(CLI::App& app);
 void add_process_command(CLI::App& app);
 void add_prune_command(CLI::App& app);
 void add_loss_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 /// Where a fit's data came from, as `grafx prune` finds it again (fit.json in the fit folder).
 struct FitInputs {

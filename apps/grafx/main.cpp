@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
   grafx::cli::add_process_command(app);
   grafx::cli::add_prune_command(app);
   grafx::cli::add_loss_command(app);
+  grafx::cli::add_bench_command(app);
   try {
     const char* env = std::getenv("GRAFX_THREADS");
     if (env && *env) {  // checked like --threads; empty is unset

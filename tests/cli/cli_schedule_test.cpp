@@ -65,5 +65,42 @@ TEST(CliSchedule, Errors) {
   EXPECT_EQ(testing::read_file(dir.file("plan.json")), "keep me");
 }
 
+// grafx bench: times and memory of a graph's render, as text and as one JSON object.
+TEST(CliBench, TimesAndMemoryOfAGraph) {
+  testing::TempDir dir;
+  std::string console = dir.file("console.json");
+  ASSERT_EQ(run_grafx({"console", "--tracks", "3", "--groups", "2", "-o", console}).exit_code, 0);
+  auto r = run_grafx({"bench", console, "--seconds", "0.2", "--repeats", "2", "--json", "--threads",
+                      "1", "--method", "one-by-one"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto result = nlohmann::json::parse(r.out);
+  EXPECT_EQ(result["nodes"], 3 + 3 * 7 + 2 + 2 * 7 + 1 + 1);  // ins, strips, mixes, master, out
+  EXPECT_EQ(result["calls"], 3 * 7 + 2 + 2 * 7 + 1);          // one-by-one: a call per node
+  EXPECT_EQ(result["method"], "one-by-one");
+  EXPECT_EQ(result["threads"], 1);
+  EXPECT_EQ(result["repeats"], 2);
+  for (const char* key : {"forward_ms", "backward_ms", "forward_backward_ms", "peak_memory_mib"})
+    EXPECT_GT(result[key].get<double>(), 0) << key;
+  // The backward is part of the forward+backward it is timed in.
+  EXPECT_LT(result["backward_ms"].get<double>(), result["forward_backward_ms"].get<double>());
+
+  r = run_grafx({"bench", console, "--seconds", "0.2", "--repeats", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "processor calls (optimal, proven optimal)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "forward+backward")) << r.out;
+
+  for (auto bad : std::vector<std::vector<std::string>>{
+           {"--seconds", "nan"}, {"--method", "fastest"}, {"--repeats", "0"}}) {
+    std::vector<std::string> arguments{"bench", console};
+    arguments.insert(arguments.end(), bad.begin(), bad.end());
+    r = run_grafx(arguments);
+    EXPECT_EQ(r.exit_code, 2) << bad[0];
+    EXPECT_TRUE(contains(r.err, "[grafx.cli.arguments] " + bad[0])) << r.err;
+  }
+  r = run_grafx({"bench", dir.file("missing.json")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "[grafx.io.unreadable]")) << r.err;
+}
+
 }  // namespace
 }  // namespace grafx
