@@ -349,6 +349,7 @@ void add_fit_command(CLI::App& app) {
               << " tracks, " << std::fixed << std::setprecision(2)
               << double(length) / double(args->sample_rate) << " s at " << args->sample_rate
               << " Hz)\n";
+    args->options.adapt_threads = !threads_chosen();
     Fitter fitter(graph, tracks, mix, args->sample_rate, args->options);
     std::vector<std::string> files = args->tracks;
     files.push_back(args->mix);
@@ -409,6 +410,7 @@ void add_demo_command(CLI::App& app) {
     inputs.track_names = song.track_names;
     inputs.sample_rate = song.sample_rate;
     std::cout << "fitting a fresh console of " << song.console.n_nodes() << " nodes to that mix\n";
+    args->options.adapt_threads = !threads_chosen();
     Fitter fitter(song.console, song.tracks, song.mix, song.sample_rate, args->options);
     args->session.summary.title       = "grafx demo: a synthesised song mixed by a hidden console";
     args->session.summary.track_names = song.track_names;

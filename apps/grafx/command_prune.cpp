@@ -203,8 +203,9 @@ void add_prune_command(CLI::App& app) {
         !(fs::exists(output / kPruneCheckpoint) && fs::exists(output / kPruneState)))
       throw FitError("grafx.fit.checkpoint", args->output + ": holds no saved pruning to resume (" +
                                                  kPruneState + " and " + kPruneCheckpoint + ")");
-    auto [tracks, mix] = load_fit_audio(inputs);
-    options.n_steps    = args->options.rounds * args->options.steps_between;
+    auto [tracks, mix]    = load_fit_audio(inputs);
+    options.n_steps       = args->options.rounds * args->options.steps_between;
+    options.adapt_threads = !threads_chosen();
     Fitter fitter(graph, tracks, mix, inputs.sample_rate, options, file.parameters);
     prepare_output_folder(args->output, files, args->resume, args->force, "pruning");
     run_pruning(fitter, args->options,

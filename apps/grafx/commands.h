@@ -73,6 +73,10 @@ struct PruningSession {
 /// Prunes with live progress and writes the outputs (report/prune_report.h) into the folder.
 void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSession& session);
 
+/// Whether the user chose the thread count (--threads or GRAFX_THREADS); otherwise fits adapt
+/// it to the machine's load (FitOptions::adapt_threads).
+bool threads_chosen();
+
 /// Node types a graph file may use without declaring them.
 NodeTypes known_node_types();
 /// The letters of the default console chain ("ecnsgdr").

@@ -97,6 +97,12 @@ CLI::Validator whole_number(int64_t min) {
       wanted);
 }
 
+namespace {
+bool threads_were_chosen = false;  // set once, while the command line is parsed
+}  // namespace
+
+bool threads_chosen() { return threads_were_chosen; }
+
 CLI::Option* add_force_flag(CLI::App& command, bool& force) {
   return command.add_flag("-f,--force", force, "Replace output files that exist already");
 }
@@ -116,16 +122,19 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "grafx 0.1.0");
   // LibTorch defaults to one thread on these machines: use every core unless told otherwise.
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  app.add_option("--threads", threads,
-                 "CPU threads for LibTorch (default: all cores, or $GRAFX_THREADS)")
-      ->check(CLI::Range(1, 1024));
+  CLI::Option* threads_option =
+      app.add_option("--threads", threads,
+                     "CPU threads for LibTorch (default: all cores, or $GRAFX_THREADS; fits then "
+                     "use fewer while that steps faster on a busy machine)")
+          ->check(CLI::Range(1, 1024));
   double max_input_mb = double(grafx::input_limit() >> 20);
   app.add_option("--max-input-mb", max_input_mb,
                  "Largest input read whole (graph, parameter and audio files), in MiB")
       ->capture_default_str()
       ->check(grafx::cli::finite_number(0, false));
-  app.parse_complete_callback([&threads, &max_input_mb] {
+  app.parse_complete_callback([&threads, &max_input_mb, threads_option] {
     at::set_num_threads(threads);
+    if (threads_option->count() > 0) grafx::cli::threads_were_chosen = true;
     grafx::set_input_limit(uint64_t(max_input_mb * 1048576.0));
   });
   grafx::cli::add_console_command(app);
@@ -149,7 +158,8 @@ int main(int argc, char** argv) {
         throw grafx::Error("grafx.cli.threads", "GRAFX_THREADS=\"" + std::string(env) +
                                                     "\": expected a whole number of threads "
                                                     "from 1 to 1024");
-      threads = int(value);
+      threads                         = int(value);
+      grafx::cli::threads_were_chosen = true;
     }
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

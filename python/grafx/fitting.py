@@ -25,7 +25,7 @@ class Fitter(_grafx.Fitter):
     tracks  K×C×L, one per ``in`` node in id order; mix  C×L; at ``sample_rate``.
     Settings (FitOptions): num_steps, lr, weight_decay, warmup_steps, final_lr_ratio,
     crop_seconds, crops_per_step, skip_seconds, seed, reset_optimizer_every, max_gradient_norm,
-    max_non_finite_steps, regularizer_weights, initialise_gains, schedule_method,
+    max_non_finite_steps, regularizer_weights, initialise_gains, adapt_threads, schedule_method,
     time_budget_seconds or time_budget_minutes.
     """
 
@@ -38,7 +38,7 @@ def fit(graph, tracks, mix, sample_rate, num_steps=None, callback=None, paramete
         **settings):
     """Fits ``graph`` to ``mix`` and returns the Fitter. ``callback(progress)`` is called after
     every step with step, num_steps, record (loss, match_loss, ...), steps_per_second,
-    eta_seconds and learning_rate; returning False stops the fit. Ctrl-C stops it too.
+    eta_seconds, learning_rate and threads; returning False stops the fit. Ctrl-C stops it too.
     ``num_steps`` defaults to 1000, or to no limit with ``time_budget_minutes``."""
     if num_steps is not None:
         settings["num_steps"] = num_steps

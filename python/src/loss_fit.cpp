@@ -44,6 +44,7 @@ py::dict progress_to_python(const FitProgress& p) {
   result["eta_seconds"]      = p.eta_seconds;
   result["learning_rate"]    = p.learning_rate;
   result["skipped_steps"]    = p.skipped_steps;
+  result["threads"]          = p.threads;
   return result;
 }
 
@@ -124,6 +125,7 @@ void bind_loss_and_fit(py::module_& m) {
       .def_readwrite("max_non_finite_steps", &FitOptions::max_non_finite_steps)
       .def_readwrite("regularizer_weights", &FitOptions::regularizer_weights)
       .def_readwrite("initialise_gains", &FitOptions::initialise_gains)
+      .def_readwrite("adapt_threads", &FitOptions::adapt_threads)
       .def_property(
           "schedule_method", [](const FitOptions& o) { return to_string(o.schedule.method); },
           [](FitOptions& o, const std::string& m) { o.schedule = parse_schedule_method(m); });

@@ -7,6 +7,7 @@
 #include <grafx/render/parameters.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
 
 #include <chrono>
@@ -251,12 +252,22 @@ void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
   auto elapsed        = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
   int64_t skipped     = 0;
   for (const auto& r : history_) skipped += r.skipped;
+  // The thread count the caller set comes back however run ends.
+  struct RestoreThreads {
+    int threads = at::get_num_threads();
+    ~RestoreThreads() { at::set_num_threads(threads); }
+  } restore;
+  ThreadTuner tuner(restore.threads);
   while (steps_done() < options_.n_steps && (budget <= 0 || elapsed() < budget)) {
     double done = double(steps_done()) / double(options_.n_steps);
     if (budget > 0) done = std::max(done, elapsed() / budget);
-    FitRecord record = step(done);
-    skipped += record.skipped;
+    const int threads = options_.adapt_threads ? tuner.threads_for(steps_done()) : restore.threads;
+    if (threads != at::get_num_threads()) at::set_num_threads(threads);
+    const clock::time_point step_start = clock::now();
+    FitRecord record                   = step(done);
     recent.push_back(clock::now());
+    tuner.record(threads, std::chrono::duration<double>(recent.back() - step_start).count());
+    skipped += record.skipped;
     if (recent.size() > 11) recent.pop_front();
     if (!progress) continue;
     FitProgress p;
@@ -265,6 +276,7 @@ void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
     p.record           = record;
     p.skipped_steps    = skipped;
     p.learning_rate    = optimizer_.options().lr;
+    p.threads          = threads;
     double seconds     = std::chrono::duration<double>(recent.back() - recent.front()).count();
     p.steps_per_second = seconds > 0 ? double(recent.size() - 1) / seconds : 0;
     p.eta_seconds =

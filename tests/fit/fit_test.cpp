@@ -14,6 +14,7 @@
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <chrono>
 
@@ -299,6 +300,33 @@ TEST(Fit, ATimeBudgetStopsTheFitOnTime) {
   options.time_budget_seconds = -1;
   EXPECT_GRAFX_ERROR(Fitter(console, x, mix, kRate, options), "grafx.fit.options",
                      "a finite time budget of at least 0 s");
+}
+
+TEST(Fit, StepsProbeFewerThreadsAndTheCountComesBack) {
+  Graph console    = gain_console();
+  at::Tensor x     = tracks(3);
+  at::Tensor mix   = hidden_mix(console, x, at::zeros({3, 2}));
+  const int before = at::get_num_threads();
+  at::set_num_threads(2);
+  std::vector<int> used;
+  for (bool adapt : {true, false}) {
+    FitOptions options    = small_options(20);
+    options.adapt_threads = adapt;
+    Fitter fitter(console, x, mix, kRate, options);
+    used.clear();
+    fitter.run([&](const FitProgress& p) {
+      used.push_back(p.threads);
+      EXPECT_EQ(at::get_num_threads(), p.threads);
+    });
+    EXPECT_EQ(at::get_num_threads(), 2) << "run restores the caller's count";
+    ASSERT_EQ(used.size(), 20u);
+    // The 16th step (index 15) is the first probe of one thread; the rest run on two unless the
+    // probe was faster by the margin (then the tuner stays on one until a probe of two wins).
+    EXPECT_EQ(used[15], adapt ? 1 : 2);
+    EXPECT_EQ(used[0], 2);
+    if (!adapt) EXPECT_EQ(std::count(used.begin(), used.end(), 2), 20);
+  }
+  at::set_num_threads(before);
 }
 
 TEST(Fit, RefusesSettingsThatCannotWork) {

@@ -12,6 +12,7 @@
 
 #include <grafx/fit/adamw.h>
 #include <grafx/fit/initialise.h>
+#include <grafx/fit/thread_tuner.h>
 #include <grafx/loss/mix_loss.h>
 #include <grafx/loss/regularizers.h>
 #include <grafx/render/render.h>
@@ -57,6 +58,10 @@ struct FitOptions {
   /// the mix (grafx/fit/initialise.h) when the fitter makes the initial parameters. Off by
   /// default: on the demo it starts and ends no better (docs/fitting.md).
   bool initialise_gains = false;
+  /// Time the steps and move between LibTorch's thread count at the start of `run` and fewer
+  /// threads, whichever steps faster (grafx/fit/thread_tuner.h): on a shared machine a step on
+  /// every core can be several times slower. The count is restored when `run` returns.
+  bool adapt_threads = true;
   MixLossOptions loss;  ///< sample rate and skip are set by the fitter
   ScheduleOptions schedule = ScheduleMethod::kOptimal;
 };
@@ -82,6 +87,7 @@ struct FitProgress {
   double steps_per_second = 0;
   double eta_seconds      = 0;  ///< to n_steps, or to the end of the time budget if sooner
   double learning_rate    = 0;  ///< of the step just done
+  int threads             = 0;  ///< CPU threads the step ran on
   int64_t skipped_steps   = 0;  ///< in total
 };
 
