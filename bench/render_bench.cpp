@@ -17,6 +17,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <sstream>
 
@@ -101,7 +103,7 @@ int main(int argc, char** argv) {
   consoles.push_back({"8 tracks, 3 groups, pruned", console(8, 3, 1)});
   consoles.push_back({"28 tracks, 5 groups, pruned", console(28, 5, 2)});
 
-  bench::Table table({"console", "nodes", "method", "calls", "forward (ms)",
+  bench::Table table({"console", "nodes", "method", "calls", "forward (ms)", "backward (ms)",
                       "forward+backward (ms)", "speed-up vs one-by-one (f+b)"});
   for (const auto& c : consoles) {
     GraphTensor tensor    = to_tensor(c.graph);
@@ -110,22 +112,35 @@ int main(int argc, char** argv) {
     Parameters fixed      = create_parameters(c.graph, processors, {0, at::kFloat, false});
     at::manual_seed(0);
     at::Tensor sources = at::randn({c.graph.count_per_type()[NodeTypes::kIn], 2, length}) * 0.1;
-    auto backward      = [&](const at::Tensor& y) {
-      y.pow(2).mean().backward();
+    std::vector<double> backward_ms;  // the backward part of each forward+backward
+    auto backward = [&](const at::Tensor& y) {
+      at::Tensor loss = y.pow(2).mean();
+      auto start      = std::chrono::steady_clock::now();
+      loss.backward();
+      backward_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
       for (auto& [type, named] : trained)
         for (auto& [name, p] : named) p.mutable_grad() = at::Tensor();
+    };
+    auto backward_median = [&] {  // of the runs since the last call
+      std::sort(backward_ms.begin(), backward_ms.end());
+      const double median = backward_ms[backward_ms.size() / 2];
+      backward_ms.clear();
+      return bench::fixed(median, 0);
     };
     double one_by_one = 0;
     for (auto method : {ScheduleMethod::kOneByOne, ScheduleMethod::kGreedy, ScheduleMethod::kBeam,
                         ScheduleMethod::kOptimal}) {
       RenderPlan plan = make_render_plan(tensor, method);
       auto forward    = bench::time_it([&] { render(plan, processors, fixed, sources); }, 3, 1.0);
-      auto both       = bench::time_it(
+      backward_ms.clear();
+      auto both = bench::time_it(
           [&] { backward(render(plan, processors, trained, sources).outputs); }, 3, 1.0);
       if (method == ScheduleMethod::kOneByOne) one_by_one = both.median_ms;
       table.add_row({c.name, std::to_string(c.graph.n_nodes()), to_string(method),
                      std::to_string(plan.n_calls()), bench::fixed(forward.median_ms, 0),
-                     bench::fixed(both.median_ms, 0),
+                     backward_median(), bench::fixed(both.median_ms, 0),
                      bench::fixed(one_by_one / both.median_ms, 2) + "×"});
     }
     RenderPlan optimal = make_render_plan(tensor, ScheduleMethod::kOptimal);
@@ -135,18 +150,21 @@ int main(int argc, char** argv) {
           render_grafx_style(optimal, processors, fixed, sources);
         },
         3, 1.0);
+    backward_ms.clear();
     auto grafx_both = bench::time_it(
         [&] { backward(render_grafx_style(optimal, processors, trained, sources)); }, 3, 1.0);
     table.add_row({c.name, std::to_string(c.graph.n_nodes()), "GRAFX-style buffer (optimal plan)",
                    std::to_string(optimal.n_calls()), bench::fixed(grafx_forward.median_ms, 0),
-                   bench::fixed(grafx_both.median_ms, 0),
+                   backward_median(), bench::fixed(grafx_both.median_ms, 0),
                    bench::fixed(one_by_one / grafx_both.median_ms, 2) + "×"});
     auto naive_forward =
         bench::time_it([&] { render_naive(c.graph, processors, fixed, sources); }, 3, 1.0);
+    backward_ms.clear();
     auto naive_both = bench::time_it(
         [&] { backward(render_naive(c.graph, processors, trained, sources).outputs); }, 3, 1.0);
     table.add_row({c.name, std::to_string(c.graph.n_nodes()), "naive per-node reference", "–",
-                   bench::fixed(naive_forward.median_ms, 0), bench::fixed(naive_both.median_ms, 0),
+                   bench::fixed(naive_forward.median_ms, 0), backward_median(),
+                   bench::fixed(naive_both.median_ms, 0),
                    bench::fixed(one_by_one / naive_both.median_ms, 2) + "×"});
   }
   table.print(std::cout);
