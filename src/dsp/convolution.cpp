@@ -1,11 +1,14 @@
 #include <grafx/dsp/convolution.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace grafx::dsp {
 namespace {
@@ -23,6 +26,37 @@ int64_t output_shift(int64_t filter_length, ConvolutionMode mode) {
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// at::fft_rfft (`inverse` false) or at::fft_irfft of the last dimension, the rows split across
+/// LibTorch's threads: ATen's CPU FFT (pocketfft) transforms a whole batch on one thread
+/// (docs/benchmarks.md). Only where nothing records a graph (inside this file's autograd
+/// functions, outside create_graph) and on the CPU; elsewhere, the plain call.
+at::Tensor transform_rows(const at::Tensor& x, int64_t n, bool inverse) {
+  auto plain = [&](const at::Tensor& rows) {
+    return inverse ? at::fft_irfft(rows, n, -1) : at::fft_rfft(rows, n, -1);
+  };
+  const int64_t n_rows = x.numel() / std::max<int64_t>(1, x.size(-1));
+  if (c10::GradMode::is_enabled() || !x.device().is_cpu() || at::get_num_threads() < 2 ||
+      n_rows < 2 || at::in_parallel_region())
+    return plain(x);
+  const at::Tensor rows      = x.reshape({n_rows, x.size(-1)});
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back()               = inverse ? n : n / 2 + 1;
+  at::Tensor out             = at::empty({n_rows, shape.back()},
+                                         x.options().dtype(inverse ? c10::toRealValueType(x.scalar_type())
+                                                                   : c10::toComplexType(x.scalar_type())));
+  at::parallel_for(0, n_rows, 1, [&](int64_t begin, int64_t end) {
+    c10::NoGradGuard no_grad;  // the grad mode is per thread, and workers start with their own
+    at::Tensor part = out.narrow(0, begin, end - begin);
+    if (inverse)
+      at::fft_irfft_out(part, rows.narrow(0, begin, end - begin), n, -1);
+    else
+      at::fft_rfft_out(part, rows.narrow(0, begin, end - begin), n, -1);
+  });
+  return out.view(shape);
+}
+at::Tensor rfft_rows(const at::Tensor& x, int64_t n) { return transform_rows(x, n, false); }
+at::Tensor irfft_rows(const at::Tensor& x, int64_t n) { return transform_rows(x, n, true); }
 
 /// Overlap-save: the outputs [shift, shift + n_outputs) of the full convolution come in blocks
 /// of `hop` samples; block b is the circular convolution of fft_size input samples (hop new
@@ -45,10 +79,10 @@ struct Blocks {
   /// rfft of every block of x: N×C×B×F.
   at::Tensor block_spectra(const at::Tensor& x) const {
     at::Tensor padded = at::constant_pad_nd(x, {left, padded_length - left - length});
-    return at::fft_rfft(padded.unfold(-1, fft_size, hop), fft_size, -1);
+    return rfft_rows(padded.unfold(-1, fft_size, hop), fft_size);
   }
   at::Tensor filter_spectrum(const at::Tensor& h) const {
-    return at::fft_rfft(h, fft_size, -1).unsqueeze(-2);
+    return rfft_rows(h, fft_size).unsqueeze(-2);
   }
 
   /// The valid part of each block's circular convolution, in order: N×C×n_outputs.
@@ -82,7 +116,7 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
     ctx->saved_data["x_spectra"]  = x_spectra;
     ctx->saved_data["h_spectrum"] = h_spectrum;
     ctx->saved_data["geometry"]   = std::vector<int64_t>{shift, n_outputs, fft_size};
-    return blocks.outputs(at::fft_irfft(x_spectra * h_spectrum, fft_size, -1));
+    return blocks.outputs(irfft_rows(x_spectra * h_spectrum, fft_size));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -97,15 +131,14 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
         again ? blocks.block_spectra(x) : ctx->saved_data["x_spectra"].toTensor();
     at::Tensor h_spectrum =
         again ? blocks.filter_spectrum(h) : ctx->saved_data["h_spectrum"].toTensor();
-    at::Tensor grad_spectra = at::fft_rfft(blocks.blocks_of(grads[0]), blocks.fft_size, -1);
+    at::Tensor grad_spectra = rfft_rows(blocks.blocks_of(grads[0]), blocks.fft_size);
     at::Tensor grad_x, grad_h;
     if (ctx->needs_input_grad(0))
-      grad_x =
-          blocks.overlap_add(at::fft_irfft(grad_spectra * h_spectrum.conj(), blocks.fft_size, -1));
+      grad_x = blocks.overlap_add(irfft_rows(grad_spectra * h_spectrum.conj(), blocks.fft_size));
     if (ctx->needs_input_grad(1)) {
       at::Tensor cross =
           (grad_spectra * x_spectra.conj()).sum(-2).sum_to_size(h_spectrum.squeeze(-2).sizes());
-      grad_h = at::fft_irfft(cross, blocks.fft_size, -1).narrow(-1, 0, blocks.taps);
+      grad_h = irfft_rows(cross, blocks.fft_size).narrow(-1, 0, blocks.taps);
     }
     return {grad_x, grad_h, at::Tensor(), at::Tensor(), at::Tensor()};
   }

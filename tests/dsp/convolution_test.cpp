@@ -6,6 +6,7 @@
 #include "support/gradient_check.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -133,6 +134,30 @@ TEST(Convolution, GradientsEqualThoseOfDirectConvolution) {
         return block_convolve(in[0], in[1], ConvolutionMode::kCausal, 64);
       },
       {at::randn({1, 2, 300}, at::kDouble), at::randn({1, 2, 33}, at::kDouble)});
+}
+
+// The transforms split rows across threads (ATen's CPU FFT runs a batch on one thread): each row
+// is the same transform whichever thread runs it, so outputs and gradients are bit for bit
+// those of one thread.
+TEST(Convolution, ThreadsSplitTheRowsWithoutChangingABit) {
+  const int before = at::get_num_threads();
+  at::manual_seed(5);
+  at::Tensor x = at::randn({3, 2, 5000}), h = at::randn({3, 2, 301}), w = at::randn({3, 2, 5000});
+  auto run = [&](int threads) {
+    at::set_num_threads(threads);
+    std::vector<at::Tensor> results;
+    for (int block : {0, 1024}) {
+      at::Tensor xl = x.clone().requires_grad_(true), hl = h.clone().requires_grad_(true);
+      at::Tensor y = block ? block_convolve(xl, hl, ConvolutionMode::kCausal, block)
+                           : fft_convolve(xl, hl, ConvolutionMode::kZeroPhase);
+      (y * w).sum().backward();
+      results.insert(results.end(), {y.detach(), xl.grad(), hl.grad()});
+    }
+    return results;
+  };
+  const std::vector<at::Tensor> one = run(1), two = run(2);
+  at::set_num_threads(before);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(at::equal(one[i], two[i])) << i;
 }
 
 TEST(Convolution, PlanPrefersBlocksForShortFiltersOnLongSignals) {
