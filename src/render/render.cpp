@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 namespace grafx {
 
@@ -73,16 +74,22 @@ RowHome locate_rows(const RenderPlan& plan) {
   return home;
 }
 
-/// Reads buffer rows from the step outputs ([B, m, C, L] per outlet): one narrow per run of
-/// consecutive rows of one output, one index_select when all rows come from one output.
-at::Tensor gather(const std::vector<int64_t>& rows, const RowHome& home,
-                  const std::vector<std::vector<at::Tensor>>& outputs,
-                  const std::function<std::string()>& where) {
-  struct Run {
-    int64_t step, outlet, start, length;
-  };
+/// A run of consecutive rows of one step output: rows [start, start + length) of outlet
+/// `outlet` of step `step`.
+struct Run {
+  int64_t step, outlet, start, length;
+};
+
+/// The rows a read takes, as runs of one output each; `one_tensor` when all come from one output
+/// (then a read that is not a single run is one index_select).
+struct Runs {
   std::vector<Run> runs;
   bool one_tensor = true;
+};
+
+Runs runs_of(const std::vector<int64_t>& rows, const RowHome& home) {
+  Runs result;
+  std::vector<Run>& runs = result.runs;
   for (int64_t row : rows) {
     int64_t s = home.step[size_t(row)], o = home.outlet[size_t(row)],
             p = home.position[size_t(row)];
@@ -91,22 +98,80 @@ at::Tensor gather(const std::vector<int64_t>& rows, const RowHome& home,
       ++runs.back().length;
       continue;
     }
-    one_tensor =
-        one_tensor && (runs.empty() || (runs.front().step == s && runs.front().outlet == o));
+    result.one_tensor =
+        result.one_tensor && (runs.empty() || (runs.front().step == s && runs.front().outlet == o));
     runs.push_back({s, o, p, 1});
   }
-  auto piece = [&](const Run& r) {
-    return outputs[size_t(r.step)][size_t(r.outlet)].narrow(1, r.start, r.length);
-  };
-  if (runs.size() == 1) return piece(runs[0]);
-  if (one_tensor) {
+  return result;
+}
+
+/// Step outputs ([B, m, C, L] per outlet), each also cut once into the pieces its readers take.
+/// A slice's gradient is a zero tensor the size of the whole output with the slice's gradient
+/// copied in, and the gradients of all readers are summed: whole-output adds and fills that
+/// cost batched backwards more than their processors saved (docs/benchmarks.md, "Where the
+/// backward goes"). The gradient of one split is one concatenation.
+struct StepOutputs {
+  std::vector<std::vector<at::Tensor>> whole;        // [step][outlet]
+  std::vector<std::vector<std::set<int64_t>>> cuts;  // [step][outlet]: piece boundaries
+  std::vector<std::vector<std::map<int64_t, at::Tensor>>> pieces;  // by first row
+
+  /// Sets step k's outputs and cuts them at the boundaries its readers need.
+  void set(size_t k, std::vector<at::Tensor> outlets) {
+    pieces[k].assign(outlets.size(), {});
+    for (size_t o = 0; o < outlets.size(); ++o) {
+      const std::set<int64_t>& at = cuts[k].size() > o ? cuts[k][o] : std::set<int64_t>{};
+      const int64_t m             = outlets[o].size(1);
+      std::vector<int64_t> sizes, starts;
+      int64_t previous = 0;
+      for (int64_t cut : at)
+        if (cut > previous && cut < m) {
+          starts.push_back(previous);
+          sizes.push_back(cut - previous);
+          previous = cut;
+        }
+      if (sizes.empty()) continue;  // read whole, or by index
+      starts.push_back(previous);
+      sizes.push_back(m - previous);
+      std::vector<at::Tensor> split = outlets[o].split_with_sizes(sizes, 1);
+      for (size_t i = 0; i < split.size(); ++i) pieces[k][o][starts[i]] = split[i];
+    }
+    whole[k] = std::move(outlets);
+  }
+  void release(size_t k) {
+    whole[k].clear();
+    pieces[k].clear();
+  }
+  /// The rows of a run: the whole output, one piece, or consecutive pieces joined.
+  at::Tensor take(const Run& r) const {
+    const at::Tensor& all = whole[size_t(r.step)][size_t(r.outlet)];
+    if (r.start == 0 && r.length == all.size(1)) return all;
+    const auto& cut = pieces[size_t(r.step)];
+    if (cut.size() <= size_t(r.outlet) || cut[size_t(r.outlet)].empty())
+      return all.narrow(1, r.start, r.length);
+    std::vector<at::Tensor> parts;
+    const auto& by_start = cut[size_t(r.outlet)];
+    for (auto it = by_start.find(r.start); it != by_start.end() && it->first < r.start + r.length;
+         ++it)
+      parts.push_back(it->second);
+    return parts.size() == 1 ? parts[0] : at::cat(parts, 1);
+  }
+};
+
+/// Reads buffer rows from the step outputs: one piece (or joined pieces) per run of
+/// consecutive rows of one output, one index_select when all rows come from one output.
+at::Tensor gather(const std::vector<int64_t>& rows, const RowHome& home, const StepOutputs& outputs,
+                  const std::function<std::string()>& where) {
+  const Runs runs = runs_of(rows, home);
+  if (runs.runs.size() == 1) return outputs.take(runs.runs[0]);
+  if (runs.one_tensor) {
     std::vector<int64_t> positions;
     for (int64_t row : rows) positions.push_back(home.position[size_t(row)]);
-    const at::Tensor& source = outputs[size_t(runs[0].step)][size_t(runs[0].outlet)];
+    const at::Tensor& source =
+        outputs.whole[size_t(runs.runs[0].step)][size_t(runs.runs[0].outlet)];
     return source.index_select(1, at::tensor(positions, at::kLong).to(source.device()));
   }
   std::vector<at::Tensor> pieces;
-  for (const Run& r : runs) pieces.push_back(piece(r));
+  for (const Run& r : runs.runs) pieces.push_back(outputs.take(r));
   detail::match_channels(pieces, 2, where);
   return at::cat(pieces, 1);
 }
@@ -212,24 +277,39 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
     }
   }
 
-  // The last step that reads each step's outputs: outputs are released after it.
+  // The last step that reads each step's outputs (they are released after it), and where the
+  // runs that later steps read begin and end (the outputs are cut there).
   const RowHome home = locate_rows(plan);
   std::vector<int64_t> last_reader(plan.steps.size(), -1);
-  for (size_t k = 0; k < plan.steps.size(); ++k)
-    for (const auto& read : plan.steps[k].reads)
-      for (int64_t row : read.rows.rows()) last_reader[size_t(home.step[size_t(row)])] = int64_t(k);
+  StepOutputs outputs;
+  outputs.whole.resize(plan.steps.size());
+  outputs.pieces.resize(plan.steps.size());
+  outputs.cuts.resize(plan.steps.size());
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    outputs.cuts[k].resize(std::max<size_t>(1, plan.types[plan.steps[k].type].outlets.size()));
+    for (const auto& read : plan.steps[k].reads) {
+      const std::vector<int64_t> rows = read.rows.rows();
+      for (int64_t row : rows) last_reader[size_t(home.step[size_t(row)])] = int64_t(k);
+      const Runs runs = runs_of(rows, home);
+      if (runs.one_tensor && runs.runs.size() > 1) continue;  // an index_select of the whole
+      for (const Run& r : runs.runs) {
+        auto& cuts = outputs.cuts[size_t(r.step)];
+        if (cuts.size() <= size_t(r.outlet)) cuts.resize(size_t(r.outlet) + 1);
+        cuts[size_t(r.outlet)].insert({r.start, r.start + r.length});
+      }
+    }
+  }
 
   RenderResult result;
   std::map<TypeId, std::map<std::string, std::vector<at::Tensor>>> aux;  // per step, plan order
-  std::vector<std::vector<at::Tensor>> outputs(plan.steps.size());
   int64_t widest = 1;  // channels of the widest signal so far
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const PlanStep& step = plan.steps[k];
     const int64_t m      = int64_t(step.nodes.size());
-    std::vector<at::Tensor> inputs;
+    std::vector<at::Tensor> inputs, produced;  // one per inlet; one per outlet
     if (step.type == NodeTypes::kIn) {
       RowAccess sources_read = RowAccess::of(plan.source_index);
-      outputs[k]             = {sources_read.kind == RowAccess::Kind::kSlice
+      produced               = {sources_read.kind == RowAccess::Kind::kSlice
                                     ? source_batch.narrow(1, sources_read.start, sources_read.size())
                                     : source_batch.index_select(
                                           1, at::tensor(plan.source_index, at::kLong).to(sources.device()))};
@@ -240,7 +320,7 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
       for (const auto& read : step.reads)
         inputs.push_back(aggregate(read, gather(read.rows.rows(), home, outputs, where), m));
       if (step.type == NodeTypes::kOut || step.type == NodeTypes::kMix) {
-        outputs[k] = {inputs[0]};
+        produced = {inputs[0]};
       } else {
         const std::string& type_name = plan.types.name(step.type);
         const PreparedParameters& p  = prepared[step.type];  // empty for a type without any
@@ -275,7 +355,7 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
             if (node_mix.wet.defined()) y = dry + node_mix.wet * (y - dry);
             if (node_mix.kept.defined()) y = at::where(node_mix.kept, y, dry);
           }
-          outputs[k].push_back(y.view({B, m, y.size(1), L}));
+          produced.push_back(y.view({B, m, y.size(1), L}));
         }
         for (auto& [name, loss] : out.aux_losses) {
           at::Tensor per_node = loss.view({B * m});
@@ -285,8 +365,9 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
         }
       }
     }
+    outputs.set(k, produced);
     if (options.observer) {
-      StepView view{int64_t(k), &step, {}, inputs, outputs[k]};
+      StepView view{int64_t(k), &step, {}, inputs, produced};
       for (int64_t node : step.nodes) view.nodes.push_back(plan.node_ids[size_t(node)]);
       if (!batched) {
         for (auto& x : view.inputs) x = x.squeeze(0);
@@ -294,10 +375,10 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
       }
       options.observer(view);
     }
-    for (const auto& y : outputs[k]) widest = std::max(widest, y.size(2));
+    for (const auto& y : produced) widest = std::max(widest, y.size(2));
     if (options.check_finite_outputs && step.type != NodeTypes::kIn)
-      for (size_t o = 0; o < outputs[k].size(); ++o) {
-        const at::Tensor& y = outputs[k][o];                                      // [B, m, C, L]
+      for (size_t o = 0; o < produced.size(); ++o) {
+        const at::Tensor& y = produced[o];                                        // [B, m, C, L]
         at::Tensor bad      = (~y.detach().isfinite()).flatten(2).any(2).any(0);  // [m]
         if (!bad.any().item<bool>()) continue;
         NodeId id = plan.node_ids[size_t(step.nodes[size_t(bad.nonzero()[0][0].item<int64_t>())])];
@@ -308,11 +389,11 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
                               "\"; the first node to do so in this render");
       }
     for (size_t j = 0; j < k; ++j)
-      if (last_reader[j] == int64_t(k)) outputs[j].clear();  // no later step reads it
+      if (last_reader[j] == int64_t(k)) outputs.release(j);  // no later step reads it
   }
   // The outputs have the channel count of the widest signal rendered: the same in every
   // schedule (a batched call may spread a node's mono signal to its batch-mates' stereo).
-  at::Tensor y = outputs.back()[0];
+  at::Tensor y = outputs.whole.back()[0];
   if (y.size(2) < widest) y = y.expand({y.size(0), y.size(1), widest, y.size(3)});
   result.outputs = batched ? y : y.squeeze(0);
 

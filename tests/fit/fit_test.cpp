@@ -324,7 +324,9 @@ TEST(Fit, StepsProbeFewerThreadsAndTheCountComesBack) {
     // probe was faster by the margin (then the tuner stays on one until a probe of two wins).
     EXPECT_EQ(used[15], adapt ? 1 : 2);
     EXPECT_EQ(used[0], 2);
-    if (!adapt) EXPECT_EQ(std::count(used.begin(), used.end(), 2), 20);
+    if (!adapt) {
+      EXPECT_EQ(std::count(used.begin(), used.end(), 2), 20);
+    }
   }
   at::set_num_threads(before);
 }

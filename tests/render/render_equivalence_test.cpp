@@ -55,9 +55,14 @@ Rendered render_and_backward(RenderFunction&& render_function, const Parameters&
   return r;
 }
 
-void expect_equal(const Rendered& a, const Rendered& b, const std::string& what) {
-  EXPECT_LT(relative_error(a.outputs, b.outputs), 1e-5) << what << ": outputs";
-  EXPECT_LT(relative_error(a.source_gradient, b.source_gradient), 1e-5)
+/// Outputs, aux losses and gradients agree to `tolerance` relative to each one's largest value;
+/// parameter gradients, sums over all samples whose order differs between renderers (a
+/// gradient flowing to several readers is summed per reader in one, per piece in another), to
+/// twice that in float32.
+void expect_equal(const Rendered& a, const Rendered& b, const std::string& what, double tolerance) {
+  const double sums = a.outputs.scalar_type() == at::kFloat ? 2 * tolerance : tolerance;
+  EXPECT_LT(relative_error(a.outputs, b.outputs), tolerance) << what << ": outputs";
+  EXPECT_LT(relative_error(a.source_gradient, b.source_gradient), tolerance)
       << what << ": source gradient";
   for (const auto& [type, grads] : b.gradients)
     for (const auto& [name, g] : grads) {
@@ -68,12 +73,12 @@ void expect_equal(const Rendered& a, const Rendered& b, const std::string& what)
         const at::Tensor& given = mine.defined() ? mine : g;
         EXPECT_EQ(given.abs().max().item<double>(), 0.0) << what << ": " << type << "." << name;
       } else if (g.defined()) {
-        EXPECT_LT(relative_error(mine, g), 1e-5) << what << ": " << type << "." << name;
+        EXPECT_LT(relative_error(mine, g), sums) << what << ": " << type << "." << name;
       }
     }
   for (const auto& [type, named] : b.aux)
     for (const auto& [name, value] : named)
-      EXPECT_LT(relative_error(a.aux.at(type).at(name), value), 1e-5)
+      EXPECT_LT(relative_error(a.aux.at(type).at(name), value), tolerance)
           << what << ": aux " << type << "." << name;
 }
 
@@ -95,13 +100,17 @@ TEST(RenderEquivalence, BatchedEqualsOneByOneEqualsNaiveOnRandomGraphs) {
       graph.set_bypassed(id, flags() % 7 == 0);
     }
     Processors processors = testing::random_graph_processors(graph.types());
-    Parameters parameters = create_parameters(graph, processors, {seed});
+    // Every fifth seed in float64, to 1e-10: equal but for rounding.
+    const bool float64         = seed % 5 == 4;
+    const at::ScalarType dtype = float64 ? at::kDouble : at::kFloat;
+    const double tolerance     = float64 ? 1e-10 : 1e-5;
+    Parameters parameters      = create_parameters(graph, processors, {seed, dtype});
     at::manual_seed(int64_t(seed));
     for (auto& [type, named] : parameters)  // wet amounts other than ½
       if (named.count("dry_wet")) named["dry_wet"] = at::randn_like(named["dry_wet"]);
-    at::Tensor sources = at::randn({options.n_inputs, 2, 256}) * 0.5;
+    at::Tensor sources = at::randn({options.n_inputs, 2, 256}, dtype) * 0.5;
     const bool batch   = seed % 2 == 1;  // odd seeds: a batch of 3 source sets
-    if (batch) sources = at::randn({3, options.n_inputs, 2, 256}) * 0.5;
+    if (batch) sources = at::randn({3, options.n_inputs, 2, 256}, dtype) * 0.5;
 
     Rendered naive = render_and_backward(
         [&](const Parameters& p, const at::Tensor& s) {
@@ -113,7 +122,8 @@ TEST(RenderEquivalence, BatchedEqualsOneByOneEqualsNaiveOnRandomGraphs) {
       Rendered batched = render_and_backward(
           [&](const Parameters& p, const at::Tensor& s) { return render(plan, processors, p, s); },
           parameters, sources);
-      expect_equal(batched, naive, "seed " + std::to_string(seed) + ", " + to_string(method));
+      expect_equal(batched, naive, "seed " + std::to_string(seed) + ", " + to_string(method),
+                   tolerance);
     }
   }
 }

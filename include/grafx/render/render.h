@@ -24,8 +24,9 @@
 /// (2 and 3) are refused: RenderError [grafx.render.channels].
 ///
 /// Each step stacks the ready nodes of one type into one processor call. Step outputs are kept
-/// as separate tensors (no shared signal buffer is copied or written in place), read by slices
-/// where the plan allows, and released as soon as no later step reads them, so autograd keeps
+/// as separate tensors (no shared signal buffer is copied or written in place), cut once into
+/// the pieces later steps read (so that a gradient is one concatenation, not a full-size zero
+/// tensor per reader), and released as soon as no later step reads them, so autograd keeps
 /// only what a backward needs.
 
 #include <grafx/plan/render_plan.h>
