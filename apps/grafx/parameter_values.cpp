@@ -150,24 +150,11 @@ void set_parameter(TensorDict& raw, at::Tensor* wet, const std::string& assignme
       return;
     }
     if (name != spec.physical_name) continue;
-    if (!spec.to_raw) fail(name + " is set by its raw value only: use " + spec.name + "=...");
+    if (!spec.to_raw) fail(spec.raw_of(target, target));  // refused before the values are read
     at::Tensor physical = spec.to_physical(target).clone();
     fill_values(physical, text, fail);
-    const double lo = physical.min().item<double>(), hi = physical.max().item<double>();
-    auto text_of = [&](double value) {
-      std::ostringstream s;
-      s << value;
-      return s.str();
-    };
-    if (lo < spec.physical_min || hi > spec.physical_max)
-      fail("expected " + name + " from " + text_of(spec.physical_min) + " to " +
-           text_of(spec.physical_max) + " (" + spec.unit + "), but got " +
-           text_of(lo < spec.physical_min ? lo : hi));
-    at::Tensor values = spec.to_raw(physical);
-    if (!values.isfinite().all().item<bool>() ||
-        !at::allclose(spec.to_physical(values), physical, 1e-6, 1e-6))
-      fail(name + " cannot take these values exactly (" + spec.description + ")");
-    target = values;
+    const std::string why = spec.raw_of(physical, target);
+    if (!why.empty()) fail(why);
     return;
   }
   std::vector<std::string> names;

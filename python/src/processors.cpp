@@ -70,18 +70,7 @@ py::dict descriptor_to_python(const ProcessorDescriptor& d) {
   return result;
 }
 
-/// Physical values of raw ones by the specs (and "wet" for "dry_wet").
-TensorDict physical_of(const std::vector<ParameterSpec>& specs, const TensorDict& raw) {
-  TensorDict physical;
-  for (const ParameterSpec& spec : specs) {
-    auto it = raw.find(spec.name);
-    if (it != raw.end())
-      physical[spec.physical_name] = spec.to_physical ? spec.to_physical(it->second) : it->second;
-  }
-  return physical;
-}
-
-/// Raw values of physical ones; throws for names no spec has and for values that cannot be set.
+/// Raw values of physical ones; throws for names no spec has and values that cannot be set.
 TensorDict raw_of(const std::vector<ParameterSpec>& specs, const TensorDict& physical,
                   const std::string& where) {
   TensorDict raw;
@@ -95,11 +84,8 @@ TensorDict raw_of(const std::vector<ParameterSpec>& specs, const TensorDict& phy
           "grafx.processor.parameters",
           where + ": no parameter is called \"" + name + "\" (physical names: " + known + ")");
     }
-    if (!spec->to_raw && spec->to_physical)
-      throw ProcessorError("grafx.processor.parameters",
-                           where + ": \"" + name + "\" does not determine the raw \"" + spec->name +
-                               "\"; set the raw value instead");
-    raw[spec->name] = spec->to_raw ? spec->to_raw(value) : value;
+    const std::string why = spec->raw_of(value, raw[spec->name]);
+    if (!why.empty()) throw ProcessorError("grafx.processor.parameters", where + ": " + why);
   }
   return raw;
 }
@@ -155,7 +141,7 @@ void bind_processors(py::module_& m) {
           "to_physical",
           [](const Processor& p, const py::handle& raw) {
             return tensors_to_python(
-                physical_of(specs_with_dry_wet(p), tensors_from_python(raw, p.name())));
+                to_physical(specs_with_dry_wet(p), tensors_from_python(raw, p.name())));
           },
           py::arg("raw"))
       .def(
@@ -241,7 +227,7 @@ void bind_processors(py::module_& m) {
           if (it == set.processors.end())
             throw RenderError("grafx.render.parameters",
                               "parameters name type \"" + type + "\", which has no processor");
-          physical[type] = physical_of(specs_with_dry_wet(*it->second), raw);
+          physical[type] = to_physical(specs_with_dry_wet(*it->second), raw);
         }
         return parameters_to_python(physical);
       },

@@ -71,6 +71,9 @@ def test_physical_units_round_trip():
     with pytest.raises(grafx.ProcessorError) as error:
         compressor.to_raw(treshold_db=-20.0)
     assert "threshold_db" in error.value.message
+    with pytest.raises(grafx.ProcessorError) as error:  # below its range: no NaN raw value
+        compressor.to_raw(ratio=torch.tensor([[0.5]]))
+    assert error.value.message == "compressor: expected ratio from 1 to inf (:1), but got 0.5"
     specs = {s["name"]: s for s in compressor.parameter_specs()}
     assert specs["log_threshold"]["unit"] == "dB"
 

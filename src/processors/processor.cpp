@@ -69,14 +69,38 @@ std::vector<int64_t> ParameterSpec::shape_for(int64_t n) const {
 
 NodeType Processor::node_type() const { return NodeType{name(), inlets(), outlets()}; }
 
-TensorDict Processor::to_physical(const TensorDict& parameters) const {
+TensorDict to_physical(const std::vector<ParameterSpec>& specs, const TensorDict& parameters) {
   TensorDict physical;
-  for (const auto& spec : parameter_specs()) {
+  for (const auto& spec : specs) {
     auto it = parameters.find(spec.name);
     if (it == parameters.end()) continue;
     physical[spec.physical_name] = spec.to_physical ? spec.to_physical(it->second) : it->second;
   }
   return physical;
+}
+
+TensorDict Processor::to_physical(const TensorDict& parameters) const {
+  return grafx::to_physical(parameter_specs(), parameters);
+}
+
+std::string ParameterSpec::raw_of(const at::Tensor& physical, at::Tensor& raw) const {
+  if (!to_raw) return physical_name + " is set by its raw value only: use " + name + "=...";
+  const double lo = physical.min().item<double>(), hi = physical.max().item<double>();
+  auto text_of = [](double value) {
+    std::ostringstream s;
+    s << value;
+    return s.str();
+  };
+  if (lo < physical_min || hi > physical_max)
+    return "expected " + physical_name + " from " + text_of(physical_min) + " to " +
+           text_of(physical_max) + " (" + unit + "), but got " +
+           text_of(lo < physical_min ? lo : hi);
+  at::Tensor values = to_raw(physical);
+  if (!values.isfinite().all().item<bool>() ||
+      !at::allclose(to_physical(values), physical, 1e-6, 1e-6))
+    return physical_name + " cannot take these values exactly (" + description + ")";
+  raw = values;
+  return "";
 }
 
 void Processor::check_arguments(const std::vector<at::Tensor>& inputs, const TensorDict& parameters,

@@ -77,6 +77,11 @@ struct ParameterSpec {
 
   /// The shape of N nodes' values: [n, shape...].
   std::vector<int64_t> shape_for(int64_t n) const;
+  /// Sets `raw` to the raw values of `physical` and returns "", or returns why they cannot be
+  /// set (raw untouched): the spec has no to_raw, a value lies outside [physical_min,
+  /// physical_max], or the raw values are not finite or do not map back to `physical` (1e-6).
+  /// Where users set physical values (`grafx process --set`, Python's `to_raw`).
+  std::string raw_of(const at::Tensor& physical, at::Tensor& raw) const;
 };
 
 struct ProcessorOutput {
@@ -115,6 +120,9 @@ struct TemporalSupport {
 /// `w = σ(dry_wet)` (rendered by the render layer for every processor; no processor may declare
 /// a parameter of this name). Initial raw value 0: w = 0.5, as in the pruning paper.
 ParameterSpec dry_wet_spec();
+/// Physical values of raw ones, keyed by physical name, for the specs whose raw names
+/// `parameters` holds (the rest are left out).
+TensorDict to_physical(const std::vector<ParameterSpec>& specs, const TensorDict& parameters);
 /// Its raw name, "dry_wet".
 inline constexpr char kDryWetParameter[] = "dry_wet";
 
