@@ -30,10 +30,9 @@ def compute_render_order(graph, method="beam", **options):
     step and the step of each node (a LongTensor over the nodes in ascending id; -1 for nodes
     on no path from an ``in`` to an ``out``)."""
     s = schedule(graph, method, **options)
-    tensor = _grafx.to_tensor(graph)
-    names = tensor.type_names
-    sequence = [names[t] for t in s.step_types]
-    return sequence, torch.tensor(s.step_of_rows(tensor.num_nodes), dtype=torch.long)
+    names = [t["name"] for t in graph.types]  # by type id
+    return ([names[t] for t in s.step_types],
+            torch.tensor(s.step_of_rows(graph.num_nodes), dtype=torch.long))
 
 
 def render(plan, processors, parameters, sources, *, frozen_types=(), check_finite=True,

@@ -69,15 +69,27 @@ NodeType type_from_python(const std::string& name, const Ports& inlets, const Po
   return type;
 }
 
-ScheduleOptions schedule_options(const std::string& method, int64_t beam_width, int64_t beam_depth,
-                                 double time_budget_s,
-                                 const std::vector<std::string>& fixed_order) {
-  ScheduleOptions options(parse_schedule_method(method));
-  options.beam_width    = beam_width;
-  options.beam_depth    = beam_depth;
-  options.time_budget_s = time_budget_s;
-  options.fixed_order   = fixed_order;
-  return options;
+/// A function of a graph's tensor form and schedule options (schedule_graph, make_render_plan)
+/// bound as f(graph, method, beam_width, beam_depth, time_budget_s, fixed_order), run without
+/// the GIL.
+template <class Result>
+void def_scheduled(py::module_& m, const char* name,
+                   Result (*f)(const GraphTensor&, const ScheduleOptions&)) {
+  m.def(
+      name,
+      [f](const Graph& graph, const std::string& method, int64_t beam_width, int64_t beam_depth,
+          double time_budget_s, const std::vector<std::string>& fixed_order) {
+        ScheduleOptions options(parse_schedule_method(method));
+        options.beam_width    = beam_width;
+        options.beam_depth    = beam_depth;
+        options.time_budget_s = time_budget_s;
+        options.fixed_order   = fixed_order;
+        GraphTensor tensor    = to_tensor(graph);
+        py::gil_scoped_release released;
+        return f(tensor, options);
+      },
+      py::arg("graph"), py::arg("method"), py::arg("beam_width"), py::arg("beam_depth"),
+      py::arg("time_budget_s"), py::arg("fixed_order"));
 }
 
 py::list steps_to_python(const std::vector<std::vector<int64_t>>& steps) {
@@ -266,17 +278,7 @@ void bind_graph(py::module_& m) {
       .def("step_of_rows", &Schedule::step_of_rows, py::arg("num_rows"))
       .def("type_sequence",
            [](const Schedule& s, const GraphTensor& t) { return s.type_sequence(t.types); });
-  m.def(
-      "schedule",
-      [](const Graph& graph, const std::string& method, int64_t beam_width, int64_t beam_depth,
-         double time_budget_s, const std::vector<std::string>& fixed_order) {
-        GraphTensor tensor = to_tensor(graph);
-        py::gil_scoped_release released;
-        return schedule_graph(
-            tensor, schedule_options(method, beam_width, beam_depth, time_budget_s, fixed_order));
-      },
-      py::arg("graph"), py::arg("method"), py::arg("beam_width"), py::arg("beam_depth"),
-      py::arg("time_budget_s"), py::arg("fixed_order"));
+  def_scheduled(m, "schedule", &schedule_graph);
 
   py::class_<RenderPlan>(m, "RenderPlan",
                          "A schedule compiled into the reads, sums and writes of "
@@ -301,17 +303,7 @@ void bind_graph(py::module_& m) {
         return "<grafx.RenderPlan: " + std::to_string(p.n_calls()) + " calls (" +
                to_string(p.method) + ")>";
       });
-  m.def(
-      "compute_render_plan",
-      [](const Graph& graph, const std::string& method, int64_t beam_width, int64_t beam_depth,
-         double time_budget_s, const std::vector<std::string>& fixed_order) {
-        GraphTensor tensor = to_tensor(graph);
-        py::gil_scoped_release released;
-        return make_render_plan(
-            tensor, schedule_options(method, beam_width, beam_depth, time_budget_s, fixed_order));
-      },
-      py::arg("graph"), py::arg("method"), py::arg("beam_width"), py::arg("beam_depth"),
-      py::arg("time_budget_s"), py::arg("fixed_order"));
+  def_scheduled<RenderPlan>(m, "compute_render_plan", &make_render_plan);
 }
 
 }  // namespace grafx::python

@@ -119,11 +119,10 @@ struct StepOutputs {
   void set(size_t k, std::vector<at::Tensor> outlets) {
     pieces[k].assign(outlets.size(), {});
     for (size_t o = 0; o < outlets.size(); ++o) {
-      const std::set<int64_t>& at = cuts[k].size() > o ? cuts[k][o] : std::set<int64_t>{};
-      const int64_t m             = outlets[o].size(1);
+      const int64_t m = outlets[o].size(1);
       std::vector<int64_t> sizes, starts;
       int64_t previous = 0;
-      for (int64_t cut : at)
+      for (int64_t cut : cuts[k][o])
         if (cut > previous && cut < m) {
           starts.push_back(previous);
           sizes.push_back(cut - previous);
@@ -145,11 +144,9 @@ struct StepOutputs {
   at::Tensor take(const Run& r) const {
     const at::Tensor& all = whole[size_t(r.step)][size_t(r.outlet)];
     if (r.start == 0 && r.length == all.size(1)) return all;
-    const auto& cut = pieces[size_t(r.step)];
-    if (cut.size() <= size_t(r.outlet) || cut[size_t(r.outlet)].empty())
-      return all.narrow(1, r.start, r.length);
+    const auto& by_start = pieces[size_t(r.step)][size_t(r.outlet)];
+    if (by_start.empty()) return all.narrow(1, r.start, r.length);  // where no cut was planned
     std::vector<at::Tensor> parts;
-    const auto& by_start = cut[size_t(r.outlet)];
     for (auto it = by_start.find(r.start); it != by_start.end() && it->first < r.start + r.length;
          ++it)
       parts.push_back(it->second);
@@ -292,11 +289,8 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
       for (int64_t row : rows) last_reader[size_t(home.step[size_t(row)])] = int64_t(k);
       const Runs runs = runs_of(rows, home);
       if (runs.one_tensor && runs.runs.size() > 1) continue;  // an index_select of the whole
-      for (const Run& r : runs.runs) {
-        auto& cuts = outputs.cuts[size_t(r.step)];
-        if (cuts.size() <= size_t(r.outlet)) cuts.resize(size_t(r.outlet) + 1);
-        cuts[size_t(r.outlet)].insert({r.start, r.start + r.length});
-      }
+      for (const Run& r : runs.runs)
+        outputs.cuts[size_t(r.step)][size_t(r.outlet)].insert({r.start, r.start + r.length});
     }
   }
 
