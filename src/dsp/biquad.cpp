@@ -12,6 +12,8 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "dsp/tangents.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -304,7 +306,7 @@ at::Tensor shifted(const at::Tensor& t, int64_t lag, bool reverse) {
 struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
   /// x R×L, b R×K×3, a R×K×2 (normalised: a0 = 1).
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& b,
-                            const at::Tensor& a, bool reverse) {
+                            const at::Tensor& a, bool reverse, const SavedDuals& duals) {
     const int64_t rows = x.size(0), length = x.size(1), n_sections = b.size(1);
     at::Tensor xc = cpu(x), bc = cpu(b), ac = cpu(a);
     bool keep        = x.requires_grad() || b.requires_grad() || a.requires_grad();
@@ -328,6 +330,7 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
     ctx->saved_data["reverse"] = reverse;
     ctx->save_for_backward({x, b, a});
     if (keep) ctx->saved_data["states"] = states;
+    duals.save(ctx);
     return y.to(x.device());
   }
 
@@ -335,7 +338,10 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
     auto saved          = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &b = saved[1], &a = saved[2];
     bool reverse = ctx->saved_data["reverse"].toBool();
-    if (c10::GradMode::is_enabled()) return recorded_backward(x, b, a, grads[0], reverse);
+    auto duals   = SavedDuals::of(ctx);  // forward over reverse: recomputed with the tangents
+    if (!duals.empty()) return recorded_backward(duals[0], duals[1], duals[2], grads[0], reverse);
+    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined())
+      return recorded_backward(x, b, a, grads[0], reverse);
 
     at::Tensor states  = ctx->saved_data["states"].toTensor();
     const int64_t rows = x.size(0), length = x.size(1), n_sections = b.size(1);
@@ -356,7 +362,7 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
                                                                     gb, ga, n_sections, length});
     });
     at::Device device = x.device();
-    return {grad.to(device), grad_b.to(device), grad_a.to(device), at::Tensor()};
+    return {grad.to(device), grad_b.to(device), grad_a.to(device), at::Tensor(), at::Tensor()};
   }
 
   /// The same adjoint from differentiable pieces, for create_graph: each section's signals are
@@ -367,18 +373,15 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
     const int64_t n_sections = b.size(1);
     std::vector<at::Tensor> inputs{x};
     for (int64_t k = 0; k + 1 < n_sections; ++k)
-      inputs.push_back(
-          BiquadCascade::apply(inputs.back(), b.narrow(1, k, 1), a.narrow(1, k, 1), reverse));
-    at::Tensor all_pole = at::zeros({x.size(0), 1, 3}, b.options());
-    all_pole.select(2, 0).fill_(1.0);
+      inputs.push_back(cascade(inputs.back(), b.narrow(1, k, 1), a.narrow(1, k, 1), reverse));
+    at::Tensor all_pole = all_pole_numerator(x);
     std::vector<at::Tensor> grad_b(n_sections), grad_a(n_sections);
     for (int64_t k = n_sections - 1; k >= 0; --k) {
       at::Tensor bk       = b.select(1, k);
       const at::Tensor& u = inputs[k];
-      at::Tensor v        = k + 1 < n_sections
-                                ? inputs[k + 1]
-                                : BiquadCascade::apply(u, b.narrow(1, k, 1), a.narrow(1, k, 1), reverse);
-      at::Tensor w        = BiquadCascade::apply(grad, all_pole, a.narrow(1, k, 1), !reverse);
+      at::Tensor v        = k + 1 < n_sections ? inputs[k + 1]
+                                               : cascade(u, b.narrow(1, k, 1), a.narrow(1, k, 1), reverse);
+      at::Tensor w        = cascade(grad, all_pole, a.narrow(1, k, 1), !reverse);
       grad_b[k]           = at::stack({(w * u).sum(1), (w * shifted(u, 1, reverse)).sum(1),
                                        (w * shifted(u, 2, reverse)).sum(1)},
                                       1);
@@ -388,7 +391,51 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
              bk.select(1, 1).unsqueeze(1) * shifted(w, -1, reverse) +
              bk.select(1, 2).unsqueeze(1) * shifted(w, -2, reverse);
     }
-    return {grad, at::stack(grad_b, 1), at::stack(grad_a, 1), at::Tensor()};
+    return {grad, at::stack(grad_b, 1), at::stack(grad_a, 1), at::Tensor(), at::Tensor()};
+  }
+
+  /// b = [1, 0, 0] per row (R×1×3): a section's all-pole part.
+  static at::Tensor all_pole_numerator(const at::Tensor& x) {
+    at::Tensor numerator = at::zeros({x.size(0), 1, 3}, x.options());
+    numerator.select(2, 0).fill_(1.0);
+    return numerator;
+  }
+
+  /// The cascade on rows (x R×L, b R×K×3, a R×K×2), with its tangent rule. Section k maps u to
+  /// v with A·v = B·u; its tangent solves A·v' = B·u' + B'·u − A'·v: the all-pole part of the
+  /// section run on the three FIR terms, section by section.
+  static at::Tensor cascade(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a,
+                            bool reverse) {
+    auto [x_primal, x_tangent] = unpack_dual(x);
+    auto [b_primal, b_tangent] = unpack_dual(b);
+    auto [a_primal, a_tangent] = unpack_dual(a);
+    if (!x_tangent.defined() && !b_tangent.defined() && !a_tangent.defined())
+      return apply(x, b, a, reverse, SavedDuals{});
+    at::Tensor y = apply(x_primal, b_primal, a_primal, reverse, SavedDuals{{x, b, a}});
+    auto fir     = [&](const at::Tensor& c, const at::Tensor& s, int64_t first_lag) {
+      at::Tensor sum;  // Σ_i c_i·s[n − first_lag − i]
+      for (int64_t i = 0; i < c.size(1); ++i)
+        sum = add_lazy(sum, c.select(1, i).unsqueeze(1) * shifted(s, first_lag + i, reverse));
+      return sum;
+    };
+    const int64_t n_sections = b.size(1);
+    at::Tensor all_pole      = all_pole_numerator(x_primal);
+    at::Tensor u = x_primal, tangent = x_tangent;
+    for (int64_t k = 0; k < n_sections; ++k) {
+      at::Tensor b_k = b_primal.narrow(1, k, 1), a_k = a_primal.narrow(1, k, 1);
+      at::Tensor v =
+          k + 1 < n_sections ? apply(u, b_k, a_k, reverse, SavedDuals{}) : y;  // section output
+      at::Tensor drive;
+      if (tangent.defined()) drive = fir(b_k.select(1, 0), tangent, 0);
+      if (b_tangent.defined()) drive = add_lazy(drive, fir(b_tangent.select(1, k), u, 0));
+      if (a_tangent.defined()) {
+        at::Tensor a_term = fir(a_tangent.select(1, k), v, 1);
+        drive             = drive.defined() ? drive - a_term : -a_term;
+      }
+      tangent = drive.defined() ? apply(drive, all_pole, a_k, reverse, SavedDuals{}) : drive;
+      u       = v;
+    }
+    return make_dual(y, tangent);
   }
 };
 
@@ -426,8 +473,8 @@ at::Tensor biquad_cascade(const at::Tensor& x, const at::Tensor& b, const at::Te
   TORCH_CHECK(bs.size(1) == as.size(1), "biquad_cascade: expected as many sections in a as in b (",
               bs.size(1), "), but got ", as.size(1));
   at::Tensor a0 = as.narrow(2, 0, 1);
-  at::Tensor y =
-      BiquadCascade::apply(x.reshape({-1, x.size(-1)}), bs / a0, as.narrow(2, 1, 2) / a0, reverse);
+  at::Tensor y  = BiquadCascade::cascade(x.reshape({-1, x.size(-1)}), bs / a0,
+                                         as.narrow(2, 1, 2) / a0, reverse);
   return y.view(x.sizes());
 }
 

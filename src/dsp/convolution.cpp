@@ -5,6 +5,8 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "dsp/tangents.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -109,10 +111,12 @@ struct Blocks {
 /// transforms autograd would spend differentiating rfft and irfft.
 struct OverlapSave : public torch::autograd::Function<OverlapSave> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& h,
-                            int64_t shift, int64_t n_outputs, int64_t fft_size) {
+                            int64_t shift, int64_t n_outputs, int64_t fft_size,
+                            const SavedDuals& duals) {
     Blocks blocks(x.size(2), h.size(2), shift, n_outputs, fft_size);
     at::Tensor x_spectra = blocks.block_spectra(x), h_spectrum = blocks.filter_spectrum(h);
     ctx->save_for_backward({x, h});
+    duals.save(ctx);
     ctx->saved_data["x_spectra"]  = x_spectra;
     ctx->saved_data["h_spectrum"] = h_spectrum;
     ctx->saved_data["geometry"]   = std::vector<int64_t>{shift, n_outputs, fft_size};
@@ -120,13 +124,14 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto saved          = ctx->get_saved_variables();
-    const at::Tensor &x = saved[0], &h = saved[1];
+    auto saved   = ctx->get_saved_variables();
+    auto duals   = SavedDuals::of(ctx);
+    at::Tensor x = duals.empty() ? saved[0] : duals[0], h = duals.empty() ? saved[1] : duals[1];
     auto geometry = ctx->saved_data["geometry"].toIntVector();
     Blocks blocks(x.size(2), h.size(2), geometry[0], geometry[1], geometry[2]);
-    // With create_graph, the spectra are recomputed from x and h so that the gradients are
-    // differentiable again; otherwise the forward's are reused.
-    bool again = c10::GradMode::is_enabled();
+    // With create_graph, or tangents to carry, the spectra are recomputed from x and h so that
+    // the gradients are differentiable again; otherwise the forward's are reused.
+    bool again = c10::GradMode::is_enabled() || !duals.empty();
     at::Tensor x_spectra =
         again ? blocks.block_spectra(x) : ctx->saved_data["x_spectra"].toTensor();
     at::Tensor h_spectrum =
@@ -140,7 +145,7 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
           (grad_spectra * x_spectra.conj()).sum(-2).sum_to_size(h_spectrum.squeeze(-2).sizes());
       grad_h = irfft_rows(cross, blocks.fft_size).narrow(-1, 0, blocks.taps);
     }
-    return {grad_x, grad_h, at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_x, grad_h, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -178,9 +183,22 @@ void check_arguments(const at::Tensor& x, const at::Tensor& h, const char* where
 
 at::Tensor overlap_save(const at::Tensor& x, const at::Tensor& h, ConvolutionMode mode,
                         int64_t fft_size) {
-  int64_t taps = h.size(2);
-  return OverlapSave::apply(x, h, output_shift(taps, mode), output_length(x.size(2), taps, mode),
-                            fft_size);
+  const int64_t taps = h.size(2), shift = output_shift(taps, mode),
+                n_outputs    = output_length(x.size(2), taps, mode);
+  auto [x_primal, x_tangent] = unpack_dual(x);
+  auto [h_primal, h_tangent] = unpack_dual(h);
+  if (!x_tangent.defined() && !h_tangent.defined())
+    return OverlapSave::apply(x, h, shift, n_outputs, fft_size, SavedDuals{});
+  // Bilinear: the tangent is x'∗h + x∗h'.
+  at::Tensor y =
+      OverlapSave::apply(x_primal, h_primal, shift, n_outputs, fft_size, SavedDuals{{x, h}});
+  at::Tensor tangent;
+  if (x_tangent.defined())
+    tangent = OverlapSave::apply(x_tangent, h_primal, shift, n_outputs, fft_size, SavedDuals{});
+  if (h_tangent.defined())
+    tangent = add_lazy(
+        tangent, OverlapSave::apply(x_primal, h_tangent, shift, n_outputs, fft_size, SavedDuals{}));
+  return make_dual(y, tangent);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "dsp/tangents.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -82,7 +84,7 @@ at::Tensor adjoint_coefficients(const at::Tensor& a, bool reverse) {
 
 struct LinearRecurrence : public torch::autograd::Function<LinearRecurrence> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& a,
-                            const at::Tensor& initial, bool reverse) {
+                            const at::Tensor& initial, bool reverse, const SavedDuals& duals) {
     at::Tensor xc = cpu(x), ac = cpu(a), ic = cpu(initial);
     at::Tensor y               = on_cpu(x, [&](at::Tensor& out) {
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_recurrence", [&] {
@@ -103,16 +105,20 @@ struct LinearRecurrence : public torch::autograd::Function<LinearRecurrence> {
     });
     ctx->saved_data["reverse"] = reverse;
     ctx->save_for_backward({a, initial, y});
+    duals.save(ctx);
     return y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto saved          = ctx->get_saved_variables();
-    const at::Tensor &a = saved[0], &initial = saved[1], &y = saved[2];
+    auto saved   = ctx->get_saved_variables();
     bool reverse = ctx->saved_data["reverse"].toBool();
+    auto duals   = SavedDuals::of(ctx);  // forward over reverse: y recomputed with its tangent
+    const at::Tensor a       = duals.empty() ? saved[0] : duals[1],
+                     initial = duals.empty() ? saved[1] : duals[2],
+                     y       = duals.empty() ? saved[2] : recurrence(duals[0], a, initial, reverse);
     // λ[n] = ∂loss/∂y[n] through all later samples: the same recursion, run the other way.
-    at::Tensor lambda = LinearRecurrence::apply(grads[0], adjoint_coefficients(a, reverse),
-                                                at::zeros_like(initial), !reverse);
+    at::Tensor lambda =
+        recurrence(grads[0], adjoint_coefficients(a, reverse), at::zeros_like(initial), !reverse);
     at::Tensor grad_a, grad_initial;
     if (ctx->needs_input_grad(1)) {
       grad_a = lambda * previous(y, initial, reverse);
@@ -122,13 +128,29 @@ struct LinearRecurrence : public torch::autograd::Function<LinearRecurrence> {
       int64_t first = reverse ? y.size(1) - 1 : 0;  // the sample that reads the initial value
       grad_initial  = lambda.select(1, first) * a.select(1, a.size(1) == 1 ? 0 : first);
     }
-    return {lambda, grad_a, grad_initial, at::Tensor()};
+    return {lambda, grad_a, grad_initial, at::Tensor(), at::Tensor()};
+  }
+
+  /// The recursion on rows (x R×L, a R×1 or R×L, initial R), with its tangent rule: for
+  /// y[n] = a[n]·y[n∓1] + x[n], the tangent is the same recursion driven by x'[n] + a'[n]·y[n∓1].
+  static at::Tensor recurrence(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
+                               bool reverse) {
+    auto [x_primal, x_tangent]       = unpack_dual(x);
+    auto [a_primal, a_tangent]       = unpack_dual(a);
+    auto [initial_primal, i_tangent] = unpack_dual(initial);
+    if (!x_tangent.defined() && !a_tangent.defined() && !i_tangent.defined())
+      return apply(x, a, initial, reverse, SavedDuals{});
+    at::Tensor y = apply(x_primal, a_primal, initial_primal, reverse, SavedDuals{{x, a, initial}});
+    at::Tensor drive = or_zeros(x_tangent, x_primal);
+    if (a_tangent.defined()) drive = drive + a_tangent * previous(y, initial_primal, reverse);
+    return make_dual(y, recurrence(drive, a_primal, or_zeros(i_tangent, initial_primal), reverse));
   }
 };
 
 struct Ballistics : public torch::autograd::Function<Ballistics> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& rise,
-                            const at::Tensor& fall, const at::Tensor& initial) {
+                            const at::Tensor& fall, const at::Tensor& initial,
+                            const SavedDuals& duals) {
     at::Tensor xc = cpu(x), rc = cpu(rise), fc = cpu(fall), ic = cpu(initial);
     at::Tensor y = on_cpu(x, [&](at::Tensor& out) {
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "ballistics", [&] {
@@ -138,11 +160,14 @@ struct Ballistics : public torch::autograd::Function<Ballistics> {
       });
     });
     ctx->save_for_backward({x, rise, fall, initial, y});
+    duals.save(ctx);
     return y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto saved          = ctx->get_saved_variables();
+    auto saved = ctx->get_saved_variables();
+    auto duals = SavedDuals::of(ctx);  // forward over reverse: y recomputed with its tangent
+    if (!duals.empty()) saved = {duals[0], duals[1], duals[2], duals[3], run(duals)};
     const at::Tensor &x = saved[0], &rise = saved[1], &fall = saved[2], &initial = saved[3],
                      &y = saved[4];
     // Given the branch taken at each sample, ballistics is the linear recurrence
@@ -150,12 +175,41 @@ struct Ballistics : public torch::autograd::Function<Ballistics> {
     at::Tensor y_previous = previous(y, initial, false);
     at::Tensor rising     = (x > y_previous).detach();
     at::Tensor alpha      = at::where(rising, rise.unsqueeze(1), fall.unsqueeze(1));
-    at::Tensor lambda     = LinearRecurrence::apply(grads[0], adjoint_coefficients(alpha, false),
-                                                    at::zeros_like(initial), true);
+    at::Tensor lambda = LinearRecurrence::recurrence(grads[0], adjoint_coefficients(alpha, false),
+                                                     at::zeros_like(initial), true);
     at::Tensor grad_alpha = lambda * (y_previous - x);
     at::Tensor zero       = at::zeros({}, grad_alpha.options());
     return {(1 - alpha) * lambda, at::where(rising, grad_alpha, zero).sum(1),
-            at::where(rising, zero, grad_alpha).sum(1), lambda.select(1, 0) * alpha.select(1, 0)};
+            at::where(rising, zero, grad_alpha).sum(1), lambda.select(1, 0) * alpha.select(1, 0),
+            at::Tensor()};
+  }
+
+  /// Ballistics on rows {x R×L, α↑ R, α↓ R, initial R}, with its tangent rule: given the
+  /// branches, y[n] = α[n]·y[n−1] + (1 − α[n])·x[n] is linear in y, and its tangent is the same
+  /// recursion driven by (1 − α[n])·x'[n] + α'[n]·(y[n−1] − x[n]).
+  static at::Tensor run(const std::vector<at::Tensor>& in) {
+    std::vector<at::Tensor> primals, tangents;
+    bool any = false;
+    for (const auto& t : in) {
+      auto [p, d] = unpack_dual(t);
+      primals.push_back(p);
+      tangents.push_back(d);
+      any = any || d.defined();
+    }
+    if (!any) return apply(in[0], in[1], in[2], in[3], SavedDuals{});
+    const at::Tensor &x = primals[0], &initial = primals[3];
+    at::Tensor y          = apply(x, primals[1], primals[2], initial, SavedDuals{in});
+    at::Tensor y_previous = previous(y, initial, false);
+    at::Tensor rising     = x > y_previous;
+    at::Tensor alpha      = at::where(rising, primals[1].unsqueeze(1), primals[2].unsqueeze(1));
+    at::Tensor drive      = tangents[0].defined() ? (1 - alpha) * tangents[0] : at::Tensor();
+    if (tangents[1].defined() || tangents[2].defined()) {
+      at::Tensor d_alpha = at::where(rising, or_zeros(tangents[1], primals[1]).unsqueeze(1),
+                                     or_zeros(tangents[2], primals[2]).unsqueeze(1));
+      drive              = add_lazy(drive, d_alpha * (y_previous - x));
+    }
+    return make_dual(y, LinearRecurrence::recurrence(or_zeros(drive, x), alpha,
+                                                     or_zeros(tangents[3], initial), false));
   }
 };
 
@@ -193,22 +247,23 @@ at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at:
               coefficients.scalar_type());
   at::Tensor start = initial.defined() ? per_row(initial, x, "linear_recurrence: initial")
                                        : at::zeros({rows_of(x).size(0)}, x.options());
-  return LinearRecurrence::apply(rows_of(x), coefficients, start, reverse).view(x.sizes());
+  return LinearRecurrence::recurrence(rows_of(x), coefficients, start, reverse).view(x.sizes());
 }
 
 at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha) {
   check_signal(x, "one_pole");
   at::Tensor a    = per_row(alpha, x, "one_pole: alpha");
   at::Tensor rows = rows_of(x) * (1 - a).unsqueeze(1);
-  return LinearRecurrence::apply(rows, a.unsqueeze(1), at::zeros_like(a), false).view(x.sizes());
+  return LinearRecurrence::recurrence(rows, a.unsqueeze(1), at::zeros_like(a), false)
+      .view(x.sizes());
 }
 
 at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise,
                       const at::Tensor& alpha_fall, const at::Tensor& initial) {
   check_signal(x, "ballistics");
-  return Ballistics::apply(rows_of(x), per_row(alpha_rise, x, "ballistics: alpha_rise"),
-                           per_row(alpha_fall, x, "ballistics: alpha_fall"),
-                           per_row(initial, x, "ballistics: initial"))
+  return Ballistics::run({rows_of(x), per_row(alpha_rise, x, "ballistics: alpha_rise"),
+                          per_row(alpha_fall, x, "ballistics: alpha_fall"),
+                          per_row(initial, x, "ballistics: initial")})
       .view(x.sizes());
 }
 

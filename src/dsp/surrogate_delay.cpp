@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "dsp/tangents.h"
+
 #include <cmath>
 
 namespace grafx::dsp {
@@ -38,11 +40,14 @@ void check_z(const at::Tensor& z, const char* where) {
 
 at::Tensor normalized_gradient(const at::Tensor& z) {
   check_z(z, "normalized_gradient");
-  return NormalizedGradient::apply(z);
+  auto [primal, tangent] = unpack_dual(z);  // the identity's tangent: the tangent itself
+  return make_dual(NormalizedGradient::apply(primal), tangent);
 }
 
 at::Tensor straight_through_one_hot(const at::Tensor& soft) {
-  return StraightThroughOneHot::apply(soft);
+  // The estimator's tangent, like its gradient, passes straight through.
+  auto [primal, tangent] = unpack_dual(soft);
+  return make_dual(StraightThroughOneHot::apply(primal), tangent);
 }
 
 SurrogateDelay surrogate_delay(const at::Tensor& z, int64_t n,

@@ -1,5 +1,6 @@
 #include "loss/spectral.h"
 
+#include <grafx/dsp/forward_mode.h>
 #include <grafx/error.h>
 
 #include <ATen/ATen.h>
@@ -131,7 +132,10 @@ at::Tensor frame_magnitudes(const at::Tensor& padded, const at::Tensor& window, 
                             double eps) {
   at::Tensor frames = padded.unfold(-1, window.size(0), hop_size) * window;
   // sqrt(max(|X|², eps)) = max(|X|, √eps); the complex abs is twice as fast as squaring the parts.
-  return at::abs(RealFft::apply(frames)).clamp_min(std::sqrt(eps));
+  // With tangents (forward mode), ATen's rfft carries them; RealFft has no tangent rule.
+  at::Tensor spectra =
+      dsp::tangent_of(frames).defined() ? at::fft_rfft(frames) : RealFft::apply(frames);
+  return at::abs(spectra).clamp_min(std::sqrt(eps));
 }
 
 at::Tensor apply_filterbank(const at::Tensor& magnitude, const at::Tensor& filterbank) {

@@ -15,6 +15,13 @@
 namespace grafx {
 namespace {
 
+/// softmax over the last dimension, written out: ATen's has no forward-mode rule for its
+/// backward pass in LibTorch 1.13, which Hessian-vector products (forward over reverse) need.
+at::Tensor softmax(const at::Tensor& z) {
+  at::Tensor e = (z - std::get<0>(z.detach().max(-1, true))).exp();
+  return e / e.sum(-1, true);
+}
+
 using Layout = Container::Layout;
 
 const char kWeights[] = "parallel_weights";
@@ -149,7 +156,7 @@ std::vector<ParameterSpec> Container::parameter_specs() const {
     const double k = double(members_.size());
     ValueMap to_weight, to_raw;
     if (softmax_) {
-      to_weight = [](const at::Tensor& z) { return z.softmax(-1); };
+      to_weight = softmax;
       to_raw    = [](const at::Tensor& w) { return w.log(); };  // softmax(log w) = w / Σw
     } else {
       to_weight = [k](const at::Tensor& z) { return at::softplus(z) / (k * std::log(2.0)); };
@@ -175,7 +182,7 @@ TensorDict Container::member_parameters(size_t k, const TensorDict& parameters) 
 
 at::Tensor Container::weights(const TensorDict& parameters) const {
   const at::Tensor& z = parameters.at(kWeights);
-  return softmax_ ? z.softmax(-1) : at::softplus(z) / (double(members_.size()) * std::log(2.0));
+  return softmax_ ? softmax(z) : at::softplus(z) / (double(members_.size()) * std::log(2.0));
 }
 
 ProcessorOutput Container::forward(const std::vector<at::Tensor>& inputs,

@@ -5,14 +5,17 @@
 // default options and once with each option changed (every other choice, a flag flipped, an
 // integer at the other end of its range).
 
+#include <grafx/dsp/forward_mode.h>
 #include <grafx/processors/registry.h>
 
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -298,6 +301,157 @@ TEST_P(ProcessorContract, GradientsMatchFiniteDifferencesInFloat64) {
       (loss_of(plus, frozen).item<double>() - loss_of(minus, frozen).item<double>()) / (2 * step);
   EXPECT_NEAR(x_grad[index].item<double>(), numeric,
               1e-6 + check.relative_tolerance * std::abs(numeric));
+}
+
+/// A processor's outputs and auxiliary losses, flattened into one vector.
+at::Tensor flat_outputs(const Case& c, const std::vector<at::Tensor>& inputs,
+                        const TensorDict& parameters) {
+  ProcessorOutput out = c.processor->forward(inputs, parameters);
+  std::vector<at::Tensor> parts;
+  for (const auto& y : out.outputs) parts.push_back(y.reshape(-1));
+  for (const auto& [key, aux] : out.aux_losses) parts.push_back(aux.reshape(-1));
+  return at::cat(parts);
+}
+
+/// Random tangents for a case: its inputs' and its parameters'; surrogate parameters (whose
+/// derivative is an estimate) get none.
+std::pair<std::vector<at::Tensor>, TensorDict> random_direction(const Case& c,
+                                                                const GradientCheck& check) {
+  at::manual_seed(7);
+  std::vector<at::Tensor> inputs;
+  TensorDict parameters;
+  for (const auto& x : c.inputs) inputs.push_back(at::randn_like(x));
+  for (const auto& [key, p] : c.parameters)
+    parameters[key] = check.surrogate_parameters.count(key) ? at::zeros_like(p) : at::randn_like(p);
+  return {inputs, parameters};
+}
+
+/// Forward mode: the outputs' tangent along a direction, with tangent rules (no autograd).
+at::Tensor forward_mode_tangent(const Case& c, const std::vector<at::Tensor>& input_tangents,
+                                const TensorDict& parameter_tangents) {
+  dsp::ForwardMode mode;
+  std::vector<at::Tensor> inputs;
+  TensorDict parameters;
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    inputs.push_back(dsp::make_dual(c.inputs[i], input_tangents[i]));
+  for (const auto& [key, p] : c.parameters)
+    parameters[key] = dsp::make_dual(p, parameter_tangents.at(key));
+  at::Tensor tangent = dsp::tangent_of(flat_outputs(c, inputs, parameters));
+  return tangent.defined() ? tangent.clone() : at::zeros({0}, at::kDouble);
+}
+
+TEST_P(ProcessorContract, TangentsMatchDoubleBackwardAndFiniteDifferences) {
+  const GradientCheck& check = GetParam().descriptor().gradient_check;
+  Case c                     = make_case(GetParam(), 2, 600, at::kDouble, 5);
+  // Every input and parameter but the surrogates (whose gradient is an estimate, not the
+  // transpose of a derivative).
+  auto [input_tangents, parameter_tangents] = random_direction(c, check);
+  at::Tensor tangent = forward_mode_tangent(c, input_tangents, parameter_tangents);
+  {  // The tangent J·v equals J·v by double backward: d/du of (Jᵀu)·v.
+    std::vector<at::Tensor> leaves, directions = input_tangents;
+    for (const auto& x : c.inputs) leaves.push_back(x.detach().requires_grad_(true));
+    TensorDict parameters;
+    for (const auto& [key, p] : c.parameters) {
+      parameters[key] = p.detach().requires_grad_(true);
+      leaves.push_back(parameters[key]);
+      directions.push_back(parameter_tangents[key]);
+    }
+    std::vector<at::Tensor> inputs(leaves.begin(), leaves.begin() + int64_t(c.inputs.size()));
+    at::Tensor y = flat_outputs(c, inputs, parameters);
+    at::Tensor u = at::randn_like(y).requires_grad_(true);
+    auto vjp     = torch::autograd::grad({y}, leaves, {u}, true, true, true);
+    at::Tensor s = at::zeros({}, at::kDouble);
+    for (size_t i = 0; i < vjp.size(); ++i)
+      if (vjp[i].defined()) s = s + (vjp[i] * directions[i]).sum();
+    at::Tensor expected = torch::autograd::grad({s}, {u}, {}, false, false, true)[0];
+    if (!expected.defined()) expected = at::zeros_like(y);
+    ASSERT_EQ(tangent.sizes(), expected.sizes());
+    EXPECT_TRUE(at::allclose(tangent, expected, 1e-7, 1e-9))
+        << "largest difference " << (tangent - expected).abs().max().item<double>();
+  }
+  // The tangent equals central differences of the outputs.
+  const double step = 1e-6;
+  auto moved        = [&](double sign) {
+    std::vector<at::Tensor> inputs;
+    TensorDict parameters;
+    for (size_t i = 0; i < c.inputs.size(); ++i)
+      inputs.push_back(c.inputs[i] + sign * step * input_tangents[i]);
+    for (const auto& [key, p] : c.parameters)
+      parameters[key] = p + sign * step * parameter_tangents[key];
+    return flat_outputs(c, inputs, parameters);
+  };
+  at::Tensor numeric = (moved(1) - moved(-1)) / (2 * step);
+  at::Tensor bound   = check.absolute_tolerance + 1e-6 + check.relative_tolerance * numeric.abs() +
+                     1e-6 * numeric.abs().max();
+  at::Tensor error = (tangent - numeric).abs();
+  EXPECT_TRUE((error <= bound).all().item<bool>())
+      << "largest error " << error.max().item<double>() << " at " << error.argmax().item<int64_t>();
+}
+
+TEST_P(ProcessorContract, HessianVectorProductsMatchDoubleBackwardAndFiniteDifferences) {
+  const GradientCheck& check = GetParam().descriptor().gradient_check;
+  Case c                     = make_case(GetParam(), 2, 600, at::kDouble, 5);
+  if (c.parameters.size() == check.surrogate_parameters.size())
+    GTEST_SKIP() << "no parameters with true derivatives";
+  TensorDict direction = random_direction(c, check).second;
+  at::manual_seed(8);
+  const at::Tensor weights = at::randn_like(flat_outputs(c, c.inputs, c.parameters));
+  // loss = Σ w·f (plus its square, so that linear processors have curvature too)
+  auto gradients = [&](const TensorDict& values, bool dual, bool create_graph) {
+    std::optional<dsp::ForwardMode> mode;
+    if (dual) mode.emplace();
+    TensorDict parameters;
+    std::vector<at::Tensor> leaves;
+    for (const auto& [key, p] : values) {
+      at::Tensor leaf = p.detach().requires_grad_(true);
+      leaves.push_back(leaf);
+      parameters[key] = dual ? dsp::make_dual(leaf, direction.at(key)) : leaf;
+    }
+    at::Tensor y    = flat_outputs(c, c.inputs, parameters);
+    at::Tensor loss = (y * weights).sum() + 0.1 * (y * weights).sum().pow(2);
+    auto g          = torch::autograd::grad({loss}, leaves, {}, create_graph, create_graph, true);
+    std::vector<at::Tensor> result;  // the rows of the true derivatives (not the surrogates')
+    size_t i = 0;
+    for (const auto& [key, p] : values) {
+      at::Tensor gi = g[i].defined() ? g[i] : at::zeros_like(leaves[i]);
+      if (dual) gi = dsp::tangent_of(gi).defined() ? dsp::tangent_of(gi) : at::zeros_like(gi);
+      if (!check.surrogate_parameters.count(key))
+        result.push_back((dual ? gi.clone() : gi).reshape(-1));
+      ++i;
+    }
+    return std::make_pair(at::cat(result), leaves);
+  };
+  at::Tensor hvp = gradients(c.parameters, true, false).first;  // forward over reverse
+  // Reverse over reverse.
+  auto [g, leaves] = gradients(c.parameters, false, true);
+  std::vector<at::Tensor> v;
+  for (const auto& [key, d] : direction)
+    if (!check.surrogate_parameters.count(key)) v.push_back(d.reshape(-1));
+  auto second = torch::autograd::grad({(g * at::cat(v)).sum()}, leaves, {}, false, false, true);
+  std::vector<at::Tensor> parts;
+  size_t i = 0;
+  for (const auto& [key, d] : direction) {
+    if (!check.surrogate_parameters.count(key))
+      parts.push_back((second[i].defined() ? second[i] : at::zeros_like(leaves[i])).reshape(-1));
+    ++i;
+  }
+  at::Tensor expected = at::cat(parts);
+  EXPECT_TRUE(at::allclose(hvp, expected, 1e-7, 1e-9))
+      << "largest difference " << (hvp - expected).abs().max().item<double>();
+  // Central differences of the gradient.
+  const double step = 1e-5;
+  auto moved        = [&](double sign) {
+    TensorDict values;
+    for (const auto& [key, p] : c.parameters) values[key] = p + sign * step * direction.at(key);
+    return gradients(values, false, false).first;
+  };
+  at::Tensor numeric = (moved(1) - moved(-1)) / (2 * step);
+  at::Tensor error   = (hvp - numeric).abs();
+  at::Tensor bound =
+      1e-5 * (1 + numeric.abs().max()) + 1e3 * check.relative_tolerance * numeric.abs();
+  EXPECT_TRUE((error <= bound).all().item<bool>())
+      << "largest error " << error.max().item<double>() << " (scale "
+      << numeric.abs().max().item<double>() << ")";
 }
 
 /// Every registered processor with its defaults, and with each option changed in turn.
