@@ -142,7 +142,9 @@ at::Tensor apply_filterbank(const at::Tensor& magnitude, const at::Tensor& filte
   std::vector<int64_t> shape = magnitude.sizes().vec();
   shape.back()               = filterbank.size(0);
   at::Tensor columns         = magnitude.reshape({-1, magnitude.size(-1)}).t().contiguous();
-  return at::mm(filterbank, columns).t().view(shape);
+  // A sparse product's backward has no forward-mode rule (Hessian-vector products): dense then.
+  const bool dense = filterbank.is_sparse() && dsp::tangent_of(magnitude).defined();
+  return at::mm(dense ? filterbank.to_dense() : filterbank, columns).t().view(shape);
 }
 
 double hz_to_mel(double frequency_hz) {
