@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include "common/tensors.h"
+#include "plan/plan_text.h"
 
 #include <algorithm>
 #include <numeric>
@@ -13,15 +14,7 @@
 #include <tuple>
 
 namespace grafx {
-namespace {
-
-std::string list(const std::vector<int64_t>& items) {
-  std::string text;
-  for (int64_t i : items) text += (text.empty() ? "" : ", ") + std::to_string(i);
-  return "[" + text + "]";
-}
-
-}  // namespace
+using detail::list;
 
 RowAccess RowAccess::of(const std::vector<int64_t>& rows) {
   RowAccess access;
@@ -228,18 +221,8 @@ std::string RenderPlan::to_string() const {
 
 std::string RenderPlan::to_json() const {
   using json  = nlohmann::json;
-  auto access = [](const RowAccess& a) -> json {
-    switch (a.kind) {
-      case RowAccess::Kind::kNone:
-        return nullptr;
-      case RowAccess::Kind::kSlice:
-        return {{"slice", {a.start, a.end}}};
-      case RowAccess::Kind::kIndex:
-        return {{"index", a.index}};
-    }
-    return nullptr;
-  };
-  json nodes = json::array();
+  auto access = [](const RowAccess& a) { return detail::to_json(a); };
+  json nodes  = json::array();
   for (size_t i = 0; i < node_ids.size(); ++i) {
     json node = {{"id", node_ids[i]}, {"type", types.name(node_types[i])}, {"name", node_names[i]}};
     if (node_dry_wet[i]) node["dry_wet"] = true;

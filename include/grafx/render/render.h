@@ -58,6 +58,22 @@ struct GradientHook {
   static GradientHook custom(std::function<at::Tensor(const std::string&, const at::Tensor&)> f);
 };
 
+/// Gradient surgery on signals (the Tangent paper's insert_grad_of): a function applied to the
+/// cotangent of a node's outputs or of one edge as it flows back, [B, C, L] (B = 1 for unbatched
+/// sources), returning the cotangent to pass on (same shape). Both the autograd renderer and the
+/// adjoint executor (render/adjoint.h) apply it at the same place.
+struct SignalHook {
+  std::function<at::Tensor(const at::Tensor& cotangent)> apply;
+  /// Multiplies the cotangent by `factor` (0 stops it; −1 flips it).
+  static SignalHook scale(double factor);
+  /// Scales each batch item's cotangent down to a norm of at most `max_norm`.
+  static SignalHook clip_norm(double max_norm);
+  /// Lets no gradient through (the signal is treated as a constant).
+  static SignalHook stop();
+  /// Any function of the cotangent.
+  static SignalHook custom(std::function<at::Tensor(const at::Tensor&)> f);
+};
+
 /// What an observer sees after each step.
 struct StepView {
   int64_t index        = 0;  ///< step index in the plan
@@ -72,6 +88,10 @@ struct RenderOptions {
   std::set<std::string> frozen_types;
   /// Per-type gradient hooks.
   std::map<std::string, GradientHook> gradient_hooks;
+  /// Signal hooks on the cotangents of nodes' outputs (every outlet) and of edges. A node or
+  /// edge that is not rendered (absent or dead) is refused: RenderError [grafx.render.hooks].
+  std::map<NodeId, SignalHook> node_gradient_hooks;
+  std::map<Edge, SignalHook> edge_gradient_hooks;
   /// Called after every step (metering, debugging).
   std::function<void(const StepView&)> observer;
   /// Throws RenderError [grafx.render.non_finite] for NaN or infinite source samples or

@@ -1,0 +1,381 @@
+#include <grafx/error.h>
+#include <grafx/render/adjoint.h>
+
+#include "render/checks.h"
+#include "render/steps.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <optional>
+
+namespace grafx {
+
+using namespace detail;
+
+namespace {
+
+/// What a processor step keeps for its vector-Jacobian product.
+struct Tape {
+  std::vector<at::Tensor> inputs;   ///< per inlet [B, m, C, L]; leaves where a cotangent is needed
+  TensorDict rows;                  ///< parameter rows, leaves where a gradient is wanted
+  std::vector<at::Tensor> outputs;  ///< with the step's history (policy save)
+  std::map<std::string, at::Tensor> aux_losses;  ///< [B, m], with history (policy save)
+};
+
+/// Sums a cotangent over channels down to `channels` (a mono signal spread to stereo
+/// receives the sum of both channels' cotangents).
+at::Tensor to_channels(const at::Tensor& cotangent, int64_t channels) {
+  return cotangent.size(2) == channels ? cotangent : cotangent.sum(2, /*keepdim=*/true);
+}
+
+}  // namespace
+
+struct AdjointRender::State {
+  const RenderPlan& plan;
+  const Processors& processors;
+  AdjointOptions options;
+  AdjointPlan adjoint;
+  RenderResult result;
+  bool batched = false, done = false;
+  int64_t B = 0;
+  at::Tensor sources;                             // the caller's (for shapes)
+  std::map<TypeId, PreparedParameters> prepared;  // detached, plan order
+  RowHome home;
+  std::vector<int64_t> step_index;  // forward step -> adjoint step (-1: skipped)
+  std::vector<std::vector<std::vector<int64_t>>> output_shapes;  // [step][outlet] sizes
+  std::vector<std::optional<Tape>> tapes;
+  std::map<TypeId, std::map<int64_t, int64_t>> aux_step_offsets;  // type -> step -> first row
+
+  State(const RenderPlan& plan, const Processors& processors, AdjointOptions options)
+      : plan(plan), processors(processors), options(std::move(options)) {}
+
+  /// Runs processor step k on its tape's inputs and rows, with grad mode as it is.
+  StepResult run(size_t k, const Tape& tape) const {
+    const PlanStep& step = plan.steps[k];
+    const int64_t m      = int64_t(step.nodes.size());
+    const bool per_item  = prepared.count(step.type) && prepared.at(step.type).per_item;
+    return run_processor_step(plan, k, processors, flatten_rows(tape.rows, per_item, B, m),
+                              tape.inputs, B, options.render);
+  }
+};
+
+AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processors,
+                             const Parameters& parameters, const at::Tensor& sources,
+                             AdjointOptions options)
+    : state_(std::make_unique<State>(plan, processors, std::move(options))) {
+  State& s                            = *state_;
+  const RenderOptions& render_options = s.options.render;
+  s.batched = check_sources(plan.n_sources, sources, render_options.check_finite);
+  const at::Tensor source_batch = (s.batched ? sources : sources.unsqueeze(0)).detach();
+  s.B                           = source_batch.size(0);
+  s.sources                     = sources;
+  auto per_item =
+      check_parameters(plan.types, plan.n_graph_nodes, plan.dry_wet_types, processors, parameters,
+                       s.batched ? s.B : 0, sources.scalar_type(), sources.device());
+  if (render_options.check_finite) check_finite_parameters(parameters, per_item);
+  Parameters detached;
+  for (const auto& [type, tensors] : parameters)
+    for (const auto& [name, t] : tensors) detached[type][name] = t.detach();
+  RenderOptions plain = render_options;
+  plain.gradient_hooks.clear();  // applied to the assembled gradients instead
+  s.prepared = prepare_parameters(plan, detached, per_item, plain, sources.device());
+
+  AdjointPlanOptions adjoint_options;
+  adjoint_options.frozen_types     = render_options.frozen_types;
+  adjoint_options.source_gradients = s.options.source_gradients;
+  adjoint_options.memory           = s.options.memory;
+  for (TypeId t = NodeTypes::kMix + 1; t < plan.types.size(); ++t) {
+    auto it = processors.find(plan.types.name(t));
+    if (it != processors.end() && it->second->parameter_specs().empty())
+      adjoint_options.parameterless_types.insert(plan.types.name(t));
+  }
+  s.adjoint = make_adjoint_plan(plan, adjoint_options);
+  s.step_index.assign(plan.steps.size(), -1);
+  for (size_t i = 0; i < s.adjoint.steps.size(); ++i)
+    s.step_index[size_t(s.adjoint.steps[i].forward_step)] = int64_t(i);
+
+  const SignalHooks hooks(plan, render_options);  // validates the hooks now
+  s.home = locate_rows(plan);
+  std::vector<int64_t> last_reader;
+  StepOutputs outputs = plan_step_outputs(plan, s.home, last_reader);
+  s.tapes.resize(plan.steps.size());
+  s.output_shapes.resize(plan.steps.size());
+  AuxPieces aux;
+  int64_t widest = 1;
+  c10::NoGradGuard no_grad;  // each step records only its own call, below
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const PlanStep& step = plan.steps[k];
+    const int64_t m      = int64_t(step.nodes.size());
+    const AdjointStep* a =
+        s.step_index[k] >= 0 ? &s.adjoint.steps[size_t(s.step_index[k])] : nullptr;
+    std::vector<at::Tensor> inputs, produced;
+    if (step.type == NodeTypes::kIn) {
+      produced = {source_rows(plan, source_batch)};
+    } else {
+      auto where = [&] { return step_name(plan, k); };
+      for (const auto& read : step.reads)
+        inputs.push_back(aggregate(read, gather(read.rows.rows(), s.home, outputs, where), m));
+      if (step.type == NodeTypes::kOut || step.type == NodeTypes::kMix) {
+        produced = {inputs[0]};
+      } else {
+        Tape tape;
+        tape.inputs = inputs;
+        if (s.prepared.count(step.type)) tape.rows = step_rows(s.prepared.at(step.type), step);
+        if (a) {
+          for (const auto& inlet : a->inlets)
+            for (size_t i = 0; i < step.reads.size(); ++i)
+              if (step.reads[i].inlet == inlet.inlet)
+                tape.inputs[i] = tape.inputs[i].detach().requires_grad_(true);
+          if (a->parameter_gradients)
+            for (auto& [name, t] : tape.rows) t = t.detach().requires_grad_(true);
+        }
+        const bool record = a && a->memory == MemoryPolicy::kSave;
+        StepResult out;
+        {
+          c10::AutoGradMode grad_mode(record);
+          out = s.run(k, tape);
+        }
+        for (auto& [name, loss] : out.aux_losses) {
+          s.aux_step_offsets[step.type][int64_t(k)] = 0;  // filled below
+          aux[step.type][name].push_back(loss.detach());
+        }
+        if (record) {
+          tape.outputs    = out.outputs;
+          tape.aux_losses = out.aux_losses;
+        }
+        for (const auto& y : out.outputs) produced.push_back(y.detach());
+        if (a) s.tapes[k] = std::move(tape);
+      }
+    }
+    for (const auto& y : produced) s.output_shapes[k].push_back(y.sizes().vec());
+    outputs.set(k, produced);
+    if (render_options.observer)
+      observe(plan, k, inputs, produced, s.batched, render_options.observer);
+    for (const auto& y : produced) widest = std::max(widest, y.size(2));
+    if (render_options.check_finite_outputs) check_finite_outputs(plan, k, produced);
+    for (size_t j = 0; j < k; ++j)
+      if (last_reader[j] == int64_t(k)) outputs.release(j);
+  }
+  // Where each step's aux losses sit among its type's, in plan order.
+  for (auto& [type, offsets] : s.aux_step_offsets) {
+    int64_t offset = 0;
+    for (auto& [k, start] : offsets) {
+      start = offset;
+      offset += int64_t(plan.steps[size_t(k)].nodes.size());
+    }
+  }
+  s.result = assemble_result(plan, outputs.whole.back()[0], widest, aux, s.batched);
+}
+
+AdjointRender::~AdjointRender()                        = default;
+AdjointRender::AdjointRender(AdjointRender&&) noexcept = default;
+
+const RenderResult& AdjointRender::result() const { return state_->result; }
+const AdjointPlan& AdjointRender::adjoint_plan() const { return state_->adjoint; }
+
+Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
+                                  const std::map<std::string, TensorDict>& aux_cotangents) {
+  State& s               = *state_;
+  const RenderPlan& plan = s.plan;
+  if (s.done)
+    throw RenderError("grafx.render.adjoint",
+                      "backward: this render's adjoint already ran (its saved passes are gone)");
+  if (!output_cotangent.defined() || output_cotangent.sizes() != s.result.outputs.sizes() ||
+      output_cotangent.scalar_type() != s.result.outputs.scalar_type())
+    throw RenderError("grafx.render.tangents",
+                      "backward: the output cotangent must be shaped and typed like the outputs");
+  for (const auto& [type, named] : aux_cotangents)
+    for (const auto& [name, c] : named) {
+      auto t = s.result.aux_losses.find(type);
+      if (t == s.result.aux_losses.end() || !t->second.count(name) || !c.defined() ||
+          c.sizes() != t->second.at(name).sizes())
+        throw RenderError("grafx.render.tangents", "backward: the cotangent of aux loss " + type +
+                                                       "." + name +
+                                                       " must be shaped like that loss");
+    }
+  s.done = true;
+  c10::NoGradGuard no_grad;
+  const SignalHooks hooks(plan, s.options.render);
+
+  // Cotangents of the step outputs, per outlet; undefined: a zero never made.
+  std::vector<std::vector<at::Tensor>> cotangents(plan.steps.size());
+  for (size_t k = 0; k < plan.steps.size(); ++k) cotangents[k].resize(s.output_shapes[k].size());
+  auto add_to = [&](int64_t step, int64_t outlet, int64_t start, const at::Tensor& piece) {
+    const auto& shape = s.output_shapes[size_t(step)][size_t(outlet)];
+    at::Tensor c      = to_channels(piece, shape[2]);
+    at::Tensor& sum   = cotangents[size_t(step)][size_t(outlet)];
+    if (!sum.defined()) {
+      if (start == 0 && c.size(1) == shape[1]) {
+        sum = c.clone();
+        return;
+      }
+      sum = at::zeros(shape, c.options());
+    }
+    sum.narrow(1, start, c.size(1)).add_(c);
+  };
+  // Aux cotangents per type and name, in plan order.
+  std::map<TypeId, std::map<std::string, at::Tensor>> aux_plan_order;
+  for (const auto& [type, named] : aux_cotangents) {
+    const TypeId t   = plan.types.id(type);
+    at::Tensor order = at::tensor(aux_graph_order(plan, t), at::kLong).to(s.sources.device());
+    for (const auto& [name, c] : named) {
+      at::Tensor batch        = s.batched ? c : c.unsqueeze(0);
+      aux_plan_order[t][name] = at::zeros_like(batch).index_copy(1, order, batch);
+    }
+  }
+
+  at::Tensor out      = s.batched ? output_cotangent : output_cotangent.unsqueeze(0);
+  const size_t last   = plan.steps.size() - 1;
+  cotangents[last][0] = to_channels(out, s.output_shapes[last][0][2]);
+
+  std::map<TypeId, TensorDict> prepared_gradients;  // plan order, like the prepared parameters
+  at::Tensor source_gradient;
+  for (size_t i = 0; i < s.adjoint.steps.size(); ++i) {
+    const AdjointStep& a = s.adjoint.steps[i];
+    const size_t k       = size_t(a.forward_step);
+    const PlanStep& step = plan.steps[k];
+    const int64_t m      = int64_t(step.nodes.size());
+    for (auto& c : cotangents[k]) c = hooks.apply_to_outputs(k, c);
+    BackwardStepView view;
+    view.index             = int64_t(i);
+    view.step              = &a;
+    view.output_cotangents = cotangents[k];
+    for (int64_t node : step.nodes) view.nodes.push_back(plan.node_ids[size_t(node)]);
+
+    std::vector<at::Tensor> input_cotangents(step.reads.size());
+    if (step.type == NodeTypes::kIn) {
+      if (a.source_gradients && cotangents[k][0].defined()) {
+        at::Tensor index = at::tensor(plan.source_index, at::kLong).to(s.sources.device());
+        std::vector<int64_t> shape = s.sources.sizes().vec();
+        if (!s.batched) shape.insert(shape.begin(), 1);
+        source_gradient =
+            at::zeros(shape, cotangents[k][0].options()).index_add(1, index, cotangents[k][0]);
+      }
+    } else if (!a.vjp) {
+      input_cotangents[0] = cotangents[k][0];  // out and mix pass their input on
+    } else {
+      std::vector<at::Tensor> outputs, grad_outputs;
+      Tape& tape = *s.tapes[k];
+      StepResult recomputed;
+      if (a.memory == MemoryPolicy::kRecompute) {
+        c10::AutoGradMode grad_mode(true);
+        recomputed      = s.run(k, tape);
+        tape.outputs    = recomputed.outputs;
+        tape.aux_losses = recomputed.aux_losses;
+      }
+      for (size_t o = 0; o < tape.outputs.size(); ++o)
+        if (cotangents[k][o].defined()) {
+          outputs.push_back(tape.outputs[o]);
+          grad_outputs.push_back(cotangents[k][o]);
+        }
+      auto aux = aux_plan_order.find(step.type);
+      if (aux != aux_plan_order.end())
+        for (const auto& [name, c] : aux->second)
+          if (tape.aux_losses.count(name)) {
+            outputs.push_back(tape.aux_losses.at(name));
+            grad_outputs.push_back(c.narrow(1, s.aux_step_offsets.at(step.type).at(int64_t(k)), m));
+          }
+      std::vector<at::Tensor> wrt;
+      std::vector<std::string> names;
+      for (const auto& inlet : a.inlets)
+        for (size_t r = 0; r < step.reads.size(); ++r)
+          if (step.reads[r].inlet == inlet.inlet) wrt.push_back(tape.inputs[r]);
+      if (a.parameter_gradients)
+        for (const auto& [name, t] : tape.rows) {
+          wrt.push_back(t);
+          names.push_back(name);
+        }
+      // Only outputs that carry history (a step whose outputs ignore every leaf has none).
+      std::vector<at::Tensor> live_outputs, live_grads;
+      for (size_t o = 0; o < outputs.size(); ++o)
+        if (outputs[o].requires_grad()) {
+          live_outputs.push_back(outputs[o]);
+          live_grads.push_back(grad_outputs[o]);
+        }
+      std::vector<at::Tensor> grads(wrt.size());
+      if (!live_outputs.empty() && !wrt.empty())  // else: a lazy zero, nothing to run
+        grads = torch::autograd::grad(live_outputs, wrt, live_grads, false, false, true);
+      size_t g = 0;
+      for (const auto& inlet : a.inlets)
+        for (size_t r = 0; r < step.reads.size(); ++r)
+          if (step.reads[r].inlet == inlet.inlet) input_cotangents[r] = grads[g++];
+      TensorDict& type_gradients = prepared_gradients[step.type];
+      for (const auto& name : names) {
+        at::Tensor gradient = grads[g++];
+        if (!gradient.defined()) continue;
+        view.parameter_gradients[name] = gradient;
+        const at::Tensor& whole        = s.prepared.at(step.type).tensors.at(name);
+        at::Tensor& sum                = type_gradients[name];
+        if (!sum.defined()) sum = at::zeros_like(whole);
+        sum.narrow(s.prepared.at(step.type).per_item ? 1 : 0, step.parameter_rows.start, m)
+            .add_(gradient);
+      }
+      s.tapes[k].reset();  // its saved values are no longer needed
+    }
+
+    // The transposes of the reads: aggregation, then gather (a scatter-add).
+    for (const auto& inlet : a.inlets) {
+      size_t r = 0;
+      while (step.reads[r].inlet != inlet.inlet) ++r;
+      at::Tensor c = input_cotangents[r];
+      view.input_cotangents.push_back(c);
+      if (!c.defined()) continue;
+      std::vector<int64_t> rows = inlet.rows.rows();
+      const int64_t n           = int64_t(rows.size());
+      switch (inlet.aggregation) {
+        case Aggregation::kNone:
+          break;
+        case Aggregation::kSum:
+          c = c.expand({c.size(0), n, c.size(2), c.size(3)});
+          break;
+        case Aggregation::kSegmentSum:
+          c = c.index_select(1, at::tensor(inlet.segments, at::kLong).to(c.device()));
+          break;
+      }
+      c              = hooks.apply_to_read(k, r, c);
+      int64_t offset = 0;
+      for (const Run& run : runs_of(rows, s.home).runs) {
+        add_to(run.step, run.outlet, run.start, c.narrow(1, offset, run.length));
+        offset += run.length;
+      }
+    }
+    cotangents[k].clear();
+    if (s.options.backward_observer) s.options.backward_observer(view);
+  }
+
+  // Parameter gradients in the caller's shapes: the type's gradient hooks, then graph order.
+  Gradients result;
+  for (const auto& [type, tensors] : s.prepared) {
+    const std::string& type_name = plan.types.name(type);
+    if (s.options.render.frozen_types.count(type_name)) continue;
+    const bool reorder = !plan.parameters_in_graph_order(type);
+    auto hook          = s.options.render.gradient_hooks.find(type_name);
+    for (const auto& [name, whole] : tensors.tensors) {
+      at::Tensor g = prepared_gradients[type][name];
+      if (!g.defined()) g = at::zeros_like(whole);
+      if (hook != s.options.render.gradient_hooks.end()) g = hook->second.apply(name, g);
+      if (reorder) {
+        const int64_t dim          = tensors.per_item ? 1 : 0;
+        std::vector<int64_t> shape = g.sizes().vec();
+        shape[size_t(dim)]         = plan.n_graph_nodes[size_t(type)];
+        at::Tensor order =
+            at::tensor(plan.parameter_graph_rows[size_t(type)], at::kLong).to(g.device());
+        g = at::zeros(shape, g.options()).index_add(dim, order, g);
+      }
+      result.parameters[type_name][name] = g;
+    }
+  }
+  if (s.options.source_gradients) {
+    if (!source_gradient.defined()) {
+      std::vector<int64_t> shape = s.sources.sizes().vec();
+      if (!s.batched) shape.insert(shape.begin(), 1);
+      source_gradient = at::zeros(shape, s.sources.options());
+    }
+    result.sources = s.batched ? source_gradient : source_gradient.squeeze(0);
+  }
+  return result;
+}
+
+}  // namespace grafx
