@@ -222,7 +222,9 @@ TEST(AdjointRender, TheObserverSeesTheStepsInReverseAndDeadWorkIsSkipped) {
   options.backward_observer = [&](const BackwardStepView& view) {
     forward_steps.push_back(view.step->forward_step);
     for (const auto& c : view.output_cotangents)
-      if (c.defined()) EXPECT_EQ(c.size(1), int64_t(view.nodes.size()));
+      if (c.defined()) {
+        EXPECT_EQ(c.size(1), int64_t(view.nodes.size()));
+      }
   };
   AdjointRender run(plan, processors, parameters, sources, options);
   ASSERT_EQ(run.adjoint_plan().steps.size(), plan.steps.size());  // nothing frozen: all run
