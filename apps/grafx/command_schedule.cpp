@@ -6,18 +6,42 @@
 #include <grafx/files.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/plan/adjoint_plan.h>
 #include <grafx/plan/render_plan.h>
+#include <grafx/processors/registry.h>
 
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 namespace grafx::cli {
+namespace {
+
+/// The adjoint plan's options from --frozen, --recompute and --fixed-sources; the types without
+/// parameters come from their processors.
+template <class Args>
+AdjointPlanOptions adjoint_options(const Graph& graph, const Args& args) {
+  AdjointPlanOptions options;
+  const NodeTypes& types = graph.types();
+  if (!args.frozen.empty())
+    for (const auto& type : parse_chain(args.frozen, types)) options.frozen_types.insert(type);
+  if (!args.recompute.empty())
+    for (const auto& type : parse_chain(args.recompute, types))
+      options.memory[type] = MemoryPolicy::kRecompute;
+  options.source_gradients = !args.fixed_sources;
+  for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t)
+    if (make_processor(types[t], {44100})->parameter_specs().empty())
+      options.parameterless_types.insert(types.name(t));
+  return options;
+}
+
+}  // namespace
+
 void add_schedule_command(CLI::App& app) {
   struct Args {
-    std::string graph, method = "beam", fixed, json;
+    std::string graph, method = "beam", fixed, json, frozen, recompute;
     ScheduleOptions options;
-    bool plan = false, force = false;
+    bool plan = false, adjoint = false, fixed_sources = false, force = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd =
@@ -38,7 +62,21 @@ void add_schedule_command(CLI::App& app) {
       ->capture_default_str()
       ->check(finite_number(0, false));
   cmd->add_flag("--plan", args->plan, "Print the render plan");
-  cmd->add_option("--json", args->json, "Write the render plan as JSON to this file");
+  CLI::Option* adjoint = cmd->add_flag(
+      "--adjoint", args->adjoint,
+      "Print the adjoint plan: the render plan's reverse program (the backward pass)");
+  cmd->add_option("--frozen", args->frozen,
+                  "--adjoint: types whose parameters get no gradient (names or letters, "
+                  "comma-separated)")
+      ->needs(adjoint);
+  cmd->add_option("--recompute", args->recompute,
+                  "--adjoint: types whose forward pass is recomputed in the backward pass "
+                  "instead of saved")
+      ->needs(adjoint);
+  cmd->add_flag("--fixed-sources", args->fixed_sources, "--adjoint: the sources get no gradient")
+      ->needs(adjoint);
+  cmd->add_option("--json", args->json,
+                  "Write the render plan (with --adjoint: the adjoint plan) as JSON to this file");
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
     Graph graph             = load_graph_file(args->graph);
@@ -65,12 +103,18 @@ void add_schedule_command(CLI::App& app) {
               << "types: " << schedule.type_sequence(graph.types()) << "\n"
               << "time: " << std::fixed << std::setprecision(2) << schedule.seconds * 1000
               << " ms\n";
-    if (args->plan || !args->json.empty()) {
+    if (args->plan || args->adjoint || !args->json.empty()) {
       RenderPlan plan = make_render_plan(tensor, schedule);
       if (args->plan) std::cout << plan.to_string();
+      std::string json = plan.to_json();
+      if (args->adjoint) {
+        AdjointPlan adjoint = make_adjoint_plan(plan, adjoint_options(graph, *args));
+        std::cout << adjoint.to_string();
+        json = adjoint.to_json();
+      }
       if (!args->json.empty()) {
-        write_text_file(args->json, plan.to_json(), args->force);
-        std::cout << "plan: " << args->json << "\n";
+        write_text_file(args->json, json, args->force);
+        std::cout << (args->adjoint ? "adjoint plan: " : "plan: ") << args->json << "\n";
       }
     }
   });

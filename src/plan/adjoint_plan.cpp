@@ -19,10 +19,13 @@ MemoryPolicy parse_memory_policy(const std::string& text) {
 }
 
 AdjointPlan make_adjoint_plan(const RenderPlan& plan, const AdjointPlanOptions& options) {
-  for (const auto& [type, policy] : options.memory)
-    if (!plan.types.contains(type))
+  auto check_type = [&](const std::string& type, const std::string& what) {
+    if (!plan.types.contains(type) || plan.n_graph_nodes[size_t(plan.types.id(type))] == 0)
       throw ScheduleError("grafx.schedule.invalid_options",
-                          "a memory policy names type \"" + type + "\", which the plan lacks");
+                          what + ": type \"" + type + "\" has no node in the graph");
+  };
+  for (const auto& [type, policy] : options.memory) check_type(type, "memory policies");
+  for (const auto& type : options.frozen_types) check_type(type, "frozen types");
   std::vector<int64_t> step_of_row(size_t(plan.n_buffer_rows), -1);
   for (size_t k = 0; k < plan.steps.size(); ++k)
     for (int64_t row : plan.steps[k].writes.rows()) step_of_row[size_t(row)] = int64_t(k);

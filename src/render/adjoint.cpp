@@ -83,7 +83,9 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
   s.prepared = prepare_parameters(plan, detached, per_item, plain, sources.device());
 
   AdjointPlanOptions adjoint_options;
-  adjoint_options.frozen_types     = render_options.frozen_types;
+  for (const auto& type : render_options.frozen_types)  // as render: types it lacks are ignored
+    if (plan.types.contains(type) && plan.n_graph_nodes[size_t(plan.types.id(type))] > 0)
+      adjoint_options.frozen_types.insert(type);
   adjoint_options.source_gradients = s.options.source_gradients;
   adjoint_options.memory           = s.options.memory;
   for (TypeId t = NodeTypes::kMix + 1; t < plan.types.size(); ++t) {

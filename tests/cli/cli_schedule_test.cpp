@@ -42,6 +42,51 @@ TEST(CliSchedule, MethodsPlansAndJson) {
   EXPECT_EQ(plan["n_calls"], 16);
 }
 
+TEST(CliSchedule, AdjointPlans) {
+  testing::TempDir dir;
+  std::string console = dir.file("console.json");
+  ASSERT_EQ(run_grafx({"console", "--tracks", "2", "--groups", "1", "--chain", "eg", "-o", console})
+                .exit_code,
+            0);
+  auto r = run_grafx({"schedule", console, "--method", "optimal", "--adjoint", "--frozen", "e",
+                      "--recompute", "g", "--json", dir.file("adjoint.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The 8 forward steps reversed: out, mix, the group's g and e, mix, the tracks' g and e, in.
+  EXPECT_TRUE(contains(r.out, "AdjointPlan: 8 of 8 steps in reverse\n")) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "Adjoint #5 (of Render #2)\n  - Node type: gain_pan\n"
+                       "  - Cotangent read: slice with (4, 6)\n"
+                       "  - Vector-Jacobian product: gain_pan on 2 rows, forward pass "
+                       "recomputed from its saved inputs\n"
+                       "  - Parameter gradient write: slice with (0, 2)\n"))
+      << r.out;
+  // The frozen EQs pass cotangents on but write no gradient.
+  EXPECT_TRUE(contains(r.out,
+                       "  - Node type: eq\n  - Cotangent read: slice with (2, 4)\n"
+                       "  - Vector-Jacobian product: eq on 2 rows, from the saved forward "
+                       "pass\n  - Aggregation transpose: none\n"))
+      << r.out;
+  auto adjoint = nlohmann::json::parse(testing::read_file(dir.file("adjoint.json")));
+  EXPECT_EQ(adjoint["format"], "grafx.adjoint_plan");
+  EXPECT_EQ(adjoint["steps"].size(), 8u);
+  // Without source gradients, the first EQs' (frozen) and the sources' steps have nothing to do.
+  r = run_grafx({"schedule", console, "--adjoint", "--frozen", "e", "--fixed-sources"});
+  EXPECT_TRUE(contains(r.out, "AdjointPlan: 6 of 8 steps in reverse (2 need no gradient)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "Skipped (no gradient needed through them): Render #1 Render #0"))
+      << r.out;
+  // Bad uses: the options need --adjoint; types the graph lacks.
+  r = run_grafx({"schedule", console, "--frozen", "e"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(contains(r.err, "[grafx.cli.arguments] --frozen requires --adjoint")) << r.err;
+  r = run_grafx({"schedule", console, "--adjoint", "--frozen", "r"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "frozen types: type \"reverb\" has no node in the graph")) << r.err;
+  r = run_grafx({"schedule", console, "--adjoint", "--recompute", "nonsense"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "grafx.graph.unknown_type")) << r.err;
+}
+
 TEST(CliSchedule, Errors) {
   testing::TempDir dir;
   std::string console = dir.file("console.json");
