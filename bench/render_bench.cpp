@@ -1,7 +1,8 @@
 // Render benchmark: forward and forward+backward time of mixing consoles (the paper's
 // processors, stereo, 3.8 s at 30 kHz) under every schedule, against the naive per-node
 // reference and a GRAFX-style renderer (one shared, autograd-tracked signal buffer written in
-// place, reads cloned), in one run; and peak memory of a forward+backward render.
+// place, reads cloned), in one run; and peak memory of a forward+backward render, by autograd
+// and by the explicit adjoint plan with either memory policy.
 //
 //   build/bin/render_bench [seconds=3.8] [sample_rate=30000]
 
@@ -9,6 +10,7 @@
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/memory.h>
 #include <grafx/processors/registry.h>
+#include <grafx/render/adjoint.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
 
@@ -196,6 +198,36 @@ int main(int argc, char** argv) {
   });
   memory.add_row({"GRAFX-style buffer, optimal", bench::fixed(grafx_mib, 0),
                   bench::fixed(grafx_mib / signal_mib, 0)});
+  // The explicit backward pass (render/adjoint.h) of the same loss, mean(y²).
+  auto adjoint = [&](MemoryPolicy policy) {
+    Parameters p = create_parameters(hundred, processors, {0});
+    AdjointOptions options;
+    for (const auto& [type, tensors] : p) options.memory[type] = policy;
+    AdjointRender run(optimal, processors, p, sources, options);
+    const at::Tensor& y = run.result().outputs;
+    run.backward(y * (2.0 / double(y.numel())));
+  };
+  for (auto policy : {MemoryPolicy::kSave, MemoryPolicy::kRecompute}) {
+    double mib = peak_memory_growth_mib([&] { adjoint(policy); });
+    memory.add_row({"grafx adjoint plan, optimal, " + to_string(policy), bench::fixed(mib, 0),
+                    bench::fixed(mib / signal_mib, 0)});
+  }
   memory.print(std::cout);
+
+  // Their times, alternating in one run.
+  std::cout << "\nForward+backward time of the same render (median of 3 or more runs).\n\n";
+  bench::Table times({"backward by", "forward+backward (ms)"});
+  auto autograd_ms = bench::time_it(
+      [&] {
+        Parameters p = create_parameters(hundred, processors, {0});
+        render(optimal, processors, p, sources).outputs.pow(2).mean().backward();
+      },
+      3, 1.0);
+  auto save_ms      = bench::time_it([&] { adjoint(MemoryPolicy::kSave); }, 3, 1.0);
+  auto recompute_ms = bench::time_it([&] { adjoint(MemoryPolicy::kRecompute); }, 3, 1.0);
+  times.add_row({"LibTorch autograd", bench::fixed(autograd_ms.median_ms, 0)});
+  times.add_row({"adjoint plan, save", bench::fixed(save_ms.median_ms, 0)});
+  times.add_row({"adjoint plan, recompute", bench::fixed(recompute_ms.median_ms, 0)});
+  times.print(std::cout);
   return 0;
 }

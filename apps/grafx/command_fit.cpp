@@ -140,9 +140,17 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
                                       "Optimisation steps (with --time-budget alone: no limit)")
                            ->capture_default_str()
                            ->check(whole_number(0));
-  cmd.add_option("--lr", options.optimizer.lr, "AdamW learning rate")
+  cmd.add_option("--lr", options.optimizer.lr, "Learning rate")
       ->capture_default_str()
       ->check(finite_number(0, false));
+  cmd.add_option_function<std::string>(
+         "--optimizer",
+         [&options](const std::string& name) {
+           options.hessian_preconditioning = name == "adahessian";
+         },
+         "adamw (default), or adahessian: Adam's second moment from the Hessian's diagonal "
+         "where it exceeds the gradient, one Hessian-vector product per step")
+      ->check(CLI::IsMember({"adamw", "adahessian"}));
   cmd.add_option_function<double>(
          "--time-budget",
          [&options, steps](double minutes) {

@@ -32,14 +32,15 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// at::fft_rfft (`inverse` false) or at::fft_irfft of the last dimension, the rows split across
 /// LibTorch's threads: ATen's CPU FFT (pocketfft) transforms a whole batch on one thread
 /// (docs/benchmarks.md). Only where nothing records a graph (inside this file's autograd
-/// functions, outside create_graph) and on the CPU; elsewhere, the plain call.
+/// functions, outside create_graph), on the CPU and without tangents (an out= call carries
+/// none); elsewhere, the plain call.
 at::Tensor transform_rows(const at::Tensor& x, int64_t n, bool inverse) {
   auto plain = [&](const at::Tensor& rows) {
     return inverse ? at::fft_irfft(rows, n, -1) : at::fft_rfft(rows, n, -1);
   };
   const int64_t n_rows = x.numel() / std::max<int64_t>(1, x.size(-1));
   if (c10::GradMode::is_enabled() || !x.device().is_cpu() || at::get_num_threads() < 2 ||
-      n_rows < 2 || at::in_parallel_region())
+      n_rows < 2 || at::in_parallel_region() || tangent_of(x).defined())
     return plain(x);
   const at::Tensor rows      = x.reshape({n_rows, x.size(-1)});
   std::vector<int64_t> shape = x.sizes().vec();

@@ -30,7 +30,9 @@ void AdamW::zero_grad() {
       if (p.grad().defined()) p.mutable_grad() = at::Tensor();
 }
 
-void AdamW::step() {
+void AdamW::step() { step({}); }
+
+void AdamW::step(const Parameters& curvature) {
   c10::NoGradGuard no_grad;
   ++n_steps_;
   const double correction1 = 1 - std::pow(options_.beta1, double(n_steps_));
@@ -43,7 +45,8 @@ void AdamW::step() {
       at::Tensor& v = exp_avg_sq_.at(type + "." + name);
       if (options_.weight_decay != 0) p.mul_(1 - options_.lr * options_.weight_decay);
       m.mul_(options_.beta1).add_(g, 1 - options_.beta1);
-      v.mul_(options_.beta2).addcmul_(g, g, 1 - options_.beta2);
+      const at::Tensor& c = curvature.empty() ? g : curvature.at(type).at(name);
+      v.mul_(options_.beta2).addcmul_(c, c, 1 - options_.beta2);
       at::Tensor denominator = (v / correction2).sqrt_().add_(options_.eps);
       p.addcdiv_(m, denominator, -options_.lr / correction1);
     }

@@ -1,9 +1,11 @@
+#include <grafx/dsp/forward_mode.h>
 #include <grafx/error.h>
 #include <grafx/fit/fit.h>
 #include <grafx/graph/graph_json.h>
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/io/safetensors.h>
 #include <grafx/render/chunked.h>
+#include <grafx/render/derivatives.h>
 #include <grafx/render/parameters.h>
 
 #include <ATen/ATen.h>
@@ -188,44 +190,72 @@ FitRecord Fitter::step(double done) {
   optimizer_.set_lr(options_.optimizer.lr * options_.lr_schedule.factor(s, done));
   if (options_.reset_optimizer_every > 0 && s > 0 && s % options_.reset_optimizer_every == 0)
     optimizer_.reset();
-  RenderResult rendered;
   MixLossTerms terms;
-  if (options_.crops_per_step == 1) {
-    const int64_t start = crop_start(s, 0);
-    rendered = render(plan_, processors_, parameters_, tracks_.narrow(2, start, crop_samples_),
-                      render_options_);
-    terms    = loss_.terms(rendered.outputs[0].unsqueeze(0),
-                           mix_.narrow(1, start, crop_samples_).unsqueeze(0));
-  } else {  // one batched render of every crop, B×K×C×T
-    std::vector<at::Tensor> sources, targets;
-    for (int64_t b = 0; b < options_.crops_per_step; ++b) {
-      const int64_t start = crop_start(s, b);
-      sources.push_back(tracks_.narrow(2, start, crop_samples_));
-      targets.push_back(mix_.narrow(1, start, crop_samples_));
+  at::Tensor regularization;
+  auto loss_of = [&](const Parameters& parameters) {
+    RenderResult rendered;
+    if (options_.crops_per_step == 1) {
+      const int64_t start = crop_start(s, 0);
+      rendered = render(plan_, processors_, parameters, tracks_.narrow(2, start, crop_samples_),
+                        render_options_);
+      terms    = loss_.terms(rendered.outputs[0].unsqueeze(0),
+                             mix_.narrow(1, start, crop_samples_).unsqueeze(0));
+    } else {  // one batched render of every crop, B×K×C×T
+      std::vector<at::Tensor> sources, targets;
+      for (int64_t b = 0; b < options_.crops_per_step; ++b) {
+        const int64_t start = crop_start(s, b);
+        sources.push_back(tracks_.narrow(2, start, crop_samples_));
+        targets.push_back(mix_.narrow(1, start, crop_samples_));
+      }
+      rendered = render(plan_, processors_, parameters, at::stack(sources), render_options_);
+      terms    = loss_.terms(rendered.outputs.select(1, 0), at::stack(targets));
     }
-    rendered = render(plan_, processors_, parameters_, at::stack(sources), render_options_);
-    terms    = loss_.terms(rendered.outputs.select(1, 0), at::stack(targets));
+    TensorDict aux;  // every type's aux losses, by name, averaged over the crops
+    for (const auto& [type, named] : rendered.aux_losses)
+      for (const auto& [name, batched] : named) {
+        at::Tensor values = batched.dim() == 2 ? batched.mean(0) : batched;
+        aux[name]         = aux.count(name) ? at::cat({aux[name], values}) : values;
+      }
+    regularization = regularization_loss(aux, options_.regularizer_weights);
+    if (sparsity_weight_ > 0)
+      regularization = regularization + sparsity_weight_ * sparsity(parameters);
+    return terms.total + regularization;
+  };
+  at::Tensor total;
+  Parameters curvature;
+  if (options_.hessian_preconditioning) {
+    // Hutchinson: E[v ⊙ Hv] = diag H for v of random signs; the gradient comes with it.
+    Parameters signs;
+    for (const auto& [type, named] : parameters_)
+      for (const auto& [name, p] : named)
+        signs[type][name] = at::randint(0, 2, p.sizes(), p.options()).mul_(2).sub_(1);
+    CurvatureResult c = hvp(loss_of, parameters_, signs);
+    total             = c.loss;
+    for (auto& [type, named] : parameters_)
+      for (auto& [name, p] : named) {
+        p.mutable_grad() = c.gradient.at(type).at(name);
+        // |diag H| where it exceeds |g| (a Newton step there, lr·g/H, shorter than Adam's);
+        // |g| elsewhere: near-zero curvature would otherwise make a step of any size.
+        const at::Tensor& g   = c.gradient.at(type).at(name);
+        curvature[type][name] = at::maximum(
+            (signs.at(type).at(name) * c.hessian_vector.at(type).at(name)).abs(), g.abs());
+      }
+    terms.total    = dsp::unpack_dual(terms.total).first.detach();
+    regularization = dsp::unpack_dual(regularization).first.detach();
+  } else {
+    total = loss_of(parameters_);
   }
-  TensorDict aux;  // every type's aux losses, by name, averaged over the crops
-  for (const auto& [type, named] : rendered.aux_losses)
-    for (const auto& [name, batched] : named) {
-      at::Tensor values = batched.dim() == 2 ? batched.mean(0) : batched;
-      aux[name]         = aux.count(name) ? at::cat({aux[name], values}) : values;
-    }
-  at::Tensor regularization = regularization_loss(aux, options_.regularizer_weights);
-  if (sparsity_weight_ > 0) regularization = regularization + sparsity_weight_ * sparsity();
-  at::Tensor total = terms.total + regularization;
 
   FitRecord record{s + 1, total.item<double>(), terms.total.item<double>(),
                    regularization.item<double>()};
   bool finite = std::isfinite(record.loss);
   if (finite) {
-    total.backward();
+    if (!options_.hessian_preconditioning) total.backward();
     record.gradient_norm = clip_gradient_norm(parameters_, options_.max_gradient_norm);
     finite               = std::isfinite(record.gradient_norm);
   }
   if (finite) {
-    optimizer_.step();
+    optimizer_.step(curvature);
     non_finite_in_a_row_ = 0;
   } else {
     optimizer_.zero_grad();
@@ -286,9 +316,9 @@ void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
   }
 }
 
-at::Tensor Fitter::sparsity() const {
+at::Tensor Fitter::sparsity(const Parameters& parameters) const {
   at::Tensor total = at::zeros({}, tracks_.options());
-  for (const auto& [type, named] : parameters_) {
+  for (const auto& [type, named] : parameters) {
     auto raw = named.find(kDryWetParameter);
     if (raw == named.end()) continue;
     std::vector<double> counted;  // rows in graph order: dry/wet nodes not bypassed
@@ -347,6 +377,7 @@ std::map<std::string, std::string> Fitter::identity() const {
                    number(m.abs().sum().item<double>())}};
   if (options_.crops_per_step != 1)
     identity["crops_per_step"] = std::to_string(options_.crops_per_step);
+  if (options_.hessian_preconditioning) identity["optimizer"] = "adahessian";
   // Only a schedule other than the constant one (so that checkpoints from before schedules load).
   const LearningRateSchedule& schedule = options_.lr_schedule;
   if (schedule.warmup_steps != 0 || schedule.final_ratio != 1.0)
@@ -384,14 +415,14 @@ void Fitter::load_checkpoint(const std::string& path) {
   // The first difference named, in this order: a sample rate that differs would show as crop
   // sizes that differ too.
   // Checkpoints from before schedules and crop batches: constant, one crop.
-  const std::pair<std::string, std::string> fallbacks[] = {{"lr_schedule", "constant"},
-                                                           {"crops_per_step", "1"}};
+  const std::pair<std::string, std::string> fallbacks[] = {
+      {"lr_schedule", "constant"}, {"crops_per_step", "1"}, {"optimizer", "adamw"}};
   for (const auto& [key, fallback] : fallbacks) {
     mine.emplace(key, fallback);
     if (!file.metadata.count(key)) file.metadata[key] = fallback;
   }
   for (std::string key : {"graph", "data", "sample_rate", "seed", "lr", "lr_schedule",
-                          "crops_per_step", "crop_samples", "skip_samples"}) {
+                          "crops_per_step", "optimizer", "crop_samples", "skip_samples"}) {
     const std::string& value = mine.at(key);
     if (file.metadata[key] == value) continue;
     if (key == "graph") fail("made for another graph");

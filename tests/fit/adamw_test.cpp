@@ -37,6 +37,26 @@ TEST(AdamW, MatchesTheUpdateRule) {
   EXPECT_EQ(optimizer.n_steps(), 5);
 }
 
+TEST(AdamW, TakesTheSecondMomentFromCurvatureWhenGiven) {
+  at::Tensor p = at::tensor({1.0, -2.0}, at::kDouble).requires_grad_(true);
+  Parameters parameters{{"eq", {{"w", p}}}};
+  AdamW optimizer(parameters, {0.1});
+  std::vector<double> value = {1.0, -2.0}, m = {0, 0}, v = {0, 0};
+  for (int t = 1; t <= 3; ++t) {
+    (p * p * p).sum().backward();  // gradient 3p², Hessian diagonal 6p
+    at::Tensor h = (6 * p).detach().abs();
+    optimizer.step({{"eq", {{"w", h}}}});
+    for (int i = 0; i < 2; ++i) {
+      double x = value[size_t(i)], g = 3 * x * x, c = std::abs(6 * x);
+      m[size_t(i)] = 0.9 * m[size_t(i)] + 0.1 * g;
+      v[size_t(i)] = 0.999 * v[size_t(i)] + 0.001 * c * c;
+      value[size_t(i)] -= 0.1 * (m[size_t(i)] / (1 - std::pow(0.9, t))) /
+                          (std::sqrt(v[size_t(i)] / (1 - std::pow(0.999, t))) + 1e-8);
+      EXPECT_NEAR(p[i].item<double>(), value[size_t(i)], 1e-12) << "step " << t;
+    }
+  }
+}
+
 TEST(AdamW, StateSavesRestoresAndResets) {
   at::Tensor p = at::ones({3}).requires_grad_(true);
   AdamW a({{"g", {{"x", p}}}});

@@ -77,6 +77,28 @@ TEST(Fit, FindsHiddenGainsAndTheLossFalls) {
   EXPECT_LT(fitter.history().back().match_loss, fitter.history().front().match_loss);
 }
 
+TEST(Fit, CurvaturePreconditioningHasTheSameLossAndGradientAndFits) {
+  Graph console      = gain_console();
+  at::Tensor x       = tracks(3);
+  at::Tensor hidden  = at::tensor({0.5f, -0.4f, -0.8f, 0.2f, 0.3f, 0.6f}).view({3, 2});
+  at::Tensor mix     = hidden_mix(console, x, hidden);
+  FitOptions options = small_options(60);
+  Fitter plain(console, x, mix, kRate, options);
+  options.hessian_preconditioning = true;
+  Fitter curved(console, x, mix, kRate, options);
+  // The first step: same crop, same parameters, so the same loss and gradient (computed
+  // forward over reverse in one, by plain backward in the other).
+  FitRecord a = plain.step(), b = curved.step();
+  EXPECT_NEAR(a.loss, b.loss, 1e-6 * a.loss);
+  EXPECT_NEAR(a.gradient_norm, b.gradient_norm, 1e-5 * a.gradient_norm);
+  double before = curved.evaluate().total.item<double>();
+  curved.run();
+  double after = curved.evaluate().total.item<double>();
+  // It fits, if slower than AdamW at the same learning rate (docs/fitting.md, "Curvature").
+  EXPECT_LT(after, 0.75 * before) << "before " << before << ", after " << after;
+  for (const auto& r : curved.history()) EXPECT_FALSE(r.skipped);
+}
+
 TEST(Fit, FitsConsolesOfFiltersAndEqualizers) {
   // A console chained by letters: parametric EQ, graphic EQ, low-pass, gain/pan; the target
   // mixed by the same console with musical settings.

@@ -27,6 +27,10 @@ class AdamW {
 
   /// One update of every parameter that has a gradient, then the gradients are cleared.
   void step();
+  /// The same with the second moment taken from `curvature` (shaped like the parameters)
+  /// instead of the gradients, as AdaHessian (Yao et al., 2021) does with an estimate of the
+  /// Hessian's diagonal.
+  void step(const Parameters& curvature);
   /// Clears the gradients without updating.
   void zero_grad();
   /// Forgets the moment estimates and the step count (a fresh optimizer on the same tensors).

@@ -62,6 +62,12 @@ struct FitOptions {
   /// threads, whichever steps faster (grafx/fit/thread_tuner.h): on a shared machine a step on
   /// every core can be several times slower. The count is restored when `run` returns.
   bool adapt_threads = true;
+  /// Curvature in AdamW's second moment (as AdaHessian, Yao et al. 2021): per parameter, the
+  /// larger of |g| and |v ⊙ Hv|, Hutchinson's estimate of the loss's Hessian diagonal (v random
+  /// ±1), from one Hessian-vector product per step, forward over reverse
+  /// (render/derivatives.h). Where curvature dominates, the step is a Newton step lr·g/H;
+  /// elsewhere Adam's. Measured against AdamW in docs/fitting.md ("Curvature").
+  bool hessian_preconditioning = false;
   MixLossOptions loss;  ///< sample rate and skip are set by the fitter
   ScheduleOptions schedule = ScheduleMethod::kOptimal;
 };
@@ -156,8 +162,8 @@ class Fitter {
   void load_checkpoint(const std::string& path);
 
  private:
-  /// Σ w over the dry/wet nodes not bypassed.
-  at::Tensor sparsity() const;
+  /// Σ w over the dry/wet nodes not bypassed, of `parameters`.
+  at::Tensor sparsity(const Parameters& parameters) const;
   /// What a checkpoint must agree on: graph, data, settings.
   std::map<std::string, std::string> identity() const;
 
