@@ -61,6 +61,7 @@ from .parameters import (
     to_physical,
 )
 from .render import (
+    adjoint_plan,
     compute_render_order,
     compute_render_plan,
     make_processors,
@@ -69,6 +70,7 @@ from .render import (
     render_naive,
     schedule,
 )
+from .derivatives import hvp, jvp
 from .losses import MixLoss, MultiResolutionSTFTLoss
 from .fitting import Fitter, demo_song, fit
 from . import processors

@@ -36,7 +36,8 @@ def compute_render_order(graph, method="beam", **options):
 
 
 def render(plan, processors, parameters, sources, *, frozen_types=(), check_finite=True,
-           observer=None, gradient_hooks=None, return_aux=False):
+           observer=None, gradient_hooks=None, node_hooks=None, edge_hooks=None,
+           return_aux=False):
     """Renders a plan on torch tensors; differentiable in the parameters and the sources.
 
     sources     K×C×L, or B×K×C×L for a batch of source sets (source k feeds the k-th ``in``
@@ -49,12 +50,20 @@ def render(plan, processors, parameters, sources, *, frozen_types=(), check_fini
     frozen_types get no gradient; ``observer(step)`` sees each step's nodes, inputs and outputs;
     ``gradient_hooks[type](parameter_name, gradient)`` returns the gradient to use instead for
     that type's parameters (rows in graph order).
+
+    Signal hooks change the cotangent of a node's outputs (``node_hooks[node_id]``) or of one
+    edge (``edge_hooks[(source, dest, outlet, inlet)]``) as it flows back, B×C×L: a callable of
+    the cotangent, ``"stop"``, ``("scale", factor)`` or ``("clip_norm", max_norm)``.
+
+    PyTorch's forward mode works through it: with ``torch.autograd.forward_ad``, dual parameters
+    or sources give dual outputs (see grafx.jvp and grafx.hvp).
     """
     parameters = _raw(parameters)
     if gradient_hooks:
         parameters = _with_gradient_hooks(parameters, gradient_hooks)
     outputs, aux = _grafx.render(plan, processors, parameters, sources, list(frozen_types),
-                                 check_finite, observer)
+                                 check_finite, observer, dict(node_hooks or {}),
+                                 dict(edge_hooks or {}))
     return (outputs, aux) if return_aux else outputs
 
 
@@ -87,3 +96,18 @@ def render_in_chunks(plan, processors, parameters, sources, chunk_samples=1 << 1
     """A whole song rendered in chunks (no gradients): equal to ``render`` up to rounding, in
     memory bounded by the chunk."""
     return _grafx.render_in_chunks(plan, processors, _raw(parameters), sources, chunk_samples)
+
+
+def adjoint_plan(plan, processors=None, *, frozen_types=(), recompute=(), source_gradients=True):
+    """The plan's reverse program (the backward pass): ``print(grafx.adjoint_plan(plan))`` shows
+    each step's cotangent reads, vector-Jacobian product, gradient writes and the transposes of
+    its reads. Types in ``frozen_types`` get no gradient (steps that lead to no gradient are
+    left out); those in ``recompute`` recompute their forward pass instead of saving it. With
+    ``processors``, types without parameters are known too."""
+    parameterless = []
+    if processors is not None:
+        parameterless = [t for t in plan.type_sequence
+                         if t not in ("in", "out", "mix")
+                         and not processors[t].parameter_specs()]
+    return _grafx.adjoint_plan(plan, list(frozen_types), list(recompute), bool(source_gradients),
+                               sorted(set(parameterless)))

@@ -118,6 +118,7 @@ void bind_loss_and_fit(py::module_& m) {
           [](FitOptions& o, double r) { o.lr_schedule.final_ratio = r; })
       .def_readwrite("crop_seconds", &FitOptions::crop_seconds)
       .def_readwrite("crops_per_step", &FitOptions::crops_per_step)
+      .def_readwrite("hessian_preconditioning", &FitOptions::hessian_preconditioning)
       .def_readwrite("skip_seconds", &FitOptions::skip_seconds)
       .def_readwrite("seed", &FitOptions::seed)
       .def_readwrite("reset_optimizer_every", &FitOptions::reset_optimizer_every)

@@ -1,11 +1,13 @@
-// Bindings of the render layer: render, render_naive, chunked renders and observers. Tensors
-// pass through unchanged, so LibTorch's autograd (the one PyTorch runs) records the render and
-// gradients reach the caller's parameters and sources. Gradient hooks are torch's own,
-// registered on the parameters by grafx/render.py, so no Python object lives in the C++ parts
-// of the autograd graph.
+// Bindings of the render layer: render, render_naive, chunked renders, observers, signal hooks
+// and adjoint plans. Tensors pass through unchanged, so LibTorch's autograd (the one PyTorch
+// runs) records the render and gradients reach the caller's parameters and sources; dual
+// tensors of PyTorch's forward mode pass too (grafx's kernels carry their tangents). Parameter
+// gradient hooks are torch's own, registered by grafx/render.py. A Python signal hook lives in
+// the C++ autograd graph: it is held so that it is called and released under the GIL only.
 
 #include "bindings.h"
 
+#include <grafx/plan/adjoint_plan.h>
 #include <grafx/render/chunked.h>
 
 #include <chrono>
@@ -35,6 +37,47 @@ RenderOptions render_options(const std::vector<std::string>& frozen_types, bool 
   return options;
 }
 
+/// A signal hook from Python: a callable of the cotangent, "stop", ("scale", factor) or
+/// ("clip_norm", max_norm).
+SignalHook signal_hook_from_python(const py::handle& spec, const std::string& where) {
+  if (py::isinstance<py::str>(spec) && spec.cast<std::string>() == "stop")
+    return SignalHook::stop();
+  if (py::isinstance<py::tuple>(spec) && py::len(spec) == 2) {
+    auto kind    = spec.cast<py::tuple>()[0].cast<std::string>();
+    double value = spec.cast<py::tuple>()[1].cast<double>();
+    if (kind == "scale") return SignalHook::scale(value);
+    if (kind == "clip_norm") return SignalHook::clip_norm(value);
+  }
+  if (!PyCallable_Check(spec.ptr()))
+    throw py::type_error(where +
+                         ": expected a callable, \"stop\", (\"scale\", factor) or "
+                         "(\"clip_norm\", max_norm)");
+  // Autograd copies and frees the hook wherever it likes: the callable is freed under the GIL.
+  std::shared_ptr<py::function> callable(
+      new py::function(py::reinterpret_borrow<py::function>(spec)), [](py::function* f) {
+        py::gil_scoped_acquire acquired;
+        delete f;
+      });
+  return SignalHook::custom([callable](const at::Tensor& cotangent) {
+    py::gil_scoped_acquire acquired;
+    return (*callable)(cotangent).cast<at::Tensor>();
+  });
+}
+
+void add_signal_hooks(RenderOptions& options, const py::dict& node_hooks,
+                      const py::dict& edge_hooks) {
+  for (const auto& [key, spec] : node_hooks) {
+    NodeId id = key.cast<NodeId>();
+    options.node_gradient_hooks[id] =
+        signal_hook_from_python(spec, "node_hooks[" + std::to_string(id) + "]");
+  }
+  for (const auto& [key, spec] : edge_hooks) {
+    auto t = key.cast<std::tuple<NodeId, NodeId, int64_t, int64_t>>();
+    Edge edge{std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t)};
+    options.edge_gradient_hooks[edge] = signal_hook_from_python(spec, "edge_hooks");
+  }
+}
+
 py::dict aux_to_python(const std::map<std::string, TensorDict>& aux) {
   py::dict result;
   for (const auto& [type, losses] : aux) result[py::str(type)] = tensors_to_python(losses);
@@ -48,9 +91,10 @@ void bind_render(py::module_& m) {
       "render",
       [](const RenderPlan& plan, const ProcessorSet& set, const py::handle& parameters,
          const at::Tensor& sources, const std::vector<std::string>& frozen_types, bool check_finite,
-         const py::object& observer) {
-        const Parameters raw        = parameters_from_python(parameters);
-        const RenderOptions options = render_options(frozen_types, check_finite, observer);
+         const py::object& observer, const py::dict& node_hooks, const py::dict& edge_hooks) {
+        const Parameters raw  = parameters_from_python(parameters);
+        RenderOptions options = render_options(frozen_types, check_finite, observer);
+        add_signal_hooks(options, node_hooks, edge_hooks);
         RenderResult result;
         {
           py::gil_scoped_release released;
@@ -59,7 +103,33 @@ void bind_render(py::module_& m) {
         return py::make_tuple(result.outputs, aux_to_python(result.aux_losses));
       },
       py::arg("plan"), py::arg("processors"), py::arg("parameters"), py::arg("sources"),
-      py::arg("frozen_types"), py::arg("check_finite"), py::arg("observer"));
+      py::arg("frozen_types"), py::arg("check_finite"), py::arg("observer"), py::arg("node_hooks"),
+      py::arg("edge_hooks"));
+
+  py::class_<AdjointPlan>(m, "AdjointPlan",
+                          "A render plan's reverse program: the backward pass, step by step.")
+      .def_property_readonly("num_steps", [](const AdjointPlan& a) { return a.steps.size(); })
+      .def_readonly("skipped", &AdjointPlan::skipped)
+      .def("to_json", &AdjointPlan::to_json)
+      .def("__str__", &AdjointPlan::to_string)
+      .def("__repr__", [](const AdjointPlan& a) {
+        return "<grafx.AdjointPlan: " + std::to_string(a.steps.size()) + " of " +
+               std::to_string(a.n_forward_steps) + " steps>";
+      });
+  m.def(
+      "adjoint_plan",
+      [](const RenderPlan& plan, const std::vector<std::string>& frozen_types,
+         const std::vector<std::string>& recompute, bool source_gradients,
+         const std::vector<std::string>& parameterless_types) {
+        AdjointPlanOptions options;
+        options.frozen_types        = {frozen_types.begin(), frozen_types.end()};
+        options.parameterless_types = {parameterless_types.begin(), parameterless_types.end()};
+        options.source_gradients    = source_gradients;
+        for (const auto& type : recompute) options.memory[type] = MemoryPolicy::kRecompute;
+        return make_adjoint_plan(plan, options);
+      },
+      py::arg("plan"), py::arg("frozen_types"), py::arg("recompute"), py::arg("source_gradients"),
+      py::arg("parameterless_types"));
   m.def(
       "render_naive",
       [](const Graph& graph, const ProcessorSet& set, const py::handle& parameters,

@@ -25,7 +25,8 @@
 namespace grafx::dsp {
 
 /// Opens LibTorch's forward-mode level for its lifetime (scopes nest: inner ones share the
-/// outer level). Tangents exist only inside it.
+/// outer level; a level opened elsewhere, e.g. by PyTorch's forward_ad.dual_level, is shared
+/// too). Tangents exist only inside one; the kernels carry them inside any.
 class ForwardMode {
  public:
   ForwardMode();
@@ -34,15 +35,12 @@ class ForwardMode {
   ForwardMode& operator=(const ForwardMode&) = delete;
 };
 
-/// Whether a ForwardMode scope is open.
-bool forward_mode_active();
-
 /// `primal` carrying `tangent` (same shape and dtype); `primal` itself when `tangent` is
-/// undefined. Needs an open ForwardMode scope.
+/// undefined. Needs an open forward-mode level.
 at::Tensor make_dual(const at::Tensor& primal, const at::Tensor& tangent);
 
-/// The primal and tangent of a tensor (tangent undefined when it carries none, or outside a
-/// ForwardMode scope). The primal keeps the tensor's reverse-mode history.
+/// The primal and tangent of a tensor (tangent undefined when it carries none). The primal
+/// keeps the tensor's reverse-mode history.
 std::pair<at::Tensor, at::Tensor> unpack_dual(const at::Tensor& t);
 
 /// The tangent of a tensor, or undefined.
