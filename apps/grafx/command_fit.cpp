@@ -46,7 +46,46 @@ struct Session {
   FitInputs inputs;  // recorded in fit.json for `grafx prune`
   bool prune = false;
   PruningOptions pruning;
+  std::vector<std::string> gradient_hooks;  // NODE=ACTION, resolved once the graph is known
 };
+
+/// --gradient-hook NODE=stop, NODE=scale:F or NODE=clip:M, NODE a node id or name.
+std::map<NodeId, SignalHook> parse_gradient_hooks(const std::vector<std::string>& specs,
+                                                  const Graph& graph) {
+  std::map<NodeId, SignalHook> hooks;
+  for (const auto& spec : specs) {
+    auto fail = [&](const std::string& why) {
+      throw FitError("grafx.fit.options", "--gradient-hook " + spec + ": " + why);
+    };
+    const size_t equals = spec.find('=');
+    if (equals == std::string::npos) fail("expected NODE=stop, NODE=scale:F or NODE=clip:M");
+    const std::string node = spec.substr(0, equals), action = spec.substr(equals + 1);
+    NodeId id = -1;
+    for (NodeId n : graph.nodes())
+      if (graph.node(n).name == node || std::to_string(n) == node) id = n;
+    if (id < 0) fail("no node has the id or name \"" + node + "\"");
+    auto number = [&](const std::string& text) {
+      size_t used  = 0;
+      double value = 0;
+      try {
+        value = std::stod(text, &used);
+      } catch (const std::logic_error&) {
+        used = 0;
+      }
+      if (used != text.size() || !std::isfinite(value)) fail("\"" + text + "\" is not a number");
+      return value;
+    };
+    if (action == "stop")
+      hooks[id] = SignalHook::stop();
+    else if (action.rfind("scale:", 0) == 0)
+      hooks[id] = SignalHook::scale(number(action.substr(6)));
+    else if (action.rfind("clip:", 0) == 0 && number(action.substr(5)) > 0)
+      hooks[id] = SignalHook::clip_norm(number(action.substr(5)));
+    else
+      fail("expected stop, scale:F or clip:M (M > 0) after the node");
+  }
+  return hooks;
+}
 
 constexpr char kCheckpoint[] = "checkpoint.safetensors";
 
@@ -140,6 +179,9 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
                                       "Optimisation steps (with --time-budget alone: no limit)")
                            ->capture_default_str()
                            ->check(whole_number(0));
+  cmd.add_option("--gradient-hook", session.gradient_hooks,
+                 "NODE=stop, NODE=scale:F or NODE=clip:M: changes the gradient flowing back out "
+                 "of a node's output (NODE: its id or name; repeatable)");
   cmd.add_option("--lr", options.optimizer.lr, "Learning rate")
       ->capture_default_str()
       ->check(finite_number(0, false));
@@ -357,7 +399,8 @@ void add_fit_command(CLI::App& app) {
               << " tracks, " << std::fixed << std::setprecision(2)
               << double(length) / double(args->sample_rate) << " s at " << args->sample_rate
               << " Hz)\n";
-    args->options.adapt_threads = !threads_chosen();
+    args->options.adapt_threads       = !threads_chosen();
+    args->options.node_gradient_hooks = parse_gradient_hooks(args->session.gradient_hooks, graph);
     Fitter fitter(graph, tracks, mix, args->sample_rate, args->options);
     std::vector<std::string> files = args->tracks;
     files.push_back(args->mix);
@@ -394,12 +437,14 @@ void add_demo_command(CLI::App& app) {
       ->check(whole_number(0));
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
-    prepare_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
-                          args->session.force, "fit");
     std::cout << "synthesising a song (drums, bass, chords, lead; " << args->demo.seconds
               << " s at " << args->demo.sample_rate
               << " Hz) and mixing it through a hidden console\n";
-    DemoSong song = make_demo_song(args->demo);
+    DemoSong song                     = make_demo_song(args->demo);
+    args->options.node_gradient_hooks =  // checked before anything is written
+        parse_gradient_hooks(args->session.gradient_hooks, song.console);
+    prepare_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
+                          args->session.force, "fit");
     // The tracks as files, so that `grafx render` can reproduce the fitted mix from them.
     const std::string tracks = args->session.folder + "/tracks";
     std::error_code ec;

@@ -155,6 +155,7 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
                                   : initial),
       loss_(options_.loss),
       optimizer_(parameters_, options_.optimizer) {
+  render_options_.node_gradient_hooks = options_.node_gradient_hooks;
   if (parameters_.empty())
     throw FitError("grafx.fit.options",
                    "the graph has nothing to fit: no processor with parameters and no dry/wet "

@@ -116,6 +116,12 @@ TEST(CliFit, HostileOptionsFailAtOnceAndMakeNoFolder) {
       {{"--chain", "m"}, "[grafx.fit.options] the graph has nothing to fit"},
       {{"--chain", ""}, "[grafx.graph.unknown_type] expected a chain of type letters"},
       {{"--warm-up", "1e300"}, "[grafx.fit.data] a crop of"},
+      {{"--gradient-hook", "nothere=stop"}, "no node has the id or name \"nothere\""},
+      {{"--gradient-hook", "0"}, "expected NODE=stop, NODE=scale:F or NODE=clip:M"},
+      {{"--gradient-hook", "0=scale:x"}, "\"x\" is not a number"},
+      {{"--gradient-hook", "0=scale:nan"}, "\"nan\" is not a number"},
+      {{"--gradient-hook", "0=clip:-1"}, "expected stop, scale:F or clip:M (M > 0)"},
+      {{"--optimizer", "sgd"}, "--optimizer: sgd not in {adamw,adahessian}"},
   };
   for (const auto& [options, message] : cases) {
     std::vector<std::string> args = {"fit",   "--tracks",          dir.file("a.wav"),

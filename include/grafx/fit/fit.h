@@ -68,6 +68,9 @@ struct FitOptions {
   /// (render/derivatives.h). Where curvature dominates, the step is a Newton step lr·g/H;
   /// elsewhere Adam's. Measured against AdamW in docs/fitting.md ("Curvature").
   bool hessian_preconditioning = false;
+  /// Signal hooks on the cotangents of nodes' outputs (RenderOptions::node_gradient_hooks),
+  /// e.g. to stop or damp what one track's fit does to the others'.
+  std::map<NodeId, SignalHook> node_gradient_hooks;
   MixLossOptions loss;  ///< sample rate and skip are set by the fitter
   ScheduleOptions schedule = ScheduleMethod::kOptimal;
 };
