@@ -39,10 +39,10 @@ int main(int argc, char** argv) {
             << " Hz, float32; the mix loss (1 s warm-up skipped).\n\n";
 
   ConsoleOptions options;
-  options.n_tracks     = 8;
-  options.track_groups = ConsoleOptions::even_groups(8, 3);
-  options.chain        = default_console_chain();
-  Graph graph          = build_console(options, registry_node_types()).graph;
+  options.n_tracks      = 8;
+  options.track_groups  = ConsoleOptions::even_groups(8, 3);
+  options.chain         = default_console_chain();
+  Graph graph           = build_console(options, registry_node_types()).graph;
   Processors processors = make_processors(graph.types(), {SampleRate(sample_rate)});
   RenderPlan plan       = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
   Parameters parameters = create_parameters(graph, processors, {0, at::kFloat, false});
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     adjoint_options.source_gradients = false;
     for (const auto& [type, named] : parameters) adjoint_options.memory[type] = policy;
     AdjointRender run(plan, processors, parameters, sources, adjoint_options);
-    at::Tensor y = run.result().outputs.detach().requires_grad_(true);
+    at::Tensor y         = run.result().outputs.detach().requires_grad_(true);
     at::Tensor cotangent = torch::autograd::grad({mix_loss(y, target)}, {y})[0];
     run.backward(cotangent);
   };

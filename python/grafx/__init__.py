@@ -78,6 +78,13 @@ from . import interop
 
 __version__ = "0.1.0"
 
+def write_plot(path, series, title="", x_label="", y_label="", log_x=False, overwrite=False):
+    """Writes an SVG line plot (the reports' kind): ``series`` is a list of ``(label, x, y)``;
+    refuses to replace a file unless ``overwrite``."""
+    _grafx.write_plot(path, [(label, list(map(float, x)), list(map(float, y)))
+                             for label, x, y in series], title, x_label, y_label, log_x, overwrite)
+
+
 def save_audio(path, samples, sample_rate, overwrite=False):
     """Writes C×L samples (float WAV, or the format of the extension), atomically; refuses to
     replace a file unless ``overwrite``. ``load_audio(path)`` returns ``(samples, rate)``."""

@@ -1,8 +1,10 @@
-// Bindings of audio files (libsndfile, libsamplerate), as the CLI reads and writes them.
+// Bindings of audio files (libsndfile, libsamplerate), as the CLI reads and writes them, and of
+// the SVG line plots of reports.
 
 #include "bindings.h"
 
 #include <grafx/io/audio.h>
+#include <grafx/io/plot.h>
 
 namespace grafx::python {
 
@@ -26,6 +28,24 @@ void bind_io(py::module_& m) {
         return resample(samples, from_rate, to_rate);
       },
       py::arg("samples"), py::arg("from_rate"), py::arg("to_rate"));
+  m.def(
+      "write_plot",
+      [](const std::string& path,
+         const std::vector<std::tuple<std::string, std::vector<double>, std::vector<double>>>&
+             series,
+         const std::string& title, const std::string& x_label, const std::string& y_label,
+         bool log_x, bool overwrite) {
+        std::vector<PlotSeries> lines;
+        for (const auto& [label, x, y] : series) lines.push_back({label, x, y});
+        PlotOptions options;
+        options.title   = title;
+        options.x_label = x_label;
+        options.y_label = y_label;
+        options.log_x   = log_x;
+        write_plot(path, lines, options, overwrite);
+      },
+      py::arg("path"), py::arg("series"), py::arg("title") = "", py::arg("x_label") = "",
+      py::arg("y_label") = "", py::arg("log_x") = false, py::arg("overwrite") = false);
 }
 
 }  // namespace grafx::python

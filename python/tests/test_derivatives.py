@@ -158,3 +158,15 @@ def test_fit_with_curvature_preconditioning():
                           skip_seconds=0.1, hessian_preconditioning=True)
     fitter.run()
     assert len(fitter.history) == 5 and not any(r["skipped"] for r in fitter.history)
+
+
+def test_write_plot_draws_and_refuses_to_overwrite(tmp_path):
+    path = str(tmp_path / "curve.svg")
+    grafx.write_plot(path, [("loss", [0, 1, 2], [3.0, 2.0, 1.5])], title="t", x_label="s")
+    text = open(path).read()
+    assert text.startswith("<svg") or "<svg" in text[:200]
+    assert "loss" in text
+    with pytest.raises(grafx.Error):
+        grafx.write_plot(path, [("loss", [0, 1], [1.0, 2.0])])
+    with pytest.raises(grafx.Error):
+        grafx.write_plot(str(tmp_path / "bad.svg"), [("x", [0, 1], [1.0])])
