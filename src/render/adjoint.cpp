@@ -260,8 +260,11 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
     } else {
       std::vector<at::Tensor> outputs, grad_outputs;
       Tape& tape = *s.tapes[k];
+      auto aux   = aux_plan_order.find(step.type);
+      bool zero  = aux == aux_plan_order.end();  // a lazy zero: nothing to run
+      for (const auto& c : cotangents[k]) zero = zero && !c.defined();
       StepResult recomputed;
-      if (a.memory == MemoryPolicy::kRecompute) {
+      if (a.memory == MemoryPolicy::kRecompute && !zero) {
         c10::AutoGradMode grad_mode(true);
         recomputed      = s.run(k, tape);
         tape.outputs    = recomputed.outputs;
@@ -272,7 +275,6 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
           outputs.push_back(tape.outputs[o]);
           grad_outputs.push_back(cotangents[k][o]);
         }
-      auto aux = aux_plan_order.find(step.type);
       if (aux != aux_plan_order.end())
         for (const auto& [name, c] : aux->second)
           if (tape.aux_losses.count(name)) {
@@ -297,7 +299,7 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
           live_grads.push_back(grad_outputs[o]);
         }
       std::vector<at::Tensor> grads(wrt.size());
-      if (!live_outputs.empty() && !wrt.empty())  // else: a lazy zero, nothing to run
+      if (!live_outputs.empty() && !wrt.empty())
         grads = torch::autograd::grad(live_outputs, wrt, live_grads, false, false, true);
       size_t g = 0;
       for (const auto& inlet : a.inlets)

@@ -154,6 +154,23 @@ TEST(AdjointRender, EqualsAutogradOnTheConsoleOfRegisteredProcessors) {
   }
 }
 
+TEST(AdjointRender, PerItemParametersEqualAutograd) {
+  Graph graph           = random_graph(5, RandomGraphOptions{});
+  Processors processors = testing::random_graph_processors(graph.types());
+  RenderPlan plan       = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
+  at::Tensor sources    = at::randn({3, plan.n_sources, 2, 128}, at::kDouble);
+  Parameters parameters;  // one set per batch item: B×N×...
+  for (const auto& [type, tensors] : create_parameters(graph, processors, {1, at::kDouble}))
+    for (const auto& [name, t] : tensors) {
+      at::Tensor items       = t.detach().unsqueeze(0).repeat_interleave(3, 0);
+      parameters[type][name] = items + 0.1 * at::randn_like(items);
+    }
+  at::Tensor weights = at::randn_like(render(plan, processors, parameters, sources).outputs);
+  expect_equal(adjoint_gradients(plan, processors, parameters, sources, weights, {}),
+               autograd_gradients(plan, processors, parameters, sources, weights, {}), "per item",
+               1e-10);
+}
+
 TEST(AdjointRender, SignalHooksEqualAutogradsAndStopWhatTheyStop) {
   // in -> p0 -> out and in -> p2 -> out, both linear: stopping the edge p0 -> out leaves p0
   // without gradient and p2's unchanged; scaling the node p2 by 3 triples p2's gradient and
