@@ -65,15 +65,9 @@ std::map<NodeId, SignalHook> parse_gradient_hooks(const std::vector<std::string>
       if (graph.node(n).name == node || std::to_string(n) == node) id = n;
     if (id < 0) fail("no node has the id or name \"" + node + "\"");
     auto number = [&](const std::string& text) {
-      size_t used  = 0;
-      double value = 0;
-      try {
-        value = std::stod(text, &used);
-      } catch (const std::logic_error&) {
-        used = 0;
-      }
-      if (used != text.size() || !std::isfinite(value)) fail("\"" + text + "\" is not a number");
-      return value;
+      std::optional<double> value = parse_finite(text);
+      if (!value) fail("\"" + text + "\" is not a finite number");
+      return *value;
     };
     if (action == "stop")
       hooks[id] = SignalHook::stop();

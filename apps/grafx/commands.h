@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,8 @@ std::string join(const std::vector<std::string>& items);
 std::vector<std::string> split(const std::string& text, char separator);
 /// A finite number above `min` (or at least `min` when `inclusive`), with a message saying so:
 /// refuses NaN and infinity, which CLI11's range checks let through or report as huge ranges.
+/// The number `text` spells out entirely, if it is a finite one.
+std::optional<double> parse_finite(const std::string& text);
 CLI::Validator finite_number(double min, bool inclusive);
 /// A whole number of at least `min`, with a message saying so (CLI11 would take "-1" for an
 /// unsigned option and wrap it around).

@@ -57,6 +57,18 @@ std::vector<std::string> parse_chain(const std::string& text, const NodeTypes& t
   return names;
 }
 
+std::optional<double> parse_finite(const std::string& text) {
+  size_t used  = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::logic_error&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
 CLI::Validator finite_number(double min, bool inclusive) {
   std::ostringstream bound;
   bound << min;
@@ -64,15 +76,8 @@ CLI::Validator finite_number(double min, bool inclusive) {
                                  : "a finite number above " + bound.str();
   return CLI::Validator(
       [min, inclusive, wanted](std::string& text) -> std::string {
-        double value = 0;
-        size_t used  = 0;
-        try {
-          value = std::stod(text, &used);
-        } catch (const std::logic_error&) {
-          used = 0;
-        }
-        if (used != text.size() || used == 0 || !std::isfinite(value) ||
-            (inclusive ? value < min : value <= min))
+        std::optional<double> value = parse_finite(text);
+        if (!value || (inclusive ? *value < min : *value <= min))
           return "expected " + wanted + ", but got \"" + text + "\"";
         return "";
       },

@@ -21,14 +21,9 @@ std::vector<double> parse_numbers(const std::string& text,
   std::vector<double> numbers;
   std::stringstream list(text);
   for (std::string item; std::getline(list, item, ',');) {
-    try {
-      size_t used = 0;
-      numbers.push_back(std::stod(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::logic_error&) {
-      fail("\"" + item + "\" is not a number");
-    }
-    if (!std::isfinite(numbers.back())) fail("\"" + item + "\" is not a finite number");
+    std::optional<double> number = parse_finite(item);
+    if (!number) fail("\"" + item + "\" is not a finite number");
+    numbers.push_back(*number);
   }
   if (numbers.empty()) fail("expected a value");
   return numbers;

@@ -118,8 +118,8 @@ TEST(CliFit, HostileOptionsFailAtOnceAndMakeNoFolder) {
       {{"--warm-up", "1e300"}, "[grafx.fit.data] a crop of"},
       {{"--gradient-hook", "nothere=stop"}, "no node has the id or name \"nothere\""},
       {{"--gradient-hook", "0"}, "expected NODE=stop, NODE=scale:F or NODE=clip:M"},
-      {{"--gradient-hook", "0=scale:x"}, "\"x\" is not a number"},
-      {{"--gradient-hook", "0=scale:nan"}, "\"nan\" is not a number"},
+      {{"--gradient-hook", "0=scale:x"}, "\"x\" is not a finite number"},
+      {{"--gradient-hook", "0=scale:nan"}, "\"nan\" is not a finite number"},
       {{"--gradient-hook", "0=clip:-1"}, "expected stop, scale:F or clip:M (M > 0)"},
       {{"--optimizer", "sgd"}, "--optimizer: sgd not in {adamw,adahessian}"},
   };

@@ -86,18 +86,8 @@ void expect_equal(const Gradients& mine, const Reference& reference, const std::
 
 TEST(AdjointRender, EqualsAutogradOnRandomGraphs) {
   for (uint64_t seed = 0; seed < 40; ++seed) {
-    RandomGraphOptions options;
-    options.n_processors = 6 + int64_t(seed % 25);
-    options.n_inputs     = 1 + int64_t(seed % 3);
-    options.n_outputs    = 1 + int64_t(seed % 2);
-    options.multi_port   = seed % 4 != 3;
-    Graph graph          = random_graph(seed, options);
-    std::mt19937_64 flags(seed);
-    for (NodeId id : graph.nodes()) {
-      if (seed % 3 == 0 || is_utility_type(graph.node(id).type)) continue;
-      graph.set_dry_wet(id, flags() % 5 < 2);
-      graph.set_bypassed(id, flags() % 7 == 0);
-    }
+    Graph graph                = testing::equivalence_graph(seed);
+    const int64_t n_inputs     = graph.count_per_type()[NodeTypes::kIn];
     Processors processors      = testing::random_graph_processors(graph.types());
     const bool float64         = seed % 5 == 4;
     const at::ScalarType dtype = float64 ? at::kDouble : at::kFloat;
@@ -106,8 +96,8 @@ TEST(AdjointRender, EqualsAutogradOnRandomGraphs) {
     at::manual_seed(int64_t(seed));
     for (auto& [type, named] : parameters)
       if (named.count("dry_wet")) named["dry_wet"] = at::randn_like(named["dry_wet"]);
-    at::Tensor sources = at::randn({options.n_inputs, 2, 200}, dtype) * 0.5;
-    if (seed % 2 == 1) sources = at::randn({3, options.n_inputs, 2, 200}, dtype) * 0.5;
+    at::Tensor sources = at::randn({n_inputs, 2, 200}, dtype) * 0.5;
+    if (seed % 2 == 1) sources = at::randn({3, n_inputs, 2, 200}, dtype) * 0.5;
     // Every third seed freezes a type; every other seed recomputes the nonlinear ones.
     AdjointOptions adjoint;
     if (seed % 3 == 1) adjoint.render.frozen_types = {"p0", "split"};

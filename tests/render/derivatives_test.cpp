@@ -75,23 +75,13 @@ at::Tensor double_backward_jvp(const RenderPlan& plan, const Processors& process
 
 TEST(Derivatives, ForwardModeEqualsDifferencesAndDoubleBackwardOnRandomGraphs) {
   for (uint64_t seed = 0; seed < 16; ++seed) {
-    RandomGraphOptions options;
-    options.n_processors = 6 + int64_t(seed % 20);
-    options.n_inputs     = 1 + int64_t(seed % 3);
-    options.n_outputs    = 1 + int64_t(seed % 2);
-    options.multi_port   = seed % 4 != 3;
-    Graph graph          = random_graph(seed, options);
-    std::mt19937_64 flags(seed);
-    for (NodeId id : graph.nodes()) {
-      if (seed % 3 == 0 || is_utility_type(graph.node(id).type)) continue;
-      graph.set_dry_wet(id, flags() % 5 < 2);
-      graph.set_bypassed(id, flags() % 7 == 0);
-    }
-    Processors processors = testing::random_graph_processors(graph.types());
-    Parameters parameters = create_parameters(graph, processors, {seed, at::kDouble});
+    Graph graph            = testing::equivalence_graph(seed);
+    const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
+    Processors processors  = testing::random_graph_processors(graph.types());
+    Parameters parameters  = create_parameters(graph, processors, {seed, at::kDouble});
     at::manual_seed(int64_t(seed));
-    at::Tensor sources = at::randn({options.n_inputs, 2, 128}, at::kDouble) * 0.5;
-    if (seed % 2 == 1) sources = at::randn({3, options.n_inputs, 2, 128}, at::kDouble) * 0.5;
+    at::Tensor sources = at::randn({n_inputs, 2, 128}, at::kDouble) * 0.5;
+    if (seed % 2 == 1) sources = at::randn({3, n_inputs, 2, 128}, at::kDouble) * 0.5;
     Parameters direction        = random_like(parameters, seed + 100);
     at::Tensor source_direction = at::randn_like(sources);
     RenderPlan plan             = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);

@@ -86,20 +86,9 @@ TEST(RenderEquivalence, BatchedEqualsOneByOneEqualsNaiveOnRandomGraphs) {
   const std::vector<ScheduleMethod> methods = {ScheduleMethod::kOneByOne, ScheduleMethod::kGreedy,
                                                ScheduleMethod::kBeam, ScheduleMethod::kOptimal};
   for (uint64_t seed = 0; seed < 60; ++seed) {
-    RandomGraphOptions options;
-    options.n_processors = 6 + int64_t(seed % 25);
-    options.n_inputs     = 1 + int64_t(seed % 3);
-    options.n_outputs    = 1 + int64_t(seed % 2);
-    options.multi_port   = seed % 4 != 3;
-    Graph graph          = random_graph(seed, options);
-    // Two seeds in three: some nodes carry a wet amount, some are bypassed.
-    std::mt19937_64 flags(seed);
-    for (NodeId id : graph.nodes()) {
-      if (seed % 3 == 0 || is_utility_type(graph.node(id).type)) continue;
-      graph.set_dry_wet(id, flags() % 5 < 2);
-      graph.set_bypassed(id, flags() % 7 == 0);
-    }
-    Processors processors = testing::random_graph_processors(graph.types());
+    Graph graph            = testing::equivalence_graph(seed);
+    const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
+    Processors processors  = testing::random_graph_processors(graph.types());
     // Every fifth seed in float64, to 1e-10: equal but for rounding.
     const bool float64         = seed % 5 == 4;
     const at::ScalarType dtype = float64 ? at::kDouble : at::kFloat;
@@ -108,9 +97,9 @@ TEST(RenderEquivalence, BatchedEqualsOneByOneEqualsNaiveOnRandomGraphs) {
     at::manual_seed(int64_t(seed));
     for (auto& [type, named] : parameters)  // wet amounts other than ½
       if (named.count("dry_wet")) named["dry_wet"] = at::randn_like(named["dry_wet"]);
-    at::Tensor sources = at::randn({options.n_inputs, 2, 256}, dtype) * 0.5;
+    at::Tensor sources = at::randn({n_inputs, 2, 256}, dtype) * 0.5;
     const bool batch   = seed % 2 == 1;  // odd seeds: a batch of 3 source sets
-    if (batch) sources = at::randn({3, options.n_inputs, 2, 256}, dtype) * 0.5;
+    if (batch) sources = at::randn({3, n_inputs, 2, 256}, dtype) * 0.5;
 
     Rendered naive = render_and_backward(
         [&](const Parameters& p, const at::Tensor& s) {

@@ -1,8 +1,11 @@
 #include "support/test_processors.h"
 
 #include <grafx/graph/node_types.h>
+#include <grafx/graph/random_graph.h>
 
 #include <ATen/ATen.h>
+
+#include <random>
 
 namespace grafx::testing {
 namespace {
@@ -91,6 +94,22 @@ Processors random_graph_processors(const NodeTypes& types) {
     processors[name]        = make_test_processor(name, kind);
   }
   return processors;
+}
+
+Graph equivalence_graph(uint64_t seed) {
+  RandomGraphOptions options;
+  options.n_processors = 6 + int64_t(seed % 25);
+  options.n_inputs     = 1 + int64_t(seed % 3);
+  options.n_outputs    = 1 + int64_t(seed % 2);
+  options.multi_port   = seed % 4 != 3;
+  Graph graph          = random_graph(seed, options);
+  std::mt19937_64 flags(seed);
+  for (NodeId id : graph.nodes()) {
+    if (seed % 3 == 0 || is_utility_type(graph.node(id).type)) continue;
+    graph.set_dry_wet(id, flags() % 5 < 2);
+    graph.set_bypassed(id, flags() % 7 == 0);
+  }
+  return graph;
 }
 
 }  // namespace grafx::testing

@@ -3,6 +3,7 @@
 // and two inlets, each following the processor contract (pure, batch-first, row n of the output
 // depends only on row n of inputs and parameters).
 
+#include <grafx/graph/graph.h>
 #include <grafx/processors/registry.h>
 
 namespace grafx::testing {
@@ -19,5 +20,10 @@ std::shared_ptr<const Processor> make_test_processor(const std::string& name, Te
 /// Processors for the types of random_graph(): p0, p2, ... linear; p1, p3, ... nonlinear;
 /// split and duck.
 Processors random_graph_processors(const NodeTypes& types);
+
+/// The seeded random graphs the renderers are compared on: 6 to 30 processors, 1 to 3 inputs,
+/// 1 or 2 outputs, multi-port three seeds in four; two seeds in three with some nodes carrying
+/// a wet amount and some bypassed.
+Graph equivalence_graph(uint64_t seed);
 
 }  // namespace grafx::testing
