@@ -16,9 +16,7 @@
 namespace grafx {
 namespace {
 
-double relative_error(const at::Tensor& a, const at::Tensor& b) {
-  return (a - b).abs().max().item<double>() / std::max(b.abs().max().item<double>(), 1e-30);
-}
+using testing::relative_error;
 
 struct Rendered {
   at::Tensor outputs, source_gradient;

@@ -19,9 +19,7 @@
 namespace grafx {
 namespace {
 
-double relative_error(const at::Tensor& a, const at::Tensor& b) {
-  return (a - b).abs().max().item<double>() / std::max(b.abs().max().item<double>(), 1e-30);
-}
+using testing::relative_error;
 
 struct Reference {
   at::Tensor outputs, sources;
@@ -86,18 +84,12 @@ void expect_equal(const Gradients& mine, const Reference& reference, const std::
 
 TEST(AdjointRender, EqualsAutogradOnRandomGraphs) {
   for (uint64_t seed = 0; seed < 40; ++seed) {
-    Graph graph                = testing::equivalence_graph(seed);
-    const int64_t n_inputs     = graph.count_per_type()[NodeTypes::kIn];
-    Processors processors      = testing::random_graph_processors(graph.types());
-    const bool float64         = seed % 5 == 4;
-    const at::ScalarType dtype = float64 ? at::kDouble : at::kFloat;
-    const double tolerance     = float64 ? 1e-10 : 1e-5;
-    Parameters parameters      = create_parameters(graph, processors, {seed, dtype});
-    at::manual_seed(int64_t(seed));
-    for (auto& [type, named] : parameters)
-      if (named.count("dry_wet")) named["dry_wet"] = at::randn_like(named["dry_wet"]);
-    at::Tensor sources = at::randn({n_inputs, 2, 200}, dtype) * 0.5;
-    if (seed % 2 == 1) sources = at::randn({3, n_inputs, 2, 200}, dtype) * 0.5;
+    const testing::EquivalenceCase c = testing::equivalence_case(seed, 200);
+    const Graph& graph               = c.graph;  // (references, not bindings: lambdas take them)
+    const Processors& processors     = c.processors;
+    const Parameters& parameters     = c.parameters;
+    const at::Tensor& sources        = c.sources;
+    const double tolerance           = c.tolerance;
     // Every third seed freezes a type; every other seed recomputes the nonlinear ones.
     AdjointOptions adjoint;
     if (seed % 3 == 1) adjoint.render.frozen_types = {"p0", "split"};

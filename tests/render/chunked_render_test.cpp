@@ -17,6 +17,8 @@
 namespace grafx {
 namespace {
 
+using testing::relative_error;
+
 constexpr SampleRate kRate = 4000;
 
 struct Song {
@@ -47,10 +49,6 @@ Song console_setup(const std::vector<std::string>& chain, at::ScalarType dtype,
     for (auto& [name, t] : tensors) t = t + 0.3 * at::randn_like(t);
   s.sources = at::randn({4, 1, length}, at::TensorOptions().dtype(dtype)) * 0.3;
   return s;
-}
-
-double relative_error(const at::Tensor& a, const at::Tensor& b) {
-  return (a - b).abs().max().item<double>() / b.abs().max().item<double>();
 }
 
 const std::vector<std::string> kChains[] = {

@@ -20,9 +20,7 @@
 namespace grafx {
 namespace {
 
-double relative_error(const at::Tensor& a, const at::Tensor& b) {
-  return (a - b).abs().max().item<double>() / std::max(b.abs().max().item<double>(), 1e-30);
-}
+using testing::relative_error;
 
 /// Whether a parameter's derivative is an estimate by design (the delay's straight-through
 /// pole): its tangent is the estimator's, and its Hessian rows are no second derivative.
@@ -75,16 +73,15 @@ at::Tensor double_backward_jvp(const RenderPlan& plan, const Processors& process
 
 TEST(Derivatives, ForwardModeEqualsDifferencesAndDoubleBackwardOnRandomGraphs) {
   for (uint64_t seed = 0; seed < 16; ++seed) {
-    Graph graph            = testing::equivalence_graph(seed);
-    const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
-    Processors processors  = testing::random_graph_processors(graph.types());
-    Parameters parameters  = create_parameters(graph, processors, {seed, at::kDouble});
-    at::manual_seed(int64_t(seed));
-    at::Tensor sources = at::randn({n_inputs, 2, 128}, at::kDouble) * 0.5;
-    if (seed % 2 == 1) sources = at::randn({3, n_inputs, 2, 128}, at::kDouble) * 0.5;
+    testing::EquivalenceCase c   = testing::equivalence_case(seed, 128);
+    const Processors& processors = c.processors;
+    Parameters parameters        = c.parameters;
+    for (auto& [type, named] : parameters)  // float64 throughout, for the differences
+      for (auto& [name, t] : named) t = t.to(at::kDouble);
+    const at::Tensor sources    = c.sources.to(at::kDouble);
     Parameters direction        = random_like(parameters, seed + 100);
     at::Tensor source_direction = at::randn_like(sources);
-    RenderPlan plan             = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
+    RenderPlan plan             = make_render_plan(to_tensor(c.graph), ScheduleMethod::kOptimal);
 
     TangentResult t = jvp(plan, processors, parameters, sources, direction, source_direction);
     EXPECT_TRUE(at::equal(t.outputs, render(plan, processors, parameters, sources).outputs));

@@ -17,11 +17,7 @@
 namespace grafx {
 namespace {
 
-/// max |a − b| relative to max |b|.
-double relative_error(const at::Tensor& a, const at::Tensor& b) {
-  double scale = b.abs().max().item<double>();
-  return (a - b).abs().max().item<double>() / std::max(scale, 1e-30);
-}
+using testing::relative_error;
 
 struct Rendered {
   at::Tensor outputs;
@@ -86,20 +82,13 @@ TEST(RenderEquivalence, BatchedEqualsOneByOneEqualsNaiveOnRandomGraphs) {
   const std::vector<ScheduleMethod> methods = {ScheduleMethod::kOneByOne, ScheduleMethod::kGreedy,
                                                ScheduleMethod::kBeam, ScheduleMethod::kOptimal};
   for (uint64_t seed = 0; seed < 60; ++seed) {
-    Graph graph            = testing::equivalence_graph(seed);
-    const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
-    Processors processors  = testing::random_graph_processors(graph.types());
     // Every fifth seed in float64, to 1e-10: equal but for rounding.
-    const bool float64         = seed % 5 == 4;
-    const at::ScalarType dtype = float64 ? at::kDouble : at::kFloat;
-    const double tolerance     = float64 ? 1e-10 : 1e-5;
-    Parameters parameters      = create_parameters(graph, processors, {seed, dtype});
-    at::manual_seed(int64_t(seed));
-    for (auto& [type, named] : parameters)  // wet amounts other than ½
-      if (named.count("dry_wet")) named["dry_wet"] = at::randn_like(named["dry_wet"]);
-    at::Tensor sources = at::randn({n_inputs, 2, 256}, dtype) * 0.5;
-    const bool batch   = seed % 2 == 1;  // odd seeds: a batch of 3 source sets
-    if (batch) sources = at::randn({3, n_inputs, 2, 256}, dtype) * 0.5;
+    const testing::EquivalenceCase c = testing::equivalence_case(seed, 256);
+    const Graph& graph               = c.graph;  // (references, not bindings: lambdas take them)
+    const Processors& processors     = c.processors;
+    const Parameters& parameters     = c.parameters;
+    const at::Tensor& sources        = c.sources;
+    const double tolerance           = c.tolerance;
 
     Rendered naive = render_and_backward(
         [&](const Parameters& p, const at::Tensor& s) {

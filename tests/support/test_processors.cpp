@@ -2,6 +2,7 @@
 
 #include <grafx/graph/node_types.h>
 #include <grafx/graph/random_graph.h>
+#include <grafx/render/parameters.h>
 
 #include <ATen/ATen.h>
 
@@ -96,20 +97,30 @@ Processors random_graph_processors(const NodeTypes& types) {
   return processors;
 }
 
-Graph equivalence_graph(uint64_t seed) {
+EquivalenceCase equivalence_case(uint64_t seed, int64_t length) {
   RandomGraphOptions options;
   options.n_processors = 6 + int64_t(seed % 25);
   options.n_inputs     = 1 + int64_t(seed % 3);
   options.n_outputs    = 1 + int64_t(seed % 2);
   options.multi_port   = seed % 4 != 3;
-  Graph graph          = random_graph(seed, options);
+  EquivalenceCase c;
+  c.graph = random_graph(seed, options);
   std::mt19937_64 flags(seed);
-  for (NodeId id : graph.nodes()) {
-    if (seed % 3 == 0 || is_utility_type(graph.node(id).type)) continue;
-    graph.set_dry_wet(id, flags() % 5 < 2);
-    graph.set_bypassed(id, flags() % 7 == 0);
+  for (NodeId id : c.graph.nodes()) {
+    if (seed % 3 == 0 || is_utility_type(c.graph.node(id).type)) continue;
+    c.graph.set_dry_wet(id, flags() % 5 < 2);
+    c.graph.set_bypassed(id, flags() % 7 == 0);
   }
-  return graph;
+  c.processors               = random_graph_processors(c.graph.types());
+  const at::ScalarType dtype = seed % 5 == 4 ? at::kDouble : at::kFloat;
+  c.tolerance                = dtype == at::kDouble ? 1e-10 : 1e-5;
+  c.parameters               = create_parameters(c.graph, c.processors, {seed, dtype});
+  at::manual_seed(int64_t(seed));
+  for (auto& [type, named] : c.parameters)  // wet amounts other than ½
+    if (named.count("dry_wet")) named["dry_wet"] = at::randn_like(named["dry_wet"]);
+  c.sources = at::randn({options.n_inputs, 2, length}, dtype) * 0.5;
+  if (seed % 2 == 1) c.sources = at::randn({3, options.n_inputs, 2, length}, dtype) * 0.5;
+  return c;
 }
 
 }  // namespace grafx::testing

@@ -5,6 +5,7 @@
 
 #include <grafx/graph/graph.h>
 #include <grafx/processors/registry.h>
+#include <grafx/render/render.h>
 
 namespace grafx::testing {
 
@@ -21,9 +22,18 @@ std::shared_ptr<const Processor> make_test_processor(const std::string& name, Te
 /// split and duck.
 Processors random_graph_processors(const NodeTypes& types);
 
-/// The seeded random graphs the renderers are compared on: 6 to 30 processors, 1 to 3 inputs,
-/// 1 or 2 outputs, multi-port three seeds in four; two seeds in three with some nodes carrying
-/// a wet amount and some bypassed.
-Graph equivalence_graph(uint64_t seed);
+/// A seeded case the renderers are compared on: a random graph of 6 to 30 processors, 1 to 3
+/// inputs and 1 or 2 outputs, multi-port three seeds in four, two seeds in three with some
+/// nodes carrying a wet amount (other than ½) and some bypassed; its test processors and
+/// parameters; sources of `length` samples, a batch of 3 source sets for odd seeds. Every
+/// fifth seed is float64, to be compared to 1e-10; the others float32, to 1e-5.
+struct EquivalenceCase {
+  Graph graph;
+  Processors processors;
+  Parameters parameters;
+  at::Tensor sources;
+  double tolerance = 0;
+};
+EquivalenceCase equivalence_case(uint64_t seed, int64_t length);
 
 }  // namespace grafx::testing

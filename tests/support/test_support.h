@@ -5,8 +5,10 @@
 #include <grafx/graph/console.h>
 #include <grafx/processors/registry.h>
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +40,11 @@ Console build_console(ConsoleOptions options);
 }  // namespace grafx
 
 namespace grafx::testing {
+
+/// max |a − b| relative to max |b|.
+inline double relative_error(const at::Tensor& a, const at::Tensor& b) {
+  return (a - b).abs().max().item<double>() / std::max(b.abs().max().item<double>(), 1e-30);
+}
 
 /// A fresh folder under the system's temporary folder, removed with everything in it.
 class TempDir {
