@@ -40,7 +40,8 @@ struct AdjointRender::State {
   RenderResult result;
   bool batched = false, done = false;
   int64_t B = 0;
-  at::Tensor sources;                             // the caller's (for shapes)
+  std::vector<int64_t> source_sizes;  // the caller's sources' shape
+  at::TensorOptions source_options;
   std::map<TypeId, PreparedParameters> prepared;  // detached, plan order
   RowHome home;
   std::vector<int64_t> step_index;  // forward step -> adjoint step (-1: skipped)
@@ -70,7 +71,8 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
   s.batched = check_sources(plan.n_sources, sources, render_options.check_finite);
   const at::Tensor source_batch = (s.batched ? sources : sources.unsqueeze(0)).detach();
   s.B                           = source_batch.size(0);
-  s.sources                     = sources;
+  s.source_sizes                = sources.sizes().vec();
+  s.source_options              = sources.options();
   auto per_item =
       check_parameters(plan.types, plan.n_graph_nodes, plan.dry_wet_types, processors, parameters,
                        s.batched ? s.B : 0, sources.scalar_type(), sources.device());
@@ -220,8 +222,9 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
   // Aux cotangents per type and name, in plan order.
   std::map<TypeId, std::map<std::string, at::Tensor>> aux_plan_order;
   for (const auto& [type, named] : aux_cotangents) {
-    const TypeId t   = plan.types.id(type);
-    at::Tensor order = at::tensor(aux_graph_order(plan, t), at::kLong).to(s.sources.device());
+    const TypeId t = plan.types.id(type);
+    at::Tensor order =
+        at::tensor(aux_graph_order(plan, t), at::kLong).to(s.source_options.device());
     for (const auto& [name, c] : named) {
       at::Tensor batch        = s.batched ? c : c.unsqueeze(0);
       aux_plan_order[t][name] = at::zeros_like(batch).index_copy(1, order, batch);
@@ -249,8 +252,8 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
     std::vector<at::Tensor> input_cotangents(step.reads.size());
     if (step.type == NodeTypes::kIn) {
       if (a.source_gradients && cotangents[k][0].defined()) {
-        at::Tensor index = at::tensor(plan.source_index, at::kLong).to(s.sources.device());
-        std::vector<int64_t> shape = s.sources.sizes().vec();
+        at::Tensor index = at::tensor(plan.source_index, at::kLong).to(s.source_options.device());
+        std::vector<int64_t> shape = s.source_sizes;
         if (!s.batched) shape.insert(shape.begin(), 1);
         source_gradient =
             at::zeros(shape, cotangents[k][0].options()).index_add(1, index, cotangents[k][0]);
@@ -373,9 +376,9 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
   }
   if (s.options.source_gradients) {
     if (!source_gradient.defined()) {
-      std::vector<int64_t> shape = s.sources.sizes().vec();
+      std::vector<int64_t> shape = s.source_sizes;
       if (!s.batched) shape.insert(shape.begin(), 1);
-      source_gradient = at::zeros(shape, s.sources.options());
+      source_gradient = at::zeros(shape, s.source_options);
     }
     result.sources = s.batched ? source_gradient : source_gradient.squeeze(0);
   }

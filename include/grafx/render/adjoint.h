@@ -54,7 +54,8 @@ struct Gradients {
 
 class AdjointRender {
  public:
-  /// Renders. Throws RenderError as `render` does.
+  /// Renders. Throws RenderError as `render` does. Keeps references to `plan` and
+  /// `processors`, which must outlive it.
   AdjointRender(const RenderPlan& plan, const Processors& processors, const Parameters& parameters,
                 const at::Tensor& sources, AdjointOptions options = {});
   ~AdjointRender();
