@@ -1,6 +1,7 @@
 #include "loss/spectral.h"
 
 #include <grafx/dsp/forward_mode.h>
+#include <grafx/dsp/parallel_fft.h>
 #include <grafx/error.h>
 
 #include <ATen/ATen.h>
@@ -46,7 +47,7 @@ std::vector<double> solve_positive_definite(std::vector<double> a, std::vector<d
 struct RealFft : public torch::autograd::Function<RealFft> {
   static at::Tensor forward(torch::autograd::AutogradContext* context, const at::Tensor& x) {
     context->saved_data["n"] = x.size(-1);
-    return at::fft_rfft(x);
+    return dsp::rfft_rows(x, x.size(-1));
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
@@ -55,7 +56,7 @@ struct RealFft : public torch::autograd::Function<RealFft> {
     at::Tensor h = grads[0] * 0.5;
     h.narrow(-1, 0, 1).mul_(2);
     if (n % 2 == 0) h.narrow(-1, n_bins - 1, 1).mul_(2);
-    return {at::fft_irfft(h, n) * static_cast<double>(n)};
+    return {dsp::irfft_rows(h, n) * static_cast<double>(n)};
   }
 };
 
