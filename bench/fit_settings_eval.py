@@ -17,7 +17,7 @@ import torch
 import grafx
 
 sys.path.insert(0, os.path.dirname(__file__))
-from time_to_quality import STEMS  # noqa: E402
+from time_to_quality import hidden_mix, stems, stems_console  # noqa: E402
 
 SETTINGS = {
     "lr 0.01 (grafx fit's default, the paper's)": dict(lr=0.01),
@@ -25,18 +25,6 @@ SETTINGS = {
     "lr 0.1": dict(lr=0.1),
     "lr 0.03, least-squares gain start": dict(lr=0.03, initialise_gains=True),
 }
-
-
-def stems():
-    folder = os.environ.get("GRAFX_TESTDATA",
-                            os.path.join(os.path.dirname(__file__), "..", "..", "shared",
-                                         "testdata"))
-    tracks = []
-    for name in STEMS:
-        samples, rate = grafx.load_audio(os.path.join(folder, name + ".wav"))
-        tracks.append(grafx.resample(samples, rate, 30000)[:1].expand(2, -1))
-    length = min(t.shape[1] for t in tracks)
-    return torch.stack([t[:, :length] for t in tracks]).contiguous()
 
 
 def main():
@@ -50,14 +38,10 @@ def main():
         return 2
     torch.set_num_threads(os.cpu_count())
     tracks = stems()
-    console = grafx.mixing_console(n_tracks=len(STEMS), n_groups=2, track_names=list(STEMS))
-    processors = grafx.make_processors(console, 30000)
-    plan = grafx.compute_render_plan(console)
+    console = stems_console()
     results = {name: [] for name in SETTINGS}
     for seed in range(1, n_seeds + 1):
-        hidden = grafx.musical_parameters(console, processors, seed=seed)
-        with torch.no_grad():
-            mix = grafx.render(plan, processors, hidden, tracks)[0]
+        mix = hidden_mix(tracks, seed)
         for name, settings in SETTINGS.items():
             start = time.perf_counter()
             fitter = grafx.Fitter(console, tracks, mix, 30000, time_budget_minutes=seconds / 60,

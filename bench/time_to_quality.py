@@ -22,7 +22,8 @@ import grafx
 STEMS = ("bass", "drums", "guitar", "guitar2", "singing")
 
 
-def stems_job():
+def stems():
+    """The five testdata stems, dual mono at 30 kHz, cut to the shortest: K×2×L."""
     folder = os.environ.get("GRAFX_TESTDATA",
                             os.path.join(os.path.dirname(__file__), "..", "..", "shared",
                                          "testdata"))
@@ -31,13 +32,27 @@ def stems_job():
         samples, rate = grafx.load_audio(os.path.join(folder, name + ".wav"))
         tracks.append(grafx.resample(samples, rate, 30000)[:1].expand(2, -1))
     length = min(t.shape[1] for t in tracks)
-    tracks = torch.stack([t[:, :length] for t in tracks]).contiguous()
-    console = grafx.mixing_console(n_tracks=len(STEMS), n_groups=2, track_names=list(STEMS))
+    return torch.stack([t[:, :length] for t in tracks]).contiguous()
+
+
+def stems_console():
+    """The console fitted to the stems (and the hidden ones): the paper's chain, 2 subgroups."""
+    return grafx.mixing_console(n_tracks=len(STEMS), n_groups=2, track_names=list(STEMS))
+
+
+def hidden_mix(tracks, seed):
+    """The stems mixed through a hidden console with musical settings drawn with `seed`."""
+    console = stems_console()
     processors = grafx.make_processors(console, 30000)
-    hidden = grafx.musical_parameters(console, processors, seed=1)
+    hidden = grafx.musical_parameters(console, processors, seed=seed)
     with torch.no_grad():
-        mix = grafx.render(grafx.compute_render_plan(console), processors, hidden, tracks)[0]
-    return console, tracks, mix, 30000, dict(lr=0.03, crop_seconds=3.8, skip_seconds=1.0)
+        return grafx.render(grafx.compute_render_plan(console), processors, hidden, tracks)[0]
+
+
+def stems_job():
+    tracks = stems()
+    return (stems_console(), tracks, hidden_mix(tracks, 1), 30000,
+            dict(lr=0.03, crop_seconds=3.8, skip_seconds=1.0))
 
 
 def demo_job():

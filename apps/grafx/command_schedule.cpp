@@ -28,9 +28,10 @@ AdjointPlanOptions adjoint_options(const Graph& graph, const Args& args) {
   if (!args.recompute.empty())
     for (const auto& type : parse_chain(args.recompute, types))
       options.memory[type] = MemoryPolicy::kRecompute;
-  options.source_gradients = !args.fixed_sources;
+  options.source_gradients          = !args.fixed_sources;
+  const std::vector<int64_t> counts = graph.count_per_type();
   for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t)
-    if (make_processor(types[t], {44100})->parameter_specs().empty())
+    if (counts[size_t(t)] > 0 && make_processor(types[t], {44100})->parameter_specs().empty())
       options.parameterless_types.insert(types.name(t));
   return options;
 }

@@ -1,4 +1,3 @@
-#include <grafx/dsp/forward_mode.h>
 #include <grafx/error.h>
 #include <grafx/fit/fit.h>
 #include <grafx/graph/graph_json.h>
@@ -234,15 +233,13 @@ FitRecord Fitter::step(double done) {
     total             = c.loss;
     for (auto& [type, named] : parameters_)
       for (auto& [name, p] : named) {
-        p.mutable_grad() = c.gradient.at(type).at(name);
+        const at::Tensor& g = c.gradient.at(type).at(name);
+        p.mutable_grad()    = g;
         // |diag H| where it exceeds |g| (a Newton step there, lr·g/H, shorter than Adam's);
         // |g| elsewhere: near-zero curvature would otherwise make a step of any size.
-        const at::Tensor& g   = c.gradient.at(type).at(name);
         curvature[type][name] = at::maximum(
             (signs.at(type).at(name) * c.hessian_vector.at(type).at(name)).abs(), g.abs());
       }
-    terms.total    = dsp::unpack_dual(terms.total).first.detach();
-    regularization = dsp::unpack_dual(regularization).first.detach();
   } else {
     total = loss_of(parameters_);
   }

@@ -70,9 +70,10 @@ AdjointPlan make_adjoint_plan(const RenderPlan& plan, const AdjointPlanOptions& 
     if (a.parameter_gradients) a.parameter_rows = step.parameter_rows;
     auto policy = options.memory.find(plan.types.name(step.type));
     if (a.vjp && policy != options.memory.end()) a.memory = policy->second;
-    for (const auto& read : step.reads)
-      if (leads_to_gradient(needed, read))
-        a.inlets.push_back({read.inlet, read.aggregation, read.segments, read.rows});
+    for (size_t r = 0; r < step.reads.size(); ++r)
+      if (leads_to_gradient(needed, step.reads[r]))
+        a.inlets.push_back({step.reads[r].inlet, int64_t(r), step.reads[r].aggregation,
+                            step.reads[r].segments, step.reads[r].rows});
     a.source_gradients = step.type == NodeTypes::kIn;
     adjoint.steps.push_back(std::move(a));
   }

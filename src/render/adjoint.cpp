@@ -48,6 +48,7 @@ struct AdjointRender::State {
   std::vector<std::vector<std::vector<int64_t>>> output_shapes;  // [step][outlet] sizes
   std::vector<std::optional<Tape>> tapes;
   std::map<TypeId, std::map<int64_t, int64_t>> aux_step_offsets;  // type -> step -> first row
+  std::optional<SignalHooks> hooks;
 
   State(const RenderPlan& plan, const Processors& processors, AdjointOptions options)
       : plan(plan), processors(processors), options(std::move(options)) {}
@@ -100,7 +101,7 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
   for (size_t i = 0; i < s.adjoint.steps.size(); ++i)
     s.step_index[size_t(s.adjoint.steps[i].forward_step)] = int64_t(i);
 
-  const SignalHooks hooks(plan, render_options);  // validates the hooks now
+  s.hooks.emplace(plan, render_options);  // validates the hooks now
   s.home = locate_rows(plan);
   std::vector<int64_t> last_reader;
   StepOutputs outputs = plan_step_outputs(plan, s.home, last_reader);
@@ -129,9 +130,8 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
         if (s.prepared.count(step.type)) tape.rows = step_rows(s.prepared.at(step.type), step);
         if (a) {
           for (const auto& inlet : a->inlets)
-            for (size_t i = 0; i < step.reads.size(); ++i)
-              if (step.reads[i].inlet == inlet.inlet)
-                tape.inputs[i] = tape.inputs[i].detach().requires_grad_(true);
+            tape.inputs[size_t(inlet.read)] =
+                tape.inputs[size_t(inlet.read)].detach().requires_grad_(true);
           if (a->parameter_gradients)
             for (auto& [name, t] : tape.rows) t = t.detach().requires_grad_(true);
         }
@@ -201,7 +201,7 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
     }
   s.done = true;
   c10::NoGradGuard no_grad;
-  const SignalHooks hooks(plan, s.options.render);
+  const SignalHooks& hooks = *s.hooks;
 
   // Cotangents of the step outputs, per outlet; undefined: a zero never made.
   std::vector<std::vector<at::Tensor>> cotangents(plan.steps.size());
@@ -286,9 +286,7 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
           }
       std::vector<at::Tensor> wrt;
       std::vector<std::string> names;
-      for (const auto& inlet : a.inlets)
-        for (size_t r = 0; r < step.reads.size(); ++r)
-          if (step.reads[r].inlet == inlet.inlet) wrt.push_back(tape.inputs[r]);
+      for (const auto& inlet : a.inlets) wrt.push_back(tape.inputs[size_t(inlet.read)]);
       if (a.parameter_gradients)
         for (const auto& [name, t] : tape.rows) {
           wrt.push_back(t);
@@ -305,9 +303,7 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
       if (!live_outputs.empty() && !wrt.empty())
         grads = torch::autograd::grad(live_outputs, wrt, live_grads, false, false, true);
       size_t g = 0;
-      for (const auto& inlet : a.inlets)
-        for (size_t r = 0; r < step.reads.size(); ++r)
-          if (step.reads[r].inlet == inlet.inlet) input_cotangents[r] = grads[g++];
+      for (const auto& inlet : a.inlets) input_cotangents[size_t(inlet.read)] = grads[g++];
       TensorDict& type_gradients = prepared_gradients[step.type];
       for (const auto& name : names) {
         at::Tensor gradient = grads[g++];
@@ -324,9 +320,8 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
 
     // The transposes of the reads: aggregation, then gather (a scatter-add).
     for (const auto& inlet : a.inlets) {
-      size_t r = 0;
-      while (step.reads[r].inlet != inlet.inlet) ++r;
-      at::Tensor c = input_cotangents[r];
+      const size_t r = size_t(inlet.read);
+      at::Tensor c   = input_cotangents[r];
       view.input_cotangents.push_back(c);
       if (!c.defined()) continue;
       std::vector<int64_t> rows = inlet.rows.rows();

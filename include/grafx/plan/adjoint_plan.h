@@ -52,6 +52,7 @@ struct AdjointPlanOptions {
 /// The transpose of one inlet's read.
 struct InletAdjoint {
   std::string inlet;
+  int64_t read = 0;  ///< the position of the read it transposes in the forward step's reads
   Aggregation aggregation = Aggregation::kNone;  ///< the forward aggregation it transposes
   std::vector<int64_t> segments;                 ///< kSegmentSum: each row's destination
   RowAccess rows;  ///< buffer rows whose cotangents it adds into, one per edge
