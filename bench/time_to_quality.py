@@ -35,14 +35,16 @@ def stems():
     return torch.stack([t[:, :length] for t in tracks]).contiguous()
 
 
-def stems_console():
-    """The console fitted to the stems (and the hidden ones): the paper's chain, 2 subgroups."""
-    return grafx.mixing_console(n_tracks=len(STEMS), n_groups=2, track_names=list(STEMS))
+def stems_console(dry_wet=False):
+    """The console fitted to the stems (and the hidden ones): the paper's chain, 2 subgroups;
+    with ``dry_wet`` a wet amount on every processor, as ``grafx fit`` builds it."""
+    return grafx.mixing_console(n_tracks=len(STEMS), n_groups=2, track_names=list(STEMS),
+                                dry_wet=dry_wet)
 
 
-def hidden_mix(tracks, seed):
+def hidden_mix(tracks, seed, dry_wet=False):
     """The stems mixed through a hidden console with musical settings drawn with `seed`."""
-    console = stems_console()
+    console = stems_console(dry_wet)
     processors = grafx.make_processors(console, 30000)
     hidden = grafx.musical_parameters(console, processors, seed=seed)
     with torch.no_grad():

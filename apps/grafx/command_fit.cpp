@@ -19,6 +19,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <sstream>
 
 namespace grafx::cli {
 namespace {
@@ -94,12 +95,19 @@ std::vector<std::string> fit_folder_files() {
 
 /// Fits with a live progress line, checkpoints and Ctrl-C handling, then writes the outputs.
 void run_session(Fitter& fitter, Session& session) {
-  const std::string checkpoint  = session.folder + "/" + kCheckpoint;
-  const ChannelGainFit& initial = fitter.gain_initialisation();
-  if (initial.gains.defined() && !session.resume)
-    std::cout << "track gains by least squares: relative error on a 10 s excerpt " << std::fixed
-              << std::setprecision(3) << initial.error_before << " -> " << initial.error_after
-              << "\n";
+  const std::string checkpoint      = session.folder + "/" + kCheckpoint;
+  const DataInitialisation& initial = fitter.initialisation();
+  if (!session.resume) {
+    std::cout << std::fixed << std::setprecision(3);
+    if (!initial.started.empty())
+      std::cout << "typical starts: " << initial.started.size() << " dynamics nodes\n";
+    if (initial.gains.gains.defined())
+      std::cout << "track gains by least squares: relative error on the excerpt "
+                << initial.gains.error_before << " -> " << initial.gains.error_after << "\n";
+    if (initial.eq.gains_db.defined())
+      std::cout << "track EQs from spectral ratios: relative band-power error "
+                << initial.eq.error_before << " -> " << initial.eq.error_after << "\n";
+  }
   session.summary.before = fitter.evaluate();  // the initial console, also when resuming
   std::cout << "loss before fitting: " << std::fixed << std::setprecision(4)
             << session.summary.before.total.item<double>() << " (spectral difference "
@@ -179,6 +187,23 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
   cmd.add_option("--lr", options.optimizer.lr, "Learning rate")
       ->capture_default_str()
       ->check(finite_number(0, false));
+  cmd.add_option_function<std::vector<std::string>>(
+      "--lr-group",
+      [&options](const std::vector<std::string>& specs) {
+        for (const auto& spec : specs) {
+          const size_t equals = spec.find('=');
+          std::optional<double> lr =
+              equals == std::string::npos ? std::nullopt : parse_finite(spec.substr(equals + 1));
+          if (!lr || *lr < 0 || equals == 0)
+            throw FitError("grafx.fit.options",
+                           "--lr-group " + spec +
+                               ": expected GROUP=LR, GROUP a type, TYPE.PARAMETER or a "
+                               "parameter name, LR a finite number ≥ 0");
+          options.learning_rates[spec.substr(0, equals)] = *lr;
+        }
+      },
+      "GROUP=LR: a learning rate of its own for a type (eq), a type's parameter "
+      "(eq.log_magnitude) or a parameter of every type (dry_wet); 0 freezes it (repeatable)");
   cmd.add_option_function<std::string>(
          "--optimizer",
          [&options](const std::string& name) {
@@ -227,9 +252,32 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
   cmd.add_option("--clip", options.max_gradient_norm, "Clip the gradient norm (0: off)")
       ->capture_default_str()
       ->check(finite_number(0, true));
-  cmd.add_flag("--gain-init", options.initialise_gains,
-               "Start every track's gain/pan from a least-squares fit of the tracks to the mix "
-               "instead of 0 dB");
+  cmd.add_option_function<std::string>(
+         "--init",
+         [&options](const std::string& list) {
+           // What each name of the list turns on (none: nothing).
+           const std::map<std::string, bool InitialisationOptions::*> parts = {
+               {"starts", &InitialisationOptions::typical_starts},
+               {"gains", &InitialisationOptions::channel_gains},
+               {"eq", &InitialisationOptions::spectral_eq}};
+           InitialisationOptions& init = options.initialisation;
+           for (const auto& part : parts) init.*part.second = false;
+           if (list == "none") return;
+           if (list.empty())
+             throw FitError("grafx.fit.options",
+                            "--init: expected a comma list of starts, gains, eq, or none");
+           std::stringstream names(list);
+           for (std::string name; std::getline(names, name, ',');) {
+             auto part = parts.find(name);
+             if (part == parts.end())
+               throw FitError("grafx.fit.options", "--init " + list + ": \"" + name +
+                                                       "\" is none of starts, gains, eq (or none)");
+             init.*part->second = true;
+           }
+         },
+         "Starting values from the data, a comma list of: starts (typical dynamics), gains "
+         "(least-squares track gains and pans), eq (track EQs from spectral ratios); or none")
+      ->default_str("starts,gains");
   cmd.add_option("--checkpoint-every", session.checkpoint_every,
                  "Save a checkpoint every N steps (0: only at the end)")
       ->capture_default_str()
@@ -418,7 +466,6 @@ void add_demo_command(CLI::App& app) {
   };
   auto args                      = std::make_shared<Args>();
   args->options.n_steps          = 600;
-  args->options.optimizer.lr     = 0.03;
   args->options.crop_seconds     = 2.5;
   args->options.skip_seconds     = 0.5;
   args->session.folder           = "demo-output";
@@ -434,9 +481,12 @@ void add_demo_command(CLI::App& app) {
     std::cout << "synthesising a song (drums, bass, chords, lead; " << args->demo.seconds
               << " s at " << args->demo.sample_rate
               << " Hz) and mixing it through a hidden console\n";
-    DemoSong song                     = make_demo_song(args->demo);
-    args->options.node_gradient_hooks =  // checked before anything is written
+    DemoSong song = make_demo_song(args->demo);
+    args->options.node_gradient_hooks =
         parse_gradient_hooks(args->session.gradient_hooks, song.console);
+    args->options.adapt_threads = !threads_chosen();
+    // Made (options checked, initial console from the data) before anything is written.
+    Fitter fitter(song.console, song.tracks, song.mix, song.sample_rate, args->options);
     prepare_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
                           args->session.force, "fit");
     // The tracks as files, so that `grafx render` can reproduce the fitted mix from them.
@@ -457,8 +507,6 @@ void add_demo_command(CLI::App& app) {
     inputs.track_names = song.track_names;
     inputs.sample_rate = song.sample_rate;
     std::cout << "fitting a fresh console of " << song.console.n_nodes() << " nodes to that mix\n";
-    args->options.adapt_threads = !threads_chosen();
-    Fitter fitter(song.console, song.tracks, song.mix, song.sample_rate, args->options);
     args->session.summary.title       = "grafx demo: a synthesised song mixed by a hidden console";
     args->session.summary.track_names = song.track_names;
     run_session(fitter, args->session);

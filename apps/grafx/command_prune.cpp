@@ -66,16 +66,18 @@ std::pair<FitInputs, FitOptions> read_fit_record(const std::string& folder) {
   FitOptions options;
   try {
     if (j.at("format") != "grafx.fit") fail("not a grafx fit record");
-    inputs.tracks            = j.at("tracks").get<std::vector<std::string>>();
-    inputs.mix               = j.at("mix").get<std::string>();
-    inputs.track_names       = j.at("track_names").get<std::vector<std::string>>();
-    inputs.sample_rate       = j.at("sample_rate").get<SampleRate>();
-    inputs.strict_rate       = j.at("strict_rate").get<bool>();
-    options.crop_seconds     = j.at("crop_seconds").get<double>();
-    options.skip_seconds     = j.at("skip_seconds").get<double>();
-    options.optimizer.lr     = j.at("lr").get<double>();
-    options.seed             = j.at("seed").get<uint64_t>();
-    options.initialise_gains = false;  // the parameters come from the fit's checkpoint
+    inputs.tracks        = j.at("tracks").get<std::vector<std::string>>();
+    inputs.mix           = j.at("mix").get<std::string>();
+    inputs.track_names   = j.at("track_names").get<std::vector<std::string>>();
+    inputs.sample_rate   = j.at("sample_rate").get<SampleRate>();
+    inputs.strict_rate   = j.at("strict_rate").get<bool>();
+    options.crop_seconds = j.at("crop_seconds").get<double>();
+    options.skip_seconds = j.at("skip_seconds").get<double>();
+    // Fine-tuning goes on at the rate the fit ended with, constant (as `fit --prune` does).
+    options.optimizer.lr   = j.at("lr").get<double>() * j.value("final_lr_ratio", 1.0);
+    options.lr_schedule    = {};
+    options.seed           = j.at("seed").get<uint64_t>();
+    options.initialisation = InitialisationOptions::none();  // from the fit's checkpoint
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("missing or wrong field: ") + e.what());
   }

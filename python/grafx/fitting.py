@@ -25,7 +25,8 @@ class Fitter(_grafx.Fitter):
     tracks  K×C×L, one per ``in`` node in id order; mix  C×L; at ``sample_rate``.
     Settings (FitOptions): num_steps, lr, weight_decay, warmup_steps, final_lr_ratio,
     crop_seconds, crops_per_step, skip_seconds, seed, reset_optimizer_every, max_gradient_norm,
-    max_non_finite_steps, regularizer_weights, initialise_gains, adapt_threads, schedule_method,
+    max_non_finite_steps, regularizer_weights, initialise_starts, initialise_gains,
+    initialise_eq, learning_rates, adapt_threads, schedule_method,
     time_budget_seconds or time_budget_minutes.
     """
 

@@ -125,7 +125,16 @@ void bind_loss_and_fit(py::module_& m) {
       .def_readwrite("max_gradient_norm", &FitOptions::max_gradient_norm)
       .def_readwrite("max_non_finite_steps", &FitOptions::max_non_finite_steps)
       .def_readwrite("regularizer_weights", &FitOptions::regularizer_weights)
-      .def_readwrite("initialise_gains", &FitOptions::initialise_gains)
+      .def_property(
+          "initialise_starts", [](const FitOptions& o) { return o.initialisation.typical_starts; },
+          [](FitOptions& o, bool on) { o.initialisation.typical_starts = on; })
+      .def_property(
+          "initialise_gains", [](const FitOptions& o) { return o.initialisation.channel_gains; },
+          [](FitOptions& o, bool on) { o.initialisation.channel_gains = on; })
+      .def_property(
+          "initialise_eq", [](const FitOptions& o) { return o.initialisation.spectral_eq; },
+          [](FitOptions& o, bool on) { o.initialisation.spectral_eq = on; })
+      .def_readwrite("learning_rates", &FitOptions::learning_rates)
       .def_readwrite("adapt_threads", &FitOptions::adapt_threads)
       .def_property(
           "schedule_method", [](const FitOptions& o) { return to_string(o.schedule.method); },
@@ -180,6 +189,9 @@ void bind_loss_and_fit(py::module_& m) {
                              [](const Fitter& f) { return parameters_to_python(f.parameters()); })
       .def("detached_parameters",
            [](const Fitter& f) { return parameters_to_python(f.detached_parameters()); })
+      .def_property_readonly(
+          "initial_parameters",
+          [](const Fitter& f) { return parameters_to_python(f.initial_parameters()); })
       .def_property_readonly("graph", &Fitter::graph)
       .def_property_readonly("sample_rate", &Fitter::sample_rate)
       .def("render_mix",

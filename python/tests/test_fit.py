@@ -15,7 +15,7 @@ def test_fit_reports_progress_and_lowers_the_loss(song):
     seen = []
     fitter = grafx.fit(song["console"], song["tracks"], song["mix"], song["sample_rate"],
                        num_steps=12, crop_seconds=2.0, skip_seconds=0.25, lr=0.05,
-                       callback=lambda p: seen.append(p))
+                       final_lr_ratio=1.0, callback=lambda p: seen.append(p))
     assert [p["step"] for p in seen] == list(range(1, 13))
     assert all(p["num_steps"] == 12 and p["learning_rate"] == pytest.approx(0.05) for p in seen)
     history = fitter.history
@@ -55,6 +55,23 @@ def test_settings_and_errors(song):
     timed = grafx.fit(song["console"], song["tracks"], song["mix"], 16000,
                       time_budget_minutes=0.02, crop_seconds=1.0, skip_seconds=0.1)
     assert 1 <= timed.steps_done < 1000
+
+
+def test_initialisation_and_learning_rate_groups(song):
+    # From the data by default: the gates start at -50 dB, where the specs' values do not.
+    started = grafx.Fitter(song["console"], song["tracks"], song["mix"], 16000, num_steps=2,
+                           crop_seconds=1.0, skip_seconds=0.1, learning_rates={"eq": 0.0})
+    plain = grafx.Fitter(song["console"], song["tracks"], song["mix"], 16000,
+                         initialise_starts=False, initialise_gains=False)
+    raw_started = started.initial_parameters["noise_gate"]["log_threshold"]
+    raw_plain = plain.initial_parameters["noise_gate"]["log_threshold"]
+    assert not torch.allclose(raw_started, raw_plain)
+    eq = started.initial_parameters["eq"]["log_magnitude"].clone()
+    started.run()
+    assert torch.equal(started.detached_parameters()["eq"]["log_magnitude"], eq)  # frozen
+    with pytest.raises(grafx.FitError, match="names no parameter"):
+        grafx.Fitter(song["console"], song["tracks"], song["mix"], 16000,
+                     learning_rates={"nothing": 0.1})
 
 
 def test_ctrl_c_stops_a_fit_with_keyboard_interrupt(tmp_path):

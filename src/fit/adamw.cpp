@@ -41,14 +41,17 @@ void AdamW::step(const Parameters& curvature) {
     for (auto& [name, p] : named) {
       at::Tensor g = p.grad();
       if (!g.defined()) continue;
-      at::Tensor& m = exp_avg_.at(type + "." + name);
-      at::Tensor& v = exp_avg_sq_.at(type + "." + name);
-      if (options_.weight_decay != 0) p.mul_(1 - options_.lr * options_.weight_decay);
+      const std::string key = type + "." + name;
+      auto factor           = options_.lr_factors.find(key);
+      const double lr = options_.lr * (factor == options_.lr_factors.end() ? 1.0 : factor->second);
+      at::Tensor& m   = exp_avg_.at(key);
+      at::Tensor& v   = exp_avg_sq_.at(key);
+      if (options_.weight_decay != 0) p.mul_(1 - lr * options_.weight_decay);
       m.mul_(options_.beta1).add_(g, 1 - options_.beta1);
       const at::Tensor& c = curvature.empty() ? g : curvature.at(type).at(name);
       v.mul_(options_.beta2).addcmul_(c, c, 1 - options_.beta2);
       at::Tensor denominator = (v / correction2).sqrt_().add_(options_.eps);
-      p.addcdiv_(m, denominator, -options_.lr / correction1);
+      p.addcdiv_(m, denominator, -lr / correction1);
     }
   zero_grad();
 }

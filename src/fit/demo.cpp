@@ -13,25 +13,17 @@ Parameters musical_parameters(const Graph& console, const Processors& processors
   Parameters parameters = create_parameters(console, processors, {seed, at::kFloat, false});
   Random random(seed);
   const std::string wet = dry_wet_spec().physical_name;  // the key priors give wet amounts by
-  for (auto& [type, named] : parameters) {
+  for (const auto& [type, named] : parameters) {         // (set_physical writes rows in place)
     const ProcessorDescriptor* descriptor = find_processor(type);
     const Processor& processor            = *processors.at(type);
-    auto specs                            = graph_parameter_specs(console, type, processor);
-    auto ids                              = console.nodes_of_type(type);
-    for (size_t row = 0; row < ids.size(); ++row) {
-      const Node& node = console.node(ids[row]);
+    for (NodeId id : console.nodes_of_type(type)) {
       TensorDict settings;
       if (descriptor && descriptor->musical_prior)
         settings = descriptor->musical_prior(
-            {processor, sample_rate, node.name.rfind("group", 0) == 0, random});
+            {processor, sample_rate, console.node(id).name.rfind("group", 0) == 0, random});
       // Dry/wet nodes of a hidden console are mostly wet unless the prior says otherwise.
       if (!settings.count(wet)) settings[wet] = at::full({1}, 0.98, at::kDouble);
-      for (const auto& spec : specs) {
-        auto setting = settings.find(spec.physical_name);
-        if (setting == settings.end() || !spec.to_raw) continue;
-        at::Tensor raw = spec.to_raw(setting->second.to(at::kDouble).unsqueeze(0)).squeeze(0);
-        named.at(spec.name)[int64_t(row)] = raw.to(named.at(spec.name).scalar_type());
-      }
+      set_physical(console, processor, parameters, id, settings);
     }
   }
   return parameters;

@@ -85,7 +85,40 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
                        " is shorter than the loss's largest FFT (" + std::to_string(largest_fft) +
                        "); use longer audio, a longer crop or a shorter warm-up");
   options.crop_seconds = double(crop) / double(sample_rate);
+  for (const auto& [group, lr] : options.learning_rates)
+    require(finite(lr) && lr >= 0, "a finite learning rate of at least 0 for \"" + group + "\"",
+            lr);
   return options;
+}
+
+/// Our own copies of given parameters, trained in place.
+Parameters own_copies(const Parameters& given) {
+  Parameters copies;
+  for (const auto& [type, named] : given)
+    for (const auto& [name, p] : named) copies[type][name] = p.detach().clone().requires_grad_();
+  return copies;
+}
+
+/// The optimizer's options with the factors on lr of the parameters in a group of their own;
+/// throws for a group that names no parameter.
+AdamWOptions grouped(const FitOptions& options, const Parameters& parameters) {
+  AdamWOptions grouped = options.optimizer;
+  std::set<std::string> keys;  // every group a key may name
+  for (const auto& [type, named] : parameters)
+    for (const auto& [name, p] : named)
+      for (const std::string& key : {type + "." + name, type, name}) {
+        keys.insert(key);
+        auto group = options.learning_rates.find(key);
+        if (group != options.learning_rates.end() && !grouped.lr_factors.count(type + "." + name))
+          grouped.lr_factors[type + "." + name] = group->second / options.optimizer.lr;
+      }
+  for (const auto& [group, lr] : options.learning_rates)
+    if (!keys.count(group))
+      throw FitError("grafx.fit.options",
+                     "learning-rate group \"" + group +
+                         "\" names no parameter of the graph; expected TYPE, TYPE.PARAMETER or "
+                         "a parameter name (e.g. eq, eq.log_magnitude, dry_wet)");
+  return grouped;
 }
 
 uint64_t splitmix64(uint64_t x) {
@@ -151,23 +184,20 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
       render_options_(gain_staging(graph_.types())),
       parameters_(initial.empty() ? create_parameters(graph_, processors_,
                                                       {options_.seed, tracks_.scalar_type(), true})
-                                  : initial),
+                                  : own_copies(initial)),
       loss_(options_.loss),
-      optimizer_(parameters_, options_.optimizer) {
+      optimizer_(parameters_, grouped(options_, parameters_)) {
   render_options_.node_gradient_hooks = options_.node_gradient_hooks;
   if (parameters_.empty())
     throw FitError("grafx.fit.options",
                    "the graph has nothing to fit: no processor with parameters and no dry/wet "
                    "node (e.g. a chain of mix nodes only)");
-  if (initial.empty() && options_.initialise_gains)
-    gain_initialisation_ =
-        fit_channel_gains(graph_, processors_, plan_, parameters_, tracks_, mix_, sample_rate_);
-  if (!initial.empty()) {
-    check_parameters(graph_, processors_, initial, 0, tracks_.scalar_type());
-    for (auto& [type, named] : parameters_)  // our own copies, trained in place
-      for (auto& [name, p] : named) p = p.detach().clone().set_requires_grad(true);
-    optimizer_ = AdamW(parameters_, options_.optimizer);
-  }
+  if (initial.empty())
+    initialisation_ = initialise_from_data(graph_, processors_, plan_, parameters_, tracks_, mix_,
+                                           sample_rate_, options_.initialisation);
+  for (const auto& [type, named] : parameters_)
+    for (const auto& [name, p] : named) initial_parameters_[type][name] = p.detach().clone();
+  if (!initial.empty()) check_parameters(graph_, processors_, initial, 0, tracks_.scalar_type());
 }
 
 int64_t Fitter::crop_start(int64_t step, int64_t crop) const {
@@ -376,6 +406,7 @@ std::map<std::string, std::string> Fitter::identity() const {
   if (options_.crops_per_step != 1)
     identity["crops_per_step"] = std::to_string(options_.crops_per_step);
   if (options_.hessian_preconditioning) identity["optimizer"] = "adahessian";
+  for (const auto& [group, lr] : options_.learning_rates) identity["lr." + group] = number(lr);
   // Only a schedule other than the constant one (so that checkpoints from before schedules load).
   const LearningRateSchedule& schedule = options_.lr_schedule;
   if (schedule.warmup_steps != 0 || schedule.final_ratio != 1.0)

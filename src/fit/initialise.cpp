@@ -1,5 +1,6 @@
 #include <grafx/fit/initialise.h>
 #include <grafx/render/chunked.h>
+#include <grafx/render/parameters.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -12,20 +13,74 @@ namespace {
 
 constexpr int64_t kTracksPerRender = 4;     // bounds the batched render's memory
 constexpr double kMinGain          = 1e-3;  // −60 dB: a track the mix does not need
+constexpr int64_t kFftSize         = 2048;  // 68 ms at 30 kHz: bands of 15 Hz and finer
+constexpr double kLowestBandHz     = 31.25;
+const double kDbPerNeper           = 20 / std::log(10.0);  // natural-log gain to dB
 
-/// The first channel-gain node on track `source`'s own chain: following single edges from the
-/// `in` node while each next node has that one input; -1 if the chain branches or ends first.
-NodeId channel_gain_node(const Graph& graph, NodeId source) {
+/// The first node on track `source`'s own chain whose descriptor names a parameter in `fact`:
+/// following single edges from the `in` node while each next node has that one input; -1 if
+/// the chain branches or ends first.
+NodeId first_on_track(const Graph& graph, NodeId source, std::string ProcessorDescriptor::*fact) {
   NodeId id = source;
   while (true) {
     std::vector<NodeId> next = graph.successors(id);
     if (next.size() != 1 || graph.predecessors(next[0]).size() != 1) return -1;
-    id                   = next[0];
-    const NodeType& type = graph.types()[graph.node(id).type];
+    id = next[0];
     if (is_utility_type(graph.node(id).type)) continue;  // a mix of one input passes it on
-    const ProcessorDescriptor* d = find_processor(type.processor_name());
-    if (d && !d->channel_gain_parameter.empty() && !graph.node(id).bypassed) return id;
+    const ProcessorDescriptor* d =
+        find_processor(graph.types()[graph.node(id).type].processor_name());
+    if (d && !(d->*fact).empty() && !graph.node(id).bypassed) return id;
   }
+}
+
+/// Per track (in id order), the first node of its chain with `fact`, or -1.
+std::vector<NodeId> first_on_tracks(const Graph& graph, std::string ProcessorDescriptor::*fact) {
+  std::vector<NodeId> nodes;
+  for (NodeId id : graph.nodes())
+    if (graph.node(id).type == NodeTypes::kIn) nodes.push_back(first_on_track(graph, id, fact));
+  return nodes;
+}
+
+/// Node `id`'s raw parameter named by its descriptor's `fact`, a row of its type's.
+at::Tensor parameter_row(const Graph& graph, Parameters& parameters, NodeId id,
+                         std::string ProcessorDescriptor::*fact) {
+  const std::string& type      = graph.type_name(id);
+  const std::vector<NodeId> of = graph.nodes_of_type(type);
+  const std::string& name =
+      find_processor(graph.types()[graph.node(id).type].processor_name())->*fact;
+  return parameters.at(type).at(name).select(0, std::find(of.begin(), of.end(), id) - of.begin());
+}
+
+/// The middle `seconds` of the song: each track's contribution to the first output alone,
+/// y [K, 2, E] (float64), rendered from the excerpt widened by the graph's temporal support
+/// (chunked.h) so that it equals the same samples of the whole song's render; and the mix
+/// there, [2, E].
+struct Excerpt {
+  at::Tensor contributions, target;
+};
+
+Excerpt excerpt_of(const RenderPlan& plan, const Processors& processors,
+                   const Parameters& parameters, const at::Tensor& tracks, const at::Tensor& mix,
+                   SampleRate sample_rate, double seconds) {
+  const int64_t n_tracks = tracks.size(0), length = tracks.size(2);
+  const int64_t samples =
+      std::min(length, std::max<int64_t>(1, std::llround(seconds * sample_rate)));
+  const int64_t start = (length - samples) / 2;
+  const ChunkWindow window =
+      ChunkWindow::of(start, samples, length, temporal_support(plan, processors, parameters));
+  at::Tensor x = tracks.narrow(2, window.first, window.last - window.first);
+  std::vector<at::Tensor> alone;
+  for (int64_t first = 0; first < n_tracks; first += kTracksPerRender) {
+    const int64_t n = std::min(kTracksPerRender, n_tracks - first);
+    at::Tensor only = at::zeros({n, n_tracks, 1, 1}, x.options());
+    for (int64_t i = 0; i < n; ++i) only[i][first + i] = 1;
+    at::Tensor out = render(plan, processors, parameters, x.unsqueeze(0) * only).outputs;
+    alone.push_back(out.select(1, 0)
+                        .narrow(-1, start - window.first, samples)
+                        .expand({n, 2, samples})
+                        .to(at::kDouble));
+  }
+  return {at::cat(alone), mix.narrow(1, start, samples).to(at::kDouble)};
 }
 
 /// Non-negative least squares min ‖A a − m‖², a ≥ 0, from the normal equations G = AᵀA,
@@ -59,67 +114,159 @@ ChannelGainFit fit_channel_gains(const Graph& graph, const Processors& processor
                                  const at::Tensor& tracks, const at::Tensor& mix,
                                  SampleRate sample_rate, double excerpt_seconds) {
   c10::NoGradGuard no_grad;
-  const int64_t n_tracks = tracks.size(0), length = tracks.size(2);
-  const int64_t excerpt =
-      std::min(length, std::max<int64_t>(1, std::llround(excerpt_seconds * sample_rate)));
-  const int64_t start = (length - excerpt) / 2;
-  at::Tensor target   = mix.narrow(1, start, excerpt).to(at::kDouble);
-
-  // Each track's contribution to the first output, alone: y [K, 2, E], rendered from the
-  // excerpt widened by the graph's temporal support (chunked.h), so that it equals the same
-  // samples of the whole song's render.
-  const ChunkWindow window =
-      ChunkWindow::of(start, excerpt, length, temporal_support(plan, processors, parameters));
-  at::Tensor x = tracks.narrow(2, window.first, window.last - window.first);
-  std::vector<at::Tensor> alone;
-  for (int64_t first = 0; first < n_tracks; first += kTracksPerRender) {
-    const int64_t n = std::min(kTracksPerRender, n_tracks - first);
-    at::Tensor only = at::zeros({n, n_tracks, 1, 1}, x.options());
-    for (int64_t i = 0; i < n; ++i) only[i][first + i] = 1;
-    at::Tensor out = render(plan, processors, parameters, x.unsqueeze(0) * only).outputs;
-    alone.push_back(out.select(1, 0)
-                        .narrow(-1, start - window.first, excerpt)
-                        .expand({n, 2, excerpt})
-                        .to(at::kDouble));
-  }
-  at::Tensor y = at::cat(alone);
-
+  const Excerpt e =
+      excerpt_of(plan, processors, parameters, tracks, mix, sample_rate, excerpt_seconds);
+  const at::Tensor& y    = e.contributions;
+  const int64_t n_tracks = y.size(0);
   ChannelGainFit fit;
   fit.gains = at::ones({n_tracks, 2}, at::kDouble);
   for (int64_t c = 0; c < 2; ++c) {
     at::Tensor contributions = y.select(1, c);  // [K, E]
     fit.gains.select(1, c).copy_(
         non_negative_least_squares(at::matmul(contributions, contributions.t()).contiguous(),
-                                   at::matmul(contributions, target[c]).contiguous()));
+                                   at::matmul(contributions, e.target[c]).contiguous()));
   }
   // Tracks without a channel-gain node keep gain 1; the others' gains go into their nodes.
-  std::vector<NodeId> sources;
-  for (NodeId id : graph.nodes())
-    if (graph.node(id).type == NodeTypes::kIn) sources.push_back(id);
-  for (size_t k = 0; k < sources.size(); ++k) {
-    const NodeId node = channel_gain_node(graph, sources[k]);
-    fit.nodes.push_back(node);
-    if (node < 0) {
-      fit.gains[int64_t(k)].fill_(1.0);
+  fit.nodes = first_on_tracks(graph, &ProcessorDescriptor::channel_gain_parameter);
+  for (int64_t k = 0; k < n_tracks; ++k) {
+    at::Tensor gains = fit.gains[k];
+    if (fit.nodes[size_t(k)] < 0) {
+      gains.fill_(1.0);
       continue;
     }
-    const std::string& type      = graph.type_name(node);
-    const std::vector<NodeId> of = graph.nodes_of_type(type);
-    const int64_t row            = std::find(of.begin(), of.end(), node) - of.begin();
-    const std::string& name = find_processor(graph.types()[graph.node(node).type].processor_name())
-                                  ->channel_gain_parameter;
-    at::Tensor gains = fit.gains[int64_t(k)];
     gains.clamp_min_(kMinGain);
-    at::Tensor& raw = parameters.at(type).at(name);
-    raw.select(0, row).add_(gains.log().to(raw.dtype()));
+    at::Tensor raw = parameter_row(graph, parameters, fit.nodes[size_t(k)],
+                                   &ProcessorDescriptor::channel_gain_parameter);
+    raw.add_(gains.log().to(raw.dtype()));
   }
   auto error = [&](const at::Tensor& gains) {
     at::Tensor estimate = (y * gains.unsqueeze(-1)).sum(0);
-    return ((estimate - target).pow(2).sum() / target.pow(2).sum().clamp_min(1e-30)).item<double>();
+    return ((estimate - e.target).pow(2).sum() / e.target.pow(2).sum().clamp_min(1e-30))
+        .item<double>();
   };
   fit.error_before = error(at::ones({n_tracks, 2}, at::kDouble));
   fit.error_after  = error(fit.gains);
   return fit;
+}
+
+SpectralEqFit fit_spectral_eq(const Graph& graph, const Processors& processors,
+                              const RenderPlan& plan, Parameters& parameters,
+                              const at::Tensor& tracks, const at::Tensor& mix,
+                              SampleRate sample_rate, double excerpt_seconds, double max_eq_db) {
+  c10::NoGradGuard no_grad;
+  const Excerpt e =
+      excerpt_of(plan, processors, parameters, tracks, mix, sample_rate, excerpt_seconds);
+  const int64_t n_tracks = e.contributions.size(0), samples = e.target.size(1);
+  // Power spectrograms summed over the channels: P [K, F, T], M [F, T].
+  const int64_t n_fft     = std::min<int64_t>(kFftSize, int64_t(1) << int64_t(std::log2(samples)));
+  const at::Tensor window = at::hann_window(n_fft, at::kDouble);
+  auto power              = [&](const at::Tensor& x) {  // [..., 2, E] -> [..., F, T]
+    at::Tensor rows = x.reshape({-1, samples});
+    at::Tensor p =
+        at::stft(rows, n_fft, n_fft / 4, n_fft, window, true, "reflect", false, true, true)
+            .abs()
+            .pow(2);
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.pop_back();
+    shape.back() = 2;  // the channels, summed next
+    shape.push_back(p.size(1));
+    shape.push_back(p.size(2));
+    return p.reshape(shape).sum(-3);
+  };
+  const at::Tensor P = power(e.contributions), M = power(e.target);
+  const double bin_hz = double(sample_rate) / double(n_fft);
+
+  // Third-octave bands from 31.25 Hz up (one band below), each with at least one bin.
+  std::vector<double> centres;
+  std::vector<at::Tensor> band_powers, band_targets;
+  double low = 0, high = kLowestBandHz;
+  while (low < sample_rate / 2.0) {
+    const int64_t first = int64_t(std::ceil(low / bin_hz)),
+                  last  = std::min<int64_t>(P.size(1), int64_t(std::ceil(high / bin_hz)));
+    if (last > first) {
+      centres.push_back(
+          std::sqrt(std::max(low, kLowestBandHz / 2) * std::min(high, sample_rate / 2.0)));
+      band_powers.push_back(P.narrow(1, first, last - first).sum(1));   // [K, T]
+      band_targets.push_back(M.narrow(0, first, last - first).sum(0));  // [T]
+    }
+    low = high;
+    high *= std::pow(2.0, 1.0 / 3.0);
+  }
+  SpectralEqFit fit;
+  fit.band_hz           = at::tensor(centres, at::kDouble);
+  const int64_t n_bands = int64_t(centres.size());
+  at::Tensor w          = at::ones({n_tracks, n_bands}, at::kDouble);
+  double before = 0, after = 0, norm = 0;
+  for (int64_t b = 0; b < n_bands; ++b) {
+    const at::Tensor& A = band_powers[size_t(b)];
+    w.select(1, b).copy_(non_negative_least_squares(
+        at::matmul(A, A.t()).contiguous(), at::matmul(A, band_targets[size_t(b)]).contiguous()));
+    before += (A.sum(0) - band_targets[size_t(b)]).pow(2).sum().item<double>();
+    norm += band_targets[size_t(b)].pow(2).sum().item<double>();
+  }
+  const double bound   = max_eq_db / kDbPerNeper;
+  at::Tensor log_gains = (0.5 * w.clamp_min(1e-12).log()).clamp(-bound, bound);  // nepers
+  fit.nodes            = first_on_tracks(graph, &ProcessorDescriptor::spectral_gain_parameter);
+  fit.gains_db         = at::zeros({n_tracks, n_bands}, at::kDouble);
+  for (int64_t k = 0; k < n_tracks; ++k) {
+    if (fit.nodes[size_t(k)] < 0) continue;
+    fit.gains_db[k].copy_(log_gains[k] * kDbPerNeper);
+    at::Tensor raw = parameter_row(graph, parameters, fit.nodes[size_t(k)],
+                                   &ProcessorDescriptor::spectral_gain_parameter);
+    // Bin j of n at j·sr/(2n − 1), interpolated linearly in log frequency between the centres.
+    const int64_t n  = raw.size(-1);
+    at::Tensor hz    = at::arange(n, at::kDouble) * (double(sample_rate) / double(2 * n - 1));
+    at::Tensor x     = hz.clamp(centres.front(), centres.back()).log();
+    at::Tensor c     = fit.band_hz.log();
+    at::Tensor upper = at::searchsorted(c, x).clamp(1, n_bands - 1);
+    at::Tensor lower = upper - 1;
+    at::Tensor t =
+        ((x - c.index_select(0, lower)) / (c.index_select(0, upper) - c.index_select(0, lower)))
+            .clamp(0, 1);
+    at::Tensor curve =
+        log_gains[k].index_select(0, lower) * (1 - t) + log_gains[k].index_select(0, upper) * t;
+    raw.add_(curve.to(raw.dtype()).expand_as(raw));
+  }
+  for (int64_t b = 0; b < n_bands; ++b) {
+    at::Tensor applied = (log_gains.select(1, b) * 2).exp().unsqueeze(1);  // the gains set
+    for (int64_t k = 0; k < n_tracks; ++k)
+      if (fit.nodes[size_t(k)] < 0) applied[k].fill_(1.0);
+    after += ((band_powers[size_t(b)] * applied).sum(0) - band_targets[size_t(b)])
+                 .pow(2)
+                 .sum()
+                 .item<double>();
+  }
+  fit.error_before = before / std::max(norm, 1e-300);
+  fit.error_after  = after / std::max(norm, 1e-300);
+  return fit;
+}
+
+DataInitialisation initialise_from_data(const Graph& graph, const Processors& processors,
+                                        const RenderPlan& plan, Parameters& parameters,
+                                        const at::Tensor& tracks, const at::Tensor& mix,
+                                        SampleRate sample_rate,
+                                        const InitialisationOptions& options) {
+  DataInitialisation done;
+  if (options.typical_starts) {
+    Random unused(0);                               // fit starts are not drawn
+    for (const auto& [type, named] : parameters) {  // (set_physical writes rows in place)
+      const ProcessorDescriptor* d = find_processor(type);
+      if (!d || !d->fit_start) continue;
+      const Processor& processor = *processors.at(type);
+      for (NodeId id : graph.nodes_of_type(type)) {
+        set_physical(graph, processor, parameters, id,
+                     d->fit_start({processor, sample_rate, false, unused}));
+        done.started.push_back(id);
+      }
+    }
+  }
+  if (options.channel_gains)
+    done.gains = fit_channel_gains(graph, processors, plan, parameters, tracks, mix, sample_rate,
+                                   options.excerpt_seconds);
+  if (options.spectral_eq)
+    done.eq = fit_spectral_eq(graph, processors, plan, parameters, tracks, mix, sample_rate,
+                              options.excerpt_seconds, options.max_eq_db);
+  return done;
 }
 
 }  // namespace grafx

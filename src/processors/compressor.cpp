@@ -134,6 +134,16 @@ ProcessorDescriptor dynamics_descriptor(Dynamics::Curve curve, dsp::EnvelopeSmoo
   d.musical_prior = [gate, sidechain](const PriorContext& c) {
     return musical_dynamics(c, gate, sidechain && !gate);
   };
+  // The specs' initial smoothing (0.05 ms) follows the waveform, not its level, and a gate
+  // at −26 dB mutes quiet tracks: a fit starts from typical times and a gate for silence only.
+  d.fit_start = [gate](const PriorContext&) {
+    auto scalar = [](double value) { return at::full({1}, value, at::kDouble); };
+    TensorDict start{{"smoothing_ms", scalar(10)},  {"attack_ms", scalar(5)},
+                     {"release_ms", scalar(100)},   {"gain_smoothing_ms", scalar(10)},
+                     {"gain_attack_ms", scalar(5)}, {"gain_release_ms", scalar(100)}};
+    if (gate) start["threshold_db"] = scalar(-50);
+    return start;
+  };
   // The paper's console and its hybrid pruning ratios at tolerance 0.01 (Table 2).
   d.console_position    = ballistics ? 0 : (gate ? 3 : 2);
   d.random_pruning_rate = sidechain ? 0.0 : gate ? 0.79 : 0.71;

@@ -31,13 +31,14 @@ TensorDict musical_curve(const PriorContext& c) {
 
 ProcessorDescriptor equalizer(std::string name, char letter, EqChannels channels,
                               ResponsePicture response, std::string summary) {
-  auto d                = ProcessorDescriptor::of<Equalizer>(std::move(name), letter, channels);
-  d.summary             = std::move(summary);
-  d.grafx_name          = "ZeroPhaseFIREqualizer";
-  d.response            = response;
-  d.musical_prior       = musical_curve;
-  d.gain_staging        = true;  // grafx-prune regularises its EQs' gain staging
-  d.random_pruning_rate = 0.46;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)
+  auto d                    = ProcessorDescriptor::of<Equalizer>(std::move(name), letter, channels);
+  d.summary                 = std::move(summary);
+  d.grafx_name              = "ZeroPhaseFIREqualizer";
+  d.response                = response;
+  d.musical_prior           = musical_curve;
+  d.gain_staging            = true;  // grafx-prune regularises its EQs' gain staging
+  d.spectral_gain_parameter = "log_magnitude";
+  d.random_pruning_rate     = 0.46;  // the paper's hybrid pruning at tolerance 0.01 (Table 2)
   return d;
 }
 

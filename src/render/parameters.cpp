@@ -50,6 +50,21 @@ Parameters create_parameters(const Graph& graph, const Processors& processors,
   return parameters;
 }
 
+void set_physical(const Graph& graph, const Processor& processor, Parameters& parameters, NodeId id,
+                  const TensorDict& settings) {
+  at::NoGradGuard no_grad;
+  const std::string& type      = graph.type_name(id);
+  const std::vector<NodeId> of = graph.nodes_of_type(type);
+  const int64_t row            = std::find(of.begin(), of.end(), id) - of.begin();
+  for (const auto& spec : graph_parameter_specs(graph, type, processor)) {
+    auto setting = settings.find(spec.physical_name);
+    if (setting == settings.end() || !spec.to_raw) continue;
+    at::Tensor& raw = parameters.at(type).at(spec.name);
+    raw[row] =
+        spec.to_raw(setting->second.to(at::kDouble).unsqueeze(0)).squeeze(0).to(raw.scalar_type());
+  }
+}
+
 std::vector<ParameterSpec> graph_parameter_specs(const Graph& graph, const std::string& type,
                                                  const Processor& processor) {
   std::vector<ParameterSpec> specs = processor.parameter_specs();

@@ -49,6 +49,66 @@ std::vector<PlotSeries> loss_series(const std::vector<FitRecord>& history) {
   return {raw, smooth};
 }
 
+/// The initial console: what the initialisation from the data set (track gains, the EQ curves
+/// as a picture) and every node's starting parameters; empty for a fit that started from given
+/// parameters.
+std::string initialisation_html(const Fitter& fitter, const std::vector<std::string>& names) {
+  const DataInitialisation& done = fitter.initialisation();
+  const bool gains = done.gains.gains.defined(), eq = done.eq.gains_db.defined();
+  if (!gains && !eq && done.started.empty()) return "";
+  auto name = [&](size_t k) {
+    return k < names.size() ? escape(names[k]) : "track " + std::to_string(k + 1);
+  };
+  std::ostringstream html;
+  html << "<h2>Initial console</h2>\n<p>Starting values from the data, before the first step "
+          "(docs/fitting.md, \"Initialisation from the data\")";
+  if (!done.started.empty())
+    html << "; " << done.started.size() << " dynamics nodes at typical settings";
+  html << ".</p>\n";
+  if (gains) {
+    const ChannelGainFit& g = done.gains;
+    html << "<p>Track gains by least squares (relative waveform error on the excerpt "
+         << fixed(g.error_before, 3) << " → " << fixed(g.error_after, 3) << "):</p>\n"
+         << "<table><tr><th>track</th><th>left dB</th><th>right dB</th></tr>";
+    for (size_t k = 0; k < g.nodes.size(); ++k) {
+      html << "<tr><td>" << name(k) << "</td>";
+      for (int64_t c = 0; c < 2; ++c)
+        html << "<td>"
+             << (g.nodes[k] < 0 ? std::string("(no gain node)")
+                                : fixed(20 * std::log10(g.gains[int64_t(k)][c].item<double>()), 1))
+             << "</td>";
+      html << "</tr>";
+    }
+    html << "</table>\n";
+  }
+  if (eq) {
+    const SpectralEqFit& e = done.eq;
+    std::vector<PlotSeries> curves;
+    std::vector<double> hz(e.band_hz.data_ptr<double>(),
+                           e.band_hz.data_ptr<double>() + e.band_hz.numel());
+    for (size_t k = 0; k < e.nodes.size(); ++k) {
+      if (e.nodes[k] < 0) continue;
+      at::Tensor db = e.gains_db[int64_t(k)].contiguous();
+      curves.push_back(
+          {names.size() > k ? names[k] : "track " + std::to_string(k + 1), hz,
+           std::vector<double>(db.data_ptr<double>(), db.data_ptr<double>() + db.numel())});
+    }
+    PlotOptions plot;
+    plot.title   = "Track EQs from spectral ratios (third-octave bands)";
+    plot.x_label = "frequency (Hz)";
+    plot.y_label = "gain (dB)";
+    plot.log_x   = true;
+    html << "<p>Track EQs from smoothed spectral ratios (relative band-power error "
+         << fixed(e.error_before, 3) << " → " << fixed(e.error_after, 3) << "):</p>\n"
+         << (curves.empty() ? "" : plot_svg(curves, plot)) << "\n";
+  }
+  html << "<details><summary>every node of the initial console in physical units</summary><pre>"
+       << escape(
+              describe_parameters(fitter.graph(), fitter.processors(), fitter.initial_parameters()))
+       << "</pre></details>\n";
+  return html.str();
+}
+
 }  // namespace
 
 const std::vector<std::string>& fit_output_files() {
@@ -115,6 +175,7 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
     tracks += (tracks.empty() ? "" : ", ") + escape(name);
 
   const std::string graph_svg = read_text_file(path("console.svg"));
+  const std::string initial   = initialisation_html(fitter, summary.track_names);
   std::ostringstream html;
   html << detail::page_start(summary.title) << "<p>" << date << " · " << fitter.steps_done()
        << " steps in " << fixed(summary.seconds, 1) << " s ("
@@ -130,11 +191,11 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
        << ", crops of " << fixed(fitter.options().crop_seconds, 2) << " s (first "
        << fixed(fitter.options().skip_seconds, 2) << " s not in the loss)</td></tr></table>\n"
        << "<h2>Whole-song loss</h2>\n"
-       << detail::loss_table({{"before", summary.before}, {"after", summary.after}})
+       << detail::loss_table({{"initial console", summary.before}, {"fitted", summary.after}})
        << "<p>The mix-matching loss of the pruning paper: multi-resolution log-mel and "
           "spectral-convergence "
           "distances of the left, right, mid and side signals (0 is a perfect match).</p>\n"
-       << "<h2>Loss curve</h2>\n"
+       << initial << "<h2>Loss curve</h2>\n"
        << loss_svg << "\n"
        << "<h2>Spectrograms</h2>\n<div class=\"pictures\"><figure><img alt=\"target\" "
           "src=\"data:image/png;base64,"

@@ -37,6 +37,26 @@ TEST(AdamW, MatchesTheUpdateRule) {
   EXPECT_EQ(optimizer.n_steps(), 5);
 }
 
+TEST(AdamW, ParameterGroupsScaleTheirLearningRate) {
+  // Three parameters with the same gradients: at lr, at 3·lr, and frozen. Adam's first step
+  // is lr·g/(|g| + ε) and the weight decay lr·λ·p, so the moves are in the ratio of the rates.
+  at::Tensor a = at::tensor({1.0, -2.0}, at::kDouble).requires_grad_(true);
+  at::Tensor b = a.detach().clone().requires_grad_(true);
+  at::Tensor c = a.detach().clone().requires_grad_(true);
+  Parameters parameters{{"eq", {{"a", a}, {"b", b}}}, {"gain_pan", {{"c", c}}}};
+  AdamWOptions options;
+  options.lr           = 0.01;
+  options.weight_decay = 0.1;
+  options.lr_factors   = {{"eq.b", 3.0}, {"gain_pan.c", 0.0}};
+  AdamW optimizer(parameters, options);
+  (a * a * a + b * b * b + c * c * c).sum().backward();
+  optimizer.step();
+  const at::Tensor start = at::tensor({1.0, -2.0}, at::kDouble);
+  EXPECT_TRUE(at::allclose((b - start) / (a - start), at::full({2}, 3.0, at::kDouble), 1e-9));
+  EXPECT_NEAR((a - start)[0].item<double>(), -0.01 - 0.01 * 0.1, 1e-9);
+  EXPECT_TRUE(at::equal(c, start)) << "a factor of 0 freezes the parameter";
+}
+
 TEST(AdamW, TakesTheSecondMomentFromCurvatureWhenGiven) {
   at::Tensor p = at::tensor({1.0, -2.0}, at::kDouble).requires_grad_(true);
   Parameters parameters{{"eq", {{"w", p}}}};

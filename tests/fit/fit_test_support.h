@@ -13,6 +13,9 @@ inline FitOptions small_options(int64_t steps) {
   options.crop_seconds = 1.0;
   options.skip_seconds = 0.1;
   options.optimizer.lr = 0.05;
+  options.lr_schedule  = {};  // constant: tests compare fits of different lengths
+  // Starts from the specs' values (the initialisation from the data has tests of its own).
+  options.initialisation = InitialisationOptions::none();
   return options;
 }
 

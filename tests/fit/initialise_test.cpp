@@ -1,7 +1,10 @@
-// The least-squares start of the channel gains: on a mix made by the graph itself with hidden
-// gains and pans (hard pans included), it finds them exactly and moves each track's gain/pan
-// by them; tracks without their own gain/pan keep theirs.
+// The initialisation from the data. The least-squares start of the channel gains: on a mix made
+// by the graph itself with hidden gains and pans (hard pans included), it finds them exactly and
+// moves each track's gain/pan by them; tracks without their own gain/pan keep theirs. The EQ
+// from spectral ratios finds hidden smooth EQ curves within 1.5 dB. Typical starts set what the
+// descriptors say.
 
+#include <grafx/fit/demo.h>
 #include <grafx/fit/initialise.h>
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/render/parameters.h>
@@ -100,11 +103,101 @@ TEST(GainInitialisation, TheFitterStartsFromItWhenAsked) {
       render(make_render_plan(to_tensor(graph)), processors, mixing, tracks).outputs[0];
   FitOptions options = testing::small_options(0);
   Fitter plain(graph, tracks, mix, kRate, options);
-  options.initialise_gains = true;
+  options.initialisation = {false, true, false};
   Fitter started(graph, tracks, mix, kRate, options);
-  EXPECT_FALSE(plain.gain_initialisation().gains.defined());
-  ASSERT_TRUE(started.gain_initialisation().gains.defined());
+  EXPECT_FALSE(plain.initialisation().gains.gains.defined());
+  ASSERT_TRUE(started.initialisation().gains.gains.defined());
+  EXPECT_FALSE(started.initialisation().eq.gains_db.defined());
   EXPECT_LT(started.evaluate().total.item<double>(), 0.5 * plain.evaluate().total.item<double>());
+  // The report's initial console is where the first step started.
+  EXPECT_TRUE(at::equal(started.initial_parameters().at("gain_pan").at("log_gain"),
+                        started.parameters().at("gain_pan").at("log_gain")));
+}
+
+/// A smooth step of `db` decibels in log frequency, centred at `hz`, an octave wide.
+at::Tensor smooth_step_db(const at::Tensor& frequencies, double hz, double db) {
+  return db * 0.5 * (1 + at::tanh(2 * at::log2(frequencies.clamp_min(1) / hz)));
+}
+
+TEST(SpectralEqInitialisation, FindsHiddenSmoothEqCurves) {
+  // Three noise tracks whose levels move differently over time (so that each band's power over
+  // the frames tells the tracks apart), EQed by hidden smooth curves: +6 dB above 1.5 kHz,
+  // −6 dB above 400 Hz, flat.
+  Graph graph           = test_graph(3);
+  Processors processors = make_processors(graph.types(), {kRate});
+  RenderPlan plan       = make_render_plan(to_tensor(graph));
+  Parameters flat       = create_parameters(graph, processors, {0, at::kDouble, false});
+  flat["eq"]["log_magnitude"].zero_();
+  flat["gain_pan"]["log_gain"].zero_();
+  at::Tensor bins   = at::arange(1024, at::kDouble) * (double(kRate) / 2047);
+  at::Tensor hidden = at::stack(
+      {smooth_step_db(bins, 1500, 6), smooth_step_db(bins, 400, -6), at::zeros_like(bins)});  // dB
+  Parameters mixing             = flat;
+  mixing["eq"]["log_magnitude"] = hidden * (std::log(10.0) / 20);
+  at::manual_seed(4);
+  const int64_t length = 12 * kRate;
+  at::Tensor t         = at::arange(length, at::kDouble) / kRate;
+  at::Tensor envelopes =
+      at::stack({1 + 0.9 * at::sin(2 * M_PI * 0.7 * t), 1 + 0.9 * at::sin(2 * M_PI * 1.3 * t + 1),
+                 1 + 0.9 * at::cos(2 * M_PI * 2.1 * t)});
+  at::Tensor tracks = (at::randn({3, length}, at::kDouble) * envelopes * 0.1).unsqueeze(1);
+  at::Tensor mix    = render(plan, processors, mixing, tracks).outputs[0];
+
+  Parameters fitted = flat;
+  SpectralEqFit fit =
+      fit_spectral_eq(graph, processors, plan, fitted, tracks, mix, kRate, 12.0, 12.0);
+  ASSERT_EQ(fit.nodes.size(), 3u);
+  for (NodeId node : fit.nodes) EXPECT_EQ(graph.type_name(node), "eq");
+  EXPECT_LT(fit.error_after, 0.1 * fit.error_before);
+  at::Tensor found  = fitted["eq"]["log_magnitude"] * (20 / std::log(10.0));
+  at::Tensor inside = (bins > 80) & (bins < 3500);  // bands of several bins, below the top one
+  at::Tensor errors = (found - hidden).abs().masked_select(inside.expand_as(found));
+  EXPECT_LT(errors.max().item<double>(), 1.5) << "dB (the band powers' estimation noise)";
+  EXPECT_LT(errors.mean().item<double>(), 0.4) << "dB";
+  EXPECT_GT(fit.gains_db[0][-3].item<double>(), 5.0) << "the first track's highs are louder";
+}
+
+TEST(TypicalStarts, SetWhatTheDescriptorsSay) {
+  // The demo's console: dynamics start with 10 ms smoothing, the gates at −50 dB; nodes of
+  // types without a fit start keep the specs' initial values.
+  DemoSong song          = make_demo_song({8000, 3.0, 1});
+  FitOptions options     = testing::small_options(0);
+  options.initialisation = {true, false, false};
+  Fitter fitter(song.console, song.tracks, song.mix, song.sample_rate, options);
+  Parameters defaults   = create_parameters(song.console, fitter.processors());
+  TensorDict compressor = fitter.processors()
+                              .at("compressor")
+                              ->to_physical(fitter.detached_parameters().at("compressor"));
+  TensorDict gate = fitter.processors()
+                        .at("noise_gate")
+                        ->to_physical(fitter.detached_parameters().at("noise_gate"));
+  EXPECT_TRUE(at::allclose(compressor.at("smoothing_ms"),
+                           at::full_like(compressor.at("smoothing_ms"), 10.0), 1e-4));
+  EXPECT_TRUE(
+      at::allclose(gate.at("threshold_db"), at::full_like(gate.at("threshold_db"), -50.0), 1e-4));
+  EXPECT_TRUE(at::equal(fitter.detached_parameters().at("eq").at("log_magnitude"),
+                        defaults.at("eq").at("log_magnitude")));
+  EXPECT_EQ(fitter.initialisation().started.size(),
+            song.console.nodes_of_type("compressor").size() +
+                song.console.nodes_of_type("noise_gate").size());
+}
+
+TEST(LearningRateGroups, FreezeAndNameCheck) {
+  Graph graph            = test_graph(2);
+  Processors processors  = make_processors(graph.types(), {kRate});
+  at::Tensor tracks      = at::randn({2, 2, 2 * kRate}) * 0.2;
+  at::Tensor mix         = tracks.sum(0) * 0.3;
+  FitOptions options     = testing::small_options(3);
+  options.learning_rates = {{"eq", 0.0}, {"log_gain", 0.2}};
+  Fitter fitter(graph, tracks, mix, kRate, options);
+  at::Tensor eq_start   = fitter.parameters().at("eq").at("log_magnitude").detach().clone();
+  at::Tensor gain_start = fitter.parameters().at("gain_pan").at("log_gain").detach().clone();
+  fitter.run();
+  EXPECT_TRUE(at::equal(fitter.parameters().at("eq").at("log_magnitude"), eq_start));
+  EXPECT_FALSE(at::equal(fitter.parameters().at("gain_pan").at("log_gain"), gain_start));
+  options.learning_rates = {{"reverb.decay", 0.1}};
+  EXPECT_GRAFX_ERROR(Fitter(graph, tracks, mix, kRate, options), "grafx.fit.options",
+                     "reverb.decay");
 }
 
 }  // namespace

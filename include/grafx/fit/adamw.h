@@ -10,6 +10,8 @@
 #include <grafx/render/render.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace grafx {
 
@@ -19,6 +21,8 @@ struct AdamWOptions {
   double beta2        = 0.999;
   double eps          = 1e-8;
   double weight_decay = 0.0;  ///< decoupled; the pruning paper uses 0
+  /// Factors on lr for some parameters, by "<type>.<name>" (parameter groups; 1 elsewhere).
+  std::map<std::string, double> lr_factors;
 };
 
 class AdamW {

@@ -1,20 +1,36 @@
 #pragma once
 /// Starting values from the data, before the first gradient step (issue 18's initialisation).
+/// Three parts, in this order, each optional:
 ///
-/// Channel gains by least squares: each track's contribution to the mix through the initial
-/// graph is rendered alone (batched renders of an excerpt), then the non-negative gains a_kc,
-/// per track k and output channel c, that best sum these contributions to the target mix,
+/// 1. Typical starts: nodes whose type's descriptor names a `fit_start` (dynamics: smoothing
+///    10 ms instead of 0.05 ms, a gate at −50 dB for silence only) are set to it.
 ///
-///   min_a Σ_c ‖m_c − Σ_k a_kc·y_kc‖²,   a ≥ 0,
+/// 2. Channel gains by least squares: each track's contribution to the mix through the
+///    graph is rendered alone (batched renders of an excerpt), then the non-negative gains
+///    a_kc, per track k and output channel c, that best sum these contributions to the mix,
 ///
-/// are folded into each track's first channel-gain node (a node whose descriptor names a
-/// `channel_gain_parameter`, the gain_pan of a console track): its raw log gains move by
-/// log a_kc. Per channel, so each track starts at its level and on its side of the mix (a fit
-/// from a centred start can otherwise settle in a left/right-mirrored solution). Exact for
-/// graphs that are linear in each track's gain (gains, EQs, delays, reverbs); approximate
-/// through dynamics.
+///      min_a Σ_c ‖m_c − Σ_k a_kc·y_kc‖²,   a ≥ 0,
 ///
-///   ChannelGainFit fit = fit_channel_gains(graph, processors, plan, parameters, tracks, mix);
+///    are folded into each track's first channel-gain node (a node whose descriptor names a
+///    `channel_gain_parameter`, the gain_pan of a console track): its raw log gains move by
+///    log a_kc. Per channel, so each track starts at its level and on its side of the mix (a
+///    fit from a centred start can otherwise settle in a left/right-mirrored solution). Exact
+///    for graphs that are linear in each track's gain (gains, EQs, delays, reverbs);
+///    approximate through dynamics.
+///
+/// 3. EQ from smoothed spectral ratios: with those gains, per third-octave band b the
+///    non-negative power gains w_kb that best sum the tracks' band powers to the mix's, over
+///    the excerpt's frames t,
+///
+///      min_w Σ_t (M_b[t] − Σ_k w_kb·P_kb[t])²,   w ≥ 0,
+///
+///    interpolated in log frequency, as ½·ln w (clamped to ±max_eq_db), are added to each
+///    track's first spectral-gain node (a descriptor's `spectral_gain_parameter`: the EQ's
+///    log-magnitudes). With one track it is the smoothed ratio |M|²/|Y|²; with several, each
+///    track takes the share of the band its level over time explains.
+///
+///   DataInitialisation done = initialise_from_data(graph, processors, plan, parameters,
+///                                                  tracks, mix, sample_rate, {});
 
 #include <grafx/graph/graph.h>
 #include <grafx/plan/render_plan.h>
@@ -27,6 +43,18 @@
 
 namespace grafx {
 
+struct InitialisationOptions {
+  bool typical_starts = true;  ///< 1: the descriptors' `fit_start` settings
+  bool channel_gains  = true;  ///< 2: least-squares gains per track and channel
+  /// 3: each track's EQ from smoothed spectral ratios. Off by default: it starts closer but
+  /// ends no better after 500 steps (docs/fitting.md, "Evaluation").
+  bool spectral_eq       = false;
+  double excerpt_seconds = 10;  ///< the middle of the song the fits look at
+  double max_eq_db       = 12;  ///< bound on the EQ gains set
+
+  static InitialisationOptions none() { return {false, false, false}; }
+};
+
 struct ChannelGainFit {
   /// Per track (in id order), the channel-gain node set, or -1 for a track without one (its
   /// chain branches before one, or holds none).
@@ -36,12 +64,40 @@ struct ChannelGainFit {
   double error_after  = 0;  ///< the same with the gains
 };
 
-/// Fits and applies the gains to `parameters` (in place, without gradient tracking).
-/// `tracks` K×C×L, `mix` C×L (stereo) as the fitter takes them; the excerpt is the middle
-/// `excerpt_seconds` of the song (all of it when shorter).
+struct SpectralEqFit {
+  std::vector<NodeId> nodes;  ///< per track, the spectral-gain node set, or -1
+  at::Tensor band_hz;         ///< [B] float64: centres of the bands
+  at::Tensor gains_db;        ///< [K, B] float64: the gains set per band (0 where no node)
+  double error_before = 0;    ///< Σ (M − Σ_k P_k)² / Σ M² over bands and frames, before
+  double error_after  = 0;    ///< the same with the gains
+};
+
+/// What initialise_from_data did; a part not run is left empty (tensors undefined).
+struct DataInitialisation {
+  std::vector<NodeId> started;  ///< nodes set to their type's fit start
+  ChannelGainFit gains;
+  SpectralEqFit eq;
+};
+
+/// Runs the parts `options` asks for on `parameters` (in place, without gradient tracking).
+/// `tracks` K×C×L, `mix` C×L (stereo) as the fitter takes them.
+DataInitialisation initialise_from_data(const Graph& graph, const Processors& processors,
+                                        const RenderPlan& plan, Parameters& parameters,
+                                        const at::Tensor& tracks, const at::Tensor& mix,
+                                        SampleRate sample_rate,
+                                        const InitialisationOptions& options);
+
+/// Part 2 alone.
 ChannelGainFit fit_channel_gains(const Graph& graph, const Processors& processors,
                                  const RenderPlan& plan, Parameters& parameters,
                                  const at::Tensor& tracks, const at::Tensor& mix,
                                  SampleRate sample_rate, double excerpt_seconds = 10);
+
+/// Part 3 alone.
+SpectralEqFit fit_spectral_eq(const Graph& graph, const Processors& processors,
+                              const RenderPlan& plan, Parameters& parameters,
+                              const at::Tensor& tracks, const at::Tensor& mix,
+                              SampleRate sample_rate, double excerpt_seconds = 10,
+                              double max_eq_db = 12);
 
 }  // namespace grafx

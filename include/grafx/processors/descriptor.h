@@ -97,6 +97,15 @@ struct ProcessorDescriptor {
   /// A raw parameter [2] that scales the left and right output by e^raw (gain_pan's log_gain):
   /// the fit's least-squares initialisation sets each track's level and side through it.
   std::string channel_gain_parameter;
+  /// A raw parameter [..., n] of natural-log magnitudes at the frequencies k·sr/(2n − 1),
+  /// k = 0…n − 1, that multiply the signal's spectrum (the zero-phase EQs' log_magnitude): the
+  /// fit's initialisation starts each track's first such node from smoothed spectral ratios.
+  std::string spectral_gain_parameter;
+  /// Where a fit that initialises from the data starts this type's nodes, in physical settings
+  /// keyed as the musical prior's ("wet" for the dry/wet amount); empty: the specs' initial
+  /// values. For types whose initial values are far from any mix (dynamics smoothing in
+  /// microseconds, a gate that mutes quiet tracks).
+  MusicalPrior fit_start;
   /// Probability that `prune_randomly` bypasses a node (the paper's pruning ratios).
   double random_pruning_rate = 0.0;
   GradientCheck gradient_check;

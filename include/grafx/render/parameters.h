@@ -35,6 +35,12 @@ std::vector<ParameterSpec> graph_parameter_specs(const Graph& graph, const std::
 Parameters create_parameters(const Graph& graph, const Processors& processors,
                              const ParameterOptions& options = {});
 
+/// Sets node `id`'s raw parameters (its row of its type's) to physical settings: {physical
+/// name: value of the parameter's per-node shape}, "wet" for its dry/wet amount; names the node
+/// has no parameter of are ignored. In place, without gradient tracking.
+void set_physical(const Graph& graph, const Processor& processor, Parameters& parameters, NodeId id,
+                  const TensorDict& settings);
+
 /// Throws RenderError naming the type and parameter unless `parameters` has exactly the
 /// processor types of `graph` that have nodes, each with exactly its specs' parameters of
 /// shape [N_t, spec...] (or [B, N_t, spec...] when `batch` > 0), all of `dtype`.
