@@ -43,6 +43,9 @@ SETTINGS = {
     "lr 0.1, starts + gains, cosine to 0.1 lr": dict(
         lr=0.1, final_lr_ratio=0.1, **dict(NO_INIT, initialise_starts=True,
                                             initialise_gains=True)),
+    "lr 0.05, starts + gains, cosine to 0.1 lr, first 10 %: gains, EQs, wet amounts": dict(
+        lr=0.05, final_lr_ratio=0.1, stages=[(0.1, {"gain_pan", "eq", "dry_wet"})],
+        **dict(NO_INIT, initialise_starts=True, initialise_gains=True)),
     "lr 0.03, EQ, reverb and delay at 0.01": dict(
         lr=0.03, learning_rates={"eq": 0.01, "reverb": 0.01, "delay": 0.01}, **NO_INIT),
 }

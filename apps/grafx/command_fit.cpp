@@ -204,6 +204,28 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
       },
       "GROUP=LR: a learning rate of its own for a type (eq), a type's parameter "
       "(eq.log_magnitude) or a parameter of every type (dry_wet); 0 freezes it (repeatable)");
+  cmd.add_option_function<std::vector<std::string>>(
+      "--stage",
+      [&options](const std::vector<std::string>& specs) {
+        for (const auto& spec : specs) {
+          const size_t colon = spec.find(':');
+          std::optional<double> until =
+              colon == std::string::npos ? std::nullopt : parse_finite(spec.substr(0, colon));
+          FitStage stage{until.value_or(-1), {}};
+          std::stringstream groups(colon == std::string::npos ? "" : spec.substr(colon + 1));
+          for (std::string group; std::getline(groups, group, ',');)
+            if (!group.empty()) stage.groups.insert(group);
+          if (!until || stage.groups.empty())
+            throw FitError("grafx.fit.options",
+                           "--stage " + spec +
+                               ": expected SHARE:GROUP,GROUP,..., SHARE the part of the fit "
+                               "(0 to 1) in which only these groups train");
+          options.stages.push_back(stage);
+        }
+      },
+      "SHARE:GROUPS: for this share of the fit (0–1) only these parameter groups train "
+      "(types, TYPE.PARAMETER or parameter names, comma-separated), e.g. "
+      "0.1:gain_pan,dry_wet; stages in order; repeatable");
   cmd.add_option_function<std::string>(
          "--optimizer",
          [&options](const std::string& name) {

@@ -26,7 +26,7 @@ class Fitter(_grafx.Fitter):
     Settings (FitOptions): num_steps, lr, weight_decay, warmup_steps, final_lr_ratio,
     crop_seconds, crops_per_step, skip_seconds, seed, reset_optimizer_every, max_gradient_norm,
     max_non_finite_steps, regularizer_weights, initialise_starts, initialise_gains,
-    initialise_eq, learning_rates, adapt_threads, schedule_method,
+    initialise_eq, learning_rates, stages, adapt_threads, schedule_method,
     time_budget_seconds or time_budget_minutes.
     """
 

@@ -135,6 +135,17 @@ void bind_loss_and_fit(py::module_& m) {
           "initialise_eq", [](const FitOptions& o) { return o.initialisation.spectral_eq; },
           [](FitOptions& o, bool on) { o.initialisation.spectral_eq = on; })
       .def_readwrite("learning_rates", &FitOptions::learning_rates)
+      .def_property(
+          "stages",
+          [](const FitOptions& o) {
+            std::vector<std::pair<double, std::set<std::string>>> stages;
+            for (const auto& stage : o.stages) stages.emplace_back(stage.until, stage.groups);
+            return stages;
+          },
+          [](FitOptions& o, const std::vector<std::pair<double, std::set<std::string>>>& stages) {
+            o.stages.clear();
+            for (const auto& [until, groups] : stages) o.stages.push_back({until, groups});
+          })
       .def_readwrite("adapt_threads", &FitOptions::adapt_threads)
       .def_property(
           "schedule_method", [](const FitOptions& o) { return to_string(o.schedule.method); },

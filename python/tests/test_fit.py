@@ -60,7 +60,8 @@ def test_settings_and_errors(song):
 def test_initialisation_and_learning_rate_groups(song):
     # From the data by default: the gates start at -50 dB, where the specs' values do not.
     started = grafx.Fitter(song["console"], song["tracks"], song["mix"], 16000, num_steps=2,
-                           crop_seconds=1.0, skip_seconds=0.1, learning_rates={"eq": 0.0})
+                           crop_seconds=1.0, skip_seconds=0.1, learning_rates={"eq": 0.0},
+                           stages=[(0.5, {"gain_pan", "dry_wet"})])
     plain = grafx.Fitter(song["console"], song["tracks"], song["mix"], 16000,
                          initialise_starts=False, initialise_gains=False)
     raw_started = started.initial_parameters["noise_gate"]["log_threshold"]

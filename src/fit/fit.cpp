@@ -88,6 +88,13 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
   for (const auto& [group, lr] : options.learning_rates)
     require(finite(lr) && lr >= 0, "a finite learning rate of at least 0 for \"" + group + "\"",
             lr);
+  double last = 0;
+  for (const auto& stage : options.stages) {
+    require(finite(stage.until) && stage.until > last && stage.until <= 1,
+            "stages ending in order, each at a share of the fit in (0, 1]", stage.until);
+    require(!stage.groups.empty(), "a stage with at least one group", stage.until);
+    last = stage.until;
+  }
   return options;
 }
 
@@ -99,25 +106,43 @@ Parameters own_copies(const Parameters& given) {
   return copies;
 }
 
+/// The keys a parameter group may name parameter `name` of `type` by, most specific first.
+std::vector<std::string> group_keys(const std::string& type, const std::string& name) {
+  return {type + "." + name, type, name};
+}
+
+/// Throws unless every group names a parameter of `parameters`.
+void check_groups(const std::vector<std::string>& groups, const Parameters& parameters,
+                  const std::string& what) {
+  std::set<std::string> keys;  // every group a key may name
+  for (const auto& [type, named] : parameters)
+    for (const auto& [name, p] : named)
+      for (const std::string& key : group_keys(type, name)) keys.insert(key);
+  for (const auto& group : groups)
+    if (!keys.count(group))
+      throw FitError("grafx.fit.options",
+                     what + " \"" + group +
+                         "\" names no parameter of the graph; expected TYPE, TYPE.PARAMETER or "
+                         "a parameter name (e.g. eq, eq.log_magnitude, dry_wet)");
+}
+
 /// The optimizer's options with the factors on lr of the parameters in a group of their own;
 /// throws for a group that names no parameter.
 AdamWOptions grouped(const FitOptions& options, const Parameters& parameters) {
   AdamWOptions grouped = options.optimizer;
-  std::set<std::string> keys;  // every group a key may name
   for (const auto& [type, named] : parameters)
     for (const auto& [name, p] : named)
-      for (const std::string& key : {type + "." + name, type, name}) {
-        keys.insert(key);
+      for (const std::string& key : group_keys(type, name)) {
         auto group = options.learning_rates.find(key);
-        if (group != options.learning_rates.end() && !grouped.lr_factors.count(type + "." + name))
-          grouped.lr_factors[type + "." + name] = group->second / options.optimizer.lr;
+        if (group == options.learning_rates.end()) continue;
+        grouped.lr_factors[type + "." + name] = group->second / options.optimizer.lr;
+        break;
       }
-  for (const auto& [group, lr] : options.learning_rates)
-    if (!keys.count(group))
-      throw FitError("grafx.fit.options",
-                     "learning-rate group \"" + group +
-                         "\" names no parameter of the graph; expected TYPE, TYPE.PARAMETER or "
-                         "a parameter name (e.g. eq, eq.log_magnitude, dry_wet)");
+  std::vector<std::string> groups;
+  for (const auto& [group, lr] : options.learning_rates) groups.push_back(group);
+  check_groups(groups, parameters, "learning-rate group");
+  for (const auto& stage : options.stages)
+    check_groups({stage.groups.begin(), stage.groups.end()}, parameters, "stage group");
   return grouped;
 }
 
@@ -279,6 +304,7 @@ FitRecord Fitter::step(double done) {
   bool finite = std::isfinite(record.loss);
   if (finite) {
     if (!options_.hessian_preconditioning) total.backward();
+    freeze_outside_stage(done);
     record.gradient_norm = clip_gradient_norm(parameters_, options_.max_gradient_norm);
     finite               = std::isfinite(record.gradient_norm);
   }
@@ -344,6 +370,18 @@ void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
   }
 }
 
+void Fitter::freeze_outside_stage(double done) {
+  auto stage = std::find_if(options_.stages.begin(), options_.stages.end(),
+                            [&](const FitStage& s) { return done < s.until; });
+  if (stage == options_.stages.end()) return;
+  for (auto& [type, named] : parameters_)
+    for (auto& [name, p] : named) {
+      const std::vector<std::string> keys = group_keys(type, name);
+      if (std::none_of(keys.begin(), keys.end(), [&](auto& k) { return stage->groups.count(k); }))
+        p.mutable_grad() = at::Tensor();  // AdamW leaves it, and its moments, as they are
+    }
+}
+
 at::Tensor Fitter::sparsity(const Parameters& parameters) const {
   at::Tensor total = at::zeros({}, tracks_.options());
   for (const auto& [type, named] : parameters) {
@@ -407,6 +445,11 @@ std::map<std::string, std::string> Fitter::identity() const {
     identity["crops_per_step"] = std::to_string(options_.crops_per_step);
   if (options_.hessian_preconditioning) identity["optimizer"] = "adahessian";
   for (const auto& [group, lr] : options_.learning_rates) identity["lr." + group] = number(lr);
+  for (const auto& stage : options_.stages) {
+    std::string groups;
+    for (const auto& group : stage.groups) groups += (groups.empty() ? "" : ",") + group;
+    identity["stage." + number(stage.until)] = groups;
+  }
   // Only a schedule other than the constant one (so that checkpoints from before schedules load).
   const LearningRateSchedule& schedule = options_.lr_schedule;
   if (schedule.warmup_steps != 0 || schedule.final_ratio != 1.0)

@@ -200,5 +200,30 @@ TEST(LearningRateGroups, FreezeAndNameCheck) {
                      "reverb.decay");
 }
 
+TEST(Stages, OnlyTheStagesGroupsTrainUntilItEnds) {
+  // First half: only the gains train; then the EQs too.
+  Graph graph           = test_graph(2);
+  Processors processors = make_processors(graph.types(), {kRate});
+  at::Tensor tracks     = at::randn({2, 2, 2 * kRate}) * 0.2;
+  at::Tensor mix        = tracks.sum(0) * 0.3;
+  FitOptions options    = testing::small_options(4);
+  options.stages        = {{0.5, {"gain_pan"}}};
+  Fitter fitter(graph, tracks, mix, kRate, options);
+  at::Tensor eq_start   = fitter.parameters().at("eq").at("log_magnitude").detach().clone();
+  at::Tensor gain_start = fitter.parameters().at("gain_pan").at("log_gain").detach().clone();
+  fitter.step();
+  fitter.step();
+  EXPECT_TRUE(at::equal(fitter.parameters().at("eq").at("log_magnitude"), eq_start));
+  EXPECT_FALSE(at::equal(fitter.parameters().at("gain_pan").at("log_gain"), gain_start));
+  fitter.step();
+  EXPECT_FALSE(at::equal(fitter.parameters().at("eq").at("log_magnitude"), eq_start));
+  options.stages = {{0.5, {"gain_pan"}}, {0.4, {"eq"}}};
+  EXPECT_GRAFX_ERROR(Fitter(graph, tracks, mix, kRate, options), "grafx.fit.options",
+                     "stages ending in order");
+  options.stages = {{0.5, {"reverb.decay"}}};
+  EXPECT_GRAFX_ERROR(Fitter(graph, tracks, mix, kRate, options), "grafx.fit.options",
+                     "reverb.decay");
+}
+
 }  // namespace
 }  // namespace grafx

@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,14 @@ struct LearningRateSchedule {
   double factor(int64_t step, double done) const;
 };
 
+/// A first part of a fit in which only some parameter groups train (staged fitting, e.g. levels
+/// and EQs before the rest); the others keep their values and moments.
+struct FitStage {
+  double until = 0;  ///< the share of the fit (steps, or time with a budget) it lasts, in (0, 1]
+  /// Groups keyed as FitOptions::learning_rates ("TYPE", "TYPE.PARAMETER", "PARAMETER").
+  std::set<std::string> groups;
+};
+
 struct FitOptions {
   int64_t n_steps = 1000;
   /// Stop once this many seconds of fitting have passed in a run (0: no limit); the steps done
@@ -50,6 +59,9 @@ struct FitOptions {
   /// amounts); the most specific key wins; 0 freezes a group. FitError [grafx.fit.options] for
   /// a key that names nothing in the graph.
   std::map<std::string, double> learning_rates;
+  /// Stages, in order of `until`; after the last one every parameter trains. FitError
+  /// [grafx.fit.options] for a group that names nothing or an `until` outside (0, 1].
+  std::vector<FitStage> stages;
   LearningRateSchedule lr_schedule = {0, 0.1};  ///< cosine decay to lr/10 (Evaluation)
   double crop_seconds              = 3.8;       ///< random crop per step (whole song if shorter)
   /// Crops per step, rendered as one source batch; the loss and regularisers are their means.
@@ -173,6 +185,8 @@ class Fitter {
   void load_checkpoint(const std::string& path);
 
  private:
+  /// Clears the gradients of the parameters the stage at share `done` does not train.
+  void freeze_outside_stage(double done);
   /// Σ w over the dry/wet nodes not bypassed, of `parameters`.
   at::Tensor sparsity(const Parameters& parameters) const;
   /// What a checkpoint must agree on: graph, data, settings.
