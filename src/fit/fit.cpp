@@ -98,14 +98,6 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
   return options;
 }
 
-/// Our own copies of given parameters, trained in place.
-Parameters own_copies(const Parameters& given) {
-  Parameters copies;
-  for (const auto& [type, named] : given)
-    for (const auto& [name, p] : named) copies[type][name] = p.detach().clone().requires_grad_();
-  return copies;
-}
-
 /// The keys a parameter group may name parameter `name` of `type` by, most specific first.
 std::vector<std::string> group_keys(const std::string& type, const std::string& name) {
   return {type + "." + name, type, name};
@@ -141,8 +133,6 @@ AdamWOptions grouped(const FitOptions& options, const Parameters& parameters) {
   std::vector<std::string> groups;
   for (const auto& [group, lr] : options.learning_rates) groups.push_back(group);
   check_groups(groups, parameters, "learning-rate group");
-  for (const auto& stage : options.stages)
-    check_groups({stage.groups.begin(), stage.groups.end()}, parameters, "stage group");
   return grouped;
 }
 
@@ -209,7 +199,7 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
       render_options_(gain_staging(graph_.types())),
       parameters_(initial.empty() ? create_parameters(graph_, processors_,
                                                       {options_.seed, tracks_.scalar_type(), true})
-                                  : own_copies(initial)),
+                                  : cloned_parameters(initial, true)),  // trained in place
       loss_(options_.loss),
       optimizer_(parameters_, grouped(options_, parameters_)) {
   render_options_.node_gradient_hooks = options_.node_gradient_hooks;
@@ -217,11 +207,12 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
     throw FitError("grafx.fit.options",
                    "the graph has nothing to fit: no processor with parameters and no dry/wet "
                    "node (e.g. a chain of mix nodes only)");
+  for (const auto& stage : options_.stages)
+    check_groups({stage.groups.begin(), stage.groups.end()}, parameters_, "stage group");
   if (initial.empty())
     initialisation_ = initialise_from_data(graph_, processors_, plan_, parameters_, tracks_, mix_,
                                            sample_rate_, options_.initialisation);
-  for (const auto& [type, named] : parameters_)
-    for (const auto& [name, p] : named) initial_parameters_[type][name] = p.detach().clone();
+  initial_parameters_ = cloned_parameters(parameters_);
   if (!initial.empty()) check_parameters(graph_, processors_, initial, 0, tracks_.scalar_type());
 }
 

@@ -305,10 +305,7 @@ void Pruner::run(const std::function<void(const PruningProgress&)>& progress) {
 std::pair<Graph, Parameters> Pruner::result() const {
   Graph graph              = fitter_.graph();
   std::vector<NodeId> gone = removed();
-  Parameters parameters;
-  for (const auto& [type, named] : fitter_.parameters())
-    for (const auto& [name, p] : named) parameters[type][name] = p.detach().clone();
-  parameters = parameters_without(graph, parameters, gone);
+  Parameters parameters = parameters_without(graph, cloned_parameters(fitter_.parameters()), gone);
   for (NodeId id : gone) graph.bypass(id);
   return {graph, parameters};
 }

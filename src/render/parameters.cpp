@@ -110,6 +110,14 @@ std::string describe_parameters(const Graph& graph, const Processors& processors
   return s.str();
 }
 
+Parameters cloned_parameters(const Parameters& parameters, bool requires_grad) {
+  Parameters copies;
+  for (const auto& [type, named] : parameters)
+    for (const auto& [name, p] : named)
+      copies[type][name] = p.detach().clone().set_requires_grad(requires_grad);
+  return copies;
+}
+
 Parameters parameters_without(const Graph& graph, const Parameters& parameters,
                               const std::vector<NodeId>& removed) {
   Parameters kept;

@@ -56,8 +56,8 @@ std::string initialisation_html(const Fitter& fitter, const std::vector<std::str
   const DataInitialisation& done = fitter.initialisation();
   const bool gains = done.gains.gains.defined(), eq = done.eq.gains_db.defined();
   if (!gains && !eq && done.started.empty()) return "";
-  auto name = [&](size_t k) {
-    return k < names.size() ? escape(names[k]) : "track " + std::to_string(k + 1);
+  auto name = [&](size_t k) {  // as given, not escaped
+    return k < names.size() ? names[k] : "track " + std::to_string(k + 1);
   };
   std::ostringstream html;
   html << "<h2>Initial console</h2>\n<p>Starting values from the data, before the first step "
@@ -71,7 +71,7 @@ std::string initialisation_html(const Fitter& fitter, const std::vector<std::str
          << fixed(g.error_before, 3) << " → " << fixed(g.error_after, 3) << "):</p>\n"
          << "<table><tr><th>track</th><th>left dB</th><th>right dB</th></tr>";
     for (size_t k = 0; k < g.nodes.size(); ++k) {
-      html << "<tr><td>" << name(k) << "</td>";
+      html << "<tr><td>" << escape(name(k)) << "</td>";
       for (int64_t c = 0; c < 2; ++c)
         html << "<td>"
              << (g.nodes[k] < 0 ? std::string("(no gain node)")
@@ -90,7 +90,7 @@ std::string initialisation_html(const Fitter& fitter, const std::vector<std::str
       if (e.nodes[k] < 0) continue;
       at::Tensor db = e.gains_db[int64_t(k)].contiguous();
       curves.push_back(
-          {names.size() > k ? names[k] : "track " + std::to_string(k + 1), hz,
+          {name(k), hz,
            std::vector<double>(db.data_ptr<double>(), db.data_ptr<double>() + db.numel())});
     }
     PlotOptions plot;

@@ -184,7 +184,6 @@ TEST(TypicalStarts, SetWhatTheDescriptorsSay) {
 
 TEST(LearningRateGroups, FreezeAndNameCheck) {
   Graph graph            = test_graph(2);
-  Processors processors  = make_processors(graph.types(), {kRate});
   at::Tensor tracks      = at::randn({2, 2, 2 * kRate}) * 0.2;
   at::Tensor mix         = tracks.sum(0) * 0.3;
   FitOptions options     = testing::small_options(3);
@@ -202,12 +201,11 @@ TEST(LearningRateGroups, FreezeAndNameCheck) {
 
 TEST(Stages, OnlyTheStagesGroupsTrainUntilItEnds) {
   // First half: only the gains train; then the EQs too.
-  Graph graph           = test_graph(2);
-  Processors processors = make_processors(graph.types(), {kRate});
-  at::Tensor tracks     = at::randn({2, 2, 2 * kRate}) * 0.2;
-  at::Tensor mix        = tracks.sum(0) * 0.3;
-  FitOptions options    = testing::small_options(4);
-  options.stages        = {{0.5, {"gain_pan"}}};
+  Graph graph        = test_graph(2);
+  at::Tensor tracks  = at::randn({2, 2, 2 * kRate}) * 0.2;
+  at::Tensor mix     = tracks.sum(0) * 0.3;
+  FitOptions options = testing::small_options(4);
+  options.stages     = {{0.5, {"gain_pan"}}};
   Fitter fitter(graph, tracks, mix, kRate, options);
   at::Tensor eq_start   = fitter.parameters().at("eq").at("log_magnitude").detach().clone();
   at::Tensor gain_start = fitter.parameters().at("gain_pan").at("log_gain").detach().clone();

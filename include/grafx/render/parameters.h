@@ -48,6 +48,10 @@ void check_parameters(const Graph& graph, const Processors& processors,
                       const Parameters& parameters, int64_t batch = 0,
                       at::ScalarType dtype = at::kFloat);
 
+/// Copies of `parameters` that share no storage with them, detached (leaves that require
+/// gradients when `requires_grad`).
+Parameters cloned_parameters(const Parameters& parameters, bool requires_grad = false);
+
 /// The parameters of `graph` without the nodes `removed`: each type's rows of the nodes that
 /// remain, in order; no "dry_wet" for a type whose remaining nodes carry none, and no entry for
 /// a type left without nodes. What the graph with those
