@@ -25,11 +25,10 @@ STEMS = ("bass", "drums", "guitar", "guitar2", "singing")
 def stems():
     """The five testdata stems, dual mono at 30 kHz, cut to the shortest: K×2×L."""
     folder = os.environ.get("GRAFX_TESTDATA",
-                            os.path.join(os.path.dirname(__file__), "..", "..", "shared",
-                                         "testdata"))
+                            os.path.join(os.path.dirname(__file__), "..", "testdata"))
     tracks = []
     for name in STEMS:
-        samples, rate = grafx.load_audio(os.path.join(folder, name + ".wav"))
+        samples, rate = grafx.load_audio(os.path.join(folder, name + ".flac"))
         tracks.append(grafx.resample(samples, rate, 30000)[:1].expand(2, -1))
     length = min(t.shape[1] for t in tracks)
     return torch.stack([t[:, :length] for t in tracks]).contiguous()

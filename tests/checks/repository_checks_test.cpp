@@ -155,3 +155,28 @@ TEST(RepositoryChecks, ErrorCatalogueListsExactlyTheCodesThrown) {
 }
 
 }  // namespace
+
+TEST(RepositoryChecks, NothingReadsOutsideTheRepository) {
+  // Developers and CI have a folder beside the clone that users do not: no test, benchmark,
+  // script, build file, document or source may name it, so a plain clone passes its own tests.
+  // The name is assembled, so that this file does not name it.
+  const std::string outside        = std::string("..") + "/shared",
+                    data           = std::string("shared") + "/testdata";
+  const std::set<std::string> text = {".h",  ".cpp",  ".py", ".sh",   ".txt", ".cmake",
+                                      ".md", ".json", ".in", ".toml", ".cfg", ""};
+  std::string found;
+  for (auto it = fs::recursive_directory_iterator(source_dir()); it != fs::end(it); ++it) {
+    const std::string name = it->path().filename().string();
+    if (it->is_directory() && (name == ".git" || name.rfind("build", 0) == 0 ||
+                               name == "__pycache__" || name == "demo-output")) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (!it->is_regular_file() || !text.count(it->path().extension().string())) continue;
+    auto lines = lines_of(it->path());
+    for (size_t i = 0; i < lines.size(); ++i)
+      if (lines[i].find(outside) != std::string::npos || lines[i].find(data) != std::string::npos)
+        found += relative_path(it->path()) + ":" + std::to_string(i + 1) + ": " + lines[i] + "\n";
+  }
+  EXPECT_TRUE(found.empty()) << "these lines name a folder outside the repository:\n" << found;
+}

@@ -135,7 +135,7 @@ TEST(Registration, NoFileOutsideTheProcessorsTestsAProcessorsName) {
 }
 
 TEST(Registration, GrafxNamesAreGrafxsExportedProcessors) {
-  // GRAFX's processors/__init__.py exports (../shared/reference/grafx.md §4), all 36: the
+  // GRAFX v0.6.0's processors/__init__.py exports, all 36: the
   // gain-staging and dry/wet wrappers are features of every node and of the fit here.
   const std::set<std::string> exported = {"DryWet",
                                           "GainStagingRegularization",

@@ -75,7 +75,7 @@ CommandResult run_grafx(const std::vector<std::string>& args,
 
 std::string testdata_dir() {
   const char* dir = std::getenv("GRAFX_TESTDATA");
-  return dir ? dir : "";
+  return dir ? dir : GRAFX_TESTDATA_DIR;
 }
 
 bool contains(const std::string& text, const std::string& part) {
