@@ -14,6 +14,7 @@ packages=(
   fonts-dejavu-core       # a font for the letters in pictures
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format            # the formatting check of the test command
+  chromium                # the report screenshot test (scripts/report-screenshot.sh)
   python3-dev pybind11-dev python3-torch  # the Python module (PyTorch 1.13 on the same LibTorch)
   python3-numpy python3-pytest python3-networkx  # its tests and GRAFX interop
 )

@@ -2,6 +2,7 @@
 
 #include "commands.h"
 
+#include <grafx/duration.h>
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/fit/demo.h>
@@ -25,19 +26,6 @@ namespace grafx::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  std::ostringstream s;
-  int64_t total = std::llround(seconds);
-  if (total >= 3600)
-    s << total / 3600 << "h" << std::setw(2) << std::setfill('0') << (total % 3600) / 60 << "m";
-  else if (total >= 60)
-    s << total / 60 << "m" << std::setw(2) << std::setfill('0') << total % 60 << "s";
-  else
-    s << total << "s";
-  return s.str();
-}
 
 struct Session {
   std::string folder;
@@ -99,14 +87,13 @@ void run_session(Fitter& fitter, Session& session) {
   const DataInitialisation& initial = fitter.initialisation();
   if (!session.resume) {
     std::cout << std::fixed << std::setprecision(3);
-    if (!initial.started.empty())
-      std::cout << "typical starts: " << initial.started.size() << " dynamics nodes\n";
-    if (initial.gains.gains.defined())
-      std::cout << "track gains by least squares: relative error on the excerpt "
-                << initial.gains.error_before << " -> " << initial.gains.error_after << "\n";
-    if (initial.eq.gains_db.defined())
-      std::cout << "track EQs from spectral ratios: relative band-power error "
-                << initial.eq.error_before << " -> " << initial.eq.error_after << "\n";
+    for (const auto& step : initial.steps) {
+      std::cout << step.name << ": " << step.detail;
+      if (!std::isnan(step.loss_after))
+        std::cout << "; whole-song loss " << step.loss_before << " -> " << step.loss_after
+                  << (step.kept ? "" : ", higher: undone");
+      std::cout << "\n";
+    }
   }
   session.summary.before = fitter.evaluate();  // the initial console, also when resuming
   std::cout << "loss before fitting: " << std::fixed << std::setprecision(4)
@@ -136,7 +123,7 @@ void run_session(Fitter& fitter, Session& session) {
                   << " (with regularisers " << std::setprecision(3) << p.record.loss << ")  "
                   << std::setprecision(2) << p.steps_per_second << " steps/s  lr "
                   << std::setprecision(4) << p.learning_rate << "  "
-                  << (budget ? "time left " : "ETA ") << duration(p.eta_seconds)
+                  << (budget ? "time left " : "ETA ") << format_duration(p.eta_seconds)
                   << (p.skipped_steps ? "  skipped " + std::to_string(p.skipped_steps) : "")
                   << "   " << (terminal && !last ? "" : "\n") << std::flush;
       }
@@ -353,38 +340,44 @@ void trim_to_shortest(const std::vector<std::pair<std::string, at::Tensor*>>& au
     }
 }
 
-void prepare_output_folder(const std::string& path, const std::vector<std::string>& files,
-                           bool resume, bool force, const std::string& what) {
+void check_output_folder(const std::string& path, const std::vector<std::string>& files,
+                         bool resume, bool force, const std::string& what) {
   fs::path folder(path);
-  std::error_code ec;
   if (!fs::exists(folder)) {
     if (resume) throw FitError("grafx.fit.checkpoint", path + ": no such folder to resume from");
     if (!folder.parent_path().empty() && !fs::is_directory(folder.parent_path()))
       throw IoError("grafx.io.unwritable",
                     path + ": folder " + folder.parent_path().string() + " does not exist");
-    fs::create_directory(folder, ec);
-    if (ec) throw IoError("grafx.io.unwritable", path + ": " + ec.message());
     return;
   }
   if (!fs::is_directory(folder))
     throw IoError("grafx.io.unwritable", path + ": exists and is not a folder");
-  if (resume) return;
-  std::vector<fs::path> earlier;  // what an earlier run wrote here
+  if (resume || force) return;
   for (const auto& name : files)
-    if (fs::exists(folder / name)) earlier.push_back(folder / name);
-  if (force) {
-    // Removed now, so that an interrupted run never leaves a folder mixing two runs; only
-    // grafx's own outputs, never other files.
-    for (const auto& file : earlier) {
-      fs::remove(file, ec);
-      if (ec) throw IoError("grafx.io.unwritable", file.string() + ": " + ec.message());
-    }
+    if (fs::exists(folder / name))
+      throw IoError("grafx.io.exists", path + ": holds the results of an earlier " + what +
+                                           "; continue it with --resume, replace it with "
+                                           "--force, or choose another folder");
+}
+
+void prepare_output_folder(const std::string& path, const std::vector<std::string>& files,
+                           bool resume, bool force, const std::string& what) {
+  check_output_folder(path, files, resume, force, what);
+  fs::path folder(path);
+  std::error_code ec;
+  if (!fs::exists(folder)) {
+    fs::create_directory(folder, ec);
+    if (ec) throw IoError("grafx.io.unwritable", path + ": " + ec.message());
     return;
   }
-  if (!earlier.empty())
-    throw IoError("grafx.io.exists", path + ": holds the results of an earlier " + what +
-                                         "; continue it with --resume, replace it with --force, "
-                                         "or choose another folder");
+  if (resume || !force) return;
+  // Removed now, so that an interrupted run never leaves a folder mixing two runs; only
+  // grafx's own outputs, never other files.
+  for (const auto& name : files) {
+    if (!fs::exists(folder / name)) continue;
+    fs::remove(folder / name, ec);
+    if (ec) throw IoError("grafx.io.unwritable", (folder / name).string() + ": " + ec.message());
+  }
 }
 
 std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs) {
@@ -459,8 +452,8 @@ void add_fit_command(CLI::App& app) {
     auto [tracks, mix]   = load_fit_audio(inputs);
     const int64_t length = mix.size(1);
     std::cout << "fitting " << (args->graph.empty() ? "a console" : args->graph) << " of "
-              << graph.n_nodes() << " nodes to " << args->mix << " (" << tracks.size(0)
-              << " tracks, " << std::fixed << std::setprecision(2)
+              << counted(graph.n_nodes(), "node") << " to " << args->mix << " ("
+              << counted(tracks.size(0), "track") << ", " << std::fixed << std::setprecision(2)
               << double(length) / double(args->sample_rate) << " s at " << args->sample_rate
               << " Hz)\n";
     args->options.adapt_threads       = !threads_chosen();
@@ -475,6 +468,8 @@ void add_fit_command(CLI::App& app) {
                           args->session.force, "fit");  // only once everything has been checked
     args->session.summary.title       = "grafx fit: " + fs::path(args->mix).filename().string();
     args->session.summary.track_names = names;
+    args->session.summary.target_file = args->mix;  // the page plays it beside the fitted mix
+    args->session.summary.track_files = args->tracks;
     args->session.inputs              = inputs;
     run_session(fitter, args->session);
   });
@@ -500,6 +495,9 @@ void add_demo_command(CLI::App& app) {
       ->check(whole_number(0));
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
+    // Refused before minutes of synthesis and set-up, not after.
+    check_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
+                        args->session.force, "fit");
     std::cout << "synthesising a song (drums, bass, chords, lead; " << args->demo.seconds
               << " s at " << args->demo.sample_rate
               << " Hz) and mixing it through a hidden console\n";
@@ -531,6 +529,13 @@ void add_demo_command(CLI::App& app) {
     std::cout << "fitting a fresh console of " << song.console.n_nodes() << " nodes to that mix\n";
     args->session.summary.title       = "grafx demo: a synthesised song mixed by a hidden console";
     args->session.summary.track_names = song.track_names;
+    // The page plays the hidden console's mix and the tracks, and sets each fitted setting
+    // beside the hidden one.
+    args->session.summary.target_file     = inputs.mix;
+    args->session.summary.target_label    = "target: the hidden console's mix";
+    args->session.summary.track_files     = inputs.tracks;
+    args->session.summary.reference       = song.hidden;
+    args->session.summary.reference_label = "hidden console";
     run_session(fitter, args->session);
   });
 }

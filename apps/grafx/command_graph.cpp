@@ -22,8 +22,8 @@ std::string summary(const Graph& graph) {
   int64_t processors = 0;
   for (TypeId t = NodeTypes::kMix + 1; t < graph.types().size(); ++t)
     processors += counts[size_t(t)];
-  s << graph.n_nodes() << " nodes (" << processors << " processors), " << graph.n_edges()
-    << " edges";
+  s << counted(graph.n_nodes(), "node") << " (" << counted(processors, "processor") << "), "
+    << counted(graph.n_edges(), "edge");
   return s.str();
 }
 
@@ -194,10 +194,12 @@ void add_console_command(CLI::App& app) {
       check_writable(args->picture, args->force);
     }
     save_graph(console.graph, args->output, args->force);
-    std::cout << "console: " << args->n_tracks << " tracks, " << console.group_mixes.size()
-              << " subgroups, ";
-    if (!options.sends.empty()) std::cout << options.sends.size() << " send buses, ";
-    if (!options.sidechains.empty()) std::cout << options.sidechains.size() << " sidechains, ";
+    std::cout << "console: " << counted(args->n_tracks, "track") << ", "
+              << counted(int64_t(console.group_mixes.size()), "subgroup") << ", ";
+    if (!options.sends.empty())
+      std::cout << counted(int64_t(options.sends.size()), "send bus", "send buses") << ", ";
+    if (!options.sidechains.empty())
+      std::cout << counted(int64_t(options.sidechains.size()), "sidechain") << ", ";
     std::cout << summary(console.graph) << pruned << " -> " << args->output << "\n";
     if (!args->picture.empty()) {
       draw_graph(console.graph, args->picture, draw, args->force);
@@ -215,6 +217,7 @@ void add_info_command(CLI::App& app) {
     std::cout << *path << ": " << summary(graph) << "\n";
     auto counts = graph.count_per_type();
     for (TypeId t = 0; t < graph.types().size(); ++t) {
+      if (counts[size_t(t)] == 0) continue;  // the types present, not every known one
       const NodeType& type = graph.types()[t];
       std::cout << "  " << type_letter(type) << "  " << type.name;
       std::cout << std::string(std::max<size_t>(1, 26 - type.name.size()), ' ');
@@ -268,7 +271,7 @@ void add_draw_command(CLI::App& app) {
     Graph graph = load_graph_file(args->graph);
     check_not_an_input(args->output, {args->graph});
     draw_graph(graph, args->output, args->options, args->force);
-    std::cout << "picture: " << args->output << " (" << graph.n_nodes() << " nodes)\n";
+    std::cout << "picture: " << args->output << " (" << counted(graph.n_nodes(), "node") << ")\n";
   });
 }
 

@@ -73,7 +73,7 @@ void add_loss_command(CLI::App& app) {
       std::string sizes;
       for (size_t r = 0; r < ffts.size(); ++r) sizes += (r ? ", " : "") + std::to_string(ffts[r]);
       std::cout << "{\"loss\": " << json_number(terms.total.item<double>())
-                << ", \"lr\": " << json_number(terms.lr.item<double>())
+                << ", \"left_right\": " << json_number(terms.lr.item<double>())
                 << ", \"mid\": " << json_number(terms.mid.item<double>())
                 << ", \"side\": " << json_number(terms.side.item<double>())
                 << ", \"spectral_difference_db\": " << json_number(spectral_difference_db(terms))

@@ -5,6 +5,8 @@
 
 #include <grafx/error.h>
 #include <grafx/files.h>
+#include <grafx/io/draw.h>
+#include <grafx/io/plot.h>
 #include <grafx/io/processor_response.h>
 #include <grafx/processors/registry.h>
 
@@ -30,7 +32,8 @@ void add_processors_command(CLI::App& app) {
   CLI::Option* name = cmd->add_option("name", args->name, "A processor (node type) name");
   CLI::Option* response =
       cmd->add_option("--response", args->response,
-                      "Write a picture (.svg) of the processor's response: EQ magnitude response, "
+                      "Write a picture (.svg, .png or .pdf) of the processor's response: EQ "
+                      "magnitude response, "
                       "compressor/gate static curve, reverb energy decay, delay impulse response, "
                       "gain/imager stereo field")
           ->needs(name);
@@ -65,15 +68,15 @@ void add_processors_command(CLI::App& app) {
       std::cout << describe_processor(descriptor, args->sample_rate, true);
       return;
     }
-    if (std::filesystem::path(args->response).extension() != ".svg")
-      throw IoError("grafx.io.plot",
-                    "--response: expected an .svg file, but got \"" + args->response + "\"");
+    const std::string format = std::filesystem::path(args->response).extension().string();
+    if (format != ".svg" && format != ".png" && format != ".pdf")
+      throw IoError("grafx.io.plot", "--response: expected an .svg, .png or .pdf file, but got \"" +
+                                         args->response + "\"");
     check_writable(args->response, args->force);
-    TensorDict parameters = default_parameters(*processor);
-    for (const auto& assignment : args->parameters)
-      set_parameter(parameters, nullptr, assignment, *processor, "--param");
+    TensorDict parameters =
+        parameters_from_assignments(*processor, args->parameters, nullptr, "--param");
     Plot plot = processor_response(*processor, parameters, args->sample_rate);
-    write_plot(args->response, plot.series, plot.options, args->force);
+    write_svg_picture(args->response, plot_svg(plot.series, plot.options), args->force);
     std::cout << "picture: " << args->response << " (" << plot.options.title << ")\n";
   });
 }

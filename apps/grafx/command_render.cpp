@@ -151,10 +151,11 @@ void add_render_command(CLI::App& app) {
     }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::cout << "rendered " << args->sources.size() << " source(s) (" << args->channels << " ch, "
-              << sample_rate << " Hz, " << std::fixed << std::setprecision(2)
-              << double(sources.size(2)) / double(sample_rate) << " s) through " << graph.n_nodes()
-              << " nodes in " << plan.n_calls() << " processor calls (" << to_string(plan.method)
+    std::cout << "rendered " << counted(int64_t(args->sources.size()), "source") << " ("
+              << args->channels << " ch, " << sample_rate << " Hz, " << std::fixed
+              << std::setprecision(2) << double(sources.size(2)) / double(sample_rate)
+              << " s) through " << counted(graph.n_nodes(), "node") << " in "
+              << counted(plan.n_calls(), "processor call") << " (" << to_string(plan.method)
               << ") in " << seconds << " s -> " << outputs.front()
               << (outputs.size() > 1 ? " ..." : "") << "\n";
   });

@@ -57,6 +57,10 @@ double spectral_difference_db(const MixLossTerms& terms);
 /// been checked: it is the first thing to write.
 void prepare_output_folder(const std::string& folder, const std::vector<std::string>& files,
                            bool resume, bool force, const std::string& what);
+/// prepare_output_folder's refusals alone, writing nothing: for commands that work long before
+/// their first write.
+void check_output_folder(const std::string& folder, const std::vector<std::string>& files,
+                         bool resume, bool force, const std::string& what);
 /// Writes fit.json (the inputs, absolute paths, and the fit's settings) into a fit folder.
 void write_fit_record(const std::string& folder, const FitInputs& inputs, const FitOptions& options,
                       bool overwrite);
@@ -110,12 +114,16 @@ void parse_routing(const std::vector<std::string>& sends,
 /// the leading dimensions, separated by ';'. Throws through `fail` with the reason.
 void fill_values(at::Tensor& values, const std::string& text,
                  const std::function<void(const std::string&)>& fail);
-/// Sets one parameter of one node from "NAME=VALUES" (see fill_values); `option` names the
-/// command-line option in errors. NAME is a physical name (values in its unit, checked against
-/// its range, converted to raw values), a raw name (raw values) or, where `wet` is given,
-/// "wet" (the node's dry/wet amount, stored as its raw value in *wet).
-void set_parameter(TensorDict& raw, at::Tensor* wet, const std::string& assignment,
-                   const Processor& processor, const std::string& option);
+/// Raw parameters [1, shape...] (float64) of one node of `processor` from "NAME=VALUES"
+/// assignments (see fill_values), mapped by the library (grafx/processors/parameter_values.h):
+/// NAME is a physical name (values in its unit, checked against its range), a raw name (raw
+/// values) or, where `wet` is given, "wet" (the node's dry/wet amount, whose raw value goes to
+/// *wet, left as it is when unset). Unset parameters keep their initial values; a name given
+/// twice takes its last value; a parameter given by both names is refused. `option` names the
+/// command-line option in errors.
+TensorDict parameters_from_assignments(const Processor& processor,
+                                       const std::vector<std::string>& assignments, at::Tensor* wet,
+                                       const std::string& option);
 /// Processor options from "NAME=VALUE" assignments (`option` names the command-line option in
 /// errors): true/false for flags, a number, a choice's name, or comma-separated type names for a
 /// container's members. Checked when the processor is made (make_configured).
@@ -127,6 +135,8 @@ std::unique_ptr<Processor> make_configured(const ProcessorDescriptor& descriptor
                                            ProcessorConfig config, const std::string& option);
 /// "a, b, c".
 std::string join(const std::vector<std::string>& items);
+/// "1 subgroup", "3 subgroups"; `plural` where adding "s" is wrong ("send buses").
+std::string counted(int64_t n, const std::string& singular, const std::string& plural = "");
 /// The items between separators ("a,,b" has three; "" has one, empty).
 std::vector<std::string> split(const std::string& text, char separator);
 /// A finite number above `min` (or at least `min` when `inclusive`), with a message saying so:

@@ -102,6 +102,10 @@ CLI::Validator whole_number(int64_t min) {
       wanted);
 }
 
+std::string counted(int64_t n, const std::string& singular, const std::string& plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural.empty() ? singular + "s" : plural);
+}
+
 namespace {
 bool threads_were_chosen = false;  // set once, while the command line is parsed
 }  // namespace
@@ -119,18 +123,49 @@ namespace {
 // The first line of an exception message: LibTorch appends a C++ stack trace to its own.
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// The library refuses to replace files without knowing the flag that allows it here.
+std::string with_force_hint(const grafx::Error& e) {
+  return e.code() == "grafx.io.exists" && e.message().find("--force") == std::string::npos &&
+                 e.message().find("refusing to overwrite") != std::string::npos
+             ? " (--force replaces it)"
+             : "";
+}
+
+// The first word that is neither an option nor an option's value must name a command: CLI11
+// would otherwise report an unknown one as a missing command ("A subcommand is required").
+void check_command(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.rfind("-", 0) == 0) {
+      const CLI::Option* option = app.get_option_no_throw(word.substr(0, word.find('=')));
+      if (option && option->get_type_size() > 0 && word.find('=') == std::string::npos) ++i;
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+      if (command->check_name(word)) return;
+      names.push_back(command->get_name());
+    }
+    throw CLI::ParseError(
+        "unknown command \"" + word + "\"; the commands are " + grafx::cli::join(names),
+        CLI::ExitCodes::InvalidError);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"grafx: differentiable audio processing graphs"};
   app.require_subcommand(1);
+  app.fallthrough();  // the program's options (--threads, ...) also after the command
   app.set_version_flag("--version", "grafx 0.1.0");
   // LibTorch defaults to one thread on these machines: use every core unless told otherwise.
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CLI::Option* threads_option =
       app.add_option("--threads", threads,
-                     "CPU threads for LibTorch (default: all cores, or $GRAFX_THREADS; fits then "
-                     "use fewer while that steps faster on a busy machine)")
+                     "CPU threads for LibTorch, before or after the command (default: all cores, "
+                     "or $GRAFX_THREADS; fits then use fewer while that steps faster on a busy "
+                     "machine)")
           ->check(CLI::Range(1, 1024));
   double max_input_mb = double(grafx::input_limit() >> 20);
   app.add_option("--max-input-mb", max_input_mb,
@@ -166,6 +201,7 @@ int main(int argc, char** argv) {
       threads                         = int(value);
       grafx::cli::threads_were_chosen = true;
     }
+    check_command(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -188,7 +224,7 @@ int main(int argc, char** argv) {
                  "written)\n";
     return 1;
   } catch (const grafx::Error& e) {
-    std::cerr << "grafx: error: " << e.what() << "\n";
+    std::cerr << "grafx: error: " << e.what() << with_force_hint(e) << "\n";
     return 1;
   } catch (const c10::Error& e) {
     const std::string what = first_line(e.what_without_backtrace());

@@ -211,7 +211,8 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
     check_groups({stage.groups.begin(), stage.groups.end()}, parameters_, "stage group");
   if (initial.empty())
     initialisation_ = initialise_from_data(graph_, processors_, plan_, parameters_, tracks_, mix_,
-                                           sample_rate_, options_.initialisation);
+                                           sample_rate_, options_.initialisation,
+                                           [this] { return evaluate().total.item<double>(); });
   initial_parameters_ = cloned_parameters(parameters_);
   if (!initial.empty()) check_parameters(graph_, processors_, initial, 0, tracks_.scalar_type());
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace grafx {
 namespace {
@@ -16,6 +17,12 @@ constexpr double kMinGain          = 1e-3;  // −60 dB: a track the mix does no
 constexpr int64_t kFftSize         = 2048;  // 68 ms at 30 kHz: bands of 15 Hz and finer
 constexpr double kLowestBandHz     = 31.25;
 const double kDbPerNeper           = 20 / std::log(10.0);  // natural-log gain to dB
+
+std::string fixed(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", value);
+  return text;
+}
 
 /// The first node on track `source`'s own chain whose descriptor names a parameter in `fact`:
 /// following single edges from the `in` node while each next node has that one input; -1 if
@@ -245,27 +252,86 @@ DataInitialisation initialise_from_data(const Graph& graph, const Processors& pr
                                         const RenderPlan& plan, Parameters& parameters,
                                         const at::Tensor& tracks, const at::Tensor& mix,
                                         SampleRate sample_rate,
-                                        const InitialisationOptions& options) {
+                                        const InitialisationOptions& options,
+                                        const std::function<double()>& loss) {
   DataInitialisation done;
-  if (options.typical_starts) {
-    Random unused(0);                               // fit starts are not drawn
-    for (const auto& [type, named] : parameters) {  // (set_physical writes rows in place)
-      const ProcessorDescriptor* d = find_processor(type);
-      if (!d || !d->fit_start) continue;
-      const Processor& processor = *processors.at(type);
-      for (NodeId id : graph.nodes_of_type(type)) {
-        set_physical(graph, processor, parameters, id,
-                     d->fit_start({processor, sample_rate, false, unused}));
-        done.started.push_back(id);
-      }
+  double current = NAN;  // the loss of `parameters` as they are, once known
+  // Runs one part. A fit to the data is undone (in place: an optimizer may hold the tensors)
+  // where it does not lower the loss; returns whether the part was kept.
+  auto run = [&](const std::string& name, const std::function<std::string()>& part, bool gated) {
+    InitialisationStep step{name, "", NAN, NAN, true};
+    if (!gated || !loss) {
+      step.detail = part();
+      current     = NAN;
+      done.steps.push_back(step);
+      return true;
     }
+    if (std::isnan(current)) current = loss();
+    const Parameters before = cloned_parameters(parameters);
+    step.detail             = part();
+    step.loss_before        = current;
+    step.loss_after         = loss();
+    step.kept               = step.loss_after < step.loss_before;
+    if (step.kept) {
+      current = step.loss_after;
+    } else {
+      c10::NoGradGuard no_grad;
+      for (auto& [type, named] : parameters)
+        for (auto& [key, tensor] : named) tensor.copy_(before.at(type).at(key));
+    }
+    done.steps.push_back(step);
+    return step.kept;
+  };
+  if (options.typical_starts) {
+    std::vector<NodeId> started;
+    // Always kept: typical settings are for the gradients (a 0.05 ms detector is nearly
+    // instantaneous, its gradients spiky), not for the first loss.
+    run(
+        "typical starts",
+        [&] {
+          Random unused(0);                               // fit starts are not drawn
+          for (const auto& [type, named] : parameters) {  // (set_physical writes rows in place)
+            const ProcessorDescriptor* d = find_processor(type);
+            if (!d || !d->fit_start) continue;
+            const Processor& processor = *processors.at(type);
+            for (NodeId id : graph.nodes_of_type(type)) {
+              set_physical(graph, processor, parameters, id,
+                           d->fit_start({processor, sample_rate, false, unused}));
+              started.push_back(id);
+            }
+          }
+          return std::to_string(started.size()) + " dynamics nodes";
+        },
+        /*gated=*/false);
+    done.started = started;
+    if (started.empty()) done.steps.pop_back();  // no node has a typical start
   }
-  if (options.channel_gains)
-    done.gains = fit_channel_gains(graph, processors, plan, parameters, tracks, mix, sample_rate,
-                                   options.excerpt_seconds);
-  if (options.spectral_eq)
-    done.eq = fit_spectral_eq(graph, processors, plan, parameters, tracks, mix, sample_rate,
-                              options.excerpt_seconds, options.max_eq_db);
+  if (options.channel_gains) {
+    ChannelGainFit gains;
+    if (run(
+            "track gains by least squares",
+            [&] {
+              gains = fit_channel_gains(graph, processors, plan, parameters, tracks, mix,
+                                        sample_rate, options.excerpt_seconds);
+              return "relative error on the excerpt " + fixed(gains.error_before) + " -> " +
+                     fixed(gains.error_after);
+            },
+            /*gated=*/true))
+      done.gains = gains;
+  }
+  if (options.spectral_eq) {
+    SpectralEqFit eq;
+    if (run(
+            "track EQs from spectral ratios",
+            [&] {
+              eq = fit_spectral_eq(graph, processors, plan, parameters, tracks, mix, sample_rate,
+                                   options.excerpt_seconds, options.max_eq_db);
+              return "relative band-power error " + fixed(eq.error_before) + " -> " +
+                     fixed(eq.error_after);
+            },
+            /*gated=*/true))
+      done.eq = eq;
+  }
   return done;
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <sstream>
 
 namespace grafx {
@@ -194,14 +195,11 @@ void check_drawable(const Graph& graph, const std::string& path, const DrawOptio
                       "); write .dot, or raise the limit (grafx draw --max-nodes)");
 }
 
-void draw_graph(const Graph& graph, const std::string& path, const DrawOptions& options,
-                bool overwrite) {
-  check_drawable(graph, path, options);
-  std::string extension = lower_extension(path);
-  std::string dot       = graph_to_dot(graph, options);
-  if (is_dot(extension)) return write_text_file(path, dot, overwrite);
-  std::string format = extension.substr(1);
+namespace {
 
+/// Lays out DOT text and renders it to `path` in `format` (svg, png, pdf), atomically.
+void render_dot(const std::string& dot, const std::string& path, const std::string& format,
+                bool overwrite) {
   static std::mutex graphviz_mutex;  // Graphviz keeps global state
   std::lock_guard<std::mutex> lock(graphviz_mutex);
   static std::string errors;
@@ -224,6 +222,57 @@ void draw_graph(const Graph& graph, const std::string& path, const DrawOptions& 
     gvFreeLayout(context.get(), g.get());
     if (status != 0) fail("Graphviz could not write " + format);
   });
+}
+
+}  // namespace
+
+void draw_graph(const Graph& graph, const std::string& path, const DrawOptions& options,
+                bool overwrite) {
+  check_drawable(graph, path, options);
+  std::string extension = lower_extension(path);
+  std::string dot       = graph_to_dot(graph, options);
+  if (is_dot(extension)) return write_text_file(path, dot, overwrite);
+  render_dot(dot, path, extension.substr(1), overwrite);
+}
+
+void write_svg_picture(const std::string& path, const std::string& svg, bool overwrite) {
+  const std::string extension = lower_extension(path);
+  if (extension != ".svg" && extension != ".png" && extension != ".pdf")
+    throw IoError("grafx.io.draw", path + ": unknown picture format \"" + extension +
+                                       "\"; expected .svg, .png or .pdf");
+  // Graphviz reads an image's size from its root element's width and height (pixels, taken
+  // as points), and only on a line of its own after an XML declaration.
+  std::smatch size;
+  if (!std::regex_search(
+          svg, size, std::regex(R"re(<svg[^>]*\swidth="([0-9.]+)"[^>]*\sheight="([0-9.]+)")re")))
+    throw IoError("grafx.io.draw", path + ": the picture's SVG has no width and height");
+  const std::string body = svg.substr(svg.find("<svg"));
+  const std::string text =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
+      std::regex_replace(body, std::regex(">"), ">\n", std::regex_constants::format_first_only);
+  if (extension == ".svg") return write_text_file(path, text, overwrite);
+  check_writable(path, overwrite);
+  // The SVG goes beside the output (Graphviz takes image paths relative to its imagepath), as
+  // a temporary file, drawn as the one node of a graph, at twice the pixels for PNG.
+  const std::filesystem::path target(path);
+  const std::filesystem::path folder =
+      target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  const std::string image = "." + target.filename().string() + ".picture.svg";
+  write_text_file((folder / image).string(), text, /*overwrite=*/true);
+  struct Remove {
+    std::filesystem::path file;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove(file, ec);
+    }
+  } remove{folder / image};
+  const double width = std::stod(size[1]) / 72, height = std::stod(size[2]) / 72;  // inches
+  std::ostringstream dot;
+  dot << "digraph { graph [pad=0, margin=0, dpi=" << (extension == ".png" ? 144 : 72)
+      << ", imagepath=" << quote(std::filesystem::absolute(folder).string())
+      << "]; node [shape=none, margin=0, label=\"\", fixedsize=true, imagescale=true, width="
+      << width << ", height=" << height << ", image=" << quote(image) << "]; picture }";
+  render_dot(dot.str(), path, extension.substr(1), overwrite);
 }
 
 }  // namespace grafx

@@ -53,16 +53,11 @@ MixLoss::MixLoss(MixLossOptions options)
   for (const auto& resolution : constants_->resolutions) {
     at::Tensor filterbank =
         detail::mel_filterbank(options_.sample_rate, resolution.fft_size, options_.n_mels);
-    // An empty band has a zero mel magnitude, whose log would make the loss NaN.
-    at::Tensor empty = (filterbank.amax(1) == 0).nonzero();
-    if (empty.numel() > 0) {
-      std::ostringstream s;
-      s << kWhat << ": expected every one of the " << options_.n_mels
-        << " mel bands to hold an FFT bin, but band " << empty[0].item<int64_t>()
-        << " holds none at FFT size " << resolution.fft_size
-        << " (use fewer mel bands or larger FFT sizes)";
-      throw LossError("grafx.loss.options", s.str());
-    }
+    // A band narrower than the FFT's bin spacing holds no bin (the lowest bands of the small
+    // FFTs at 44.1 kHz and above): its magnitude is zero in both signals, so it carries no
+    // information and its log is undefined. It is left out of that resolution, as if librosa's
+    // or torchaudio's all-zero row were dropped.
+    filterbank = filterbank.index_select(0, (filterbank.amax(1) > 0).nonzero().squeeze(1));
     constants_->windows.push_back(detail::padded_hann_window(resolution));
     constants_->filterbanks.push_back(filterbank.to_sparse());
   }

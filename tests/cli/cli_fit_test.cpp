@@ -286,7 +286,8 @@ TEST(CliLoss, ScoresAMixAsTheLibrarysLossDoes) {
     return std::stod(r.out.substr(at + name.size() + 4));
   };
   EXPECT_NEAR(field("loss"), expected.total.item<double>(), 1e-5);
-  EXPECT_NEAR(field("lr"), expected.lr.item<double>(), 1e-5);
+  EXPECT_NEAR(field("left_right"), expected.lr.item<double>(), 1e-5);
+  EXPECT_FALSE(contains(r.out, "\"lr\"")) << "lr reads as a learning rate";
   EXPECT_NEAR(field("mid"), expected.mid.item<double>(), 1e-5);
   EXPECT_NEAR(field("side"), expected.side.item<double>(), 1e-5);
   EXPECT_TRUE(contains(r.out, "\"fft_sizes\": [512, 1024, 4096]")) << r.out;

@@ -36,8 +36,17 @@ TEST(CliProcessors, ResponsePicturesWithParameters) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "picture: " + svg + " (eq at 8000 Hz)")) << r.out;
   std::string picture = testing::read_file(svg);
-  EXPECT_EQ(picture.rfind("<svg", 0), 0u);
+  EXPECT_NE(picture.find("<svg"), std::string::npos);
   EXPECT_TRUE(contains(picture, "frequency (Hz)"));
+  // The formats `grafx draw` writes (but .dot, which pictures graphs only), by their signatures.
+  for (const auto& [format, signature] :
+       std::vector<std::pair<std::string, std::string>>{{".png", "\x89PNG"}, {".pdf", "%PDF"}}) {
+    r = run_grafx({"processors", "eq", "--response", dir.file("eq" + format)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string bytes = testing::read_file(dir.file("eq" + format));
+    EXPECT_EQ(bytes.rfind(signature, 0), 0u) << format;
+    EXPECT_GT(bytes.size(), 5000u) << format << ": a plot, not an empty page";
+  }
   for (const char* name :
        {"compressor_ballistics", "noise_gate", "reverb", "delay", "stereo_imager"}) {
     r = run_grafx({"processors", name, "--response", dir.file(std::string(name) + ".svg"),
@@ -56,6 +65,7 @@ TEST(CliProcessors, ErrorsAreOneLineAndNonZeroAndLoseNothing) {
   auto r = run_grafx({"processors", "noise_gate", "--response", svg, "--param", "log_ratio=2"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.err, "[grafx.io.exists]")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--force")) << "the refusal says how to replace it: " << r.err;
   EXPECT_EQ(testing::read_file(svg), before) << "an existing picture is never overwritten";
   r = run_grafx({"processors", "noise_gate", "--response", svg, "--param", "log_ratio=2", "--force",
                  "--sample-rate", "4000"});
@@ -70,12 +80,13 @@ TEST(CliProcessors, ErrorsAreOneLineAndNonZeroAndLoseNothing) {
   r = run_grafx({"processors", "eq", "--response", dir.file("x.svg"), "--param", "gain=2"});
   EXPECT_EQ(r.err,
             "grafx: error: [grafx.processor.parameters] --param \"gain=2\": eq has no parameter "
-            "\"gain\"; it has: gain_db (dB) (or their raw names; see grafx processors eq)\n");
+            "\"gain\"; it has: gain_db (dB) (or their raw names: log_magnitude)\n");
   r = run_grafx(
       {"processors", "eq", "--response", dir.file("x.svg"), "--param", "log_magnitude=1,x"});
   EXPECT_TRUE(contains(r.err, "\"x\" is not a finite number")) << r.err;
-  r = run_grafx({"processors", "eq", "--response", dir.file("x.png")});
-  EXPECT_TRUE(contains(r.err, "[grafx.io.plot] --response: expected an .svg file")) << r.err;
+  r = run_grafx({"processors", "eq", "--response", dir.file("x.gif")});
+  EXPECT_TRUE(contains(r.err, "[grafx.io.plot] --response: expected an .svg, .png or .pdf file"))
+      << r.err;
   r = run_grafx({"processors", "reverb", "--sample-rate", "50"});
   EXPECT_TRUE(contains(r.err, "[grafx.processor.config]")) << r.err;
   EXPECT_FALSE(testing::file_exists(dir.file("x.svg")));

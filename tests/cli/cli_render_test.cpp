@@ -55,7 +55,7 @@ TEST(CliRender, RendersWithAParameterFile) {
                       "optimal", "-o", f.dir.file("y.wav")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(
-      r.out, "rendered 2 source(s) (2 ch, 44100 Hz, 0.07 s) through 5 nodes in 2 processor calls"))
+      r.out, "rendered 2 sources (2 ch, 44100 Hz, 0.07 s) through 5 nodes in 2 processor calls"))
       << r.out;
   Audio y             = read_audio(f.dir.file("y.wav"));
   at::Tensor expected = 2 * f.a.expand({2, 3000}) + f.b;  // mono spread to both channels

@@ -2,7 +2,7 @@
 // by the graph itself with hidden gains and pans (hard pans included), it finds them exactly and
 // moves each track's gain/pan by them; tracks without their own gain/pan keep theirs. The EQ
 // from spectral ratios finds hidden smooth EQ curves within 1.5 dB. Typical starts set what the
-// descriptors say.
+// descriptors say. A fit to the data is kept only where it lowers the loss.
 
 #include <grafx/fit/demo.h>
 #include <grafx/fit/initialise.h>
@@ -112,6 +112,58 @@ TEST(GainInitialisation, TheFitterStartsFromItWhenAsked) {
   // The report's initial console is where the first step started.
   EXPECT_TRUE(at::equal(started.initial_parameters().at("gain_pan").at("log_gain"),
                         started.parameters().at("gain_pan").at("log_gain")));
+}
+
+TEST(DataInitialisation, AFitToTheDataIsKeptOnlyWhereItLowersTheLoss) {
+  Graph graph                    = test_graph(2);
+  Processors processors          = make_processors(graph.types(), {kRate});
+  const RenderPlan plan          = make_render_plan(to_tensor(graph));
+  Parameters mixing              = create_parameters(graph, processors, {5, at::kFloat, false});
+  mixing["gain_pan"]["log_gain"] = at::tensor({0.5f, -2.0f, -1.0f, 0.3f}).view({2, 2});
+  at::Tensor tracks              = at::randn({2, 2, 4 * kRate}) * 0.2;
+  at::Tensor mix                 = render(plan, processors, mixing, tracks).outputs[0];
+  const InitialisationOptions both{false, true, true};
+  // A loss that rises with every call calls both fits worse: both are undone, exactly.
+  Parameters start     = create_parameters(graph, processors, {1, at::kFloat, false});
+  Parameters undone    = cloned_parameters(start);
+  double calls         = 0;
+  DataInitialisation d = initialise_from_data(graph, processors, plan, undone, tracks, mix, kRate,
+                                              both, [&] { return ++calls; });
+  ASSERT_EQ(d.steps.size(), 2u);
+  for (const auto& step : d.steps) {
+    EXPECT_FALSE(step.kept) << step.name;
+    EXPECT_GT(step.loss_after, step.loss_before) << step.name;
+  }
+  EXPECT_FALSE(d.gains.gains.defined());
+  EXPECT_FALSE(d.eq.gains_db.defined());
+  for (const auto& [type, named] : start)
+    for (const auto& [name, tensor] : named)
+      EXPECT_TRUE(at::equal(undone.at(type).at(name), tensor)) << type << "." << name;
+  // One that falls keeps both, as without a loss.
+  Parameters kept = cloned_parameters(start), unchecked = cloned_parameters(start);
+  d = initialise_from_data(graph, processors, plan, kept, tracks, mix, kRate, both,
+                           [&] { return -++calls; });
+  initialise_from_data(graph, processors, plan, unchecked, tracks, mix, kRate, both);
+  ASSERT_EQ(d.steps.size(), 2u);
+  EXPECT_TRUE(d.steps[0].kept && d.steps[1].kept);
+  EXPECT_TRUE(d.gains.gains.defined() && d.eq.gains_db.defined());
+  for (const auto& [type, named] : unchecked)
+    for (const auto& [name, tensor] : named)
+      EXPECT_TRUE(at::equal(kept.at(type).at(name), tensor)) << type << "." << name;
+  // The fitter checks with its whole-song loss: the start is never above the one without them.
+  FitOptions options     = testing::small_options(0);
+  options.initialisation = InitialisationOptions::none();
+  const double plain = Fitter(graph, tracks, mix, kRate, options).evaluate().total.item<double>();
+  options.initialisation = both;
+  Fitter fitter(graph, tracks, mix, kRate, options);
+  const double started = fitter.evaluate().total.item<double>();
+  EXPECT_LE(started, plain);
+  for (const auto& step : fitter.initialisation().steps)
+    if (step.kept) EXPECT_LT(step.loss_after, step.loss_before) << step.name;
+  EXPECT_NEAR(fitter.initialisation().steps.back().kept
+                  ? fitter.initialisation().steps.back().loss_after
+                  : fitter.initialisation().steps.back().loss_before,
+              started, 1e-9);
 }
 
 /// A smooth step of `db` decibels in log frequency, centred at `hz`, an octave wide.

@@ -43,6 +43,12 @@ void check_drawable(const Graph& graph, const std::string& path, const DrawOptio
 void draw_graph(const Graph& graph, const std::string& path, const DrawOptions& options = {},
                 bool overwrite = false);
 
+/// Writes an SVG picture (e.g. plot_svg's) to `path` as .svg, or rendered by Graphviz as .png
+/// (at twice its pixels) or .pdf. Writes atomically and refuses to replace an existing file
+/// unless `overwrite`. Throws IoError [grafx.io.draw] for another extension, an SVG without
+/// width and height, or a Graphviz failure.
+void write_svg_picture(const std::string& path, const std::string& svg, bool overwrite = false);
+
 /// The fill colour used for a type's letter ("#rrggbb"), shared by every picture of grafx.
 std::string type_color(const std::string& type_name);
 /// The colour of a graph's type (configured types take their processor's).

@@ -11,10 +11,11 @@
 ///
 /// STFT_r: FFT size n_r ∈ fft_sizes, hop n_r/4, periodic Hann window of n_r samples, centred
 /// frames (reflect padding of n_r/2). mel_r: librosa's Slaney mel filterbank (`n_mels` bands,
-/// 0 Hz to Nyquist, unit-area triangles). A-weighting: auraloss's 101-tap FIR fit. The four
-/// channels of all items go through one batched STFT per resolution (one for the estimate, one
-/// for the target).
-/// See docs/loss.md for the math and where it differs from grafx-prune and auraloss.
+/// 0 Hz to Nyquist, unit-area triangles; a band narrower than the bin spacing, which holds no
+/// FFT bin, is left out of that resolution: any sample rate works). A-weighting: auraloss's 101-tap
+/// FIR fit. The four channels of all items go through one batched STFT per resolution (one for the
+/// estimate, one for the target). See docs/loss.md for the math and where it differs from
+/// grafx-prune and auraloss.
 ///
 /// Inputs: estimate and target of the same shape `B×2×L` or `2×L`, float32 or float64, on any
 /// one device; L − skip_samples must be at least the largest FFT size.
@@ -64,7 +65,7 @@ struct MixLossTerms {
 
 class MixLossStream;
 
-/// A target's mel frames over a whole song (per resolution [4, frames, n_mels], its L, R, M, S
+/// A target's mel frames over a whole song (per resolution [4, frames, bands], its L, R, M, S
 /// channels), made once by MixLoss::target_frames to compare many estimates with one target
 /// (pruning trials): a stream given them computes the estimate's frames alone.
 struct MixLossTargetFrames {
@@ -75,7 +76,7 @@ struct MixLossTargetFrames {
 class MixLoss {
  public:
   /// Throws LossError [grafx.loss.options] for invalid options (no or too small FFT sizes,
-  /// n_mels < 1 or so many mel bands that one holds no FFT bin, non-positive eps or sample
+  /// n_mels < 1, non-positive eps or sample
   /// rate, negative skip or weights).
   explicit MixLoss(MixLossOptions options = {});
 
