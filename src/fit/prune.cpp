@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <chrono>
@@ -29,7 +30,84 @@ void shuffle(std::vector<T>& items, std::mt19937_64& rng) {
   for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[pick(rng, i)]);
 }
 
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// One type's search in a dry/wet round (the paper's): the fraction of its n ranked nodes
+/// pruned grows by a step that starts at the initial ratio and is halved when a trial fails;
+/// a try at the smallest step (one node) is the type's last, and so is reaching all nodes.
+struct RatioSearch {
+  int64_t n    = 0;
+  double ratio = 0, step = 0;
+  int64_t pruned = 0;  // nodes pruned in this round: the first `pruned` ranked ones
+  bool over      = false;
+
+  struct Try {
+    double target = 0;
+    int64_t count = 0;  // the ranked nodes [pruned, count) are tried
+    bool last     = false;
+  };
+  RatioSearch(int64_t nodes = 0, double initial_ratio = 0) : n(nodes), step(initial_ratio) {}
+
+  Try next() const {
+    const double smallest = 1.0 / double(n);
+    Try t;
+    double delta = step;
+    if (delta <= smallest) {  // the last try for this type
+      delta  = smallest;
+      t.last = true;
+    }
+    t.target = std::min(1.0, ratio + delta);
+    t.count  = std::min<int64_t>(n, std::llround(double(n) * t.target));
+    return t;
+  }
+  /// A try with nothing to prune (count ≤ pruned) counts as kept, without a trial.
+  void record(const Try& t, bool kept) {
+    if (kept) {
+      ratio  = t.target;
+      pruned = t.count;
+    } else {
+      step /= 2;
+    }
+    over = t.last || (kept && t.target >= 1.0);
+  }
+};
+
+/// The expected number of trials left in a search, each trial kept with probability 1/2.
+double expected_trials(const RatioSearch& search,
+                       std::map<std::pair<double, double>, double>& memo) {
+  if (search.over) return 0;
+  const std::pair<double, double> key{search.ratio, search.step};  // `pruned` follows from them
+  auto known = memo.find(key);
+  if (known != memo.end()) return known->second;
+  const RatioSearch::Try t = search.next();
+  RatioSearch kept         = search;
+  kept.record(t, true);
+  double expected = expected_trials(kept, memo);
+  if (t.count > search.pruned) {  // a trial
+    RatioSearch failed = search;
+    failed.record(t, false);
+    expected = 1 + (expected + expected_trials(failed, memo)) / 2;
+  }
+  memo[key] = expected;
+  return expected;
+}
+
+double expected_trials(int64_t n, double initial_ratio) {
+  std::map<std::pair<double, double>, double> memo;
+  return n > 0 ? expected_trials(RatioSearch(n, initial_ratio), memo) : 0;
+}
+
 }  // namespace
+
+/// The dry/wet round under way: each type's ranked nodes (at the round's start) and search, and
+/// the types still searched.
+struct Pruner::DryWetSearch {
+  std::map<std::string, std::vector<NodeId>> ranked;
+  std::map<std::string, RatioSearch> searches;
+  std::vector<std::string> to_search;
+};
 
 std::string to_string(PruneMethod method) {
   switch (method) {
@@ -84,6 +162,15 @@ Pruner::Pruner(Fitter& fitter, PruningOptions options)
   }
 }
 
+Pruner::~Pruner() = default;
+
+PruneMethod Pruner::method_of(int64_t round) const {
+  return options_.method == PruneMethod::kBruteForce || (options_.method == PruneMethod::kHybrid &&
+                                                         round % options_.brute_force_every == 0)
+             ? PruneMethod::kBruteForce
+             : PruneMethod::kDryWet;
+}
+
 std::vector<NodeId> Pruner::removed() const {
   std::vector<NodeId> ids;
   const Graph& graph = fitter_.graph();
@@ -115,15 +202,37 @@ std::vector<NodeId> Pruner::ranked_nodes(const std::string& type) const {
 }
 
 bool Pruner::try_pruning(const std::vector<NodeId>& extra, PruningTrial& trial) {
-  double loss;
-  if (trials_evaluator_) {
-    loss = trials_evaluator_->loss(extra);
-  } else {
-    fitter_.set_bypassed(extra, true);
-    loss = fitter_.evaluate().total.item<double>();
-    fitter_.set_bypassed(extra, false);
-  }
-  return decide(extra, loss, trial);
+  return judge(
+      extra,
+      [&] {
+        if (trials_evaluator_) return trials_evaluator_->loss(extra);
+        fitter_.set_bypassed(extra, true);
+        const double loss = fitter_.evaluate().total.item<double>();
+        fitter_.set_bypassed(extra, false);
+        return loss;
+      },
+      trial);
+}
+
+bool Pruner::judge(const std::vector<NodeId>& extra, const std::function<double()>& evaluate,
+                   PruningTrial& trial) {
+  last_trial_replayed_ = !replay_.empty();
+  if (replay_.empty()) return decide(extra, evaluate(), trial);
+  // The search is a function of the round's start and the trials' losses: replayed from the
+  // record, it asks for the trials recorded, in their order.
+  const PruningTrial recorded = replay_.front();
+  replay_.erase(replay_.begin());
+  auto disagree = [&](const std::string& what) {
+    throw FitError("grafx.fit.checkpoint", "the saved trials of round " +
+                                               std::to_string(recorded.round) +
+                                               " do not follow from its start (" + what +
+                                               "): files of another pruning, or changed since?");
+  };
+  if (recorded.nodes != extra)
+    disagree("a recorded trial bypassed other nodes than the search tries now");
+  const bool kept = decide(extra, recorded.loss, trial);  // a kept one renders its cache again
+  if (kept != recorded.kept) disagree("a recorded trial's decision differs");
+  return kept;
 }
 
 bool Pruner::decide(const std::vector<NodeId>& extra, double loss, PruningTrial& trial) {
@@ -143,45 +252,28 @@ bool Pruner::decide(const std::vector<NodeId>& extra, double loss, PruningTrial&
 int64_t Pruner::prune_dry_wet(const std::function<void(const PruningTrial&)>& on_trial) {
   // The paper's search: per type, the fraction r_t of its lowest-w nodes at this round's start.
   std::mt19937_64 rng(options_.seed * 1000003 + uint64_t(rounds_done()));
-  std::map<std::string, std::vector<NodeId>> ranked;
-  std::vector<std::string> to_search;
+  dry_wet_        = std::make_unique<DryWetSearch>();
+  DryWetSearch& d = *dry_wet_;
   for (const auto& [type, named] : fitter_.parameters()) {
-    ranked[type] = ranked_nodes(type);
-    if (!ranked[type].empty()) to_search.push_back(type);
+    d.ranked[type] = ranked_nodes(type);
+    if (d.ranked[type].empty()) continue;
+    d.to_search.push_back(type);
+    d.searches[type] = RatioSearch(int64_t(d.ranked[type].size()), options_.initial_ratio);
   }
-  std::map<std::string, double> ratio, step;
-  std::map<std::string, int64_t> pruned;  // nodes of each type pruned in this round
   int64_t removed = 0;
-  while (!to_search.empty()) {
-    const size_t which     = pick(rng, to_search.size());
-    const std::string type = to_search[which];
-    const double n = double(ranked[type].size()), smallest = 1.0 / n;
-    if (!step.count(type)) step[type] = options_.initial_ratio;
-    double delta = step[type];
-    if (delta <= smallest) {  // the last try for this type
-      delta = smallest;
-      to_search.erase(to_search.begin() + int64_t(which));
-    }
-    const double target = std::min(1.0, ratio[type] + delta);
-    const int64_t count = std::min<int64_t>(int64_t(ranked[type].size()), std::llround(n * target));
-    std::vector<NodeId> extra(ranked[type].begin() + pruned[type], ranked[type].begin() + count);
+  while (!d.to_search.empty()) {
+    const size_t which                = pick(rng, d.to_search.size());
+    const std::string type            = d.to_search[which];
+    RatioSearch& search               = d.searches.at(type);
+    const RatioSearch::Try t          = search.next();
+    const std::vector<NodeId>& ranked = d.ranked.at(type);
+    std::vector<NodeId> extra(ranked.begin() + search.pruned, ranked.begin() + t.count);
     PruningTrial trial;
-    bool kept = true;
-    if (!extra.empty()) {
-      kept = try_pruning(extra, trial);
-      if (on_trial) on_trial(trial);
-    }
-    if (kept) {
-      ratio[type] = target;
-      removed += int64_t(extra.size());
-      pruned[type] = count;
-      if (target >= 1.0) {
-        auto it = std::find(to_search.begin(), to_search.end(), type);
-        if (it != to_search.end()) to_search.erase(it);
-      }
-    } else {
-      step[type] /= 2;
-    }
+    const bool kept = extra.empty() || try_pruning(extra, trial);
+    removed += kept ? int64_t(extra.size()) : 0;
+    search.record(t, kept);
+    if (search.over) d.to_search.erase(d.to_search.begin() + int64_t(which));
+    if (!extra.empty() && on_trial) on_trial(trial);
   }
   return removed;
 }
@@ -193,10 +285,13 @@ int64_t Pruner::prune_brute_force(const std::function<void(const PruningTrial&)>
   for (NodeId id : graph.nodes())
     if (is_processor(graph, id) && !graph.node(id).bypassed) candidates.push_back(id);
   shuffle(candidates, rng);
+  underway_.brute_force_left = int64_t(candidates.size());
   // With fast trials, candidates are rendered together while trials keep failing: a batch is
   // judged in order, each against the state it was rendered for; a kept trial ends it (the
   // rest are rendered again against the new state), so the decisions are those of one trial
   // at a time. The batch doubles after a batch without a keep and falls back to 1 after one.
+  // Replaying a round cut short, the batches are those of the uninterrupted run: one that is
+  // recorded whole is not rendered, one recorded in part is rendered for the rest.
   int64_t removed = 0, batch = 1;
   for (size_t next = 0; next < candidates.size();) {
     const size_t take =
@@ -205,19 +300,23 @@ int64_t Pruner::prune_brute_force(const std::function<void(const PruningTrial&)>
       PruningTrial trial;
       const bool kept = try_pruning({candidates[next++]}, trial);
       removed += kept ? 1 : 0;
-      batch = kept ? 1 : std::min(options_.max_trial_batch, 2 * batch);
+      batch                      = kept ? 1 : std::min(options_.max_trial_batch, 2 * batch);
+      underway_.brute_force_left = int64_t(candidates.size() - next);
       if (on_trial) on_trial(trial);
       continue;
     }
     std::vector<std::vector<NodeId>> group;
     for (size_t i = 0; i < take; ++i) group.push_back({candidates[next + i]});
-    std::vector<double> losses = trials_evaluator_->losses(group);
-    bool kept                  = false;
+    std::vector<double> losses;
+    if (replay_.size() < take) losses = trials_evaluator_->losses(group);
+    bool kept = false;
     for (size_t i = 0; i < take && !kept; ++i) {
       PruningTrial trial;
-      kept = decide(group[i], losses[i], trial);
+      kept = judge(
+          group[i], [&] { return losses.at(i); }, trial);
       ++next;
       removed += kept ? 1 : 0;
+      underway_.brute_force_left = int64_t(candidates.size() - next);
       if (on_trial) on_trial(trial);
     }
     batch = kept ? 1 : std::min(options_.max_trial_batch, 2 * batch);
@@ -227,27 +326,17 @@ int64_t Pruner::prune_brute_force(const std::function<void(const PruningTrial&)>
 
 PruningRound Pruner::run_round(const std::function<void(const PruningProgress&)>& progress) {
   const auto start = std::chrono::steady_clock::now();
-  PruningRound round;
-  round.round = rounds_done() + 1;
-  round.method =
-      options_.method == PruneMethod::kBruteForce || (options_.method == PruneMethod::kHybrid &&
-                                                      round.round % options_.brute_force_every == 0)
-          ? PruneMethod::kBruteForce
-          : PruneMethod::kDryWet;
-  round.fast_trials =
-      options_.fast_trials && TrialEvaluator::cache_bytes_for(fitter_.graph(), fitter_.tracks()) <=
-                                  options_.max_cache_mib * (1 << 20);
-  if (round.fast_trials) {
-    MixLossOptions whole = fitter_.options().loss;
-    whole.skip_samples   = 0;  // as Fitter::evaluate
-    trials_evaluator_    = std::make_unique<TrialEvaluator>(
-        fitter_.graph(), fitter_.processors(), fitter_.detached_parameters(), fitter_.tracks(),
-        fitter_.target(), whole, fitter_.options().schedule);
-    round.loss_before = trials_evaluator_->base_loss();
-  } else {
-    round.loss_before = fitter_.evaluate().total.item<double>();
+  Underway& u      = underway_;
+  if (!u.active) {  // a new round (else one cut short, continued)
+    u                   = Underway{};
+    u.active            = true;
+    u.round.round       = rounds_done() + 1;
+    u.round.method      = method_of(u.round.round);
+    u.min_loss_at_start = min_loss_;
+    u.removed_at_start  = removed();
   }
-  min_loss_ = std::min(min_loss_, round.loss_before);
+  u.started           = now_seconds();
+  PruningRound& round = u.round;
 
   PruningProgress p;
   p.round     = round.round;
@@ -260,22 +349,65 @@ PruningRound Pruner::run_round(const std::function<void(const PruningProgress&)>
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (progress) progress(p);
   };
-  auto on_trial = [&](const PruningTrial& trial) {
-    ++round.trials;
-    p.trial      = round.trials;
-    p.last_trial = &trial;
-    report();
-  };
-  round.removed = round.method == PruneMethod::kBruteForce ? prune_brute_force(on_trial)
-                                                           : prune_dry_wet(on_trial);
-  round.loss_pruned =
-      trials_evaluator_ ? trials_evaluator_->base_loss() : fitter_.evaluate().total.item<double>();
-  trials_evaluator_.reset();  // its cache is stale once fine-tuning starts
-  p.last_trial = nullptr;
 
-  fitter_.reset_optimizer();  // the paper re-creates the optimizer every 500 steps
+  if (!u.fine_tuning) {
+    try {
+      round.trials      = 0;
+      round.fast_trials = options_.fast_trials &&
+                          TrialEvaluator::cache_bytes_for(fitter_.graph(), fitter_.tracks()) <=
+                              options_.max_cache_mib * (1 << 20);
+      double loss_before;
+      if (round.fast_trials) {
+        MixLossOptions whole = fitter_.options().loss;
+        whole.skip_samples   = 0;  // as Fitter::evaluate
+        trials_evaluator_    = std::make_unique<TrialEvaluator>(
+            fitter_.graph(), fitter_.processors(), fitter_.detached_parameters(), fitter_.tracks(),
+            fitter_.target(), whole, fitter_.options().schedule);
+        loss_before = trials_evaluator_->base_loss();
+      } else {
+        loss_before =
+            u.loss_before_known ? round.loss_before : fitter_.evaluate().total.item<double>();
+      }
+      // Replaying, the recorded loss decides as it did (the same, with the same threads).
+      if (!u.loss_before_known) round.loss_before = loss_before;
+      u.loss_before_known = true;
+      min_loss_           = std::min(min_loss_, round.loss_before);
+      u.searching         = true;
+
+      auto on_trial = [&](const PruningTrial& trial) {
+        ++round.trials;
+        p.trial      = round.trials;
+        p.last_trial = &trial;
+        p.replayed   = last_trial_replayed_;
+        report();
+      };
+      round.removed = round.method == PruneMethod::kBruteForce ? prune_brute_force(on_trial)
+                                                               : prune_dry_wet(on_trial);
+      if (!replay_.empty())
+        throw FitError("grafx.fit.checkpoint",
+                       "the saved trials of round " + std::to_string(round.round) +
+                           " do not follow from its start (more were recorded than its search "
+                           "makes): files of another pruning, or changed since?");
+      round.loss_pruned = trials_evaluator_ ? trials_evaluator_->base_loss()
+                                            : fitter_.evaluate().total.item<double>();
+    } catch (...) {
+      rewind_trials();
+      throw;
+    }
+    trials_evaluator_.reset();  // its cache is stale once fine-tuning starts
+    dry_wet_.reset();
+    replay_.clear();
+    p.last_trial  = nullptr;
+    p.replayed    = false;
+    u.searching   = false;
+    u.fine_tuning = true;
+    u.steps_done  = 0;
+    fitter_.reset_optimizer();  // the paper re-creates the optimizer every 500 steps
+  }
+
+  p.trial   = round.trials;
   p.n_steps = options_.steps_between;
-  for (int64_t s = 0; s < options_.steps_between; ++s) {
+  for (int64_t s = u.steps_done; s < options_.steps_between; ++s) {
     ++fine_tuning_steps_;
     const double ramp =
         options_.sparsity_ramp_steps > 0
@@ -283,6 +415,7 @@ PruningRound Pruner::run_round(const std::function<void(const PruningProgress&)>
             : 1.0;
     fitter_.set_sparsity_weight(options_.sparsity_weight * ramp);
     FitRecord record = fitter_.step();
+    u.steps_done     = s + 1;
     p.step           = s + 1;
     p.record         = &record;
     report();
@@ -293,9 +426,105 @@ PruningRound Pruner::run_round(const std::function<void(const PruningProgress&)>
       options_.steps_between > 0 ? fitter_.evaluate().total.item<double>() : round.loss_pruned;
   min_loss_       = std::min(min_loss_, round.loss_tuned);
   round.remaining = remaining_processors();
-  round.seconds   = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  round.seconds   = u.seconds_before +
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   rounds_.push_back(round);
-  return round;
+  u = Underway{};
+  return rounds_.back();
+}
+
+void Pruner::rewind_trials() {
+  Underway& u = underway_;
+  std::vector<PruningTrial> again;  // the round's trials, done and still to replay
+  while (!trials_.empty() && trials_.back().round == u.round.round) {
+    again.insert(again.begin(), trials_.back());
+    trials_.pop_back();
+  }
+  again.insert(again.end(), replay_.begin(), replay_.end());
+  replay_ = again;
+  std::vector<NodeId> kept;  // this round's, bypassed since its start
+  for (NodeId id : removed())
+    if (std::find(u.removed_at_start.begin(), u.removed_at_start.end(), id) ==
+        u.removed_at_start.end())
+      kept.push_back(id);
+  if (!kept.empty()) fitter_.set_bypassed(kept, false);
+  min_loss_ = u.min_loss_at_start;
+  trials_evaluator_.reset();
+  dry_wet_.reset();
+  u.searching      = false;
+  u.round.trials   = 0;
+  const double now = now_seconds();
+  u.seconds_before += now - u.started;
+  u.started = now;
+}
+
+Pruner::Position Pruner::under_way() const {
+  const Underway& u = underway_;
+  if (!u.active) return {};
+  return {u.round.round, u.fine_tuning, u.round.trials + int64_t(replay_.size()),
+          u.fine_tuning ? u.steps_done : 0};
+}
+
+PruningEstimate Pruner::estimate(double trial_seconds, double evaluation_seconds,
+                                 double step_seconds) const {
+  PruningEstimate e;
+  e.trial_seconds      = trial_seconds;
+  e.evaluation_seconds = evaluation_seconds;
+  e.step_seconds       = step_seconds;
+  // A round's trials, from the console as it is now.
+  const double brute_force = double(remaining_processors());
+  double dry_wet           = 0;
+  for (const auto& [type, named] : fitter_.parameters())
+    dry_wet += expected_trials(int64_t(ranked_nodes(type).size()), options_.initial_ratio);
+  const int64_t tuned = options_.steps_between > 0 ? 1 : 0;  // the loss after fine-tuning
+  const Underway& u   = underway_;
+  for (int64_t r = rounds_done() + 1; r <= options_.rounds; ++r) {
+    const bool brute = method_of(r) == PruneMethod::kBruteForce;
+    ++e.rounds;
+    e.brute_force_rounds += brute ? 1 : 0;
+    e.evaluations += tuned;
+    e.steps += options_.steps_between;
+    if (r > rounds_done() + 1 || !u.active) {
+      e.trials += brute ? brute_force : dry_wet;
+      e.evaluations += 1;
+    } else if (u.fine_tuning) {
+      e.steps -= u.steps_done;
+    } else if (u.searching) {  // its search is under way: what it has left
+      if (brute) e.trials += double(u.brute_force_left);
+      if (!brute && dry_wet_)
+        for (const auto& type : dry_wet_->to_search) {
+          std::map<std::pair<double, double>, double> memo;
+          e.trials += expected_trials(dry_wet_->searches.at(type), memo);
+        }
+    } else {  // to run again from its start; its recorded trials are replayed at little cost
+      e.trials += std::max(0.0, (brute ? brute_force : dry_wet) - double(replay_.size()));
+      e.evaluations += 1;
+    }
+  }
+  return e;
+}
+
+double Pruner::measure_step_seconds(int64_t n_steps) const {
+  // A copy of the fitter at this point: its own parameters, optimizer and history.
+  Fitter copy(fitter_.graph(), fitter_.tracks(), fitter_.target(), fitter_.sample_rate(),
+              fitter_.options(), fitter_.detached_parameters());
+  copy.set_sparsity_weight(options_.sparsity_weight);
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  const at::Tensor state  = generator.get_state();  // AdaHessian's steps draw from it
+  double fastest          = std::numeric_limits<double>::infinity();
+  try {
+    for (int64_t i = 0; i < std::max<int64_t>(1, n_steps); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      copy.step();
+      fastest = std::min(
+          fastest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+  } catch (...) {
+    generator.set_state(state);
+    throw;
+  }
+  generator.set_state(state);
+  return fastest;
 }
 
 void Pruner::run(const std::function<void(const PruningProgress&)>& progress) {
@@ -312,6 +541,9 @@ std::pair<Graph, Parameters> Pruner::result() const {
 
 namespace {
 
+/// Version 2: the round under way ("under_way") and its trials are saved too.
+constexpr int64_t kStateVersion = 2;
+
 /// The options that decide a pruning run's course (all but the number of rounds).
 nlohmann::json course(const PruningOptions& o) {
   return {{"method", to_string(o.method)},
@@ -325,33 +557,64 @@ nlohmann::json course(const PruningOptions& o) {
           {"fast_trials", o.fast_trials}};
 }
 
+nlohmann::json round_json(const PruningRound& r) {
+  return {{"round", r.round},
+          {"method", to_string(r.method)},
+          {"loss_before", r.loss_before},
+          {"loss_pruned", r.loss_pruned},
+          {"loss_tuned", r.loss_tuned},
+          {"removed", r.removed},
+          {"remaining", r.remaining},
+          {"trials", r.trials},
+          {"fast_trials", r.fast_trials},
+          {"seconds", r.seconds}};
+}
+
+PruningRound round_from_json(const nlohmann::json& r) {
+  return {r.at("round").get<int64_t>(),      parse_prune_method(r.at("method")),
+          r.at("loss_before").get<double>(), r.at("loss_pruned").get<double>(),
+          r.at("loss_tuned").get<double>(),  r.at("removed").get<int64_t>(),
+          r.at("remaining").get<int64_t>(),  r.at("trials").get<int64_t>(),
+          r.at("fast_trials").get<bool>(),   r.at("seconds").get<double>()};
+}
+
 }  // namespace
 
 void Pruner::save_state(const std::string& checkpoint_path, const std::string& state_path) const {
+  const Underway& u = underway_;
+  // During trials the state is the round's start (its checkpoint saved then) and its trials.
+  const bool in_trials = u.active && !u.fine_tuning;
+  const double best    = in_trials ? u.min_loss_at_start : min_loss_;
   nlohmann::json j;
   j["format"]  = "grafx.prune_state";
-  j["version"] = 1;
+  j["version"] = kStateVersion;
   j["course"]  = course(options_);
   // JSON has no infinity: before any round, the best loss is unknown (null).
-  j["min_loss"] = std::isfinite(min_loss_) ? nlohmann::json(min_loss_) : nlohmann::json(nullptr);
+  j["min_loss"]          = std::isfinite(best) ? nlohmann::json(best) : nlohmann::json(nullptr);
   j["fine_tuning_steps"] = fine_tuning_steps_;
   j["steps_done"]        = fitter_.steps_done();
-  j["removed"]           = removed();
-  for (const auto& r : rounds_)
-    j["rounds"].push_back({{"round", r.round},
-                           {"method", to_string(r.method)},
-                           {"loss_before", r.loss_before},
-                           {"loss_pruned", r.loss_pruned},
-                           {"loss_tuned", r.loss_tuned},
-                           {"removed", r.removed},
-                           {"remaining", r.remaining},
-                           {"trials", r.trials},
-                           {"fast_trials", r.fast_trials},
-                           {"seconds", r.seconds}});
-  for (const auto& t : trials_)
-    j["trials"].push_back(
-        {{"round", t.round}, {"nodes", t.nodes}, {"loss", t.loss}, {"kept", t.kept}});
-  fitter_.save_checkpoint(checkpoint_path);
+  j["removed"]           = in_trials ? u.removed_at_start : removed();
+  j["rounds"]            = nlohmann::json::array();
+  for (const auto& r : rounds_) j["rounds"].push_back(round_json(r));
+  j["trials"] = nlohmann::json::array();
+  for (const auto* list : {&trials_, &replay_})
+    for (const auto& t : *list)
+      j["trials"].push_back(
+          {{"round", t.round}, {"nodes", t.nodes}, {"loss", t.loss}, {"kept", t.kept}});
+  if (u.active) {
+    nlohmann::json& w = j["under_way"];
+    w                 = round_json(u.round);
+    w["phase"]        = u.fine_tuning ? "fine-tuning" : "trials";
+    w["seconds"]      = u.seconds_before + (now_seconds() - u.started);
+    if (!u.loss_before_known) w["loss_before"] = nullptr;
+    w.erase("loss_tuned");  // not known before the round's end
+    w.erase("remaining");
+    if (u.fine_tuning)
+      w["steps_done"] = u.steps_done;
+    else  // the trials are counted from the record, and the rest follows from them
+      for (const char* later : {"loss_pruned", "removed", "trials"}) w.erase(later);
+  }
+  if (!in_trials) fitter_.save_checkpoint(checkpoint_path);
   write_text_file(state_path, j.dump(1) + "\n", /*overwrite=*/true);
 }
 
@@ -367,13 +630,23 @@ void Pruner::resume(const std::string& checkpoint_path, const std::string& state
   }
   try {
     if (j.at("format") != "grafx.prune_state") fail("not a grafx pruning state");
+    const int64_t version = j.at("version").get<int64_t>();
+    if (version < 1 || version > kStateVersion)
+      fail("a pruning state of version " + std::to_string(version) +
+           ", which this grafx does not read (it reads versions 1 to " +
+           std::to_string(kStateVersion) +
+           "): prune again with --force, or use the grafx "
+           "that saved it");
     if (j.at("course") != course(options_))
       fail("made with other pruning options (" + j.at("course").dump() + "; now " +
            course(options_).dump() + ")");
     const auto rounds = j.at("rounds");
-    if (int64_t(rounds.size()) > options_.rounds)
-      fail("holds " + std::to_string(rounds.size()) + " rounds, more than the " +
-           std::to_string(options_.rounds) + " asked for");
+    // Version 1 saved after whole rounds only; version 2 also during one ("under_way").
+    const bool cut     = j.contains("under_way");
+    const int64_t held = int64_t(rounds.size()) + (cut ? 1 : 0);
+    if (held > options_.rounds)
+      fail("holds " + std::to_string(held) + " rounds" + (cut ? " (the last under way)" : "") +
+           ", more than the " + std::to_string(options_.rounds) + " asked for");
     const std::vector<NodeId> gone = j.at("removed").get<std::vector<NodeId>>();
     for (NodeId id : gone)
       if (!fitter_.graph().contains(id) || is_utility_type(fitter_.graph().node(id).type))
@@ -384,19 +657,59 @@ void Pruner::resume(const std::string& checkpoint_path, const std::string& state
       fail("does not agree with " + checkpoint_path + " (another run's files?)");
     rounds_.clear();
     trials_.clear();
-    for (const auto& r : rounds)
-      rounds_.push_back({r.at("round").get<int64_t>(), parse_prune_method(r.at("method")),
-                         r.at("loss_before").get<double>(), r.at("loss_pruned").get<double>(),
-                         r.at("loss_tuned").get<double>(), r.at("removed").get<int64_t>(),
-                         r.at("remaining").get<int64_t>(), r.at("trials").get<int64_t>(),
-                         r.at("fast_trials").get<bool>(), r.at("seconds").get<double>()});
-    if (j.contains("trials"))
-      for (const auto& t : j.at("trials"))
-        trials_.push_back({t.at("round").get<int64_t>(), t.at("nodes").get<std::vector<NodeId>>(),
-                           t.at("loss").get<double>(), t.at("kept").get<bool>()});
+    replay_.clear();
+    underway_ = Underway{};
+    dry_wet_.reset();
+    trials_evaluator_.reset();
+    for (const auto& r : rounds) rounds_.push_back(round_from_json(r));
     min_loss_          = j.at("min_loss").is_null() ? std::numeric_limits<double>::infinity()
                                                     : j.at("min_loss").get<double>();
     fine_tuning_steps_ = j.at("fine_tuning_steps").get<int64_t>();
+    std::vector<PruningTrial> all;
+    if (j.contains("trials"))
+      for (const auto& t : j.at("trials"))
+        all.push_back({t.at("round").get<int64_t>(), t.at("nodes").get<std::vector<NodeId>>(),
+                       t.at("loss").get<double>(), t.at("kept").get<bool>()});
+    const int64_t next = rounds_done() + 1;
+    for (const auto& t : all)
+      if (t.round < 1 || t.round > next - (cut ? 0 : 1))
+        fail("records a trial of round " + std::to_string(t.round) + " after " +
+             std::to_string(rounds_done()) + " rounds" + (cut ? " and one under way" : ""));
+    if (!cut) {
+      trials_ = all;
+      return;
+    }
+    const nlohmann::json& w = j.at("under_way");
+    Underway& u             = underway_;
+    u.active                = true;
+    u.round.round           = w.at("round").get<int64_t>();
+    u.round.method          = parse_prune_method(w.at("method"));
+    if (u.round.round != next || u.round.method != method_of(next))
+      fail("holds round " + std::to_string(u.round.round) + " (" + to_string(u.round.method) +
+           ") under way after " + std::to_string(rounds_done()) + " rounds");
+    u.loss_before_known = !w.at("loss_before").is_null();
+    if (u.loss_before_known) u.round.loss_before = w.at("loss_before").get<double>();
+    u.round.fast_trials     = w.at("fast_trials").get<bool>();
+    u.seconds_before        = w.at("seconds").get<double>();
+    u.started               = now_seconds();
+    const std::string phase = w.at("phase").get<std::string>();
+    if (phase == "trials") {  // runs again from its start, replaying the recorded trials
+      u.min_loss_at_start = min_loss_;
+      u.removed_at_start  = gone;
+      for (const auto& t : all) (t.round == next ? replay_ : trials_).push_back(t);
+    } else if (phase == "fine-tuning") {  // goes on from the step reached
+      u.fine_tuning       = true;
+      u.steps_done        = w.at("steps_done").get<int64_t>();
+      u.round.loss_pruned = w.at("loss_pruned").get<double>();
+      u.round.removed     = w.at("removed").get<int64_t>();
+      u.round.trials      = w.at("trials").get<int64_t>();
+      if (!u.loss_before_known || u.steps_done < 0 || u.steps_done > options_.steps_between)
+        fail("holds round " + std::to_string(next) + " at fine-tuning step " +
+             std::to_string(u.steps_done) + " of " + std::to_string(options_.steps_between));
+      trials_ = all;
+    } else {
+      fail("holds a round under way in an unknown phase \"" + phase + "\"");
+    }
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("missing or wrong field: ") + e.what());
   }

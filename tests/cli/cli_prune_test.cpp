@@ -1,5 +1,6 @@
 // grafx prune and grafx fit --prune, run as a user would: the pruned console renders as its
-// mix.wav, the report and tables are written, and bad requests are refused.
+// mix.wav, the report and tables are written, the expected time is printed, a prune stopped by
+// Ctrl-C or killed resumes as one run, and bad requests are refused.
 
 #include <grafx/files.h>
 #include <grafx/graph/graph_json.h>
@@ -59,6 +60,13 @@ TEST(CliPrune, PrunesAFitFolderAndTheResultRendersAsItsMix) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "round 1/1 brute-force")) << r.out;
   EXPECT_TRUE(contains(r.out, "pruned ")) << r.out;
+  // The plan: brute force tries each of the 4 processors once; the losses at the round's start
+  // and after its fine-tuning; 3 steps.
+  EXPECT_TRUE(contains(r.out, "expected time: about ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(1 round: ~4 trials and 2 whole-song losses of ~")) << r.out;
+  EXPECT_TRUE(contains(r.out, ", 3 fine-tuning steps of ~")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  ETA ")) << r.out;
+  EXPECT_FALSE(contains(r.out, "e+") || contains(r.out, "e-0")) << "times as people read them";
   for (const char* file :
        {"mix.wav", "console.json", "console.svg", "console_before.svg", "parameters.safetensors",
         "parameters.json", "rounds.csv", "trials.csv", "pruning.svg", "report.html"})
@@ -122,6 +130,69 @@ TEST(CliPrune, ResumesWithMoreRoundsAsOneRun) {
   r = prune(dir.file("resume"), {"--rounds", "2", "--steps-between", "4", "--resume"});
   EXPECT_TRUE(contains(r.err, "[grafx.fit.checkpoint]") && contains(r.err, "other pruning options"))
       << r.err;
+}
+
+/// Runs grafx with `args` and sends it `signal` (INT, KILL, ...) as soon as a line of its output
+/// contains `marker`: its output comes through a fifo, line by line, so the signal follows at
+/// once.
+testing::CommandResult run_grafx_until(const testing::TempDir& dir,
+                                       const std::vector<std::string>& args,
+                                       const std::string& marker, const std::string& signal) {
+  const std::string script =
+      "fifo='" + dir.file("output.fifo") +
+      "'; rm -f \"$fifo\"; mkfifo \"$fifo\" || exit 90; \"$@\" > \"$fifo\" & pid=$!; sent=0; "
+      "while IFS= read -r line; do printf '%s\\n' \"$line\"; "
+      "if [ $sent = 0 ]; then case \"$line\" in *'" +
+      marker + "'*) kill -" + signal + " $pid; sent=1;; esac; fi; done < \"$fifo\"; wait $pid";
+  return run_grafx(args, {}, {"sh", "-c", script, "sh"});
+}
+
+TEST(CliPrune, AnInterruptedPruneResumesAsOneRun) {
+  testing::TempDir dir;
+  write_song(dir);
+  ASSERT_EQ(run_grafx(fit_args(dir, dir.file("fit"))).exit_code, 0);
+  // One thread: the runs add in one order and are equal to the bit.
+  auto prune = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args{"--threads",   "1",        "prune",    dir.file("fit"),   "-o",
+                                  out,           "--rounds", "2",        "--steps-between", "40",
+                                  "--tolerance", "0.02",     "--method", "brute-force"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  auto r = run_grafx(prune(dir.file("once"), {}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct Stop {
+    const char *name, *marker, *signal;
+  };
+  // Ctrl-C in the trials (round 1 has 4) and in the fine-tuning; a kill during the second
+  // round's fine-tuning, which finds the first round's end and the second's trials saved.
+  for (const Stop& stop : {Stop{"trials", "round 1/2 brute-force  trial 2:", "INT"},
+                           Stop{"tuning", "round 1/2 brute-force  fine-tuning 25/40", "INT"},
+                           Stop{"killed", "round 2/2 brute-force  fine-tuning 25/40", "KILL"}}) {
+    const std::string out = dir.file(stop.name);
+    r                     = run_grafx_until(dir, prune(out, {}), stop.marker, stop.signal);
+    ASSERT_NE(r.exit_code, 0) << stop.name << ": not stopped\n" << r.out;
+    if (std::string(stop.signal) == "INT") {
+      EXPECT_TRUE(contains(r.err, "[grafx.fit.interrupted] pruning interrupted in round 1 of 2"))
+          << r.err;
+      EXPECT_TRUE(contains(r.err, "its state is saved in " + out + ": continue with --resume"))
+          << r.err;
+    }
+    EXPECT_FALSE(testing::file_exists(out + "/report.html")) << stop.name;
+    r = run_grafx(prune(out, {"--resume"}));
+    ASSERT_EQ(r.exit_code, 0) << stop.name << ": " << r.err;
+    EXPECT_TRUE(contains(r.out, "resuming round ")) << stop.name << ": " << r.out;
+    EXPECT_TRUE(contains(r.out, "expected time left: about ")) << r.out;
+    EXPECT_EQ(testing::read_file(out + "/trials.csv"),
+              testing::read_file(dir.file("once/trials.csv")))
+        << stop.name;
+    EXPECT_EQ(rounds_without_seconds(out + "/rounds.csv"),
+              rounds_without_seconds(dir.file("once/rounds.csv")))
+        << stop.name;
+    EXPECT_TRUE(testing::read_file(out + "/parameters.safetensors") ==
+                testing::read_file(dir.file("once/parameters.safetensors")))
+        << stop.name << ": the pruned console's parameters differ";
+  }
 }
 
 TEST(CliPrune, FitWithPruneWritesThePrunedConsoleBesideTheFit) {

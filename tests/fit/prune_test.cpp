@@ -1,8 +1,11 @@
 // Pruning (fit/prune.h): on a song mixed by a hidden console that uses only some of its
 // processors, pruning removes most of those it did not use while the loss stays within τ of the
 // unpruned fit; the τ rule, the ratio steps of the dry/wet search and the hybrid schedule; the
-// pruned graph renders as the fitter with those nodes bypassed.
+// pruned graph renders as the fitter with those nodes bypassed; a run cut short anywhere resumes
+// as the uninterrupted one; the estimate counts the trials and steps the run makes; durations.
 
+#include <grafx/duration.h>
+#include <grafx/files.h>
 #include <grafx/fit/prune.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
@@ -13,6 +16,7 @@
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <cmath>
 
@@ -285,6 +289,257 @@ TEST(Prune, AResumedRunContinuesAsTheUninterruptedOne) {
   EXPECT_GRAFX_ERROR(
       Pruner(fewer_fitter, pruning(1)).resume(dir.file("c.safetensors"), dir.file("state.json")),
       "grafx.fit.checkpoint", "more than the 1 asked for");
+}
+
+/// Thrown by a progress callback to cut a run short.
+struct Cut {};
+
+/// One thread while it lives: LibTorch's reductions then add in one order, so that two runs
+/// are equal to the bit (as `grafx --threads 1`).
+struct OneThread {
+  int before = at::get_num_threads();
+  OneThread() { at::set_num_threads(1); }
+  ~OneThread() { at::set_num_threads(before); }
+};
+
+/// Two pruning runs made the same trials, decisions, rounds and parameters, to the bit.
+void expect_same_run(const Pruner& a, const Fitter& fa, const Pruner& b, const Fitter& fb,
+                     const std::string& what) {
+  ASSERT_EQ(a.trials().size(), b.trials().size()) << what;
+  for (size_t i = 0; i < a.trials().size(); ++i) {
+    EXPECT_EQ(a.trials()[i].round, b.trials()[i].round) << what << ", trial " << i;
+    EXPECT_EQ(a.trials()[i].nodes, b.trials()[i].nodes) << what << ", trial " << i;
+    EXPECT_EQ(a.trials()[i].kept, b.trials()[i].kept) << what << ", trial " << i;
+    EXPECT_EQ(a.trials()[i].loss, b.trials()[i].loss) << what << ", trial " << i;
+  }
+  EXPECT_EQ(a.removed(), b.removed()) << what;
+  ASSERT_EQ(a.rounds().size(), b.rounds().size()) << what;
+  for (size_t i = 0; i < a.rounds().size(); ++i) {
+    const PruningRound &x = a.rounds()[i], &y = b.rounds()[i];
+    EXPECT_EQ(x.method, y.method) << what << ", round " << i;
+    EXPECT_EQ(x.loss_before, y.loss_before) << what << ", round " << i;
+    EXPECT_EQ(x.loss_pruned, y.loss_pruned) << what << ", round " << i;
+    EXPECT_EQ(x.loss_tuned, y.loss_tuned) << what << ", round " << i;
+    EXPECT_EQ(x.removed, y.removed) << what << ", round " << i;
+    EXPECT_EQ(x.remaining, y.remaining) << what << ", round " << i;
+    EXPECT_EQ(x.trials, y.trials) << what << ", round " << i;
+  }
+  EXPECT_EQ(a.min_loss(), b.min_loss()) << what;
+  ASSERT_EQ(fa.steps_done(), fb.steps_done()) << what;
+  for (int64_t i = 0; i < fa.steps_done(); ++i)
+    EXPECT_EQ(fa.history()[size_t(i)].loss, fb.history()[size_t(i)].loss) << what << ", step " << i;
+  for (const auto& [type, named] : fa.parameters())
+    for (const auto& [name, p] : named)
+      EXPECT_TRUE(at::equal(p, fb.parameters().at(type).at(name)))
+          << what << ": " << type << "." << name;
+}
+
+TEST(Prune, ARunCutShortAnywhereResumesAsTheUninterruptedOne) {
+  OneThread one;
+  at::Tensor x = tracks(2);
+  Graph full   = console({"eq", "compressor", "gain_pan"});
+  std::vector<NodeId> unused;
+  at::Tensor mix = hidden_mix(full, x, unused);
+  Fitter start(full, x, mix, kRate, small_options(30));
+  start.run();
+  PruningOptions options;
+  options.rounds            = 3;
+  options.steps_between     = 6;
+  options.brute_force_every = 2;     // dry/wet, brute force, dry/wet
+  options.max_trial_batch   = 4;     // brute force in batches: a cut may fall inside one
+  auto fitter_like          = [&] {  // the fit's outcome, as `grafx prune` makes it
+    return Fitter(full, x, mix, kRate, small_options(3 * 6), start.detached_parameters());
+  };
+  Fitter whole_fitter = fitter_like();
+  Pruner whole(whole_fitter, options);
+  whole.run();
+  ASSERT_GE(whole.rounds()[1].trials, 5) << "brute force in round 2 tries every processor left";
+
+  struct Point {
+    int64_t round, trial, step;  // cut after this trial (step 0) or fine-tuning step
+  };
+  for (const Point cut : {Point{1, 2, 0}, Point{2, 3, 0}, Point{2, 0, 4}, Point{3, 0, 6},
+                          Point{2, whole.rounds()[1].trials, 0}}) {
+    const std::string what =
+        "cut in round " + std::to_string(cut.round) + " after " +
+        (cut.step ? "step " + std::to_string(cut.step) : "trial " + std::to_string(cut.trial));
+    testing::TempDir dir;
+    const std::string checkpoint = dir.file("c.safetensors"), state = dir.file("state.json");
+    auto cut_here = [&](const PruningProgress& p) {
+      if (p.round == cut.round &&
+          (cut.step ? p.step == cut.step : p.step == 0 && p.trial == cut.trial))
+        throw Cut{};
+    };
+    Fitter first_fitter = fitter_like();
+    Pruner first(first_fitter, options);
+    first.save_state(checkpoint, state);  // the first round's start, as grafx prune saves it
+    bool was_cut = false;
+    try {
+      while (first.rounds_done() < options.rounds) {
+        first.run_round(cut_here);
+        first.save_state(checkpoint, state);
+      }
+    } catch (const Cut&) {
+      was_cut = true;
+      first.save_state(checkpoint, state);
+    }
+    ASSERT_TRUE(was_cut) << what;
+    const Pruner::Position at = first.under_way();
+    EXPECT_EQ(at.round, cut.round) << what;
+    EXPECT_EQ(at.fine_tuning, cut.step > 0) << what;
+    EXPECT_EQ(at.trials, cut.step ? whole.rounds()[size_t(cut.round - 1)].trials : cut.trial)
+        << what;
+    EXPECT_EQ(at.steps, cut.step) << what;
+
+    // From the files, in a new process as it were.
+    Fitter resumed_fitter = fitter_like();
+    Pruner resumed(resumed_fitter, options);
+    resumed.resume(checkpoint, state);
+    const Pruner::Position again = resumed.under_way();
+    EXPECT_EQ(again.round, at.round) << what;
+    EXPECT_EQ(again.fine_tuning, at.fine_tuning) << what;
+    EXPECT_EQ(again.trials, at.trials) << what;
+    EXPECT_EQ(again.steps, at.steps) << what;
+    EXPECT_GT(resumed.measure_step_seconds(), 0);  // as grafx prune does: changes nothing
+    int64_t replayed = 0;
+    resumed.run([&](const PruningProgress& p) { replayed += p.replayed ? 1 : 0; });
+    EXPECT_EQ(replayed, cut.step ? 0 : cut.trial) << what;
+    expect_same_run(resumed, resumed_fitter, whole, whole_fitter, what + ", resumed");
+
+    // The same pruner goes on after the exception as the uninterrupted run, too.
+    first.run();
+    expect_same_run(first, first_fitter, whole, whole_fitter, what + ", continued");
+  }
+}
+
+TEST(Prune, ReadsStateFilesOfVersion1AndRefusesNewerOnes) {
+  at::Tensor x = tracks(2);
+  Graph full   = console({"gain_pan"});
+  std::vector<NodeId> unused;
+  at::Tensor mix = hidden_mix(full, x, unused);
+  PruningOptions options;
+  options.rounds        = 2;
+  options.steps_between = 2;
+  testing::TempDir dir;
+  const std::string checkpoint = dir.file("c.safetensors"), state = dir.file("state.json");
+  {
+    Fitter fitter(full, x, mix, kRate, small_options(4));
+    Pruner pruner(fitter, options);
+    pruner.run_round();
+    pruner.save_state(checkpoint, state);
+  }
+  // Version 1 saved between rounds only, as version 2 does there (without "under_way").
+  std::string text     = read_text_file(state);
+  const size_t version = text.find("\"version\": 2");
+  ASSERT_NE(version, std::string::npos) << text;
+  ASSERT_EQ(text.find("under_way"), std::string::npos) << text;
+  text.replace(version, 12, "\"version\": 1");
+  write_text_file(state, text, true);
+  Fitter fitter(full, x, mix, kRate, small_options(4));
+  Pruner pruner(fitter, options);
+  pruner.resume(checkpoint, state);
+  EXPECT_EQ(pruner.rounds_done(), 1);
+  EXPECT_EQ(pruner.under_way().round, 0);
+  text.replace(version, 12, "\"version\": 3");
+  write_text_file(state, text, true);
+  Fitter newer_fitter(full, x, mix, kRate, small_options(4));
+  EXPECT_GRAFX_ERROR(Pruner(newer_fitter, options).resume(checkpoint, state),
+                     "grafx.fit.checkpoint", "version 3, which this grafx does not read");
+}
+
+TEST(Prune, EstimatesTheTrialsEvaluationsAndStepsItMakes) {
+  at::Tensor x = tracks(2);
+  Graph full   = console({"eq", "gain_pan"});
+  std::vector<NodeId> unused;
+  at::Tensor mix = hidden_mix(full, x, unused);
+  {
+    // Brute force: every processor left, once per round.
+    Fitter fitter(full, x, mix, kRate, small_options(0));
+    PruningOptions options;
+    options.method        = PruneMethod::kBruteForce;
+    options.rounds        = 2;
+    options.steps_between = 5;
+    options.tolerance     = 0.002;
+    Pruner pruner(fitter, options);
+    const PruningEstimate e = pruner.estimate(0.5, 2.0, 0.1);
+    EXPECT_EQ(e.rounds, 2);
+    EXPECT_EQ(e.brute_force_rounds, 2);
+    EXPECT_EQ(e.trials, 2 * 8);
+    EXPECT_EQ(e.evaluations, 2 * 2);  // each round's start and end
+    EXPECT_EQ(e.steps, 2 * 5);
+    EXPECT_DOUBLE_EQ(e.seconds(), 16 * 0.5 + 4 * 2.0 + 10 * 0.1);
+    // As it runs: this round's candidates not yet tried, and the later rounds at the console's
+    // size now.
+    pruner.run([&](const PruningProgress& p) {
+      const PruningEstimate now = pruner.estimate(1, 1, 1);
+      const int64_t later       = p.round == 1 ? 1 : 0;
+      const int64_t first_round = pruner.initial_processors();
+      if (!p.record) {
+        const int64_t candidates = p.round == 1 ? first_round : pruner.rounds()[0].remaining;
+        EXPECT_EQ(now.trials, double(candidates - p.trial + later * pruner.remaining_processors()))
+            << "round " << p.round << " trial " << p.trial;
+        EXPECT_EQ(now.steps, 5 + later * 5);
+      } else {
+        EXPECT_EQ(now.trials, double(later * pruner.remaining_processors()));
+        EXPECT_EQ(now.steps, 5 - p.step + later * 5);
+      }
+      EXPECT_EQ(now.rounds, 1 + later);
+    });
+    ASSERT_EQ(pruner.rounds().size(), 2u);
+    EXPECT_EQ(pruner.rounds()[0].trials, 8) << "the estimate's count, made";
+    EXPECT_EQ(pruner.rounds()[1].trials, pruner.rounds()[0].remaining);
+    const PruningEstimate done = pruner.estimate(1, 1, 1);
+    EXPECT_EQ(done.rounds, 0);
+    EXPECT_EQ(done.trials, 0);
+    EXPECT_EQ(done.evaluations, 0);
+    EXPECT_EQ(done.steps, 0);
+  }
+  {
+    // Dry/wet with types of at most 1/initial_ratio nodes: one trial per type and round.
+    Fitter fitter(full, x, mix, kRate, small_options(0));
+    PruningOptions options;
+    options.method        = PruneMethod::kDryWet;
+    options.rounds        = 1;
+    options.steps_between = 0;
+    Pruner pruner(fitter, options);
+    const PruningEstimate e = pruner.estimate(1, 1, 1);
+    EXPECT_EQ(e.trials, 2);       // eq and gain_pan, 4 nodes each
+    EXPECT_EQ(e.evaluations, 1);  // no fine-tuning, no loss after it
+    pruner.run();
+    EXPECT_EQ(pruner.rounds()[0].trials, 2);
+  }
+  {
+    // Steps of half the nodes (4): 2 nodes, then 2 more if kept (then done: 2 trials) or else
+    // 1 (3 trials); after a first failure, 1 (2 trials). Expected with p = 1/2:
+    // (2 + 3) / 4 + 2 / 2 = 2.25.
+    Fitter fitter(full, x, mix, kRate, small_options(0));
+    PruningOptions options;
+    options.method        = PruneMethod::kDryWet;
+    options.rounds        = 1;
+    options.steps_between = 0;
+    options.initial_ratio = 0.5;
+    Pruner pruner(fitter, options);
+    EXPECT_DOUBLE_EQ(pruner.estimate(1, 1, 1).trials, 2 * 2.25);
+    pruner.run();
+    EXPECT_GE(pruner.rounds()[0].trials, 2 * 2);
+    EXPECT_LE(pruner.rounds()[0].trials, 2 * 3);
+  }
+}
+
+TEST(Prune, FormatsDurationsAsPeopleReadThem) {
+  EXPECT_EQ(format_duration(0.4), "0.4 s");
+  EXPECT_EQ(format_duration(0.45), "0.45 s");
+  EXPECT_EQ(format_duration(2.5), "2.5 s");
+  EXPECT_EQ(format_duration(10), "10 s");
+  EXPECT_EQ(format_duration(59.6), "1 min 00 s");
+  EXPECT_EQ(format_duration(61), "1 min 01 s");
+  EXPECT_EQ(format_duration(190), "3 min 10 s");
+  EXPECT_EQ(format_duration(3599), "59 min 59 s");
+  EXPECT_EQ(format_duration(3600), "1 h 00 min");
+  EXPECT_EQ(format_duration(3900), "1 h 05 min");
+  EXPECT_EQ(format_duration(90000), "25 h 00 min");
+  EXPECT_EQ(format_duration(-1), "?");
+  EXPECT_EQ(format_duration(NAN), "?");
 }
 
 TEST(Prune, RefusesBadOptions) {
