@@ -6,7 +6,6 @@
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/io/audio.h>
-#include <grafx/io/processor_response.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -70,11 +69,9 @@ void add_process_command(CLI::App& app) {
       check_not_an_input(path, {args->input});
       check_writable(path, args->force);
     }
-    TensorDict raw = default_parameters(*processor);
     at::Tensor wet = at::full({1, 1}, INFINITY, at::kDouble);  // raw: fully wet
-    for (const auto& setting : args->settings)
-      set_parameter(raw, &wet, setting, *processor, "--set");
-    at::Tensor x = audio.samples;
+    TensorDict raw = parameters_from_assignments(*processor, args->settings, &wet, "--set");
+    at::Tensor x   = audio.samples;
     if (args->stereo && x.size(0) == 1) x = x.expand({2, x.size(1)});
     x = x.contiguous().unsqueeze(0);  // 1×C×L
     std::vector<at::Tensor> inputs(processor->inlets().size(), x);

@@ -4,6 +4,7 @@
 #include "commands.h"
 
 #include <grafx/error.h>
+#include <grafx/processors/parameter_values.h>
 
 #include <ATen/ATen.h>
 
@@ -128,34 +129,34 @@ std::string join(const std::vector<std::string>& items) {
   return text;
 }
 
-void set_parameter(TensorDict& raw, at::Tensor* wet, const std::string& assignment,
-                   const Processor& processor, const std::string& option) {
-  auto fail = [&](const std::string& why) {
-    throw ProcessorError("grafx.processor.parameters", option + " \"" + assignment + "\": " + why);
-  };
-  size_t equals = assignment.find('=');
-  if (equals == std::string::npos) fail("expected NAME=VALUE, e.g. gain_db=-6,-6");
-  const std::string name = assignment.substr(0, equals), text = assignment.substr(equals + 1);
+TensorDict parameters_from_assignments(const Processor& processor,
+                                       const std::vector<std::string>& assignments, at::Tensor* wet,
+                                       const std::string& option) {
   std::vector<ParameterSpec> specs = processor.parameter_specs();
   if (wet) specs.push_back(dry_wet_spec());
-  for (const auto& spec : specs) {
-    at::Tensor& target = spec.name == kDryWetParameter ? *wet : raw.at(spec.name);
-    if (name == spec.name) {  // raw values
-      fill_values(target, text, fail);
-      return;
-    }
-    if (name != spec.physical_name) continue;
-    if (!spec.to_raw) fail(spec.raw_of(target, target));  // refused before the values are read
-    at::Tensor physical = spec.to_physical(target).clone();
-    fill_values(physical, text, fail);
-    const std::string why = spec.raw_of(physical, target);
-    if (!why.empty()) fail(why);
-    return;
+  TensorDict values;  // {name as typed: its numbers}; the library maps them
+  bool wet_set = false;
+  for (const auto& assignment : assignments) {
+    const std::string where = option + " \"" + assignment + "\"";
+    auto fail               = [&](const std::string& why) {
+      throw ProcessorError("grafx.processor.parameters", where + ": " + why);
+    };
+    size_t equals = assignment.find('=');
+    if (equals == std::string::npos) fail("expected NAME=VALUE, e.g. gain_db=-6,-6");
+    const std::string name = assignment.substr(0, equals), text = assignment.substr(equals + 1);
+    const NamedParameter named = find_parameter(specs, name, processor.name(), where);
+    at::Tensor numbers         = at::zeros(value_shape(named, 1), at::kDouble);
+    fill_values(numbers, text, fail);
+    values[name] = numbers;
+    wet_set      = wet_set || named.spec->name == kDryWetParameter;
   }
-  std::vector<std::string> names;
-  for (const auto& spec : specs) names.push_back(spec.physical_name + " (" + spec.unit + ")");
-  fail(processor.name() + " has no parameter \"" + name + "\"; it has: " + join(names) +
-       " (or their raw names; see grafx processors " + processor.name() + ")");
+  TensorDict raw =
+      raw_parameters(specs, processor.name(), values, 1, at::TensorOptions(at::kDouble), option);
+  if (wet) {
+    if (wet_set) *wet = raw.at(kDryWetParameter);
+    raw.erase(kDryWetParameter);
+  }
+  return raw;
 }
 
 }  // namespace grafx::cli

@@ -6,6 +6,7 @@
 #include <grafx/error.h>
 #include <grafx/fit/demo.h>
 #include <grafx/io/parameter_file.h>
+#include <grafx/processors/parameter_values.h>
 #include <grafx/render/parameters.h>
 
 namespace grafx::python {
@@ -70,24 +71,35 @@ py::dict descriptor_to_python(const ProcessorDescriptor& d) {
   return result;
 }
 
-/// Raw values of physical ones; throws for names no spec has and values that cannot be set.
-TensorDict raw_of(const std::vector<ParameterSpec>& specs, const TensorDict& physical,
-                  const std::string& where) {
+/// Raw values of values given by raw or physical name (Python's `to_raw`), each for as many
+/// nodes as its first dimension holds when it has the dimensions of [N, shape...], else one.
+TensorDict raw_of(const std::vector<ParameterSpec>& specs, const TensorDict& values,
+                  const std::string& processor) {
   TensorDict raw;
-  for (const auto& [name, value] : physical) {
-    auto spec = std::find_if(specs.begin(), specs.end(),
-                             [&](const ParameterSpec& s) { return s.physical_name == name; });
-    if (spec == specs.end()) {
-      std::string known;
-      for (const ParameterSpec& s : specs) known += (known.empty() ? "" : ", ") + s.physical_name;
-      throw ProcessorError(
-          "grafx.processor.parameters",
-          where + ": no parameter is called \"" + name + "\" (physical names: " + known + ")");
-    }
-    const std::string why = spec->raw_of(value, raw[spec->name]);
-    if (!why.empty()) throw ProcessorError("grafx.processor.parameters", where + ": " + why);
+  for (const auto& [name, value] : values) {
+    const NamedParameter named = find_parameter(specs, name, processor);
+    if (raw.count(named.spec->name))
+      throw ProcessorError("grafx.processor.parameters",
+                           processor + ": got both the raw and the physical name of " +
+                               named.spec->name + "; give one of them");
+    const int64_t n = value.dim() == int64_t(value_shape(named, 1).size()) ? value.size(0) : 1;
+    const at::TensorOptions options =
+        value.is_floating_point() ? value.options() : at::TensorOptions(at::kFloat);
+    raw[named.spec->name] = raw_values(named, value, n, options, processor);
   }
   return raw;
+}
+
+/// The raw parameters `forward` gets from values given by raw or physical name, for the batch
+/// of `inputs` and in their dtype (grafx/processors/parameter_values.h).
+TensorDict forward_parameters(const Processor& p, const std::vector<at::Tensor>& inputs,
+                              const TensorDict& values) {
+  if (inputs.empty() || !inputs[0].defined() || inputs[0].dim() != 3) {
+    p.check_arguments(inputs, values);  // throws the inputs' error
+    throw ProcessorError("grafx.processor.inputs", p.name() + ": expected N×C×L inputs");
+  }
+  return raw_parameters(p.parameter_specs(), p.name(), values, inputs[0].size(0),
+                        inputs[0].options());
 }
 
 std::vector<ParameterSpec> specs_with_dry_wet(const Processor& processor) {
@@ -127,10 +139,11 @@ void bind_processors(py::module_& m) {
           "forward",
           [](const Processor& p, const std::vector<at::Tensor>& inputs,
              const py::handle& parameters) {
-            const TensorDict raw = tensors_from_python(parameters, p.name() + " parameters");
+            const TensorDict values = tensors_from_python(parameters, p.name() + " parameters");
             ProcessorOutput output;
             {
               py::gil_scoped_release released;
+              const TensorDict raw = forward_parameters(p, inputs, values);
               p.check_arguments(inputs, raw);
               output = p.forward(inputs, raw);
             }
@@ -151,6 +164,14 @@ void bind_processors(py::module_& m) {
                 raw_of(specs_with_dry_wet(p), tensors_from_python(physical, p.name()), p.name()));
           },
           py::arg("physical"))
+      .def(
+          "raw_parameters",
+          [](const Processor& p, const py::handle& values, int64_t n, py::object dtype) {
+            return tensors_to_python(raw_parameters(p.parameter_specs(), p.name(),
+                                                    tensors_from_python(values, p.name()), n,
+                                                    at::TensorOptions(dtype_from_python(dtype))));
+          },
+          py::arg("values"), py::arg("num_nodes"), py::arg("dtype"))
       .def(
           "temporal_support",
           [](const Processor& p, const py::handle& raw) {

@@ -6,6 +6,7 @@
 // integer at the other end of its range).
 
 #include <grafx/dsp/forward_mode.h>
+#include <grafx/processors/parameter_values.h>
 #include <grafx/processors/registry.h>
 
 #include "support/test_support.h"
@@ -13,6 +14,7 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -187,6 +189,32 @@ TEST_P(ProcessorContract, PhysicalValuesRoundTripThroughRawValues) {
     EXPECT_GE(physical.min().item<double>(), spec.physical_min) << spec.name;
     EXPECT_LE(physical.max().item<double>(), spec.physical_max) << spec.name;
   }
+}
+
+TEST_P(ProcessorContract, ParametersSetByPhysicalNameRenderAsTheirRawValues) {
+  // What `grafx process --set` and Python's processor modules do (parameter_values.h): values
+  // by physical name, mapped to raw ones, render as the raw values they came from, and a
+  // physical value that requires grad passes its graph on.
+  Case c           = make_case(GetParam(), 3, 200, at::kDouble, 8);
+  const auto specs = c.processor->parameter_specs();
+  TensorDict values;
+  for (const auto& spec : specs) {
+    const at::Tensor& raw = c.parameters.at(spec.name);
+    if (spec.to_raw && spec.physical_name != spec.name)
+      values[spec.physical_name] = spec.to_physical(raw).detach().requires_grad_();
+    else
+      values[spec.name] = raw;
+  }
+  TensorDict mapped =
+      raw_parameters(specs, c.processor->name(), values, 3, at::TensorOptions(at::kDouble));
+  ASSERT_EQ(mapped.size(), specs.size());
+  for (const auto& spec : specs)
+    if (values.count(spec.physical_name) && spec.physical_name != spec.name)
+      EXPECT_TRUE(mapped.at(spec.name).requires_grad()) << spec.physical_name;
+  auto expected = c.processor->forward(c.inputs, c.parameters).outputs;
+  auto got      = c.processor->forward(c.inputs, mapped).outputs;
+  for (size_t o = 0; o < got.size(); ++o)
+    EXPECT_TRUE(at::allclose(got[o], expected[o], 1e-7, 1e-9)) << "outlet " << o;
 }
 
 TEST_P(ProcessorContract, MusicalPriorSetsKnownParametersInRange) {
@@ -503,7 +531,8 @@ TEST(Registry, EveryProcessorHeaderIsRegistered) {
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(source) + "/include/grafx/processors")) {
     std::string stem = entry.path().stem().string();
-    if (stem == "processor" || stem == "registry" || stem == "descriptor" || stem == "options")
+    if (stem == "processor" || stem == "registry" || stem == "descriptor" || stem == "options" ||
+        stem == "parameter_values")
       continue;
     std::ifstream file(entry.path());
     std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -532,6 +561,46 @@ TEST(Registry, NodeTypesAndProcessorsFollowTheRegistry) {
   wrong_ports.add({processor_registry()[0].name, {"main", "sidechain"}, {"main"}});
   EXPECT_GRAFX_ERROR(make_processors(wrong_ports, {}), "grafx.processor.ports",
                      "has ports (main, sidechain -> main) but its processor has (main -> main)");
+}
+
+TEST(ParameterValues, MapsValuesByNameAndRefusesWhatCannotBeSet) {
+  auto compressor  = make_processor("compressor", {kSampleRate});
+  const auto specs = compressor->parameter_specs();
+  const at::TensorOptions f64(at::kDouble);
+  auto set = [&](TensorDict values) {
+    return raw_parameters(specs, "compressor", values, 2, f64, "--set");
+  };
+  const char* code = "grafx.processor.parameters";
+  EXPECT_GRAFX_ERROR(set({{"treshold_db", at::scalar_tensor(-30.0)}}), code,
+                     "--set: compressor has no parameter \"treshold_db\"; it has: threshold_db "
+                     "(dB), ratio (:1)");
+  EXPECT_GRAFX_ERROR(
+      set({{"threshold_db", at::scalar_tensor(-30.0)}, {"log_threshold", at::zeros({2, 1})}}), code,
+      "--set: compressor: got both log_threshold and threshold_db");
+  EXPECT_GRAFX_ERROR(set({{"ratio", at::scalar_tensor(0.5)}}), code,
+                     "--set: compressor: expected ratio from 1 to inf (:1), but got 0.5");
+  EXPECT_GRAFX_ERROR(set({{"ratio", at::full({2, 1}, NAN)}}), code,
+                     "expected finite values of ratio, but got nan");
+  EXPECT_GRAFX_ERROR(set({{"log_ratio", at::full({1}, -INFINITY)}}), code,
+                     "expected finite values of log_ratio, but got -inf");
+  EXPECT_GRAFX_ERROR(set({{"threshold_db", at::zeros({3})}}), code,
+                     "expected threshold_db of shape [2, 1] (2 nodes) or one that broadcasts to "
+                     "it (a number fills it), but got [3]");
+  // One number fills every node; a raw tensor of the right shape is used as it is; unset
+  // parameters take their initial values; gradients reach a threshold in dB (raw = dB·ln10/10
+  // + 6, so d(Σ raw)/d(dB) = 2·ln10/10 over two nodes).
+  at::Tensor threshold = at::scalar_tensor(-30.0, f64).requires_grad_();
+  at::Tensor log_ratio = at::full({2, 1}, 1.5, f64);
+  TensorDict raw       = raw_parameters(specs, "compressor",
+                                        {{"threshold_db", threshold}, {"log_ratio", log_ratio}}, 2, f64);
+  EXPECT_TRUE(raw.at("log_ratio").is_same(log_ratio));
+  EXPECT_TRUE(
+      at::allclose(raw.at("log_threshold"), at::full({2, 1}, -3.0 * std::log(10.0) + 6, f64)));
+  for (const auto& spec : specs)
+    if (spec.name != "log_threshold" && spec.name != "log_ratio")
+      EXPECT_TRUE(at::equal(raw.at(spec.name), at::full({2, 1}, spec.init_mean, f64))) << spec.name;
+  raw.at("log_threshold").sum().backward();
+  EXPECT_NEAR(threshold.grad().item<double>(), 2 * std::log(10.0) / 10, 1e-12);
 }
 
 }  // namespace
