@@ -73,7 +73,7 @@ TEST(CliGraph, ConsolesWithSendsAndSidechainsAreBuiltAndDrawn) {
                       "--send", "delay=ed@keys", "--sidechain", "bass=kick", "--dry-wet", "-o",
                       dir.file("r.json"), "--draw", dir.file("r.svg")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "3 tracks, 0 subgroups, 2 send buses, 1 sidechains")) << r.out;
+  EXPECT_TRUE(contains(r.out, "3 tracks, 0 subgroups, 2 send buses, 1 sidechain, ")) << r.out;
   Graph g = load_graph(dir.file("r.json"), registry_node_types());
   EXPECT_EQ(g.nodes_of_type("send").size(), 4u);
   EXPECT_EQ(g.nodes_of_type("sidechain_compressor").size(), 1u);
