@@ -162,12 +162,16 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
     if (std::isnan(options.y_max)) y_axis.max = std::ceil(y_axis.max / step - 1e-9) * step;
   }
 
+  const std::string clip = options.id.empty() ? "area" : options.id + "-area";
+  auto colour_of         = [&](size_t k) {
+    return series[k].colour.empty() ? std::string(kColors[k % 8]) : escape(series[k].colour);
+  };
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" viewBox=\"0 0 " << width << " " << height
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<clipPath id=\"area\"><rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\""
+      << "<clipPath id=\"" << clip << "\"><rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\""
       << width - kLeft - kRight << "\" height=\"" << height - kTop - kBottom << "\"/></clipPath>\n";
   // Grid and tick labels.
   std::vector<std::pair<double, std::string>> x_major, y_major;
@@ -196,7 +200,7 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
   // Series: polylines broken at points that cannot be drawn.
   for (size_t k = 0; k < series.size(); ++k) {
     const PlotSeries& s = series[k];
-    svg << "<g clip-path=\"url(#area)\" fill=\"none\" stroke=\"" << kColors[k % 8]
+    svg << "<g clip-path=\"url(#" << clip << ")\" fill=\"none\" stroke=\"" << colour_of(k)
         << "\" stroke-width=\"1.5\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << ">\n";
     std::string points;
     auto flush = [&] {
@@ -224,7 +228,11 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
   // Legend: in the corner of the plot area that covers the fewest points.
   int64_t n_labels =
       std::count_if(series.begin(), series.end(), [](const auto& s) { return !s.label.empty(); });
-  double box_width = 150, box_height = 18.0 * double(n_labels) + 6;
+  // Wide enough for the longest label (about 0.6 em a character at 12 px).
+  size_t longest = 0;
+  for (const auto& s : series) longest = std::max(longest, s.label.size());
+  double box_width  = std::max(150.0, 44 + 7.2 * double(longest)),
+         box_height = 18.0 * double(n_labels) + 6;
   double best_x = 0, best_y = 0;
   int64_t fewest = -1;
   for (double bx : {width - kRight - box_width - 6, kLeft + 6})
@@ -247,10 +255,133 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
     if (series[k].label.empty()) continue;
     double lx = best_x + 8;
     svg << "<line x1=\"" << lx << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << lx + 24 << "\" y2=\""
-        << legend_y - 4 << "\" stroke=\"" << kColors[k % 8] << "\" stroke-width=\"2\""
+        << legend_y - 4 << "\" stroke=\"" << colour_of(k) << "\" stroke-width=\"2\""
         << (series[k].dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>\n<text x=\"" << lx + 30
         << "\" y=\"" << legend_y << "\">" << escape(series[k].label) << "</text>\n";
     legend_y += 18;
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+namespace {
+
+/// Ticks of a logarithmic axis at 1, 2 and 5 in each decade (every decade's 1 when they would
+/// be too many), labelled as frequencies are: 50, 100, 1k, 2k.
+std::vector<std::pair<double, std::string>> log_ticks_125(double min, double max) {
+  std::vector<std::pair<double, std::string>> ticks;
+  const bool only_decades = std::log10(max / min) > 4;
+  for (double decade = std::pow(10.0, std::floor(std::log10(min))); decade <= max; decade *= 10)
+    for (double m : {1.0, 2.0, 5.0}) {
+      double v = decade * m;
+      if ((only_decades && m != 1) || v < min * (1 - 1e-9) || v > max * (1 + 1e-9)) continue;
+      ticks.push_back({v, log_label(v)});
+    }
+  return ticks;
+}
+
+constexpr double kRasterLeft = 64, kRasterBottom = 44, kColourBar = 16;
+
+double raster_right(const RasterPlotOptions& options) { return options.colour_bar ? 104 : 16; }
+double raster_top(const RasterPlotOptions& options) { return options.title.empty() ? 10 : 30; }
+
+}  // namespace
+
+RasterArea raster_plot_area(const RasterPlotOptions& options) {
+  const double top = raster_top(options);
+  return {kRasterLeft, top, std::max(1.0, options.width - kRasterLeft - raster_right(options)),
+          std::max(1.0, options.height - top - kRasterBottom)};
+}
+
+std::string raster_plot_svg(const std::string& png, int64_t png_width, int64_t png_height,
+                            const RasterPlotOptions& options) {
+  auto fail = [](const std::string& what) { throw IoError("grafx.io.plot", what); };
+  if (png.empty() || png_width < 1 || png_height < 1) fail("expected a picture, but got none");
+  if (!(options.x_max > options.x_min) || !(options.y_max > options.y_min))
+    fail("expected axis ranges min < max, but got x " + number(options.x_min, 3) + " to " +
+         number(options.x_max, 3) + " and y " + number(options.y_min, 3) + " to " +
+         number(options.y_max, 3));
+  if (options.log_y && !(options.y_min > 0))
+    fail("expected y_min > 0 on a logarithmic axis, but got " + number(options.y_min, 3));
+  if (options.colour_bar && !(options.colour_max > options.colour_min))
+    fail("expected a colour range min < max, but got " + number(options.colour_min, 3) + " to " +
+         number(options.colour_max, 3));
+  const RasterArea area = raster_plot_area(options);
+  const double width = options.width, height = options.height;
+  const double bottom = area.top + area.height, right = area.left + area.width;
+  Axis x_axis{options.x_min, options.x_max, false, area.left, right};
+  Axis y_axis{options.y_min, options.y_max, options.log_y, bottom, area.top};
+
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" viewBox=\"0 0 " << width << " " << height
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<image x=\"" << area.left << "\" y=\"" << area.top << "\" width=\"" << area.width
+      << "\" height=\"" << area.height
+      << "\" preserveAspectRatio=\"none\" style=\"image-rendering:pixelated\" href=\"data:image/"
+         "png;base64,"
+      << base64(png) << "\"/>\n"
+      << "<rect x=\"" << area.left << "\" y=\"" << area.top << "\" width=\"" << area.width
+      << "\" height=\"" << area.height << "\" fill=\"none\" stroke=\"#444444\"/>\n";
+  // Ticks outside the picture, with faint lines across it at the y ticks (frequencies).
+  std::vector<std::pair<double, std::string>> x_major, y_major;
+  std::vector<double> minor;
+  x_axis.ticks(x_major, minor);
+  if (options.log_y)
+    y_major = log_ticks_125(options.y_min, options.y_max);
+  else
+    y_axis.ticks(y_major, minor);
+  for (const auto& [v, label] : x_major) {
+    double px = x_axis.to_pixels(v);
+    svg << "<line x1=\"" << px << "\" y1=\"" << bottom << "\" x2=\"" << px << "\" y2=\""
+        << bottom + 5 << "\" stroke=\"#444444\"/>\n<text x=\"" << px << "\" y=\"" << bottom + 18
+        << "\" text-anchor=\"middle\">" << escape(label) << "</text>\n";
+  }
+  for (const auto& [v, label] : y_major) {
+    double py = y_axis.to_pixels(v);
+    svg << "<line x1=\"" << area.left - 5 << "\" y1=\"" << py << "\" x2=\"" << area.left
+        << "\" y2=\"" << py << "\" stroke=\"#444444\"/>\n<line x1=\"" << area.left << "\" y1=\""
+        << py << "\" x2=\"" << right << "\" y2=\"" << py
+        << "\" stroke=\"white\" stroke-opacity=\"0.22\"/>\n<text x=\"" << area.left - 8 << "\" y=\""
+        << py + 4 << "\" text-anchor=\"end\">" << escape(label) << "</text>\n";
+  }
+  svg << "<text x=\"" << (area.left + right) / 2 << "\" y=\"" << height - 8
+      << "\" text-anchor=\"middle\">" << escape(options.x_label) << "</text>\n"
+      << "<text transform=\"translate(14," << (area.top + bottom) / 2
+      << ") rotate(-90)\" text-anchor=\"middle\">" << escape(options.y_label) << "</text>\n";
+  if (!options.title.empty())
+    svg << "<text x=\"" << (area.left + right) / 2 << "\" y=\"" << area.top - 10
+        << "\" text-anchor=\"middle\" font-size=\"14\">" << escape(options.title) << "</text>\n";
+  if (options.colour_bar) {
+    // A gradient through the map's stops, bottom (colour_min) to top (colour_max).
+    const std::string gradient = options.id + "-colours";
+    const auto& stops          = colour_map_stops(options.colours);
+    svg << "<linearGradient id=\"" << escape(gradient)
+        << "\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n";
+    for (size_t i = 0; i < stops.size(); ++i) {
+      char colour[8];
+      std::snprintf(colour, sizeof colour, "#%02x%02x%02x", int(std::lround(stops[i][0] * 255)),
+                    int(std::lround(stops[i][1] * 255)), int(std::lround(stops[i][2] * 255)));
+      svg << "<stop offset=\"" << number(double(i) / double(stops.size() - 1), 4)
+          << "\" stop-color=\"" << colour << "\"/>\n";
+    }
+    const double bar_left = right + 14;
+    svg << "</linearGradient>\n<rect class=\"colour-bar\" x=\"" << bar_left << "\" y=\"" << area.top
+        << "\" width=\"" << kColourBar << "\" height=\"" << area.height << "\" fill=\"url(#"
+        << escape(gradient) << ")\" stroke=\"#444444\"/>\n";
+    Axis bar{options.colour_min, options.colour_max, false, bottom, area.top};
+    std::vector<std::pair<double, std::string>> bar_ticks;
+    bar.ticks(bar_ticks, minor);
+    for (const auto& [v, label] : bar_ticks) {
+      double py = bar.to_pixels(v);
+      svg << "<line x1=\"" << bar_left + kColourBar << "\" y1=\"" << py << "\" x2=\""
+          << bar_left + kColourBar + 4 << "\" y2=\"" << py << "\" stroke=\"#444444\"/>\n<text x=\""
+          << bar_left + kColourBar + 7 << "\" y=\"" << py + 4 << "\">"
+          << escape((v > 0 && options.colour_min < 0 ? "+" : "") + label) << "</text>\n";
+    }
+    svg << "<text transform=\"translate(" << width - 8 << "," << (area.top + bottom) / 2
+        << ") rotate(-90)\" text-anchor=\"middle\">" << escape(options.colour_label) << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();

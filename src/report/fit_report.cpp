@@ -6,6 +6,8 @@
 #include <grafx/io/image.h>
 #include <grafx/io/parameter_file.h>
 #include <grafx/io/plot.h>
+#include <grafx/io/processor_response.h>
+#include <grafx/processors/registry.h>
 #include <grafx/render/parameters.h>
 #include <grafx/report/fit_report.h>
 
@@ -13,14 +15,16 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <iomanip>
+#include <map>
 #include <sstream>
 
 namespace grafx {
 
-using detail::base64;
 using detail::escape;
 using detail::fixed;
 using detail::write_console_picture;
@@ -52,7 +56,8 @@ std::vector<PlotSeries> loss_series(const std::vector<FitRecord>& history) {
 /// The initial console: what the initialisation from the data set (track gains, the EQ curves
 /// as a picture) and every node's starting parameters; empty for a fit that started from given
 /// parameters.
-std::string initialisation_html(const Fitter& fitter, const std::vector<std::string>& names) {
+std::string initialisation_html(const Fitter& fitter, const std::vector<std::string>& names,
+                                const std::string& settings) {
   const DataInitialisation& done = fitter.initialisation();
   const bool gains = done.gains.gains.defined(), eq = done.eq.gains_db.defined();
   if (!gains && !eq && done.started.empty()) return "";
@@ -98,23 +103,497 @@ std::string initialisation_html(const Fitter& fitter, const std::vector<std::str
     plot.x_label = "frequency (Hz)";
     plot.y_label = "gain (dB)";
     plot.log_x   = true;
+    plot.id      = "initial-eq";
     html << "<p>Track EQs from smoothed spectral ratios (relative band-power error "
          << fixed(e.error_before, 3) << " → " << fixed(e.error_after, 3) << "):</p>\n"
          << (curves.empty() ? "" : plot_svg(curves, plot)) << "\n";
   }
-  html << "<details><summary>every node of the initial console in physical units</summary><pre>"
-       << escape(
-              describe_parameters(fitter.graph(), fitter.processors(), fitter.initial_parameters()))
-       << "</pre></details>\n";
+  html << "<details><summary>every node of the initial console in physical units</summary>"
+       << settings << "</details>\n";
   return html.str();
+}
+
+/// A setting's value for a table: whole numbers from 100 on, one decimal from 1, two below, two
+/// significant digits below 0.01; `sign` writes "+" before positive values (errors).
+std::string value_text(double v, bool sign = false) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+  const double a = std::abs(v);
+  char text[64];
+  if (a >= 100)
+    std::snprintf(text, sizeof text, "%.0f", v);
+  else if (a >= 1)
+    std::snprintf(text, sizeof text, "%.1f", v);
+  else if (a >= 0.01 || a == 0)
+    std::snprintf(text, sizeof text, "%.2f", v);
+  else
+    std::snprintf(text, sizeof text, "%.2g", v);
+  std::string out = text;
+  if (out.find_first_not_of("-0.") == std::string::npos) out = "0";  // no "-0.0"
+  return (sign && v > 0 && out != "0" ? "+" : "") + out;
+}
+
+/// Vectors up to this many values are shown in full, longer ones summarised.
+constexpr int64_t kShownInFull = 4;
+
+/// A node's physical value of a spec: all of it ("-3.1 / -2.9"), or for long vectors its median
+/// and range.
+std::string physical_text(const at::Tensor& value) {
+  at::Tensor v = value.flatten();
+  if (v.numel() <= kShownInFull) {
+    std::string text;
+    for (int64_t i = 0; i < v.numel(); ++i)
+      text += (i ? " / " : "") + value_text(v[i].item<double>());
+    return text;
+  }
+  return "<span title=\"" + std::to_string(v.numel()) + " values\">median " +
+         value_text(v.median().item<double>()) + " (" + value_text(v.min().item<double>()) +
+         " to " + value_text(v.max().item<double>()) + ")</span>";
+}
+
+/// fitted − reference: per value for short vectors, the root mean square for long ones.
+std::string error_text(const at::Tensor& fitted, const at::Tensor& reference) {
+  at::Tensor d = (fitted - reference).flatten();
+  if (d.numel() <= kShownInFull) {
+    std::string text;
+    for (int64_t i = 0; i < d.numel(); ++i)
+      text += (i ? " / " : "") + value_text(d[i].item<double>(), true);
+    return text;
+  }
+  return "RMS " + value_text(d.pow(2).mean().sqrt().item<double>());
+}
+
+/// Physical values of parameter sets, per node, each type's computed once.
+class PhysicalValues {
+ public:
+  explicit PhysicalValues(const Parameters& parameters) : parameters_(parameters) {}
+
+  /// Row `row` of the type's values of `spec` (float64, the spec's per-node shape); undefined
+  /// when the set has no such parameter. Per-batch-item parameters: the first item's.
+  at::Tensor of(const std::string& type, const ParameterSpec& spec, int64_t row) {
+    auto key = std::make_pair(type, spec.name);
+    auto it  = cache_.find(key);
+    if (it == cache_.end()) {
+      at::Tensor all;
+      auto named = parameters_.find(type);
+      if (named != parameters_.end() && named->second.count(spec.name)) {
+        at::Tensor raw = named->second.at(spec.name).detach();
+        all            = spec.to_physical(raw).to(at::kDouble);
+        if (raw.dim() == int64_t(spec.shape.size()) + 2) all = all[0];
+      }
+      it = cache_.emplace(key, all).first;
+    }
+    return it->second.defined() ? it->second[row] : at::Tensor();
+  }
+
+  /// The raw parameters of one node (first dimension 1) of the processor's own specs, and its
+  /// wet amount (1 without dry/wet).
+  std::pair<TensorDict, double> node(const std::string& type, const Processor& processor,
+                                     int64_t row, bool dry_wet) const {
+    TensorDict raw;
+    const TensorDict& named = parameters_.at(type);
+    for (const auto& spec : processor.parameter_specs()) {
+      at::Tensor p = named.at(spec.name).detach();
+      if (p.dim() == int64_t(spec.shape.size()) + 2) p = p[0];
+      raw[spec.name] = p.narrow(0, row, 1).to(at::kDouble);
+    }
+    double wet = 1.0;
+    if (dry_wet && named.count(kDryWetParameter))
+      wet = dry_wet_spec()
+                .to_physical(named.at(kDryWetParameter).detach().to(at::kDouble))
+                .flatten()[row]
+                .item<double>();
+    return {raw, wet};
+  }
+
+  bool has(const std::string& type) const { return parameters_.count(type) > 0; }
+
+ private:
+  const Parameters& parameters_;
+  std::map<std::pair<std::string, std::string>, at::Tensor> cache_;
+};
+
+/// A processor as heard at a wet amount w: w·f(u) + (1 − w)·u, the graph's dry/wet rule for a
+/// node of one inlet and one outlet (its dry signal is its input). Others are left as they are.
+class AsHeard final : public Processor {
+ public:
+  AsHeard(const Processor& inner, double wet) : inner_(inner), wet_(wet) {}
+  std::string name() const override { return inner_.name(); }
+  std::vector<std::string> inlets() const override { return inner_.inlets(); }
+  std::vector<std::string> outlets() const override { return inner_.outlets(); }
+  std::vector<ParameterSpec> parameter_specs() const override { return inner_.parameter_specs(); }
+  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
+                          const TensorDict& parameters) const override {
+    ProcessorOutput out = inner_.forward(inputs, parameters);
+    if (wet_ != 1.0 && inputs.size() == 1 && out.outputs.size() == 1 &&
+        out.outputs[0].sizes() == inputs[0].sizes())
+      out.outputs[0] = wet_ * out.outputs[0] + (1 - wet_) * inputs[0];
+    return out;
+  }
+  TemporalSupport temporal_support(const TensorDict& parameters) const override {
+    return inner_.temporal_support(parameters);
+  }
+
+ private:
+  const Processor& inner_;
+  double wet_;
+};
+
+/// Whether a type's response picture is shown per track: filters' curves. Other settings read
+/// as well as numbers (a compressor's static curve is its threshold, ratio and knee), and their
+/// pictures take long to measure (2 s of 81 levels through each dynamics node).
+bool is_pictured(ResponsePicture picture) {
+  return picture == ResponsePicture::kMagnitude ||
+         picture == ResponsePicture::kMagnitudeLeftRight ||
+         picture == ResponsePicture::kMagnitudeMidSide || picture == ResponsePicture::kBands;
+}
+
+/// The strips of a console: its processor nodes grouped by the part of their names before the
+/// first "." (a console's tracks, subgroups and buses), the tracks first in track order, then
+/// the others in the order of their first node; unnamed nodes last.
+struct Strip {
+  std::string name;
+  std::vector<NodeId> nodes;
+};
+
+std::vector<Strip> strips_of(const Graph& graph, const std::vector<std::string>& track_names) {
+  std::vector<Strip> strips;
+  for (const auto& name : track_names) strips.push_back({name, {}});
+  Strip unnamed{"", {}};
+  for (NodeId id : graph.nodes()) {
+    if (is_utility_type(graph.node(id).type)) continue;
+    const std::string& name = graph.node(id).name;
+    if (name.empty()) {
+      unnamed.nodes.push_back(id);
+      continue;
+    }
+    std::string strip = name.substr(0, name.find('.'));
+    auto it =
+        std::find_if(strips.begin(), strips.end(), [&](const Strip& s) { return s.name == strip; });
+    if (it == strips.end()) it = strips.insert(strips.end(), {strip, {}});
+    it->nodes.push_back(id);
+  }
+  if (!unnamed.nodes.empty()) strips.push_back(unnamed);
+  strips.erase(
+      std::remove_if(strips.begin(), strips.end(), [](const Strip& s) { return s.nodes.empty(); }),
+      strips.end());
+  return strips;
+}
+
+/// Pages stay readable (and quick to write) for large graphs: the tables and curves of at most
+/// these many nodes are shown; parameters.json holds all.
+constexpr int64_t kMaxNodesShown = 400, kMaxCurvesShown = 64;
+
+/// Tables of nodes' settings in physical units (the specs' physical names and units): a column
+/// per parameter set (fitted, reference) and, with two, the error of the first against the
+/// second.
+class SettingsTables {
+ public:
+  SettingsTables(const Graph& graph, const Processors& processors)
+      : graph_(graph), processors_(processors) {}
+
+  /// The node's row among its type's nodes (in its type's parameters).
+  int64_t row_of(NodeId id) {
+    const std::string& type = graph_.type_name(id);
+    auto it                 = ids_of_type_.find(type);
+    if (it == ids_of_type_.end()) it = ids_of_type_.emplace(type, graph_.nodes_of_type(type)).first;
+    return int64_t(std::lower_bound(it->second.begin(), it->second.end(), id) - it->second.begin());
+  }
+
+  std::string table(const std::vector<NodeId>& nodes,
+                    const std::vector<std::pair<std::string, PhysicalValues*>>& columns,
+                    const std::string& css_class = "settings") {
+    const bool error = columns.size() == 2;
+    std::ostringstream table;
+    table << "<table class=\"" << css_class << "\"><tr><th>node</th><th>setting</th><th>unit</th>";
+    for (const auto& column : columns) table << "<th>" << escape(column.first) << "</th>";
+    table << (error ? "<th>error</th>" : "") << "</tr>\n";
+    for (NodeId id : nodes) {
+      const Node& node     = graph_.node(id);
+      const NodeType& type = graph_.types()[node.type];
+      const int64_t row    = row_of(id);
+      std::vector<ParameterSpec> specs =
+          graph_parameter_specs(graph_, type.name, *processors_.at(type.name));
+      specs.erase(std::remove_if(specs.begin(), specs.end(),
+                                 [&](const ParameterSpec& spec) {
+                                   return spec.name == kDryWetParameter && !node.dry_wet;
+                                 }),
+                  specs.end());
+      const std::string node_cell =
+          "<td class=\"node\" rowspan=\"" + std::to_string(std::max<size_t>(1, specs.size())) +
+          "\" title=\"" + escape(node.name.empty() ? graph_.describe(id) : node.name) + "\">" +
+          detail::letter_box(type) + escape(type.name) +
+          (node.bypassed ? " <em>(bypassed)</em>" : "") + "</td>";
+      if (specs.empty())
+        table << "<tr>" << node_cell << "<td class=\"setting\" colspan=\""
+              << 2 + columns.size() + (error ? 1 : 0) << "\">(no settings)</td></tr>\n";
+      for (size_t i = 0; i < specs.size(); ++i) {
+        const ParameterSpec& spec = specs[i];
+        table << "<tr>" << (i == 0 ? node_cell : "") << "<td class=\"setting\" title=\""
+              << escape(spec.description) << "\">" << escape(spec.physical_name) << "</td><td>"
+              << escape(spec.unit) << "</td>";
+        std::vector<at::Tensor> values;
+        for (const auto& column : columns) {
+          values.push_back(column.second->of(type.name, spec, row));
+          table << "<td>" << (values.back().defined() ? physical_text(values.back()) : "—")
+                << "</td>";
+        }
+        if (error)
+          table << "<td class=\"error\">"
+                << (values[0].defined() && values[1].defined() ? error_text(values[0], values[1])
+                                                               : "—")
+                << "</td>";
+        table << "</tr>\n";
+      }
+    }
+    table << "</table>";
+    return table.str();
+  }
+
+ private:
+  const Graph& graph_;
+  const Processors& processors_;
+  std::map<std::string, std::vector<NodeId>> ids_of_type_;
+};
+
+/// Per track: the filters' curves as heard and a table of every node's settings, beside the
+/// reference's when there is one.
+std::string tracks_html(const Fitter& fitter, const FitSummary& summary,
+                        const std::string& folder) {
+  const Graph& graph           = fitter.graph();
+  const SampleRate sample_rate = fitter.sample_rate();
+  const bool reference         = !summary.reference.empty();
+  PhysicalValues fitted(fitter.parameters()), known(summary.reference);
+  SettingsTables tables(graph, fitter.processors());
+  std::vector<std::pair<std::string, PhysicalValues*>> columns = {{"fitted", &fitted}};
+  if (reference) columns.push_back({summary.reference_label, &known});
+  const std::string ref_label = escape(summary.reference_label);
+  std::ostringstream html;
+  html << "<p class=\"note\">Each strip of the console: its filters' curves as heard (each "
+          "filter's response at the node's wet amount";
+  if (reference) html << "; " << ref_label << " dashed";
+  html << ") and every setting in physical units; vectors of more than " << kShownInFull
+       << " values are summarised by their median and range"
+       << (reference ? ", and their error by its root mean square (RMS)" : "")
+       << ". Hover over a setting for what it does.</p>\n";
+  int64_t nodes_shown = 0, curves_shown = 0, n_nodes = 0;
+  for (const Strip& strip : strips_of(graph, summary.track_names)) {
+    n_nodes += int64_t(strip.nodes.size());
+    if (nodes_shown >= kMaxNodesShown) continue;
+    html << "<h3>" << (strip.name.empty() ? "other nodes" : escape(strip.name)) << "</h3>\n";
+    auto track = std::find(summary.track_names.begin(), summary.track_names.end(), strip.name);
+    size_t k   = size_t(track - summary.track_names.begin());
+    if (track != summary.track_names.end() && k < summary.track_files.size())
+      html << "<div class=\"players\">"
+           << detail::audio_player("the track as recorded",
+                                   detail::relative_link(folder, summary.track_files[k]))
+           << "</div>\n";
+    std::ostringstream curves;
+    std::vector<NodeId> shown;
+    for (NodeId id : strip.nodes) {
+      if (nodes_shown++ >= kMaxNodesShown) break;
+      shown.push_back(id);
+      const Node& node                      = graph.node(id);
+      const NodeType& type                  = graph.types()[node.type];
+      const Processor& processor            = *fitter.processors().at(type.name);
+      const ProcessorDescriptor* descriptor = find_processor(type.processor_name());
+      const int64_t row                     = tables.row_of(id);
+      // The curves as heard, beside the reference's.
+      if (node.bypassed || !descriptor || !is_pictured(descriptor->response) ||
+          curves_shown >= kMaxCurvesShown)
+        continue;
+      ++curves_shown;
+      auto [raw, wet] = fitted.node(type.name, processor, row, node.dry_wet);
+      Plot plot       = processor_response(AsHeard(processor, wet), raw, sample_rate);
+      if (reference && known.has(type.name)) {
+        auto [true_raw, true_wet] = known.node(type.name, processor, row, node.dry_wet);
+        Plot truth = processor_response(AsHeard(processor, true_wet), true_raw, sample_rate);
+        // Series alike in both (a unity line) are drawn once; the others are told apart.
+        auto same = [](const PlotSeries& a, const PlotSeries& b) {
+          return a.label == b.label && a.x == b.x && a.y == b.y;
+        };
+        auto label = [](const std::string& what, const std::string& whose) {
+          return what.empty() ? whose : what + ", " + whose;
+        };
+        // Fitted and reference series in the palette's first colours, shared ones in grey.
+        std::vector<PlotSeries> series, shared;
+        for (PlotSeries s : plot.series) {
+          if (std::any_of(truth.series.begin(), truth.series.end(),
+                          [&](const PlotSeries& t) { return same(s, t); })) {
+            s.colour = "#999999";
+            shared.push_back(std::move(s));
+            continue;
+          }
+          s.label = label(s.label, "fitted");
+          series.push_back(std::move(s));
+        }
+        for (PlotSeries t : truth.series) {
+          if (std::any_of(plot.series.begin(), plot.series.end(),
+                          [&](const PlotSeries& s) { return same(s, t); }))
+            continue;
+          t.label  = label(t.label, summary.reference_label);
+          t.dashed = true;
+          series.push_back(std::move(t));
+        }
+        series.insert(series.end(), shared.begin(), shared.end());
+        plot.series        = std::move(series);
+        plot.options.y_min = std::min(plot.options.y_min, truth.options.y_min);
+        plot.options.y_max = std::max(plot.options.y_max, truth.options.y_max);
+      }
+      plot.options.title =
+          (node.name.empty() ? type.name : node.name) +
+          (node.dry_wet ? " as heard (wet " + value_text(wet) + ")" : std::string());
+      plot.options.width  = 400;
+      plot.options.height = 250;
+      plot.options.id     = "node" + std::to_string(id);
+      curves << plot_svg(plot.series, plot.options) << "\n";
+    }
+    const std::string pictures = curves.str();
+    html << "<div class=\"strip\">"
+         << (pictures.empty() ? "" : "<div class=\"curves\">" + pictures + "</div>")
+         << tables.table(shown, columns) << "</div>\n";
+  }
+  if (n_nodes > kMaxNodesShown)
+    html << "<p class=\"note\">The first " << kMaxNodesShown << " of " << n_nodes
+         << " processor nodes are shown; parameters.json holds every node's settings.</p>\n";
+  return html.str();
+}
+
+/// The initial console's settings, a table per strip.
+std::string initial_settings_html(const Fitter& fitter, const std::vector<std::string>& names) {
+  SettingsTables tables(fitter.graph(), fitter.processors());
+  PhysicalValues initial(fitter.initial_parameters());
+  std::ostringstream html;
+  int64_t nodes_shown = 0;
+  for (const Strip& strip : strips_of(fitter.graph(), names)) {
+    if (nodes_shown >= kMaxNodesShown) break;
+    std::vector<NodeId> shown;
+    for (NodeId id : strip.nodes)
+      if (nodes_shown++ < kMaxNodesShown) shown.push_back(id);
+    html << "<h3>" << (strip.name.empty() ? "other nodes" : escape(strip.name)) << "</h3>\n"
+         << tables.table(shown, {{"initial", &initial}}, "settings initial") << "\n";
+  }
+  return html.str();
+}
+
+/// The letters of the console's picture: its types' letters and colours, with the summaries of
+/// their registry descriptors.
+std::string letter_legend(const Graph& graph) {
+  const std::vector<int64_t> counts = graph.count_per_type();
+  std::ostringstream html;
+  html << "<ul class=\"legend\">";
+  for (TypeId t = 0; t < graph.types().size(); ++t) {
+    if (counts[size_t(t)] == 0) continue;
+    const NodeType& type = graph.types()[t];
+    std::string what;
+    if (t == NodeTypes::kIn)
+      what = "a track's input";
+    else if (t == NodeTypes::kOut)
+      what = "the console's output";
+    else if (t == NodeTypes::kMix)
+      what = "a sum of signals (subgroups, buses, the master)";
+    else if (const ProcessorDescriptor* d = find_processor(type.processor_name()))
+      what = d->summary + (type.processor_name() != type.name
+                               ? " (" + type.processor_name() + " with options)"
+                               : std::string());
+    html << "<li>" << detail::letter_box(type) << "<b>" << escape(type.name) << "</b> ("
+         << counts[size_t(t)] << "): " << escape(what) << "</li>";
+  }
+  html << "</ul>\n";
+  return html.str();
+}
+
+/// A spectrogram-like picture of H×W values with time and frequency axes and a colour bar.
+std::string spectrogram_svg(const at::Tensor& values, double lo, double hi, ColourMap colours,
+                            const RasterPlotOptions& options) {
+  RasterPlotOptions o = options;
+  o.colours           = colours;
+  o.colour_min        = lo;
+  o.colour_max        = hi;
+  at::Tensor rgb      = colourise(values, lo, hi, colours, 256);  // a palette PNG
+  return raster_plot_svg(encode_png(rgb), rgb.size(1), rgb.size(0), o);
+}
+
+/// The target's and the fitted mix's spectrograms on one level scale, and their difference.
+std::string spectrograms_html(const at::Tensor& target, const at::Tensor& fitted,
+                              SampleRate sample_rate) {
+  RasterPlotOptions plot;
+  plot.x_label          = "time (s)";
+  plot.y_label          = "frequency (Hz)";
+  plot.log_y            = true;
+  plot.width            = 1000;
+  plot.height           = 280;
+  plot.title            = "x";  // the area as with a title
+  const RasterArea area = raster_plot_area(plot);
+  SpectrogramOptions spectrogram;
+  spectrogram.width  = int64_t(std::lround(area.width));
+  spectrogram.height = int64_t(std::lround(area.height));
+  plot.x_min         = 0;
+  plot.x_max         = double(std::max(target.size(-1), fitted.size(-1))) / double(sample_rate);
+  plot.y_min         = spectrogram.min_hz;
+  plot.y_max         = double(sample_rate) / 2;
+  // Levels relative to the target's loudest point, `range_db` below it the floor.
+  at::Tensor target_db = spectrogram_db(target, sample_rate, spectrogram);
+  at::Tensor fitted_db = spectrogram_db(fitted, sample_rate, spectrogram);
+  const double peak = target_db.max().item<double>(), range = spectrogram.range_db;
+  target_db = target_db - peak;
+  fitted_db = fitted_db - peak;
+  // Fitted − target where either is above the floor; a symmetric scale that holds 99% of it,
+  // rounded up to a step an engineer reads at a glance.
+  at::Tensor difference = fitted_db.clamp_min(-range) - target_db.clamp_min(-range);
+  double scale          = 40;
+  if (difference.size(1) == target_db.size(1)) {
+    double q = at::quantile(difference.abs().flatten(), 0.99).item<double>();
+    for (double step : {3.0, 6.0, 10.0, 12.0, 20.0, 30.0, 40.0})
+      if (q <= step) {
+        scale = step;
+        break;
+      }
+  }
+  std::ostringstream html;
+  plot.colour_label = "level (dB re the target's peak)";
+  plot.title        = "Target mix";
+  plot.id           = "spectrogram-target";
+  html << "<figure>" << spectrogram_svg(target_db, -range, 0, ColourMap::kMagma, plot)
+       << "</figure>\n";
+  plot.title = "Fitted mix (mix.wav), on the same scale";
+  plot.id    = "spectrogram-fitted";
+  html << "<figure>" << spectrogram_svg(fitted_db, -range, 0, ColourMap::kMagma, plot)
+       << "</figure>\n";
+  if (difference.size(1) == target_db.size(1)) {
+    plot.title        = "Difference: fitted − target";
+    plot.colour_label = "fitted − target (dB)";
+    plot.id           = "spectrogram-difference";
+    html << "<figure>" << spectrogram_svg(difference, -scale, scale, ColourMap::kDiverging, plot)
+         << "<figcaption>Red: the fitted mix is louder than the target there; blue: quieter; "
+            "white: the same (levels below "
+         << fixed(-range, 0) << " dB count as " << fixed(-range, 0) << " dB). Log-frequency rows, "
+         << spectrogram.n_fft << "-point windows averaged into columns.</figcaption></figure>\n";
+  }
+  return html.str();
+}
+
+/// What each output file holds, in fit_output_files' order.
+const std::vector<std::pair<std::string, std::string>>& described_outputs() {
+  static const std::vector<std::pair<std::string, std::string>> files = {
+      {"mix.wav", "the fitted mix of the whole song (float WAV)"},
+      {"console.json", "the console (grafx render, grafx draw)"},
+      {"console.svg", "the console's picture"},
+      {"parameters.safetensors", "the fitted raw parameters"},
+      {"parameters.json", "every node's settings in physical units"},
+      {"loss.csv", "the loss of every step"},
+      {"loss.svg", "the loss curve"},
+      {"report.html", "this page"}};
+  return files;
 }
 
 }  // namespace
 
 const std::vector<std::string>& fit_output_files() {
-  static const std::vector<std::string> files = {
-      "mix.wav",         "console.json", "console.svg", "parameters.safetensors",
-      "parameters.json", "loss.csv",     "loss.svg",    "report.html"};
+  static const std::vector<std::string> files = [] {
+    std::vector<std::string> names;
+    for (const auto& [name, what] : described_outputs()) names.push_back(name);
+    return names;
+  }();
   return files;
 }
 
@@ -124,6 +603,12 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   for (const auto& name : fit_output_files()) check_writable(path(name), overwrite);
   const Graph& graph           = fitter.graph();
   const SampleRate sample_rate = fitter.sample_rate();
+  if (!summary.reference.empty()) {  // before anything is written
+    at::ScalarType dtype = at::kFloat;
+    for (const auto& [type, named] : summary.reference)
+      if (!named.empty()) dtype = named.begin()->second.scalar_type();
+    check_parameters(graph, fitter.processors(), summary.reference, 0, dtype);
+  }
 
   at::Tensor fitted = summary.fitted.defined() ? summary.fitted : fitter.render_mix();
   if (!all_finite(fitted))  // never written silently (the checkpoint is kept)
@@ -149,17 +634,12 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   plot.title   = "Mix-matching loss of the training crops";
   plot.x_label = "step";
   plot.y_label = "loss";
+  plot.id      = "loss";
   std::string loss_svg =
       fitter.history().empty() ? "" : plot_svg(loss_series(fitter.history()), plot);
   if (!loss_svg.empty()) write_text_file(path("loss.svg"), loss_svg, overwrite);
 
-  // Spectrograms of the target and the fit on one level scale.
-  double level = 0;
-  SpectrogramOptions spectrogram;
-  std::string target_png =
-      encode_png(spectrogram_image(fitter.target(), sample_rate, spectrogram, &level));
-  spectrogram.reference_db = level;
-  std::string fitted_png   = encode_png(spectrogram_image(fitted, sample_rate, spectrogram));
+  const std::string spectrograms = spectrograms_html(fitter.target(), fitted, sample_rate);
 
   auto counts        = graph.count_per_type();
   int64_t processors = 0;
@@ -174,13 +654,29 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   for (const auto& name : summary.track_names)
     tracks += (tracks.empty() ? "" : ", ") + escape(name);
 
+  std::string players;
+  if (!summary.target_file.empty())
+    players += detail::audio_player(summary.target_label,
+                                    detail::relative_link(folder, summary.target_file));
+  players += detail::audio_player("fitted mix", "mix.wav");
+  std::ostringstream files;
+  files << "<ul>";
+  for (const auto& [name, what] : described_outputs())
+    files << "<li><a href=\"" << name << "\">" << name << "</a>: " << escape(what) << "</li>";
+  files << "</ul>\n";
+
   const std::string graph_svg = read_text_file(path("console.svg"));
-  const std::string initial   = initialisation_html(fitter, summary.track_names);
+  const std::string initial   = initialisation_html(
+        fitter, summary.track_names, initial_settings_html(fitter, summary.track_names));
   std::ostringstream html;
   html << detail::page_start(summary.title) << "<p>" << date << " · " << fitter.steps_done()
        << " steps in " << fixed(summary.seconds, 1) << " s ("
        << fixed(summary.seconds > 0 ? double(fitter.steps_done()) / summary.seconds : 0, 2)
        << " steps/s" << (skipped ? ", " + std::to_string(skipped) + " skipped" : "") << ")</p>\n"
+       << "<p class=\"note\"><a href=\"#listen\">Listen</a> · <a href=\"#spectrograms\">"
+          "Spectrograms</a> · <a href=\"#console\">Console</a> · <a href=\"#tracks\">Tracks</a> · "
+          "<a href=\"#loss\">Loss curve</a> · <a href=\"#files\">Files</a></p>\n"
+       << "<h2 id=\"listen\">Listen</h2>\n<div class=\"players\">" << players << "</div>\n"
        << "<h2>Summary</h2>\n<table class=\"facts\">"
        << "<tr><td>tracks</td><td>" << summary.track_names.size() << " (" << tracks << ")</td></tr>"
        << "<tr><td>audio</td><td>" << fixed(double(fitted.size(1)) / double(sample_rate), 2)
@@ -195,22 +691,14 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
        << "<p>The mix-matching loss of the pruning paper: multi-resolution log-mel and "
           "spectral-convergence "
           "distances of the left, right, mid and side signals (0 is a perfect match).</p>\n"
-       << initial << "<h2>Loss curve</h2>\n"
+       << "<h2 id=\"spectrograms\">Spectrograms</h2>\n"
+       << spectrograms << "<h2 id=\"console\">Console</h2>\n"
+       << "<div class=\"graph\">" << detail::inline_svg(graph_svg) << "</div>\n"
+       << letter_legend(graph) << "<h2 id=\"tracks\">Parameters by track</h2>\n"
+       << tracks_html(fitter, summary, folder) << "<h2 id=\"loss\">Loss curve</h2>\n"
        << loss_svg << "\n"
-       << "<h2>Spectrograms</h2>\n<div class=\"pictures\"><figure><img alt=\"target\" "
-          "src=\"data:image/png;base64,"
-       << base64(target_png) << "\"><figcaption>Target mix (log frequency, "
-       << fixed(spectrogram.range_db, 0)
-       << " dB range)</figcaption></figure><figure><img alt=\"fitted\" src=\"data:image/png;base64,"
-       << base64(fitted_png)
-       << "\"><figcaption>Fitted mix, on the same scale</figcaption></figure></div>\n"
-       << "<h2>Console</h2>\n<div class=\"graph\">" << detail::inline_svg(graph_svg)
-       << "</div>\n<h2>Parameters</h2>\n<details><summary>every node in physical "
-          "units</summary><pre>"
-       << escape(describe_parameters(graph, fitter.processors(), fitter.parameters()))
-       << "</pre></details>\n"
-       << "<p>Files: mix.wav, console.json, parameters.safetensors, parameters.json, "
-          "loss.csv.</p>\n</body></html>\n";
+       << initial << "<h2 id=\"files\">Files</h2>\n"
+       << files.str() << "</body></html>\n";
   write_text_file(path("report.html"), html.str(), overwrite);
 }
 

@@ -4,9 +4,13 @@
 #include <grafx/files.h>
 #include <grafx/graph/graph.h>
 #include <grafx/io/draw.h>
+#include <grafx/io/image.h>
 #include <grafx/loss/mix_loss.h>
+#include <grafx/processors/registry.h>
 
+#include <cctype>
 #include <cstdint>
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -14,26 +18,6 @@
 #include <vector>
 
 namespace grafx::detail {
-
-inline std::string base64(const std::string& bytes) {
-  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | uint32_t(uint8_t(bytes[i + 1])) << 8 |
-                 uint8_t(bytes[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += table[(v >> s) & 63];
-  }
-  if (i < bytes.size()) {
-    uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 |
-                 (i + 1 < bytes.size() ? uint32_t(uint8_t(bytes[i + 1])) << 8 : 0);
-    out += table[(v >> 18) & 63];
-    out += table[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? table[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
 
 inline std::string escape(const std::string& text) {
   std::string out;
@@ -44,6 +28,8 @@ inline std::string escape(const std::string& text) {
       out += "&gt;";
     else if (c == '&')
       out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
     else
       out += c;
   }
@@ -60,17 +46,66 @@ inline std::string fixed(double value, int digits) {
 inline std::string page_start(const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
          escape(title) +
-         "</title>\n<style>body{font-family:Helvetica,Arial,sans-serif;max-width:980px;margin:2em "
-         "auto;color:#222}"
-         "h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}table{border-collapse:collapse}"
-         "td,th{padding:2px 10px;text-align:right;border-bottom:1px solid "
-         "#ddd}td:first-child,th:first-child"
-         "{text-align:left}.pictures img{width:100%;height:280px;image-rendering:pixelated}.facts "
-         "td{text-align:left}.graph svg{max-width:100%;height:auto}"
-         "figure{margin:0 0 1em "
-         "0}figcaption{font-size:.9em;color:#555}pre{font-size:.8em;overflow:auto}</style>"
-         "</head><body>\n<h1>" +
+         "</title>\n<style>"
+         "body{font-family:Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;"
+         "padding:0 1em;color:#222}"
+         "h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}"
+         "h3{font-size:1em;margin:1.2em 0 .4em}table{border-collapse:collapse}"
+         "td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #ddd}"
+         "td:first-child,th:first-child{text-align:left}.facts td{text-align:left}"
+         ".graph svg{max-width:100%;height:auto}svg{max-width:100%;height:auto}"
+         "figure{margin:0 0 1em 0}figcaption{font-size:.9em;color:#555}"
+         "pre{font-size:.8em;overflow:auto}"
+         ".players{display:flex;flex-wrap:wrap;gap:4px 24px}.players figure{margin:0 0 .5em 0}"
+         ".players audio{display:block;width:300px;height:36px}"
+         ".strip{display:flex;flex-wrap:wrap;gap:8px 20px;align-items:flex-start}"
+         ".strip .curves{flex:0 0 400px}.strip .curves svg{width:400px;height:auto}"
+         ".strip table{flex:1 1 560px;font-size:.88em}.settings td{white-space:nowrap}"
+         ".settings td.setting{text-align:left}.settings "
+         "td.node{text-align:left;white-space:nowrap}"
+         ".settings td.error{color:#555}"
+         ".letter{display:inline-block;width:1.3em;text-align:center;border:1px solid #444;"
+         "border-radius:3px;font-weight:bold;margin-right:.35em}"
+         ".legend{columns:2;list-style:none;padding:0;font-size:.9em}.legend li{margin:2px 0}"
+         ".note{color:#555;font-size:.9em}"
+         "</style></head><body>\n<h1>" +
          escape(title) + "</h1>\n";
+}
+
+/// A node type's letter in its colour, as in the console pictures.
+inline std::string letter_box(const NodeType& type) {
+  return "<span class=\"letter\" style=\"background:" + type_color(type) + "\">" +
+         escape(std::string(1, type_letter(type))) + "</span>";
+}
+
+/// A path as the relative URL of a link from a page in `folder`: percent-encoded, with
+/// "/" separators ("tracks/lead%20vocal.wav", "../song.wav").
+inline std::string relative_link(const std::string& folder, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path from = fs::absolute(folder, ec).lexically_normal();
+  fs::path to   = fs::absolute(path, ec).lexically_normal();
+  fs::path link = to.lexically_relative(from);
+  if (link.empty()) link = to;  // no relative way there (another root): the absolute path
+  std::string text       = link.generic_string(), url;
+  static const char* hex = "0123456789ABCDEF";
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      url += char(c);
+    } else {
+      url += '%';
+      url += hex[c >> 4];
+      url += hex[c & 15];
+    }
+  }
+  return url;
+}
+
+/// An HTML5 audio player of a file linked by `url` (relative to the page), with its label.
+inline std::string audio_player(const std::string& label, const std::string& url) {
+  return "<figure><figcaption>" + escape(label) + " (<a href=\"" + escape(url) + "\">" +
+         escape(url) + "</a>)</figcaption><audio controls preload=\"metadata\" src=\"" +
+         escape(url) + "\"></audio></figure>";
 }
 
 /// A table of whole-song losses with their L/R, mid and side parts, one row per labelled set.

@@ -227,6 +227,68 @@ TEST(Fit, NonFiniteStepsAreSkippedThenStop) {
   EXPECT_FALSE(testing::file_exists(dir.file("mix.wav")));
 }
 
+int64_t occurrences(const std::string& text, const std::string& part) {
+  int64_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+TEST(Fit, ReportSetsEachSettingBesideTheReference) {
+  ConsoleOptions options;
+  options.n_tracks    = 3;
+  options.chain       = {"eq", "gain_pan"};
+  options.dry_wet     = true;
+  options.track_names = {"kick", "bass", "keys"};
+  Graph console       = build_console(options, registry_node_types()).graph;
+  at::Tensor x        = tracks(2);
+  Fitter fitter(console, x, x.sum(0), kRate, small_options(2));
+  fitter.run();
+  // The reference: the fitted settings with every gain 6.02 dB lower and every EQ 6.02 dB
+  // higher, so the errors are known: +6.0 dB on both channels, an RMS of 6.0 dB for the EQs.
+  FitSummary summary;
+  summary.title       = "report test";
+  summary.track_names = options.track_names;
+  testing::TempDir dir;  // the players link the files relative to the folder
+  summary.target_file     = dir.file("song.wav");
+  summary.track_files     = {dir.file("kick.wav"), dir.file("bass.wav"), dir.file("keys.wav")};
+  summary.reference       = cloned_parameters(fitter.parameters());
+  summary.reference_label = "truth";
+  summary.before = summary.after = fitter.evaluate();
+  at::Tensor& gains              = summary.reference.at("gain_pan").at("log_gain");
+  gains.sub_(std::log(2.0));
+  summary.reference.at("eq").at("log_magnitude").add_(std::log(2.0));
+  write_fit_outputs(fitter, summary, dir.path(), false);
+  const std::string html = testing::read_file(dir.file("report.html"));
+  EXPECT_EQ(occurrences(html, "<table class=\"settings\">"), 3) << "one table per track";
+  EXPECT_EQ(occurrences(html, "<th>truth</th>"), 3);
+  EXPECT_EQ(occurrences(html, ">+6.0 / +6.0<"), 3) << "gain_pan's error on each track";
+  EXPECT_EQ(occurrences(html, ">RMS 6.0<"), 3) << "the EQs' error";
+  EXPECT_EQ(occurrences(html, ">gain_db<"), 6) << "eq and gain_pan on each track";
+  EXPECT_EQ(occurrences(html, ">wet<"), 6);
+  EXPECT_FALSE(testing::contains(html, "[1024 values")) << "no vector dumped as text";
+  // An EQ curve per track, fitted and reference, each picture with ids of its own.
+  EXPECT_EQ(occurrences(html, ">fitted</text>"), 3);
+  EXPECT_EQ(occurrences(html, ">truth</text>"), 3);
+  EXPECT_EQ(occurrences(html, "stroke-dasharray"), 6) << "the reference dashed, and its legend";
+  for (const char* part :
+       {"src=\"mix.wav\"", "src=\"song.wav\"", "src=\"kick.wav\"", "src=\"keys.wav\"", ">time (s)<",
+        ">frequency (Hz)<", ">fitted − target (dB)<", "class=\"colour-bar\"", "class=\"legend\"",
+        "<a href=\"parameters.json\">"})
+    EXPECT_TRUE(testing::contains(html, part)) << part;
+  EXPECT_EQ(occurrences(html, "<audio "), 5) << "the target, the fitted mix and three tracks";
+  EXPECT_EQ(occurrences(html, "class=\"colour-bar\""), 3);
+  for (const std::string& id :
+       {"node3-area", "node5-area", "node7-area", "loss-area", "spectrogram-target"})
+    EXPECT_EQ(occurrences(html, "id=\"" + id), 1) << id;
+
+  // A reference of another graph is refused before anything is written.
+  summary.reference.erase("eq");
+  testing::TempDir other;
+  EXPECT_GRAFX_ERROR(write_fit_outputs(fitter, summary, other.path(), false),
+                     "grafx.render.parameters", "missing parameters for type \"eq\"");
+  EXPECT_FALSE(testing::file_exists(other.file("mix.wav")));
+}
+
 TEST(Fit, OptimizerResetsAndGradientClipping) {
   Graph console                 = gain_console();
   at::Tensor x                  = tracks(2);
