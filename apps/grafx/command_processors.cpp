@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cctype>
 #include <filesystem>
 #include <functional>
 #include <iomanip>
@@ -68,7 +69,8 @@ void add_processors_command(CLI::App& app) {
       std::cout << describe_processor(descriptor, args->sample_rate, true);
       return;
     }
-    const std::string format = std::filesystem::path(args->response).extension().string();
+    std::string format = std::filesystem::path(args->response).extension().string();
+    for (char& c : format) c = char(std::tolower(static_cast<unsigned char>(c)));
     if (format != ".svg" && format != ".png" && format != ".pdf")
       throw IoError("grafx.io.plot", "--response: expected an .svg, .png or .pdf file, but got \"" +
                                          args->response + "\"");
