@@ -7,7 +7,7 @@
 # The window is WIDTH×HEIGHT CSS pixels (default 1280×4000): the top of the page, the rest cut
 # off. SCALE (default 1) scales the picture: 0.5 gives 640×2000 pixels of the same page (a
 # lighter picture for the docs, docs/images/report.png).
-# Exits 2 when no Chromium is installed (scripts/setup.sh installs Debian's chromium).
+# Exits 2 when no Chromium is installed (scripts/setup.sh --tests installs Debian's chromium).
 set -euo pipefail
 
 if [ $# -lt 2 ] || [ $# -gt 5 ]; then
@@ -20,7 +20,7 @@ browser=""
 for name in chromium chromium-browser google-chrome; do
   if command -v "$name" >/dev/null 2>&1; then browser=$(command -v "$name"); break; fi
 done
-[ -n "$browser" ] || { echo "$0: no chromium found (scripts/setup.sh installs it)" >&2; exit 2; }
+[ -n "$browser" ] || { echo "$0: no chromium found (scripts/setup.sh --tests installs it)" >&2; exit 2; }
 
 # file:// URL of the page, with the characters a URL cannot hold percent-encoded.
 url="file://$(realpath "$report" | sed -e 's/%/%25/g' -e 's/ /%20/g' -e 's/#/%23/g' -e 's/?/%3F/g')"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package grafx needs. Idempotent: returns at once when all are present.
+# Installs every Debian package grafx needs to build; with --tests, also those only its tests
+# need. Idempotent: returns at once when all are present.
 set -euo pipefail
 
 packages=(
@@ -14,10 +15,12 @@ packages=(
   fonts-dejavu-core       # a font for the letters in pictures
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format            # the formatting check of the test command
-  chromium                # the report screenshot test (scripts/report-screenshot.sh)
   python3-dev pybind11-dev python3-torch  # the Python module (PyTorch 1.13 on the same LibTorch)
   python3-numpy python3-pytest python3-networkx  # its tests and GRAFX interop
 )
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(chromium)  # the report screenshot test (scripts/report-screenshot.sh)
+fi
 
 missing=()
 for package in "${packages[@]}"; do

@@ -135,7 +135,7 @@ TEST(ReportScreenshot, DemoReportShowsWhatAMixingEngineerLooksFor) {
 
   // The page in a browser.
   if (std::system("command -v chromium >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "no chromium (scripts/setup.sh installs it): the page is not drawn";
+    GTEST_SKIP() << "no chromium (scripts/setup.sh --tests installs it): the page is not drawn";
   const std::string png     = dir.file("report.png");
   const std::string command = "'" + source_dir() + "/scripts/report-screenshot.sh' '" + out +
                               "/report.html' '" + png + "' 1200 1600 2>'" +
