@@ -73,10 +73,7 @@ CommandResult run_grafx(const std::vector<std::string>& args,
   return result;
 }
 
-std::string testdata_dir() {
-  const char* dir = std::getenv("GRAFX_TESTDATA");
-  return dir ? dir : GRAFX_TESTDATA_DIR;
-}
+std::string testdata_dir() { return GRAFX_TESTDATA_DIR; }
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -72,7 +72,7 @@ CommandResult run_grafx(const std::vector<std::string>& args,
                         const std::map<std::string, std::string>& environment = {},
                         const std::vector<std::string>& wrapper               = {});
 
-/// The repository's test audio folder, testdata/ ($GRAFX_TESTDATA where set).
+/// The repository's test audio folder, testdata/.
 std::string testdata_dir();
 
 bool contains(const std::string& text, const std::string& part);
