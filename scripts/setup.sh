@@ -17,6 +17,7 @@ packages=(
   clang-format            # the formatting check of the test command
   python3-dev pybind11-dev python3-torch  # the Python module (PyTorch 1.13 on the same LibTorch)
   python3-numpy python3-pytest python3-networkx  # its tests and GRAFX interop
+  python3-distributed     # python3 -m grafx.dataset: songs on a Dask cluster
 )
 if [ "${1:-}" = "--tests" ]; then
   packages+=(chromium)  # the report screenshot test (scripts/report-screenshot.sh)

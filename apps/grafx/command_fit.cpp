@@ -300,10 +300,6 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
 
 }  // namespace
 
-double spectral_difference_db(const MixLossTerms& terms) {
-  return terms.log_magnitude.mean().item<double>() * 20.0 / std::log(10.0);
-}
-
 at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool strict) {
   Audio audio = read_audio(path);
   if (audio.samples.size(0) > 2)

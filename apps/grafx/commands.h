@@ -47,8 +47,6 @@ at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool str
 /// Cuts every signal (C×L) to the shortest's length, with a note on stderr for each cut.
 void trim_to_shortest(const std::vector<std::pair<std::string, at::Tensor*>>& audio,
                       SampleRate sample_rate);
-/// The loss's mean |log Y − log X| in dB.
-double spectral_difference_db(const MixLossTerms& terms);
 /// Makes a command's output folder, or checks that an existing one may be used: with `resume`
 /// as it is (FitError [grafx.fit.checkpoint] if it does not exist); with `force` the files of
 /// `files` an earlier run wrote there (only those) are removed first, so that an interrupted

@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace grafx {
@@ -66,6 +67,10 @@ MixLoss::MixLoss(MixLossOptions options)
 
 at::Tensor MixLoss::operator()(const at::Tensor& estimate, const at::Tensor& target) const {
   return terms(estimate, target).total;
+}
+
+double spectral_difference_db(const MixLossTerms& terms) {
+  return terms.log_magnitude.mean().item<double>() * 20.0 / std::log(10.0);
 }
 
 MixLossTerms MixLoss::terms(const at::Tensor& estimate, const at::Tensor& target) const {

@@ -582,6 +582,7 @@ const std::vector<std::pair<std::string, std::string>>& described_outputs() {
       {"parameters.json", "every node's settings in physical units"},
       {"loss.csv", "the loss of every step"},
       {"loss.svg", "the loss curve"},
+      {"summary.json", "the whole-song losses, steps and time, for programs"},
       {"report.html", "this page"}};
   return files;
 }
@@ -647,6 +648,16 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
     processors += counts[size_t(t)];
   int64_t skipped = 0;
   for (const auto& r : fitter.history()) skipped += r.skipped;
+  std::ostringstream facts;
+  facts << std::setprecision(10) << "{\"format\": \"grafx.fit_summary\", \"version\": 1"
+        << ", \"sample_rate\": " << sample_rate
+        << ", \"audio_seconds\": " << double(fitted.size(1)) / double(sample_rate)
+        << ", \"tracks\": " << fitter.tracks().size(0) << ", \"steps\": " << fitter.steps_done()
+        << ", \"skipped_steps\": " << skipped << ", \"fit_seconds\": " << summary.seconds
+        << ", \"processors\": " << processors
+        << ", \"loss_before\": " << detail::loss_json(summary.before)
+        << ", \"loss_after\": " << detail::loss_json(summary.after) << "}\n";
+  write_text_file(path("summary.json"), facts.str(), overwrite);
   std::time_t now = std::time(nullptr);
   char date[64];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));

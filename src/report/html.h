@@ -9,6 +9,7 @@
 #include <grafx/processors/registry.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <iomanip>
@@ -117,6 +118,21 @@ inline std::string loss_table(const std::vector<std::pair<std::string, MixLossTe
             fixed(t.lr.item<double>(), 4) + "</td><td>" + fixed(t.mid.item<double>(), 4) +
             "</td><td>" + fixed(t.side.item<double>(), 4) + "</td></tr>\n";
   return html + "</table>\n";
+}
+
+/// A whole-song loss and its parts as a JSON object (the folders' summary.json); a non-finite
+/// value as null, so that the file stays valid JSON.
+inline std::string loss_json(const MixLossTerms& t) {
+  auto number = [](double x) {
+    std::ostringstream text;
+    text << std::setprecision(10) << x;
+    return std::isfinite(x) ? text.str() : std::string("null");
+  };
+  return "{\"loss\": " + number(t.total.item<double>()) +
+         ", \"left_right\": " + number(t.lr.item<double>()) +
+         ", \"mid\": " + number(t.mid.item<double>()) +
+         ", \"side\": " + number(t.side.item<double>()) +
+         ", \"spectral_difference_db\": " + number(spectral_difference_db(t)) + "}";
 }
 
 /// A console's picture (tracks, subgroups and buses boxed and named; bypassed nodes dashed), or

@@ -31,6 +31,7 @@ const std::vector<std::string>& prune_output_files() {
                                                  "rounds.csv",
                                                  "trials.csv",
                                                  "pruning.svg",
+                                                 "summary.json",
                                                  "report.html"};
   return files;
 }
@@ -117,6 +118,22 @@ void write_prune_outputs(const Pruner& pruner, const Fitter& fitter, const Prune
   table << "<tr><th>all</th><th>" << before << "</th><th>" << after << "</th><th>"
         << fixed(before > 0 ? 1.0 - double(after) / double(before) : 0, 2)
         << "</th></tr></table>\n";
+
+  std::ostringstream facts;
+  facts << std::setprecision(10) << "{\"format\": \"grafx.prune_summary\", \"version\": 1"
+        << ", \"method\": \"" << to_string(pruner.options().method) << "\""
+        << ", \"tolerance\": " << pruner.options().tolerance
+        << ", \"rounds\": " << pruner.rounds_done() << ", \"trials\": " << pruner.trials().size()
+        << ", \"prune_seconds\": " << summary.seconds
+        << ", \"loss_unpruned\": " << detail::loss_json(summary.unpruned)
+        << ", \"loss_pruned\": " << detail::loss_json(summary.pruned)
+        << ", \"processors_before\": " << before << ", \"processors_after\": " << after
+        << ", \"per_type\": {";
+  for (auto type = per_type.begin(); type != per_type.end(); ++type)
+    facts << (type == per_type.begin() ? "" : ", ") << "\"" << type->first << "\": ["
+          << type->second.first << ", " << type->second.second << "]";
+  facts << "}}\n";
+  write_text_file(path("summary.json"), facts.str(), overwrite);
 
   const PruningOptions& o = pruner.options();
   std::ostringstream html;

@@ -10,8 +10,12 @@
 
 #include <ATen/ATen.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <filesystem>
+#include <iomanip>
+#include <sstream>
 
 namespace grafx {
 namespace {
@@ -38,6 +42,16 @@ TEST(CliFit, DemoWritesEverythingAndResumes) {
   std::string csv = testing::read_file(out + "/loss.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << "a header and one line per step";
   EXPECT_EQ(read_audio(out + "/mix.wav").sample_rate, 24000);
+  // summary.json: the printed whole-song losses and the steps, for programs (grafx.dataset).
+  auto summary = nlohmann::json::parse(testing::read_file(out + "/summary.json"));
+  EXPECT_EQ(summary["format"], "grafx.fit_summary");
+  EXPECT_EQ(summary["steps"], 4);
+  for (const auto& [label, key] : {std::pair{"loss before fitting: ", "loss_before"},
+                                   std::pair{"loss after fitting:  ", "loss_after"}}) {
+    std::ostringstream printed;
+    printed << label << std::fixed << std::setprecision(4) << summary[key]["loss"].get<double>();
+    EXPECT_TRUE(contains(r.out, printed.str())) << printed.str() << "\n" << r.out;
+  }
 
   r = run_grafx({"demo", "-o", out, "--steps", "4"});
   EXPECT_NE(r.exit_code, 0);

@@ -9,6 +9,7 @@
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include <sstream>
 
@@ -58,6 +59,19 @@ TEST(CliPrune, PrunesAFitFolderAndTheResultRendersAsItsMix) {
   r = run_grafx({"prune", dir.file("fit"), "-o", out, "--method", "brute-force", "--rounds", "1",
                  "--steps-between", "3", "--tolerance", "0.05"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // summary.json: the counts printed, and per type (the dataset's Table 2).
+  auto summary     = nlohmann::json::parse(testing::read_file(out + "/summary.json"));
+  const int before = summary["processors_before"], after = summary["processors_after"];
+  EXPECT_TRUE(contains(r.out, "pruned " + std::to_string(before - after) + " of " +
+                                  std::to_string(before) + " processors"))
+      << r.out;
+  int per_type_before = 0, per_type_after = 0;
+  for (const auto& [type, counts] : summary["per_type"].items()) {
+    per_type_before += counts[0].get<int>();
+    per_type_after += counts[1].get<int>();
+  }
+  EXPECT_EQ(per_type_before, before);
+  EXPECT_EQ(per_type_after, after);
   EXPECT_TRUE(contains(r.out, "round 1/1 brute-force")) << r.out;
   EXPECT_TRUE(contains(r.out, "pruned ")) << r.out;
   // The plan: brute force tries each of the 4 processors once; the losses at the round's start

@@ -63,6 +63,9 @@ struct MixLossTerms {
   at::Tensor log_magnitude;  ///< [resolutions, 4]: mean |log Y − log X|
 };
 
+/// The terms' mean |log Y − log X| in dB: how far the spectra are apart, in words people use.
+double spectral_difference_db(const MixLossTerms& terms);
+
 class MixLossStream;
 
 /// A target's mel frames over a whole song (per resolution [4, frames, bands], its L, R, M, S

@@ -1,0 +1,342 @@
+"""Runs a dataset: one task per song on a Dask cluster (or one after another), with a manifest,
+a lock, live progress and resumption (docs/datasets.md)."""
+
+import concurrent.futures
+import fcntl
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+import time
+
+from .song_task import process_song, program, read_json, write_json_atomically
+from .songs import DatasetError, find_songs
+from .tables import write_tables
+
+RUN_FORMAT = "grafx.dataset_run"
+# grafx fit options the run sets itself, per song.
+RESERVED = {"--tracks", "--mix", "-o", "--output", "--resume", "--force", "-f", "--prune",
+            "--threads"}
+
+
+def split_prune_arguments(arguments):
+    """grafx fit's settings, and grafx prune's from the --prune-X V among them (each takes a
+    value: --prune-X=V or --prune-X V)."""
+    fit, prune = [], []
+    arguments = iter(arguments)
+    for argument in arguments:
+        if argument.startswith("--prune-"):
+            prune.append("--" + argument[len("--prune-"):])
+            if "=" not in argument:
+                prune.append(next(arguments, ""))
+        else:
+            fit.append(argument)
+    return fit, prune
+
+
+def check_settings(fit_arguments, prune_arguments):
+    """Lets the grafx program judge the settings once, before any song runs: it parses them and
+    then fails on the missing files (exit 1); a bad setting is a parse error (exit 2)."""
+    for argument in fit_arguments + (prune_arguments or []):
+        if argument.split("=")[0] in RESERVED:
+            raise DatasetError("grafx.dataset.settings",
+                               f"{argument} is set per song by grafx.dataset; leave it out")
+    missing = os.path.join(os.sep, "nonexistent-grafx-dataset-check", "x")  # nothing is made
+    commands = [["fit", "--tracks", missing, "--mix", missing, "-o", missing, *fit_arguments]]
+    if prune_arguments is not None:
+        commands.append(["prune", missing, "-o", missing, *prune_arguments])
+    for command in commands:
+        try:
+            result = subprocess.run([program(), *command], capture_output=True, text=True)
+        except OSError as error:
+            raise DatasetError("grafx.dataset.program",
+                               f"cannot run the grafx program {program()!r}: {error.strerror} "
+                               "(set GRAFX_BIN, or install grafx: scripts/install.sh)")
+        if result.returncode == 2:
+            message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+            raise DatasetError("grafx.dataset.settings", f"grafx {command[0]} refuses the "
+                               f"settings: {message.replace('grafx: error: ', '')}")
+
+
+class RunFolder:
+    """RUN/: run.json (dataset and settings), manifest.jsonl (one line per song), songs/,
+    summary.csv, report.html, and a lock held while a run writes it."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        self.manifest_path = os.path.join(self.path, "manifest.jsonl")
+        self.songs = {}
+        self._lock = None
+
+    def lock(self):
+        try:
+            os.makedirs(os.path.join(self.path, "songs"), exist_ok=True)
+            self._lock = open(os.path.join(self.path, ".lock"), "a+")
+        except OSError as error:
+            raise DatasetError("grafx.io.unwritable",
+                               f"{self.path}: {error.strerror} (the run's folder)")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock.seek(0)
+            holder = self._lock.read().strip() or "another process"
+            raise DatasetError("grafx.dataset.locked",
+                               f"{self.path} is being written by another run ({holder}); wait "
+                               "for it to end, or choose another folder")
+        self._lock.seek(0)
+        self._lock.truncate()
+        self._lock.write(f"pid {os.getpid()} on {os.uname().nodename}\n")
+        self._lock.flush()
+
+    def unlock(self):
+        if self._lock:
+            self._lock.close()
+            self._lock = None
+
+    def check_settings(self, dataset, fit_arguments, prune_arguments):
+        """The run's settings are those of the folder's first run: songs of one table are
+        fitted alike."""
+        settings = {"format": RUN_FORMAT, "version": 1, "dataset": os.path.abspath(dataset),
+                    "fit": fit_arguments, "prune": prune_arguments}
+        path = os.path.join(self.path, "run.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                earlier = json.load(f)
+            for key in ("dataset", "fit", "prune"):
+                if earlier.get(key) != settings[key]:
+                    raise DatasetError(
+                        "grafx.dataset.settings",
+                        f"{self.path} holds a run with other settings ({key}: "
+                        f"{earlier.get(key)!r}, now {settings[key]!r}); use the same ones to "
+                        "continue it, or another folder")
+        else:
+            write_json_atomically(path, settings)
+
+    def load_manifest(self):
+        self.songs = {}
+        if os.path.exists(self.manifest_path):
+            with open(self.manifest_path) as f:
+                for line in f:
+                    if line.strip():
+                        record = json.loads(line)
+                        self.songs[record["song"]] = record
+        return self.songs
+
+    def save_manifest(self):
+        temporary = f"{self.manifest_path}.tmp"
+        with open(temporary, "w") as f:
+            for name in sorted(self.songs):
+                f.write(json.dumps(self.songs[name], sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, self.manifest_path)
+
+
+def duration_text(seconds):
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+class Progress:
+    """Songs done / running / failed, steps per second and time left, from the songs'
+    progress.json files (any worker writes them on the shared folder)."""
+
+    def __init__(self, run, names, slots, steps):
+        self.run, self.names, self.slots, self.steps = run, names, max(1, slots), steps
+        self.start = time.time()
+        self.terminal = sys.stdout.isatty()
+        self.last_line = 0.0
+
+    def _running(self):
+        rows = []
+        for name in self.names:
+            if self.run.songs[name]["state"] != "running":
+                continue
+            progress = read_json(os.path.join(self.run.path, "songs", name, "progress.json"))
+            if progress.get("state") == "running" and progress.get("updated", 0) >= self.start:
+                rows.append(progress)
+        return rows
+
+    def line(self):
+        states = [self.run.songs[n]["state"] for n in self.names]
+        done, failed = states.count("done"), states.count("failed")
+        running = self._running()
+        rate = sum(p.get("steps_per_second", 0) for p in running if p.get("stage") == "fit")
+        finished = [self.run.songs[n] for n in self.names if self.run.songs[n].get("seconds")
+                    and self.run.songs[n]["state"] == "done" and self.run.songs[n].get("worked")]
+        left = len(self.names) - done - failed
+        if finished:
+            per_song = sum(r["seconds"] for r in finished) / len(finished)
+            eta = left * per_song / self.slots
+        elif rate > 0 and self.steps:
+            eta = left * self.steps / rate
+        else:
+            eta = None
+        stages = ", ".join(f"{p['song']} {p['stage']} {p.get('step', 0)}/{p.get('steps', 0)}"
+                           if p.get("stage") == "fit" else
+                           f"{p['song']} prune {p.get('round', 0)}/{p.get('rounds', 0)}"
+                           for p in running if p.get("stage"))
+        return (f"songs {done + failed}/{len(self.names)}: {done} done, "
+                f"{states.count('running')} running, {failed} failed  "
+                f"{rate:.2f} steps/s  elapsed {duration_text(time.time() - self.start)}  "
+                + (f"time left ~{duration_text(eta)}" if eta is not None else "time left ?")
+                + (f"  [{stages}]" if stages else ""))
+
+    def show(self, force=False):
+        now = time.time()
+        if self.terminal:
+            print("\r" + self.line()[:200].ljust(120), end="", flush=True)
+        elif force or now - self.last_line >= 30:
+            print(self.line(), flush=True)
+            self.last_line = now
+
+    def end(self):
+        if self.terminal:
+            print()
+
+
+def _executor(workers, threads, scheduler, sequential):
+    """(submit, close, slots): Dask futures on a cluster, or this process one song at a time."""
+    if sequential:
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        return pool.submit, lambda: pool.shutdown(cancel_futures=True), 1
+    import distributed  # only here: `check` and sequential runs need no Dask
+    if scheduler:
+        client = distributed.Client(scheduler, timeout="30s")
+        cluster = None
+    else:
+        # Worker processes of one Dask thread each: a song at a time per worker, the song's
+        # grafx program on `threads` threads.
+        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
+                                           processes=True, dashboard_address=None,
+                                           silence_logs=40)
+        client = distributed.Client(cluster)
+    slots = sum(client.nthreads().values()) or 1
+
+    def close():
+        client.close()
+        if cluster:
+            cluster.close()
+    return lambda *a: client.submit(*a, pure=False), close, slots
+
+
+def run(dataset, output, fit_arguments, prune=False, workers=None, threads=1, scheduler=None,
+        songs_glob=None, sequential=False, retry_failed=False, log=print):
+    """Fits (and prunes) every usable song of ``dataset`` into ``output``; returns the manifest
+    records of the selected songs."""
+    fit_arguments, prune_arguments = split_prune_arguments(fit_arguments)
+    if prune_arguments and not prune:
+        raise DatasetError("grafx.dataset.settings", "--prune-* settings need --prune")
+    prune_arguments = prune_arguments if prune else None
+    check_settings(fit_arguments, prune_arguments)
+    songs = find_songs(dataset)
+    if songs_glob:
+        songs = [s for s in songs if fnmatch.fnmatch(s.name, songs_glob)]
+    if not songs:
+        raise DatasetError("grafx.dataset.empty", f"{dataset}: no song folders"
+                           + (f" match {songs_glob!r}" if songs_glob else ""))
+    folder = RunFolder(output)
+    folder.lock()
+    try:
+        folder.check_settings(dataset, fit_arguments, prune_arguments)
+        records = folder.load_manifest()
+        todo = []
+        for song in songs:
+            record = records.setdefault(song.name, {"song": song.name, "state": "pending"})
+            record.update(layout=song.layout, tracks=len(song.tracks),
+                          audio_seconds=round(song.seconds, 3))
+            if not song.usable:
+                problem = next(p for p in song.problems if p.fatal)
+                record.update(state="failed", code=problem.code, message=problem.message)
+            elif record["state"] == "done" or (record["state"] == "failed" and not retry_failed):
+                pass
+            else:
+                record.update(state="pending", code="", message="")
+                todo.append(song)
+        folder.save_manifest()
+        names = [s.name for s in songs]
+        skipped = len(songs) - len(todo)
+        if skipped:
+            log(f"{skipped} of {len(songs)} songs already "
+                f"{'done or failed' if not retry_failed else 'done'}: skipped")
+        if todo:
+            _run_songs(folder, todo, names, fit_arguments, prune_arguments, workers, threads,
+                       scheduler, sequential, log)
+        write_tables(folder.path, [records[n] for n in names], prune)
+        return [records[n] for n in names]
+    finally:
+        folder.unlock()
+
+
+def _run_songs(folder, todo, names, fit_arguments, prune_arguments, workers, threads, scheduler,
+               sequential, log):
+    records = folder.songs
+    workers = workers or max(1, (os.cpu_count() or 1) // max(1, threads))
+    submit, close, slots = _executor(workers, threads, scheduler, sequential)
+    where = ("one after another in this process" if sequential else
+             f"on the Dask cluster at {scheduler}" if scheduler else
+             f"on {workers} local worker process{'es' if workers > 1 else ''}")
+    log(f"running {len(todo)} song{'s' if len(todo) > 1 else ''} {where} ({slots} at a time, "
+        f"{threads} thread{'s' if threads > 1 else ''} each); manifest: {folder.manifest_path}")
+    steps = _steps(fit_arguments)
+    progress = Progress(folder, names, slots, steps)
+    futures = {}
+    try:
+        for song in todo:
+            future = submit(process_song, song.to_task(), folder.path, fit_arguments,
+                            prune_arguments, threads)
+            futures[future] = song.name
+        pending = set(futures)
+        while pending:
+            time.sleep(1.0)
+            finished = {f for f in pending if f.done()}
+            pending -= finished
+            for future in finished:
+                _record(records[futures[future]], future)
+            # A song is "running" once a worker has started it in this run.
+            for name in (futures[f] for f in pending):
+                if records[name]["state"] == "pending" and read_json(os.path.join(
+                        folder.path, "songs", name, "progress.json")).get(
+                            "started", 0) >= progress.start:
+                    records[name]["state"] = "running"
+            folder.save_manifest()
+            progress.show(force=bool(finished))
+        progress.end()
+    except KeyboardInterrupt:
+        progress.end()
+        for name in futures.values():
+            if records[name]["state"] == "running":
+                records[name]["state"] = "pending"  # resumes from its checkpoint next time
+        folder.save_manifest()
+        raise
+    finally:
+        close()
+    done = sum(records[s.name]["state"] == "done" for s in todo)
+    log(f"{done} of {len(todo)} songs done" + "".join(
+        f"\n  {s.name}: failed [{records[s.name]['code']}] {records[s.name]['message']}"
+        for s in todo if records[s.name]["state"] == "failed"))
+
+
+def _record(record, future):
+    try:
+        row = future.result()
+    except Exception as error:  # the task itself broke (not a song's failure): say so
+        row = {"status": "failed", "code": "grafx.dataset.task",
+               "message": f"{type(error).__name__}: {error}", "seconds": 0}
+    record.update(state=row["status"], code=row.get("code", ""), message=row.get("message", ""),
+                  seconds=round(row.get("seconds", 0), 2), worked=True)
+
+
+def _steps(fit_arguments):
+    for i, argument in enumerate(fit_arguments):
+        if argument == "--steps" and i + 1 < len(fit_arguments):
+            return int(fit_arguments[i + 1]) if fit_arguments[i + 1].isdigit() else 0
+        if argument.startswith("--steps="):
+            value = argument.split("=", 1)[1]
+            return int(value) if value.isdigit() else 0
+    return 1000  # grafx fit's default

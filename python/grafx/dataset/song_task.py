@@ -1,0 +1,146 @@
+"""One song's work on a worker: ``grafx fit`` (and ``grafx prune``) into RUN/songs/SONG.
+
+The work runs as the grafx program in a child process, so that a song that crashes fails
+alone, and so that an interrupted song resumes from the checkpoints the program saves. Each stage
+is skipped when its outputs are complete, resumed when its checkpoint exists, and started
+afresh otherwise: running a song twice never repeats finished work. The child dies with the
+worker (PR_SET_PDEATHSIG), so that a retried song never has two writers.
+
+While it runs, the task keeps ``progress.json`` in the song's folder (stage, step, steps/s) for
+the driver, and appends the program's output to ``log.txt``.
+"""
+
+import ctypes
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+FIT_DONE = ("summary.json", "report.html")  # written last by grafx fit (and prune)
+STEP_LINE = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+).*?([\d.]+) steps/s")
+ROUND_LINE = re.compile(r"^round (\d+)/(\d+) .*?processors (\d+).*ETA (.+?)\s*$")
+ERROR_LINE = re.compile(r"grafx: error: \[([\w.]+)\] (.*)")
+
+
+def program():
+    """The grafx program: $GRAFX_BIN, the one this package was built or installed with, or PATH."""
+    if os.environ.get("GRAFX_BIN"):
+        return os.environ["GRAFX_BIN"]
+    try:
+        from .._program import PROGRAM
+        if os.path.exists(PROGRAM):
+            return PROGRAM
+    except ImportError:
+        pass
+    return "grafx"
+
+
+def write_json_atomically(path, value):
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w") as f:
+        json.dump(value, f, indent=1)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+
+
+def _die_with_parent():
+    # Linux: SIGKILL this child when the worker that started it dies.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _done(folder):
+    return all(os.path.exists(os.path.join(folder, name)) for name in FIT_DONE)
+
+
+def _run_stage(command, folder, stage, progress):
+    """Runs the grafx program, logging its output and its progress; returns (code, message) of
+    its failure, or None."""
+    with open(os.path.join(folder, "log.txt"), "a") as log:
+        log.write(f"\n$ {' '.join(command)}\n")
+        log.flush()
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, bufsize=1, preexec_fn=_die_with_parent)
+        failure = None
+        for line in child.stdout:
+            log.write(line)
+            log.flush()
+            error = ERROR_LINE.search(line)
+            if error:
+                failure = (error.group(1), error.group(2))
+            step = STEP_LINE.match(line)
+            if step:
+                progress.update(stage=stage, step=int(step.group(1)), steps=int(step.group(2)),
+                                loss=float(step.group(3)), steps_per_second=float(step.group(4)),
+                                updated=time.time())
+                write_json_atomically(os.path.join(folder, "progress.json"), progress)
+            round_ = ROUND_LINE.match(line)
+            if round_:
+                progress.update(stage=stage, round=int(round_.group(1)),
+                                rounds=int(round_.group(2)), processors=int(round_.group(3)),
+                                eta=round_.group(4), updated=time.time())
+                write_json_atomically(os.path.join(folder, "progress.json"), progress)
+        code = child.wait()
+        log.write(f"[exit status {code}]\n")
+    if code == 0:
+        return None
+    if code < 0:
+        return ("grafx.dataset.killed",
+                f"grafx {stage} was killed by signal {signal.Signals(-code).name}")
+    return failure or ("grafx.dataset.failed", f"grafx {stage} exited with status {code}")
+
+
+def read_json(path):
+    """The file's object, or {} while it is missing or being replaced."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def process_song(song, run_folder, fit_arguments, prune_arguments=None, threads=1):
+    """Fits (and prunes) one song; returns its result row. Never raises for a song's own
+    failure: that is the row's status, so that every other song goes on."""
+    start = time.time()
+    folder = os.path.join(run_folder, "songs", song["name"])
+    os.makedirs(folder, exist_ok=True)
+    progress = {"song": song["name"], "state": "running", "worker": socket.gethostname(),
+                "pid": os.getpid(), "started": start}
+    write_json_atomically(os.path.join(folder, "progress.json"), progress)
+    grafx = [program(), "--threads", str(threads)]
+    row = {"song": song["name"], "status": "done", "code": "", "message": ""}
+    failure = None
+    if not _done(folder):
+        resume = os.path.exists(os.path.join(folder, "checkpoint.safetensors"))
+        command = grafx + ["fit", "--tracks", *song["tracks"], "--mix", song["mix"], "-o", folder,
+                           *fit_arguments, "--resume" if resume else "--force"]
+        failure = _run_stage(command, folder, "fit", progress)
+    pruned = os.path.join(folder, "pruned")
+    if failure is None and prune_arguments is not None and not _done(pruned):
+        os.makedirs(pruned, exist_ok=True)
+        resume = all(os.path.exists(os.path.join(pruned, name))
+                     for name in ("checkpoint.safetensors", "pruning.json"))
+        command = grafx + ["prune", folder, "-o", pruned, *prune_arguments,
+                           "--resume" if resume else "--force"]
+        failure = _run_stage(command, pruned, "prune", progress)
+    if failure:
+        row.update(status="failed", code=failure[0], message=failure[1])
+    row["seconds"] = time.time() - start
+    progress.update(state=row["status"], finished=time.time())
+    write_json_atomically(os.path.join(folder, "progress.json"), progress)
+    return row
+
+
+def song_results(run_folder, name):
+    """What a finished song's folder says: its fit's and pruning's summary.json ({} if none)."""
+    folder = os.path.join(run_folder, "songs", name)
+    return (read_json(os.path.join(folder, "summary.json")),
+            read_json(os.path.join(folder, "pruned", "summary.json")))

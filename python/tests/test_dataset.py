@@ -1,0 +1,256 @@
+"""python3 -m grafx.dataset: layouts, check, and runs on a real Dask cluster (a scheduler and two
+worker processes on 127.0.0.1), with a worker killed mid-song, a corrupt song, resumption, a
+lock, and results equal to a sequential run."""
+
+import csv
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import wave
+
+import pytest
+import torch
+
+import grafx
+from grafx.dataset import find_songs, probe_wav, read_song
+from grafx.dataset.synthetic import make_dataset, write_wav
+
+# Short songs and fits: the run's mechanics, not the fits' quality, are under test.
+FIT = ["--steps", "30", "--checkpoint-every", "10", "--crop", "1", "--warm-up", "0.25",
+       "--sample-rate", "16000"]
+SECONDS, RATE = 2.5, 16000
+
+
+def dataset_command(*arguments, env=None, **kwargs):
+    return subprocess.run([sys.executable, "-m", "grafx.dataset", *arguments],
+                          capture_output=True, text=True, env=env or dict(os.environ), **kwargs)
+
+
+def manifest(run):
+    with open(os.path.join(run, "manifest.jsonl")) as f:
+        return {r["song"]: r for r in map(json.loads, f)}
+
+
+def write_corrupt_song(folder):
+    """A song whose track has a valid RIFF header but an audio format no reader knows (0x1234):
+    it passes the header check and fails in the grafx program."""
+    song = os.path.join(folder, "corrupt")
+    os.makedirs(os.path.join(song, "tracks"))
+    fmt = struct.pack("<HHIIHH", 0x1234, 1, RATE, RATE * 2, 2, 16)
+    data = bytes(4000)
+    with open(os.path.join(song, "tracks", "a.wav"), "wb") as f:
+        f.write(b"RIFF" + struct.pack("<I", 4 + 24 + 8 + len(data)) + b"WAVE" + b"fmt "
+                + struct.pack("<I", 16) + fmt + b"data" + struct.pack("<I", len(data)) + data)
+    write_wav(os.path.join(song, "mix.wav"), torch.zeros(2, RATE), RATE)
+
+
+def test_layouts_and_probe(tmp_path):
+    make_dataset(tmp_path, songs=3, seconds=1.0, sample_rate=RATE)
+    songs = {s.name: s for s in find_songs(tmp_path)}
+    assert [songs[f"song0{i}"].layout for i in (1, 2, 3)] == ["generic", "medleydb", "musdb"]
+    for song in songs.values():
+        assert song.usable and len(song.tracks) == 4 and song.seconds == pytest.approx(1.0)
+        # The header probe agrees with libsndfile reading the whole file.
+        for info in [song.mix] + song.tracks:
+            audio, rate = grafx.load_audio(info.path)
+            assert (info.channels, info.frames, info.sample_rate) == (*audio.shape, rate)
+    # A 16-bit PCM file from Python's own writer, read back by both.
+    path = str(tmp_path / "pcm.wav")
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(22050)
+        w.writeframes(bytes(2 * 1234))
+    info = probe_wav(path)
+    assert (info.channels, info.sample_rate, info.frames, info.problem) == (1, 22050, 1234, "")
+    # A truncated file: the frames that are there.
+    with open(path, "rb") as f:
+        whole = f.read()
+    with open(path, "wb") as f:
+        f.write(whole[:-1000])
+    assert probe_wav(path).frames == 1234 - 500
+
+
+def test_check_lists_every_problem(tmp_path):
+    make_dataset(tmp_path, songs=1, seconds=1.0, sample_rate=RATE)
+    (tmp_path / "nolayout").mkdir()
+    (tmp_path / "nomix" / "tracks").mkdir(parents=True)
+    write_wav(str(tmp_path / "nomix" / "tracks" / "a.wav"), torch.zeros(1, 100), RATE)
+    (tmp_path / "garbage" / "tracks").mkdir(parents=True)
+    (tmp_path / "garbage" / "tracks" / "a.wav").write_bytes(b"not audio at all")
+    write_wav(str(tmp_path / "garbage" / "mix.wav"), torch.zeros(2, 100), RATE)
+    (tmp_path / "rates" / "tracks").mkdir(parents=True)
+    write_wav(str(tmp_path / "rates" / "tracks" / "a.wav"), torch.zeros(2, 4410), 44100)
+    write_wav(str(tmp_path / "rates" / "mix.wav"), torch.zeros(2, 4800), 48000)
+    result = dataset_command("check", str(tmp_path))
+    assert result.returncode == 1, result.stderr
+    out = result.stdout
+    assert "song01: ok, generic, 4 tracks" in out
+    assert "nolayout: UNUSABLE" in out and "[grafx.dataset.layout]" in out
+    assert "nomix: UNUSABLE" in out and "[grafx.dataset.no_mix]" in out
+    assert "garbage: UNUSABLE" in out and "[grafx.io.unreadable] tracks/a.wav: not a WAV" in out
+    assert "rates: ok" in out and "note [grafx.dataset.rates]" in out
+    assert "5 songs, 2 usable" in out
+    assert read_song(str(tmp_path / "song01")).usable
+    assert dataset_command("check", str(tmp_path / "missing")).returncode == 1
+
+
+def test_bad_settings_are_refused_before_any_song(tmp_path):
+    make_dataset(tmp_path / "data", songs=1, seconds=1.0, sample_rate=RATE)
+    run = str(tmp_path / "run")
+    cases = [(["--steps", "-3"], "grafx.dataset.settings"),
+             (["--tracks", "x.wav"], "grafx.dataset.settings"),
+             (["--no-such-setting"], "grafx.dataset.settings"),
+             (["--prune-rounds", "2"], "grafx.dataset.settings"),
+             (["--songs", "zzz*"], "grafx.dataset.empty")]
+    for arguments, code in cases:
+        result = dataset_command("run", str(tmp_path / "data"), "-o", run, "--sequential",
+                                 *arguments)
+        assert result.returncode == 1 and f"[{code}]" in result.stderr, (arguments,
+                                                                         result.stderr)
+        assert not os.path.exists(os.path.join(run, "songs", "song01"))
+    assert dataset_command("run", str(tmp_path / "data"), "-o", run,
+                           "--workers", "0").returncode == 2
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def dask_cluster(tmp_path):
+    """A dask-scheduler and two dask-worker processes (one thread each, no nanny, so that a
+    killed worker stays dead) on 127.0.0.1."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    logs = open(tmp_path / "cluster.log", "w")
+    scheduler = subprocess.Popen(["dask-scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                  "--no-dashboard"], stdout=logs, stderr=logs)
+    workers = [subprocess.Popen(["dask-worker", address, "--nthreads", "1", "--no-nanny",
+                                 "--no-dashboard", "--name", f"worker{i}"],
+                                stdout=logs, stderr=logs) for i in range(2)]
+    import distributed
+    with distributed.Client(address, timeout="60s") as client:
+        client.wait_for_workers(2, timeout=60)
+    yield address
+    for process in workers + [scheduler]:
+        process.kill()
+        process.wait()
+    logs.close()
+
+
+def test_run_on_a_dask_cluster(tmp_path, dask_cluster, cli):
+    data, run = str(tmp_path / "data"), str(tmp_path / "run")
+    make_dataset(data, songs=6, seconds=SECONDS, sample_rate=RATE)
+    write_corrupt_song(data)
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "grafx.dataset", "run", data, "-o", run, "--scheduler",
+         dask_cluster, *FIT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Kill the worker of the first song seen past its second checkpoint, mid-fit.
+    killed, refused = None, None
+    deadline = time.time() + 300
+    while killed is None and time.time() < deadline and driver.poll() is None:
+        for name in sorted(os.listdir(os.path.join(run, "songs"))
+                           if os.path.isdir(os.path.join(run, "songs")) else []):
+            try:
+                with open(os.path.join(run, "songs", name, "progress.json")) as f:
+                    progress = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if progress.get("stage") == "fit" and 20 <= progress.get("step", 0) < 30:
+                os.kill(progress["pid"], signal.SIGKILL)
+                killed = name
+                break
+        if refused is None and os.path.exists(os.path.join(run, "manifest.jsonl")):
+            # A second run on the same folder while this one runs: refused by the lock.
+            refused = dataset_command("run", data, "-o", run, "--scheduler", dask_cluster,
+                                      *FIT)
+        time.sleep(0.2)
+    out, _ = driver.communicate(timeout=600)
+    assert killed, f"no song was seen mid-fit to kill its worker:\n{out}"
+    assert refused is not None and refused.returncode == 1
+    assert "[grafx.dataset.locked]" in refused.stderr, refused.stderr
+    assert driver.returncode == 1, out  # the corrupt song failed
+    records = manifest(run)
+    assert len(records) == 7
+    for name, record in records.items():
+        if name == "corrupt":
+            assert record["state"] == "failed" and record["code"] == "grafx.io.unreadable"
+        else:
+            assert record["state"] == "done", record
+    # The killed song resumed from its checkpoint at step 20 on the other worker.
+    with open(os.path.join(run, "songs", killed, "log.txt")) as f:
+        log = f.read()
+    assert "resuming at step 20 of 30" in log, log
+    assert log.count("$ ") == 2
+
+    # Equal to a sequential run (one thread per song in both).
+    reference = str(tmp_path / "sequential")
+    result = dataset_command("run", data, "-o", reference, "--sequential", *FIT)
+    assert result.returncode == 1, result.stdout + result.stderr
+    for name in records:
+        if name == "corrupt":
+            continue
+        with open(os.path.join(run, "songs", name, "parameters.safetensors"), "rb") as a, \
+                open(os.path.join(reference, "songs", name, "parameters.safetensors"), "rb") as b:
+            assert a.read() == b.read(), name
+        # The samples (a float WAV's header holds the time it was written).
+        mixes = [grafx.load_audio(os.path.join(folder, "songs", name, "mix.wav"))[0]
+                 for folder in (run, reference)]
+        assert torch.equal(*mixes), name
+
+    # The tables: a row per song, the losses of the fits from their summaries.
+    with open(os.path.join(run, "summary.csv")) as f:
+        rows = {r["song"]: r for r in csv.DictReader(f)}
+    assert set(rows) == set(records)
+    for name, row in rows.items():
+        if name == "corrupt":
+            assert row["status"] == "failed" and row["loss_after"] == ""
+            continue
+        with open(os.path.join(run, "songs", name, "summary.json")) as f:
+            summary = json.load(f)
+        assert float(row["loss_after"]) == pytest.approx(summary["loss_after"]["loss"])
+        assert float(row["loss_after"]) < float(row["loss_before"])
+        assert summary["steps"] == 30
+    page = open(os.path.join(run, "report.html")).read()
+    assert "Table 1" in page and "songs/song01/report.html" in page and "<svg" in page
+
+    # A re-run does no work.
+    stamps = {name: os.stat(os.path.join(run, "songs", name, "log.txt")).st_mtime_ns
+              for name in records}
+    again = dataset_command("run", data, "-o", run, "--scheduler", dask_cluster, *FIT)
+    assert again.returncode == 1 and "7 of 7 songs already done or failed: skipped" in \
+        again.stdout, again.stdout + again.stderr
+    assert stamps == {name: os.stat(os.path.join(run, "songs", name, "log.txt")).st_mtime_ns
+                      for name in records}
+    # Other settings on the same folder are refused.
+    other = dataset_command("run", data, "-o", run, "--sequential", *FIT[:-1], "22050")
+    assert other.returncode == 1 and "[grafx.dataset.settings]" in other.stderr
+
+
+def test_local_cluster_with_pruning(tmp_path, cli):
+    data, run = str(tmp_path / "data"), str(tmp_path / "run")
+    make_dataset(data, songs=2, seconds=SECONDS, sample_rate=RATE)
+    result = dataset_command("run", data, "-o", run, "--workers", "2", "--prune",
+                             "--prune-rounds", "1", "--prune-steps-between", "5", *FIT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "on 2 local worker processes" in result.stdout
+    with open(os.path.join(run, "summary.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert [r["status"] for r in rows] == ["done", "done"]
+    for row in rows:
+        with open(os.path.join(run, "songs", row["song"], "pruned", "summary.json")) as f:
+            pruning = json.load(f)
+        assert float(row["loss_pruned"]) == pytest.approx(pruning["loss_pruned"]["loss"])
+        assert int(row["processors_after"]) == pruning["processors_after"]
+        assert pruning["processors_after"] <= pruning["processors_before"]
+        assert sum(b for b, _ in pruning["per_type"].values()) == pruning["processors_before"]
+    page = open(os.path.join(run, "report.html")).read()
+    assert "removed (ρ)" in page and "songs/song02/pruned/report.html" in page
