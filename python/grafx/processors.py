@@ -33,6 +33,17 @@ class ProcessorModule(torch.nn.Module):
         self.options = options
         self.processor = _grafx.make_processor(self.type_name, self.sample_rate, options)
 
+    # Pickles and copies (DataLoader workers, torch.save) hold the type, rate and options, from
+    # which the C++ processor, which holds no state, is made again.
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        del state["processor"]
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.processor = _grafx.make_processor(self.type_name, self.sample_rate, self.options)
+
     @property
     def inlets(self):
         return self.processor.inlets

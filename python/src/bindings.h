@@ -2,6 +2,7 @@
 // Shared pieces of the Python module's bindings (one source file per layer bound).
 
 #include <grafx/graph/graph.h>
+#include <grafx/plan/render_plan.h>
 #include <grafx/processors/registry.h>
 #include <grafx/render/render.h>
 
@@ -14,11 +15,28 @@ namespace grafx::python {
 
 namespace py = pybind11;
 
-/// The processors of a graph, made for one sample rate (opaque to Python).
+/// The processors of a graph, made for one sample rate (opaque to Python). The types they were
+/// made from are kept so that the set pickles: processors hold no state, so making them again
+/// from the types and the rate gives the same set.
 struct ProcessorSet {
   Processors processors;
   SampleRate sample_rate = 0;
+  NodeTypes types;
 };
+
+/// A render plan with the graph and the schedule it was compiled from. Compiling them again gives
+/// the same plan (the compile is deterministic), which is how it pickles; scheduling again would
+/// not (a search with a time budget), and the plan alone lacks its dead nodes' types and edges.
+struct CompiledPlan : RenderPlan {
+  Graph graph;
+  Schedule schedule;
+};
+
+/// Pickled states are tuples (version, fields...), so that a later layout can still read (or
+/// refuse by name) the states of earlier ones. Throws IoError [grafx.io.format] naming the class
+/// unless `state` is a state of this version with `n_fields` fields.
+constexpr int64_t kPickleVersion = 1;
+void check_pickled_state(const py::tuple& state, size_t n_fields, const std::string& class_name);
 
 /// Option values from Python: bool, int or float (a number), str, or a list of str.
 ProcessorOptions options_from_python(const py::dict& options, const std::string& where);

@@ -69,12 +69,11 @@ NodeType type_from_python(const std::string& name, const Ports& inlets, const Po
   return type;
 }
 
-/// A function of a graph's tensor form and schedule options (schedule_graph, make_render_plan)
-/// bound as f(graph, method, beam_width, beam_depth, time_budget_s, fixed_order), run without
-/// the GIL.
-template <class Result>
-void def_scheduled(py::module_& m, const char* name,
-                   Result (*f)(const GraphTensor&, const ScheduleOptions&)) {
+/// A function of a graph and schedule options (a schedule, a plan) bound as f(graph, method,
+/// beam_width, beam_depth, time_budget_s, fixed_order), run without the GIL on a copy of the
+/// graph (the caller's may change meanwhile).
+template <class F>
+void def_scheduled(py::module_& m, const char* name, F f) {
   m.def(
       name,
       [f](const Graph& graph, const std::string& method, int64_t beam_width, int64_t beam_depth,
@@ -84,12 +83,48 @@ void def_scheduled(py::module_& m, const char* name,
         options.beam_depth    = beam_depth;
         options.time_budget_s = time_budget_s;
         options.fixed_order   = fixed_order;
-        GraphTensor tensor    = to_tensor(graph);
+        Graph copy            = graph;
         py::gil_scoped_release released;
-        return f(tensor, options);
+        return f(std::move(copy), options);
       },
       py::arg("graph"), py::arg("method"), py::arg("beam_width"), py::arg("beam_depth"),
       py::arg("time_budget_s"), py::arg("fixed_order"));
+}
+
+CompiledPlan compile_plan(Graph graph, Schedule schedule) {
+  RenderPlan plan = make_render_plan(to_tensor(graph), schedule);
+  return {std::move(plan), std::move(graph), std::move(schedule)};
+}
+
+// Pickled states: a graph is its graph file's text (which keeps every type, id, name, flag,
+// port, edge and the next id); a schedule its fields; a plan its graph and schedule.
+
+py::tuple graph_state(const Graph& graph) {
+  return py::make_tuple(kPickleVersion, graph_to_json(graph));
+}
+
+Graph graph_from_state(const py::tuple& state) {
+  check_pickled_state(state, 1, "Graph");
+  return graph_from_json(state[1].cast<std::string>(), "pickled grafx.Graph");
+}
+
+py::tuple schedule_state(const Schedule& s) {
+  return py::make_tuple(kPickleVersion, s.steps, s.step_types, s.dead_rows, to_string(s.method),
+                        s.proven_optimal, s.lower_bound, s.states_expanded, s.seconds);
+}
+
+Schedule schedule_from_state(const py::tuple& state) {
+  check_pickled_state(state, 8, "Schedule");
+  Schedule s;
+  s.steps           = state[1].cast<std::vector<std::vector<int64_t>>>();
+  s.step_types      = state[2].cast<std::vector<TypeId>>();
+  s.dead_rows       = state[3].cast<std::vector<int64_t>>();
+  s.method          = parse_schedule_method(state[4].cast<std::string>());
+  s.proven_optimal  = state[5].cast<bool>();
+  s.lower_bound     = state[6].cast<int64_t>();
+  s.states_expanded = state[7].cast<int64_t>();
+  s.seconds         = state[8].cast<double>();
+  return s;
 }
 
 py::list steps_to_python(const std::vector<std::vector<int64_t>>& steps) {
@@ -211,6 +246,7 @@ void bind_graph(py::module_& m) {
           },
           py::arg("path"), py::arg("vertical") = false, py::arg("show_ids") = false,
           py::arg("strips") = false, py::arg("title") = "", py::arg("overwrite") = false)
+      .def(py::pickle(&graph_state, &graph_from_state))
       .def("copy", [](const Graph& g) { return Graph(g); })
       .def("__copy__", [](const Graph& g) { return Graph(g); })
       .def("__deepcopy__", [](const Graph& g, py::dict) { return Graph(g); })
@@ -267,6 +303,7 @@ void bind_graph(py::module_& m) {
   m.def("to_tensor", &to_tensor, py::arg("graph"));
 
   py::class_<Schedule>(m, "Schedule")
+      .def(py::pickle(&schedule_state, &schedule_from_state))
       .def_property_readonly("steps", [](const Schedule& s) { return steps_to_python(s.steps); })
       .def_readonly("step_types", &Schedule::step_types)
       .def_readonly("dead_rows", &Schedule::dead_rows)
@@ -278,20 +315,32 @@ void bind_graph(py::module_& m) {
       .def("step_of_rows", &Schedule::step_of_rows, py::arg("num_rows"))
       .def("type_sequence",
            [](const Schedule& s, const GraphTensor& t) { return s.type_sequence(t.types); });
-  def_scheduled(m, "schedule", &schedule_graph);
+  def_scheduled(m, "schedule", [](const Graph& graph, const ScheduleOptions& options) {
+    return schedule_graph(to_tensor(graph), options);
+  });
 
-  py::class_<RenderPlan>(m, "RenderPlan",
-                         "A schedule compiled into the reads, sums and writes of "
-                         "each processor call.")
+  py::class_<CompiledPlan>(m, "RenderPlan",
+                           "A schedule compiled into the reads, sums and writes of "
+                           "each processor call.")
+      .def(py::pickle(
+          [](const CompiledPlan& p) {
+            return py::make_tuple(kPickleVersion, graph_state(p.graph), schedule_state(p.schedule));
+          },
+          [](const py::tuple& state) {
+            check_pickled_state(state, 2, "RenderPlan");
+            Graph graph       = graph_from_state(state[1].cast<py::tuple>());
+            Schedule schedule = schedule_from_state(state[2].cast<py::tuple>());
+            return compile_plan(std::move(graph), std::move(schedule));
+          }))
       .def_property_readonly("num_calls", &RenderPlan::n_calls)
       .def_property_readonly("num_outputs", &RenderPlan::n_outputs)
       .def_readonly("num_sources", &RenderPlan::n_sources)
       .def_readonly("dead_nodes", &RenderPlan::dead_nodes)
       .def_readonly("node_ids", &RenderPlan::node_ids)
-      .def_property_readonly("method", [](const RenderPlan& p) { return to_string(p.method); })
+      .def_property_readonly("method", [](const CompiledPlan& p) { return to_string(p.method); })
       .def_readonly("proven_optimal", &RenderPlan::proven_optimal)
       .def_property_readonly("type_sequence",
-                             [](const RenderPlan& p) {
+                             [](const CompiledPlan& p) {
                                std::vector<std::string> names;
                                for (const PlanStep& step : p.steps)
                                  names.push_back(p.types.name(step.type));
@@ -299,11 +348,14 @@ void bind_graph(py::module_& m) {
                              })
       .def("to_json", &RenderPlan::to_json)
       .def("__str__", &RenderPlan::to_string)
-      .def("__repr__", [](const RenderPlan& p) {
+      .def("__repr__", [](const CompiledPlan& p) {
         return "<grafx.RenderPlan: " + std::to_string(p.n_calls()) + " calls (" +
                to_string(p.method) + ")>";
       });
-  def_scheduled<RenderPlan>(m, "compute_render_plan", &make_render_plan);
+  def_scheduled(m, "compute_render_plan", [](Graph graph, const ScheduleOptions& options) {
+    Schedule schedule = schedule_graph(to_tensor(graph), options);
+    return compile_plan(std::move(graph), std::move(schedule));
+  });
 }
 
 }  // namespace grafx::python

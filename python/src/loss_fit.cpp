@@ -54,7 +54,29 @@ struct StopRequested {};
 }  // namespace
 
 void bind_loss_and_fit(py::module_& m) {
+  // The losses pickle as their options: they hold nothing else that is not made from them.
   py::class_<MixLoss>(m, "MixLoss")
+      .def(py::pickle(
+          [](const MixLoss& loss) {
+            const MixLossOptions& o = loss.options();
+            return py::make_tuple(kPickleVersion, o.fft_sizes, o.sample_rate, o.n_mels,
+                                  o.a_weighting, o.eps, o.skip_samples, o.lr_weight, o.mid_weight,
+                                  o.side_weight);
+          },
+          [](const py::tuple& state) {
+            check_pickled_state(state, 9, "MixLoss");
+            MixLossOptions o;
+            o.fft_sizes    = state[1].cast<std::vector<int64_t>>();
+            o.sample_rate  = state[2].cast<SampleRate>();
+            o.n_mels       = state[3].cast<int64_t>();
+            o.a_weighting  = state[4].cast<bool>();
+            o.eps          = state[5].cast<double>();
+            o.skip_samples = state[6].cast<int64_t>();
+            o.lr_weight    = state[7].cast<double>();
+            o.mid_weight   = state[8].cast<double>();
+            o.side_weight  = state[9].cast<double>();
+            return MixLoss(o);
+          }))
       .def(py::init([](std::vector<int64_t> fft_sizes, SampleRate sample_rate, int64_t n_mels,
                        bool a_weighting, double eps, int64_t skip_samples, double lr_weight,
                        double mid_weight, double side_weight) {
@@ -89,6 +111,17 @@ void bind_loss_and_fit(py::module_& m) {
            });
 
   py::class_<MultiResolutionStftLoss>(m, "MultiResolutionStftLoss")
+      .def(py::pickle(
+          [](const MultiResolutionStftLoss& loss) {
+            const MultiResolutionStftLossOptions& o = loss.options();
+            return py::make_tuple(kPickleVersion, o.fft_sizes, o.hop_sizes, o.window_sizes, o.eps);
+          },
+          [](const py::tuple& state) {
+            check_pickled_state(state, 4, "MultiResolutionStftLoss");
+            return MultiResolutionStftLoss(
+                {state[1].cast<std::vector<int64_t>>(), state[2].cast<std::vector<int64_t>>(),
+                 state[3].cast<std::vector<int64_t>>(), state[4].cast<double>()});
+          }))
       .def(py::init([](std::vector<int64_t> fft_sizes, std::vector<int64_t> hop_sizes,
                        std::vector<int64_t> window_sizes, double eps) {
              return MultiResolutionStftLoss({fft_sizes, hop_sizes, window_sizes, eps});

@@ -92,6 +92,16 @@ Parameters parameters_from_python(const py::handle& parameters) {
   return result;
 }
 
+void check_pickled_state(const py::tuple& state, size_t n_fields, const std::string& class_name) {
+  const bool known = state.size() == n_fields + 1 && py::isinstance<py::int_>(state[0]) &&
+                     state[0].cast<int64_t>() == kPickleVersion;
+  if (!known)
+    throw IoError("grafx.io.format",
+                  "pickled grafx." + class_name + ": expected a state of version " +
+                      std::to_string(kPickleVersion) + " with " + std::to_string(n_fields) +
+                      " fields, but got " + std::string(py::repr(state)).substr(0, 200));
+}
+
 py::dict parameters_to_python(const Parameters& parameters) {
   py::dict result;
   for (const auto& [type, tensors] : parameters) result[py::str(type)] = tensors_to_python(tensors);

@@ -5,6 +5,7 @@
 
 #include <grafx/error.h>
 #include <grafx/fit/demo.h>
+#include <grafx/graph/graph_json.h>
 #include <grafx/io/parameter_file.h>
 #include <grafx/processors/parameter_values.h>
 #include <grafx/render/parameters.h>
@@ -102,6 +103,10 @@ TensorDict forward_parameters(const Processor& p, const std::vector<at::Tensor>&
                         inputs[0].options());
 }
 
+ProcessorSet make_processor_set(const NodeTypes& types, SampleRate sample_rate) {
+  return {make_processors(types, {sample_rate}), sample_rate, types};
+}
+
 std::vector<ParameterSpec> specs_with_dry_wet(const Processor& processor) {
   std::vector<ParameterSpec> specs = processor.parameter_specs();
   specs.push_back(dry_wet_spec());
@@ -192,6 +197,18 @@ void bind_processors(py::module_& m) {
       py::arg("name"), py::arg("sample_rate"), py::arg("options"));
 
   py::class_<ProcessorSet>(m, "ProcessorSet", "The processors of a graph's types, for one rate.")
+      .def(py::pickle(
+          // The types as the text of a graph file without nodes (its writer and reader keep each
+          // type's name, ports, processor and options), and the rate.
+          [](const ProcessorSet& s) {
+            return py::make_tuple(kPickleVersion, graph_to_json(Graph(s.types)), s.sample_rate);
+          },
+          [](const py::tuple& state) {
+            check_pickled_state(state, 2, "ProcessorSet");
+            const NodeTypes types =
+                graph_from_json(state[1].cast<std::string>(), "pickled grafx.ProcessorSet").types();
+            return make_processor_set(types, state[2].cast<SampleRate>());
+          }))
       .def_readonly("sample_rate", &ProcessorSet::sample_rate)
       .def("__getitem__",
            [](const ProcessorSet& s, const std::string& type) {
@@ -210,7 +227,7 @@ void bind_processors(py::module_& m) {
   m.def(
       "make_processors",
       [](const Graph& graph, SampleRate sample_rate) {
-        return ProcessorSet{make_processors(graph.types(), {sample_rate}), sample_rate};
+        return make_processor_set(graph.types(), sample_rate);
       },
       py::arg("graph"), py::arg("sample_rate"));
 

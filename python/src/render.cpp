@@ -89,7 +89,7 @@ py::dict aux_to_python(const std::map<std::string, TensorDict>& aux) {
 void bind_render(py::module_& m) {
   m.def(
       "render",
-      [](const RenderPlan& plan, const ProcessorSet& set, const py::handle& parameters,
+      [](const CompiledPlan& plan, const ProcessorSet& set, const py::handle& parameters,
          const at::Tensor& sources, const std::vector<std::string>& frozen_types, bool check_finite,
          const py::object& observer, const py::dict& node_hooks, const py::dict& edge_hooks) {
         const Parameters raw  = parameters_from_python(parameters);
@@ -118,7 +118,7 @@ void bind_render(py::module_& m) {
       });
   m.def(
       "adjoint_plan",
-      [](const RenderPlan& plan, const std::vector<std::string>& frozen_types,
+      [](const CompiledPlan& plan, const std::vector<std::string>& frozen_types,
          const std::vector<std::string>& recompute, bool source_gradients,
          const std::vector<std::string>& parameterless_types) {
         AdjointPlanOptions options;
@@ -141,7 +141,7 @@ void bind_render(py::module_& m) {
       py::arg("graph"), py::arg("processors"), py::arg("parameters"), py::arg("sources"));
   m.def(
       "render_in_chunks",
-      [](const RenderPlan& plan, const ProcessorSet& set, const py::handle& parameters,
+      [](const CompiledPlan& plan, const ProcessorSet& set, const py::handle& parameters,
          const at::Tensor& sources, int64_t chunk_samples) {
         const Parameters raw = parameters_from_python(parameters);
         ChunkOptions options;
@@ -157,7 +157,7 @@ void bind_render(py::module_& m) {
   // (bench/python_render_bench.py).
   m.def(
       "_time_forward_backward",
-      [](const RenderPlan& plan, const ProcessorSet& set, const py::handle& parameters,
+      [](const CompiledPlan& plan, const ProcessorSet& set, const py::handle& parameters,
          const at::Tensor& sources, int64_t repeats, bool clear_gradients) {
         Parameters raw = parameters_from_python(parameters);
         std::vector<double> milliseconds;
