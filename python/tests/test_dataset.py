@@ -254,3 +254,15 @@ def test_local_cluster_with_pruning(tmp_path, cli):
         assert sum(b for b, _ in pruning["per_type"].values()) == pruning["processors_before"]
     page = open(os.path.join(run, "report.html")).read()
     assert "removed (ρ)" in page and "songs/song02/pruned/report.html" in page
+
+
+def test_song_programs_run_without_dasks_worker_settings(monkeypatch):
+    # Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in its workers, which slows the grafx
+    # program ~9×; thread limits are the song's.
+    from grafx.dataset.song_task import _child_environment
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    environment = _child_environment(3)
+    assert "MALLOC_TRIM_THRESHOLD_" not in environment
+    assert environment["OMP_NUM_THREADS"] == environment["MKL_NUM_THREADS"] == "3"
+    assert environment["PATH"] == os.environ["PATH"]

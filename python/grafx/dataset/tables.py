@@ -11,7 +11,8 @@ import statistics
 from .song_task import song_results
 
 COLUMNS = ["song", "layout", "tracks", "audio_seconds", "status", "code", "loss_before",
-           "loss_after", "left_right_after", "mid_after", "side_after",
+           "left_right_before", "mid_before", "side_before", "loss_after", "left_right_after",
+           "mid_after", "side_after",
            "spectral_difference_db_after", "loss_pruned", "left_right_pruned", "mid_pruned",
            "side_pruned", "processors_before", "processors_after", "fit_seconds",
            "prune_seconds", "task_seconds"]
@@ -29,7 +30,8 @@ def song_row(run_folder, record):
            "task_seconds": record.get("seconds", "")}
     if fit:
         before, after = fit["loss_before"], fit["loss_after"]
-        row.update(loss_before=before["loss"], loss_after=after["loss"],
+        row.update(loss_before=before["loss"], left_right_before=before["left_right"],
+                   mid_before=before["mid"], side_before=before["side"], loss_after=after["loss"],
                    left_right_after=after["left_right"], mid_after=after["mid"],
                    side_after=after["side"],
                    spectral_difference_db_after=after["spectral_difference_db"],
@@ -121,7 +123,7 @@ def table_2(prunings):
 
 
 # Pictures: small SVGs written here, so that the page needs nothing but a browser.
-WIDTH, HEIGHT, MARGIN = 560, 300, 56
+WIDTH, HEIGHT, MARGIN = 520, 300, 56  # two side by side on the page
 
 
 def _axis_ticks(low, high, count=5):
@@ -253,7 +255,7 @@ small {{ color: #666; }}
 <h1>{html.escape(title)}</h1>
 <p>{len(done)} of {len(rows)} songs done, {len(failed)} failed; {total_time / 3600:.2f} h of work
 (<a href="summary.csv">summary.csv</a>, <a href="manifest.jsonl">manifest.jsonl</a>).</p>
-{f"<p>Failed: <ul>{failures}</ul></p>" if failures else ""}
+{f"<p>Failed (codes in the manifest and docs/errors.md):</p><ul>{failures}</ul>" if failures else ""}
 <h2>Whole-song losses (Table 1)</h2>
 <p>The pruning paper's mix loss (0 is a perfect match) and its left/right, mid and side parts:
 mean ± standard deviation over the songs, median below.</p>
