@@ -29,7 +29,7 @@ def dask_overhead(workers, tasks=400):
     """Seconds per task of Dask alone: tasks that do nothing, on a LocalCluster."""
     import distributed
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=40) as cluster, \
+                                  dashboard_address=None, silence_logs=50) as cluster, \
             distributed.Client(cluster) as client:
         client.gather(client.map(trivial, range(20), pure=False))  # warm
         start = time.perf_counter()
@@ -44,6 +44,12 @@ def main():
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--sample-rate", type=int, default=30000)
     args = parser.parse_args()
+    limits = (("--songs", args.songs, 1, 100), ("--steps", args.steps, 1, 100000),
+              ("--seconds", args.seconds, 4.0, 600), ("--sample-rate", args.sample_rate, 8000,
+                                                     192000))
+    for name, value, low, high in limits:
+        if not low <= value <= high:
+            parser.error(f"{name} {value}: expected {low} to {high}")
     fit = ["--steps", str(args.steps), "--sample-rate", str(args.sample_rate), "--crop", "3.8",
            "--checkpoint-every", "100"]
     rows = []
@@ -54,7 +60,7 @@ def main():
             output = os.path.join(folder, f"run-{workers}x{threads}")
             start = time.perf_counter()
             records = run(data, output, fit, workers=workers, threads=threads,
-                          log=lambda *a: None)
+                          log=lambda *a: None, show_progress=False)
             wall = time.perf_counter() - start
             assert all(r["state"] == "done" for r in records), records
             per_song = statistics.mean(r["seconds"] for r in records)

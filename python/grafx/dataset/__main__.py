@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import signal
 import sys
 
 from .run import duration_text, run
@@ -52,6 +53,10 @@ def synthesise(args, parser):
     return 0
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM ends a run as Ctrl-C does: manifest saved, workers closed
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python3 -m grafx.dataset",
@@ -92,6 +97,7 @@ def main(argv=None):
     run_command.add_argument("--retry-failed", action="store_true",
                              help="Run the songs that failed in an earlier run again")
     args, fit_settings = parser.parse_known_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         if args.command != "run" and fit_settings:
             parser.error(f"unrecognised arguments: {' '.join(fit_settings)}")

@@ -214,7 +214,7 @@ def _executor(workers, threads, scheduler, sequential):
         # grafx program on `threads` threads.
         cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
                                            processes=True, dashboard_address=None,
-                                           silence_logs=40)
+                                           silence_logs=50)
         client = distributed.Client(cluster)
     slots = sum(client.nthreads().values()) or 1
 
@@ -226,7 +226,7 @@ def _executor(workers, threads, scheduler, sequential):
 
 
 def run(dataset, output, fit_arguments, prune=False, workers=None, threads=1, scheduler=None,
-        songs_glob=None, sequential=False, retry_failed=False, log=print):
+        songs_glob=None, sequential=False, retry_failed=False, log=print, show_progress=True):
     """Fits (and prunes) every usable song of ``dataset`` into ``output``; returns the manifest
     records of the selected songs."""
     fit_arguments, prune_arguments = split_prune_arguments(fit_arguments)
@@ -266,7 +266,7 @@ def run(dataset, output, fit_arguments, prune=False, workers=None, threads=1, sc
                 f"{'done or failed' if not retry_failed else 'done'}: skipped")
         if todo:
             _run_songs(folder, todo, names, fit_arguments, prune_arguments, workers, threads,
-                       scheduler, sequential, log)
+                       scheduler, sequential, log, show_progress)
         write_tables(folder.path, [records[n] for n in names], prune)
         return [records[n] for n in names]
     finally:
@@ -274,7 +274,7 @@ def run(dataset, output, fit_arguments, prune=False, workers=None, threads=1, sc
 
 
 def _run_songs(folder, todo, names, fit_arguments, prune_arguments, workers, threads, scheduler,
-               sequential, log):
+               sequential, log, show_progress):
     records = folder.songs
     workers = workers or max(1, (os.cpu_count() or 1) // max(1, threads))
     submit, close, slots = _executor(workers, threads, scheduler, sequential)
@@ -305,7 +305,8 @@ def _run_songs(folder, todo, names, fit_arguments, prune_arguments, workers, thr
                             "started", 0) >= progress.start:
                     records[name]["state"] = "running"
             folder.save_manifest()
-            progress.show(force=bool(finished))
+            if show_progress:
+                progress.show(force=bool(finished))
         progress.end()
     except KeyboardInterrupt:
         progress.end()
