@@ -266,3 +266,34 @@ def test_song_programs_run_without_dasks_worker_settings(monkeypatch):
     assert "MALLOC_TRIM_THRESHOLD_" not in environment
     assert environment["OMP_NUM_THREADS"] == environment["MKL_NUM_THREADS"] == "3"
     assert environment["PATH"] == os.environ["PATH"]
+
+
+def test_ctrl_c_saves_and_the_next_run_resumes(tmp_path, cli):
+    data, run = str(tmp_path / "data"), str(tmp_path / "run")
+    make_dataset(data, songs=1, seconds=SECONDS, sample_rate=RATE)
+    fit = [a if a != "30" else "120" for a in FIT]  # long enough to be caught mid-fit
+    driver = subprocess.Popen([sys.executable, "-m", "grafx.dataset", "run", data, "-o", run,
+                               "--sequential", *fit], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    progress_file = os.path.join(run, "songs", "song01", "progress.json")
+    deadline = time.time() + 120
+    while time.time() < deadline and driver.poll() is None:
+        try:
+            with open(progress_file) as f:
+                if json.load(f).get("step", 0) >= 25:
+                    break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.1)
+    os.killpg(driver.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the run and its programs
+    out, _ = driver.communicate(timeout=120)
+    assert driver.returncode == 130, out
+    assert manifest(run)["song01"]["state"] == "pending"
+    with open(os.path.join(run, "songs", "song01", "log.txt")) as f:
+        log = f.read()
+    step = int(log.split("interrupted at step ")[1].split(";")[0])  # the program saved it
+    again = dataset_command("run", data, "-o", run, "--sequential", *fit)
+    assert again.returncode == 0, again.stdout + again.stderr
+    with open(os.path.join(run, "songs", "song01", "log.txt")) as f:
+        assert f"resuming at step {step} of 120" in f.read()
+    assert manifest(run)["song01"]["state"] == "done"

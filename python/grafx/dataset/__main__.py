@@ -116,6 +116,8 @@ def main(argv=None):
         failed = sum(r["state"] == "failed" for r in records)
         print(f"results: {os.path.join(args.output, 'report.html')} "
               f"(and summary.csv, manifest.jsonl, songs/)")
+        if any(r["state"] == "pending" for r in records):
+            raise KeyboardInterrupt  # songs were stopped by Ctrl-C or SIGTERM
         if failed:
             print(f"grafx.dataset: {failed} song{'s' if failed > 1 else ''} failed (see the "
                   "manifest; --retry-failed runs them again)", file=sys.stderr)

@@ -1,6 +1,7 @@
 """Runs a dataset: one task per song on a Dask cluster (or one after another), with a manifest,
 a lock, live progress and resumption (docs/datasets.md)."""
 
+import asyncio
 import concurrent.futures
 import fcntl
 import fnmatch
@@ -318,7 +319,10 @@ def _run_songs(folder, todo, names, fit_arguments, prune_arguments, workers, thr
     finally:
         close()
     done = sum(records[s.name]["state"] == "done" for s in todo)
-    log(f"{done} of {len(todo)} songs done" + "".join(
+    interrupted = sum(records[s.name]["state"] == "pending" for s in todo)
+    log(f"{done} of {len(todo)} songs done"
+        + (f", {interrupted} interrupted (saved: they resume on the next run)" if interrupted
+           else "") + "".join(
         f"\n  {s.name}: failed [{records[s.name]['code']}] {records[s.name]['message']}"
         for s in todo if records[s.name]["state"] == "failed"))
 
@@ -326,6 +330,8 @@ def _run_songs(folder, todo, names, fit_arguments, prune_arguments, workers, thr
 def _record(record, future):
     try:
         row = future.result()
+    except (concurrent.futures.CancelledError, asyncio.CancelledError):  # the run is closing: the song resumes next time
+        row = {"status": "pending", "message": "cancelled"}
     except Exception as error:  # the task itself broke (not a song's failure): say so
         row = {"status": "failed", "code": "grafx.dataset.task",
                "message": f"{type(error).__name__}: {error}", "seconds": 0}

@@ -143,7 +143,9 @@ def process_song(song, run_folder, fit_arguments, prune_arguments=None, threads=
         command = grafx + ["prune", folder, "-o", pruned, *prune_arguments,
                            "--resume" if resume else "--force"]
         failure = _run_stage(command, pruned, "prune", progress, environment)
-    if failure:
+    if failure and failure[0] == "grafx.fit.interrupted":  # Ctrl-C or SIGTERM: saved, not failed
+        row.update(status="pending", message=failure[1])
+    elif failure:
         row.update(status="failed", code=failure[0], message=failure[1])
     row["seconds"] = time.time() - start
     progress.update(state=row["status"], finished=time.time())
