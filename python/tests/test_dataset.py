@@ -297,3 +297,11 @@ def test_ctrl_c_saves_and_the_next_run_resumes(tmp_path, cli):
     with open(os.path.join(run, "songs", "song01", "log.txt")) as f:
         assert f"resuming at step {step} of 120" in f.read()
     assert manifest(run)["song01"]["state"] == "done"
+
+
+def test_files_named_in_settings_are_made_absolute(tmp_path, monkeypatch):
+    # Workers run in other folders (and on other machines): a relative --graph would not be found.
+    from grafx.dataset.run import absolute_paths
+    monkeypatch.chdir(tmp_path)
+    assert absolute_paths(["--graph", "g.json", "--steps", "3", "--types=t.json"]) == [
+        "--graph", str(tmp_path / "g.json"), "--steps", "3", f"--types={tmp_path / 't.json'}"]

@@ -19,6 +19,7 @@ RUN_FORMAT = "grafx.dataset_run"
 # grafx fit options the run sets itself, per song.
 RESERVED = {"--tracks", "--mix", "-o", "--output", "--resume", "--force", "-f", "--prune",
             "--threads"}
+PATH_OPTIONS = {"--graph", "--types"}  # grafx fit options that name files
 
 
 def split_prune_arguments(arguments):
@@ -34,6 +35,18 @@ def split_prune_arguments(arguments):
         else:
             fit.append(argument)
     return fit, prune
+
+
+def absolute_paths(arguments):
+    """The files --graph and --types name, as absolute paths: workers run elsewhere."""
+    arguments = list(arguments)
+    for i, argument in enumerate(arguments):
+        name, equals, value = argument.partition("=")
+        if name in PATH_OPTIONS and equals:
+            arguments[i] = f"{name}={os.path.abspath(value)}"
+        elif argument in PATH_OPTIONS and i + 1 < len(arguments):
+            arguments[i + 1] = os.path.abspath(arguments[i + 1])
+    return arguments
 
 
 def check_settings(fit_arguments, prune_arguments):
@@ -230,7 +243,7 @@ def run(dataset, output, fit_arguments, prune=False, workers=None, threads=1, sc
         songs_glob=None, sequential=False, retry_failed=False, log=print, show_progress=True):
     """Fits (and prunes) every usable song of ``dataset`` into ``output``; returns the manifest
     records of the selected songs."""
-    fit_arguments, prune_arguments = split_prune_arguments(fit_arguments)
+    fit_arguments, prune_arguments = split_prune_arguments(absolute_paths(fit_arguments))
     if prune_arguments and not prune:
         raise DatasetError("grafx.dataset.settings", "--prune-* settings need --prune")
     prune_arguments = prune_arguments if prune else None
