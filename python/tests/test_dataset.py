@@ -305,3 +305,17 @@ def test_files_named_in_settings_are_made_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert absolute_paths(["--graph", "g.json", "--steps", "3", "--types=t.json"]) == [
         "--graph", str(tmp_path / "g.json"), "--steps", "3", f"--types={tmp_path / 't.json'}"]
+
+
+def test_a_folder_that_is_not_a_run_is_refused(tmp_path):
+    make_dataset(tmp_path / "data", songs=1, seconds=1.0, sample_rate=RATE)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text("[1]")
+    result = dataset_command("run", str(tmp_path / "data"), "-o", str(run), "--sequential")
+    assert result.returncode == 1 and "[grafx.dataset.manifest]" in result.stderr, result.stderr
+    (run / "run.json").unlink()
+    (run / "manifest.jsonl").write_text('{"song": "song01", "state": "done"}\nnot json\n')
+    result = dataset_command("run", str(tmp_path / "data"), "-o", str(run), "--sequential")
+    assert result.returncode == 1 and "manifest.jsonl:2: not a song's record" in result.stderr
+    assert not (run / "songs" / "song01").exists() and not (run / "run.json").exists()

@@ -115,8 +115,11 @@ class RunFolder:
                     "fit": fit_arguments, "prune": prune_arguments}
         path = os.path.join(self.path, "run.json")
         if os.path.exists(path):
-            with open(path) as f:
-                earlier = json.load(f)
+            earlier = read_json(path)
+            if not isinstance(earlier, dict) or earlier.get("format") != RUN_FORMAT:
+                raise DatasetError("grafx.dataset.manifest",
+                                   f"{path}: not a grafx.dataset run's settings; is "
+                                   f"{self.path} the folder of a run?")
             for key in ("dataset", "fit", "prune"):
                 if earlier.get(key) != settings[key]:
                     raise DatasetError(
@@ -131,10 +134,15 @@ class RunFolder:
         self.songs = {}
         if os.path.exists(self.manifest_path):
             with open(self.manifest_path) as f:
-                for line in f:
-                    if line.strip():
-                        record = json.loads(line)
-                        self.songs[record["song"]] = record
+                for number, line in enumerate(f, 1):
+                    try:
+                        record = json.loads(line) if line.strip() else None
+                        if record is not None:
+                            self.songs[record["song"]] = record
+                    except (ValueError, KeyError, TypeError):
+                        raise DatasetError("grafx.dataset.manifest",
+                                           f"{self.manifest_path}:{number}: not a song's record "
+                                           "(edited by hand?); fix or remove the line")
         return self.songs
 
     def save_manifest(self):
@@ -257,8 +265,8 @@ def run(dataset, output, fit_arguments, prune=False, workers=None, threads=1, sc
     folder = RunFolder(output)
     folder.lock()
     try:
-        folder.check_settings(dataset, fit_arguments, prune_arguments)
         records = folder.load_manifest()
+        folder.check_settings(dataset, fit_arguments, prune_arguments)
         todo = []
         for song in songs:
             record = records.setdefault(song.name, {"song": song.name, "state": "pending"})
