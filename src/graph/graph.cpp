@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace grafx {
 namespace {
@@ -26,6 +28,14 @@ void insert_sorted(std::vector<Edge>& edges, const Edge& edge, Less less) {
 void erase_one(std::vector<Edge>& edges, const Edge& edge) {
   edges.erase(std::find(edges.begin(), edges.end(), edge));
 }
+
+struct EdgeHash {
+  size_t operator()(const Edge& e) const {
+    size_t h = std::hash<int64_t>()(e.source);
+    for (int64_t v : {e.dest, e.outlet, e.inlet}) h = h * 1000003u ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
 
 }  // namespace
 
@@ -170,6 +180,103 @@ void Graph::connect(NodeId source, NodeId dest, const std::string& outlet,
   Edge edge = resolve(source, dest, outlet, inlet);
   check_new_edge(edge);
   insert_edge(edge);
+}
+
+bool Graph::closes_cycle(const std::vector<Edge>& added) const {
+  std::unordered_map<NodeId, std::vector<NodeId>> extra;  // the added edges' destinations
+  std::unordered_map<NodeId, int64_t> waiting;
+  waiting.reserve(nodes_.size());
+  for (const auto& [id, d] : nodes_) waiting[id] = static_cast<int64_t>(d.in.size());
+  for (const Edge& e : added) {
+    extra[e.source].push_back(e.dest);
+    ++waiting[e.dest];
+  }
+  std::vector<NodeId> ready;
+  for (const auto& [id, n] : waiting)
+    if (n == 0) ready.push_back(id);
+  size_t done = 0;
+  while (!ready.empty()) {
+    NodeId id = ready.back();
+    ready.pop_back();
+    ++done;
+    for (const Edge& e : data(id).out)
+      if (--waiting[e.dest] == 0) ready.push_back(e.dest);
+    auto it = extra.find(id);
+    if (it != extra.end())
+      for (NodeId dest : it->second)
+        if (--waiting[dest] == 0) ready.push_back(dest);
+  }
+  return done < nodes_.size();
+}
+
+void Graph::connect_all(const std::vector<PortEdge>& requests,
+                        const std::function<void(size_t, const GraphError&)>& on_error) {
+  // Resolve and check each edge on its own (ports, self-loops, duplicates) up to the first that
+  // fails; cycles are looked for once, over all of them.
+  std::vector<Edge> edges;
+  edges.reserve(requests.size());
+  std::unordered_set<Edge, EdgeHash> seen;
+  size_t failed = requests.size();
+  std::optional<GraphError> resolve_error;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const PortEdge& r = requests[i];
+    Edge edge;
+    try {
+      edge = resolve(r.source, r.dest, r.outlet, r.inlet);
+    } catch (const GraphError& e) {
+      resolve_error = e;
+      failed        = i;
+      break;
+    }
+    if (edge.source == edge.dest || has_edge(edge) || !seen.insert(edge).second) {
+      failed = i;
+      break;
+    }
+    edges.push_back(edge);
+  }
+  auto report = [&](size_t i, const GraphError& e) {
+    if (on_error) on_error(i, e);
+    throw e;
+  };
+  // The error connect would give for edge i after edges 0..i-1: from a copy holding those.
+  auto reproduce = [&](size_t i, const Edge& edge) {
+    Graph scratch = *this;
+    for (size_t k = 0; k < i; ++k) scratch.insert_edge(edges[k]);
+    try {
+      scratch.check_new_edge(edge);
+    } catch (const GraphError& e) {
+      report(i, e);
+    }
+  };
+  if (closes_cycle(edges)) {  // the first edge to close one: the shortest cyclic prefix
+    size_t lo = 0, hi = edges.size() - 1;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (closes_cycle({edges.begin(), edges.begin() + std::ptrdiff_t(mid) + 1}))
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    reproduce(lo, edges[lo]);
+  }
+  if (failed < requests.size()) {
+    if (resolve_error) report(failed, *resolve_error);
+    const PortEdge& r = requests[failed];
+    reproduce(failed, resolve(r.source, r.dest, r.outlet, r.inlet));
+  }
+  std::unordered_set<NodeId> touched;
+  for (const Edge& edge : edges) {
+    data(edge.source).out.push_back(edge);
+    data(edge.dest).in.push_back(edge);
+    touched.insert(edge.source);
+    touched.insert(edge.dest);
+  }
+  for (NodeId id : touched) {
+    NodeData& d = data(id);
+    std::sort(d.out.begin(), d.out.end(), out_order);
+    std::sort(d.in.begin(), d.in.end(), in_order);
+  }
+  n_edges_ += static_cast<int64_t>(edges.size());
 }
 
 void Graph::disconnect(NodeId source, NodeId dest, const std::string& outlet,

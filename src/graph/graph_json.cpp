@@ -305,17 +305,36 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
     });
   }
 
+  // Edges are connected all at once (Graph::connect_all, linear in the graph's size), with
+  // the errors of connecting them in turn: a malformed edge after one that closes a cycle
+  // reports the cycle.
   const json& edges = top.array("edges");
+  std::vector<Graph::PortEdge> requests;
+  requests.reserve(edges.size());
+  auto connect = [&] {
+    graph.connect_all(requests, [&](size_t i, const GraphError& e) {
+      throw GraphError(e.code(), origin + ": " + element("edges", i) + ": " + e.message());
+    });
+  };
   for (size_t i = 0; i < edges.size(); ++i) {
-    Reader e(edges[i], origin, element("edges", i));
-    e.allow_only({"source", "dest", "outlet", "inlet"});
-    int64_t source = e.integer("source"), dest = e.integer("dest");
-    std::string outlet = e.string("outlet", "main", false);
-    std::string inlet  = e.string("inlet", "main", false);
-    if (!graph.contains(source)) e.fail("no node with id " + std::to_string(source), "source");
-    if (!graph.contains(dest)) e.fail("no node with id " + std::to_string(dest), "dest");
-    annotate(origin, e.path(), [&] { graph.connect(source, dest, outlet, inlet); });
+    try {
+      Reader e(edges[i], origin, element("edges", i));
+      e.allow_only({"source", "dest", "outlet", "inlet"});
+      Graph::PortEdge r;
+      r.source = e.integer("source");
+      r.dest   = e.integer("dest");
+      r.outlet = e.string("outlet", "main", false);
+      r.inlet  = e.string("inlet", "main", false);
+      if (!graph.contains(r.source))
+        e.fail("no node with id " + std::to_string(r.source), "source");
+      if (!graph.contains(r.dest)) e.fail("no node with id " + std::to_string(r.dest), "dest");
+      requests.push_back(std::move(r));
+    } catch (const IoError&) {
+      connect();  // an earlier edge's error comes first
+      throw;
+    }
   }
+  connect();
 
   if (top.has("next_id")) {
     int64_t next = top.integer("next_id");

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <chrono>
+
 namespace grafx {
 namespace {
 
@@ -277,6 +279,64 @@ TEST(GraphJson, WritesRemoveTheTemporaryFilesOfKilledWrites) {
   EXPECT_FALSE(testing::file_exists(stale));
   EXPECT_TRUE(testing::file_exists(mine)) << "a running process's write is left alone";
   EXPECT_TRUE(testing::file_exists(other)) << "another file's temporaries are left alone";
+}
+
+// A chain in -> eq x n -> out whose edges are listed last first.
+std::string backward_chain_file(int64_t n) {
+  std::string nodes = "{\"id\":0,\"type\":\"in\"}", edges;
+  for (int64_t i = 1; i <= n + 1; ++i)
+    nodes += ",{\"id\":" + std::to_string(i) + ",\"type\":\"" + (i <= n ? "eq" : "out") + "\"}";
+  for (int64_t i = n; i >= 0; --i)
+    edges += std::string(i == n ? "" : ",") + "{\"source\":" + std::to_string(i) +
+             ",\"dest\":" + std::to_string(i + 1) + "}";
+  return "{\"format\":\"grafx.graph\",\"version\":2,\"nodes\":[" + nodes + "],\"edges\":[" + edges +
+         "]}";
+}
+
+TEST(GraphJson, LoadingTakesTimeLinearInTheFile) {
+  // Issue 29: each edge searched the graph for a cycle, so a 40,000-node chain listed backwards
+  // took 141 s. Not a speed target (bench/schedule_bench.cpp times that file): a ratio, with a
+  // wide margin, between 4x the nodes (linear: ~4x the time; quadratic: ~16x).
+  auto seconds = [](int64_t n) {
+    const std::string text = backward_chain_file(n);
+    double best            = 1e9;
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      auto start  = std::chrono::steady_clock::now();
+      Graph graph = graph_from_json(text, "chain.json", console_node_types());
+      best        = std::min(
+                 best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      EXPECT_EQ(graph.n_edges(), n + 1);
+      EXPECT_TRUE(graph.validate().empty());
+    }
+    return best;
+  };
+  const double small = seconds(3000), large = seconds(12000);
+  EXPECT_LT(large / small, 9.0) << small << " s for 3,000 nodes, " << large << " s for 12,000";
+}
+
+TEST(GraphJson, EdgeErrorsComeInTheFileOrder) {
+  // Edges are connected at once after they are read: an edge that closes a cycle still comes
+  // before a malformed edge after it, and a malformed edge before a cycle after it.
+  const std::string head =
+      R"({"format":"grafx.graph","version":2,"nodes":[{"id":0,"type":"in"},)"
+      R"({"id":1,"type":"eq"},{"id":2,"type":"eq"},{"id":3,"type":"out"}],"edges":[)";
+  auto error = [&](const std::string& edges) {
+    try {
+      graph_from_json(head + edges + "]}", "g.json", console_node_types());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(R"({"source":1,"dest":2},{"source":2,"dest":1},{"source":9,"dest":1})"),
+            "[grafx.graph.cycle] g.json: edges[1]: edge 2.main -> 1.main would close the cycle "
+            "node 1 (eq) -> node 2 (eq) -> node 1 (eq)");
+  EXPECT_EQ(error(R"({"source":1,"dest":2},{"source":9,"dest":1},{"source":2,"dest":1})"),
+            "[grafx.io.format] g.json: edges[1].source: no node with id 9");
+  EXPECT_EQ(
+      error(R"({"source":1,"dest":2},{"source":1,"dest":2,"inlet":"x"},{"source":2,"dest":1})"),
+      "[grafx.graph.unknown_port] g.json: edges[1]: edge 1.main -> 2.x: node type "
+      "\"eq\" has no inlet \"x\"; its inlets: main");
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include "support/test_support.h"
 
+#include <random>
+
 namespace grafx {
 namespace {
 
@@ -243,6 +245,57 @@ TEST(Graph, EqualityComparesEverything) {
   b.set_name(0, "");
   b.disconnect(0, 1);
   EXPECT_NE(a, b);
+}
+
+TEST(Graph, ConnectAllConnectsAsConnectingInTurnDoes) {
+  // Random edge lists, with bad ports, self-loops, duplicates and cycles: connect_all must give
+  // the graph, or the first error (same index, same message), of connect called for each.
+  std::mt19937 random(7);
+  const std::vector<std::string> outlets = {"main", "low", "high", "nope"};
+  const std::vector<std::string> inlets  = {"main", "sidechain", "nope"};
+  int64_t n_failed = 0, n_cycles = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    Graph base(test_types());
+    for (const char* type : {"in", "eq", "crossover", "sidechain_compressor", "reverb", "out"})
+      base.add(type);
+    if (trial % 2) base.connect(0, 1);  // an edge already there
+    std::vector<Graph::PortEdge> edges;
+    for (int i = 0; i < 1 + trial % 9; ++i) {
+      Graph::PortEdge e;
+      e.source = int64_t(random() % 5);      // not the out node
+      e.dest   = int64_t(1 + random() % 5);  // nor the in node
+      e.outlet = random() % 4 ? "main" : outlets[random() % outlets.size()];
+      e.inlet  = random() % 4 ? "main" : inlets[random() % inlets.size()];
+      edges.push_back(e);
+    }
+    Graph in_turn = base;
+    std::string expected;
+    size_t expected_index = edges.size();
+    for (size_t i = 0; i < edges.size() && expected.empty(); ++i) {
+      try {
+        in_turn.connect(edges[i].source, edges[i].dest, edges[i].outlet, edges[i].inlet);
+      } catch (const GraphError& e) {
+        expected       = e.what();
+        expected_index = i;
+      }
+    }
+    Graph at_once = base;
+    size_t index  = edges.size();
+    try {
+      at_once.connect_all(edges, [&](size_t i, const GraphError&) { index = i; });
+      EXPECT_TRUE(expected.empty()) << "trial " << trial << ": expected " << expected;
+      EXPECT_EQ(at_once, in_turn) << "trial " << trial;
+      EXPECT_EQ(at_once.to_string(), in_turn.to_string());
+    } catch (const GraphError& e) {
+      EXPECT_EQ(e.what(), expected) << "trial " << trial;
+      EXPECT_EQ(index, expected_index) << "trial " << trial;
+      EXPECT_EQ(at_once, base) << "trial " << trial << ": nothing is connected on failure";
+      ++n_failed;
+      n_cycles += std::string(e.what()).find("grafx.graph.cycle") != std::string::npos;
+    }
+  }
+  EXPECT_GT(n_failed, 50);
+  EXPECT_GT(n_cycles, 10);
 }
 
 }  // namespace

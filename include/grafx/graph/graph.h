@@ -20,12 +20,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace grafx {
+
+class GraphError;
 
 using NodeId = int64_t;
 
@@ -93,6 +96,18 @@ class Graph {
   /// Connects `outlet` of `source` to `inlet` of `dest`.
   void connect(NodeId source, NodeId dest, const std::string& outlet = "main",
                const std::string& inlet = "main");
+  /// An edge to connect by port names (see connect_all).
+  struct PortEdge {
+    NodeId source = -1, dest = -1;
+    std::string outlet = "main", inlet = "main";
+  };
+  /// Connects the edges in turn, as `connect` for each would, with the same checks and the
+  /// same first error (`on_error(i, error)` is called with the failing edge's index and may
+  /// throw another; the error is thrown as it is otherwise), in time linear in the graph's size
+  /// (`connect` searches for a cycle for each edge: a file's 40,000-edge chain listed
+  /// backwards would take minutes). Nothing is connected when one fails.
+  void connect_all(const std::vector<PortEdge>& edges,
+                   const std::function<void(size_t, const GraphError&)>& on_error = {});
   /// Removes one edge; throws [grafx.graph.unknown_edge] if it does not exist.
   void disconnect(NodeId source, NodeId dest, const std::string& outlet = "main",
                   const std::string& inlet = "main");
@@ -169,6 +184,8 @@ class Graph {
                const std::string& inlet) const;
   void check_new_edge(const Edge& edge) const;
   void insert_edge(const Edge& edge);
+  /// Whether the edges, added to the graph's, would make a cycle (Kahn's algorithm, linear).
+  bool closes_cycle(const std::vector<Edge>& added) const;
   void erase_edge(const Edge& edge);
 
   NodeTypes types_;
