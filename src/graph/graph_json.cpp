@@ -135,6 +135,29 @@ class Reader {
   std::string path_;
 };
 
+/// Whether brackets and braces outside strings nest deeper than `most` levels somewhere.
+bool nesting_exceeds(const std::string& text, int most) {
+  int depth      = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > most) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 std::string element(const char* array, size_t i) {
   return std::string(array) + "[" + std::to_string(i) + "]";
 }
@@ -229,16 +252,15 @@ std::string graph_to_json(const Graph& graph) {
 
 Graph graph_from_json(const std::string& text, const std::string& origin,
                       const NodeTypes& known_types) {
+  // Nesting is bounded before parsing, by a scan: nlohmann's parser with a callback (the way
+  // to bound it while parsing) looks through an array's elements at the end of each element
+  // object, quadratic in a 40,000-node file.
+  if (nesting_exceeds(text, kMaxDepth))
+    throw IoError("grafx.io.format",
+                  origin + ": nesting deeper than " + std::to_string(kMaxDepth) + " levels");
   json root;
   try {
-    bool too_deep = false;
-    root          = json::parse(text, [&](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxDepth) too_deep = true;
-      return !too_deep;
-    });
-    if (too_deep)
-      throw IoError("grafx.io.format",
-                    origin + ": nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    root = json::parse(text);
   } catch (const json::exception& e) {
     // e.what() reads "[json.exception.parse_error.101] parse error at line 3, column 5: ..." or
     // "[json.exception.out_of_range.406] number overflow parsing '1e400'".

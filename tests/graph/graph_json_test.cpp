@@ -310,8 +310,8 @@ TEST(GraphJson, LoadingTakesTimeLinearInTheFile) {
     }
     return best;
   };
-  const double small = seconds(3000), large = seconds(12000);
-  EXPECT_LT(large / small, 9.0) << small << " s for 3,000 nodes, " << large << " s for 12,000";
+  const double small = seconds(5000), large = seconds(20000);
+  EXPECT_LT(large / small, 8.0) << small << " s for 5,000 nodes, " << large << " s for 20,000";
 }
 
 TEST(GraphJson, EdgeErrorsComeInTheFileOrder) {
