@@ -1,5 +1,8 @@
 #include "bench_support.h"
 
+#include <grafx/error.h>
+#include <grafx/program.h>
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/version.h>
@@ -68,13 +71,14 @@ int setup_threads() {
   if (env && *env) {  // as the grafx program: a whole number from 1 to 1024, empty is unset
     char* end  = nullptr;
     long value = std::strtol(env, &end, 10);
-    if (*end != '\0' || value < 1 || value > 1024) {
-      std::cerr << "GRAFX_THREADS=\"" << env
-                << "\": expected a whole number of threads from 1 to 1024\n";
-      std::exit(2);
-    }
+    if (*end != '\0' || value < 1 || value > 1024)
+      throw Error("grafx.cli.threads", "GRAFX_THREADS=\"" + std::string(env) +
+                                           "\": expected a whole number of threads from 1 to 1024");
     threads = int(value);
   }
+  std::string note;
+  threads = capped_threads(threads, &note);
+  if (!note.empty()) std::cerr << "note: GRAFX_THREADS: " << note << "\n";
   at::set_num_threads(threads);
   return threads;
 }

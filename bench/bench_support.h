@@ -30,7 +30,9 @@ struct NumberArgument {
 std::vector<double> parse_arguments(int argc, char** argv,
                                     const std::vector<NumberArgument>& arguments);
 
-/// Sets LibTorch's CPU threads to $GRAFX_THREADS or all cores; returns the count.
+/// Sets LibTorch's CPU threads to $GRAFX_THREADS or all cores; returns the count. As the grafx
+/// program: a count that is not 1 to 1024 throws [grafx.cli.threads], and more than
+/// kMaxThreadsPerCore per core are capped with a note (grafx/program.h).
 int setup_threads();
 
 /// "2 cores (Intel Xeon ...), LibTorch 1.13.1, 2 threads, Release build": printed above every

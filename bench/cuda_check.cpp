@@ -6,6 +6,7 @@
 
 #include <grafx/fit/demo.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/program.h>
 #include <grafx/render/render.h>
 
 #include "bench_support.h"
@@ -47,9 +48,7 @@ double relative_difference(const at::Tensor& a, const at::Tensor& b) {
   return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item<double>();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   grafx::bench::parse_arguments(argc, argv, {});
   if (!at::hasCUDA()) {
     std::cout << "cuda_check: this LibTorch has no CUDA device; nothing to compare\n";
@@ -83,4 +82,11 @@ int main(int argc, char** argv) {
     ok = ok && outputs < (dtype == at::kFloat ? 1e-5 : 1e-12);
   }
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+// Errors end the program as they end the grafx CLI: one line with a code, status 1.
+int main(int argc, char** argv) {
+  return grafx::run_program("cuda_check", [&] { return run(argc, argv); });
 }

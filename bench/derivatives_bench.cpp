@@ -12,6 +12,7 @@
 #include <grafx/loss/mix_loss.h>
 #include <grafx/memory.h>
 #include <grafx/processors/registry.h>
+#include <grafx/program.h>
 #include <grafx/render/adjoint.h>
 #include <grafx/render/derivatives.h>
 #include <grafx/render/parameters.h>
@@ -26,7 +27,9 @@
 
 using namespace grafx;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   std::vector<double> arguments = bench::parse_arguments(
       argc, argv, {{"seconds", 3.8, 1.1, 60}, {"sample_rate", 30000, 8000, 96000}});
   bench::setup_threads();
@@ -120,4 +123,11 @@ int main(int argc, char** argv) {
   }
   table.print(std::cout);
   return 0;
+}
+
+}  // namespace
+
+// Errors end the program as they end the grafx CLI: one line with a code, status 1.
+int main(int argc, char** argv) {
+  return grafx::run_program("derivatives_bench", [&] { return run(argc, argv); });
 }

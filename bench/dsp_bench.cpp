@@ -12,6 +12,7 @@
 #include <grafx/dsp/biquad.h>
 #include <grafx/dsp/convolution.h>
 #include <grafx/dsp/recursion.h>
+#include <grafx/program.h>
 
 #include "bench_support.h"
 
@@ -234,7 +235,9 @@ void biquads() {
 }  // namespace
 }  // namespace grafx::bench
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace grafx::bench;
   using grafx::dsp::ConvolutionMode;
   const std::vector<std::pair<std::string, std::function<void()>>> sections{
@@ -266,4 +269,12 @@ int main(int argc, char** argv) {
   std::cout << machine_description() << "\n";
   for (const auto& [name, run] : sections)
     if (chosen.empty() || std::find(chosen.begin(), chosen.end(), name) != chosen.end()) run();
+  return 0;
+}
+
+}  // namespace
+
+// Errors end the program as they end the grafx CLI: one line with a code, status 1.
+int main(int argc, char** argv) {
+  return grafx::run_program("dsp_bench", [&] { return run(argc, argv); });
 }

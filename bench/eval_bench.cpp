@@ -11,6 +11,7 @@
 #include <grafx/fit/fit.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/program.h>
 #include <grafx/render/chunked.h>
 
 #include "bench_support.h"
@@ -118,9 +119,7 @@ Result run_child(const char* self, Mode mode, double minutes) {
   return r;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc == 4 && std::strcmp(argv[1], "--measure") == 0)
     for (int mode = 0; mode < 3; ++mode)
       if (std::strcmp(argv[2], kModeNames[mode]) == 0)
@@ -160,4 +159,11 @@ int main(int argc, char** argv) {
   }
   table.print(std::cout);
   return 0;
+}
+
+}  // namespace
+
+// Errors end the program as they end the grafx CLI: one line with a code, status 1.
+int main(int argc, char** argv) {
+  return grafx::run_program("eval_bench", [&] { return run(argc, argv); });
 }

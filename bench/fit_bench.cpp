@@ -7,6 +7,7 @@
 #include <grafx/fit/fit.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/program.h>
 
 #include "bench_support.h"
 
@@ -17,7 +18,9 @@
 
 using namespace grafx;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   const int64_t steps = int64_t(bench::parse_arguments(argc, argv, {{"steps", 8, 1, 1e6}})[0]);
   bench::setup_threads();
   const int64_t sample_rate = 30000, length = 10 * sample_rate;
@@ -92,4 +95,11 @@ int main(int argc, char** argv) {
                "(derived from its "
                "36 min for 12k steps and pruning trials).\n";
   return 0;
+}
+
+}  // namespace
+
+// Errors end the program as they end the grafx CLI: one line with a code, status 1.
+int main(int argc, char** argv) {
+  return grafx::run_program("fit_bench", [&] { return run(argc, argv); });
 }

@@ -9,6 +9,7 @@
 
 #include <grafx/dsp/convolution.h>
 #include <grafx/loss/mix_loss.h>
+#include <grafx/program.h>
 
 #include "bench_support.h"
 #include "loss/spectral.h"
@@ -71,7 +72,9 @@ struct NaiveMixLoss {
 }  // namespace
 }  // namespace grafx
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   grafx::bench::parse_arguments(argc, argv, {});
   using namespace grafx;
   bench::setup_threads();
@@ -124,4 +127,12 @@ int main(int argc, char** argv) {
     }
   }
   table.print(std::cout);
+  return 0;
+}
+
+}  // namespace
+
+// Errors end the program as they end the grafx CLI: one line with a code, status 1.
+int main(int argc, char** argv) {
+  return grafx::run_program("loss_bench", [&] { return run(argc, argv); });
 }

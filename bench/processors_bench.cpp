@@ -4,6 +4,7 @@
 // is an earlier node's output).
 
 #include <grafx/processors/registry.h>
+#include <grafx/program.h>
 
 #include "bench_support.h"
 
@@ -12,7 +13,9 @@
 
 #include <iostream>
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   grafx::bench::parse_arguments(argc, argv, {});
   using namespace grafx;
   using namespace grafx::bench;
@@ -55,4 +58,12 @@ int main(int argc, char** argv) {
                    fixed(audio_seconds / (backward / 1000), 0)});
   }
   table.print(std::cout);
+  return 0;
+}
+
+}  // namespace
+
+// Errors end the program as they end the grafx CLI: one line with a code, status 1.
+int main(int argc, char** argv) {
+  return grafx::run_program("processors_bench", [&] { return run(argc, argv); });
 }

@@ -8,6 +8,7 @@
 #include <grafx/fit/trials.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/program.h>
 #include <grafx/render/parameters.h>
 
 #include "bench_support.h"
@@ -19,7 +20,9 @@
 
 using namespace grafx;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   auto args =
       bench::parse_arguments(argc, argv, {{"seconds", 30, 1, 3600}, {"trials", 8, 1, 1000}});
   bench::setup_threads();
@@ -102,4 +105,11 @@ int main(int argc, char** argv) {
   }
   table.print(std::cout);
   return 0;
+}
+
+}  // namespace
+
+// Errors end the program as they end the grafx CLI: one line with a code, status 1.
+int main(int argc, char** argv) {
+  return grafx::run_program("prune_bench", [&] { return run(argc, argv); });
 }

@@ -10,6 +10,7 @@
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/memory.h>
 #include <grafx/processors/registry.h>
+#include <grafx/program.h>
 #include <grafx/render/adjoint.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
@@ -72,9 +73,7 @@ struct BenchGraph {
   Graph graph;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   std::vector<double> arguments = bench::parse_arguments(
       argc, argv, {{"seconds", 3.8, 0.01, 600}, {"sample_rate", 30000, 8000, 192000}});
   bench::setup_threads();
@@ -230,4 +229,11 @@ int main(int argc, char** argv) {
   times.add_row({"adjoint plan, recompute", bench::fixed(recompute_ms.median_ms, 0)});
   times.print(std::cout);
   return 0;
+}
+
+}  // namespace
+
+// Errors end the program as they end the grafx CLI: one line with a code, status 1.
+int main(int argc, char** argv) {
+  return grafx::run_program("render_bench", [&] { return run(argc, argv); });
 }

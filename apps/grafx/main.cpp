@@ -7,6 +7,7 @@
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_json.h>
 #include <grafx/processors/registry.h>
+#include <grafx/program.h>
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
@@ -120,9 +121,6 @@ CLI::Option* add_force_flag(CLI::App& command, bool& force) {
 
 namespace {
 
-// The first line of an exception message: LibTorch appends a C++ stack trace to its own.
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 // The library refuses to replace files without knowing the flag that allows it here.
 std::string with_force_hint(const grafx::Error& e) {
   return e.code() == "grafx.io.exists" && e.message().find("--force") == std::string::npos &&
@@ -162,17 +160,31 @@ int main(int argc, char** argv) {
   // LibTorch defaults to one thread on these machines: use every core unless told otherwise.
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CLI::Option* threads_option =
-      app.add_option("--threads", threads,
-                     "CPU threads for LibTorch, before or after the command (default: all cores, "
-                     "or $GRAFX_THREADS; fits then use fewer while that steps faster on a busy "
-                     "machine)")
+      app.add_option(
+             "--threads", threads,
+             "CPU threads for LibTorch, before or after the command (default: all cores, "
+             "or $GRAFX_THREADS; more than 4 per core are capped, with a note; fits then use "
+             "fewer while that steps faster on a busy machine)")
           ->check(CLI::Range(1, 1024));
   double max_input_mb = double(grafx::input_limit() >> 20);
+  // Up to 2^40 MiB (1 EiB): the limit is kept in bytes, and 2^64 bytes is 2^44 MiB.
+  constexpr double kMostInputMb = 1099511627776.0;
   app.add_option("--max-input-mb", max_input_mb,
                  "Largest input read whole (graph, parameter and audio files), in MiB")
       ->capture_default_str()
-      ->check(grafx::cli::finite_number(0, false));
+      ->check(grafx::cli::finite_number(0, false))
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            std::optional<double> value = grafx::cli::parse_finite(text);
+            if (!value || *value <= kMostInputMb) return "";  // finite_number says the rest
+            return "expected at most 1099511627776 MiB (1 EiB), but got \"" + text + "\"";
+          },
+          "at most 1099511627776"));
   app.parse_complete_callback([&threads, &max_input_mb, threads_option] {
+    // More threads than the machine runs at once only slow LibTorch down: capped, with a note.
+    std::string note;
+    threads = grafx::capped_threads(threads, &note);
+    if (!note.empty()) std::cerr << "grafx: note: " << note << "\n";
     at::set_num_threads(threads);
     if (threads_option->count() > 0) grafx::cli::threads_were_chosen = true;
     grafx::set_input_limit(uint64_t(max_input_mb * 1048576.0));
@@ -216,31 +228,8 @@ int main(int argc, char** argv) {
               << "grafx.cli.arguments"
               << "] " << e.what() << " (grafx --help, or grafx COMMAND --help)\n";
     return 2;
-  } catch (const std::bad_alloc&) {
-    // No allocation here: the message is made of literals.
-    std::cerr << "grafx: error: ["
-              << "grafx.cli.out_of_memory"
-              << "] out of memory: the input is too large for this machine (nothing was "
-                 "written)\n";
-    return 1;
-  } catch (const grafx::Error& e) {
-    std::cerr << "grafx: error: " << e.what() << with_force_hint(e) << "\n";
-    return 1;
-  } catch (const c10::Error& e) {
-    const std::string what = first_line(e.what_without_backtrace());
-    // LibTorch's CPU allocator reports failures as c10::Error, not std::bad_alloc.
-    const size_t tried = what.find("you tried to allocate");
-    if (what.find("can't allocate memory") != std::string::npos && tried != std::string::npos) {
-      std::cerr << "grafx: error: [grafx.cli.out_of_memory] out of memory: "
-                << what.substr(tried, what.find('.', tried) - tried)
-                << " (LibTorch's CPU allocator)\n";
-      return 1;
-    }
-    std::cerr << "grafx: error: " << what << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "grafx: error: " << first_line(e.what()) << "\n";
-    return 1;
+  } catch (...) {
+    return grafx::report_current_error("grafx", with_force_hint);
   }
   return 0;
 }

@@ -1,0 +1,50 @@
+// Issue 29's bounds: thread counts are capped at what the machine runs, and numbers too large
+// for what they set are refused with one coded line.
+
+#include "support/test_support.h"
+
+#include <thread>
+
+namespace grafx {
+namespace {
+
+using testing::contains;
+using testing::run_grafx;
+
+TEST(CliBounds, ThreadsAreCappedAtFourPerCoreWithANote) {
+  // 1,024 threads on 2 cores took minutes for a second's work.
+  testing::TempDir dir;
+  const std::string graph = dir.file("c.json");
+  ASSERT_EQ(run_grafx({"console", "--tracks", "1", "--chain", "g", "-o", graph}).exit_code, 0);
+  const int cores        = int(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string note = "grafx: note: 1024 threads asked for, but this machine has " +
+                           std::to_string(cores) + " core" + (cores == 1 ? "" : "s") + ": using " +
+                           std::to_string(4 * cores);
+  for (const auto& r : {run_grafx({"--threads", "1024", "info", graph}),
+                        run_grafx({"info", graph}, {{"GRAFX_THREADS", "1024"}})}) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, note)) << r.err;
+  }
+  auto r = run_grafx({"--threads", std::to_string(cores), "info", graph});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_FALSE(contains(r.err, "note")) << "a count the machine runs is taken as it is";
+}
+
+TEST(CliBounds, AnInputLimitBeyondWhatBytesCountIsRefused) {
+  // 1e300 MiB overflowed the limit in bytes to 0, refusing every file as "larger than 0 MiB".
+  testing::TempDir dir;
+  const std::string graph = dir.file("c.json");
+  ASSERT_EQ(run_grafx({"console", "--tracks", "1", "--chain", "g", "-o", graph}).exit_code, 0);
+  for (const std::string mb : {"1e300", "1e13", "1.7e308"}) {
+    auto r = run_grafx({"--max-input-mb", mb, "info", graph});
+    EXPECT_EQ(r.exit_code, 2) << mb << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "[grafx.cli.arguments]")) << r.err;
+    EXPECT_TRUE(contains(r.err, "expected at most 1099511627776 MiB (1 EiB)")) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  auto r = run_grafx({"--max-input-mb", "1e12", "info", graph});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace grafx
