@@ -127,7 +127,7 @@ void add_render_command(CLI::App& app) {
       std::cout << "rendering at " << sample_rate << " Hz, the rate " << args->parameters
                 << " was made for (sources at other rates are resampled)\n";
     at::Tensor sources    = load_sources(args->sources, args->channels, args->pad, sample_rate);
-    Processors processors = make_processors(graph.types(), {sample_rate});
+    Processors processors = renderable_processors(graph, {sample_rate});  // as `grafx info`
     Parameters parameters =
         args->parameters.empty()
             ? create_parameters(graph, processors, {uint64_t(args->seed), at::kFloat, false})

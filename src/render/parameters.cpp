@@ -27,6 +27,13 @@ std::string number(double value) {
 
 }  // namespace
 
+Processors renderable_processors(const Graph& graph, const ProcessorConfig& config) {
+  graph.check();
+  Processors processors = make_processors(graph.types(), config);
+  create_parameters(graph, processors, {0, at::kFloat, false});
+  return processors;
+}
+
 Parameters create_parameters(const Graph& graph, const Processors& processors,
                              const ParameterOptions& options) {
   Parameters parameters;

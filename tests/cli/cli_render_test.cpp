@@ -163,5 +163,50 @@ TEST(CliRender, Errors) {
   EXPECT_FALSE(testing::file_exists(f.dir.file("w.wav")));
 }
 
+// Issue 29: a graph of in -> TYPE -> out, TYPE declared as `declaration`.
+std::string one_node_graph(const std::string& declaration, const std::string& type) {
+  return R"({"format":"grafx.graph","version":2,"node_types":[)" + declaration +
+         R"(],"nodes":[{"id":0,"type":"in"},{"id":1,"type":")" + type +
+         R"("},{"id":2,"type":"out"}],"edges":[{"source":0,"dest":1},{"source":1,"dest":2}]})";
+}
+
+TEST(CliRender, InfoRefusesWhatEveryRenderRefuses) {
+  // Each graph passes Graph::validate, but no render makes its processors: `info` must say
+  // "invalid" with the code render gives (it said "valid").
+  struct Case {
+    std::string declaration, type, code;
+  };
+  const std::vector<Case> cases = {
+      {R"({"name":"foo","inlets":["main"],"outlets":["main"]})", "foo", "grafx.processor.unknown"},
+      {R"({"name":"eq","inlets":["main"],"outlets":["main","side"]})", "eq",
+       "grafx.processor.ports"},
+      {R"({"name":"strip","processor":"serial_chain","options":{"members":["nope"]}})", "strip",
+       "grafx.processor.unknown"},
+      {R"({"name":"strip","processor":"serial_chain","options":{"members":"eq"}})", "strip",
+       "grafx.processor.options"},
+  };
+  testing::TempDir dir;
+  const std::string source = testing::testdata_dir() + "/bass.flac";
+  for (const auto& c : cases) {
+    const std::string graph = dir.file(c.type + ".json");
+    testing::write_file(graph, one_node_graph(c.declaration, c.type));
+    auto info = run_grafx({"info", graph});
+    EXPECT_EQ(info.exit_code, 1) << c.declaration << "\n" << info.out;
+    EXPECT_FALSE(contains(info.out, "\nvalid")) << info.out;
+    EXPECT_TRUE(contains(info.out, "invalid: 1 problem\n  [" + c.code + "] ")) << info.out;
+    EXPECT_TRUE(contains(info.err, "[" + c.code + "] " + graph + ": the graph is not valid"))
+        << info.err;
+    auto render = run_grafx({"render", graph, "--sources", source, "-o", dir.file("out.wav")});
+    EXPECT_EQ(render.exit_code, 1) << render.out;
+    EXPECT_TRUE(contains(render.err, "[" + c.code + "] ")) << render.err;
+  }
+  // A graph that renders is still valid.
+  const std::string good = dir.file("good.json");
+  testing::write_file(good, one_node_graph("", "eq"));
+  auto info = run_grafx({"info", good});
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_TRUE(contains(info.out, "\nvalid\n")) << info.out;
+}
+
 }  // namespace
 }  // namespace grafx

@@ -35,6 +35,13 @@ std::vector<ParameterSpec> graph_parameter_specs(const Graph& graph, const std::
 Parameters create_parameters(const Graph& graph, const Processors& processors,
                              const ParameterOptions& options = {});
 
+/// The checks every render makes of a graph before it reads audio, in its order: the graph is
+/// valid (Graph::check), each of its types has a processor with its ports that takes its
+/// options at `config`'s sample rate (make_processors), and initial parameters can be made
+/// (create_parameters). Throws the first problem's error; returns the processors. `grafx info`
+/// and `grafx render` share it, so that no graph is called valid that every render refuses.
+Processors renderable_processors(const Graph& graph, const ProcessorConfig& config);
+
 /// Sets node `id`'s raw parameters (its row of its type's) to physical settings: {physical
 /// name: value of the parameter's per-node shape}, "wet" for its dry/wet amount; names the node
 /// has no parameter of are ignored. In place, without gradient tracking.
