@@ -13,8 +13,13 @@
 
 #include <ATen/ATen.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -81,6 +86,19 @@ std::vector<std::string> fit_folder_files() {
   return files;
 }
 
+/// The initial console's whole-song loss, refused when not finite: finite but huge audio
+/// overflows the spectra, and a fit of it would only skip steps and write a broken report.
+MixLossTerms initial_loss(const Fitter& fitter) {
+  MixLossTerms terms = fitter.evaluate();
+  const double total = terms.total.item<double>();
+  if (!std::isfinite(total))
+    throw FitError("grafx.fit.data",
+                   "expected a finite loss between the initial console's mix "
+                   "and the target mix, but got " +
+                       std::to_string(total) + ": samples too large for the loss's spectra?");
+  return terms;
+}
+
 /// Fits with a live progress line, checkpoints and Ctrl-C handling, then writes the outputs.
 void run_session(Fitter& fitter, Session& session) {
   const std::string checkpoint      = session.folder + "/" + kCheckpoint;
@@ -95,7 +113,8 @@ void run_session(Fitter& fitter, Session& session) {
       std::cout << "\n";
     }
   }
-  session.summary.before = fitter.evaluate();  // the initial console, also when resuming
+  // The initial console's (also when resuming), evaluated before the folder was prepared.
+  if (!session.summary.before.total.defined()) session.summary.before = initial_loss(fitter);
   std::cout << "loss before fitting: " << std::fixed << std::setprecision(4)
             << session.summary.before.total.item<double>() << " (spectral difference "
             << std::setprecision(1) << spectral_difference_db(session.summary.before) << " dB)\n";
@@ -145,6 +164,10 @@ void run_session(Fitter& fitter, Session& session) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   session.summary.fitted = fitter.render_mix();  // once, for the loss and for mix.wav
   session.summary.after  = fitter.evaluate(session.summary.fitted);
+  if (!std::isfinite(session.summary.after.total.item<double>()))
+    throw FitError("grafx.fit.diverged",
+                   "the fitted console's whole-song loss is not finite; " + checkpoint +
+                       " is saved, but no results: fit again with a lower --lr or --clip");
   write_fit_outputs(fitter, session.summary, session.folder, /*overwrite=*/true);
   write_fit_record(session.folder, session.inputs, fitter.options(), /*overwrite=*/true);
   double before = session.summary.before.total.item<double>(),
@@ -336,8 +359,34 @@ void trim_to_shortest(const std::vector<std::pair<std::string, at::Tensor*>>& au
     }
 }
 
-void check_output_folder(const std::string& path, const std::vector<std::string>& files,
-                         bool resume, bool force, const std::string& what) {
+namespace {
+
+IoError locked_error(const std::string& path) {
+  return IoError("grafx.io.locked",
+                 path +
+                     ": another grafx command (a fit, demo or pruning) is writing this folder; "
+                     "wait for it to end, or choose another folder");
+}
+
+/// Takes the exclusive lock on a folder (flock, released by the system when the process ends,
+/// however it ends), or throws [grafx.io.locked] if another process holds it. With `hold`
+/// false, only checks that it is free.
+void lock_folder(const std::string& path, bool hold) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw IoError("grafx.io.unwritable", path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd);
+    if (error == EWOULDBLOCK) throw locked_error(path);
+    throw IoError("grafx.io.unwritable", path + ": cannot lock it: " + std::strerror(error));
+  }
+  if (!hold) ::close(fd);  // closing releases it
+  // Otherwise held (the descriptor stays open) until the process ends.
+}
+
+/// check_output_folder's refusals on the folder's contents.
+void check_folder_contents(const std::string& path, const std::vector<std::string>& files,
+                           bool resume, bool force, const std::string& what) {
   fs::path folder(path);
   if (!fs::exists(folder)) {
     if (resume) throw FitError("grafx.fit.checkpoint", path + ": no such folder to resume from");
@@ -356,16 +405,27 @@ void check_output_folder(const std::string& path, const std::vector<std::string>
                                            "--force, or choose another folder");
 }
 
+}  // namespace
+
+void check_output_folder(const std::string& path, const std::vector<std::string>& files,
+                         bool resume, bool force, const std::string& what) {
+  check_folder_contents(path, files, resume, force, what);
+  if (fs::is_directory(path)) lock_folder(path, /*hold=*/false);
+}
+
 void prepare_output_folder(const std::string& path, const std::vector<std::string>& files,
                            bool resume, bool force, const std::string& what) {
-  check_output_folder(path, files, resume, force, what);
+  check_folder_contents(path, files, resume, force, what);
   fs::path folder(path);
   std::error_code ec;
   if (!fs::exists(folder)) {
     fs::create_directory(folder, ec);
     if (ec) throw IoError("grafx.io.unwritable", path + ": " + ec.message());
-    return;
   }
+  // Two runs into one folder would mix their files: the first holds the folder to its end.
+  lock_folder(path, /*hold=*/true);
+  // Checked again under the lock: a run that ended meanwhile may have left its results.
+  check_folder_contents(path, files, resume, force, what);
   if (resume || !force) return;
   // Removed now, so that an interrupted run never leaves a folder mixing two runs; only
   // grafx's own outputs, never other files.
@@ -446,6 +506,7 @@ void add_fit_command(CLI::App& app) {
     }
     FitInputs inputs{args->tracks, args->mix, names, args->sample_rate, args->strict_rate};
     auto [tracks, mix]   = load_fit_audio(inputs);
+    inputs.hashes        = content_hashes(inputs);  // as read, for `grafx prune` to compare
     const int64_t length = mix.size(1);
     std::cout << "fitting " << (args->graph.empty() ? "a console" : args->graph) << " of "
               << counted(graph.n_nodes(), "node") << " to " << args->mix << " ("
@@ -458,8 +519,10 @@ void add_fit_command(CLI::App& app) {
     std::vector<std::string> files = args->tracks;
     files.push_back(args->mix);
     if (!args->graph.empty()) files.push_back(args->graph);
+    if (!args->types.empty()) files.push_back(args->types);
     for (const auto& name : fit_folder_files())
       check_not_an_input(args->session.folder + "/" + name, files);
+    args->session.summary.before = initial_loss(fitter);
     prepare_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
                           args->session.force, "fit");  // only once everything has been checked
     args->session.summary.title       = "grafx fit: " + fs::path(args->mix).filename().string();
@@ -503,6 +566,7 @@ void add_demo_command(CLI::App& app) {
     args->options.adapt_threads = !threads_chosen();
     // Made (options checked, initial console from the data) before anything is written.
     Fitter fitter(song.console, song.tracks, song.mix, song.sample_rate, args->options);
+    args->session.summary.before = initial_loss(fitter);
     prepare_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
                           args->session.force, "fit");
     // The tracks as files, so that `grafx render` can reproduce the fitted mix from them.
@@ -522,6 +586,7 @@ void add_demo_command(CLI::App& app) {
     inputs.mix         = tracks + "/target_mix.wav";
     inputs.track_names = song.track_names;
     inputs.sample_rate = song.sample_rate;
+    inputs.hashes      = content_hashes(inputs);
     std::cout << "fitting a fresh console of " << song.console.n_nodes() << " nodes to that mix\n";
     args->session.summary.title       = "grafx demo: a synthesised song mixed by a hidden console";
     args->session.summary.track_names = song.track_names;

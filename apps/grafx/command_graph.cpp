@@ -189,6 +189,8 @@ void add_console_command(CLI::App& app) {
     }
     DrawOptions draw;
     draw.strips = true;
+    // The types file is an input like any other: --force never replaces it.
+    if (!args->types.empty()) check_not_an_input(args->output, {args->types});
     if (!args->picture.empty()) {
       check_drawable(console.graph, args->picture, draw);
       check_writable(args->picture, args->force);

@@ -69,6 +69,15 @@ void add_loss_command(CLI::App& app) {
     // In chunks, as the fit's whole-song loss: memory stays flat with the song's length.
     const MixLossTerms terms         = MixLoss(options).streamed_terms(estimate, target);
     const std::vector<int64_t>& ffts = options.fft_sizes;
+    // Finite audio can still overflow float32 spectra (samples near 1e19 and above): a NaN or
+    // infinite score is no score, and "nan" is not JSON.
+    for (const at::Tensor& term : {terms.total, terms.spectral_convergence, terms.log_magnitude})
+      if (!at::isfinite(term).all().item<bool>())
+        throw LossError("grafx.loss.non_finite",
+                        args->estimate + " against " + args->target +
+                            ": expected a finite loss, but got " +
+                            json_number(terms.total.item<double>()) +
+                            " (samples too large for float32 spectra? scale both files down)");
     if (args->json) {
       std::string sizes;
       for (size_t r = 0; r < ffts.size(); ++r) sizes += (r ? ", " : "") + std::to_string(ffts[r]);

@@ -37,7 +37,12 @@ struct FitInputs {
   std::vector<std::string> track_names;
   SampleRate sample_rate = 30000;
   bool strict_rate       = false;  ///< refuse other rates instead of resampling
+  /// Content hashes of the tracks then the mix, as the fit read them (content_hashes): `grafx
+  /// prune` refuses files changed since (empty in records from before they were kept).
+  std::vector<std::string> hashes;
 };
+/// A hash of each track file's bytes, then the mix's (64-bit FNV-1a, as hex).
+std::vector<std::string> content_hashes(const FitInputs& inputs);
 /// The tracks (K×2×L) and the mix (2×L) at the fit's rate, as the fit read them: mono spread to
 /// stereo, other rates resampled unless strict, every file cut to the shortest (with a note).
 std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs);
@@ -52,11 +57,12 @@ void trim_to_shortest(const std::vector<std::pair<std::string, at::Tensor*>>& au
 /// `files` an earlier run wrote there (only those) are removed first, so that an interrupted
 /// run never leaves a folder mixing two runs; otherwise holding any of them is refused
 /// (IoError [grafx.io.exists], naming `what`, e.g. "fit"). Call it once everything else has
-/// been checked: it is the first thing to write.
+/// been checked: it is the first thing to write. The folder stays locked until the process ends:
+/// another command preparing it meanwhile gets IoError [grafx.io.locked].
 void prepare_output_folder(const std::string& folder, const std::vector<std::string>& files,
                            bool resume, bool force, const std::string& what);
-/// prepare_output_folder's refusals alone, writing nothing: for commands that work long before
-/// their first write.
+/// prepare_output_folder's refusals alone (a locked folder too), writing nothing: for commands
+/// that work long before their first write.
 void check_output_folder(const std::string& folder, const std::vector<std::string>& files,
                          bool resume, bool force, const std::string& what);
 /// Writes fit.json (the inputs, absolute paths, and the fit's settings) into a fit folder.

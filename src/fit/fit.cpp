@@ -27,6 +27,11 @@ at::Tensor checked_tracks(const Graph& graph, const at::Tensor& tracks, const at
   graph.check();
   const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
   auto fail              = [](const std::string& what) { throw FitError("grafx.fit.data", what); };
+  // The loss compares one output with the mix: a second output would go unfitted, unnoticed.
+  const int64_t n_outputs = graph.count_per_type()[NodeTypes::kOut];
+  if (n_outputs != 1)
+    fail("expected a graph with one `out` node (its output is fitted to the mix), but got " +
+         std::to_string(n_outputs) + "; fit each output on its own graph");
   if (!tracks.defined() || tracks.dim() != 3) fail("expected tracks of shape K×C×L");
   if (tracks.size(0) != n_inputs)
     fail("expected " + std::to_string(n_inputs) + " tracks (one per `in` node), but got " +
@@ -436,6 +441,13 @@ std::map<std::string, std::string> Fitter::identity() const {
   if (options_.crops_per_step != 1)
     identity["crops_per_step"] = std::to_string(options_.crops_per_step);
   if (options_.hessian_preconditioning) identity["optimizer"] = "adahessian";
+  // Settings that change the steps, recorded only where they differ from the default (so that
+  // older checkpoints, which lack them, still load with the defaults).
+  if (options_.max_gradient_norm != 0) identity["clip"] = number(options_.max_gradient_norm);
+  if (options_.reset_optimizer_every != 0)
+    identity["reset_every"] = std::to_string(options_.reset_optimizer_every);
+  for (const auto& [node, hook] : options_.node_gradient_hooks)
+    identity["gradient_hook." + std::to_string(node)] = hook.description;
   for (const auto& [group, lr] : options_.learning_rates) identity["lr." + group] = number(lr);
   for (const auto& stage : options_.stages) {
     std::string groups;
@@ -485,13 +497,26 @@ void Fitter::load_checkpoint(const std::string& path) {
     mine.emplace(key, fallback);
     if (!file.metadata.count(key)) file.metadata[key] = fallback;
   }
-  for (std::string key : {"graph", "data", "sample_rate", "seed", "lr", "lr_schedule",
-                          "crops_per_step", "optimizer", "crop_samples", "skip_samples"}) {
-    const std::string& value = mine.at(key);
-    if (file.metadata[key] == value) continue;
+  std::vector<std::string> keys = {"graph",        "data",        "sample_rate",    "seed",
+                                   "lr",           "lr_schedule", "crops_per_step", "optimizer",
+                                   "crop_samples", "skip_samples"};
+  // Then every other setting either side records (learning-rate groups, stages, clipping,
+  // resets, gradient hooks): one set only on one side is a change too.
+  for (const auto* side : {&mine, &file.metadata})
+    for (const auto& entry : *side)
+      if (entry.first != "format" && entry.first != "version" &&
+          std::find(keys.begin(), keys.end(), entry.first) == keys.end())
+        keys.push_back(entry.first);
+  for (const std::string& key : keys) {
+    auto recorded            = file.metadata.find(key);
+    auto now                 = mine.find(key);
+    const std::string before = recorded == file.metadata.end() ? "none" : recorded->second;
+    const std::string value  = now == mine.end() ? "none" : now->second;
+    if (before == value) continue;
     if (key == "graph") fail("made for another graph");
-    if (key == "data") fail("made for other data (" + file.metadata[key] + "; now " + value + ")");
-    fail("made with " + key + " " + file.metadata[key] + ", but this fit uses " + value);
+    if (key == "data") fail("made for other data (" + before + "; now " + value + ")");
+    fail("made with " + key + " " + before + ", but this fit uses " + value +
+         " (resume with the settings the fit was started with)");
   }
   c10::NoGradGuard no_grad;
   for (auto& [type, named] : parameters_)

@@ -7,7 +7,13 @@
 namespace grafx {
 
 std::string ConsoleOptions::track_name(int64_t t) const {
-  return track_names.empty() ? "track" + std::to_string(t) : track_names[size_t(t)];
+  if (track_names.empty()) return "track" + std::to_string(t);
+  // Names are looked up (routing, node names) before build_console checks their count.
+  if (int64_t(track_names.size()) != n_tracks || t < 0 || t >= n_tracks)
+    throw GraphError("grafx.graph.invalid_console", "expected " + std::to_string(n_tracks) +
+                                                        " track names, but got " +
+                                                        std::to_string(track_names.size()));
+  return track_names[size_t(t)];
 }
 
 std::vector<int64_t> ConsoleOptions::even_groups(int64_t n_tracks, int64_t n_groups) {

@@ -109,7 +109,10 @@ at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate 
     throw IoError("grafx.io.resample", what + ": resampling from " + std::to_string(from_rate) +
                                            " Hz to " + std::to_string(to_rate) +
                                            " Hz failed: " + src_strerror(error));
-  return out.narrow(0, 0, std::min<int64_t>(frames_out, data.output_frames_gen)).t().contiguous();
+  // Always round(L × ratio) frames: libsamplerate's count varies with the channel count (a mono
+  // file came out a sample shorter than a stereo one of the same length); a frame it did not
+  // generate stays zero.
+  return out.narrow(0, 0, frames_out).t().contiguous();
 }
 
 }  // namespace grafx

@@ -9,8 +9,10 @@
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
+#include <iomanip>
 #include <optional>
 #include <set>
+#include <sstream>
 
 namespace grafx {
 
@@ -31,6 +33,13 @@ at::Tensor row_norms(const at::Tensor& gradient, int64_t node_dims) {
   return norms.reshape(view);
 }
 
+/// A number as text that reads back to the same double.
+std::string exact_text(double value) {
+  std::ostringstream s;
+  s << std::setprecision(17) << value;
+  return s.str();
+}
+
 }  // namespace
 
 GradientHook GradientHook::clip_norm(double max_norm) {
@@ -45,20 +54,21 @@ GradientHook GradientHook::normalize(double eps) {
 }
 
 SignalHook SignalHook::scale(double factor) {
-  return {[factor](const at::Tensor& g) { return g * factor; }};
+  return {[factor](const at::Tensor& g) { return g * factor; }, "scale:" + exact_text(factor)};
 }
 
 SignalHook SignalHook::clip_norm(double max_norm) {
   return {[max_norm](const at::Tensor& g) {
-    at::Tensor norms = g.reshape({g.size(0), -1}).norm(2, {1}, true);
-    std::vector<int64_t> shape(size_t(g.dim()), 1);
-    shape[0] = g.size(0);
-    return g * (max_norm / norms.clamp_min(max_norm)).view(shape);
-  }};
+            at::Tensor norms = g.reshape({g.size(0), -1}).norm(2, {1}, true);
+            std::vector<int64_t> shape(size_t(g.dim()), 1);
+            shape[0] = g.size(0);
+            return g * (max_norm / norms.clamp_min(max_norm)).view(shape);
+          },
+          "clip:" + exact_text(max_norm)};
 }
 
 SignalHook SignalHook::stop() {
-  return {[](const at::Tensor& g) { return at::zeros_like(g); }};
+  return {[](const at::Tensor& g) { return at::zeros_like(g); }, "stop"};
 }
 
 SignalHook SignalHook::custom(std::function<at::Tensor(const at::Tensor&)> f) {

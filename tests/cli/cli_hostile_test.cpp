@@ -9,6 +9,12 @@
 
 #include <ATen/ATen.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -130,6 +136,237 @@ TEST(CliHostile, EveryCommandRefusesHostileInputInOneLineAndChangesNothing) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << shown << ": " << r.err;
     EXPECT_EQ(snapshot(dir.path()), before) << shown << ": the folder changed";
   }
+}
+
+// ---- issue 29: reliability, round 3 -----------------------------------------------------------
+
+/// A short 16 kHz song of two tracks (one mono) and its mix, for quick fits.
+struct Song {
+  testing::TempDir dir;
+  Song() {
+    at::manual_seed(29);
+    write_audio(dir.file("a.wav"), at::randn({1, 16000 * 2}) * 0.1, 16000);
+    write_audio(dir.file("b.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+    write_audio(dir.file("mix.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+  }
+  /// `grafx fit` of the song into `out` with these settings added.
+  std::vector<std::string> fit(const std::string& out, std::vector<std::string> extra = {}) const {
+    std::vector<std::string> args = {"fit",
+                                     "--tracks",
+                                     dir.file("a.wav"),
+                                     dir.file("b.wav"),
+                                     "--mix",
+                                     dir.file("mix.wav"),
+                                     "--chain",
+                                     "eg",
+                                     "--sample-rate",
+                                     "16000",
+                                     "--crop",
+                                     "1",
+                                     "--warm-up",
+                                     "0.2",
+                                     "-o",
+                                     out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+};
+
+/// Expects a one-line error naming `code` and `part`, exit 1.
+void expect_error(const testing::CommandResult& r, const std::string& code,
+                  const std::string& part) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "grafx: error: [" + code + "]")) << r.err;
+  EXPECT_TRUE(contains(r.err, part)) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// Item 1: names were looked up (routing) before their count was checked: a segfault.
+TEST(CliHostile, ConsoleWithFewerNamesThanTracksIsRefused) {
+  testing::TempDir dir;
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{}, {"--send", "reverb=r@a"}, {"--sidechain", "a=b"}}) {
+    std::vector<std::string> args = {"console", "--tracks",        "3", "--names", "a,b",
+                                     "-o",      dir.file("x.json")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    expect_error(run_grafx(args), "grafx.graph.invalid_console",
+                 "expected 3 track names, but got 2");
+  }
+  expect_error(run_grafx({"console", "--tracks", "2", "--names", "a,b,c", "--sidechain", "a=c",
+                          "-o", dir.file("x.json")}),
+               "grafx.graph.invalid_console", "expected 2 track names, but got 3");
+  EXPECT_FALSE(testing::file_exists(dir.file("x.json")));
+}
+
+// Item 2: --types is an input; --force must not replace it.
+TEST(CliHostile, TypesFileIsNeverReplaced) {
+  const char* source = std::getenv("GRAFX_SOURCE_DIR");
+  ASSERT_NE(source, nullptr);
+  Song song;
+  const std::string types =
+      testing::read_file(std::string(source) + "/examples/channel_strips.json");
+  testing::write_file(song.dir.file("T.json"), types);
+  expect_error(run_grafx({"console", "--tracks", "2", "--types", song.dir.file("T.json"), "--chain",
+                          "strip,g", "-o", song.dir.file("T.json"), "--force"}),
+               "grafx.io.overwrites_input", "T.json");
+  fs::create_directory(song.dir.file("D"));
+  testing::write_file(song.dir.file("D/console.json"), types);
+  std::vector<std::string> args = {"fit",
+                                   "--tracks",
+                                   song.dir.file("a.wav"),
+                                   song.dir.file("b.wav"),
+                                   "--mix",
+                                   song.dir.file("mix.wav"),
+                                   "--types",
+                                   song.dir.file("D/console.json"),
+                                   "--chain",
+                                   "strip,g",
+                                   "--sample-rate",
+                                   "16000",
+                                   "--crop",
+                                   "1",
+                                   "--warm-up",
+                                   "0.2",
+                                   "-o",
+                                   song.dir.file("D"),
+                                   "--force"};
+  expect_error(run_grafx(args), "grafx.io.overwrites_input", "console.json");
+  EXPECT_EQ(testing::read_file(song.dir.file("T.json")), types);
+  EXPECT_EQ(testing::read_file(song.dir.file("D/console.json")), types);
+}
+
+// Item 4: libsamplerate made a mono file one sample shorter than a stereo one of the same length
+// (88200 samples, 44.1 -> 16 kHz), so `render` refused the fit's own tracks.
+TEST(CliHostile, MixedMonoAndStereoStemsFitThenRender) {
+  testing::TempDir dir;
+  at::manual_seed(4);
+  write_audio(dir.file("a.wav"), at::randn({1, 88200}) * 0.1, 44100);
+  write_audio(dir.file("b.wav"), at::randn({2, 88200}) * 0.1, 44100);
+  write_audio(dir.file("mix.wav"), at::randn({2, 88200}) * 0.1, 44100);
+  auto r = run_grafx({"fit", "--tracks", dir.file("a.wav"), dir.file("b.wav"), "--mix",
+                      dir.file("mix.wav"), "--chain", "g", "--sample-rate", "16000", "--crop", "1",
+                      "--warm-up", "0.2", "--steps", "1", "-o", dir.file("fit")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(contains(r.err, "longer than")) << "equal lengths stay equal: " << r.err;
+  r = run_grafx({"render", dir.file("fit/console.json"), "--sources", dir.file("a.wav"),
+                 dir.file("b.wav"), "--params", dir.file("fit/parameters.safetensors"), "-o",
+                 dir.file("again.wav")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_audio(dir.file("again.wav")).samples.size(1), 32000);
+  EXPECT_EQ(read_audio(dir.file("fit/mix.wav")).samples.size(1), 32000);
+}
+
+// Item 5: a graph of two outputs was fitted on its first alone, silently.
+TEST(CliHostile, FitOfAGraphWithTwoOutputsIsRefused) {
+  Song song;
+  testing::write_file(song.dir.file("two.json"), R"({
+  "format": "grafx.graph", "version": 2,
+  "nodes": [{"id": 0, "type": "in"}, {"id": 1, "type": "in"}, {"id": 2, "type": "gain_pan"},
+            {"id": 3, "type": "gain_pan"}, {"id": 4, "type": "out"}, {"id": 5, "type": "out"}],
+  "edges": [{"source": 0, "dest": 2}, {"source": 1, "dest": 3}, {"source": 2, "dest": 4},
+            {"source": 3, "dest": 5}],
+  "next_id": 6})");
+  expect_error(
+      run_grafx({"fit", "--graph", song.dir.file("two.json"), "--tracks", song.dir.file("a.wav"),
+                 song.dir.file("b.wav"), "--mix", song.dir.file("mix.wav"), "--sample-rate",
+                 "16000", "-o", song.dir.file("out")}),
+      "grafx.fit.data", "one `out` node");
+  EXPECT_FALSE(fs::exists(song.dir.file("out")));
+}
+
+// Item 6: finite but huge audio overflowed the spectra; `loss --json` printed nan (not JSON)
+// and exited with 0.
+TEST(CliHostile, LossOfHugeAudioIsAnError) {
+  testing::TempDir dir;
+  at::manual_seed(6);
+  write_audio(dir.file("huge.wav"), at::randn({2, 16000 * 2}) * 1e30, 16000);
+  write_audio(dir.file("mix.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+  for (bool json : {true, false}) {
+    std::vector<std::string> args = {"loss", dir.file("huge.wav"), dir.file("mix.wav"),
+                                     "--sample-rate", "16000"};
+    if (json) args.push_back("--json");
+    auto r = run_grafx(args);
+    expect_error(r, "grafx.loss.non_finite", "huge.wav");
+    EXPECT_EQ(r.out, "") << "no partial result";
+  }
+  // A fit of such audio only skipped steps, then failed drawing its report in a half-written
+  // folder: refused before the folder is made.
+  write_audio(dir.file("huge_track.wav"), at::randn({1, 16000 * 2}) * 1e30, 16000);
+  expect_error(run_grafx({"fit", "--tracks", dir.file("huge_track.wav"), "--mix",
+                          dir.file("mix.wav"), "--chain", "g", "--sample-rate", "16000", "--crop",
+                          "1", "--warm-up", "0.2", "--steps", "3", "-o", dir.file("fit")}),
+               "grafx.fit.data", "expected a finite loss");
+  EXPECT_FALSE(fs::exists(dir.file("fit")));
+}
+
+// Item 9: two commands writing one folder mixed their files. A command holding the folder's
+// lock (here this test, as a running fit would) makes every other writer stop at once.
+TEST(CliHostile, SecondWriterOfAFolderIsRefused) {
+  Song song;
+  auto r = run_grafx(song.fit(song.dir.file("fit"), {"--steps", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string out = song.dir.file("busy");
+  fs::create_directory(out);
+  const int fd = ::open(out.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  expect_error(run_grafx(song.fit(out, {"--steps", "1"})), "grafx.io.locked", out);
+  expect_error(run_grafx(song.fit(out, {"--steps", "1", "--force"})), "grafx.io.locked", out);
+  expect_error(run_grafx({"demo", "-o", out, "--steps", "1"}), "grafx.io.locked", out);
+  expect_error(run_grafx({"prune", song.dir.file("fit"), "-o", out, "--rounds", "0"}),
+               "grafx.io.locked", out);
+  EXPECT_TRUE(fs::is_empty(out)) << "nothing written";
+  ::close(fd);  // the writer ends: the folder is free again
+  r = run_grafx(song.fit(out, {"--steps", "1"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// Item 10: --resume took changed settings silently (only the optimizer's were compared).
+TEST(CliHostile, ResumeRefusesEveryChangedSetting) {
+  Song song;
+  const std::string out = song.dir.file("fit");
+  auto r                = run_grafx(song.fit(out, {"--steps", "2", "--clip", "5"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> changes = {
+      {{"--clip", "1"}, "made with clip 5, but this fit uses 1"},
+      {{}, "made with clip 5, but this fit uses none"},
+      {{"--clip", "5", "--lr-group", "eq=0.1"}, "lr.eq"},
+      {{"--clip", "5", "--stage", "0.5:gain_pan"}, "stage.0.5"},
+      {{"--clip", "5", "--gradient-hook", "2=stop"}, "gradient_hook.2"},
+      {{"--clip", "5", "--reset-every", "5"}, "reset_every"},
+  };
+  for (const auto& [extra, message] : changes) {
+    std::vector<std::string> args = {"--steps", "3", "--resume"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    expect_error(run_grafx(song.fit(out, args)), "grafx.fit.checkpoint", message);
+  }
+  r = run_grafx(song.fit(out, {"--steps", "3", "--resume", "--clip", "5"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "resuming at step 2 of 3")) << r.out;
+}
+
+// Item 11: `prune` read the fit's tracks again by path, whatever they held by then.
+TEST(CliHostile, PruneRefusesTracksChangedSinceTheFit) {
+  Song song;
+  auto r = run_grafx(song.fit(song.dir.file("fit"), {"--steps", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string a = testing::read_file(song.dir.file("a.wav")),
+                    b = testing::read_file(song.dir.file("b.wav"));
+  auto prune          = [&] {
+    return run_grafx(
+                 {"prune", song.dir.file("fit"), "-o", song.dir.file("pruned"), "--rounds", "0", "--force"});
+  };
+  // Swapped: the tracks would feed each other's inputs.
+  testing::write_file(song.dir.file("a.wav"), b);
+  testing::write_file(song.dir.file("b.wav"), a);
+  expect_error(prune(), "grafx.io.fit_folder", "swapped or reordered");
+  // Edited.
+  testing::write_file(song.dir.file("a.wav"), a);
+  write_audio(song.dir.file("b.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000, true);
+  expect_error(prune(), "grafx.io.fit_folder", "b.wav changed since the fit");
+  testing::write_file(song.dir.file("b.wav"), b);
+  r = prune();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 }  // namespace

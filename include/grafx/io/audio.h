@@ -32,7 +32,8 @@ enum class AudioEncoding { kFloat32, kPcm16, kPcm24 };
 void write_audio(const std::string& path, const at::Tensor& samples, SampleRate sample_rate,
                  bool overwrite = false, AudioEncoding encoding = AudioEncoding::kFloat32);
 
-/// Resamples C×L audio with libsamplerate's best sinc converter; errors name `what` (the file).
+/// Resamples C×L audio with libsamplerate's best sinc converter to exactly round(L × to / from)
+/// samples, whatever the channel count; errors name `what` (the file).
 at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate to_rate,
                     const std::string& what = "audio");
 

@@ -64,6 +64,9 @@ struct GradientHook {
 /// adjoint executor (render/adjoint.h) apply it at the same place.
 struct SignalHook {
   std::function<at::Tensor(const at::Tensor& cotangent)> apply;
+  /// What it does, as text ("scale:0.5", "clip:1", "stop", "custom"): a fit's checkpoint
+  /// records it, so that a resume with other hooks is refused.
+  std::string description = "custom";
   /// Multiplies the cotangent by `factor` (0 stops it; −1 flips it).
   static SignalHook scale(double factor);
   /// Scales each batch item's cotangent down to a norm of at most `max_norm`.
