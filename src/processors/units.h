@@ -122,13 +122,20 @@ inline at::Tensor as_stereo(const at::Tensor& x, const std::string& processor) {
 }
 
 /// The option `channels` with these choices (names as GRAFX's: mono, stereo, midside,
-/// pseudo_midside).
+/// pseudo_midside), described by these alone: a type that refuses pseudo_midside (delay,
+/// filtered_noise_reverb) must not list it.
 inline OptionSpec impulse_layout_option(const std::string& default_choice,
                                         std::vector<std::string> choices) {
-  return OptionSpec::choice("channels", default_choice, std::move(choices),
-                            "impulse responses: one on every channel (mono), one per channel "
-                            "(stereo), on the input's mid and side (midside), or a mid/side pair "
-                            "turned into left/right (pseudo_midside)");
+  auto meaning = [](const std::string& choice) -> std::string {
+    if (choice == "mono") return "one on every channel (mono)";
+    if (choice == "stereo") return "one per channel (stereo)";
+    if (choice == "midside") return "on the input's mid and side (midside)";
+    return "a mid/side pair turned into left/right (pseudo_midside)";
+  };
+  std::string about = "impulse responses: ";
+  for (size_t i = 0; i < choices.size(); ++i)
+    about += (i == 0 ? "" : i + 1 == choices.size() ? ", or " : ", ") + meaning(choices[i]);
+  return OptionSpec::choice("channels", default_choice, std::move(choices), about);
 }
 
 inline dsp::ImpulseLayout impulse_layout(const ProcessorOptions& options) {

@@ -9,6 +9,7 @@
 #include <grafx/dsp/surrogate_delay.h>
 #include <grafx/processors/delay.h>
 #include <grafx/processors/filtered_noise_reverb.h>
+#include <grafx/processors/registry.h>
 #include <grafx/processors/reverb.h>
 
 #include "support/test_support.h"
@@ -335,6 +336,23 @@ TEST(FilteredNoiseReverb, FadeInSubtractsAFasterDecayAndMonoUsesTheFirstNoise) {
   at::Tensor dry = plain.impulse_responses(without, at::TensorOptions(at::kDouble))[0][0];
   EXPECT_LT(ir.narrow(0, 0, 40).pow(2).sum().item<double>(),
             0.5 * dry.narrow(0, 0, 40).pow(2).sum().item<double>());
+}
+
+TEST(ImpulseLayouts, TheChannelsOptionDescribesOnlyTheChoicesATypeTakes) {
+  // Issue 29: delay and filtered_noise_reverb refuse pseudo_midside, but their listings (grafx
+  // processors) described it.
+  for (const char* type : {"delay", "filtered_noise_reverb", "reverb"}) {
+    const ProcessorDescriptor& d = processor_descriptor(type);
+    auto spec                    = std::find_if(d.options.begin(), d.options.end(),
+                                                [](const OptionSpec& o) { return o.name == "channels"; });
+    ASSERT_NE(spec, d.options.end()) << type;
+    for (const char* choice : {"mono", "stereo", "midside", "pseudo_midside"}) {
+      const bool taken =
+          std::find(spec->choices.begin(), spec->choices.end(), choice) != spec->choices.end();
+      EXPECT_EQ(testing::contains(spec->description, std::string("(") + choice + ")"), taken)
+          << type << ": " << choice << " in \"" << spec->description << "\"";
+    }
+  }
 }
 
 }  // namespace
