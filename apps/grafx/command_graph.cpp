@@ -7,6 +7,7 @@
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_json.h>
 #include <grafx/io/draw.h>
+#include <grafx/render/parameters.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -210,6 +211,9 @@ void add_console_command(CLI::App& app) {
   });
 }
 
+// Processors whose making depends on the rate are made at the fit's default rate.
+constexpr SampleRate kInfoSampleRate = 30000;
+
 void add_info_command(CLI::App& app) {
   auto path     = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("info", "Describe a graph file and validate it");
@@ -236,6 +240,13 @@ void add_info_command(CLI::App& app) {
       std::cout << "\n";
     }
     auto issues = graph.validate();
+    if (issues.empty()) {  // then what every render checks before it reads audio
+      try {
+        renderable_processors(graph, {kInfoSampleRate});
+      } catch (const Error& e) {
+        issues.push_back({e.code(), -1, e.message()});
+      }
+    }
     if (issues.empty()) {
       std::cout << "valid\n";
       return;
