@@ -23,7 +23,7 @@ Every error of the library is raised as a ``grafx.Error`` (or its layer's subcla
 
 import torch  # loads LibTorch before the extension that links it
 
-from . import _grafx
+from . import _errors, _grafx
 from ._grafx import (
     Error,
     FitError,
@@ -88,7 +88,8 @@ def write_plot(path, series, title="", x_label="", y_label="", log_x=False, over
 def save_audio(path, samples, sample_rate, overwrite=False):
     """Writes C×L samples (float WAV, or the format of the extension), atomically; refuses to
     replace a file unless ``overwrite``. ``load_audio(path)`` returns ``(samples, rate)``."""
-    _grafx.save_audio(path, samples, int(sample_rate), overwrite)
+    rate = _errors.sample_rate(sample_rate, "save_audio", IoError, "grafx.io.audio_format")
+    _grafx.save_audio(path, samples, rate, overwrite)
 
 
 #: GRAFX's name for the tensor form of a graph.

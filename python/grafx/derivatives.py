@@ -10,6 +10,7 @@
 import torch
 import torch.autograd.forward_ad as fwAD
 
+from ._errors import render_error
 from .parameters import _raw
 from .render import render
 
@@ -19,16 +20,19 @@ def _checked_direction(parameters, direction):
     direction = _raw(direction) if direction else {}
     for type_name, group in direction.items():
         if type_name not in parameters:
-            raise KeyError(f"the direction names type {type_name!r}, which has no parameters")
+            raise render_error("grafx.render.tangents", f"the direction names type "
+                               f"{type_name!r}, which has no parameters", KeyError)
         for name, tangent in group.items():
             if name not in parameters[type_name]:
-                raise KeyError(f"the direction names {type_name}.{name}, which is not a "
-                               f"parameter of {type_name}")
+                raise render_error("grafx.render.tangents", f"the direction names "
+                                   f"{type_name}.{name}, which is not a parameter of "
+                                   f"{type_name}", KeyError)
             value = parameters[type_name][name]
             if tangent.shape != value.shape or tangent.dtype != value.dtype:
-                raise ValueError(f"the direction of {type_name}.{name} must be shaped and typed "
-                                 f"like it ({tuple(value.shape)} {value.dtype}), but is "
-                                 f"{tuple(tangent.shape)} {tangent.dtype}")
+                raise render_error("grafx.render.tangents", f"the direction of "
+                                   f"{type_name}.{name} must be shaped and typed like it "
+                                   f"({tuple(value.shape)} {value.dtype}), but is "
+                                   f"{tuple(tangent.shape)} {tangent.dtype}", ValueError)
     return direction
 
 
@@ -70,7 +74,8 @@ def hvp(loss, parameters, direction):
                     fwAD.make_dual(leaf, tangent) if tangent is not None else leaf)
         value = loss(duals)
         if value.numel() != 1:
-            raise ValueError("hvp: the loss must be a scalar")
+            raise render_error("grafx.render.tangents", "hvp: expected a scalar loss, but got "
+                               f"{tuple(value.shape)}", ValueError)
         grads = torch.autograd.grad(value.reshape(()), leaves, allow_unused=True)
         gradient, hessian_vector = {}, {}
         for (type_name, name), leaf, g in zip(keys, leaves, grads):

@@ -11,12 +11,16 @@ are kept in both directions.
 Types: a GRAFX type named like a grafx processor (``eq``, ``compressor``, ...) is that
 processor. Pass GRAFX's ``processors`` dict (type -> processor module) to map the other types by
 their GRAFX class (``{"filter": ZeroPhaseFIREqualizer()}`` -> a type "filter" rendered by
-grafx's ``eq``); ``processor_types`` maps type names to grafx processors directly.
+grafx's ``eq``); ``processor_types`` maps type names to grafx processors directly. A type that
+none of these maps is refused (``grafx.ProcessorError``, ``grafx.processor.unknown``), unless
+``allow_unmapped=True`` keeps it as a type without processor (for schedules and pictures; no
+render).
 """
 
 import json
 
 from . import _grafx
+from ._errors import graph_error, processor_error
 
 UTILITY_TYPES = ("in", "out", "mix")
 
@@ -38,11 +42,12 @@ def _config_ports(config):
         return dict(config.node_type_dict)
     if isinstance(config, (list, tuple)):  # NodeConfigs' list form: every type main -> main
         return {name: {"inlets": ["main"], "outlets": ["main"]} for name in config}
-    raise TypeError(f"from_grafx: graph['config'] is a {type(config).__name__}, not a "
-                    "NodeConfigs, dict or list")
+    raise graph_error("grafx.graph.invalid_type", f"from_grafx: expected graph['config'] to be "
+                      f"a NodeConfigs, dict or list, but got a {type(config).__name__}",
+                      TypeError)
 
 
-def from_grafx(G, processors=None, processor_types=None):
+def from_grafx(G, processors=None, processor_types=None, allow_unmapped=False):
     """The grafx Graph of a GRAFX graph (see the module's documentation)."""
     registered = {d["name"] for d in _grafx.processor_registry()}
     ports = _config_ports(G.graph.get("config"))
@@ -53,15 +58,28 @@ def from_grafx(G, processors=None, processor_types=None):
             continue
         cls = type(module).__name__
         if cls not in by_class:
-            raise _grafx.GraphError(f"from_grafx: GRAFX type \"{type_name}\" is processed by a "
-                                    f"{cls}, which no grafx processor corresponds to")
+            raise processor_error("grafx.processor.unknown", f"from_grafx: GRAFX type "
+                                  f"\"{type_name}\" is processed by a {cls}, which no grafx "
+                                  "processor corresponds to")
         chosen[type_name] = by_class[cls]
 
-    used = sorted({data.get("node_type") for _, data in G.nodes(data=True)} - set(UTILITY_TYPES))
+    for node, data in G.nodes(data=True):
+        if not isinstance(data.get("node_type"), str):
+            raise graph_error("grafx.graph.unknown_type", f"from_grafx: node {node!r}: expected "
+                              f"a \"node_type\" str, but got {data.get('node_type')!r}")
+    used = sorted({data["node_type"] for _, data in G.nodes(data=True)} - set(UTILITY_TYPES))
     node_types = []
     for type_name in used:
-        if type_name is None:
-            raise _grafx.GraphError("from_grafx: a node has no \"node_type\"")
+        processor = chosen.get(type_name, type_name)
+        if processor not in registered and not allow_unmapped:
+            raise processor_error(
+                "grafx.processor.unknown",
+                f"from_grafx: GRAFX type \"{type_name}\" maps to no grafx processor: expected "
+                "a type named like one, processors={type: module} or processor_types={type: "
+                "name} for it, but got "
+                + ("no mapping" if type_name not in chosen else f"\"{processor}\"")
+                + " (allow_unmapped=True keeps it without a processor, for schedules and "
+                "pictures)")
         entry = {"name": type_name}
         if type_name in chosen and chosen[type_name] != type_name:
             entry["processor"] = chosen[type_name]

@@ -3,6 +3,7 @@
 import torch
 
 from . import _grafx
+from ._errors import sample_rate as _sample_rate
 
 
 class MixLoss(torch.nn.Module):
@@ -12,8 +13,9 @@ class MixLoss(torch.nn.Module):
     def __init__(self, sample_rate=30000, skip_samples=0, fft_sizes=(512, 1024, 4096), n_mels=96,
                  a_weighting=True, eps=1e-4, lr_weight=0.5, mid_weight=0.25, side_weight=0.25):
         super().__init__()
-        self.loss = _grafx.MixLoss(list(fft_sizes), int(sample_rate), n_mels, a_weighting, eps,
-                                   skip_samples, lr_weight, mid_weight, side_weight)
+        rate = _sample_rate(sample_rate, "MixLoss", _grafx.LossError, "grafx.loss.options")
+        self.loss = _grafx.MixLoss(list(fft_sizes), rate, n_mels, a_weighting, eps, skip_samples,
+                                   lr_weight, mid_weight, side_weight)
 
     def forward(self, estimate, target):
         return self.loss(estimate, target)

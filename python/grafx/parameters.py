@@ -5,15 +5,22 @@ ascending node id ("graph order"), raw (unconstrained) values; the processors ap
 activations. ``GraphParameters`` holds them as ``torch.nn.Parameter``s for any torch optimizer.
 """
 
+import collections.abc
+
 import torch
 
 from . import _grafx
+from ._errors import render_error
 
 
 def _raw(parameters):
     """A plain ``{type: {name: tensor}}`` of any accepted form."""
     if isinstance(parameters, GraphParameters):
         return parameters.raw()
+    if not hasattr(parameters, "items"):
+        raise render_error("grafx.render.parameters", "parameters: expected a mapping of types "
+                           "to mappings of tensors (create_parameters, a GraphParameters), but "
+                           f"got {type(parameters).__name__}", TypeError)
     return parameters
 
 
@@ -48,8 +55,22 @@ def load_parameters(path, graph):
 
 
 def save_parameters(path, graph, parameters, overwrite=False, sample_rate=0):
-    """Writes a parameter file the CLI reads (atomically; refuses to overwrite by default)."""
-    _grafx.save_parameters(path, graph, _raw(parameters), overwrite, sample_rate)
+    """Writes a parameter file the CLI reads (atomically; refuses to overwrite by default).
+
+    The parameters must be one graph's, ``N_t×...`` per type as ``create_parameters`` gives
+    them: per-item ones (``B×N_t×...``) raise ``grafx.RenderError`` (``grafx.render.parameters``;
+    save each item's, ``{t: {n: p[b]}}``) rather than make a file every command refuses."""
+    raw = _raw(parameters)
+    tensors = [t for group in raw.values() for t in group.values()
+               if isinstance(t, torch.Tensor)]
+    try:
+        processors = _grafx.make_processors(graph, int(sample_rate) or 44100)
+    except _grafx.ProcessorError:
+        processors = None  # types without processors: nothing to check their shapes against
+    if processors is not None:
+        _grafx.check_parameters(graph, processors, raw, 0,
+                                tensors[0].dtype if tensors else torch.float32)
+    _grafx.save_parameters(path, graph, raw, overwrite, sample_rate)
 
 
 def _key(name):
@@ -67,6 +88,7 @@ class GraphParameters(torch.nn.Module):
 
     def __init__(self, parameters):
         super().__init__()
+        parameters = _raw(parameters)
         self.types = torch.nn.ModuleDict()
         self._names = {}
         for type_name, tensors in _raw(parameters).items():
@@ -85,8 +107,31 @@ class GraphParameters(torch.nn.Module):
                 result.setdefault(type_name, {})[name] = parameter
         return result
 
+    # A read-only mapping of types to {name: parameter}, as create_parameters' dict is.
     def items(self):
         return self.raw().items()
 
+    def keys(self):
+        return self.raw().keys()
+
+    def values(self):
+        return self.raw().values()
+
+    def get(self, type_name, default=None):
+        return self.raw().get(type_name, default)
+
     def __getitem__(self, type_name):
         return self.raw()[type_name]
+
+    def __contains__(self, type_name):
+        return type_name in self.raw()
+
+    def __iter__(self):
+        return iter(self.raw())
+
+    def __len__(self):
+        return len(self.raw())
+
+
+# A Mapping by registration: inheriting it would bring Mapping's __eq__ and unhash the module.
+collections.abc.Mapping.register(GraphParameters)

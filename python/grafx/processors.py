@@ -20,6 +20,7 @@ import sys
 import torch
 
 from . import _grafx
+from ._errors import processor_error
 
 
 class ProcessorModule(torch.nn.Module):
@@ -60,9 +61,10 @@ class ProcessorModule(torch.nn.Module):
                 try:
                     value = torch.as_tensor(value, dtype=torch.float64)
                 except (TypeError, ValueError, RuntimeError):
-                    raise TypeError(
+                    raise processor_error(
+                        "grafx.processor.parameters",
                         f"{self.type_name}: {name}: expected a number, a list of numbers or a "
-                        f"tensor, but got {type(value).__name__} {value!r}") from None
+                        f"tensor, but got {type(value).__name__} {value!r}", TypeError) from None
             values[name] = value
         return values
 

@@ -3,12 +3,25 @@
 import torch
 
 from . import _grafx
+from ._errors import render_error, sample_rate as _sample_rate
 from .parameters import _raw
+
+
+def _refuse_tracing(function):
+    """``torch.jit.trace`` records only torch operations: grafx's C++ render would be baked into
+    the trace as constants (the outputs for the example inputs), so a traced function returns
+    the same samples whatever its inputs. An error rather than that."""
+    if torch.jit.is_tracing():
+        raise render_error(
+            "grafx.render.tracing",
+            f"grafx.{function}: expected to run eagerly, but torch.jit.trace is tracing it "
+            "(the C++ render would be recorded as constants, right only for the example "
+            "inputs); call grafx from eager PyTorch, or trace the parts around it")
 
 
 def make_processors(graph, sample_rate=44100):
     """One processor per processor type of the graph, made for ``sample_rate`` (Hz)."""
-    return _grafx.make_processors(graph, int(sample_rate))
+    return _grafx.make_processors(graph, _sample_rate(sample_rate, "make_processors"))
 
 
 def schedule(graph, method="optimal", beam_width=32, beam_depth=1, time_budget_s=1.0,
@@ -58,9 +71,17 @@ def render(plan, processors, parameters, sources, *, frozen_types=(), check_fini
     PyTorch's forward mode works through it: with ``torch.autograd.forward_ad``, dual parameters
     or sources give dual outputs (see grafx.jvp and grafx.hvp).
     """
+    _refuse_tracing("render")
+    if not isinstance(sources, torch.Tensor):
+        raise render_error("grafx.render.sources", "sources: expected a K×C×L or B×K×C×L "
+                           f"tensor, but got {type(sources).__name__}", TypeError)
     parameters = _raw(parameters)
     if gradient_hooks:
         parameters = _with_gradient_hooks(parameters, gradient_hooks)
+    for name, hooks in (("node_hooks", node_hooks), ("edge_hooks", edge_hooks)):
+        if hooks is not None and not hasattr(hooks, "items"):
+            raise render_error("grafx.render.hooks", f"{name}: expected a dict, but got "
+                               f"{type(hooks).__name__}", TypeError)
     outputs, aux = _grafx.render(plan, processors, parameters, sources, list(frozen_types),
                                  check_finite, observer, dict(node_hooks or {}),
                                  dict(edge_hooks or {}))
@@ -73,9 +94,12 @@ def _with_gradient_hooks(parameters, hooks):
     result = dict(parameters)
     for type_name, hook in hooks.items():
         if not callable(hook):
-            raise TypeError(f"gradient_hooks[{type_name!r}] is not callable")
+            raise render_error("grafx.render.hooks", f"gradient_hooks[{type_name!r}]: expected a "
+                               f"callable, but got {type(hook).__name__}", TypeError)
         if type_name not in parameters:
-            raise KeyError(f"gradient_hooks[{type_name!r}]: the parameters have no such type")
+            raise render_error("grafx.render.hooks", f"gradient_hooks[{type_name!r}]: expected "
+                               "a type of the parameters, but they have no such type "
+                               f"(types: {', '.join(sorted(parameters))})", KeyError)
         group = {}
         for name, tensor in parameters[type_name].items():
             if tensor.requires_grad:
@@ -89,12 +113,14 @@ def _with_gradient_hooks(parameters, hooks):
 
 def render_naive(graph, processors, parameters, sources):
     """Every node on its own in a topological order: the reference ``render`` must equal."""
+    _refuse_tracing("render_naive")
     return _grafx.render_naive(graph, processors, _raw(parameters), sources)
 
 
 def render_in_chunks(plan, processors, parameters, sources, chunk_samples=1 << 19):
     """A whole song rendered in chunks (no gradients): equal to ``render`` up to rounding, in
     memory bounded by the chunk."""
+    _refuse_tracing("render_in_chunks")
     return _grafx.render_in_chunks(plan, processors, _raw(parameters), sources, chunk_samples)
 
 

@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 
+#include <grafx/error.h>
 #include <grafx/io/audio.h>
 #include <grafx/io/plot.h>
 
@@ -19,7 +20,21 @@ void bind_io(py::module_& m) {
   m.def(
       "save_audio",
       [](const std::string& path, const at::Tensor& samples, SampleRate sample_rate,
-         bool overwrite) { write_audio(path, samples, sample_rate, overwrite); },
+         bool overwrite) {
+        // A file of NaN or infinite samples is one that load_audio and every command refuse.
+        if (samples.defined() && at::isFloatingType(samples.scalar_type()) &&
+            !at::isfinite(samples).all().item<bool>()) {
+          const at::Tensor flat = samples.detach().reshape({-1});
+          const int64_t first = at::logical_not(at::isfinite(flat)).nonzero()[0][0].item<int64_t>();
+          const int64_t length = samples.dim() > 0 ? samples.size(-1) : 1;
+          throw IoError("grafx.io.non_finite", path + ": expected finite samples, but got " +
+                                                   std::to_string(flat[first].item<double>()) +
+                                                   " at channel " + std::to_string(first / length) +
+                                                   ", sample " + std::to_string(first % length) +
+                                                   " (nothing is written)");
+        }
+        write_audio(path, samples, sample_rate, overwrite);
+      },
       py::arg("path"), py::arg("samples"), py::arg("sample_rate"), py::arg("overwrite"));
   m.def(
       "resample",

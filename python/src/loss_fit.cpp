@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 
+#include <grafx/error.h>
 #include <grafx/fit/demo.h>
 #include <grafx/fit/fit.h>
 #include <grafx/loss/mix_loss.h>
@@ -152,6 +153,21 @@ void bind_loss_and_fit(py::module_& m) {
       .def_readwrite("crop_seconds", &FitOptions::crop_seconds)
       .def_readwrite("crops_per_step", &FitOptions::crops_per_step)
       .def_readwrite("hessian_preconditioning", &FitOptions::hessian_preconditioning)
+      .def_property(
+          "optimizer",
+          [](const FitOptions& o) { return o.hessian_preconditioning ? "adahessian" : "adamw"; },
+          [](FitOptions& o, const std::string& name) {
+            if (name != "adamw" && name != "adahessian")
+              throw FitError(
+                  "grafx.fit.options",
+                  "optimizer: expected \"adamw\" or \"adahessian\", but got \"" + name + "\"");
+            o.hessian_preconditioning = name == "adahessian";
+          })
+      // The mix loss the fit minimises (grafx fit's, by default); its sample rate and warm-up
+      // skip are the fit's own (sample_rate, skip_seconds), set when the fit starts.
+      .def_property(
+          "loss", [](const FitOptions& o) { return MixLoss(o.loss); },
+          [](FitOptions& o, const MixLoss& loss) { o.loss = loss.options(); })
       .def_readwrite("skip_seconds", &FitOptions::skip_seconds)
       .def_readwrite("seed", &FitOptions::seed)
       .def_readwrite("reset_optimizer_every", &FitOptions::reset_optimizer_every)

@@ -7,9 +7,11 @@
 
 #include "bindings.h"
 
+#include <grafx/error.h>
 #include <grafx/plan/adjoint_plan.h>
 #include <grafx/render/chunked.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace grafx::python {
@@ -64,17 +66,71 @@ SignalHook signal_hook_from_python(const py::handle& spec, const std::string& wh
   });
 }
 
-void add_signal_hooks(RenderOptions& options, const py::dict& node_hooks,
+/// A port of an edge hook's key: its index, or its name as `Graph.edges()` gives it.
+int64_t port_from_python(const py::handle& port, const std::vector<std::string>& names,
+                         const std::string& where) {
+  if (py::isinstance<py::str>(port)) {
+    const std::string name = port.cast<std::string>();
+    auto found             = std::find(names.begin(), names.end(), name);
+    if (found == names.end()) {
+      std::string known;
+      for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw RenderError("grafx.render.hooks",
+                        where + ": expected a port of " + known + ", but got \"" + name + "\"");
+    }
+    return found - names.begin();
+  }
+  if (py::isinstance<py::int_>(port) && !py::isinstance<py::bool_>(port)) {
+    const int64_t index = port.cast<int64_t>();
+    if (index < 0 || index >= int64_t(names.size()))
+      throw RenderError("grafx.render.hooks", where + ": expected a port index from 0 to " +
+                                                  std::to_string(names.size() - 1) + ", but got " +
+                                                  std::to_string(index));
+    return index;
+  }
+  throw RenderError("grafx.render.hooks", where + ": expected a port name or index, but got " +
+                                              std::string(py::repr(port)));
+}
+
+void add_signal_hooks(RenderOptions& options, const Graph& graph, const py::dict& node_hooks,
                       const py::dict& edge_hooks) {
   for (const auto& [key, spec] : node_hooks) {
+    if (!py::isinstance<py::int_>(key) || py::isinstance<py::bool_>(key))
+      throw RenderError("grafx.render.hooks", "node_hooks[" + std::string(py::repr(key)) +
+                                                  "]: expected a node id, but got " +
+                                                  std::string(py::str(key.get_type())));
     NodeId id = key.cast<NodeId>();
     options.node_gradient_hooks[id] =
         signal_hook_from_python(spec, "node_hooks[" + std::to_string(id) + "]");
   }
+  // Keys as Graph.edges() gives them, (source, dest, outlet, inlet), each port by name or index.
   for (const auto& [key, spec] : edge_hooks) {
-    auto t = key.cast<std::tuple<NodeId, NodeId, int64_t, int64_t>>();
-    Edge edge{std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t)};
-    options.edge_gradient_hooks[edge] = signal_hook_from_python(spec, "edge_hooks");
+    const std::string where = "edge_hooks[" + std::string(py::repr(key)) + "]";
+    if (!py::isinstance<py::tuple>(key) || py::len(key) != 4)
+      throw RenderError("grafx.render.hooks",
+                        where +
+                            ": expected a key (source, dest, outlet, inlet), as "
+                            "Graph.edges() gives it");
+    auto t = key.cast<py::tuple>();
+    Edge edge;
+    try {
+      edge.source = t[0].cast<NodeId>();
+      edge.dest   = t[1].cast<NodeId>();
+    } catch (const py::cast_error&) {
+      throw RenderError("grafx.render.hooks",
+                        where + ": expected node ids, but got " + std::string(py::repr(key)));
+    }
+    for (NodeId id : {edge.source, edge.dest})
+      if (!graph.contains(id))
+        throw RenderError(
+            "grafx.render.hooks",
+            where + ": expected a node of the plan's graph, but got " + std::to_string(id));
+    const NodeTypes& types = graph.types();
+    edge.outlet            = port_from_python(t[2], types[graph.node(edge.source).type].outlets,
+                                              where + " outlet of node " + std::to_string(edge.source));
+    edge.inlet             = port_from_python(t[3], types[graph.node(edge.dest).type].inlets,
+                                              where + " inlet of node " + std::to_string(edge.dest));
+    options.edge_gradient_hooks[edge] = signal_hook_from_python(spec, where);
   }
 }
 
@@ -94,7 +150,10 @@ void bind_render(py::module_& m) {
          const py::object& observer, const py::dict& node_hooks, const py::dict& edge_hooks) {
         const Parameters raw  = parameters_from_python(parameters);
         RenderOptions options = render_options(frozen_types, check_finite, observer);
-        add_signal_hooks(options, node_hooks, edge_hooks);
+        // Finite but huge sources or parameters can overflow inside a node: an error naming
+        // the node, as `grafx render` gives, rather than NaN or infinite outputs.
+        options.check_finite_outputs = check_finite;
+        add_signal_hooks(options, plan.graph, node_hooks, edge_hooks);
         RenderResult result;
         {
           py::gil_scoped_release released;
