@@ -253,7 +253,14 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
              options.n_steps = std::numeric_limits<int32_t>::max();
          },
          "Stop after this many minutes of fitting (also with steps left; 0: no limit)")
-      ->check(finite_number(0, true));
+      ->check(finite_number(0, true))
+      ->check(CLI::Validator(  // in seconds, 1e308 minutes would be infinite
+          [](std::string& text) -> std::string {
+            std::optional<double> minutes = parse_finite(text);
+            if (!minutes || *minutes <= 1e9) return "";  // finite_number says the rest
+            return "expected at most 1e9 minutes, but got \"" + text + "\"";
+          },
+          "at most 1e9"));
   cmd.add_option("--warmup-steps", options.lr_schedule.warmup_steps,
                  "Steps of linear learning-rate warm-up from lr/10")
       ->capture_default_str()

@@ -63,8 +63,10 @@ void add_loss_command(CLI::App& app) {
     at::Tensor target   = read_stereo(args->target, args->sample_rate, args->strict_rate);
     trim_to_shortest({{args->estimate, &estimate}, {args->target, &target}}, args->sample_rate);
     MixLossOptions options;
-    options.sample_rate  = args->sample_rate;
-    options.skip_samples = int64_t(std::llround(args->skip_seconds * double(args->sample_rate)));
+    options.sample_rate = args->sample_rate;
+    // In double first, bounded: a huge skip must not overflow the count (it read as negative).
+    options.skip_samples =
+        int64_t(std::llround(std::min(args->skip_seconds * double(args->sample_rate), 9e18)));
     c10::NoGradGuard no_grad;
     // In chunks, as the fit's whole-song loss: memory stays flat with the song's length.
     const MixLossTerms terms         = MixLoss(options).streamed_terms(estimate, target);

@@ -54,8 +54,17 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
                      "expected " + what + ", but got " + std::to_string(value));
   };
   auto finite = [](double x) { return std::isfinite(x); };
-  require(finite(options.optimizer.lr) && options.optimizer.lr > 0,
-          "a finite learning rate above 0", options.optimizer.lr);
+  // Adam moves each raw parameter by about lr per step: far above 1 the first step throws every
+  // parameter out of any range (1e100 overflowed float32 inside LibTorch, 1e308 made NaN).
+  constexpr double kMostLearningRate = 10;
+  auto learning_rate                 = [&](double lr, bool zero_allowed, const std::string& what) {
+    if (finite(lr) && (zero_allowed ? lr >= 0 : lr > 0) && lr <= kMostLearningRate) return;
+    std::ostringstream got;
+    got << lr;
+    throw FitError("grafx.fit.options",
+                                   "expected " + what + " and at most 10, but got " + got.str());
+  };
+  learning_rate(options.optimizer.lr, false, "a finite learning rate above 0");
   require(finite(options.crop_seconds) && options.crop_seconds > 0,
           "a finite crop length above 0 s", options.crop_seconds);
   require(finite(options.skip_seconds) && options.skip_seconds >= 0,
@@ -91,8 +100,7 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
                        "); use longer audio, a longer crop or a shorter warm-up");
   options.crop_seconds = double(crop) / double(sample_rate);
   for (const auto& [group, lr] : options.learning_rates)
-    require(finite(lr) && lr >= 0, "a finite learning rate of at least 0 for \"" + group + "\"",
-            lr);
+    learning_rate(lr, true, "a finite learning rate of at least 0 for \"" + group + "\"");
   double last = 0;
   for (const auto& stage : options.stages) {
     require(finite(stage.until) && stage.until > last && stage.until <= 1,

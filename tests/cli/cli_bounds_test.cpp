@@ -46,5 +46,40 @@ TEST(CliBounds, AnInputLimitBeyondWhatBytesCountIsRefused) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+TEST(CliBounds, HugeNumbersGiveOneCodedLineAndLeaveNoFolder) {
+  // --lr 1e100 printed LibTorch's "value cannot be converted to type float without overflow" and
+  // left an empty folder; 1e308 blamed a NaN parameter; --skip 1e300 overflowed to a negative
+  // sample count.
+  testing::TempDir dir;
+  const std::string data = testing::testdata_dir();
+  for (const std::string lr : {"1e100", "1e308", "11"}) {
+    const std::string folder = dir.file("fit" + lr);
+    auto r =
+        run_grafx({"fit", "--tracks", data + "/bass.flac", data + "/drums.flac", "--mix",
+                   data + "/guitar.flac", "-o", folder, "--lr", lr, "--steps", "2", "--crop", "3"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err,
+                         "grafx: error: [grafx.fit.options] expected a finite learning "
+                         "rate above 0 and at most 10, but got "))
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(testing::file_exists(folder)) << "nothing made";
+  }
+  auto r = run_grafx({"fit", "--tracks", data + "/bass.flac", "--mix", data + "/guitar.flac", "-o",
+                      dir.file("budget"), "--time-budget", "1e308"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "grafx: error: [grafx.cli.arguments] --time-budget: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "expected at most 1e9 minutes, but got \"1e308\"")) << r.err;
+  EXPECT_FALSE(testing::file_exists(dir.file("budget")));
+  for (const std::string skip : {"1e300", "1e15"}) {
+    auto r =
+        run_grafx({"loss", data + "/guitar.flac", data + "/guitar.flac", "--skip", skip, "--json"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "grafx: error: [grafx.loss.skip] ")) << r.err;
+    EXPECT_FALSE(contains(r.err, "-9223372036854775808")) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace grafx

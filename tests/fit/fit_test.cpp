@@ -425,6 +425,12 @@ TEST(Fit, RefusesSettingsThatCannotWork) {
   };
   refused([](FitOptions& o) { o.optimizer.lr = NAN; }, "a finite learning rate above 0");
   refused([](FitOptions& o) { o.optimizer.lr = 0; }, "a finite learning rate above 0");
+  // Issue 29: 1e100 overflowed float32 inside LibTorch, 1e308 made NaN parameters.
+  refused([](FitOptions& o) { o.optimizer.lr = 1e100; },
+          "expected a finite learning rate above 0 and at most 10, but got 1e+100");
+  refused([](FitOptions& o) { o.optimizer.lr = 1e308; }, "and at most 10, but got 1e+308");
+  refused([](FitOptions& o) { o.learning_rates["eq"] = 11; },
+          "expected a finite learning rate of at least 0 for \"eq\" and at most 10, but got 11");
   refused([](FitOptions& o) { o.crop_seconds = INFINITY; }, "a finite crop length");
   refused([](FitOptions& o) { o.skip_seconds = -1; }, "a finite warm-up of at least 0 s");
   refused([](FitOptions& o) { o.max_gradient_norm = NAN; }, "gradient-norm limit");
