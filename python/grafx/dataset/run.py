@@ -11,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from .song_task import process_song, program, read_json, write_json_atomically
+from .song_task import (process_song, program, read_json, write_atomically,
+                        write_json_atomically)
 from .songs import DatasetError, find_songs
 from .tables import write_tables
 
@@ -146,13 +147,8 @@ class RunFolder:
         return self.songs
 
     def save_manifest(self):
-        temporary = f"{self.manifest_path}.tmp"
-        with open(temporary, "w") as f:
-            for name in sorted(self.songs):
-                f.write(json.dumps(self.songs[name], sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, self.manifest_path)
+        write_atomically(self.manifest_path, "".join(
+            json.dumps(self.songs[name], sort_keys=True) + "\n" for name in sorted(self.songs)))
 
 
 def duration_text(seconds):

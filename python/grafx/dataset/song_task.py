@@ -38,14 +38,19 @@ def program():
     return "grafx"
 
 
-def write_json_atomically(path, value):
+def write_atomically(path, data):
+    """Text or bytes into ``path`` through a synced temporary file beside it: a reader (or a run
+    killed mid-write) sees the old file or the new one, never half of one."""
     temporary = f"{path}.{os.getpid()}.tmp"
-    with open(temporary, "w") as f:
-        json.dump(value, f, indent=1)
-        f.write("\n")
+    with open(temporary, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
     os.replace(temporary, path)
+
+
+def write_json_atomically(path, value):
+    write_atomically(path, json.dumps(value, indent=1) + "\n")
 
 
 def _die_with_parent():

@@ -7,6 +7,7 @@ import struct
 import torch
 
 from ..fitting import demo_song
+from .song_task import write_atomically
 from .songs import LAYOUTS
 
 
@@ -19,10 +20,7 @@ def write_wav(path, samples, sample_rate):
               + b"fmt " + struct.pack("<IHHIIHHH", 18, 3, channels, sample_rate,
                                       sample_rate * channels * 4, channels * 4, 32, 0)
               + b"data" + struct.pack("<I", len(data)))
-    temporary = f"{path}.tmp"
-    with open(temporary, "wb") as f:
-        f.write(header + data)
-    os.replace(temporary, path)
+    write_atomically(path, header + data)
 
 
 def write_song(folder, name, layout, tracks, track_names, mix, sample_rate):

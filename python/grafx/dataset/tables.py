@@ -3,12 +3,13 @@ and Table 2 over the dataset, the spread of losses and times as pictures, links 
 
 import csv
 import html
+import io
 import math
 import os
 import random
 import statistics
 
-from .song_task import song_results
+from .song_task import song_results, write_atomically
 
 COLUMNS = ["song", "layout", "tracks", "audio_seconds", "status", "code", "loss_before",
            "left_right_before", "mid_before", "side_before", "loss_after", "left_right_after",
@@ -48,17 +49,13 @@ def song_row(run_folder, record):
 
 def write_tables(run_folder, records, pruned):
     rows, prunings = zip(*(song_row(run_folder, r) for r in records)) if records else ((), ())
-    temporary = os.path.join(run_folder, "summary.csv.tmp")
-    with open(temporary, "w", newline="") as f:
-        writer = csv.DictWriter(f, COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(temporary, os.path.join(run_folder, "summary.csv"))
-    page = report_html(run_folder, list(rows), [p for p in prunings if p], pruned)
-    with open(os.path.join(run_folder, "report.html.tmp"), "w") as f:
-        f.write(page)
-    os.replace(os.path.join(run_folder, "report.html.tmp"),
-               os.path.join(run_folder, "report.html"))
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomically(os.path.join(run_folder, "summary.csv"), table.getvalue())
+    write_atomically(os.path.join(run_folder, "report.html"),
+                     report_html(run_folder, list(rows), [p for p in prunings if p], pruned))
 
 
 def _numbers(rows, column):
