@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -166,10 +167,11 @@ void run_session(Fitter& fitter, Session& session) {
   session.summary.after  = fitter.evaluate(session.summary.fitted);
   if (!std::isfinite(session.summary.after.total.item<double>()))
     throw FitError("grafx.fit.diverged",
-                   "the fitted console's whole-song loss is not finite; " + checkpoint +
-                       " is saved, but no results: fit again with a lower --lr or --clip");
+                   "the fitted console's whole-song loss is not finite, so there are no results: "
+                   "fit again with a lower --lr or --clip");
   write_fit_outputs(fitter, session.summary, session.folder, /*overwrite=*/true);
   write_fit_record(session.folder, session.inputs, fitter.options(), /*overwrite=*/true);
+  keep_outputs(session.folder);  // complete, whatever becomes of its pruning
   double before = session.summary.before.total.item<double>(),
          after  = session.summary.after.total.item<double>();
   std::cout << "loss after fitting:  " << std::setprecision(4) << after << " (spectral difference "
@@ -180,9 +182,7 @@ void run_session(Fitter& fitter, Session& session) {
             << "loss.csv)\n";
   if (!session.prune) return;
   const std::string pruned = session.folder + "/pruned";
-  std::error_code ec;
-  fs::create_directory(pruned, ec);
-  if (ec) throw IoError("grafx.io.unwritable", pruned + ": " + ec.message());
+  make_output_subfolder(pruned, prune_output_files());
   run_pruning(fitter, session.pruning, {pruned, session.summary.title + ", pruned"});
 }
 
@@ -368,6 +368,20 @@ void trim_to_shortest(const std::vector<std::pair<std::string, at::Tensor*>>& au
 
 namespace {
 
+/// An output folder this process prepared (or made), to be removed again if the command fails:
+/// the whole folder when it made it, else the files of `files` (none of which was there: an
+/// earlier run's were refused or, with --force, removed).
+struct MadeOutput {
+  fs::path folder;
+  bool created = false;
+  std::vector<std::string> files;
+};
+
+std::vector<MadeOutput>& made_outputs() {
+  static std::vector<MadeOutput> made;
+  return made;
+}
+
 IoError locked_error(const std::string& path) {
   return IoError("grafx.io.locked",
                  path +
@@ -425,10 +439,13 @@ void prepare_output_folder(const std::string& path, const std::vector<std::strin
   check_folder_contents(path, files, resume, force, what);
   fs::path folder(path);
   std::error_code ec;
-  if (!fs::exists(folder)) {
+  const bool created = !fs::exists(folder);
+  if (created) {
     fs::create_directory(folder, ec);
     if (ec) throw IoError("grafx.io.unwritable", path + ": " + ec.message());
   }
+  // A resumed run's folder holds the earlier run's work, never removed.
+  if (!resume) made_outputs().push_back({folder, created, files});
   // Two runs into one folder would mix their files: the first holds the folder to its end.
   lock_folder(path, /*hold=*/true);
   // Checked again under the lock: a run that ended meanwhile may have left its results.
@@ -441,6 +458,42 @@ void prepare_output_folder(const std::string& path, const std::vector<std::strin
     fs::remove(folder / name, ec);
     if (ec) throw IoError("grafx.io.unwritable", (folder / name).string() + ": " + ec.message());
   }
+}
+
+void make_output_subfolder(const std::string& path, const std::vector<std::string>& files) {
+  const bool created = !fs::is_directory(path);
+  std::error_code ec;
+  if (created) fs::create_directory(path, ec);
+  if (ec) throw IoError("grafx.io.unwritable", path + ": " + ec.message());
+  made_outputs().push_back({path, created, files});
+}
+
+void note_written(const std::string& file) {
+  const fs::path path(file);
+  made_outputs().push_back({path.parent_path(), false, {path.filename().string()}});
+}
+
+void keep_outputs(const std::string& path) {
+  auto& made = made_outputs();
+  made.erase(std::remove_if(made.begin(), made.end(),
+                            [&](const MadeOutput& m) { return m.folder == fs::path(path); }),
+             made.end());
+}
+
+void remove_unfinished_outputs(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    if (e.code() == "grafx.fit.interrupted") return;  // kept for --resume, as the error says
+  } catch (...) {
+  }
+  auto& made = made_outputs();
+  for (auto m = made.rbegin(); m != made.rend(); ++m) {  // subfolders before their folders
+    std::error_code ec;                                  // best effort: the error is reported
+    if (m->created) fs::remove_all(m->folder, ec);
+    for (const auto& name : m->files) fs::remove(m->folder / name, ec);
+  }
+  made.clear();
 }
 
 std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs) {
@@ -578,9 +631,7 @@ void add_demo_command(CLI::App& app) {
                           args->session.force, "fit");
     // The tracks as files, so that `grafx render` can reproduce the fitted mix from them.
     const std::string tracks = args->session.folder + "/tracks";
-    std::error_code ec;
-    fs::create_directory(tracks, ec);
-    if (ec) throw IoError("grafx.io.unwritable", tracks + ": " + ec.message());
+    make_output_subfolder(tracks, {});  // in the demo's folder, whose files are all its own
     for (size_t k = 0; k < song.track_names.size(); ++k)
       write_audio(tracks + "/" + song.track_names[k] + ".wav",
                   song.tracks[int64_t(k)].narrow(0, 0, 1), song.sample_rate,

@@ -197,6 +197,7 @@ void add_console_command(CLI::App& app) {
       check_writable(args->picture, args->force);
     }
     save_graph(console.graph, args->output, args->force);
+    note_written(args->output);
     std::cout << "console: " << counted(args->n_tracks, "track") << ", "
               << counted(int64_t(console.group_mixes.size()), "subgroup") << ", ";
     if (!options.sends.empty())

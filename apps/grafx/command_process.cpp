@@ -94,8 +94,10 @@ void add_process_command(CLI::App& app) {
                              args->type + ": outlet \"" + processor->outlets()[o] +
                                  "\" holds non-finite samples; nothing was written");
     }
-    for (size_t o = 0; o < outputs.size(); ++o)
+    for (size_t o = 0; o < outputs.size(); ++o) {
       write_audio(outputs[o], ys[o], audio.sample_rate, args->force);
+      note_written(outputs[o]);
+    }
     std::cout << "processed " << args->input << " (" << x.size(1) << " ch, " << audio.sample_rate
               << " Hz, " << std::fixed << std::setprecision(2)
               << double(x.size(2)) / double(audio.sample_rate) << " s) with " << args->type

@@ -148,6 +148,7 @@ void add_render_command(CLI::App& app) {
                   << peak << " and is clipped in 16-bit PCM\n";
       write_audio(outputs[i], y, sample_rate, args->force,
                   args->pcm16 ? AudioEncoding::kPcm16 : AudioEncoding::kFloat32);
+      note_written(outputs[i]);
     }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

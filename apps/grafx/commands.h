@@ -10,6 +10,7 @@
 #include <ATen/Tensor.h>
 #include <CLI/CLI.hpp>
 
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -65,6 +66,19 @@ void prepare_output_folder(const std::string& folder, const std::vector<std::str
 /// that work long before their first write.
 void check_output_folder(const std::string& folder, const std::vector<std::string>& files,
                          bool resume, bool force, const std::string& what);
+/// Makes `folder` inside a prepared output folder (if it does not exist yet); on failure it
+/// goes again as prepare_output_folder's (`files` if it existed).
+void make_output_subfolder(const std::string& folder, const std::vector<std::string>& files);
+/// A file the command wrote, one of several: removed if a later one fails.
+void note_written(const std::string& file);
+/// The outputs of a prepared folder are complete: a later failure leaves them.
+void keep_outputs(const std::string& folder);
+/// A failed command leaves nothing it made: removes the folders prepared (or made) since the
+/// process began and not kept, or, in folders that existed, the listed files, and the files
+/// noted as written. Called as the
+/// command ends in `error`; an interrupted fit or pruning ([grafx.fit.interrupted]) keeps its
+/// folder for --resume, as does a --resume run the earlier run's.
+void remove_unfinished_outputs(const std::exception_ptr& error);
 /// Writes fit.json (the inputs, absolute paths, and the fit's settings) into a fit folder.
 void write_fit_record(const std::string& folder, const FitInputs& inputs, const FitOptions& options,
                       bool overwrite);

@@ -13,6 +13,7 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <new>
@@ -153,6 +154,9 @@ void check_command(const CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f, a quota) makes a write fail with an error, as a full disk does,
+  // instead of killing the program with its work half-written.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"grafx: differentiable audio processing graphs"};
   app.require_subcommand(1);
   app.fallthrough();  // the program's options (--threads, ...) also after the command
@@ -229,6 +233,7 @@ int main(int argc, char** argv) {
               << "] " << e.what() << " (grafx --help, or grafx COMMAND --help)\n";
     return 2;
   } catch (...) {
+    grafx::cli::remove_unfinished_outputs(std::current_exception());
     return grafx::report_current_error("grafx", with_force_hint);
   }
   return 0;

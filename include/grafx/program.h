@@ -9,7 +9,8 @@
 /// An error ends the program with one line on stderr, "PROGRAM: error: [code] message", and
 /// status 1, never an uncaught exception (abort, status 134): grafx::Error with its own code;
 /// std::bad_alloc and LibTorch's allocator failures as [grafx.cli.out_of_memory]; any other
-/// exception (a LibTorch check, the standard library) with its first line.
+/// exception (a LibTorch check, the standard library) as [grafx.internal] with its first line.
+/// A message of several lines is joined into one.
 
 #include <functional>
 #include <string>

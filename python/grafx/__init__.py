@@ -24,6 +24,8 @@ Every error of the library is raised as a ``grafx.Error`` (or its layer's subcla
 import torch  # loads LibTorch before the extension that links it
 
 from . import _errors, _grafx
+
+_errors.code_argument_errors(_grafx)  # before any name is taken from it
 from ._grafx import (
     Error,
     FitError,

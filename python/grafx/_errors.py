@@ -8,6 +8,8 @@ the grafx layer's and that type, so ``except grafx.RenderError`` and ``except Ty
 catch it.
 """
 
+import functools
+
 from . import _grafx
 
 _mixed = {}
@@ -65,3 +67,52 @@ def sample_rate(value, where, layer=None, code="grafx.processor.config"):
         raise error(layer or _grafx.ProcessorError, code, f"{where}: expected a sample rate "
                     f"in whole Hz, but got {value!r}", ValueError)
     return rate
+
+
+def code_argument_errors(module):
+    """Gives the TypeError pybind11 raises for arguments of the wrong types (a message of several
+    lines, without a code) the code grafx.python.arguments, on one line: wraps every function of
+    the extension ``module`` and every method of its classes, in place."""
+    for name, value in list(vars(module).items()):
+        if _is_bound_function(value):
+            setattr(module, name, _coded(value))
+        elif isinstance(value, type) and not issubclass(value, BaseException):
+            for attribute, member in list(vars(value).items()):
+                if _is_bound_function(member):
+                    setattr(value, attribute, _coded(member))
+                elif isinstance(member, staticmethod) and _is_bound_function(member.__func__):
+                    setattr(value, attribute, staticmethod(_coded(member.__func__)))
+
+
+def _is_bound_function(value):
+    return type(value).__name__ in ("builtin_function_or_method", "instancemethod")
+
+
+def _coded(function):
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except (TypeError, RuntimeError) as e:
+            text = str(e)
+            if isinstance(e, _grafx.Error) or not (
+                    (isinstance(e, TypeError) and "incompatible " in text)
+                    or text.startswith("Unable to cast")):  # pybind11's own texts
+                raise
+            raise error(_grafx.Error, "grafx.python.arguments", _argument_message(text),
+                        TypeError) from None
+    return call
+
+
+def _argument_message(text):
+    """pybind11's "f(): incompatible function arguments. The following argument types are
+    supported: 1. (x: int) -> None ... Invoked with: 'a'" as one line."""
+    if "Invoked with:" not in text:
+        return " ".join(text.split())
+    head, _, rest = text.partition(":")
+    signatures, _, given = rest.partition("Invoked with:")
+    expected = [line.strip().split(". ", 1)[-1].rsplit(" -> ", 1)[0]
+                for line in signatures.splitlines()[1:] if line.strip()]
+    expected = [s.replace("at::Tensor", "torch.Tensor") for s in expected]
+    return (f"{head}: arguments of the wrong types ({' '.join(given.split())}); expected "
+            + " or ".join(expected))

@@ -111,17 +111,37 @@ def _with_gradient_hooks(parameters, hooks):
     return result
 
 
-def render_naive(graph, processors, parameters, sources):
-    """Every node on its own in a topological order: the reference ``render`` must equal."""
+def render_naive(graph, processors, parameters, sources, *, check_finite=True):
+    """Every node on its own in a topological order: the reference ``render`` must equal.
+    Outputs that are not finite (NaN or infinity, e.g. from huge sources) raise
+    ``grafx.RenderError`` [grafx.render.non_finite] unless ``check_finite`` is false."""
     _refuse_tracing("render_naive")
-    return _grafx.render_naive(graph, processors, _raw(parameters), sources)
+    outputs = _grafx.render_naive(graph, processors, _raw(parameters), sources)
+    if check_finite:
+        _check_finite_outputs(outputs, "render_naive")
+    return outputs
 
 
-def render_in_chunks(plan, processors, parameters, sources, chunk_samples=1 << 19):
+def render_in_chunks(plan, processors, parameters, sources, chunk_samples=1 << 19, *,
+                     check_finite=True):
     """A whole song rendered in chunks (no gradients): equal to ``render`` up to rounding, in
-    memory bounded by the chunk."""
+    memory bounded by the chunk. As ``render``, non-finite sources, parameters or node outputs
+    raise ``grafx.RenderError`` [grafx.render.non_finite] unless ``check_finite`` is false."""
     _refuse_tracing("render_in_chunks")
-    return _grafx.render_in_chunks(plan, processors, _raw(parameters), sources, chunk_samples)
+    return _grafx.render_in_chunks(plan, processors, _raw(parameters), sources, chunk_samples,
+                                   bool(check_finite))
+
+
+def _check_finite_outputs(outputs, where):
+    """Raises [grafx.render.non_finite] naming the first NaN or infinite output sample
+    (outputs: [B×]n_out×C×L)."""
+    bad = ~torch.isfinite(outputs.detach())
+    if bool(bad.any()):
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        value = float(outputs.detach()[index])
+        raise render_error("grafx.render.non_finite", f"{where}: output {index[-3]}, channel "
+                           f"{index[-2]}, sample {index[-1]} is {value} (NaN or infinity; "
+                           "render with check_finite names the node that made it)")
 
 
 def adjoint_plan(plan, processors=None, *, frozen_types=(), recompute=(), source_gradients=True):

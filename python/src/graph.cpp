@@ -140,8 +140,20 @@ void bind_graph(py::module_& m) {
       .def(py::init([](const py::object& config) {
              Graph graph(registry_node_types());
              if (config.is_none()) return graph;
+             const auto refuse = [](const py::handle& what, const std::string& where) {
+               // "incompatible" as pybind11's own argument errors, which grafx codes alike
+               throw py::type_error("Graph(): incompatible " + where + " " +
+                                    std::string(py::repr(what)) +
+                                    ": expected a dict {type: {\"inlets\": [...], \"outlets\": "
+                                    "[...], \"processor\": ..., \"options\": {...}}} or a list "
+                                    "of type names");
+             };
+             if (!py::isinstance<py::dict>(config) && !py::isinstance<py::list>(config) &&
+                 !py::isinstance<py::tuple>(config))
+               refuse(config, "config");
              if (py::isinstance<py::dict>(config)) {  // {name: {"inlets": [...], ...}}
                for (const auto& item : config.cast<py::dict>()) {
+                 if (!py::isinstance<py::dict>(item.second)) refuse(item.second, "type fields");
                  const std::string name = py::str(item.first);
                  const py::dict fields  = item.second.cast<py::dict>();
                  auto get               = [&](const char* key) -> py::object {
@@ -154,9 +166,11 @@ void bind_graph(py::module_& m) {
                      get("options").is_none() ? py::dict() : get("options").cast<py::dict>()));
                }
              } else {  // a list of type names
-               for (const auto& name : config)
+               for (const auto& name : config) {
+                 if (!py::isinstance<py::str>(name)) refuse(name, "type name");
                  if (!graph.types().contains(py::str(name)))
                    graph.add_type(type_from_python(py::str(name), {}, {}, "", py::dict()));
+               }
              }
              return graph;
            }),

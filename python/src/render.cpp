@@ -201,15 +201,17 @@ void bind_render(py::module_& m) {
   m.def(
       "render_in_chunks",
       [](const CompiledPlan& plan, const ProcessorSet& set, const py::handle& parameters,
-         const at::Tensor& sources, int64_t chunk_samples) {
+         const at::Tensor& sources, int64_t chunk_samples, bool check_finite) {
         const Parameters raw = parameters_from_python(parameters);
         ChunkOptions options;
-        options.chunk_samples = chunk_samples;
+        options.chunk_samples               = chunk_samples;
+        options.render.check_finite         = check_finite;
+        options.render.check_finite_outputs = check_finite;
         py::gil_scoped_release released;
         return render_in_chunks(plan, set.processors, raw, sources, options);
       },
       py::arg("plan"), py::arg("processors"), py::arg("parameters"), py::arg("sources"),
-      py::arg("chunk_samples"));
+      py::arg("chunk_samples"), py::arg("check_finite"));
 
   // The same forward+backward as a Python caller's, timed in C++ as render_bench times it
   // (gradients cleared after each): the reference for the cost of calling from Python

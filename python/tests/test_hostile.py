@@ -361,3 +361,63 @@ def test_python_errors_carry_codes(song, console):
     with pytest.raises(grafx.GraphError) as error:
         from_grafx(G)
     assert_coded(error.value, "grafx.graph.invalid_type")
+
+
+# Item 17: arguments of the wrong types (pybind11's TypeError, several lines without a code),
+# integer samples, and the non-finite outputs of the other renders.
+
+def test_wrong_argument_types_carry_a_code(tmp_path):
+    graph = grafx.Graph()
+    path = str(tmp_path / "x.wav")
+    cases = [
+        (lambda: grafx.save_audio(path, "samples", 44100), "samples: torch.Tensor"),
+        (lambda: grafx.load_audio(3), "expected (path: str)"),
+        (lambda: graph.add(3), "node_type: str"),
+        (lambda: graph.connect("a", "b"), "source: int"),
+        (lambda: grafx.Graph(5), "incompatible config 5"),
+        (lambda: grafx.Graph({"x": 3}), "incompatible type fields 3"),
+        (lambda: grafx.Graph(["x", 3]), "incompatible type name 3"),
+        (lambda: grafx.resample(torch.zeros(1, 10), "44100", 48000), "from_rate: int"),
+    ]
+    for call, part in cases:
+        with pytest.raises(TypeError) as error:
+            call()
+        assert_coded(error.value, "grafx.python.arguments")
+        assert part in error.value.message, error.value.message
+    assert not os.path.exists(path)
+    assert graph.add("eq") == 0  # the wrapped methods still work, with their documentation
+    assert "node_type: str" in grafx.Graph.add.__doc__
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int32, torch.bool])
+def test_save_audio_refuses_integer_samples(tmp_path, dtype):
+    path = tmp_path / "x.wav"
+    with pytest.raises(grafx.IoError) as error:
+        grafx.save_audio(str(path), (torch.ones(2, 100) * 12000).to(dtype), 44100)
+    assert_coded(error.value, "grafx.io.audio_format")
+    assert "floating-point" in error.value.message
+    assert not path.exists()
+
+
+def test_unreadable_audio_says_why(tmp_path):
+    text = tmp_path / "notes.wav"
+    text.write_text("not audio")
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    for path, part in [(text, "cannot be read as audio"), (empty, "is empty (0 bytes)"),
+                       (tmp_path, "is a folder"), (tmp_path / "missing.wav", "does not exist")]:
+        with pytest.raises(grafx.IoError) as error:
+            grafx.load_audio(str(path))
+        assert_coded(error.value, "grafx.io.unreadable")
+        assert part in error.value.message, error.value.message
+
+
+def test_naive_and_chunked_renders_of_huge_sources_are_errors(console):
+    graph, plan, processors, parameters = console
+    huge = torch.full((2, 2, 4410), 3e38)
+    for call in (lambda **k: grafx.render_naive(graph, processors, parameters, huge, **k),
+                 lambda **k: grafx.render_in_chunks(plan, processors, parameters, huge, 1000, **k)):
+        with pytest.raises(grafx.RenderError) as error:
+            call()
+        assert_coded(error.value, "grafx.render.non_finite")
+        assert not torch.isfinite(call(check_finite=False)).all()  # on purpose, as before

@@ -145,7 +145,8 @@ void write_text_file(const std::string& path, const std::string& contents, bool 
     if (!out) throw IoError("grafx.io.unwritable", path + ": " + std::strerror(errno));
     out << contents;
     out.close();
-    if (!out) throw IoError("grafx.io.unwritable", path + ": write failed");
+    if (!out)
+      throw IoError("grafx.io.unwritable", path + ": cannot write it: " + std::strerror(errno));
   });
 }
 

@@ -14,6 +14,21 @@ namespace {
 // The first line of an exception message: LibTorch appends a C++ stack trace to its own.
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// A message on one line, however it was made (a library's text, e.g. Graphviz's, may hold
+// several): line breaks become "; ".
+std::string one_line(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at))
+    text.replace(at, 1, "; ");
+  return text;
+}
+
+// An exception that is no grafx::Error is a failure grafx did not foresee.
+void report_unexpected(const std::string& program, const std::string& what) {
+  std::cerr << program << ": error: [grafx.internal] " << what
+            << " (unexpected: please report it with the command that caused it)\n";
+}
+
 }  // namespace
 
 int report_current_error(const std::string& program,
@@ -27,7 +42,7 @@ int report_current_error(const std::string& program,
               << "] out of memory: the input is too large for this machine (nothing was "
                  "written)\n";
   } catch (const Error& e) {
-    std::cerr << program << ": error: " << e.what() << (hint ? hint(e) : "") << "\n";
+    std::cerr << program << ": error: " << one_line(e.what()) << (hint ? hint(e) : "") << "\n";
   } catch (const c10::Error& e) {
     const std::string what = first_line(e.what_without_backtrace());
     // LibTorch's CPU allocator reports failures as c10::Error, not std::bad_alloc.
@@ -37,11 +52,11 @@ int report_current_error(const std::string& program,
                 << what.substr(tried, what.find('.', tried) - tried)
                 << " (LibTorch's CPU allocator)\n";
     else
-      std::cerr << program << ": error: " << what << "\n";
+      report_unexpected(program, what);
   } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << first_line(e.what()) << "\n";
+    report_unexpected(program, first_line(e.what()));
   } catch (...) {
-    std::cerr << program << ": error: an unknown exception\n";
+    report_unexpected(program, "an unknown exception");
   }
   return 1;
 }

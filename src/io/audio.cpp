@@ -7,7 +7,9 @@
 #include <sndfile.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -30,12 +32,40 @@ int container_for(const std::string& path) {
                                              "\"; expected .wav, .flac, .ogg or .aiff");
 }
 
+/// libsndfile's text for its last error, as part of a sentence: "Error : Malformed WAV file."
+/// becomes "malformed WAV file".
+std::string sndfile_reason(SNDFILE* file) {
+  std::string text = sf_strerror(file);
+  for (const char* prefix : {"Error : ", "System error : ", "Error: "})
+    if (text.rfind(prefix, 0) == 0) text.erase(0, std::strlen(prefix));
+  while (!text.empty() && (text.back() == '.' || text.back() == '\n' || text.back() == ' '))
+    text.pop_back();
+  if (!text.empty()) text[0] = char(std::tolower(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
+/// Why a file cannot be opened as audio, in words a user acts on.
+IoError unreadable_audio(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path file(path);
+  std::string why;
+  if (!std::filesystem::exists(file, ec))
+    why = "does not exist";
+  else if (std::filesystem::is_directory(file, ec))
+    why = "is a folder, not an audio file";
+  else if (std::filesystem::is_regular_file(file, ec) && std::filesystem::file_size(file, ec) == 0)
+    why = "is empty (0 bytes), not an audio file";
+  else
+    why = "cannot be read as audio (WAV, FLAC, Ogg Vorbis or AIFF): " + sndfile_reason(nullptr);
+  return IoError("grafx.io.unreadable", path + ": " + why);
+}
+
 }  // namespace
 
 Audio read_audio(const std::string& path) {
   SF_INFO info{};
   SndfilePtr file(sf_open(path.c_str(), SFM_READ, &info));
-  if (!file) throw IoError("grafx.io.unreadable", path + ": " + sf_strerror(nullptr));
+  if (!file) throw unreadable_audio(path);
   if (info.channels < 1 || info.frames < 0 || info.samplerate < 1)
     throw IoError("grafx.io.unreadable", path + ": not a usable audio file");
   check_input_size(path, uint64_t(info.frames) * uint64_t(info.channels) * sizeof(float));
@@ -61,6 +91,12 @@ void write_audio(const std::string& path, const at::Tensor& samples, SampleRate 
                  bool overwrite, AudioEncoding encoding) {
   if (!samples.defined() || samples.dim() != 2 || samples.size(0) < 1)
     throw IoError("grafx.io.audio_format", path + ": expected C×L samples to write");
+  // Integer samples (PCM counts) would be written as floats thousands of times full scale.
+  if (!at::isFloatingType(samples.scalar_type()))
+    throw IoError("grafx.io.audio_format",
+                  path + ": expected floating-point samples (full scale at ±1), but got " +
+                      std::string(c10::toString(samples.scalar_type())) +
+                      "; convert them, e.g. 16-bit counts divided by 32768");
   if (sample_rate < 1)
     throw IoError("grafx.io.audio_format",
                   path + ": invalid sample rate " + std::to_string(sample_rate));
@@ -80,10 +116,12 @@ void write_audio(const std::string& path, const at::Tensor& samples, SampleRate 
     if (!sf_format_check(&info))
       throw IoError("grafx.io.audio_format", path + ": this container cannot hold this encoding");
     SndfilePtr file(sf_open(temporary.c_str(), SFM_WRITE, &info));
-    if (!file) throw IoError("grafx.io.unwritable", path + ": " + sf_strerror(nullptr));
+    if (!file)
+      throw IoError("grafx.io.unwritable", path + ": cannot write it: " + sndfile_reason(nullptr));
     sf_count_t frames = interleaved.size(0);
     if (sf_writef_float(file.get(), interleaved.data_ptr<float>(), frames) != frames)
-      throw IoError("grafx.io.unwritable", path + ": " + sf_strerror(file.get()));
+      throw IoError("grafx.io.unwritable",
+                    path + ": cannot write it: " + sndfile_reason(file.get()));
   });
 }
 

@@ -213,15 +213,21 @@ void render_dot(const std::string& dot, const std::string& path, const std::stri
   std::unique_ptr<Agraph_t, int (*)(Agraph_t*)> g(agmemread(dot.c_str()), agclose);
   auto fail = [&](const std::string& what) {
     while (!errors.empty() && errors.back() == '\n') errors.pop_back();
+    std::replace(errors.begin(), errors.end(), '\n', ' ');  // Graphviz's lines, in one
     throw IoError("grafx.io.draw", path + ": " + what + (errors.empty() ? "" : ": " + errors));
   };
   if (!context || !g) fail("Graphviz could not read the picture description");
   if (gvLayout(context.get(), g.get(), "dot") != 0) fail("Graphviz layout failed");
-  write_atomically(path, overwrite, [&](const std::string& temporary) {
-    int status = gvRenderFilename(context.get(), g.get(), format.c_str(), temporary.c_str());
-    gvFreeLayout(context.get(), g.get());
-    if (status != 0) fail("Graphviz could not write " + format);
-  });
+  // Rendered in memory and written by grafx: Graphviz ends the whole process when it cannot
+  // write a file (a full disk, a file-size limit).
+  char* data          = nullptr;
+  unsigned int length = 0;
+  int status          = gvRenderData(context.get(), g.get(), format.c_str(), &data, &length);
+  gvFreeLayout(context.get(), g.get());
+  const std::string bytes = data ? std::string(data, length) : std::string();
+  gvFreeRenderData(data);
+  if (status != 0 || bytes.empty()) fail("Graphviz could not render " + format);
+  write_text_file(path, bytes, overwrite);
 }
 
 }  // namespace

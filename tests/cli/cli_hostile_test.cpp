@@ -369,5 +369,29 @@ TEST(CliHostile, PruneRefusesTracksChangedSinceTheFit) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+// Item 17: a command that failed late (here writing its results past a file-size limit, as on
+// a full disk) left the folder or the files it had made, half-written.
+TEST(CliHostile, FailingLateLeavesNothingItMade) {
+  Song song;
+  const std::vector<std::string> limited = {"prlimit", "--fsize=100000"};  // mix.wav: 256 kB
+  const std::string fresh                = song.dir.file("fresh");
+  auto r = run_grafx(song.fit(fresh, {"--steps", "2"}), {}, limited);
+  expect_error(r, "grafx.io.unwritable", "file too large");
+  EXPECT_FALSE(fs::exists(fresh)) << "the folder it made is removed";
+  // In a folder that was there, only what it wrote goes; the user's files stay.
+  const std::string kept = song.dir.file("kept");
+  fs::create_directory(kept);
+  testing::write_file(kept + "/notes.txt", "mine");
+  r = run_grafx(song.fit(kept, {"--steps", "2"}), {}, limited);
+  expect_error(r, "grafx.io.unwritable", "file too large");
+  EXPECT_EQ(snapshot(kept), (std::map<std::string, std::string>{{kept + "/notes.txt", "mine"}}));
+  // Of several files, the first is removed when a later one cannot be written (Graphviz ended
+  // the whole program, silently, when it could not write a picture).
+  r = run_grafx({"console", "--tracks", "8", "-o", kept + "/c.json", "--draw", kept + "/c.png"}, {},
+                {"prlimit", "--fsize=40000"});  // c.json: 9 kB, c.png: 75 kB
+  expect_error(r, "grafx.io.unwritable", "c.png: cannot write it: File too large");
+  EXPECT_EQ(snapshot(kept), (std::map<std::string, std::string>{{kept + "/notes.txt", "mine"}}));
+}
+
 }  // namespace
 }  // namespace grafx
