@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   CLI::App app{"grafx: differentiable audio processing graphs"};
   app.require_subcommand(1);
   app.fallthrough();  // the program's options (--threads, ...) also after the command
-  app.set_version_flag("--version", "grafx 0.1.0");
+  app.set_version_flag("--version", "grafx " GRAFX_VERSION);
   // LibTorch defaults to one thread on these machines: use every core unless told otherwise.
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CLI::Option* threads_option =

@@ -64,11 +64,13 @@ from .parameters import (
 )
 from .render import (
     adjoint_plan,
+    batch_grafx,
     compute_render_order,
     compute_render_plan,
     make_processors,
     render,
     render_in_chunks,
+    render_graphs,
     render_naive,
     schedule,
 )
@@ -78,7 +80,7 @@ from .fitting import Fitter, demo_song, fit
 from . import processors
 from . import interop
 
-__version__ = "0.1.0"
+__version__ = _grafx.__version__  # the build's (CMake's project version)
 
 def write_plot(path, series, title="", x_label="", y_label="", log_x=False, overwrite=False):
     """Writes an SVG line plot (the reports' kind): ``series`` is a list of ``(label, x, y)``;

@@ -24,9 +24,18 @@ def _raw(parameters):
     return parameters
 
 
-def create_parameters(graph, processors, seed=0, dtype=torch.float32, requires_grad=True):
-    """Initial raw parameters from the processors' specs, seeded (the same as the CLI's)."""
-    return _grafx.create_parameters(graph, processors, seed, dtype, requires_grad)
+def create_parameters(graph, processors, seed=0, dtype=None, requires_grad=True, device=None):
+    """Initial raw parameters from the processors' specs, seeded (the same as the CLI's, on
+    every device): in ``dtype`` on ``device``, by default the processors' (make_processors),
+    else float32 on the CPU."""
+    dtype = dtype or getattr(processors, "dtype", None) or torch.float32
+    device = torch.device(device or getattr(processors, "device", None) or "cpu")
+    parameters = _grafx.create_parameters(graph, processors, seed, dtype,
+                                          requires_grad and device.type == "cpu")
+    if device.type != "cpu":  # drawn on the CPU, so the same values everywhere
+        parameters = {t: {n: v.to(device).requires_grad_(requires_grad) for n, v in g.items()}
+                      for t, g in parameters.items()}
+    return parameters
 
 
 def musical_parameters(graph, processors, seed=0):

@@ -1,5 +1,7 @@
 """Schedules, render plans and rendering on torch tensors, with autograd."""
 
+import collections.abc
+
 import torch
 
 from . import _grafx
@@ -19,9 +21,60 @@ def _refuse_tracing(function):
             "inputs); call grafx from eager PyTorch, or trace the parts around it")
 
 
-def make_processors(graph, sample_rate=44100):
-    """One processor per processor type of the graph, made for ``sample_rate`` (Hz)."""
-    return _grafx.make_processors(graph, _sample_rate(sample_rate, "make_processors"))
+def make_processors(graph, sample_rate=44100, processors=None, *, device=None, dtype=None):
+    """One processor per processor type of the graph, made for ``sample_rate`` (Hz).
+
+    ``processors`` (type -> module), as GRAFX's render takes them, processes those types
+    otherwise: a grafx processor module (``grafx.processors.Compressor()``) or a GRAFX processor
+    class that grafx implements (``ZeroPhaseFIREqualizer()`` -> grafx's ``eq``) by grafx's own
+    processor; any other module with GRAFX's interface (``forward(*inputs, **parameters)``,
+    ``parameter_size()``) is called from the render, batched like the built-in processors (one
+    call per step, the nodes of its type stacked) and differentiable through autograd.
+
+    ``device`` and ``dtype`` are where and in what ``create_parameters`` makes the parameters by
+    default; Python modules of ``processors`` are moved there (``module.to``). grafx's own
+    processors follow their inputs: their constants are made once per device and dtype.
+    """
+    rate = _sample_rate(sample_rate, "make_processors")
+    device = None if device is None else torch.device(device)
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise render_error("grafx.render.parameters", f"make_processors: expected dtype to be "
+                           f"a torch.dtype, but got {dtype!r}", TypeError)
+    for module in (processors or {}).values():
+        if isinstance(module, torch.nn.Module) and (device is not None or dtype is not None):
+            module.to(device=device, dtype=dtype)
+    made = _grafx.make_processors(graph, rate, _overrides(processors or {}))
+    made.device, made.dtype = device, dtype
+    return made
+
+
+def _overrides(processors):
+    """The C++ set's overrides of a type -> module dict: a registered processor's name (with
+    the module's options) for modules grafx implements, else the module itself."""
+    from .interop import _by_grafx_class  # the registry's GRAFX class names
+    from .processors import ProcessorModule
+    by_class = _by_grafx_class()
+    overrides = {}
+    for type_name, module in processors.items():
+        if isinstance(module, ProcessorModule):
+            overrides[type_name] = (module.type_name, dict(module.options))
+        elif type(module).__name__ in by_class:
+            overrides[type_name] = (by_class[type(module).__name__], {})
+        else:
+            overrides[type_name] = module
+    return overrides
+
+
+_sets = {}  # (graph, modules, rate) -> ProcessorSet: made once, not at every render
+
+
+def _processor_set(plan, processors, sample_rate):
+    key = (plan.graph.to_json(), tuple((t, id(m)) for t, m in processors.items()), sample_rate)
+    if key not in _sets:
+        if len(_sets) >= 16:
+            _sets.pop(next(iter(_sets)))
+        _sets[key] = (make_processors(plan.graph, sample_rate, processors), dict(processors))
+    return _sets[key][0]
 
 
 def schedule(graph, method="optimal", beam_width=32, beam_depth=1, time_budget_s=1.0,
@@ -50,7 +103,7 @@ def compute_render_order(graph, method="beam", **options):
 
 def render(plan, processors, parameters, sources, *, frozen_types=(), check_finite=True,
            observer=None, gradient_hooks=None, node_hooks=None, edge_hooks=None,
-           return_aux=False):
+           return_aux=False, sample_rate=44100):
     """Renders a plan on torch tensors; differentiable in the parameters and the sources.
 
     sources     K×C×L, or B×K×C×L for a batch of source sets (source k feeds the k-th ``in``
@@ -68,10 +121,16 @@ def render(plan, processors, parameters, sources, *, frozen_types=(), check_fini
     edge (``edge_hooks[(source, dest, outlet, inlet)]``) as it flows back, B×C×L: a callable of
     the cotangent, ``"stop"``, ``("scale", factor)`` or ``("clip_norm", max_norm)``.
 
+    ``processors`` is a ProcessorSet (make_processors), or GRAFX's dict of type -> module, made
+    into one as make_processors does (at ``sample_rate``; made once for the same graph and
+    modules).
+
     PyTorch's forward mode works through it: with ``torch.autograd.forward_ad``, dual parameters
     or sources give dual outputs (see grafx.jvp and grafx.hvp).
     """
     _refuse_tracing("render")
+    if isinstance(processors, collections.abc.Mapping):
+        processors = _processor_set(plan, processors, sample_rate)
     if not isinstance(sources, torch.Tensor):
         raise render_error("grafx.render.sources", "sources: expected a K×C×L or B×K×C×L "
                            f"tensor, but got {type(sources).__name__}", TypeError)
@@ -157,3 +216,30 @@ def adjoint_plan(plan, processors=None, *, frozen_types=(), recompute=(), source
                          and not processors[t].parameter_specs()]
     return _grafx.adjoint_plan(plan, list(frozen_types), list(recompute), bool(source_gradients),
                                sorted(set(parameterless)))
+
+
+def batch_grafx(graphs):
+    """GRAFX's ``batch_grafx``: several graphs of the same node types as one disconnected graph,
+    so that one render handles them all (as GRAFX intends; its own fails as written).
+
+    Graph g's nodes keep their order, with ids shifted past graph g-1's. Render the union with
+    each graph's sources concatenated along the source axis and each type's parameters along
+    the node axis, in list order; its outputs come in the same order. ``render_graphs`` does
+    all of that."""
+    union, _, _, _ = _grafx.batch_graphs(list(graphs))
+    return union
+
+
+def render_graphs(graphs, processors, parameters, sources, *, method="optimal",
+                  check_finite=True):
+    """Several graphs of the same node types rendered in one pass (graph-level batching):
+    ``parameters`` and ``sources`` are lists with one entry per graph, as ``render`` takes them
+    (K_g×C×L, or B×K_g×C×L with one B); returns a list of each graph's outputs, differentiable
+    in every parameter and source, equal to rendering each graph on its own."""
+    _refuse_tracing("render_graphs")
+    graphs, parameters, sources = list(graphs), list(parameters), list(sources)
+    if not all(isinstance(s, torch.Tensor) for s in sources):
+        raise render_error("grafx.render.sources", "render_graphs: expected a list of source "
+                           "tensors, one per graph", TypeError)
+    return _grafx.render_graphs(graphs, processors, [_raw(p) for p in parameters], sources,
+                                method, bool(check_finite))

@@ -22,7 +22,20 @@ struct ProcessorSet {
   Processors processors;
   SampleRate sample_rate = 0;
   NodeTypes types;
+  /// Types processed otherwise than by their own processor: type name -> (the name of a
+  /// registered processor, its options) (a grafx module, or a GRAFX class mapped to grafx's),
+  /// or a Python module (GRAFX's processor interface); kept so that the set pickles with them.
+  py::dict overrides;
+  /// Where and in what dtype the set's users make parameters by default (None: the CPU,
+  /// float32); the C++ processors themselves follow their inputs.
+  py::object device = py::none(), dtype = py::none();
 };
+
+/// The processors of `types` at `sample_rate`, those of `overrides` as it says.
+ProcessorSet make_processor_set(const NodeTypes& types, SampleRate sample_rate,
+                                const py::dict& overrides = py::dict());
+/// The Python module of a Python processor, else None.
+py::object python_module(const Processor& processor);
 
 /// A render plan with the graph and the schedule it was compiled from. Compiling them again gives
 /// the same plan (the compile is deterministic), which is how it pickles; scheduling again would

@@ -346,6 +346,7 @@ void bind_graph(py::module_& m) {
             Schedule schedule = schedule_from_state(state[2].cast<py::tuple>());
             return compile_plan(std::move(graph), std::move(schedule));
           }))
+      .def_readonly("graph", &CompiledPlan::graph, "The graph the plan was compiled from.")
       .def_property_readonly("num_calls", &RenderPlan::n_calls)
       .def_property_readonly("num_outputs", &RenderPlan::n_outputs)
       .def_readonly("num_sources", &RenderPlan::n_sources)

@@ -161,8 +161,9 @@ void bind_errors(py::module_& m) {
 }  // namespace grafx::python
 
 PYBIND11_MODULE(_grafx, m) {
-  m.doc()      = "grafx: differentiable audio processing graphs (C++ core; see the package grafx)";
-  namespace gp = grafx::python;
+  m.doc() = "grafx: differentiable audio processing graphs (C++ core; see the package grafx)";
+  m.attr("__version__") = GRAFX_VERSION;
+  namespace gp          = grafx::python;
   gp::bind_errors(m);
   gp::bind_graph(m);
   gp::bind_processors(m);

@@ -103,10 +103,6 @@ TensorDict forward_parameters(const Processor& p, const std::vector<at::Tensor>&
                         inputs[0].options());
 }
 
-ProcessorSet make_processor_set(const NodeTypes& types, SampleRate sample_rate) {
-  return {make_processors(types, {sample_rate}), sample_rate, types};
-}
-
 std::vector<ParameterSpec> specs_with_dry_wet(const Processor& processor) {
   std::vector<ParameterSpec> specs = processor.parameter_specs();
   specs.push_back(dry_wet_spec());
@@ -200,15 +196,30 @@ void bind_processors(py::module_& m) {
       .def(py::pickle(
           // The types as the text of a graph file without nodes (its writer and reader keep each
           // type's name, ports, processor and options), and the rate.
+          // Then the overrides (Python modules pickled by Python), device and dtype; states
+          // from before they were kept have two fields.
           [](const ProcessorSet& s) {
-            return py::make_tuple(kPickleVersion, graph_to_json(Graph(s.types)), s.sample_rate);
+            return py::make_tuple(kPickleVersion, graph_to_json(Graph(s.types)), s.sample_rate,
+                                  s.overrides, s.device, s.dtype);
           },
           [](const py::tuple& state) {
-            check_pickled_state(state, 2, "ProcessorSet");
+            const bool full = state.size() == 6;
+            check_pickled_state(state, full ? 5 : 2, "ProcessorSet");
             const NodeTypes types =
                 graph_from_json(state[1].cast<std::string>(), "pickled grafx.ProcessorSet").types();
-            return make_processor_set(types, state[2].cast<SampleRate>());
+            ProcessorSet set = make_processor_set(types, state[2].cast<SampleRate>(),
+                                                  full ? state[3].cast<py::dict>() : py::dict());
+            if (full) set.device = state[4], set.dtype = state[5];
+            return set;
           }))
+      .def_property(
+          "device", [](const ProcessorSet& s) { return s.device; },
+          [](ProcessorSet& s, py::object device) { s.device = std::move(device); },
+          "The device parameters are made on by default (None: the CPU).")
+      .def_property(
+          "dtype", [](const ProcessorSet& s) { return s.dtype; },
+          [](ProcessorSet& s, py::object dtype) { s.dtype = std::move(dtype); },
+          "The dtype parameters are made in by default (None: float32).")
       .def_readonly("sample_rate", &ProcessorSet::sample_rate)
       .def("__getitem__",
            [](const ProcessorSet& s, const std::string& type) {
@@ -217,6 +228,13 @@ void bind_processors(py::module_& m) {
                throw py::key_error("no processor for node type \"" + type + "\"");
              return handle(it->second);
            })
+      .def(
+          "module",
+          [](const ProcessorSet& s, const std::string& type) {
+            auto it = s.processors.find(type);
+            return it == s.processors.end() ? py::object(py::none()) : python_module(*it->second);
+          },
+          py::arg("type"), "The Python module that processes `type`, if one does (else None).")
       .def("__contains__", [](const ProcessorSet& s,
                               const std::string& type) { return s.processors.count(type) > 0; })
       .def("types", [](const ProcessorSet& s) {
@@ -226,10 +244,10 @@ void bind_processors(py::module_& m) {
       });
   m.def(
       "make_processors",
-      [](const Graph& graph, SampleRate sample_rate) {
-        return make_processor_set(graph.types(), sample_rate);
+      [](const Graph& graph, SampleRate sample_rate, const py::dict& overrides) {
+        return make_processor_set(graph.types(), sample_rate, overrides);
       },
-      py::arg("graph"), py::arg("sample_rate"));
+      py::arg("graph"), py::arg("sample_rate"), py::arg("overrides") = py::dict());
 
   m.def(
       "create_parameters",

@@ -8,6 +8,7 @@
 #include "bindings.h"
 
 #include <grafx/error.h>
+#include <grafx/graph/graph_tensor.h>
 #include <grafx/plan/adjoint_plan.h>
 #include <grafx/render/chunked.h>
 
@@ -189,6 +190,31 @@ void bind_render(py::module_& m) {
       },
       py::arg("plan"), py::arg("frozen_types"), py::arg("recompute"), py::arg("source_gradients"),
       py::arg("parameterless_types"));
+  m.def(
+      "batch_graphs",
+      [](const std::vector<Graph>& graphs) {
+        std::vector<GraphTensor> tensors;
+        for (const Graph& graph : graphs) tensors.push_back(to_tensor(graph));
+        const GraphBatch batch = batch_graphs(tensors);
+        return py::make_tuple(to_graph(batch.graph), batch.node_offsets, batch.source_offsets,
+                              batch.output_offsets);
+      },
+      py::arg("graphs"));
+  m.def(
+      "render_graphs",
+      [](const std::vector<Graph>& graphs, const ProcessorSet& set, const py::list& parameters,
+         const std::vector<at::Tensor>& sources, const std::string& method, bool check_finite) {
+        std::vector<Parameters> raw;
+        for (const auto& p : parameters) raw.push_back(parameters_from_python(p));
+        RenderOptions options;
+        options.check_finite         = check_finite;
+        options.check_finite_outputs = check_finite;
+        py::gil_scoped_release released;
+        return render_graphs(graphs, set.processors, raw, sources,
+                             ScheduleOptions(parse_schedule_method(method)), options);
+      },
+      py::arg("graphs"), py::arg("processors"), py::arg("parameters"), py::arg("sources"),
+      py::arg("method"), py::arg("check_finite"));
   m.def(
       "render_naive",
       [](const Graph& graph, const ProcessorSet& set, const py::handle& parameters,

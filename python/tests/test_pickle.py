@@ -272,6 +272,22 @@ def test_deepcopy_of_a_module_is_independent():
     assert_identical((mixer.state_dict(), mixer.graph.to_json()), before)
 
 
+def test_averaged_model_of_a_module():
+    """torch.optim.swa_utils.AveragedModel deep-copies the module and averages its parameters."""
+    mixer = Mixer()
+    averaged = torch.optim.swa_utils.AveragedModel(mixer)
+    averaged.update_parameters(mixer)  # the first copies
+    with torch.no_grad():
+        for p in mixer.parameters():
+            p.add_(1.0)
+    averaged.update_parameters(mixer)  # then the mean of the two
+    for (name, a), p in zip(averaged.module.named_parameters(), mixer.parameters()):
+        assert torch.allclose(a, p - 0.5), name
+    assert averaged.module.graph == mixer.graph
+    value, _ = mixer_result(averaged.module, 10)
+    assert torch.isfinite(value)
+
+
 class RenderedMixes(torch.utils.data.Dataset):
     """Item i: a render of seeded sources through a graph, a processor module after it, and the
     loss against a seeded target (a worker under `spawn` gets this object pickled)."""
@@ -294,10 +310,11 @@ class RenderedMixes(torch.utils.data.Dataset):
         return y, self.loss(y, torch.zeros_like(y) + 0.1)
 
 
-def test_dataloader_workers_under_spawn():
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_dataloader_workers_under_spawn(context):
     dataset = RenderedMixes()
     loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=1,
-                                         multiprocessing_context="spawn")
+                                         multiprocessing_context=context)
     items = list(loader)
     assert len(items) == len(dataset)
     for i, (y, loss) in enumerate(items):
