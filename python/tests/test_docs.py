@@ -6,17 +6,20 @@ compiled and run by CTest (`example_readme`, examples/CMakeLists.txt); its outpu
 compared with what `scripts/demo.sh` prints.
 """
 
+import importlib.util
 import os
 import pathlib
 import re
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
 
 import grafx
 from conftest import SOURCE_DIR
+from test_pip_install import targets_up_to_date
 
 FENCE = re.compile(r"^```([a-z]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 GRAFX_BIN = pathlib.Path(os.environ.get("GRAFX_BIN", SOURCE_DIR / "build" / "bin" / "grafx")).resolve()
@@ -125,6 +128,22 @@ def python_path(code, tmp_path):
     assert "Graph with 0 nodes" in printed
 
 
+def pip_install(code, tmp_path):
+    # As written, in a home of its own, packaging this run's CMake tree (already built: seconds).
+    why = targets_up_to_date()
+    missing = [m for m in ("ensurepip", "pip", "setuptools", "wheel")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        why = f"no {', '.join(missing)} (scripts/setup.sh --tests)"
+    if why:
+        warnings.warn(f"docs/python.md's pip block not run: {why}")
+        return
+    env = environment(HOME=str(tmp_path), PYTHONPATH="", GRAFX_CMAKE_BUILD_DIR=str(BUILD_DIR),
+                      PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1")
+    printed = run_bash(code, SOURCE_DIR, env)
+    assert "Graph with 0 nodes" in printed
+
+
 def run_python(code, namespace, tmp_path):
     cwd = os.getcwd()
     os.chdir(tmp_path)
@@ -178,7 +197,8 @@ def test_readme_runs_as_written(tmp_path):
 
 
 def test_python_page_runs_as_written(tmp_path):
-    run_page("docs/python.md", {("bash", "export PYTHONPATH="): python_path}, tmp_path)
+    run_page("docs/python.md", {("bash", "export PYTHONPATH="): python_path,
+                                ("bash", "/usr/bin/python3 -m venv"): pip_install}, tmp_path)
 
 
 def test_every_block_is_found():
