@@ -49,6 +49,8 @@ class MixLoss(_OnDevice):
                                    lr_weight, mid_weight, side_weight)
 
     def forward(self, estimate, target):
+        """The loss of ``estimate`` against ``target`` (B×2×L or 2×L, same shape), a scalar
+        tensor differentiable in both; grafx.LossError for mismatched shapes, dtypes or devices."""
         self._check(estimate, target)
         return self.loss(estimate, target)
 
@@ -76,5 +78,7 @@ class MultiResolutionSTFTLoss(_OnDevice):
                                                    list(win_lengths), eps)
 
     def forward(self, estimate, target):
+        """The loss of ``estimate`` against ``target`` (same shape ...×L), a scalar tensor
+        differentiable in both; grafx.LossError for mismatched shapes, dtypes or devices."""
         self._check(estimate, target)
         return self.loss(estimate, target)

@@ -118,15 +118,19 @@ class GraphParameters(torch.nn.Module):
 
     # A read-only mapping of types to {name: parameter}, as create_parameters' dict is.
     def items(self):
+        """``(type, {name: parameter})`` pairs, as ``dict.items``."""
         return self.raw().items()
 
     def keys(self):
+        """The node type names that have parameters."""
         return self.raw().keys()
 
     def values(self):
+        """Each type's ``{name: parameter}``."""
         return self.raw().values()
 
     def get(self, type_name, default=None):
+        """The ``{name: parameter}`` of ``type_name``, or ``default`` if it has none."""
         return self.raw().get(type_name, default)
 
     def __getitem__(self, type_name):

@@ -182,21 +182,35 @@ void bind_graph(py::module_& m) {
             return g.add_type(type_from_python(name, inlets, outlets, processor, options));
           },
           py::arg("name"), py::arg("inlets") = py::none(), py::arg("outlets") = py::none(),
-          py::arg("processor") = "", py::arg("options") = py::dict())
-      .def_property_readonly("types",
-                             [](const Graph& g) {
-                               py::list result;
-                               for (const NodeType& type : g.types().all())
-                                 result.append(type_to_python(type));
-                               return result;
-                             })
-      .def("add", &Graph::add, py::arg("node_type"), py::arg("name") = "")
+          py::arg("processor") = "", py::arg("options") = py::dict(),
+          "Declares a node type `name` (ports left out are its processor's, or `main`); "
+          "`processor` names the registered processor it runs (default: `name`) with its "
+          "`options`. Returns its type id.")
+      .def_property_readonly(
+          "types",
+          [](const Graph& g) {
+            py::list result;
+            for (const NodeType& type : g.types().all()) result.append(type_to_python(type));
+            return result;
+          },
+          "The node types, each a dict with `name`, `inlets`, `outlets`, `processor` and "
+          "`options`.")
+      .def("add", &Graph::add, py::arg("node_type"), py::arg("name") = "",
+           "Adds a node of a known type (with an optional free-text name); returns its id. "
+           "GraphError for an unknown type.")
       .def("add_serial_chain", &Graph::add_serial_chain, py::arg("node_types"),
-           py::arg("names") = std::vector<std::string>{})
+           py::arg("names") = std::vector<std::string>{},
+           "Adds a chain of nodes of `node_types` connected main -> main; returns the ids (first, "
+           "last). `names`, if given, one per type.")
       .def("connect", &Graph::connect, py::arg("source"), py::arg("dest"),
-           py::arg("outlet") = "main", py::arg("inlet") = "main")
+           py::arg("outlet") = "main", py::arg("inlet") = "main",
+           "Connects port `outlet` of node `source` to port `inlet` of node `dest`. GraphError for "
+           "an unknown node or port, a repeated edge, a self-loop or a cycle (the graph is left "
+           "unchanged).")
       .def("disconnect", &Graph::disconnect, py::arg("source"), py::arg("dest"),
-           py::arg("outlet") = "main", py::arg("inlet") = "main")
+           py::arg("outlet") = "main", py::arg("inlet") = "main",
+           "Removes the edge from `outlet` of `source` to `inlet` of `dest`; GraphError "
+           "(grafx.graph.unknown_edge) if there is none.")
       .def(
           "remove",
           [](Graph& g, NodeId id) {
@@ -207,51 +221,80 @@ void bind_graph(py::module_& m) {
             return py::make_tuple(in_edges, out_edges);
           },
           py::arg("node"), "Removes a node; returns its (incoming, outgoing) edges.")
-      .def("bypass", &Graph::bypass, py::arg("node"))
-      .def("set_name", &Graph::set_name, py::arg("node"), py::arg("name"))
-      .def("set_dry_wet", &Graph::set_dry_wet, py::arg("node"), py::arg("dry_wet") = true)
-      .def("set_bypassed", &Graph::set_bypassed, py::arg("node"), py::arg("bypassed") = true)
-      .def("node", &node_to_python, py::arg("node"))
-      .def("nodes", &Graph::nodes)
-      .def("nodes_of_type", &Graph::nodes_of_type, py::arg("node_type"))
-      .def("edges", [](const Graph& g) { return edges_to_python(g, g.edges()); })
-      .def("in_edges", [](const Graph& g, NodeId id) { return edges_to_python(g, g.in_edges(id)); })
-      .def("out_edges",
-           [](const Graph& g, NodeId id) { return edges_to_python(g, g.out_edges(id)); })
-      .def("predecessors", &Graph::predecessors)
-      .def("successors", &Graph::successors)
-      .def("topological_order", &Graph::topological_order)
+      .def("bypass", &Graph::bypass, py::arg("node"),
+           "Removes a processor node and connects each node that fed it to each node it fed (each "
+           "outlet passing on its pass-through inlet). GraphError if the new edges would repeat "
+           "existing ones.")
+      .def("set_name", &Graph::set_name, py::arg("node"), py::arg("name"),
+           "Sets a node's free-text name (e.g. \"bass.eq\").")
+      .def("set_dry_wet", &Graph::set_dry_wet, py::arg("node"), py::arg("dry_wet") = true,
+           "Gives a processor node a learnable wet amount (its type's parameter `dry_wet`), or "
+           "takes it away. GraphError (grafx.graph.node_property) for in, out and mix nodes.")
+      .def("set_bypassed", &Graph::set_bypassed, py::arg("node"), py::arg("bypassed") = true,
+           "Marks a processor node bypassed (kept, rendered as a pass-through, its parameters "
+           "kept), or not. GraphError (grafx.graph.node_property) for in, out and mix nodes.")
+      .def("node", &node_to_python, py::arg("node"),
+           "A node as a dict with `id`, `type`, `name`, `dry_wet` and `bypassed`. GraphError "
+           "(grafx.graph.unknown_node) for an unknown id.")
+      .def("nodes", &Graph::nodes, "The ids of all nodes, ascending.")
+      .def("nodes_of_type", &Graph::nodes_of_type, py::arg("node_type"),
+           "The ids of the nodes of a type, ascending.")
+      .def(
+          "edges", [](const Graph& g) { return edges_to_python(g, g.edges()); },
+          "All edges as tuples (source, dest, outlet, inlet), sorted.")
+      .def(
+          "in_edges", [](const Graph& g, NodeId id) { return edges_to_python(g, g.in_edges(id)); },
+          "The edges into a node, as tuples (source, dest, outlet, inlet), sorted by inlet.")
+      .def(
+          "out_edges",
+          [](const Graph& g, NodeId id) { return edges_to_python(g, g.out_edges(id)); },
+          "The edges out of a node, as tuples (source, dest, outlet, inlet), sorted by outlet.")
+      .def("predecessors", &Graph::predecessors,
+           "The distinct nodes with an edge into a node, ascending.")
+      .def("successors", &Graph::successors, "The distinct nodes a node has an edge to, ascending.")
+      .def("topological_order", &Graph::topological_order,
+           "The node ids in a topological order (among ready nodes, the smallest id first).")
       .def("__contains__", &Graph::contains)
       .def("__len__", &Graph::n_nodes)
-      .def_property_readonly("num_nodes", &Graph::n_nodes)
-      .def_property_readonly("num_edges", &Graph::n_edges)
+      .def_property_readonly("num_nodes", &Graph::n_nodes, "The number of nodes.")
+      .def_property_readonly("num_edges", &Graph::n_edges, "The number of edges.")
       .def_property_readonly("counter", &Graph::next_id, "The id the next add returns.")
-      .def("validate",
-           [](const Graph& g) {
-             py::list result;
-             for (const ValidationIssue& issue : g.validate())
-               result.append(py::make_tuple(issue.code, issue.node, issue.message));
-             return result;
-           })
-      .def("check", &Graph::check)
-      .def("to_json", &graph_to_json)
+      .def(
+          "validate",
+          [](const Graph& g) {
+            py::list result;
+            for (const ValidationIssue& issue : g.validate())
+              result.append(py::make_tuple(issue.code, issue.node, issue.message));
+            return result;
+          },
+          "The problems that make the graph unrenderable (no in, no out, an unconnected inlet), as "
+          "tuples (code, node, message); node is -1 for the whole graph. Empty when valid.")
+      .def("check", &Graph::check, "Raises a GraphError for the first problem `validate` finds.")
+      .def("to_json", &graph_to_json,
+           "The graph as the text of a graph file (docs/graph-format.md).")
       .def_static(
           "from_json",
           [](const std::string& text, const std::string& origin) {
             return graph_from_json(text, origin, registry_node_types());
           },
-          py::arg("text"), py::arg("origin") = "graph")
+          py::arg("text"), py::arg("origin") = "graph",
+          "A graph from the text of a graph file; `origin` names it in error messages. GraphError "
+          "or IoError for malformed text.")
       .def_static(
           "load", [](const std::string& path) { return load_graph(path, registry_node_types()); },
-          py::arg("path"))
-      .def("save", &save_graph, py::arg("path"), py::arg("overwrite") = false)
+          py::arg("path"), "Reads a graph file (the CLI's JSON). IoError if it cannot be read.")
+      .def("save", &save_graph, py::arg("path"), py::arg("overwrite") = false,
+           "Writes the graph file (the CLI's JSON), atomically; IoError rather than replace a file "
+           "unless `overwrite`.")
       .def(
           "to_dot",
           [](const Graph& g, bool vertical, bool show_ids, bool strips, const std::string& title) {
             return graph_to_dot(g, {vertical, show_ids, title, strips});
           },
           py::arg("vertical") = false, py::arg("show_ids") = false, py::arg("strips") = false,
-          py::arg("title") = "")
+          py::arg("title") = "",
+          "The graph in Graphviz's dot language: top to bottom if `vertical`, with node ids if "
+          "`show_ids`, console tracks as strips if `strips`, under `title`.")
       .def(
           "draw",
           [](const Graph& g, const std::string& path, bool vertical, bool show_ids, bool strips,
@@ -259,9 +302,12 @@ void bind_graph(py::module_& m) {
             draw_graph(g, path, {vertical, show_ids, title, strips}, overwrite);
           },
           py::arg("path"), py::arg("vertical") = false, py::arg("show_ids") = false,
-          py::arg("strips") = false, py::arg("title") = "", py::arg("overwrite") = false)
+          py::arg("strips") = false, py::arg("title") = "", py::arg("overwrite") = false,
+          "Draws the graph with Graphviz into `path` (.svg, .png, .pdf or .dot, by its extension), "
+          "with `to_dot`'s options; IoError rather than replace a file unless `overwrite`.")
       .def(py::pickle(&graph_state, &graph_from_state))
-      .def("copy", [](const Graph& g) { return Graph(g); })
+      .def(
+          "copy", [](const Graph& g) { return Graph(g); }, "An independent copy of the graph.")
       .def("__copy__", [](const Graph& g) { return Graph(g); })
       .def("__deepcopy__", [](const Graph& g, py::dict) { return Graph(g); })
       .def("__eq__", [](const Graph& a, const Graph& b) { return a == b; })
@@ -286,49 +332,80 @@ void bind_graph(py::module_& m) {
       },
       py::arg("n_tracks"), py::arg("track_groups"), py::arg("chain"), py::arg("dry_wet"),
       py::arg("track_names"), py::arg("types"));
-  m.def("chain_from_letters", &chain_from_letters, py::arg("letters"));
-  m.def("default_console_chain", &default_console_chain);
-  m.def("even_groups", &ConsoleOptions::even_groups, py::arg("n_tracks"), py::arg("n_groups"));
+  m.def("chain_from_letters", &chain_from_letters, py::arg("letters"),
+        "The processor type names of chain letters (\"ecg\" -> [\"eq\", \"compressor\", "
+        "\"gain_pan\"]); ProcessorError for an unknown letter.");
+  m.def("default_console_chain", &default_console_chain,
+        "The type names of the pruning paper's console chain e-c-n-s-g-d-r.");
+  m.def("even_groups", &ConsoleOptions::even_groups, py::arg("n_tracks"), py::arg("n_groups"),
+        "The subgroup of each of `n_tracks` tracks split into `n_groups` contiguous, near-equal "
+        "subgroups.");
   m.def(
       "prune_randomly",
       [](Graph& graph, uint64_t seed) {
         return prune_randomly(graph, {seed, random_pruning_rates()});
       },
-      py::arg("graph"), py::arg("seed") = 0);
+      py::arg("graph"), py::arg("seed") = 0,
+      "Bypasses processor nodes of `graph` (in place) at the pruning paper's per-type rates, "
+      "deterministically for `seed`; returns the bypassed node ids.");
 
   py::class_<GraphTensor>(m, "GraphTensor", "The tensor form of a graph (graph neural networks).")
-      .def_readonly("node_types", &GraphTensor::node_types)
-      .def_readonly("edge_index", &GraphTensor::edge_index)
-      .def_readonly("edge_ports", &GraphTensor::edge_ports)
-      .def_readonly("type_counts", &GraphTensor::type_counts)
-      .def_readonly("node_ids", &GraphTensor::node_ids)
-      .def_readonly("node_names", &GraphTensor::node_names)
-      .def_property_readonly("type_names",
-                             [](const GraphTensor& t) {
-                               std::vector<std::string> names;
-                               for (const NodeType& type : t.types.all())
-                                 names.push_back(type.name);
-                               return names;
-                             })
-      .def_property_readonly("num_nodes", &GraphTensor::n_nodes)
-      .def_property_readonly("num_edges", &GraphTensor::n_edges)
-      .def("to_graph", &to_graph)
+      .def_readonly("node_types", &GraphTensor::node_types,
+                    "The type id of each node row, int64 [V].")
+      .def_readonly("edge_index", &GraphTensor::edge_index,
+                    "Source and destination rows of each edge, int64 [2, E].")
+      .def_readonly("edge_ports", &GraphTensor::edge_ports,
+                    "Outlet and inlet index of each edge, int64 [E, 2].")
+      .def_readonly("type_counts", &GraphTensor::type_counts,
+                    "The number of nodes of each type, int64 [number of types].")
+      .def_readonly("node_ids", &GraphTensor::node_ids, "The graph's node id of each row.")
+      .def_readonly("node_names", &GraphTensor::node_names, "The name of each row's node.")
+      .def_property_readonly(
+          "type_names",
+          [](const GraphTensor& t) {
+            std::vector<std::string> names;
+            for (const NodeType& type : t.types.all()) names.push_back(type.name);
+            return names;
+          },
+          "The name of each type id.")
+      .def_property_readonly("num_nodes", &GraphTensor::n_nodes, "The number of nodes V.")
+      .def_property_readonly("num_edges", &GraphTensor::n_edges, "The number of edges E.")
+      .def("to_graph", &to_graph,
+           "The Graph this tensor form describes (ids, names and types kept).")
       .def("__repr__", &GraphTensor::to_string);
-  m.def("to_tensor", &to_tensor, py::arg("graph"));
+  m.def("to_tensor", &to_tensor, py::arg("graph"),
+        "The tensor form of a graph (a GraphTensor), for graph neural networks; GRAFX's name is "
+        "convert_to_tensor.");
 
-  py::class_<Schedule>(m, "Schedule")
+  py::class_<Schedule>(
+      m, "Schedule",
+      "A render schedule: the node rows (of the graph's tensor form) each processor call renders "
+      "together, step 0 the `in` nodes and the last the `out` nodes.")
       .def(py::pickle(&schedule_state, &schedule_from_state))
-      .def_property_readonly("steps", [](const Schedule& s) { return steps_to_python(s.steps); })
-      .def_readonly("step_types", &Schedule::step_types)
-      .def_readonly("dead_rows", &Schedule::dead_rows)
-      .def_property_readonly("method", [](const Schedule& s) { return to_string(s.method); })
-      .def_readonly("proven_optimal", &Schedule::proven_optimal)
-      .def_readonly("lower_bound", &Schedule::lower_bound)
-      .def_readonly("seconds", &Schedule::seconds)
-      .def_property_readonly("num_calls", &Schedule::n_calls)
-      .def("step_of_rows", &Schedule::step_of_rows, py::arg("num_rows"))
-      .def("type_sequence",
-           [](const Schedule& s, const GraphTensor& t) { return s.type_sequence(t.types); });
+      .def_property_readonly(
+          "steps", [](const Schedule& s) { return steps_to_python(s.steps); },
+          "The node rows of each step, a list of lists; step 0 is `in`, the last `out`.")
+      .def_readonly("step_types", &Schedule::step_types, "The type id of each step.")
+      .def_readonly("dead_rows", &Schedule::dead_rows,
+                    "Rows on no path from an `in` to an `out`, ascending; not scheduled.")
+      .def_property_readonly(
+          "method", [](const Schedule& s) { return to_string(s.method); },
+          "The method that made it (\"optimal\", \"one-by-one\", \"fixed\", \"greedy\" or "
+          "\"beam\").")
+      .def_readonly("proven_optimal", &Schedule::proven_optimal,
+                    "Whether no schedule with fewer calls exists (the optimal search proved it).")
+      .def_readonly("lower_bound", &Schedule::lower_bound,
+                    "The optimal search's best lower bound on the number of calls.")
+      .def_readonly("seconds", &Schedule::seconds, "Time spent scheduling, in seconds.")
+      .def_property_readonly("num_calls", &Schedule::n_calls,
+                             "Processor calls: the steps other than `in` and `out`.")
+      .def("step_of_rows", &Schedule::step_of_rows, py::arg("num_rows"),
+           "The step of each of `num_rows` rows, -1 for dead rows.")
+      .def(
+          "type_sequence",
+          [](const Schedule& s, const GraphTensor& t) { return s.type_sequence(t.types); },
+          "The type names of the steps, named by the tensor form's types: \"in, eq, compressor, "
+          "mix, out\".");
   def_scheduled(m, "schedule", [](const Graph& graph, const ScheduleOptions& options) {
     return schedule_graph(to_tensor(graph), options);
   });
@@ -347,21 +424,31 @@ void bind_graph(py::module_& m) {
             return compile_plan(std::move(graph), std::move(schedule));
           }))
       .def_readonly("graph", &CompiledPlan::graph, "The graph the plan was compiled from.")
-      .def_property_readonly("num_calls", &RenderPlan::n_calls)
-      .def_property_readonly("num_outputs", &RenderPlan::n_outputs)
-      .def_readonly("num_sources", &RenderPlan::n_sources)
-      .def_readonly("dead_nodes", &RenderPlan::dead_nodes)
-      .def_readonly("node_ids", &RenderPlan::node_ids)
-      .def_property_readonly("method", [](const CompiledPlan& p) { return to_string(p.method); })
-      .def_readonly("proven_optimal", &RenderPlan::proven_optimal)
-      .def_property_readonly("type_sequence",
-                             [](const CompiledPlan& p) {
-                               std::vector<std::string> names;
-                               for (const PlanStep& step : p.steps)
-                                 names.push_back(p.types.name(step.type));
-                               return names;
-                             })
-      .def("to_json", &RenderPlan::to_json)
+      .def_property_readonly("num_calls", &RenderPlan::n_calls,
+                             "The number of processor calls a render makes.")
+      .def_property_readonly("num_outputs", &RenderPlan::n_outputs,
+                             "The number of `out` nodes: the outputs a render returns.")
+      .def_readonly("num_sources", &RenderPlan::n_sources,
+                    "The number of `in` nodes: the sources a render takes (K).")
+      .def_readonly("dead_nodes", &RenderPlan::dead_nodes,
+                    "Ids of the nodes on no path from an `in` to an `out` (not rendered).")
+      .def_readonly("node_ids", &RenderPlan::node_ids,
+                    "The graph's node id of each row of the plan's tensor form.")
+      .def_property_readonly(
+          "method", [](const CompiledPlan& p) { return to_string(p.method); },
+          "The schedule method the plan was made with.")
+      .def_readonly("proven_optimal", &RenderPlan::proven_optimal,
+                    "Whether its schedule is proven to have the fewest calls.")
+      .def_property_readonly(
+          "type_sequence",
+          [](const CompiledPlan& p) {
+            std::vector<std::string> names;
+            for (const PlanStep& step : p.steps) names.push_back(p.types.name(step.type));
+            return names;
+          },
+          "The type name of each processor call, in order.")
+      .def("to_json", &RenderPlan::to_json,
+           "The plan as JSON text (its steps' reads, sums and writes).")
       .def("__str__", &RenderPlan::to_string)
       .def("__repr__", [](const CompiledPlan& p) {
         return "<grafx.RenderPlan: " + std::to_string(p.n_calls()) + " calls (" +

@@ -16,7 +16,9 @@ void bind_io(py::module_& m) {
         Audio audio = read_audio(path);
         return py::make_tuple(audio.samples, audio.sample_rate);
       },
-      py::arg("path"));
+      py::arg("path"),
+      "Reads an audio file (WAV, FLAC, ... through libsndfile); returns (samples, sample_rate): a "
+      "float32 C×L tensor and the rate in Hz. IoError if it cannot be read.");
   m.def(
       "save_audio",
       [](const std::string& path, const at::Tensor& samples, SampleRate sample_rate,
@@ -42,7 +44,9 @@ void bind_io(py::module_& m) {
         py::gil_scoped_release released;
         return resample(samples, from_rate, to_rate);
       },
-      py::arg("samples"), py::arg("from_rate"), py::arg("to_rate"));
+      py::arg("samples"), py::arg("from_rate"), py::arg("to_rate"),
+      "`samples` (C×L) at `from_rate` resampled to `to_rate` (both in Hz) with libsamplerate's "
+      "best sinc converter: exactly round(L × to_rate / from_rate) samples.");
   m.def(
       "write_plot",
       [](const std::string& path,

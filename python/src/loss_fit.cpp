@@ -134,25 +134,39 @@ void bind_loss_and_fit(py::module_& m) {
         return loss(estimate, target);
       });
 
-  py::class_<FitOptions>(m, "FitOptions")
+  py::class_<FitOptions>(m, "FitOptions",
+                         "Options of a mix fit (grafx fit's defaults); set fields by name: `o = "
+                         "grafx.FitOptions(); o.num_steps = 500`.")
       .def(py::init<>())
-      .def_readwrite("num_steps", &FitOptions::n_steps)
-      .def_readwrite("time_budget_seconds", &FitOptions::time_budget_seconds)
+      .def_readwrite("num_steps", &FitOptions::n_steps, "Steps to run (default 1000).")
+      .def_readwrite("time_budget_seconds", &FitOptions::time_budget_seconds,
+                     "Stop once this many seconds of fitting have passed in a run (0: no limit).")
       .def_property(
           "lr", [](const FitOptions& o) { return o.optimizer.lr; },
-          [](FitOptions& o, double lr) { o.optimizer.lr = lr; })
+          [](FitOptions& o, double lr) { o.optimizer.lr = lr; },
+          "AdamW's learning rate (default 0.05).")
       .def_property(
           "weight_decay", [](const FitOptions& o) { return o.optimizer.weight_decay; },
-          [](FitOptions& o, double w) { o.optimizer.weight_decay = w; })
+          [](FitOptions& o, double w) { o.optimizer.weight_decay = w; },
+          "AdamW's weight decay (default 0).")
       .def_property(
           "warmup_steps", [](const FitOptions& o) { return o.lr_schedule.warmup_steps; },
-          [](FitOptions& o, int64_t n) { o.lr_schedule.warmup_steps = n; })
+          [](FitOptions& o, int64_t n) { o.lr_schedule.warmup_steps = n; },
+          "Steps of linear warm-up from lr/10 to lr (0: none).")
       .def_property(
           "final_lr_ratio", [](const FitOptions& o) { return o.lr_schedule.final_ratio; },
-          [](FitOptions& o, double r) { o.lr_schedule.final_ratio = r; })
-      .def_readwrite("crop_seconds", &FitOptions::crop_seconds)
-      .def_readwrite("crops_per_step", &FitOptions::crops_per_step)
-      .def_readwrite("hessian_preconditioning", &FitOptions::hessian_preconditioning)
+          [](FitOptions& o, double r) { o.lr_schedule.final_ratio = r; },
+          "The cosine schedule's final learning rate as a share of lr (default 0.1; 1 keeps lr "
+          "constant).")
+      .def_readwrite("crop_seconds", &FitOptions::crop_seconds,
+                     "Length of the random crop each step renders, in seconds (the whole song if "
+                     "shorter; default 3.8).")
+      .def_readwrite("crops_per_step", &FitOptions::crops_per_step,
+                     "Crops per step, rendered as one source batch; the loss and regularisers are "
+                     "their means.")
+      .def_readwrite("hessian_preconditioning", &FitOptions::hessian_preconditioning,
+                     "Curvature in AdamW's second moment (as AdaHessian), from one Hessian-vector "
+                     "product per step; the same as optimizer = \"adahessian\".")
       .def_property(
           "optimizer",
           [](const FitOptions& o) { return o.hessian_preconditioning ? "adahessian" : "adamw"; },
@@ -162,28 +176,44 @@ void bind_loss_and_fit(py::module_& m) {
                   "grafx.fit.options",
                   "optimizer: expected \"adamw\" or \"adahessian\", but got \"" + name + "\"");
             o.hessian_preconditioning = name == "adahessian";
-          })
+          },
+          "\"adamw\" or \"adahessian\" (AdamW with curvature); FitError (grafx.fit.options) for "
+          "another name.")
       // The mix loss the fit minimises (grafx fit's, by default); its sample rate and warm-up
       // skip are the fit's own (sample_rate, skip_seconds), set when the fit starts.
       .def_property(
           "loss", [](const FitOptions& o) { return MixLoss(o.loss); },
-          [](FitOptions& o, const MixLoss& loss) { o.loss = loss.options(); })
-      .def_readwrite("skip_seconds", &FitOptions::skip_seconds)
-      .def_readwrite("seed", &FitOptions::seed)
-      .def_readwrite("reset_optimizer_every", &FitOptions::reset_optimizer_every)
-      .def_readwrite("max_gradient_norm", &FitOptions::max_gradient_norm)
-      .def_readwrite("max_non_finite_steps", &FitOptions::max_non_finite_steps)
-      .def_readwrite("regularizer_weights", &FitOptions::regularizer_weights)
+          [](FitOptions& o, const MixLoss& loss) { o.loss = loss.options(); },
+          "The MixLoss the fit minimises (its sample rate and warm-up skip are the fit's own).")
+      .def_readwrite("skip_seconds", &FitOptions::skip_seconds,
+                     "Start of each crop left out of the loss (warm-up), in seconds (default 1).")
+      .def_readwrite("seed", &FitOptions::seed, "Seed of the initial parameters and the crops.")
+      .def_readwrite("reset_optimizer_every", &FitOptions::reset_optimizer_every,
+                     "Re-create the optimizer's state every this many steps (0: never).")
+      .def_readwrite("max_gradient_norm", &FitOptions::max_gradient_norm,
+                     "Clip the global gradient norm to this (0: no clipping).")
+      .def_readwrite("max_non_finite_steps", &FitOptions::max_non_finite_steps,
+                     "Stop with a FitError (grafx.fit.diverged) after this many skipped "
+                     "(non-finite) steps in a row.")
+      .def_readwrite("regularizer_weights", &FitOptions::regularizer_weights,
+                     "Weights of the processors' auxiliary losses, {name: weight} (gain staging "
+                     "1e-3, radii 0.5).")
       .def_property(
           "initialise_starts", [](const FitOptions& o) { return o.initialisation.typical_starts; },
-          [](FitOptions& o, bool on) { o.initialisation.typical_starts = on; })
+          [](FitOptions& o, bool on) { o.initialisation.typical_starts = on; },
+          "Start from the processors' typical settings (default on).")
       .def_property(
           "initialise_gains", [](const FitOptions& o) { return o.initialisation.channel_gains; },
-          [](FitOptions& o, bool on) { o.initialisation.channel_gains = on; })
+          [](FitOptions& o, bool on) { o.initialisation.channel_gains = on; },
+          "Start from least-squares gains per track and channel (default on).")
       .def_property(
           "initialise_eq", [](const FitOptions& o) { return o.initialisation.spectral_eq; },
-          [](FitOptions& o, bool on) { o.initialisation.spectral_eq = on; })
-      .def_readwrite("learning_rates", &FitOptions::learning_rates)
+          [](FitOptions& o, bool on) { o.initialisation.spectral_eq = on; },
+          "Start each track's EQ from smoothed spectral ratios (default off).")
+      .def_readwrite("learning_rates", &FitOptions::learning_rates,
+                     "Learning rates of parameter groups, {key: lr} keyed by \"TYPE.PARAMETER\", "
+                     "\"TYPE\" or \"PARAMETER\" (the most specific wins; 0 freezes); the schedule "
+                     "scales them as it scales lr.")
       .def_property(
           "stages",
           [](const FitOptions& o) {
@@ -194,11 +224,17 @@ void bind_loss_and_fit(py::module_& m) {
           [](FitOptions& o, const std::vector<std::pair<double, std::set<std::string>>>& stages) {
             o.stages.clear();
             for (const auto& [until, groups] : stages) o.stages.push_back({until, groups});
-          })
-      .def_readwrite("adapt_threads", &FitOptions::adapt_threads)
+          },
+          "Training stages, a list of (until, groups): until the share `until` (in (0, 1]) of the "
+          "fit, only the parameter groups named (keyed as learning_rates) train; after the last "
+          "stage every parameter trains.")
+      .def_readwrite("adapt_threads", &FitOptions::adapt_threads,
+                     "Time the steps and use fewer LibTorch threads when that steps faster "
+                     "(restored when the fit returns).")
       .def_property(
           "schedule_method", [](const FitOptions& o) { return to_string(o.schedule.method); },
-          [](FitOptions& o, const std::string& m) { o.schedule = parse_schedule_method(m); });
+          [](FitOptions& o, const std::string& m) { o.schedule = parse_schedule_method(m); },
+          "The render schedule's method (default \"optimal\").");
 
   py::class_<Fitter>(m, "Fitter")
       .def(py::init([](const Graph& graph, const at::Tensor& tracks, const at::Tensor& mix,

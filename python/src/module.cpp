@@ -117,9 +117,10 @@ struct ErrorLayer {
 };
 
 template <class E>
-ErrorLayer error_layer(py::module_& m, const char* name, py::handle base) {
+ErrorLayer error_layer(py::module_& m, const char* name, py::handle base, const char* doc) {
   // Leaked on purpose: the classes live as long as the interpreter.
-  auto* type = new py::exception<E>(m, name, base.ptr());
+  auto* type            = new py::exception<E>(m, name, base.ptr());
+  type->attr("__doc__") = doc;
   return {*type, [](const Error& e) {
             if constexpr (std::is_same_v<E, Error>)
               return true;
@@ -133,15 +134,32 @@ ErrorLayer error_layer(py::module_& m, const char* name, py::handle base) {
 // grafx::Error and its layers as Python exceptions carrying `code` and `message`.
 void bind_errors(py::module_& m) {
   // The translator must be a plain function: the classes live in statics, made once.
-  static const ErrorLayer base                = error_layer<Error>(m, "Error", PyExc_RuntimeError);
+  static const ErrorLayer base = error_layer<Error>(
+      m, "Error", PyExc_RuntimeError,
+      "A grafx error: `code` is its stable code (docs/errors.md, e.g. \"grafx.graph.cycle\"), "
+      "`message` the message without it; each layer raises a subclass.");
   static const std::vector<ErrorLayer> layers = {
-      error_layer<GraphError>(m, "GraphError", base.python_class),
-      error_layer<ScheduleError>(m, "ScheduleError", base.python_class),
-      error_layer<RenderError>(m, "RenderError", base.python_class),
-      error_layer<ProcessorError>(m, "ProcessorError", base.python_class),
-      error_layer<IoError>(m, "IoError", base.python_class),
-      error_layer<FitError>(m, "FitError", base.python_class),
-      error_layer<LossError>(m, "LossError", base.python_class),
+      error_layer<GraphError>(m, "GraphError", base.python_class,
+                              "A graph error (grafx.graph.*): an unknown node, type or port, a "
+                              "cycle, a repeated edge, an unrenderable graph."),
+      error_layer<ScheduleError>(m, "ScheduleError", base.python_class,
+                                 "A scheduling error (grafx.schedule.*): an unknown method, a bad "
+                                 "fixed order or search setting."),
+      error_layer<RenderError>(m, "RenderError", base.python_class,
+                               "A render error (grafx.render.*): sources or parameters that do not "
+                               "fit the plan, non-finite values, tracing."),
+      error_layer<ProcessorError>(m, "ProcessorError", base.python_class,
+                                  "A processor error (grafx.processor.*): an unknown processor, "
+                                  "option or parameter, inputs of the wrong shape."),
+      error_layer<IoError>(m, "IoError", base.python_class,
+                           "A file error (grafx.io.*): a file that cannot be read or written, a "
+                           "malformed file, one that exists already."),
+      error_layer<FitError>(
+          m, "FitError", base.python_class,
+          "A fitting error (grafx.fit.*): bad options or data, a fit that diverged."),
+      error_layer<LossError>(m, "LossError", base.python_class,
+                             "A loss error (grafx.loss.*): bad loss options, or estimate and "
+                             "target that do not match."),
   };
   py::register_exception_translator([](std::exception_ptr thrown) {
     try {

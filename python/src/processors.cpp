@@ -112,30 +112,42 @@ std::vector<ParameterSpec> specs_with_dry_wet(const Processor& processor) {
 }  // namespace
 
 void bind_processors(py::module_& m) {
-  m.def("processor_registry", [] {
-    py::list result;
-    for (const ProcessorDescriptor& d : processor_registry())
-      result.append(descriptor_to_python(d));
-    return result;
-  });
+  m.def(
+      "processor_registry",
+      [] {
+        py::list result;
+        for (const ProcessorDescriptor& d : processor_registry())
+          result.append(descriptor_to_python(d));
+        return result;
+      },
+      "The registered processors, each a dict with `name`, `letter` (its chain letter), `summary`, "
+      "`grafx_name` and `options` (dicts with `name`, `kind`, `default`, `accepted`, "
+      "`description`).");
   m.def(
       "describe_processor",
       [](const std::string& name, SampleRate sample_rate, bool detailed) {
         return describe_processor(processor_descriptor(name), sample_rate, detailed);
       },
-      py::arg("name"), py::arg("sample_rate") = 44100, py::arg("detailed") = true);
+      py::arg("name"), py::arg("sample_rate") = 44100, py::arg("detailed") = true,
+      "A processor's description as text (as `grafx processors NAME` prints it): its summary, "
+      "options and, if `detailed`, its parameters with their units and ranges at `sample_rate` "
+      "(Hz). ProcessorError for an unknown name.");
 
   py::class_<Processor, ProcessorHandle>(m, "Processor", "One processor (batch-first, stateless).")
-      .def_property_readonly("name", &Processor::name)
-      .def_property_readonly("inlets", &Processor::inlets)
-      .def_property_readonly("outlets", &Processor::outlets)
-      .def("parameter_specs",
-           [](const Processor& p) {
-             py::list result;
-             for (const ParameterSpec& spec : p.parameter_specs())
-               result.append(spec_to_python(spec));
-             return result;
-           })
+      .def_property_readonly("name", &Processor::name, "The processor's registered name.")
+      .def_property_readonly("inlets", &Processor::inlets, "The names of its input ports.")
+      .def_property_readonly("outlets", &Processor::outlets, "The names of its output ports.")
+      .def(
+          "parameter_specs",
+          [](const Processor& p) {
+            py::list result;
+            for (const ParameterSpec& spec : p.parameter_specs())
+              result.append(spec_to_python(spec));
+            return result;
+          },
+          "Its parameters, each a dict with `name` (raw), `shape` (per node), `physical_name`, "
+          "`unit`, `description`, `physical_min`, `physical_max`, `init_mean`, `init_std` and "
+          "`settable` (whether a physical value can be set).")
       .def(
           "forward",
           [](const Processor& p, const std::vector<at::Tensor>& inputs,
@@ -150,21 +162,29 @@ void bind_processors(py::module_& m) {
             }
             return py::make_tuple(output.outputs, tensors_to_python(output.aux_losses));
           },
-          py::arg("inputs"), py::arg("parameters"))
+          py::arg("inputs"), py::arg("parameters"),
+          "Processes one N×C×L tensor per inlet with `parameters` ({name: tensor}, raw or physical "
+          "names, one row per node or one for all N); returns (outputs, aux_losses): one N×C×L "
+          "tensor per outlet and {name: [N]} auxiliary losses. ProcessorError for wrong shapes or "
+          "names.")
       .def(
           "to_physical",
           [](const Processor& p, const py::handle& raw) {
             return tensors_to_python(
                 to_physical(specs_with_dry_wet(p), tensors_from_python(raw, p.name())));
           },
-          py::arg("raw"))
+          py::arg("raw"),
+          "Physical values ({physical_name: tensor}, in their units) of raw parameters ({name: "
+          "tensor}).")
       .def(
           "to_raw",
           [](const Processor& p, const py::handle& physical) {
             return tensors_to_python(
                 raw_of(specs_with_dry_wet(p), tensors_from_python(physical, p.name()), p.name()));
           },
-          py::arg("physical"))
+          py::arg("physical"),
+          "Raw parameters ({name: tensor}) of values given by physical (or raw) name; "
+          "ProcessorError for an unknown name or a parameter without a physical mapping.")
       .def(
           "raw_parameters",
           [](const Processor& p, const py::handle& values, int64_t n, py::object dtype) {
@@ -172,14 +192,18 @@ void bind_processors(py::module_& m) {
                                                     tensors_from_python(values, p.name()), n,
                                                     at::TensorOptions(dtype_from_python(dtype))));
           },
-          py::arg("values"), py::arg("num_nodes"), py::arg("dtype"))
+          py::arg("values"), py::arg("num_nodes"), py::arg("dtype"),
+          "Raw parameters for `num_nodes` nodes in `dtype`: each parameter from `values` (raw or "
+          "physical name) or its initial value.")
       .def(
           "temporal_support",
           [](const Processor& p, const py::handle& raw) {
             TemporalSupport s = p.temporal_support(tensors_from_python(raw, p.name()));
             return py::make_tuple(s.past_samples, s.future_samples);
           },
-          py::arg("parameters"));
+          py::arg("parameters"),
+          "How far an output sample reaches into the input, for raw `parameters`: (past_samples, "
+          "future_samples).");
   m.def(
       "make_processor",
       [](const std::string& name, SampleRate sample_rate, const py::dict& options) {
@@ -220,7 +244,8 @@ void bind_processors(py::module_& m) {
           "dtype", [](const ProcessorSet& s) { return s.dtype; },
           [](ProcessorSet& s, py::object dtype) { s.dtype = std::move(dtype); },
           "The dtype parameters are made in by default (None: float32).")
-      .def_readonly("sample_rate", &ProcessorSet::sample_rate)
+      .def_readonly("sample_rate", &ProcessorSet::sample_rate,
+                    "The sample rate the processors are made for, in Hz.")
       .def("__getitem__",
            [](const ProcessorSet& s, const std::string& type) {
              auto it = s.processors.find(type);
@@ -237,11 +262,14 @@ void bind_processors(py::module_& m) {
           py::arg("type"), "The Python module that processes `type`, if one does (else None).")
       .def("__contains__", [](const ProcessorSet& s,
                               const std::string& type) { return s.processors.count(type) > 0; })
-      .def("types", [](const ProcessorSet& s) {
-        std::vector<std::string> names;
-        for (const auto& entry : s.processors) names.push_back(entry.first);
-        return names;
-      });
+      .def(
+          "types",
+          [](const ProcessorSet& s) {
+            std::vector<std::string> names;
+            for (const auto& entry : s.processors) names.push_back(entry.first);
+            return names;
+          },
+          "The node type names with a processor, sorted.");
   m.def(
       "make_processors",
       [](const Graph& graph, SampleRate sample_rate, const py::dict& overrides) {

@@ -140,12 +140,14 @@ def test_wheel_installs_and_renders_as_the_build_tree(venv, tmp_path):
     tag = f"cp{sys.version_info[0]}{sys.version_info[1]}"
     assert wheel.name.startswith(f"grafx-{version}-{tag}-{tag}-linux_"), wheel.name
 
-    # The wheel holds the sources' .py files, the tree's extension and program, and _program.py.
+    # The wheel holds the sources' .py files, the extension's stub _grafx.pyi and the marker
+    # py.typed, the tree's extension and program, and _program.py.
     built = BUILD_DIR / "python" / "grafx"
     sources = SOURCE_DIR / "python" / "grafx"
     module = "grafx/_grafx" + sysconfig.get_config_var("EXT_SUFFIX")
     expected = {f"grafx/{p.relative_to(sources).as_posix()}": p.read_bytes()
-                for p in sources.rglob("*.py") if "__pycache__" not in p.parts}
+                for p in [*sources.rglob("*.py"), *sources.rglob("*.pyi"),
+                          *sources.rglob("py.typed")] if "__pycache__" not in p.parts}
     expected[module] = (BUILD_DIR / module.replace("grafx/", "python/grafx/")).read_bytes()
     expected["grafx/bin/grafx"] = GRAFX_BIN.read_bytes()
     with zipfile.ZipFile(wheel) as archive:
