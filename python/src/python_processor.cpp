@@ -75,8 +75,11 @@ class PythonProcessor final : public Processor {
   }
 
   ~PythonProcessor() override {
-    if (!Py_IsInitialized()) return;  // at exit: Python has let go of everything
-    py::gil_scoped_acquire gil;
+    if (!Py_IsInitialized()) {  // after Python's end: nothing left to release it to
+      module_.release();
+      return;
+    }
+    py::gil_scoped_acquire gil;  // a render's thread may drop the last reference
     module_ = py::object();
   }
 
