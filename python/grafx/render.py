@@ -65,15 +65,17 @@ def _overrides(processors):
     return overrides
 
 
-_sets = {}  # (graph, modules, rate) -> ProcessorSet: made once, not at every render
+_sets = {}  # (plan, modules, rate) -> ProcessorSet: made once, not at every render
 
 
 def _processor_set(plan, processors, sample_rate):
-    key = (plan.graph.to_json(), tuple((t, id(m)) for t, m in processors.items()), sample_rate)
+    # By identity, without serialising the graph at every render: plans do not change, and the
+    # entry holds the plan and modules, so their ids are not reused while it lives.
+    key = (id(plan), tuple((t, id(m)) for t, m in processors.items()), sample_rate)
     if key not in _sets:
         if len(_sets) >= 16:
             _sets.pop(next(iter(_sets)))
-        _sets[key] = (make_processors(plan.graph, sample_rate, processors), dict(processors))
+        _sets[key] = (make_processors(plan.graph, sample_rate, processors), plan, dict(processors))
     return _sets[key][0]
 
 
