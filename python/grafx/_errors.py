@@ -116,3 +116,14 @@ def _argument_message(text):
     expected = [s.replace("at::Tensor", "torch.Tensor") for s in expected]
     return (f"{head}: arguments of the wrong types ({' '.join(given.split())}); expected "
             + " or ".join(expected))
+
+
+def device(value, where, layer, code):
+    """``torch.device(value)``, or an error of ``layer`` with ``code`` (also a ValueError) naming
+    ``where`` for a device torch does not know (its own error has no code)."""
+    import torch
+    try:
+        return torch.device(value)
+    except (RuntimeError, TypeError) as e:
+        raise error(layer, code, f"{where}: device {value!r} is not a device torch knows "
+                    f"({str(e).splitlines()[0]})", ValueError) from None

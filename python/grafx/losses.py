@@ -10,7 +10,8 @@ class _OnDevice(torch.nn.Module):
     """A loss made for a device and dtype (None: any), refusing inputs elsewhere by name."""
 
     def _place(self, device, dtype):
-        self.device = None if device is None else torch.device(device)
+        self.device = None if device is None else _errors.device(
+            device, type(self).__name__, _grafx.LossError, "grafx.loss.options")
         self.dtype = dtype
 
     def _check(self, *signals):

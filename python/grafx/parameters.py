@@ -9,7 +9,7 @@ import collections.abc
 
 import torch
 
-from . import _grafx
+from . import _errors, _grafx
 from ._errors import render_error
 
 
@@ -29,7 +29,8 @@ def create_parameters(graph, processors, seed=0, dtype=None, requires_grad=True,
     every device): in ``dtype`` on ``device``, by default the processors' (make_processors),
     else float32 on the CPU."""
     dtype = dtype or getattr(processors, "dtype", None) or torch.float32
-    device = torch.device(device or getattr(processors, "device", None) or "cpu")
+    device = _errors.device(device or getattr(processors, "device", None) or "cpu",
+                            "create_parameters", _grafx.RenderError, "grafx.render.parameters")
     parameters = _grafx.create_parameters(graph, processors, seed, dtype,
                                           requires_grad and device.type == "cpu")
     if device.type != "cpu":  # drawn on the CPU, so the same values everywhere

@@ -4,7 +4,7 @@ import collections.abc
 
 import torch
 
-from . import _grafx
+from . import _errors, _grafx
 from ._errors import render_error, sample_rate as _sample_rate
 from .parameters import _raw
 
@@ -36,7 +36,9 @@ def make_processors(graph, sample_rate=44100, processors=None, *, device=None, d
     processors follow their inputs: their constants are made once per device and dtype.
     """
     rate = _sample_rate(sample_rate, "make_processors")
-    device = None if device is None else torch.device(device)
+    if device is not None:
+        device = _errors.device(device, "make_processors", _grafx.RenderError,
+                                "grafx.render.parameters")
     if dtype is not None and not isinstance(dtype, torch.dtype):
         raise render_error("grafx.render.parameters", f"make_processors: expected dtype to be "
                            f"a torch.dtype, but got {dtype!r}", TypeError)

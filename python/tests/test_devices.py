@@ -85,3 +85,15 @@ def test_render_names_the_devices_that_disagree():
         grafx.render(grafx.compute_render_plan(g), processors, parameters, torch.randn(2, 2, 100))
     assert error.value.code == "grafx.render.parameters"
     assert "expected device cpu" in error.value.message and "meta" in error.value.message
+
+
+def test_unknown_devices_are_refused_with_a_code():
+    g = graph()
+    for call, code in [
+            (lambda: grafx.make_processors(g, 44100, device="xyz"), "grafx.render.parameters"),
+            (lambda: grafx.create_parameters(g, grafx.make_processors(g, 44100), device="xyz"),
+             "grafx.render.parameters"),
+            (lambda: grafx.MixLoss(device="xyz"), "grafx.loss.options")]:
+        with pytest.raises(ValueError) as error:
+            call()
+        assert error.value.code == code and "'xyz'" in error.value.message
