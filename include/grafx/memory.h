@@ -17,4 +17,13 @@ namespace grafx {
 /// where the high-water mark cannot be read or reset.
 double peak_memory_growth_mib(const std::function<void()>& work);
 
+/// Lets glibc keep freed memory for reuse instead of returning it to the system at once: blocks
+/// up to 1 GiB come from the heap (not each from its own mmap, unmapped when freed), and the
+/// heap is trimmed only past 1 GiB of free space at its top. A render or fit step allocates and
+/// frees the same large signals every time; with glibc's defaults each step faulted all of
+/// them in anew (a fit step: 6× the page faults, 15 % more CPU time; docs/benchmarks.md). The
+/// resident memory then stays at its peak. Called by the grafx program, the benchmarks and the
+/// Python module on import (which GRAFX_KEEP_FREED_MEMORY=0 turns off). Process-wide.
+void keep_freed_memory();
+
 }  // namespace grafx

@@ -24,7 +24,8 @@ class Error;
 int report_current_error(const std::string& program,
                          const std::function<std::string(const Error&)>& hint = {});
 
-/// Runs `work` and returns its status; an exception it throws is reported as above.
+/// Runs `work` and returns its status; an exception it throws is reported as above. Freed memory
+/// is kept for reuse first (keep_freed_memory, grafx/memory.h).
 int run_program(const std::string& program, const std::function<int()>& work);
 
 /// Threads per core above which more threads only cost: LibTorch's pools then spend their time

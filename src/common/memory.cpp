@@ -20,6 +20,12 @@ double status_kib(const char* field) {
 
 }  // namespace
 
+void keep_freed_memory() {
+  constexpr int kGiB = 1 << 30;
+  mallopt(M_MMAP_THRESHOLD, kGiB);
+  mallopt(M_TRIM_THRESHOLD, kGiB);
+}
+
 double peak_memory_growth_mib(const std::function<void()>& work) {
   work();
   mallopt(M_MMAP_THRESHOLD, 1 << 17);

@@ -1,4 +1,5 @@
 #include <grafx/error.h>
+#include <grafx/memory.h>
 #include <grafx/program.h>
 
 #include <c10/util/Exception.h>
@@ -62,6 +63,7 @@ int report_current_error(const std::string& program,
 }
 
 int run_program(const std::string& program, const std::function<int()>& work) {
+  keep_freed_memory();
   try {
     return work();
   } catch (...) {

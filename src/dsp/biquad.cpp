@@ -3,6 +3,7 @@
 
 #include <grafx/dsp/biquad.h>
 #include <grafx/dsp/convolution.h>
+#include <grafx/dsp/parallel_fft.h>
 #include <grafx/dsp/recursion.h>
 
 #include "dsp/rows.h"
@@ -495,7 +496,7 @@ at::Tensor biquad_cascade_frequency_sampling(const at::Tensor& x, const at::Tens
               n_taps);
   at::Tensor omega = at::arange(n_taps / 2 + 1, b.options()) * (2 * M_PI / double(n_taps));
   at::Tensor bs = coefficient_rows(b, x, "b"), as = coefficient_rows(a, x, "a");
-  at::Tensor fir  = at::fft_irfft(biquad_response(bs, as, omega), n_taps, -1);  // R×N
+  at::Tensor fir  = irfft(biquad_response(bs, as, omega), n_taps);  // R×N
   at::Tensor rows = x.reshape({-1, 1, x.size(-1)});
   return convolve(rows, fir.unsqueeze(1), ConvolutionMode::kCausal).view(x.sizes());
 }

@@ -1,4 +1,5 @@
 #include <grafx/dsp/fir.h>
+#include <grafx/dsp/parallel_fft.h>
 
 #include <ATen/ATen.h>
 
@@ -27,7 +28,7 @@ at::Tensor zero_phase_fir(const at::Tensor& log_magnitude, const at::Tensor& win
   TORCH_CHECK(window.dim() == 1 && window.size(0) == n_taps,
               "zero_phase_fir: expected a window of ", n_taps, " taps for ", n_bins,
               " bins, but got ", window.sizes());
-  return at::roll(at::fft_irfft(log_magnitude.exp(), n_taps, -1), n_bins - 1, -1) * window;
+  return at::roll(irfft(log_magnitude.exp(), n_taps), n_bins - 1, -1) * window;
 }
 
 double to_scale(FrequencyScale scale, double f) {

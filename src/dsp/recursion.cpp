@@ -12,12 +12,17 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace grafx::dsp {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+constexpr int64_t kScanChunk = 64;  // samples per chunk of the device scan
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// y[n] = a·y[n∓1] + x[n] over rows of length L; `a` has one value per row or per sample.
 template <typename T, bool kVarying, bool kReverse>
@@ -63,6 +68,67 @@ void ballistics_rows(const T* x, const T* rise, const T* fall, const T* initial,
   });
 }
 
+/// The recurrence on rows (x R×L, a R×1 or R×L, initial R) as a chunked scan of ATen operations,
+/// for any device: each chunk of T samples runs from a zero state (T steps, each one operation on
+/// all rows and chunks at once) while it multiplies up its coefficients; the chunks' end values
+/// are the same recurrence one level up (L/T samples, coefficients the chunks' products), and
+/// each sample then adds its chunk's carried-in state times its coefficients' product so far.
+/// About T·log_T(L) operations instead of L; products only, never a division, so a zero or
+/// tiny coefficient is exact.
+at::Tensor chunked_scan(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
+                        int64_t chunk) {
+  const int64_t rows = x.size(0), length = x.size(1);
+  const bool varying = a.size(1) > 1;
+  if (length <= chunk) {  // one chunk: the steps themselves
+    std::vector<at::Tensor> y;
+    at::Tensor state = initial;
+    for (int64_t n = 0; n < length; ++n) {
+      state = a.select(1, varying ? n : 0) * state + x.select(1, n);
+      y.push_back(state);
+    }
+    return at::stack(y, 1);
+  }
+  const int64_t n_chunks = ceil_div(length, chunk), padded = n_chunks * chunk;
+  // Time-major [T, R, chunks]: each step reads and writes contiguous rows.
+  auto time_major = [&](const at::Tensor& t, double fill) {
+    return at::constant_pad_nd(t, {0, padded - length}, fill)
+        .view({rows, n_chunks, chunk})
+        .permute({2, 0, 1})
+        .contiguous();
+  };
+  const at::Tensor xs = time_major(x, 0.0);
+  const at::Tensor as =
+      varying ? time_major(a, 1.0) : a.view({1, rows, 1}).expand({chunk, rows, 1});
+  at::Tensor local   = at::empty_like(xs),
+             product = at::empty({chunk, rows, varying ? n_chunks : 1}, a.options());
+  local[0].copy_(xs[0]);
+  product[0].copy_(as[0]);
+  for (int64_t t = 1; t < chunk; ++t) {
+    at::Tensor local_t = local[t], product_t = product[t];
+    at::mul_out(local_t, as[t], local[t - 1]).add_(xs[t]);
+    at::mul_out(product_t, as[t], product[t - 1]);
+  }
+  // Each chunk's end value: the same recurrence over the chunks.
+  at::Tensor last_product = product[chunk - 1].expand({rows, n_chunks});
+  at::Tensor ends       = chunked_scan(local[chunk - 1], last_product.contiguous(), initial, chunk);
+  at::Tensor carried_in = at::cat({initial.unsqueeze(1), ends.narrow(1, 0, n_chunks - 1)}, 1);
+  at::Tensor y          = local.addcmul_(product, carried_in.unsqueeze(0));  // [T, R, chunks]
+  return y.permute({1, 2, 0}).reshape({rows, padded}).narrow(1, 0, length);
+}
+
+/// The chunked scan in float64 whatever the signal's type: a chunk's coefficient product enters
+/// the carries, whose errors a slow pole amplifies by 1/(1 − product) (~150× for α = 0.9999 and
+/// 64-sample chunks); in float32 that left the scan 3× farther from the exact result than the
+/// sequential loop, in float64 it is nearer.
+at::Tensor scan_rows(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
+                     bool reverse, int64_t chunk) {
+  auto wide           = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  const at::Tensor xs = reverse ? x.flip(1) : x;
+  const at::Tensor as = reverse && a.size(1) > 1 ? a.flip(1) : a;
+  const at::Tensor y  = chunked_scan(wide(xs), wide(as), wide(initial), chunk).to(x.scalar_type());
+  return reverse ? y.flip(1) : y;
+}
+
 // ---- autograd Functions on rows: x R×L, a R×1 or R×L, initial R ----------------------------
 
 /// The previous sample of y in the recursion's direction, with the initial value at the start.
@@ -85,6 +151,13 @@ at::Tensor adjoint_coefficients(const at::Tensor& a, bool reverse) {
 struct LinearRecurrence : public torch::autograd::Function<LinearRecurrence> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& a,
                             const at::Tensor& initial, bool reverse, const SavedDuals& duals) {
+    if (!x.device().is_cpu()) {  // device kernels: the chunked scan
+      at::Tensor y               = scan_rows(x, a, initial, reverse, kScanChunk).contiguous();
+      ctx->saved_data["reverse"] = reverse;
+      ctx->save_for_backward({a, initial, y});
+      duals.save(ctx);
+      return y;
+    }
     at::Tensor xc = cpu(x), ac = cpu(a), ic = cpu(initial);
     at::Tensor y               = on_cpu(x, [&](at::Tensor& out) {
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_recurrence", [&] {
@@ -248,6 +321,20 @@ at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at:
   at::Tensor start = initial.defined() ? per_row(initial, x, "linear_recurrence: initial")
                                        : at::zeros({rows_of(x).size(0)}, x.options());
   return LinearRecurrence::recurrence(rows_of(x), coefficients, start, reverse).view(x.sizes());
+}
+
+at::Tensor linear_recurrence_scan(const at::Tensor& x, const at::Tensor& a,
+                                  const at::Tensor& initial, bool reverse, int64_t chunk) {
+  check_signal(x, "linear_recurrence_scan");
+  c10::NoGradGuard values_only;
+  TORCH_CHECK(chunk >= 2, "linear_recurrence_scan: expected chunks of at least 2 samples, but got ",
+              chunk);
+  at::Tensor coefficients = a.defined() && a.sizes() == x.sizes()
+                                ? rows_of(a)
+                                : per_row(a, x, "linear_recurrence_scan: a").unsqueeze(1);
+  at::Tensor start = initial.defined() ? per_row(initial, x, "linear_recurrence_scan: initial")
+                                       : at::zeros({rows_of(x).size(0)}, x.options());
+  return scan_rows(rows_of(x), coefficients, start, reverse, chunk).reshape(x.sizes());
 }
 
 at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha) {

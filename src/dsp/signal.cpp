@@ -1,8 +1,11 @@
+#include <grafx/dsp/parallel_fft.h>
 #include <grafx/dsp/signal.h>
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <random>
+#include <vector>
 
 namespace grafx::dsp {
 
@@ -18,6 +21,32 @@ at::Tensor from_mid_side(const at::Tensor& x) {
 
 at::Tensor normalize_energy(const at::Tensor& h) {
   return h / (h.pow(2).sum(-1, true).mean(-2, true) + 1e-12).sqrt();
+}
+
+at::Tensor inverse_stft(const at::Tensor& spectra, const at::Tensor& window, int64_t hop,
+                        int64_t length) {
+  const int64_t n = window.size(0), n_frames = spectra.size(-2);
+  TORCH_CHECK(spectra.dim() >= 2 && spectra.is_complex() && spectra.size(-1) == n / 2 + 1 &&
+                  hop >= 1 && hop <= n && length >= 1,
+              "inverse_stft: expected complex spectra [..., frames, ", n / 2 + 1,
+              "], a hop in [1, ", n, "] and a positive length, but got ", spectra.sizes(),
+              " and hop ", hop);
+  const int64_t total = (n_frames - 1) * hop + n;
+  // Overlap-add as col2im of one row: frames [R, n, M] -> [R, 1, 1, total].
+  auto overlap_add = [&](const at::Tensor& columns) {
+    return at::col2im(columns, {1, total}, {1, n}, {1, 1}, {0, 0}, {1, hop})
+        .view({columns.size(0), total});
+  };
+  at::Tensor frames = irfft(spectra, n) * window;  // [..., M, n]
+  at::Tensor signal = overlap_add(frames.reshape({-1, n_frames, n}).transpose(1, 2));
+  at::Tensor envelope =
+      overlap_add(window.pow(2).view({1, n, 1}).expand({1, n, n_frames}).contiguous());
+  const int64_t kept = std::min(length, total - n / 2);
+  at::Tensor y       = (signal.narrow(1, n / 2, kept) / envelope.narrow(1, n / 2, kept));
+  if (kept < length) y = at::constant_pad_nd(y, {0, length - kept});
+  std::vector<int64_t> shape(spectra.sizes().begin(), spectra.sizes().end() - 2);
+  shape.push_back(length);
+  return y.view(shape);
 }
 
 at::Tensor uniform_noise(int64_t n_channels, int64_t length, uint64_t seed) {

@@ -1,3 +1,4 @@
+#include <grafx/dsp/parallel_fft.h>
 #include <grafx/dsp/surrogate_delay.h>
 
 #include <ATen/ATen.h>
@@ -61,7 +62,7 @@ SurrogateDelay surrogate_delay(const at::Tensor& z, int64_t n,
   at::Tensor radius = pole.abs();
   pole         = pole * (radius.tanh() / (radius + kEpsilon)) + kEpsilon;  // inside the unit disk
   at::Tensor k = at::arange(n / 2 + 1, z.options());
-  at::Tensor soft         = at::fft_irfft(at::exp(pole.log().unsqueeze(-1) * k), n, -1);
+  at::Tensor soft         = irfft(at::exp(pole.log().unsqueeze(-1) * k), n);
   delay.impulse_responses = options.straight_through ? straight_through_one_hot(soft) : soft;
   return delay;
 }

@@ -1,3 +1,4 @@
+#include <grafx/dsp/channel_mix.h>
 #include <grafx/error.h>
 #include <grafx/processors/gain_pan.h>
 
@@ -33,8 +34,8 @@ std::vector<ParameterSpec> GainPan::parameter_specs() const {
 ProcessorOutput GainPan::forward(const std::vector<at::Tensor>& inputs,
                                  const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const at::Tensor x = units::as_stereo(inputs[0], name());
-  return {{x * parameters.at("log_gain").exp().unsqueeze(-1)}, {}};
+  units::as_stereo(inputs[0], name());  // checks the channel count
+  return {{dsp::mix_channels(inputs[0], parameters.at("log_gain").exp().diag_embed())}, {}};
 }
 
 }  // namespace grafx

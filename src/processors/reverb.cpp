@@ -106,21 +106,22 @@ at::Tensor NoiseReverb::impulse_responses(const TensorDict& parameters,
   at::Tensor noise_stft        = constants_.get("noise_stft", options, [&] {
     at::Tensor noise = dsp::uniform_noise(2, length_, kNoiseSeed);
     at::Tensor hann  = at::hann_window(kFftSize, true, cpu_double);
-    return at::view_as_real(
-               at::stft(noise, kFftSize, kHop, kFftSize, hann, true, "reflect", false, true, true));
+    return at::view_as_real(  // C×frames×bins: frames first, as inverse_stft takes them
+        at::stft(noise, kFftSize, kHop, kFftSize, hann, true, "reflect", false, true, true)
+            .transpose(1, 2)
+            .contiguous());
   });
-  at::Tensor initial           = parameters.at("init_log_magnitude").unsqueeze(-1);  // N×2×193×1
-  at::Tensor decay             = at::softplus(parameters.at("delta_log_magnitude")).unsqueeze(-1);
-  at::Tensor frames            = at::arange(n_frames_, options);
-  at::Tensor log_mask          = initial - decay * frames;  // N×C×193×M
-  if (gain_envelope_) log_mask = log_mask + parameters.at("gain_env_log_magnitude").unsqueeze(2);
-  at::Tensor mask = (log_mask * kMaskExponent).exp();
-  const int64_t n = mask.size(0), channels = mask.size(1);
+  at::Tensor initial           = parameters.at("init_log_magnitude").unsqueeze(2);  // N×C×1×193
+  at::Tensor decay             = at::softplus(parameters.at("delta_log_magnitude")).unsqueeze(2);
+  at::Tensor frames            = at::arange(n_frames_, options).unsqueeze(-1);
+  at::Tensor log_mask          = initial - decay * frames;  // N×C×M×193
+  if (gain_envelope_) log_mask = log_mask + parameters.at("gain_env_log_magnitude").unsqueeze(-1);
+  at::Tensor mask        = (log_mask * kMaskExponent).exp();
+  const int64_t channels = mask.size(1);
   at::Tensor spectrum =
       at::view_as_complex(noise_stft).narrow(0, 0, channels) * mask;  // the first noise for mono
-  at::Tensor h = at::istft(spectrum.reshape({n * channels, mask.size(2), n_frames_}), kFftSize,
-                           kHop, kFftSize, window, true, false, true, length_, false);
-  return dsp::normalized_impulse_responses(h.view({n, channels, length_}), layout_);
+  at::Tensor h = dsp::inverse_stft(spectrum, window, kHop, length_);  // N×C×L
+  return dsp::normalized_impulse_responses(h, layout_);
 }
 
 ProcessorOutput NoiseReverb::forward(const std::vector<at::Tensor>& inputs,

@@ -1,3 +1,4 @@
+#include <grafx/dsp/channel_mix.h>
 #include <grafx/processors/stereo_imager.h>
 
 #include "processors/units.h"
@@ -28,11 +29,12 @@ std::vector<ParameterSpec> StereoImager::parameter_specs() const {
 ProcessorOutput StereoImager::forward(const std::vector<at::Tensor>& inputs,
                                       const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  const at::Tensor x = units::as_stereo(inputs[0], name());
-  at::Tensor left = x.narrow(1, 0, 1), right = x.narrow(1, 1, 1);
-  at::Tensor mid  = left + right;
-  at::Tensor side = parameters.at("log_gain").exp().unsqueeze(-1) * (left - right);
-  return {{at::cat({mid + side, mid - side}, 1) * 0.5}, {}};
+  units::as_stereo(inputs[0], name());  // checks the channel count
+  // [L, R] -> mid (L + R)/2 and side g·(L − R)/2 -> [M + S, M − S]: one 2×2 matrix per item.
+  at::Tensor side = parameters.at("log_gain").exp().view({-1, 1, 1}) * 0.5;  // N×1×1
+  at::Tensor matrix =
+      at::cat({at::cat({0.5 + side, 0.5 - side}, 2), at::cat({0.5 - side, 0.5 + side}, 2)}, 1);
+  return {{dsp::mix_channels(inputs[0], matrix)}, {}};
 }
 
 }  // namespace grafx

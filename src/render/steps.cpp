@@ -368,8 +368,8 @@ StepResult run_processor_step(const RenderPlan& plan, size_t k, const Processors
     if (node_mix.wet.defined() || node_mix.kept.defined()) {
       int64_t passed = plan.types.passed_inlet(step.type, int64_t(o));
       at::Tensor dry = passed >= 0 ? flat_inputs[size_t(passed)] : at::zeros_like(y);
-      // w·f + (1 − w)·dry, written so that ∂/∂w = f − dry has no cancellation
-      if (node_mix.wet.defined()) y = dry + node_mix.wet * (y - dry);
+      // w·f + (1 − w)·dry in one pass each way (∂/∂w = f − dry, without cancellation)
+      if (node_mix.wet.defined()) y = at::lerp(dry, y, node_mix.wet);
       if (node_mix.kept.defined()) y = at::where(node_mix.kept, y, dry);
     }
     result.outputs.push_back(y.view({B, m, y.size(1), y.size(2)}));

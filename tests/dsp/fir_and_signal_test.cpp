@@ -1,15 +1,116 @@
 // Zero-phase FIR design and the small signal helpers.
 
+#include <grafx/dsp/channel_mix.h>
 #include <grafx/dsp/fir.h>
+#include <grafx/dsp/parallel_fft.h>
 #include <grafx/dsp/signal.h>
+
+#include "support/gradient_check.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include <cmath>
 
 namespace grafx::dsp {
 namespace {
+
+TEST(RealFfts, ValuesAndGradientsEqualATensAutograd) {
+  // dsp::rfft and dsp::irfft (split rows, hand-written backward passes) against at::fft_rfft and
+  // at::fft_irfft differentiated by autograd: even and odd sizes, inputs cut and zero-padded.
+  at::manual_seed(7);
+  for (int64_t n : {16, 17, 30, 31})
+    for (int64_t have : {n - 3, n, n + 4}) {
+      at::Tensor x    = at::randn({3, 5, have}, at::kDouble).requires_grad_(true);
+      at::Tensor w    = at::randn({3, 5, n / 2 + 1}, at::kComplexDouble);
+      at::Tensor ours = rfft(x, n), theirs = at::fft_rfft(x, n, -1);
+      EXPECT_TRUE(at::allclose(ours, theirs, 1e-12, 1e-12)) << n << " " << have;
+      at::Tensor g1 = torch::autograd::grad({at::real(ours * w).sum()}, {x})[0];
+      at::Tensor g2 = torch::autograd::grad({at::real(theirs * w).sum()}, {x})[0];
+      EXPECT_TRUE(at::allclose(g1, g2, 1e-12, 1e-12)) << "rfft " << n << " " << have;
+
+      at::Tensor spectrum =
+          at::randn({3, 5, have / 2 + 1}, at::kComplexDouble).requires_grad_(true);
+      at::Tensor v  = at::randn({3, 5, n}, at::kDouble);
+      at::Tensor y1 = irfft(spectrum, n), y2 = at::fft_irfft(spectrum, n, -1);
+      EXPECT_TRUE(at::allclose(y1, y2, 1e-12, 1e-12)) << n << " " << have;
+      at::Tensor h1 = torch::autograd::grad({(y1 * v).sum()}, {spectrum})[0];
+      at::Tensor h2 = torch::autograd::grad({(y2 * v).sum()}, {spectrum})[0];
+      EXPECT_TRUE(at::allclose(h1, h2, 1e-12, 1e-12)) << "irfft " << n << " " << have;
+    }
+  // A real spectrum (a zero-phase response) gets a real gradient.
+  at::Tensor magnitude = at::rand({4, 9}, at::kDouble).requires_grad_(true);
+  at::Tensor v         = at::randn({4, 16}, at::kDouble);
+  at::Tensor m1        = torch::autograd::grad({(irfft(magnitude, 16) * v).sum()}, {magnitude})[0];
+  at::Tensor m2 =
+      torch::autograd::grad({(at::fft_irfft(magnitude, 16, -1) * v).sum()}, {magnitude})[0];
+  EXPECT_FALSE(m1.is_complex());
+  EXPECT_TRUE(at::allclose(m1, m2, 1e-12, 1e-12));
+  // And against finite differences, through the real and imaginary parts.
+  testing::expect_gradients_match(
+      [](const auto& in) { return irfft(at::complex(in[0], in[1]), 12); },
+      {at::randn({2, 7}, at::kDouble), at::randn({2, 7}, at::kDouble)});
+}
+
+TEST(InverseStft, EqualsATensIstftAndItsGradientsFiniteDifferences) {
+  at::manual_seed(8);
+  for (int64_t hop : {96, 192}) {
+    at::Tensor window  = at::hann_window(384, true, at::kDouble);
+    at::Tensor spectra = at::randn({2, 3, 40, 193}, at::kComplexDouble);
+    for (int64_t length : {5000, 7000, 20000}) {
+      at::Tensor expected = at::istft(spectra.reshape({6, 40, 193}).transpose(1, 2), 384, hop, 384,
+                                      window, true, false, true, length, false);
+      at::Tensor y        = inverse_stft(spectra, window, hop, length);
+      ASSERT_EQ(y.sizes(), (std::vector<int64_t>{2, 3, length}));
+      EXPECT_LT((y.reshape({6, length}) - expected).abs().max().item<double>(), 1e-12)
+          << "hop " << hop << ", length " << length;
+    }
+  }
+  at::Tensor window = at::hann_window(16, true, at::kDouble);
+  testing::expect_gradients_match(
+      [&](const auto& in) { return inverse_stft(at::complex(in[0], in[1]), window, 4, 40); },
+      {at::randn({2, 12, 9}, at::kDouble), at::randn({2, 12, 9}, at::kDouble)});
+}
+
+TEST(ChannelMix, EqualsTheProductWrittenOutAndItsGradients) {
+  // The one-pass kernel against y_i = Σ_j M_ij·x_j written with ATen: mono and stereo inputs,
+  // lengths of one block and of several (with a partial last one), float64 and float32.
+  at::manual_seed(9);
+  for (int64_t channels : {1, 2})
+    for (int64_t length : {100, 40000})
+      for (auto dtype : {at::kDouble, at::kFloat}) {
+        at::Tensor x      = at::randn({3, channels, length}, dtype).requires_grad_(true);
+        at::Tensor m      = at::randn({3, 2, 2}, dtype).requires_grad_(true);
+        at::Tensor g      = at::randn({3, 2, length}, dtype);
+        at::Tensor stereo = x.expand({3, 2, length});
+        at::Tensor expected =
+            at::stack({m.select(1, 0).select(1, 0).view({3, 1}) * stereo.select(1, 0) +
+                           m.select(1, 0).select(1, 1).view({3, 1}) * stereo.select(1, 1),
+                       m.select(1, 1).select(1, 0).view({3, 1}) * stereo.select(1, 0) +
+                           m.select(1, 1).select(1, 1).view({3, 1}) * stereo.select(1, 1)},
+                      1);
+        at::Tensor y           = mix_channels(x, m);
+        const double tolerance = dtype == at::kDouble ? 1e-12 : 1e-4;
+        EXPECT_TRUE(at::allclose(y, expected, tolerance, tolerance));
+        auto ours   = torch::autograd::grad({(y * g).sum()}, {x, m});
+        auto theirs = torch::autograd::grad({(expected * g).sum()}, {x, m});
+        for (size_t i = 0; i < 2; ++i)
+          EXPECT_TRUE(at::allclose(ours[i], theirs[i], tolerance, tolerance))
+              << "gradient " << i << ", " << channels << " channels, " << length << " samples";
+      }
+  // Differentiable again: the gradient's own gradient against finite differences.
+  testing::expect_gradients_match(
+      [](const auto& in) {
+        // The finite differences call this without gradients: x then becomes a leaf here.
+        at::Tensor x = in[0].requires_grad() ? in[0] : in[0].detach().requires_grad_(true);
+        at::Tensor y = mix_channels(x, in[1]);
+        return torch::autograd::grad({(y * y).sum()}, {x}, {}, true, true)[0];
+      },
+      {at::randn({2, 2, 50}, at::kDouble), at::randn({2, 2, 2}, at::kDouble)});
+  EXPECT_THROW(mix_channels(at::randn({2, 3, 10}), at::randn({2, 2, 2})), c10::Error);
+  EXPECT_THROW(mix_channels(at::randn({2, 2, 10}), at::randn({3, 2, 2})), c10::Error);
+}
 
 TEST(ZeroPhaseFir, FlatResponseIsAUnitImpulseAtLagZero) {
   at::Tensor window = zero_phase_window(1024, at::kDouble);

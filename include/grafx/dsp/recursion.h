@@ -4,8 +4,10 @@
 ///
 /// Signals are `[..., L]` (any leading dimensions, e.g. N×C×L); coefficients and initial values
 /// have the leading shape `[...]` (one value per row). Rows run in parallel (at::parallel_for),
-/// each a tight loop over contiguous float or double samples. The loops run on the CPU: tensors
-/// on another device are copied to the CPU and the result back (no GPU kernel yet).
+/// each a tight loop over contiguous float or double samples. On other devices linear_recurrence
+/// (and so one_pole and every adjoint) runs linear_recurrence_scan, a chunked scan of ATen
+/// operations, with no copy to the host; ballistics, whose branch depends on its own state, still
+/// runs the CPU loop there (its rows copied over and back).
 ///
 ///   one_pole(x, α):               y[n] = α·y[n−1] + (1 − α)·x[n],        y[−1] = 0
 ///   ballistics(x, α↑, α↓, y0):    α[n] = α↑ if x[n] > y[n−1] else α↓ (attack when rising,
@@ -40,6 +42,16 @@ enum class EnvelopeSmoothing {
 
 at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
                              bool reverse = false);
+
+/// linear_recurrence's kernel on devices other than the CPU: a chunked scan of ATen operations
+/// (chunks of `chunk` samples, about chunk·log_chunk(L) operations on all rows at once instead of
+/// L sequential steps), equal to the CPU's sequential loop up to rounding. Callable on the CPU
+/// too, where the tests compare it with the loop. Values only, recorded by no autograd graph:
+/// linear_recurrence is the differentiable form on every device (its adjoint is the same scan
+/// run the other way).
+at::Tensor linear_recurrence_scan(const at::Tensor& x, const at::Tensor& a,
+                                  const at::Tensor& initial, bool reverse = false,
+                                  int64_t chunk = 64);
 
 at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha);
 

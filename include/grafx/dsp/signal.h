@@ -33,6 +33,14 @@ inline int64_t n_impulse_responses(ImpulseLayout layout) {
 /// into left/right first.
 at::Tensor normalized_impulse_responses(const at::Tensor& h, ImpulseLayout layout);
 
+/// The inverse of a centred STFT, as at::istft(…, center=true, onesided, length) computes it:
+/// each frame's irfft (`spectra` [..., frames, bins], complex) times `window` [n], overlap-added
+/// every `hop` samples, divided by the window's squared overlap-add, the first n/2 samples cut
+/// and `length` kept ([..., length]). Its FFTs split their rows across threads in both passes
+/// (dsp::irfft), where ATen's run on one thread and differentiate by a complex FFT.
+at::Tensor inverse_stft(const at::Tensor& spectra, const at::Tensor& window, int64_t hop,
+                        int64_t length);
+
 /// Uniform noise in [−1, 1), `n_channels`×`length` doubles on the CPU, from a 64-bit Mersenne
 /// Twister seeded with `seed` (53 random bits per sample): the same numbers on every run and
 /// platform, independent of LibTorch's global generator.
