@@ -1,7 +1,9 @@
+#include <grafx/dsp/forward_mode.h>
 #include <grafx/graph/node_types.h>
 #include <grafx/processors/compressor.h>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <cctype>
 #include <cmath>
@@ -40,20 +42,122 @@ dsp::EnvelopeSmoothing smoothing_of(const std::string& choice) {
   return dsp::EnvelopeSmoothing::kNone;
 }
 
-/// How far above the threshold a log level d is, as the gain computer sees it: d above the knee,
-/// 0 below it, and between: quadratic with half width `w` (log energy), (d + w)²/(4w) within ±w,
-/// continuous with its slope (Giannoulis et al. 2012); exponential with sharpness `w`,
-/// softplus(w·d)/w (GRAFX's); hard, relu(d) (`w` unused).
-at::Tensor knee_curve(Dynamics::Knee knee, const at::Tensor& d, const at::Tensor& w) {
+/// The gain computer's curve: the log-energy gain s·k(u) of levels u past the threshold (u = level
+/// − T for a compressor, T − level for a gate) with s = 1/r − 1 (compressor) or 1 − r (gate), and
+/// the derivatives its backward pass needs: k′ = dk/du and k_w = dk/dw. The knee k(u): u above
+/// the knee, 0 below it, and between: quadratic with half width w (log energy), (u + w)²/(4w)
+/// within ±w, continuous with its slope (Giannoulis et al. 2012); exponential with sharpness w,
+/// softplus(w·u)/w (GRAFX's); hard, relu(u) (w unused).
+struct KneeCurve {
+  at::Tensor u, k, slope, k_w;
+};
+KneeCurve curve_of(Dynamics::Knee knee, const at::Tensor& u, const at::Tensor& w,
+                   bool derivatives) {
+  KneeCurve c{u};
   switch (knee) {
     case Dynamics::Knee::kHard:
-      return d.relu();
-    case Dynamics::Knee::kQuadratic:
-      return at::minimum((d + w).relu(), 2 * w).pow(2) / (4 * w) + (d - w).relu();
+      c.k = u.relu();
+      if (derivatives) c.slope = (u > 0).to(u.scalar_type());
+      break;
+    case Dynamics::Knee::kQuadratic: {
+      // q = clamp(u + w, 0, 2w): k = q²/(4w) + relu(u − w), k′ = q/(2w), k_w = k′(1 − k′).
+      at::Tensor q = at::minimum((u + w).relu(), 2 * w);
+      c.k          = q.pow(2) / (4 * w) + (u - w).relu();
+      if (derivatives) {
+        c.slope = q / (2 * w);
+        c.k_w   = c.slope * (1 - c.slope);
+      }
+      break;
+    }
     case Dynamics::Knee::kExponential:
-      return at::softplus(w * d) / w;
+      // k = softplus(w·u)/w, k′ = σ(w·u), k_w = (u·k′ − k)/w.
+      c.k = at::softplus(w * u) / w;
+      if (derivatives) {
+        c.slope = (w * u).sigmoid();
+        c.k_w   = (u * c.slope - c.k) / w;
+      }
+      break;
   }
-  return d;
+  return c;
+}
+
+/// The curve's log-energy gain s·k(u) of envelope energies, in ATen operations.
+at::Tensor log_energy_gain(const at::Tensor& envelope, const at::Tensor& threshold,
+                           const at::Tensor& ratio, const at::Tensor& knee, bool gate,
+                           Dynamics::Knee knee_type) {
+  const at::Tensor level = (envelope + kEnergyFloor).log();
+  const KneeCurve c =
+      curve_of(knee_type, gate ? threshold - level : level - threshold, knee, false);
+  return (gate ? 1 - ratio : 1 / ratio - 1) * c.k;
+}
+
+/// Amplitude gains exp(s·k(u)/2) of envelope energies e (N×1×L; level log(e + floor)) for a
+/// compressor (`gate` false) or gate with threshold T, ratio r and knee w (N×1×1; w undefined
+/// for a hard knee), with a hand-written backward pass: the curve's slopes once, then the
+/// gradients of e, T, r and w in a few passes, where autograd replays a dozen element-wise steps
+/// and keeps each one's saved tensors (docs/benchmarks.md, "Roofline"). The backward pass is built
+/// of ATen operations on the saved inputs, so it is differentiable again (Hessian-vector
+/// products); with tangents (forward mode) the same curve runs as plain ATen operations.
+struct GainComputer : public torch::autograd::Function<GainComputer> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& envelope,
+                            const at::Tensor& threshold, const at::Tensor& ratio,
+                            const at::Tensor& knee, bool gate, int64_t knee_type) {
+    at::Tensor amplitude =
+        amplitude_of(envelope, threshold, ratio, knee, gate, Dynamics::Knee(knee_type));
+    ctx->save_for_backward({envelope, threshold, ratio, knee, amplitude});
+    ctx->saved_data["gate"] = gate;
+    ctx->saved_data["knee"] = knee_type;
+    return amplitude;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved           = ctx->get_saved_variables();
+    const at::Tensor &envelope = saved[0], &threshold = saved[1], &ratio = saved[2],
+                     &knee = saved[3], &amplitude = saved[4];
+    const bool gate          = ctx->saved_data["gate"].toBool();
+    const auto knee_type     = Dynamics::Knee(ctx->saved_data["knee"].toInt());
+    const at::Tensor shifted = envelope + kEnergyFloor;
+    const at::Tensor level   = shifted.log();
+    const KneeCurve c =
+        curve_of(knee_type, gate ? threshold - level : level - threshold, knee, true);
+    const at::Tensor s = gate ? 1 - ratio : 1 / ratio - 1;
+    // ∂/∂gain of exp(gain/2), then ∂/∂u = ∂/∂gain · s·k′ (u rises with the level for a
+    // compressor, falls for a gate).
+    const at::Tensor grad_gain = grads[0] * amplitude * 0.5;
+    const at::Tensor grad_u    = grad_gain * s * c.slope;
+    auto total                 = [](const at::Tensor& t, const at::Tensor& like) {
+      return t.sum_to_size(like.sizes());
+    };
+    at::Tensor grad_envelope = (gate ? -grad_u : grad_u) / shifted;
+    at::Tensor grad_threshold =
+        ctx->needs_input_grad(1) ? total(gate ? grad_u : -grad_u, threshold) : at::Tensor();
+    at::Tensor grad_ratio;  // ds/dr: −1/r² (compressor), −1 (gate)
+    if (ctx->needs_input_grad(2))
+      grad_ratio =
+          gate ? -total(grad_gain * c.k, ratio) : -total(grad_gain * c.k, ratio) / ratio.pow(2);
+    at::Tensor grad_knee;
+    if (c.k_w.defined() && ctx->needs_input_grad(3)) grad_knee = total(grad_gain * s * c.k_w, knee);
+    return {grad_envelope, grad_threshold, grad_ratio, grad_knee, at::Tensor(), at::Tensor()};
+  }
+
+  static at::Tensor amplitude_of(const at::Tensor& envelope, const at::Tensor& threshold,
+                                 const at::Tensor& ratio, const at::Tensor& knee, bool gate,
+                                 Dynamics::Knee knee_type) {
+    return (log_energy_gain(envelope, threshold, ratio, knee, gate, knee_type) * 0.5).exp();
+  }
+};
+
+/// GainComputer, or its curve in plain ATen operations where tangents are carried.
+at::Tensor amplitude_gains(const at::Tensor& envelope, const at::Tensor& threshold,
+                           const at::Tensor& ratio, const at::Tensor& knee, bool gate,
+                           Dynamics::Knee knee_type) {
+  for (const at::Tensor* t : {&envelope, &threshold, &ratio, &knee})
+    if (t->defined() && dsp::tangent_of(*t).defined())
+      return GainComputer::amplitude_of(envelope, threshold, ratio, knee, gate, knee_type);
+  // A hard knee has no width: a placeholder, since a custom Function takes defined tensors.
+  const at::Tensor width = knee.defined() ? knee : at::zeros({1, 1, 1}, envelope.options());
+  return GainComputer::apply(envelope, threshold, ratio, width, gate, int64_t(knee_type));
 }
 
 /// A smoother of a gain that starts from `unity` (1, or 0 for a log gain): one pole, or
@@ -299,21 +403,22 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
                         at::zeros_like(attack));
   }
   if (amplitude_detection_) envelope = envelope.pow(2);
-  at::Tensor level     = (envelope + kEnergyFloor).log();
   at::Tensor threshold = (parameters.at("log_threshold") - kThresholdOffset).unsqueeze(-1);
   at::Tensor ratio     = (1 + parameters.at("log_ratio").exp()).unsqueeze(-1);
   // The quadratic knee's half width, or the exponential knee's sharpness.
   at::Tensor knee = knee_ == Knee::kHard ? at::Tensor() : parameters.at("log_knee").exp();
   if (knee_ == Knee::kQuadratic) knee = knee / 2;
   if (knee.defined()) knee = knee.unsqueeze(-1);
-  at::Tensor gain = curve_ == Curve::kCompressor
-                        ? (1 / ratio - 1) * knee_curve(knee_, level - threshold, knee)
-                        : (1 - ratio) * knee_curve(knee_, threshold - level, knee);
   // The curve maps log energies, so the amplitude gain is half the log-energy gain (GRAFX applies
   // exp(gain) to the amplitude, which doubles every gain in dB: see compressor.h).
-  at::Tensor amplitude_gain = gain_smoothing_in_log_
-                                  ? smooth_gain(gain / 2, gain_smoothing_, parameters, 0).exp()
-                                  : smooth_gain((gain / 2).exp(), gain_smoothing_, parameters, 1);
+  const bool gate = curve_ == Curve::kNoiseGate;
+  at::Tensor amplitude_gain =
+      gain_smoothing_in_log_
+          ? smooth_gain(log_energy_gain(envelope, threshold, ratio, knee, gate, knee_) / 2,
+                        gain_smoothing_, parameters, 0)
+                .exp()
+          : smooth_gain(amplitude_gains(envelope, threshold, ratio, knee, gate, knee_),
+                        gain_smoothing_, parameters, 1);
   return {{x * amplitude_gain}, {}};
 }
 
