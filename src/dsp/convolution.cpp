@@ -74,51 +74,7 @@ struct Blocks {
         block_grads, {block_grads.size(0), block_grads.size(1), padded_length}, 2, fft_size, hop);
     return padded.narrow(-1, left, length);
   }
-
-  // The same for a group of rows ([R, L] samples, [R, B, F] spectra, [R, n_outputs] outputs),
-  // for the loops over groups.
-  at::Tensor group_spectra(const at::Tensor& rows) const {
-    at::Tensor padded = at::constant_pad_nd(rows, {left, padded_length - left - length});
-    return rfft_rows(padded.unfold(-1, fft_size, hop), fft_size);
-  }
-  at::Tensor group_outputs(const at::Tensor& circular) const {
-    at::Tensor valid = circular.narrow(-1, taps - 1, hop);
-    return valid.reshape({valid.size(0), n_blocks * hop}).narrow(-1, 0, n_outputs);
-  }
-  at::Tensor group_blocks_of(const at::Tensor& grad) const {
-    at::Tensor padded = at::constant_pad_nd(grad, {0, n_blocks * hop - n_outputs});
-    return at::constant_pad_nd(padded.view({grad.size(0), n_blocks, hop}), {taps - 1, 0});
-  }
-  at::Tensor group_overlap_add(const at::Tensor& block_grads) const {
-    return at::unfold_backward(block_grads, {block_grads.size(0), padded_length}, 1, fft_size, hop)
-        .narrow(-1, left, length);
-  }
 };
-
-/// Groups of consecutive rows covering [0, rows) as (first, count), of about 2^18 samples of
-/// padded signal each (one row of a long signal), so that many short rows are not as many rounds
-/// of calls. The groups do not depend on the number of threads: a transform's last bits depend
-/// on how many rows it takes at once, and results must not change with the threads.
-std::vector<std::pair<int64_t, int64_t>> row_groups(int64_t rows, int64_t row_samples) {
-  const int64_t group = std::clamp<int64_t>(ceil_div(int64_t(1) << 18, row_samples), 1, rows);
-  std::vector<std::pair<int64_t, int64_t>> groups;
-  for (int64_t first = 0; first < rows; first += group)
-    groups.push_back({first, std::min(group, rows - first)});
-  return groups;
-}
-
-/// Runs work(g, first, count) for every group, the groups spread over LibTorch's threads: a
-/// group's transforms run on its thread, from and into memory that thread just touched, so that
-/// the whole batch's padded signals, spectra and products are never materialised at once and no
-/// out= call copies a result (docs/benchmarks.md, "Roofline").
-template <typename Work>
-void for_groups(const std::vector<std::pair<int64_t, int64_t>>& groups, const Work& work) {
-  at::parallel_for(0, int64_t(groups.size()), 1, [&](int64_t begin, int64_t end) {
-    c10::NoGradGuard no_grad;  // the grad mode is per thread
-    for (int64_t g = begin; g < end; ++g)
-      work(g, groups[size_t(g)].first, groups[size_t(g)].second);
-  });
-}
 
 /// Overlap-save convolution with a hand-written adjoint: the gradients are correlations with
 /// the saved spectra (one rfft of the output gradient, one irfft per gradient), a third of the
@@ -128,46 +84,13 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
                             int64_t shift, int64_t n_outputs, int64_t fft_size,
                             const SavedDuals& duals) {
     Blocks blocks(x.size(2), h.size(2), shift, n_outputs, fft_size);
-    at::Tensor h_spectrum = blocks.filter_spectrum(h);
+    at::Tensor x_spectra = blocks.block_spectra(x), h_spectrum = blocks.filter_spectrum(h);
     ctx->save_for_backward({x, h});
     duals.save(ctx);
+    ctx->saved_data["x_spectra"]  = x_spectra;
     ctx->saved_data["h_spectrum"] = h_spectrum;
     ctx->saved_data["geometry"]   = std::vector<int64_t>{shift, n_outputs, fft_size};
-    if (!x.device().is_cpu()) {
-      at::Tensor x_spectra         = blocks.block_spectra(x);
-      ctx->saved_data["x_spectra"] = x_spectra;
-      return blocks.outputs(irfft_rows(x_spectra * h_spectrum, fft_size));
-    }
-    // On the CPU, by groups of rows (for_groups), whose spectra the backward pass reuses.
-    const int64_t channels = x.size(1), rows = x.size(0) * channels;
-    const at::Tensor xc = x.contiguous().view({rows, x.size(2)});
-    at::Tensor y        = at::empty({x.size(0), channels, n_outputs}, x.options());
-    at::Tensor y_rows   = y.view({rows, n_outputs});
-    const auto groups   = row_groups(rows, blocks.padded_length);
-    std::vector<at::Tensor> x_spectra(groups.size());
-    for_groups(groups, [&](int64_t g, int64_t first, int64_t count) {
-      at::Tensor spectra   = blocks.group_spectra(xc.narrow(0, first, count));
-      x_spectra[size_t(g)] = spectra;
-      y_rows.narrow(0, first, count)
-          .copy_(blocks.group_outputs(
-              irfft_rows(spectra * filters_of(h_spectrum, channels, first, count), fft_size)));
-    });
-    ctx->saved_data["x_spectra"] = x_spectra;
-    return y;
-  }
-
-  /// The filter spectra [R, 1, F] of rows [first, first + count) (row = item·C + channel), from
-  /// h_spectrum Nh×Ch×1×F.
-  static at::Tensor filters_of(const at::Tensor& h_spectrum, int64_t channels, int64_t first,
-                               int64_t count) {
-    auto of = [&](int64_t r) {
-      return h_spectrum[h_spectrum.size(0) == 1 ? 0 : r / channels]
-                       [h_spectrum.size(1) == 1 ? 0 : r % channels];
-    };
-    if (count == 1) return of(first).unsqueeze(0);
-    std::vector<at::Tensor> filters;
-    for (int64_t r = first; r < first + count; ++r) filters.push_back(of(r));
-    return at::stack(filters);
+    return blocks.outputs(irfft_rows(x_spectra * h_spectrum, fft_size));
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -179,12 +102,10 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
     // With create_graph, or tangents to carry, the spectra are recomputed from x and h so that
     // the gradients are differentiable again; otherwise the forward's are reused.
     bool again = c10::GradMode::is_enabled() || !duals.empty();
+    at::Tensor x_spectra =
+        again ? blocks.block_spectra(x) : ctx->saved_data["x_spectra"].toTensor();
     at::Tensor h_spectrum =
         again ? blocks.filter_spectrum(h) : ctx->saved_data["h_spectrum"].toTensor();
-    const at::IValue& saved_spectra = ctx->saved_data["x_spectra"];
-    if (!again && saved_spectra.isTensorList())
-      return backward_rows(ctx, blocks, saved_spectra.toTensorVector(), h_spectrum, x, grads[0]);
-    at::Tensor x_spectra    = again ? blocks.block_spectra(x) : saved_spectra.toTensor();
     at::Tensor grad_spectra = rfft_rows(blocks.blocks_of(grads[0]), blocks.fft_size);
     at::Tensor grad_x, grad_h;
     if (ctx->needs_input_grad(0))
@@ -194,46 +115,6 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
           (grad_spectra * x_spectra.conj()).sum(-2).sum_to_size(h_spectrum.squeeze(-2).sizes());
       grad_h = irfft_rows(cross, blocks.fft_size).narrow(-1, 0, blocks.taps);
     }
-    return {grad_x, grad_h, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
-  }
-
-  /// The backward pass by the forward's groups of rows, from their spectra: each group's output
-  /// gradient in blocks, its spectra, its rows of grad_x, and their correlations with x, summed
-  /// per filter afterwards in row order (the same sum on any number of threads).
-  static variable_list backward_rows(AutogradContext* ctx, const Blocks& blocks,
-                                     const std::vector<at::Tensor>& x_spectra,
-                                     const at::Tensor& h_spectrum, const at::Tensor& x,
-                                     const at::Tensor& grad) {
-    const int64_t channels = x.size(1), rows = x.size(0) * channels;
-    const at::Tensor g = grad.contiguous().view({rows, blocks.n_outputs});
-    const bool want_x = ctx->needs_input_grad(0), want_h = ctx->needs_input_grad(1);
-    at::Tensor grad_x = want_x ? at::empty_like(x, at::MemoryFormat::Contiguous) : at::Tensor();
-    at::Tensor grad_x_rows = want_x ? grad_x.view({rows, blocks.length}) : at::Tensor();
-    at::Tensor cross =
-        want_h ? at::empty({x.size(0), channels, h_spectrum.size(-1)}, h_spectrum.options())
-               : at::Tensor();
-    at::Tensor cross_rows = want_h ? cross.view({rows, h_spectrum.size(-1)}) : at::Tensor();
-    std::vector<std::pair<int64_t, int64_t>> groups;  // the forward's
-    int64_t start = 0;
-    for (const auto& spectra : x_spectra) {
-      groups.push_back({start, spectra.size(0)});
-      start += spectra.size(0);
-    }
-    for_groups(groups, [&](int64_t index, int64_t first, int64_t count) {
-      at::Tensor spectra =
-          rfft_rows(blocks.group_blocks_of(g.narrow(0, first, count)), blocks.fft_size);
-      if (want_x)
-        grad_x_rows.narrow(0, first, count)
-            .copy_(blocks.group_overlap_add(irfft_rows(
-                spectra * filters_of(h_spectrum, channels, first, count).conj(), blocks.fft_size)));
-      if (want_h)
-        cross_rows.narrow(0, first, count)
-            .copy_((spectra * x_spectra[size_t(index)].conj()).sum(1));
-    });
-    at::Tensor grad_h;
-    if (want_h)
-      grad_h = irfft_rows(cross.sum_to_size(h_spectrum.squeeze(-2).sizes()), blocks.fft_size)
-                   .narrow(-1, 0, blocks.taps);
     return {grad_x, grad_h, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
