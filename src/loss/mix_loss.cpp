@@ -1,6 +1,7 @@
 #include <grafx/loss/mix_loss.h>
 
 #include <grafx/dsp/convolution.h>
+#include <grafx/dsp/forward_mode.h>
 #include <grafx/error.h>
 #include <grafx/processors/processor.h>
 
@@ -39,10 +40,11 @@ void check_options(const MixLossOptions& o) {
 
 struct MixLoss::Constants {
   std::vector<detail::StftResolution> resolutions;
-  std::vector<at::Tensor> windows;      // per resolution, [fft], float64 CPU
-  std::vector<at::Tensor> filterbanks;  // per resolution, sparse [n_mels, fft/2+1]
-  at::Tensor a_weighting;               // [101]
-  ConstantCache cache;                  // the above on each device and dtype in use
+  std::vector<at::Tensor> windows;            // per resolution, [fft], float64 CPU
+  std::vector<at::Tensor> filterbanks;        // per resolution, sparse [n_mels, fft/2+1]
+  std::vector<detail::BandPairs> band_pairs;  // the same as two (band, weight) pairs per bin
+  at::Tensor a_weighting;                     // [101]
+  ConstantCache cache;                        // the above on each device and dtype in use
 };
 
 MixLoss::MixLoss(MixLossOptions options)
@@ -61,6 +63,7 @@ MixLoss::MixLoss(MixLossOptions options)
     filterbank = filterbank.index_select(0, (filterbank.amax(1) > 0).nonzero().squeeze(1));
     constants_->windows.push_back(detail::padded_hann_window(resolution));
     constants_->filterbanks.push_back(filterbank.to_sparse());
+    constants_->band_pairs.push_back(detail::band_pairs(filterbank));
   }
   if (options_.a_weighting) constants_->a_weighting = detail::a_weighting_fir(options_.sample_rate);
 }
@@ -135,6 +138,15 @@ at::Tensor MixLoss::four_channels(const at::Tensor& stereo) {
 
 at::Tensor MixLoss::mel_frames(const at::Tensor& padded, size_t r) const {
   const std::string key = std::to_string(r);
+  at::Tensor magnitude =
+      detail::frame_magnitudes(padded, constant("window" + key, constants_->windows[r], padded),
+                               constants_->resolutions[r].hop_size, options_.eps);
+  // The mel triangles overlap their neighbours only: on the CPU, two weights per bin in one pass;
+  // elsewhere and with tangents (forward mode), the sparse product.
+  const detail::BandPairs& pairs = constants_->band_pairs[r];
+  if (pairs.bands.defined() && padded.device().is_cpu() && !dsp::tangent_of(magnitude).defined())
+    return detail::apply_band_pairs(magnitude, pairs.bands,
+                                    constant("pairs" + key, pairs.weights, padded), pairs.n_bands);
   // ConstantCache holds dense tensors: cache the parts, assemble the sparse tensor per call.
   const at::Tensor& filterbank = constants_->filterbanks[r];
   at::Tensor indices =
@@ -142,9 +154,6 @@ at::Tensor MixLoss::mel_frames(const at::Tensor& padded, size_t r) const {
                             [&] { return filterbank.indices(); });
   at::Tensor mel = at::sparse_coo_tensor(
       indices, constant("mel" + key + "/values", filterbank.values(), padded), filterbank.sizes());
-  at::Tensor magnitude =
-      detail::frame_magnitudes(padded, constant("window" + key, constants_->windows[r], padded),
-                               constants_->resolutions[r].hop_size, options_.eps);
   return detail::apply_filterbank(magnitude, mel);
 }
 

@@ -5,6 +5,10 @@
 #include <grafx/error.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
 #include <sstream>
@@ -40,7 +44,92 @@ std::vector<double> solve_positive_definite(std::vector<double> a, std::vector<d
   return b;
 }
 
+/// y[r, bands[j, k]] += weights[j, k]·x[r, k] over both pairs j of every bin k, and its adjoint
+/// g_x[r, k] = Σ_j weights[j, k]·g[r, bands[j, k]]: rows x [R, bins], y [R, n_bands].
+struct BandPairProjection : public torch::autograd::Function<BandPairProjection> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const at::Tensor& bands, const at::Tensor& weights, int64_t n_bands) {
+    ctx->save_for_backward({bands, weights});
+    const at::Tensor xc = x.contiguous(), b = bands.contiguous(), w = weights.contiguous();
+    const int64_t rows = xc.size(0), bins = xc.size(1);
+    at::Tensor y = at::zeros({rows, n_bands}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "band_pairs", [&] {
+      const scalar_t* xp = xc.data_ptr<scalar_t>();
+      const scalar_t* wp = w.data_ptr<scalar_t>();
+      const int64_t* bp  = b.data_ptr<int64_t>();
+      scalar_t* yp       = y.data_ptr<scalar_t>();
+      at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const scalar_t* row = xp + r * bins;
+          scalar_t* out       = yp + r * n_bands;
+          for (int64_t k = 0; k < bins; ++k) {
+            out[bp[k]] += wp[k] * row[k];
+            out[bp[bins + k]] += wp[bins + k] * row[k];
+          }
+        }
+      });
+    });
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved        = ctx->get_saved_variables();
+    const at::Tensor &bands = saved[0], &weights = saved[1];
+    const at::Tensor g = grads[0].contiguous();
+    if (c10::GradMode::is_enabled())  // recorded: gathers, differentiable again
+      return {g.index_select(1, bands[0]) * weights[0] + g.index_select(1, bands[1]) * weights[1],
+              at::Tensor(), at::Tensor(), at::Tensor()};
+    const int64_t rows = g.size(0), n_bands = g.size(1), bins = bands.size(1);
+    const at::Tensor b = bands.contiguous(), w = weights.contiguous();
+    at::Tensor grad = at::empty({rows, bins}, g.options());
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "band_pairs_backward", [&] {
+      const scalar_t* gp = g.data_ptr<scalar_t>();
+      const scalar_t* wp = w.data_ptr<scalar_t>();
+      const int64_t* bp  = b.data_ptr<int64_t>();
+      scalar_t* dp       = grad.data_ptr<scalar_t>();
+      at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const scalar_t* in = gp + r * n_bands;
+          scalar_t* out      = dp + r * bins;
+          for (int64_t k = 0; k < bins; ++k)
+            out[k] = wp[k] * in[bp[k]] + wp[bins + k] * in[bp[bins + k]];
+        }
+      });
+    });
+    return {grad, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 }  // namespace
+
+BandPairs band_pairs(const at::Tensor& filterbank) {
+  const at::Tensor dense = filterbank.to(at::kDouble).contiguous();
+  const int64_t n_bands = dense.size(0), bins = dense.size(1);
+  at::Tensor bands = at::zeros({2, bins}, at::kLong), weights = at::zeros({2, bins}, at::kDouble);
+  auto f = dense.accessor<double, 2>();
+  auto b = bands.accessor<int64_t, 2>();
+  auto w = weights.accessor<double, 2>();
+  for (int64_t k = 0; k < bins; ++k) {
+    int64_t found = 0;
+    for (int64_t m = 0; m < n_bands; ++m) {
+      if (f[m][k] == 0) continue;
+      if (found == 2) return {};
+      b[found][k] = m;
+      w[found][k] = f[m][k];
+      ++found;
+    }
+  }
+  return {bands, weights, n_bands};
+}
+
+at::Tensor apply_band_pairs(const at::Tensor& magnitude, const at::Tensor& bands,
+                            const at::Tensor& weights, int64_t n_bands) {
+  std::vector<int64_t> shape = magnitude.sizes().vec();
+  shape.back()               = n_bands;
+  at::Tensor rows            = magnitude.reshape({-1, magnitude.size(-1)});
+  return BandPairProjection::apply(rows, bands, weights, n_bands).view(shape);
+}
 
 void check_signal_pair(const at::Tensor& x, const at::Tensor& y, const std::string& what) {
   auto describe = [](const at::Tensor& t) {

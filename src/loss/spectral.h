@@ -60,6 +60,24 @@ at::Tensor mel_filterbank(double sample_rate, int64_t fft_size, int64_t n_mels);
 /// the sparse product does ~20× less work than a dense one and needs no fast BLAS.
 at::Tensor apply_filterbank(const at::Tensor& magnitude, const at::Tensor& filterbank);
 
+/// A filterbank [n_bands, bins] whose every bin lies in at most two bands (triangles that overlap
+/// their neighbours only, as the mel filters), as two (band, weight) pairs per bin: `bands`
+/// [2, bins] (int64), `weights` [2, bins] (float64; 0 where a bin lies in fewer bands), CPU.
+struct BandPairs {
+  at::Tensor bands, weights;
+  int64_t n_bands = 0;
+};
+/// The pairs of a dense filterbank; empty (undefined tensors) when a bin lies in three or more.
+BandPairs band_pairs(const at::Tensor& filterbank);
+
+/// apply_filterbank for a filterbank given as BandPairs (`weights` in the magnitudes' dtype):
+/// [..., bins] → [..., n_bands] in one pass over the magnitudes each way, rows on every thread,
+/// where the sparse product of apply_filterbank needs a transposed copy and a slower kernel
+/// (docs/benchmarks.md, "Roofline"). CPU only; its backward pass, recorded (create_graph), is
+/// made of ATen operations and so differentiable again.
+at::Tensor apply_band_pairs(const at::Tensor& magnitude, const at::Tensor& bands,
+                            const at::Tensor& weights, int64_t n_bands);
+
 /// Slaney mel scale of librosa (htk=False) and its inverse.
 double hz_to_mel(double frequency_hz);
 double mel_to_hz(double mel);

@@ -7,6 +7,7 @@
 #include "loss/loss_test_support.h"
 
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include <ATen/ATen.h>
 
@@ -118,6 +119,35 @@ TEST(Mel, MatchesLibrosaFormulaValues) {
   for (const auto& [m, k, value] : expected)
     EXPECT_NEAR(weights[m][k].item<double>(), value, 1e-15);
   EXPECT_EQ((weights.amax(1) > 0).sum().item<int64_t>(), 96);  // no empty band at FFT 512
+}
+
+TEST(Mel, BandPairsEqualTheSparseProductAndItsGradients) {
+  // The two-weights-per-bin projection against the sparse filterbank product, at rates where
+  // small FFTs leave bands without a bin (dropped, as MixLoss does) and where they do not.
+  at::manual_seed(11);
+  for (double rate : {16000.0, 30000.0, 48000.0})
+    for (int64_t fft : {512, 4096}) {
+      at::Tensor bank = mel_filterbank(rate, fft, 96);
+      bank            = bank.index_select(0, (bank.amax(1) > 0).nonzero().squeeze(1));
+      BandPairs pairs = band_pairs(bank);
+      ASSERT_TRUE(pairs.bands.defined()) << rate << " Hz, FFT " << fft;
+      at::Tensor magnitude = at::rand({3, 7, fft / 2 + 1}, at::kDouble).requires_grad_(true);
+      at::Tensor weights   = at::randn({3, 7, bank.size(0)}, at::kDouble);
+      at::Tensor ours      = apply_band_pairs(magnitude, pairs.bands, pairs.weights, pairs.n_bands);
+      at::Tensor theirs    = apply_filterbank(magnitude, bank.to_sparse());
+      EXPECT_TRUE(at::allclose(ours, theirs, 1e-12, 1e-12)) << rate << " Hz, FFT " << fft;
+      at::Tensor g1 = torch::autograd::grad({(ours * weights).sum()}, {magnitude})[0];
+      at::Tensor g2 = torch::autograd::grad({(theirs * weights).sum()}, {magnitude})[0];
+      EXPECT_TRUE(at::allclose(g1, g2, 1e-12, 1e-12)) << rate << " Hz, FFT " << fft;
+      // A recorded backward pass (create_graph) gives the same gradient, differentiable again.
+      at::Tensor again = apply_band_pairs(magnitude, pairs.bands, pairs.weights, pairs.n_bands);
+      at::Tensor g3 =
+          torch::autograd::grad({(again * weights).sum()}, {magnitude}, {}, true, true)[0];
+      EXPECT_TRUE(at::allclose(g3, g2, 1e-12, 1e-12));
+    }
+  // A bin in three bands has no such form.
+  at::Tensor three = at::ones({3, 5}, at::kDouble);
+  EXPECT_FALSE(band_pairs(three).bands.defined());
 }
 
 TEST(AWeighting, AnalogCurveMatchesIecTable) {
