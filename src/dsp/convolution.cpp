@@ -64,12 +64,16 @@ struct Blocks {
   }
   /// The adjoint of `outputs`: a gradient of the outputs placed at the valid part of each block.
   at::Tensor blocks_of(const at::Tensor& grad) const {
+    if (n_blocks == 1)  // the whole signal: one pad
+      return at::constant_pad_nd(grad, {taps - 1, hop - n_outputs}).unsqueeze(2);
     at::Tensor padded = at::constant_pad_nd(grad, {0, n_blocks * hop - n_outputs});
     return at::constant_pad_nd(padded.view({grad.size(0), grad.size(1), n_blocks, hop}),
                                {taps - 1, 0});
   }
   /// The adjoint of `block_spectra`'s blocks: overlap-add, then the samples of x.
   at::Tensor overlap_add(const at::Tensor& block_grads) const {
+    // One block is the whole padded signal: nothing overlaps (and nothing to zero and add).
+    if (n_blocks == 1) return block_grads.squeeze(2).narrow(-1, left, length);
     at::Tensor padded = at::unfold_backward(
         block_grads, {block_grads.size(0), block_grads.size(1), padded_length}, 2, fft_size, hop);
     return padded.narrow(-1, left, length);
