@@ -3,6 +3,9 @@
 #include <grafx/processors/compressor.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cctype>
@@ -81,6 +84,43 @@ KneeCurve curve_of(Dynamics::Knee knee, const at::Tensor& u, const at::Tensor& w
   return c;
 }
 
+/// The knee at one point, with its derivatives: the element-wise form of curve_of, for the CPU
+/// loops of GainComputer (the same operations in the same order).
+template <typename T>
+struct KneePoint {
+  T k, slope, k_w;
+};
+template <typename T>
+KneePoint<T> knee_point(Dynamics::Knee knee, T u, T w) {
+  switch (knee) {
+    case Dynamics::Knee::kQuadratic: {
+      const T q = std::min(std::max(u + w, T(0)), 2 * w), slope = q / (2 * w);
+      return {q * q / (4 * w) + std::max(u - w, T(0)), slope, slope * (1 - slope)};
+    }
+    case Dynamics::Knee::kExponential: {
+      const T wu = w * u, k = (wu > 20 ? wu : std::log1p(std::exp(wu))) / w;  // softplus
+      const T slope = 1 / (1 + std::exp(-wu));
+      return {k, slope, (u * slope - k) / w};
+    }
+    default:
+      return {std::max(u, T(0)), T(u > 0 ? 1 : 0), T(0)};
+  }
+}
+
+constexpr int64_t kBlock = 16384;  // samples per task of GainComputer's CPU loops
+
+/// Calls work(task, item, first, end) for blocks of samples of every item, in parallel.
+template <typename Work>
+void for_blocks(int64_t items, int64_t length, const Work& work) {
+  const int64_t blocks = (length + kBlock - 1) / kBlock;
+  at::parallel_for(0, items * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t item = task / blocks, first = (task % blocks) * kBlock;
+      work(task, item, first, std::min(length, first + kBlock));
+    }
+  });
+}
+
 /// The curve's log-energy gain s·k(u) of envelope energies, in ATen operations.
 at::Tensor log_energy_gain(const at::Tensor& envelope, const at::Tensor& threshold,
                            const at::Tensor& ratio, const at::Tensor& knee, bool gate,
@@ -102,12 +142,46 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& envelope,
                             const at::Tensor& threshold, const at::Tensor& ratio,
                             const at::Tensor& knee, bool gate, int64_t knee_type) {
-    at::Tensor amplitude =
-        amplitude_of(envelope, threshold, ratio, knee, gate, Dynamics::Knee(knee_type));
+    const auto knee_kind = Dynamics::Knee(knee_type);
+    at::Tensor amplitude = per_item_on_cpu(envelope, {threshold, ratio, knee})
+                               ? amplitude_on_cpu(envelope, threshold, ratio, knee, gate, knee_kind)
+                               : amplitude_of(envelope, threshold, ratio, knee, gate, knee_kind);
     ctx->save_for_backward({envelope, threshold, ratio, knee, amplitude});
     ctx->saved_data["gate"] = gate;
     ctx->saved_data["knee"] = knee_type;
     return amplitude;
+  }
+
+  /// Whether the CPU loops apply: N×1×L envelopes on the CPU, one value per item of the rest.
+  static bool per_item_on_cpu(const at::Tensor& envelope, std::vector<at::Tensor> values) {
+    if (!envelope.device().is_cpu() || envelope.dim() != 3 || envelope.size(1) != 1) return false;
+    for (const auto& v : values)
+      if (v.numel() != envelope.size(0) || v.scalar_type() != envelope.scalar_type()) return false;
+    return true;
+  }
+
+  /// The forward pass on the CPU: the logarithm and the exponential by ATen's vectorised
+  /// kernels, the curve between them in one loop (autograd's form takes a dozen passes).
+  static at::Tensor amplitude_on_cpu(const at::Tensor& envelope, const at::Tensor& threshold,
+                                     const at::Tensor& ratio, const at::Tensor& knee, bool gate,
+                                     Dynamics::Knee knee_type) {
+    const at::Tensor level = (envelope.contiguous() + kEnergyFloor).log();
+    at::Tensor half_gain   = at::empty_like(level);
+    const at::Tensor t = threshold.contiguous(), r = ratio.contiguous(), w = knee.contiguous();
+    AT_DISPATCH_FLOATING_TYPES(level.scalar_type(), "gain_computer", [&] {
+      const scalar_t *lp = level.data_ptr<scalar_t>(), *tp = t.data_ptr<scalar_t>(),
+                     *rp = r.data_ptr<scalar_t>(), *wp = w.data_ptr<scalar_t>();
+      scalar_t* hp         = half_gain.data_ptr<scalar_t>();
+      const int64_t length = level.size(2);
+      for_blocks(level.size(0), length, [&](int64_t, int64_t n, int64_t first, int64_t end) {
+        const scalar_t s = gate ? 1 - rp[n] : 1 / rp[n] - 1;
+        for (int64_t i = n * length + first; i < n * length + end; ++i) {
+          const scalar_t u = gate ? tp[n] - lp[i] : lp[i] - tp[n];
+          hp[i]            = s * knee_point(knee_type, u, wp[n]).k * scalar_t(0.5);
+        }
+      });
+    });
+    return half_gain.exp_();
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -115,8 +189,11 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
     const auto saved           = ctx->get_saved_variables();
     const at::Tensor &envelope = saved[0], &threshold = saved[1], &ratio = saved[2],
                      &knee = saved[3], &amplitude = saved[4];
-    const bool gate          = ctx->saved_data["gate"].toBool();
-    const auto knee_type     = Dynamics::Knee(ctx->saved_data["knee"].toInt());
+    const bool gate      = ctx->saved_data["gate"].toBool();
+    const auto knee_type = Dynamics::Knee(ctx->saved_data["knee"].toInt());
+    if (!c10::GradMode::is_enabled() && per_item_on_cpu(envelope, {threshold, ratio, knee}))
+      return backward_on_cpu(ctx, envelope, threshold, ratio, knee, amplitude, grads[0], gate,
+                             knee_type);
     const at::Tensor shifted = envelope + kEnergyFloor;
     const at::Tensor level   = shifted.log();
     const KneeCurve c =
@@ -141,6 +218,57 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
     return {grad_envelope, grad_threshold, grad_ratio, grad_knee, at::Tensor(), at::Tensor()};
   }
 
+  /// The backward pass on the CPU: one loop over the samples for every gradient, per-item sums
+  /// of the parameters' gradients per block, added in block order (the same on any threads).
+  static torch::autograd::variable_list backward_on_cpu(
+      torch::autograd::AutogradContext* ctx, const at::Tensor& envelope,
+      const at::Tensor& threshold, const at::Tensor& ratio, const at::Tensor& knee,
+      const at::Tensor& amplitude, const at::Tensor& grad, bool gate, Dynamics::Knee knee_type) {
+    const at::Tensor shifted = envelope.contiguous() + kEnergyFloor, level = shifted.log();
+    const at::Tensor g = grad.contiguous(), a = amplitude.contiguous();
+    const at::Tensor t = threshold.contiguous(), r = ratio.contiguous(), w = knee.contiguous();
+    const int64_t items = level.size(0), length = level.size(2);
+    const int64_t tasks      = items * ((length + kBlock - 1) / kBlock);
+    at::Tensor grad_envelope = at::empty_like(level);
+    std::vector<double> sums(size_t(tasks) * 3, 0.0);  // per task: ∂T, ∂r (before ds/dr), ∂w
+    AT_DISPATCH_FLOATING_TYPES(level.scalar_type(), "gain_computer_backward", [&] {
+      const scalar_t *lp = level.data_ptr<scalar_t>(), *sp = shifted.data_ptr<scalar_t>(),
+                     *gp = g.data_ptr<scalar_t>(), *ap = a.data_ptr<scalar_t>(),
+                     *tp = t.data_ptr<scalar_t>(), *rp = r.data_ptr<scalar_t>(),
+                     *wp = w.data_ptr<scalar_t>();
+      scalar_t* dp       = grad_envelope.data_ptr<scalar_t>();
+      for_blocks(items, length, [&](int64_t task, int64_t n, int64_t first, int64_t end) {
+        const scalar_t s   = gate ? 1 - rp[n] : 1 / rp[n] - 1;
+        double d_threshold = 0, d_ratio = 0, d_knee = 0;
+        for (int64_t i = n * length + first; i < n * length + end; ++i) {
+          const scalar_t u            = gate ? tp[n] - lp[i] : lp[i] - tp[n];
+          const KneePoint<scalar_t> p = knee_point(knee_type, u, wp[n]);
+          const scalar_t grad_gain    = gp[i] * ap[i] * scalar_t(0.5);
+          const scalar_t grad_u       = grad_gain * s * p.slope;
+          dp[i]                       = (gate ? -grad_u : grad_u) / sp[i];
+          d_threshold += gate ? grad_u : -grad_u;
+          d_ratio += grad_gain * p.k;
+          d_knee += grad_gain * s * p.k_w;
+        }
+        double* out = sums.data() + 3 * task;
+        out[0] = d_threshold, out[1] = d_ratio, out[2] = d_knee;
+      });
+    });
+    const at::Tensor per_item =
+        at::from_blob(sums.data(), {items, tasks / items, 3}, at::kDouble).sum(1);  // [N, 3]
+    auto as = [&](const at::Tensor& column, const at::Tensor& like) {
+      return column.to(like.scalar_type()).view(like.sizes());
+    };
+    at::Tensor grad_threshold, grad_ratio, grad_knee;
+    if (ctx->needs_input_grad(1)) grad_threshold = as(per_item.select(1, 0), threshold);
+    if (ctx->needs_input_grad(2))  // ds/dr: −1 (gate), −1/r² (compressor)
+      grad_ratio = gate ? -as(per_item.select(1, 1), ratio)
+                        : -as(per_item.select(1, 1), ratio) / ratio.pow(2);
+    if (knee_type != Dynamics::Knee::kHard && ctx->needs_input_grad(3))
+      grad_knee = as(per_item.select(1, 2), knee);
+    return {grad_envelope, grad_threshold, grad_ratio, grad_knee, at::Tensor(), at::Tensor()};
+  }
+
   static at::Tensor amplitude_of(const at::Tensor& envelope, const at::Tensor& threshold,
                                  const at::Tensor& ratio, const at::Tensor& knee, bool gate,
                                  Dynamics::Knee knee_type) {
@@ -156,7 +284,8 @@ at::Tensor amplitude_gains(const at::Tensor& envelope, const at::Tensor& thresho
     if (t->defined() && dsp::tangent_of(*t).defined())
       return GainComputer::amplitude_of(envelope, threshold, ratio, knee, gate, knee_type);
   // A hard knee has no width: a placeholder, since a custom Function takes defined tensors.
-  const at::Tensor width = knee.defined() ? knee : at::zeros({1, 1, 1}, envelope.options());
+  const at::Tensor width =
+      knee.defined() ? knee : at::zeros({envelope.size(0), 1, 1}, envelope.options());
   return GainComputer::apply(envelope, threshold, ratio, width, gate, int64_t(knee_type));
 }
 

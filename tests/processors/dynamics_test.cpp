@@ -1,6 +1,7 @@
 // Golden checks of the compressor and noise gate: identity at ratio 1, the static curves of the
 // paper on steady levels, and attack/release ballistics against the plain-loop reference.
 
+#include <grafx/dsp/forward_mode.h>
 #include <grafx/dsp/recursion.h>
 #include <grafx/processors/compressor.h>
 #include <grafx/processors/noise_gate.h>
@@ -8,6 +9,7 @@
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include <cmath>
 
@@ -193,6 +195,46 @@ TEST(Dynamics, HardAndExponentialKneesFollowGrafxsCurvesOnSteadyLevels) {
       }
     }
   }
+}
+
+TEST(Dynamics, GainComputerGradientsEqualAutogradsOfTheCurve) {
+  // The gain computer's hand-written passes (CPU loops, and ATen operations when recorded)
+  // against autograd through the same curve written as plain operations (forward mode's path),
+  // for every knee, compressor and gate, levels below, inside and above the knees.
+  at::manual_seed(12);
+  const int64_t n = 3;
+  at::Tensor x    = (at::randn({n, 2, 3000}, at::kDouble) *
+                  at::logspace(-3, 0, n, 10, at::kDouble).view({n, 1, 1}));
+  TensorDict p    = parameters(0.5, std::log(3.0), 0.7, {1.0}, n);
+  for (const char* knee : {"hard", "quadratic", "exponential"})
+    for (auto curve : {Dynamics::Curve::kCompressor, Dynamics::Curve::kNoiseGate}) {
+      Dynamics dynamics = configured(curve, {{"knee", std::string(knee)}});
+      TensorDict leaves;
+      for (const auto& [name, t] : p)
+        if (name != "log_knee" || std::string(knee) != "hard")  // a hard knee has no width
+          leaves[name] = t.clone().requires_grad_(true);
+      at::Tensor input               = x.clone().requires_grad_(true);
+      at::Tensor weights             = at::randn_like(x);
+      std::vector<at::Tensor> inputs = {input};
+      for (auto& [name, t] : leaves) inputs.push_back(t);
+      at::Tensor y = dynamics.forward({input}, leaves).outputs[0];
+      auto ours    = torch::autograd::grad({(y * weights).sum()}, inputs, {}, true, true);
+      // Forward mode's path: tangents make the processor compute the curve in plain operations.
+      at::Tensor plain;
+      {
+        dsp::ForwardMode mode;
+        TensorDict duals;
+        for (auto& [name, t] : leaves) duals[name] = dsp::make_dual(t, at::zeros_like(t));
+        at::Tensor dual_input = dsp::make_dual(input, at::zeros_like(input));
+        plain = dsp::unpack_dual(dynamics.forward({dual_input}, duals).outputs[0]).first;
+      }
+      EXPECT_TRUE(at::allclose(y, plain, 1e-12, 1e-14)) << knee;
+      auto theirs = torch::autograd::grad({(plain * weights).sum()}, inputs);
+      for (size_t i = 0; i < inputs.size(); ++i)
+        EXPECT_TRUE(at::allclose(ours[i], theirs[i], 1e-9, 1e-12))
+            << knee << (curve == Dynamics::Curve::kNoiseGate ? " gate" : " compressor")
+            << ", input " << i;
+    }
 }
 
 TEST(Dynamics, AmplitudeDetectionSmoothsTheMeanAbsoluteValue) {
