@@ -22,8 +22,11 @@ double peak_memory_growth_mib(const std::function<void()>& work);
 /// heap is trimmed only past 1 GiB of free space at its top. A render or fit step allocates and
 /// frees the same large signals every time; with glibc's defaults each step faulted all of
 /// them in anew (a fit step: 6× the page faults, 15 % more CPU time; docs/benchmarks.md). The
-/// resident memory then stays at its peak. Called by the grafx program, the benchmarks and the
-/// Python module on import (which GRAFX_KEEP_FREED_MEMORY=0 turns off). Process-wide.
+/// resident memory then stays at its peak, which itself can be higher (memory freed while a
+/// song's files were read stays resident: a 1-minute song's evaluation peaked at 956 MiB
+/// against 839 MiB). Called by the grafx program, the benchmarks and the
+/// Python module on import. Process-wide; GRAFX_KEEP_FREED_MEMORY=0 in the environment makes it
+/// do nothing (glibc's defaults stay).
 void keep_freed_memory();
 
 }  // namespace grafx

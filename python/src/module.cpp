@@ -5,8 +5,6 @@
 #include <grafx/error.h>
 #include <grafx/memory.h>
 
-#include <cstdlib>
-
 #include <torch/csrc/Dtype.h>
 
 namespace grafx::python {
@@ -185,9 +183,7 @@ PYBIND11_MODULE(_grafx, m) {
   m.doc() = "grafx: differentiable audio processing graphs (C++ core; see the package grafx)";
   m.attr("__version__") = GRAFX_VERSION;
   namespace gp          = grafx::python;
-  // Renders and fits allocate and free the same large signals every step (grafx/memory.h).
-  const char* keep = std::getenv("GRAFX_KEEP_FREED_MEMORY");
-  if (!keep || std::string(keep) != "0") grafx::keep_freed_memory();
+  grafx::keep_freed_memory();  // renders allocate and free the same signals every step
   gp::bind_errors(m);
   gp::bind_graph(m);
   gp::bind_processors(m);

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <string>
@@ -21,6 +22,8 @@ double status_kib(const char* field) {
 }  // namespace
 
 void keep_freed_memory() {
+  const char* keep = std::getenv("GRAFX_KEEP_FREED_MEMORY");
+  if (keep && std::string(keep) == "0") return;
   constexpr int kGiB = 1 << 30;
   mallopt(M_MMAP_THRESHOLD, kGiB);
   mallopt(M_TRIM_THRESHOLD, kGiB);

@@ -23,6 +23,7 @@ struct FftRecord {
 
 /// Records every rfft_rows and irfft_rows call, on any thread, while it lives (one at a time):
 /// the FFTs a piece of work did, for the roofline of docs/benchmarks.md (bench/roofline_bench).
+/// Make and destroy it around work that has ended, not while other threads still transform.
 ///
 ///   FftLedger ledger;  run();  for (const FftRecord& r : ledger.records()) ...
 class FftLedger {
