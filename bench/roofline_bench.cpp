@@ -150,6 +150,35 @@ std::vector<dsp::FftRecord> after(const std::vector<dsp::FftRecord>& all, size_t
   return {all.begin() + int64_t(std::min(skip, all.size())), all.end()};
 }
 
+/// Times `objective` (time_passes), records the transforms of one forward and backward pass,
+/// and bounds both passes: their transforms timed alone plus the floats `moved` says each must
+/// read and write ({forward, backward}, asked after the passes ran) at `ms_per_float`.
+Part measure(std::string name, const std::function<at::Tensor()>& objective,
+             const std::function<void()>& clear,
+             const std::function<std::pair<double, double>()>& moved, int repeats,
+             FftTimes& fft_times, double ms_per_float) {
+  Part part{std::move(name)};
+  const Passes passes = time_passes(objective, clear, repeats);
+  part.forward_ms     = passes.forward_ms;
+  part.backward_ms    = passes.backward_ms;
+  std::vector<dsp::FftRecord> forward_records, backward_records;
+  {
+    dsp::FftLedger ledger;
+    at::Tensor value = objective();
+    forward_records  = ledger.records();
+    value.backward();
+    backward_records = after(ledger.records(), forward_records.size());
+    clear();
+  }
+  const auto [forward_floats, backward_floats] = moved();
+  part.forward_bound_ms  = fft_times.of(forward_records) + forward_floats * ms_per_float;
+  part.backward_bound_ms = fft_times.of(backward_records) + backward_floats * ms_per_float;
+  part.forward_ffts      = count(forward_records);
+  part.backward_ffts     = count(backward_records);
+  part.transforms        = describe(forward_records) + "; " + describe(backward_records);
+  return part;
+}
+
 int run(int argc, char** argv) {
   const int repeats = int(bench::parse_arguments(argc, argv, {{"repeats", 5, 1, 1000}})[0]);
   bench::setup_threads();
@@ -208,8 +237,6 @@ int run(int argc, char** argv) {
       return grafx::detail::flatten_rows(grafx::detail::step_rows(prepared[step.type], step), false,
                                          1, m);
     };
-    Part part;
-    part.name = plan.types.name(step.type) + " ×" + std::to_string(m);
     std::vector<at::Tensor> outputs, cotangents, grad_inputs;
     for (const auto& x : inputs)
       grad_inputs.push_back(x.detach().requires_grad_(inputs_need_grad[k]));
@@ -228,28 +255,14 @@ int run(int argc, char** argv) {
         p.mutable_grad() = at::Tensor();
       for (auto& x : grad_inputs) x.mutable_grad() = at::Tensor();
     };
-    const Passes passes = time_passes(objective, clear, repeats);
-    part.forward_ms     = passes.forward_ms;
-    part.backward_ms    = passes.backward_ms;
-    std::vector<dsp::FftRecord> forward_records, backward_records;
-    {
-      dsp::FftLedger ledger;
-      at::Tensor value = objective();
-      forward_records  = ledger.records();
-      value.backward();
-      backward_records = after(ledger.records(), forward_records.size());
-      clear();
-    }
-    const int64_t in = numel(inputs), out = numel(outputs);
     // Forward: read the inputs, write the outputs. Backward: read the cotangents and the saved
     // inputs, write the inputs' gradients where they are needed.
-    part.forward_bound_ms  = fft_times.of(forward_records) + double(in + out) * ms_per_float;
-    part.backward_bound_ms = fft_times.of(backward_records) +
-                             double(out + in + (inputs_need_grad[k] ? in : 0)) * ms_per_float;
-    part.forward_ffts  = count(forward_records);
-    part.backward_ffts = count(backward_records);
-    part.transforms    = describe(forward_records) + "; " + describe(backward_records);
-    parts.push_back(part);
+    auto moved = [&] {
+      const double in = double(numel(inputs)), out = double(numel(outputs));
+      return std::make_pair(in + out, out + in + (inputs_need_grad[k] ? in : 0));
+    };
+    parts.push_back(measure(plan.types.name(step.type) + " ×" + std::to_string(m), objective, clear,
+                            moved, repeats, fft_times, ms_per_float));
   }
 
   // The whole render: what the steps alone do not account for is reads, sums and cuts.
@@ -296,31 +309,13 @@ int run(int argc, char** argv) {
   MixLoss loss(fitter.options().loss);
   {
     at::Tensor estimate = at::randn({1, 2, crop}) * 0.1;
-    Part part{"mix loss"};
     at::Tensor leaf     = estimate.clone().requires_grad_(true);
-    auto objective      = [&] { return loss(leaf, target); };
-    auto clear          = [&] { leaf.mutable_grad() = at::Tensor(); };
-    const Passes passes = time_passes(objective, clear, repeats);
-    part.forward_ms     = passes.forward_ms;
-    part.backward_ms    = passes.backward_ms;
-    std::vector<dsp::FftRecord> forward_records, all_records;
-    {
-      dsp::FftLedger ledger;
-      at::Tensor value = objective();
-      forward_records  = ledger.records();
-      value.backward();
-      all_records = ledger.records();
-      clear();
-    }
-    part.forward_bound_ms =
-        fft_times.of(forward_records) + 2.0 * double(target.numel()) * ms_per_float;
-    part.backward_bound_ms = fft_times.of(after(all_records, forward_records.size())) +
-                             2.0 * double(target.numel()) * ms_per_float;
-    part.forward_ffts  = count(forward_records);
-    part.backward_ffts = count(after(all_records, forward_records.size()));
-    part.transforms =
-        describe(forward_records) + "; " + describe(after(all_records, forward_records.size()));
-    parts.push_back(part);
+    auto moved          = [&] {  // both signals read, forward and back
+      return std::make_pair(2.0 * double(target.numel()), 2.0 * double(target.numel()));
+    };
+    parts.push_back(measure(
+        "mix loss", [&] { return loss(leaf, target); }, [&] { leaf.mutable_grad() = at::Tensor(); },
+        moved, repeats, fft_times, ms_per_float));
   }
 
   // A whole fit step (crop, render, loss, backward, update), and the update's floor: AdamW reads

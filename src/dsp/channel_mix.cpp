@@ -1,6 +1,8 @@
 #include <grafx/dsp/channel_mix.h>
 #include <grafx/dsp/forward_mode.h>
 
+#include "dsp/rows.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -16,24 +18,10 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr int64_t kBlock = 16384;  // samples per task: both threads busy even for one item
-
 /// The product in ATen operations (differentiable by autograd and forward mode, any device).
 at::Tensor mix_with_aten(const at::Tensor& x, const at::Tensor& matrix) {
   at::Tensor stereo = x.expand({x.size(0), 2, x.size(2)});
   return (matrix.unsqueeze(-1) * stereo.unsqueeze(1)).sum(2);
-}
-
-/// Calls work(item, first sample, end sample) for blocks of every item, in parallel.
-template <typename Work>
-void for_blocks(int64_t items, int64_t length, const Work& work) {
-  const int64_t blocks = (length + kBlock - 1) / kBlock;
-  at::parallel_for(0, items * blocks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t item = task / blocks, first = (task % blocks) * kBlock;
-      work(item, task, first, std::min(length, first + kBlock));
-    }
-  });
 }
 
 struct ChannelMix : public torch::autograd::Function<ChannelMix> {
@@ -45,7 +33,7 @@ struct ChannelMix : public torch::autograd::Function<ChannelMix> {
       const scalar_t* xp = xc.data_ptr<scalar_t>();
       const scalar_t* mp = mc.data_ptr<scalar_t>();
       scalar_t* yp       = y.data_ptr<scalar_t>();
-      for_blocks(items, length, [&](int64_t n, int64_t, int64_t first, int64_t end) {
+      for_sample_blocks(items, length, [&](int64_t, int64_t n, int64_t first, int64_t end) {
         const scalar_t* m = mp + 4 * n;
         const scalar_t* l = xp + n * channels * length;
         const scalar_t* r = channels == 2 ? l + length : l;
@@ -75,7 +63,7 @@ struct ChannelMix : public torch::autograd::Function<ChannelMix> {
     }
     const at::Tensor g = grads[0].contiguous(), xc = x.contiguous(), mc = matrix.contiguous();
     const int64_t items = x.size(0), channels = x.size(1), length = x.size(2);
-    const int64_t tasks = items * ((length + kBlock - 1) / kBlock);
+    const int64_t tasks = sample_block_tasks(items, length);
     at::Tensor grad_x   = at::empty_like(xc);
     std::vector<double> partial(size_t(tasks) * 4, 0.0);  // Σ g_i·x_j of each task
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "mix_channels_backward", [&] {
@@ -83,7 +71,7 @@ struct ChannelMix : public torch::autograd::Function<ChannelMix> {
       const scalar_t* xp = xc.data_ptr<scalar_t>();
       const scalar_t* mp = mc.data_ptr<scalar_t>();
       scalar_t* dp       = grad_x.data_ptr<scalar_t>();
-      for_blocks(items, length, [&](int64_t n, int64_t task, int64_t first, int64_t end) {
+      for_sample_blocks(items, length, [&](int64_t task, int64_t n, int64_t first, int64_t end) {
         const scalar_t* m  = mp + 4 * n;
         const scalar_t* gl = gp + n * 2 * length;
         const scalar_t* gr = gl + length;

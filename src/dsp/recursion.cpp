@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace grafx::dsp {
@@ -151,15 +153,19 @@ at::Tensor adjoint_coefficients(const at::Tensor& a, bool reverse) {
 struct LinearRecurrence : public torch::autograd::Function<LinearRecurrence> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& a,
                             const at::Tensor& initial, bool reverse, const SavedDuals& duals) {
-    if (!x.device().is_cpu()) {  // device kernels: the chunked scan
-      at::Tensor y               = scan_rows(x, a, initial, reverse, kScanChunk).contiguous();
-      ctx->saved_data["reverse"] = reverse;
-      ctx->save_for_backward({a, initial, y});
-      duals.save(ctx);
-      return y;
-    }
+    at::Tensor y               = x.device().is_cpu() ? loop(x, a, initial, reverse)
+                                                     : scan_rows(x, a, initial, reverse, kScanChunk).contiguous();
+    ctx->saved_data["reverse"] = reverse;
+    ctx->save_for_backward({a, initial, y});
+    duals.save(ctx);
+    return y;
+  }
+
+  /// The CPU kernel: recurrence_rows on contiguous rows.
+  static at::Tensor loop(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
+                         bool reverse) {
     at::Tensor xc = cpu(x), ac = cpu(a), ic = cpu(initial);
-    at::Tensor y               = on_cpu(x, [&](at::Tensor& out) {
+    return on_cpu(x, [&](at::Tensor& out) {
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_recurrence", [&] {
         const scalar_t* xp = xc.data_ptr<scalar_t>();
         const scalar_t* ap = ac.data_ptr<scalar_t>();
@@ -176,10 +182,6 @@ struct LinearRecurrence : public torch::autograd::Function<LinearRecurrence> {
           recurrence_rows<scalar_t, false, false>(xp, ap, ip, yp, rows, length);
       });
     });
-    ctx->saved_data["reverse"] = reverse;
-    ctx->save_for_backward({a, initial, y});
-    duals.save(ctx);
-    return y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -307,33 +309,35 @@ void check_signal(const at::Tensor& x, const char* what) {
               x.scalar_type());
 }
 
+/// linear_recurrence's arguments checked and as rows: coefficients R×1 or R×L, initial R.
+std::pair<at::Tensor, at::Tensor> recurrence_rows_of(const at::Tensor& x, const at::Tensor& a,
+                                                     const at::Tensor& initial,
+                                                     const std::string& what) {
+  check_signal(x, what.c_str());
+  at::Tensor coefficients = a.defined() && a.sizes() == x.sizes()
+                                ? rows_of(a)
+                                : per_row(a, x, (what + ": a").c_str()).unsqueeze(1);
+  TORCH_CHECK(coefficients.scalar_type() == x.scalar_type(), what, ": expected a of dtype ",
+              x.scalar_type(), ", but got ", coefficients.scalar_type());
+  at::Tensor start = initial.defined() ? per_row(initial, x, (what + ": initial").c_str())
+                                       : at::zeros({rows_of(x).size(0)}, x.options());
+  return {coefficients, start};
+}
+
 }  // namespace
 
 at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
                              bool reverse) {
-  check_signal(x, "linear_recurrence");
-  at::Tensor coefficients = a.defined() && a.sizes() == x.sizes()
-                                ? rows_of(a)
-                                : per_row(a, x, "linear_recurrence: a").unsqueeze(1);
-  TORCH_CHECK(coefficients.scalar_type() == x.scalar_type(),
-              "linear_recurrence: expected a of dtype ", x.scalar_type(), ", but got ",
-              coefficients.scalar_type());
-  at::Tensor start = initial.defined() ? per_row(initial, x, "linear_recurrence: initial")
-                                       : at::zeros({rows_of(x).size(0)}, x.options());
+  auto [coefficients, start] = recurrence_rows_of(x, a, initial, "linear_recurrence");
   return LinearRecurrence::recurrence(rows_of(x), coefficients, start, reverse).view(x.sizes());
 }
 
 at::Tensor linear_recurrence_scan(const at::Tensor& x, const at::Tensor& a,
                                   const at::Tensor& initial, bool reverse, int64_t chunk) {
-  check_signal(x, "linear_recurrence_scan");
-  c10::NoGradGuard values_only;
   TORCH_CHECK(chunk >= 2, "linear_recurrence_scan: expected chunks of at least 2 samples, but got ",
               chunk);
-  at::Tensor coefficients = a.defined() && a.sizes() == x.sizes()
-                                ? rows_of(a)
-                                : per_row(a, x, "linear_recurrence_scan: a").unsqueeze(1);
-  at::Tensor start = initial.defined() ? per_row(initial, x, "linear_recurrence_scan: initial")
-                                       : at::zeros({rows_of(x).size(0)}, x.options());
+  auto [coefficients, start] = recurrence_rows_of(x, a, initial, "linear_recurrence_scan");
+  c10::NoGradGuard values_only;
   return scan_rows(rows_of(x), coefficients, start, reverse, chunk).reshape(x.sizes());
 }
 

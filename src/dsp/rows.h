@@ -1,5 +1,6 @@
 #pragma once
-// Helpers of the CPU recursion kernels (private to dsp): rows in parallel groups, CPU copies.
+// Helpers of the library's CPU loops (private to the library: dsp and the processors): rows in
+// parallel groups, blocks of samples in parallel, CPU copies.
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -22,6 +23,28 @@ void for_row_groups(int64_t n_rows, const Step& step) {
   at::parallel_for(0, n_groups, 1, [&](int64_t begin, int64_t end) {
     for (int64_t g = begin; g < end; ++g)
       step(g * kInterleavedRows, std::min(kInterleavedRows, n_rows - g * kInterleavedRows));
+  });
+}
+
+/// Samples per task of for_sample_blocks: every thread busy even for one item.
+constexpr int64_t kSampleBlock = 16384;
+
+/// The tasks for_sample_blocks makes of `items` rows of `length` samples.
+inline int64_t sample_block_tasks(int64_t items, int64_t length) {
+  return items * ((length + kSampleBlock - 1) / kSampleBlock);
+}
+
+/// Calls work(task, item, first, end) for blocks [first, end) of kSampleBlock samples of every
+/// item, in parallel. Tasks are numbered item by item, block by block: partial sums kept per
+/// task and added in task order are the same on any number of threads.
+template <typename Work>
+void for_sample_blocks(int64_t items, int64_t length, const Work& work) {
+  const int64_t blocks = (length + kSampleBlock - 1) / kSampleBlock;
+  at::parallel_for(0, items * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t item = task / blocks, first = (task % blocks) * kSampleBlock;
+      work(task, item, first, std::min(length, first + kSampleBlock));
+    }
   });
 }
 

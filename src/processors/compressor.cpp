@@ -2,6 +2,8 @@
 #include <grafx/graph/node_types.h>
 #include <grafx/processors/compressor.h>
 
+#include "dsp/rows.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -159,20 +161,6 @@ void with_curve_loops(Dynamics::Knee knee, bool gate, const Work& work) {
   if (knee == Knee::kExponential) pick(std::integral_constant<Knee, Knee::kExponential>{});
 }
 
-constexpr int64_t kBlock = 16384;  // samples per task of GainComputer's CPU loops
-
-/// Calls work(task, item, first, end) for blocks of samples of every item, in parallel.
-template <typename Work>
-void for_blocks(int64_t items, int64_t length, const Work& work) {
-  const int64_t blocks = (length + kBlock - 1) / kBlock;
-  at::parallel_for(0, items * blocks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t item = task / blocks, first = (task % blocks) * kBlock;
-      work(task, item, first, std::min(length, first + kBlock));
-    }
-  });
-}
-
 /// The curve's log-energy gain s·k(u) of envelope energies, in ATen operations.
 at::Tensor log_energy_gain(const at::Tensor& envelope, const at::Tensor& threshold,
                            const at::Tensor& ratio, const at::Tensor& knee, bool gate,
@@ -226,11 +214,12 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
       scalar_t* hp         = half_gain.data_ptr<scalar_t>();
       const int64_t length = level.size(2);
       with_curve_loops<scalar_t>(knee_type, gate, [&](auto loops) {
-        for_blocks(level.size(0), length, [&](int64_t, int64_t n, int64_t first, int64_t end) {
-          const scalar_t s    = gate ? 1 - rp[n] : 1 / rp[n] - 1;
-          const int64_t start = n * length + first;
-          loops.forward(lp + start, hp + start, end - first, tp[n], s, wp[n]);
-        });
+        dsp::for_sample_blocks(
+            level.size(0), length, [&](int64_t, int64_t n, int64_t first, int64_t end) {
+              const scalar_t s    = gate ? 1 - rp[n] : 1 / rp[n] - 1;
+              const int64_t start = n * length + first;
+              loops.forward(lp + start, hp + start, end - first, tp[n], s, wp[n]);
+            });
       });
     });
     return half_gain.exp_();
@@ -280,7 +269,7 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
     const at::Tensor g = grad.contiguous(), a = amplitude.contiguous();
     const at::Tensor t = threshold.contiguous(), r = ratio.contiguous(), w = knee.contiguous();
     const int64_t items = level.size(0), length = level.size(2);
-    const int64_t tasks      = items * ((length + kBlock - 1) / kBlock);
+    const int64_t tasks      = dsp::sample_block_tasks(items, length);
     at::Tensor grad_envelope = at::empty_like(level);
     std::vector<double> sums(size_t(tasks) * 3, 0.0);  // per task: ∂T, ∂r (before ds/dr), ∂w
     AT_DISPATCH_FLOATING_TYPES(level.scalar_type(), "gain_computer_backward", [&] {
@@ -290,12 +279,13 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
                      *wp = w.data_ptr<scalar_t>();
       scalar_t* dp       = grad_envelope.data_ptr<scalar_t>();
       with_curve_loops<scalar_t>(knee_type, gate, [&](auto loops) {
-        for_blocks(items, length, [&](int64_t task, int64_t n, int64_t first, int64_t end) {
-          const scalar_t s    = gate ? 1 - rp[n] : 1 / rp[n] - 1;
-          const int64_t start = n * length + first;
-          loops.backward(lp + start, sp + start, gp + start, ap + start, dp + start, end - first,
-                         tp[n], s, wp[n], sums.data() + 3 * task);
-        });
+        dsp::for_sample_blocks(
+            items, length, [&](int64_t task, int64_t n, int64_t first, int64_t end) {
+              const scalar_t s    = gate ? 1 - rp[n] : 1 / rp[n] - 1;
+              const int64_t start = n * length + first;
+              loops.backward(lp + start, sp + start, gp + start, ap + start, dp + start,
+                             end - first, tp[n], s, wp[n], sums.data() + 3 * task);
+            });
       });
     });
     const at::Tensor per_item =
