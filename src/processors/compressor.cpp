@@ -48,6 +48,12 @@ dsp::EnvelopeSmoothing smoothing_of(const std::string& choice) {
   return dsp::EnvelopeSmoothing::kNone;
 }
 
+/// The curve's scale s: 1/r − 1 for a compressor, 1 − r for a gate (ratio r a tensor or a number).
+template <typename Ratio>
+Ratio curve_scale(const Ratio& ratio, bool gate) {
+  return gate ? Ratio(1 - ratio) : Ratio(1 / ratio - 1);
+}
+
 /// The gain computer's curve: the log-energy gain s·k(u) of levels u past the threshold (u = level
 /// − T for a compressor, T − level for a gate) with s = 1/r − 1 (compressor) or 1 − r (gate), and
 /// the derivatives its backward pass needs: k′ = dk/du and k_w = dk/dw. The knee k(u): u above
@@ -55,11 +61,11 @@ dsp::EnvelopeSmoothing smoothing_of(const std::string& choice) {
 /// within ±w, continuous with its slope (Giannoulis et al. 2012); exponential with sharpness w,
 /// softplus(w·u)/w (GRAFX's); hard, relu(u) (w unused).
 struct KneeCurve {
-  at::Tensor u, k, slope, k_w;
+  at::Tensor k, slope, k_w;
 };
 KneeCurve curve_of(Dynamics::Knee knee, const at::Tensor& u, const at::Tensor& w,
                    bool derivatives) {
-  KneeCurve c{u};
+  KneeCurve c;
   switch (knee) {
     case Dynamics::Knee::kHard:
       c.k = u.relu();
@@ -168,7 +174,7 @@ at::Tensor log_energy_gain(const at::Tensor& envelope, const at::Tensor& thresho
   const at::Tensor level = (envelope + kEnergyFloor).log();
   const KneeCurve c =
       curve_of(knee_type, gate ? threshold - level : level - threshold, knee, false);
-  return (gate ? 1 - ratio : 1 / ratio - 1) * c.k;
+  return curve_scale(ratio, gate) * c.k;
 }
 
 /// Amplitude gains exp(s·k(u)/2) of envelope energies e (N×1×L; level log(e + floor)) for a
@@ -216,7 +222,7 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
       with_curve_loops<scalar_t>(knee_type, gate, [&](auto loops) {
         dsp::for_sample_blocks(
             level.size(0), length, [&](int64_t, int64_t n, int64_t first, int64_t end) {
-              const scalar_t s    = gate ? 1 - rp[n] : 1 / rp[n] - 1;
+              const scalar_t s    = curve_scale(rp[n], gate);
               const int64_t start = n * length + first;
               loops.forward(lp + start, hp + start, end - first, tp[n], s, wp[n]);
             });
@@ -239,7 +245,7 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
     const at::Tensor level   = shifted.log();
     const KneeCurve c =
         curve_of(knee_type, gate ? threshold - level : level - threshold, knee, true);
-    const at::Tensor s = gate ? 1 - ratio : 1 / ratio - 1;
+    const at::Tensor s = curve_scale(ratio, gate);
     // ∂/∂gain of exp(gain/2), then ∂/∂u = ∂/∂gain · s·k′ (u rises with the level for a
     // compressor, falls for a gate).
     const at::Tensor grad_gain = grads[0] * amplitude * 0.5;
@@ -281,7 +287,7 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
       with_curve_loops<scalar_t>(knee_type, gate, [&](auto loops) {
         dsp::for_sample_blocks(
             items, length, [&](int64_t task, int64_t n, int64_t first, int64_t end) {
-              const scalar_t s    = gate ? 1 - rp[n] : 1 / rp[n] - 1;
+              const scalar_t s    = curve_scale(rp[n], gate);
               const int64_t start = n * length + first;
               loops.backward(lp + start, sp + start, gp + start, ap + start, dp + start,
                              end - first, tp[n], s, wp[n], sums.data() + 3 * task);

@@ -34,7 +34,7 @@ std::vector<ParameterSpec> GainPan::parameter_specs() const {
 ProcessorOutput GainPan::forward(const std::vector<at::Tensor>& inputs,
                                  const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  units::as_stereo(inputs[0], name());  // checks the channel count
+  units::check_mono_or_stereo(inputs[0], name());  // mix_channels takes mono as dual mono
   return {{dsp::mix_channels(inputs[0], parameters.at("log_gain").exp().diag_embed())}, {}};
 }
 

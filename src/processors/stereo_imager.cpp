@@ -29,7 +29,7 @@ std::vector<ParameterSpec> StereoImager::parameter_specs() const {
 ProcessorOutput StereoImager::forward(const std::vector<at::Tensor>& inputs,
                                       const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  units::as_stereo(inputs[0], name());  // checks the channel count
+  units::check_mono_or_stereo(inputs[0], name());  // mix_channels takes mono as dual mono
   // [L, R] -> mid (L + R)/2 and side g·(L − R)/2 -> [M + S, M − S]: one 2×2 matrix per item.
   at::Tensor side = parameters.at("log_gain").exp().view({-1, 1, 1}) * 0.5;  // N×1×1
   at::Tensor matrix =

@@ -108,17 +108,21 @@ inline int64_t samples(double seconds, const ProcessorConfig& config, const std:
   return n;
 }
 
-/// x as a stereo signal N×2×L: a mono input is spread to both channels (a mono signal is its
-/// dual-mono stereo, so a processor gives the same result for either; the renderers rely on
-/// this). Throws ProcessorError for more than two channels.
-inline at::Tensor as_stereo(const at::Tensor& x, const std::string& processor) {
-  if (x.size(1) == 1) return x.expand({x.size(0), 2, x.size(2)});
-  if (x.size(1) != 2)
+/// Throws ProcessorError unless x (N×C×L) is mono or stereo.
+inline void check_mono_or_stereo(const at::Tensor& x, const std::string& processor) {
+  if (x.size(1) != 1 && x.size(1) != 2)
     throw ProcessorError("grafx.processor.inputs",
                          processor +
                              ": expected a mono or stereo (N×1×L or N×2×L) input, but got " +
                              std::to_string(x.size(1)) + " channels");
-  return x;
+}
+
+/// x as a stereo signal N×2×L: a mono input is spread to both channels (a mono signal is its
+/// dual-mono stereo, so a processor gives the same result for either; the renderers rely on
+/// this). Throws ProcessorError for more than two channels.
+inline at::Tensor as_stereo(const at::Tensor& x, const std::string& processor) {
+  check_mono_or_stereo(x, processor);
+  return x.size(1) == 1 ? x.expand({x.size(0), 2, x.size(2)}) : x;
 }
 
 /// The option `channels` with these choices (names as GRAFX's: mono, stereo, midside,
