@@ -2,6 +2,7 @@
 #include <grafx/graph/graph.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <queue>
@@ -331,6 +332,39 @@ void Graph::set_dry_wet(NodeId id, bool dry_wet) {
   node.dry_wet = dry_wet;
 }
 
+void Graph::set_automated(NodeId id, const std::string& parameter, bool automated) {
+  Node& node = data(id).node;
+  if (automated && is_utility_type(node.type))
+    throw GraphError("grafx.graph.node_property", "cannot automate a parameter of " + describe(id) +
+                                                      ": only processor nodes have parameters");
+  const bool plain = !parameter.empty() && parameter.find_first_of(".@ \"") == std::string::npos;
+  if (automated && !plain)
+    throw GraphError("grafx.graph.node_property",
+                     "cannot automate \"" + parameter + "\" of " + describe(id) +
+                         ": not a parameter name (a raw name such as log_gain)");
+  auto& names        = node.automated;
+  auto at            = std::lower_bound(names.begin(), names.end(), parameter);
+  const bool present = at != names.end() && *at == parameter;
+  if (automated && !present) names.insert(at, parameter);
+  if (!automated && present) names.erase(at);
+}
+
+void Graph::set_automation(const Automation& automation) {
+  if (!(automation.rate_hz > 0) || !std::isfinite(automation.rate_hz) || automation.points < 1)
+    throw GraphError("grafx.graph.automation",
+                     "expected an automation rate above 0 Hz and at least one point per curve, "
+                     "but got " +
+                         std::to_string(automation.rate_hz) + " Hz and " +
+                         std::to_string(automation.points) + " points");
+  automation_ = automation;
+}
+
+bool Graph::has_automation() const {
+  for (const auto& [id, d] : nodes_)
+    if (!d.node.automated.empty()) return true;
+  return false;
+}
+
 void Graph::set_bypassed(NodeId id, bool bypassed) {
   Node& node = data(id).node;
   if (bypassed && is_utility_type(node.type))
@@ -445,6 +479,7 @@ std::string Graph::to_string() const {
     if (!node(id).name.empty()) text += " \"" + node(id).name + "\"";
     if (node(id).dry_wet) text += " (dry/wet)";
     if (node(id).bypassed) text += " (bypassed)";
+    for (const auto& parameter : node(id).automated) text += " (automated " + parameter + ")";
     return text;
   };
   auto port = [](const std::vector<std::string>& ports, int64_t index) {
@@ -468,7 +503,8 @@ std::string Graph::to_string() const {
 
 bool Graph::operator==(const Graph& other) const {
   if (types_ != other.types_ || next_id_ != other.next_id_ || n_edges_ != other.n_edges_ ||
-      nodes_.size() != other.nodes_.size())
+      nodes_.size() != other.nodes_.size() ||
+      (has_automation() && automation_ != other.automation_))
     return false;
   for (const auto& [id, d] : nodes_) {
     auto it = other.nodes_.find(id);

@@ -60,6 +60,12 @@ class Reader {
     return v.get<std::string>();
   }
 
+  double number(const char* field) const {
+    const json& v = get(field);
+    if (!v.is_number()) fail(std::string("expected a number, but got ") + kind(v), field);
+    return v.get<double>();
+  }
+
   int64_t integer(const char* field) const {
     const json& v = get(field);
     if (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t{1} << 53))
@@ -198,7 +204,15 @@ void write_graph_json(const Graph& graph, std::ostream& out) {
     for (int64_t i = 0; i < n; ++i) out << (i ? ",\n    " : "\n    ") << item(i);
     out << (n ? "\n  ]" : "]") << (last ? "\n" : ",\n");
   };
-  out << "{\n  \"format\": \"grafx.graph\",\n  \"version\": " << kGraphFormatVersion << ",\n";
+  const bool automated = graph.has_automation();
+  out << "{\n  \"format\": \"grafx.graph\",\n  \"version\": " << (automated ? 3 : 2) << ",\n";
+  if (automated) {
+    std::ostringstream rate;
+    rate.precision(17);
+    rate << graph.automation().rate_hz;
+    out << "  \"automation\": {\"points\":" << graph.automation().points
+        << ",\"rate_hz\":" << rate.str() << "},\n";
+  }
   const NodeTypes& types = graph.types();
   // Keys in each item sorted, as the files written by earlier versions (nlohmann's order).
   list(
@@ -219,6 +233,7 @@ void write_graph_json(const Graph& graph, std::ostream& out) {
       [&](int64_t i) {
         const Node& node = graph.node(ids[size_t(i)]);
         std::string item = "{";
+        if (!node.automated.empty()) item += "\"automated\":" + quoted_list(node.automated) + ",";
         if (node.bypassed) item += "\"bypassed\":true,";
         if (node.dry_wet) item += "\"dry_wet\":true,";
         item += "\"id\":" + std::to_string(ids[size_t(i)]);
@@ -271,7 +286,7 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
   }
 
   Reader top(root, origin, "");
-  top.allow_only({"format", "version", "node_types", "nodes", "edges", "next_id"});
+  top.allow_only({"format", "version", "automation", "node_types", "nodes", "edges", "next_id"});
   if (top.string("format") != "grafx.graph")
     top.fail("expected \"grafx.graph\", but got \"" + top.string("format") + "\"", "format");
   const int64_t version = top.integer("version");
@@ -308,9 +323,19 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
 
   const json& nodes = top.array("nodes");
   Graph graph(types);
+  if (top.has("automation")) {
+    if (version < 3) top.fail("automation needs version 3 of the format", "automation");
+    Reader a(top.get("automation"), origin, "automation");
+    if (!top.get("automation").is_object()) a.fail("expected an object {\"rate_hz\", \"points\"}");
+    a.allow_only({"rate_hz", "points"});
+    Automation clock{a.number("rate_hz"), a.integer("points")};
+    annotate(origin, "automation", [&] { graph.set_automation(clock); });
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     Reader n(nodes[i], origin, element("nodes", i));
-    if (version >= 2)
+    if (version >= 3)
+      n.allow_only({"id", "type", "name", "dry_wet", "bypassed", "automated"});
+    else if (version >= 2)
       n.allow_only({"id", "type", "name", "dry_wet", "bypassed"});
     else
       n.allow_only({"id", "type", "name"});
@@ -318,12 +343,15 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
     std::string type = n.string("type");
     std::string name = n.string("name", "", false);
     bool dry_wet = n.boolean("dry_wet"), bypassed = n.boolean("bypassed");
+    std::vector<std::string> automated;
+    if (n.has("automated")) automated = n.strings("automated");
     annotate(origin, n.path(), [&] {
       if (!graph.types().contains(type) && known_types.contains(type))
         graph.add_type(known_types[known_types.id(type)]);
       graph.insert(id, type, name);
       graph.set_dry_wet(id, dry_wet);
       graph.set_bypassed(id, bypassed);
+      for (const auto& parameter : automated) graph.set_automated(id, parameter);
     });
   }
 

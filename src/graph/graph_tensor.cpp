@@ -54,7 +54,9 @@ GraphTensor to_tensor(const Graph& graph) {
     t.node_names.push_back(node.name);
     t.node_dry_wet.push_back(node.dry_wet);
     t.node_bypassed.push_back(node.bypassed);
+    t.node_automated.push_back(node.automated);
   }
+  t.automation = graph.automation();
   std::vector<std::array<int64_t, 4>> edges;  // dest, inlet, source, outlet
   for (const Edge& e : graph.edges())
     edges.push_back({row[e.dest], e.inlet, row[e.source], e.outlet});
@@ -82,7 +84,9 @@ Graph to_graph(const GraphTensor& t) {
     graph.insert(id, t.types.name(types[size_t(r)]), t.node_names[size_t(r)]);
     graph.set_dry_wet(id, t.node_dry_wet[size_t(r)]);
     graph.set_bypassed(id, t.node_bypassed[size_t(r)]);
+    for (const auto& parameter : t.node_automated[size_t(r)]) graph.set_automated(id, parameter);
   }
+  graph.set_automation(t.automation);
   auto index      = to_vector(t.edge_index);
   auto ports      = to_vector(t.edge_ports);
   int64_t n_edges = t.n_edges();
@@ -120,8 +124,9 @@ GraphBatch batch_graphs(const std::vector<GraphTensor>& graphs) {
   batch.output_offsets = {0};
   batch.type_offsets.assign(size_t(types.size()), {0});
   std::vector<at::Tensor> node_types, edge_index, edge_ports;
-  GraphTensor& u = batch.graph;
-  u.types        = types;
+  GraphTensor& u     = batch.graph;
+  u.types            = types;
+  bool any_automated = false;
   for (const GraphTensor& t : graphs) {
     int64_t offset = batch.node_offsets.back();
     node_types.push_back(t.node_types);
@@ -133,8 +138,18 @@ GraphBatch batch_graphs(const std::vector<GraphTensor>& graphs) {
       u.node_names.push_back(t.node_names[size_t(r)]);
       u.node_dry_wet.push_back(t.node_dry_wet[size_t(r)]);
       u.node_bypassed.push_back(t.node_bypassed[size_t(r)]);
+      u.node_automated.push_back(t.node_automated[size_t(r)]);
     }
-    auto counts = to_vector(t.type_counts);
+    const bool automated = std::any_of(t.node_automated.begin(), t.node_automated.end(),
+                                       [](const auto& names) { return !names.empty(); });
+    if (automated && any_automated && u.automation != t.automation)
+      throw GraphError("grafx.graph.batch",
+                       "graph " + std::to_string(batch.n_graphs()) +
+                           " has another automation clock than the graphs before it; batched "
+                           "graphs with automation must share their rate and points");
+    if (automated) u.automation = t.automation;
+    any_automated = any_automated || automated;
+    auto counts   = to_vector(t.type_counts);
     batch.node_offsets.push_back(offset + t.n_nodes());
     batch.source_offsets.push_back(batch.source_offsets.back() + counts[NodeTypes::kIn]);
     batch.output_offsets.push_back(batch.output_offsets.back() + counts[NodeTypes::kOut]);

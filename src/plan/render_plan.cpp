@@ -100,6 +100,8 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
   plan.node_names     = g.node_names;
   plan.node_dry_wet   = g.node_dry_wet;
   plan.node_bypassed  = g.node_bypassed;
+  plan.node_automated = g.node_automated;
+  plan.automation     = g.automation;
   plan.node_types     = detail::to_vector(g.node_types);
   for (int64_t row : schedule.dead_rows) plan.dead_nodes.push_back(graph.node_ids[size_t(row)]);
   plan.n_graph_nodes = detail::to_vector(graph.type_counts);
@@ -108,9 +110,12 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
   auto old_types = detail::to_vector(graph.node_types);
   std::vector<int64_t> graph_rank(old_types.size()), seen(size_t(types.size()), 0);
   plan.dry_wet_types.assign(size_t(types.size()), false);
+  plan.automated_types.assign(size_t(types.size()), {});
   for (size_t r = 0; r < old_types.size(); ++r) {
     graph_rank[r] = seen[size_t(old_types[r])]++;
     if (graph.node_dry_wet[r]) plan.dry_wet_types[size_t(old_types[r])] = true;
+    for (const auto& parameter : graph.node_automated[r])
+      plan.automated_types[size_t(old_types[r])].insert(parameter);
   }
   plan.n_sources = seen[NodeTypes::kIn];
   plan.parameter_graph_rows.assign(size_t(types.size()), {});
@@ -227,6 +232,7 @@ std::string RenderPlan::to_json() const {
     json node = {{"id", node_ids[i]}, {"type", types.name(node_types[i])}, {"name", node_names[i]}};
     if (node_dry_wet[i]) node["dry_wet"] = true;
     if (node_bypassed[i]) node["bypassed"] = true;
+    if (!node_automated[i].empty()) node["automated"] = node_automated[i];
     nodes.push_back(node);
   }
   json steps_json = json::array();

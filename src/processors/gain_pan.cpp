@@ -28,14 +28,18 @@ ProcessorDescriptor gain_pan_descriptor() {
 std::vector<ParameterSpec> GainPan::parameter_specs() const {
   return {ParameterSpec::raw("log_gain", {2})
               .physical("gain_db", "dB", units::log_gain_to_db, units::db_to_log_gain)
-              .about("gain of the left and right channel (natural-log raw value)")};
+              .about("gain of the left and right channel (natural-log raw value)")
+              .automatable("linear in dB")};
 }
 
 ProcessorOutput GainPan::forward(const std::vector<at::Tensor>& inputs,
                                  const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
   units::check_mono_or_stereo(inputs[0], name());  // mix_channels takes mono as dual mono
-  return {{dsp::mix_channels(inputs[0], parameters.at("log_gain").exp().diag_embed())}, {}};
+  const at::Tensor& log_gain = parameters.at("log_gain");
+  if (log_gain.dim() == 3)  // automated: [N, 2, L], a gain per channel and sample
+    return {{inputs[0] * log_gain.exp()}, {}};
+  return {{dsp::mix_channels(inputs[0], log_gain.exp().diag_embed())}, {}};
 }
 
 }  // namespace grafx

@@ -51,6 +51,33 @@ ParameterSpec& ParameterSpec::about(std::string text) {
   return *this;
 }
 
+ParameterSpec& ParameterSpec::automatable(std::string rule) {
+  automation = std::move(rule);
+  return *this;
+}
+
+std::string curve_name(const std::string& name) { return name + "@curve"; }
+
+ParameterSpec curve_spec(const ParameterSpec& spec, int64_t points) {
+  ParameterSpec curve = spec;
+  curve.name          = curve_name(spec.name);
+  curve.physical_name = curve_name(spec.physical_name);
+  curve.shape.insert(curve.shape.begin(), points);
+  // The point axis folded into the rows: mappings that act on the last dimensions still do.
+  auto per_point = [](ValueMap map) -> ValueMap {
+    if (!map) return map;
+    return [map](const at::Tensor& t) { return map(t.flatten(0, 1)).reshape(t.sizes()); };
+  };
+  curve.to_physical = per_point(spec.to_physical);
+  curve.to_raw      = per_point(spec.to_raw);
+  curve.description = spec.description + "; its automation curve, one value per point";
+  return curve;
+}
+
+at::Tensor over_time(const at::Tensor& parameter, const ParameterSpec& spec) {
+  return parameter.dim() == int64_t(spec.shape.size()) + 2 ? parameter : parameter.unsqueeze(-1);
+}
+
 ParameterSpec dry_wet_spec() {
   return ParameterSpec::raw(kDryWetParameter, {1})
       .initial(0.0, 0.0)
@@ -58,7 +85,8 @@ ParameterSpec dry_wet_spec() {
           "wet", "ratio", [](const at::Tensor& raw) { return raw.sigmoid(); },
           [](const at::Tensor& wet) { return wet.logit(); })
       .range(0.0, 1.0)
-      .about("share of the processed signal in the node's output (0 dry, 1 wet)");
+      .about("share of the processed signal in the node's output (0 dry, 1 wet)")
+      .automatable("linear in the logit of the wet share (S-shaped between points)");
 }
 
 std::vector<int64_t> ParameterSpec::shape_for(int64_t n) const {
@@ -134,6 +162,9 @@ void Processor::check_arguments(const std::vector<at::Tensor>& inputs, const Ten
     std::vector<int64_t> expected{n};
     expected.insert(expected.end(), spec.shape.begin(), spec.shape.end());
     const at::Tensor& p = it->second;
+    if (!spec.automation.empty() && !inputs.empty() && p.defined() &&
+        p.dim() == int64_t(expected.size()) + 1)
+      expected.push_back(inputs[0].size(2));  // values per sample
     if (!p.defined() || p.sizes() != at::IntArrayRef(expected))
       throw ProcessorError("grafx.processor.parameters",
                            prefix + "parameter \"" + spec.name + "\": expected shape " +

@@ -19,13 +19,15 @@ ProcessorDescriptor send_descriptor() {
 std::vector<ParameterSpec> Send::parameter_specs() const {
   return {units::gain_spec("log_gain", {1})
               .initial(-12.0 * std::log(10.0) / 20.0)
-              .about("send level (natural-log raw value)")};
+              .about("send level (natural-log raw value)")
+              .automatable("linear in dB")};
 }
 
 ProcessorOutput Send::forward(const std::vector<at::Tensor>& inputs,
                               const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  return {{inputs[0] * parameters.at("log_gain").exp().unsqueeze(-1)}, {}};
+  const at::Tensor gain = over_time(parameters.at("log_gain"), parameter_specs()[0]).exp();
+  return {{inputs[0] * gain}, {}};
 }
 
 }  // namespace grafx

@@ -23,15 +23,23 @@ ProcessorDescriptor stereo_imager_descriptor() {
 std::vector<ParameterSpec> StereoImager::parameter_specs() const {
   return {ParameterSpec::raw("log_gain", {1})
               .physical("side_gain_db", "dB", units::log_gain_to_db, units::db_to_log_gain)
-              .about("gain of the side (L−R) signal; 0 dB leaves the image unchanged")};
+              .about("gain of the side (L−R) signal; 0 dB leaves the image unchanged")
+              .automatable("linear in dB")};
 }
 
 ProcessorOutput StereoImager::forward(const std::vector<at::Tensor>& inputs,
                                       const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
   units::check_mono_or_stereo(inputs[0], name());  // mix_channels takes mono as dual mono
+  const at::Tensor& log_gain = parameters.at("log_gain");
+  if (log_gain.dim() == 3) {  // automated: [N, 1, L], a side gain per sample
+    const at::Tensor x    = inputs[0].expand({inputs[0].size(0), 2, inputs[0].size(2)});
+    const at::Tensor mid  = x.sum(1, /*keepdim=*/true) * 0.5;
+    const at::Tensor side = (x.narrow(1, 0, 1) - x.narrow(1, 1, 1)) * 0.5 * log_gain.exp();
+    return {{at::cat({mid + side, mid - side}, 1)}, {}};
+  }
   // [L, R] -> mid (L + R)/2 and side g·(L − R)/2 -> [M + S, M − S]: one 2×2 matrix per item.
-  at::Tensor side = parameters.at("log_gain").exp().view({-1, 1, 1}) * 0.5;  // N×1×1
+  at::Tensor side = log_gain.exp().view({-1, 1, 1}) * 0.5;  // N×1×1
   at::Tensor matrix =
       at::cat({at::cat({0.5 + side, 0.5 - side}, 2), at::cat({0.5 - side, 0.5 + side}, 2)}, 1);
   return {{dsp::mix_channels(inputs[0], matrix)}, {}};

@@ -75,7 +75,7 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
   s.source_sizes                = sources.sizes().vec();
   s.source_options              = sources.options();
   auto per_item =
-      check_parameters(plan.types, plan.n_graph_nodes, plan.dry_wet_types, processors, parameters,
+      check_parameters(plan.types, plan.n_graph_nodes, NodeExtras::of(plan), processors, parameters,
                        s.batched ? s.B : 0, sources.scalar_type(), sources.device());
   if (render_options.check_finite) check_finite_parameters(parameters, per_item);
   Parameters detached;

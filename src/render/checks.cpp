@@ -21,11 +21,45 @@ std::string join(const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::vector<bool> dry_wet_types(const Graph& graph) {
-  std::vector<bool> types(size_t(graph.types().size()), false);
-  for (NodeId id : graph.nodes())
-    if (graph.node(id).dry_wet) types[size_t(graph.node(id).type)] = true;
-  return types;
+NodeExtras NodeExtras::of(const Graph& graph) {
+  NodeExtras extras;
+  extras.dry_wet.assign(size_t(graph.types().size()), false);
+  extras.automated.assign(size_t(graph.types().size()), {});
+  extras.points = graph.automation().points;
+  for (NodeId id : graph.nodes()) {
+    const Node& node = graph.node(id);
+    if (node.dry_wet) extras.dry_wet[size_t(node.type)] = true;
+    extras.automated[size_t(node.type)].insert(node.automated.begin(), node.automated.end());
+  }
+  return extras;
+}
+
+NodeExtras NodeExtras::of(const RenderPlan& plan) {
+  return {plan.dry_wet_types, plan.automated_types, plan.automation.points};
+}
+
+std::vector<ParameterSpec> type_parameter_specs(const Processor& processor, const std::string& type,
+                                                TypeId t, const NodeExtras& extras) {
+  std::vector<ParameterSpec> specs = processor.parameter_specs();
+  if (extras.dry_wet[size_t(t)]) specs.push_back(dry_wet_spec());
+  const size_t n_own = specs.size();
+  for (const std::string& name : extras.automated[size_t(t)]) {
+    auto spec = std::find_if(specs.begin(), specs.begin() + long(n_own),
+                             [&](const ParameterSpec& s) { return s.name == name; });
+    if (spec == specs.begin() + long(n_own) || spec->automation.empty()) {
+      std::vector<std::string> automatable;
+      for (size_t i = 0; i < n_own; ++i)
+        if (!specs[i].automation.empty()) automatable.push_back(specs[i].name);
+      throw RenderError(
+          "grafx.render.automation",
+          "a node of type \"" + type + "\" automates \"" + name + "\", which " +
+              (spec == specs.begin() + long(n_own) ? std::string("is not one of its parameters")
+                                                   : processor.name() + " cannot automate") +
+              "; automatable: " + join(automatable));
+    }
+    specs.push_back(curve_spec(*spec, extras.points));
+  }
+  return specs;
 }
 
 void match_channels(std::vector<at::Tensor>& signals, int64_t channel_dim,
@@ -99,8 +133,7 @@ bool check_sources(int64_t n_sources, const at::Tensor& sources, bool check_fini
 
 std::map<std::string, bool> check_parameters(const NodeTypes& types,
                                              const std::vector<int64_t>& counts,
-                                             const std::vector<bool>& dry_wet_types,
-                                             const Processors& processors,
+                                             const NodeExtras& extras, const Processors& processors,
                                              const Parameters& parameters, int64_t batch,
                                              at::ScalarType dtype, at::Device device,
                                              const std::string& where) {
@@ -126,8 +159,7 @@ std::map<std::string, bool> check_parameters(const NodeTypes& types,
         processor->second->outlets() != types[t].outlets)
       fail("grafx.render.processors",
            "the processor for \"" + type + "\" has other ports than the graph's type");
-    auto specs = processor->second->parameter_specs();
-    if (dry_wet_types[size_t(t)]) specs.push_back(dry_wet_spec());
+    auto specs = type_parameter_specs(*processor->second, type, t, extras);
     if (given == parameters.end() && specs.empty()) {  // a type without parameters
       per_item[type] = false;
       continue;

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,18 +28,33 @@ void match_channels(std::vector<at::Tensor>& signals, int64_t channel_dim,
 void check_finite_parameters(const Parameters& parameters,
                              const std::map<std::string, bool>& per_item);
 
-/// For each type of `graph`, whether any of its nodes carries a wet amount.
-std::vector<bool> dry_wet_types(const Graph& graph);
+/// What a graph's nodes add to their types' processor parameters: per type, whether any node
+/// carries a wet amount ("dry_wet") and the parameters any node automates ("<name>@curve", with
+/// the graph's points per curve).
+struct NodeExtras {
+  std::vector<bool> dry_wet;
+  std::vector<std::set<std::string>> automated;
+  int64_t points = 1;
+
+  static NodeExtras of(const Graph& graph);
+  static NodeExtras of(const RenderPlan& plan);
+};
+
+/// The parameters of type `t` (named `type`) in a graph: its processor's specs, then
+/// dry_wet_spec() where a node carries a wet amount, then curve_spec of each automated
+/// parameter. Throws RenderError [grafx.render.automation] naming the type and the parameter
+/// when a node automates one the processor has not, or cannot automate, and listing those it
+/// can.
+std::vector<ParameterSpec> type_parameter_specs(const Processor& processor, const std::string& type,
+                                                TypeId t, const NodeExtras& extras);
 
 /// Checks that `parameters` holds exactly the types of `types` with nodes (counts per type),
-/// each with a processor of matching ports and exactly its specs' parameters (plus "dry_wet"
-/// for the types with `dry_wet_types[t]`), shaped [N_t, spec...] or, when `batch` > 0, possibly
-/// [batch, N_t, spec...], of `dtype` on `device`. Returns, per type, whether its parameters are
-/// per batch item.
+/// each with a processor of matching ports and exactly its type_parameter_specs, shaped
+/// [N_t, spec...] or, when `batch` > 0, possibly [batch, N_t, spec...], of `dtype` on
+/// `device`. Returns, per type, whether its parameters are per batch item.
 std::map<std::string, bool> check_parameters(const NodeTypes& types,
                                              const std::vector<int64_t>& counts,
-                                             const std::vector<bool>& dry_wet_types,
-                                             const Processors& processors,
+                                             const NodeExtras& extras, const Processors& processors,
                                              const Parameters& parameters, int64_t batch,
                                              at::ScalarType dtype, at::Device device,
                                              const std::string& where = "");

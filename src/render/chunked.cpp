@@ -74,17 +74,19 @@ void render_chunks(const RenderPlan& plan, const Processors& processors,
         "expected at least one sample per chunk, but got " + std::to_string(options.chunk_samples));
   // The checks of render, once for the whole song (the chunks then skip the finiteness scans).
   const bool batched = detail::check_sources(plan.n_sources, sources, options.render.check_finite);
-  auto per_item      = detail::check_parameters(plan.types, plan.n_graph_nodes, plan.dry_wet_types,
-                                                processors, parameters, batched ? sources.size(0) : 0,
-                                                sources.scalar_type(), sources.device());
+  auto per_item      = detail::check_parameters(
+           plan.types, plan.n_graph_nodes, detail::NodeExtras::of(plan), processors, parameters,
+      batched ? sources.size(0) : 0, sources.scalar_type(), sources.device());
   if (options.render.check_finite) detail::check_finite_parameters(parameters, per_item);
-  RenderOptions each = options.render;
-  each.check_finite  = false;
+  RenderOptions each       = options.render;
+  each.check_finite        = false;
+  const int64_t song_start = options.render.time.first_sample;
   c10::NoGradGuard no_grad;
   const TemporalSupport support = temporal_support(plan, processors, parameters);
   const int64_t length          = sources.size(-1);
   for (int64_t start = 0;; start += options.chunk_samples) {
-    const ChunkWindow w = ChunkWindow::of(start, options.chunk_samples, length, support);
+    const ChunkWindow w    = ChunkWindow::of(start, options.chunk_samples, length, support);
+    each.time.first_sample = song_start + w.first;  // the chunk reads the curves over its span
     at::Tensor outputs =
         render(plan, processors, parameters, sources.narrow(-1, w.first, w.last - w.first), each)
             .outputs;

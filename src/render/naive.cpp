@@ -4,6 +4,7 @@
 #include <grafx/error.h>
 #include <grafx/render/render.h>
 
+#include "render/automation.h"
 #include "render/checks.h"
 
 #include <ATen/ATen.h>
@@ -14,7 +15,8 @@
 namespace grafx {
 
 RenderResult render_naive(const Graph& graph, const Processors& processors,
-                          const Parameters& parameters, const at::Tensor& sources) {
+                          const Parameters& parameters, const at::Tensor& sources,
+                          const SongTime& time) {
   graph.check();
   const NodeTypes& types        = graph.types();
   auto counts                   = graph.count_per_type();
@@ -22,7 +24,7 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
   const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);
   const int64_t B = source_batch.size(0), L = source_batch.size(3);
   auto per_item =
-      detail::check_parameters(types, counts, detail::dry_wet_types(graph), processors, parameters,
+      detail::check_parameters(types, counts, detail::NodeExtras::of(graph), processors, parameters,
                                batched ? B : 0, sources.scalar_type(), sources.device());
 
   // Live nodes reach an `out`.
@@ -78,8 +80,9 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
       for (auto& x : inputs) x = x.reshape({B, x.size(2), L});
       detail::match_channels(inputs, 1, where);
       const Node& node = graph.node(id);
-      at::Tensor wet;  // [B, 1, 1]
-      if (node.dry_wet) wet = node_parameters.at(kDryWetParameter).sigmoid().view({B, 1, 1});
+      detail::automate_rows(node_parameters, {node.automated}, B, graph.automation(), time, L);
+      at::Tensor wet;  // [B, 1, 1], or [B, 1, L] where automated
+      if (node.dry_wet) wet = node_parameters.at(kDryWetParameter).sigmoid().view({B, 1, -1});
       node_parameters.erase(kDryWetParameter);
       ProcessorOutput out = processors.at(name)->forward(inputs, node_parameters);
       for (int64_t o = 0; o < types.n_outlets(type); ++o) {

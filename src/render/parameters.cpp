@@ -27,6 +27,21 @@ std::string number(double value) {
 
 }  // namespace
 
+std::string automated_parameter(const std::string& name) {
+  const std::string suffix = curve_name("");
+  const bool curve         = name.size() > suffix.size() &&
+                     name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return curve ? name.substr(0, name.size() - suffix.size()) : std::string();
+}
+
+bool node_has(const Node& node, const std::string& parameter) {
+  if (parameter == kDryWetParameter) return node.dry_wet;
+  const std::string base = automated_parameter(parameter);
+  const auto& automated  = node.automated;
+  if (!base.empty()) return std::binary_search(automated.begin(), automated.end(), base);
+  return !std::binary_search(automated.begin(), automated.end(), parameter);
+}
+
 Processors renderable_processors(const Graph& graph, const ProcessorConfig& config) {
   graph.check();
   Processors processors = make_processors(graph.types(), config);
@@ -45,6 +60,15 @@ Parameters create_parameters(const Graph& graph, const Processors& processors,
     if (processor == processors.end())
       throw RenderError("grafx.render.processors", "no processor for node type \"" + type + "\"");
     for (const auto& spec : graph_parameter_specs(graph, type, *processor->second)) {
+      auto base = automated_parameter(spec.name);
+      if (!base.empty()) {  // a curve starts constant, at its parameter's initial value
+        at::Tensor constant         = parameters[type].at(base).detach().unsqueeze(1);
+        std::vector<int64_t> points = constant.sizes().vec();
+        points[1]                   = spec.shape[0];
+        parameters[type][spec.name] =
+            constant.expand(points).clone().set_requires_grad(options.requires_grad);
+        continue;
+      }
       std::vector<int64_t> shape{counts[size_t(t)]};
       shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
       at::Generator generator =
@@ -74,18 +98,13 @@ void set_physical(const Graph& graph, const Processor& processor, Parameters& pa
 
 std::vector<ParameterSpec> graph_parameter_specs(const Graph& graph, const std::string& type,
                                                  const Processor& processor) {
-  std::vector<ParameterSpec> specs = processor.parameter_specs();
-  for (NodeId id : graph.nodes_of_type(type))
-    if (graph.node(id).dry_wet) {
-      specs.push_back(dry_wet_spec());
-      break;
-    }
-  return specs;
+  return detail::type_parameter_specs(processor, type, graph.types().id(type),
+                                      detail::NodeExtras::of(graph));
 }
 
 void check_parameters(const Graph& graph, const Processors& processors,
                       const Parameters& parameters, int64_t batch, at::ScalarType dtype) {
-  detail::check_parameters(graph.types(), graph.count_per_type(), detail::dry_wet_types(graph),
+  detail::check_parameters(graph.types(), graph.count_per_type(), detail::NodeExtras::of(graph),
                            processors, parameters, batch, dtype, at::kCPU);
 }
 
@@ -98,7 +117,7 @@ std::string describe_parameters(const Graph& graph, const Processors& processors
       const Node& node = graph.node(ids[row]);
       s << graph.describe(ids[row]) << (node.bypassed ? " (bypassed)" : "") << "\n";
       for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type))) {
-        if (spec.name == kDryWetParameter && !node.dry_wet) continue;
+        if (!node_has(node, spec.name)) continue;
         at::Tensor value = spec.to_physical(tensors.at(spec.name)).detach().to(at::kDouble);
         bool per_item    = tensors.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
         value = (per_item ? value[0] : value)[int64_t(row)];  // per batch item: the first item
@@ -130,16 +149,17 @@ Parameters parameters_without(const Graph& graph, const Parameters& parameters,
   Parameters kept;
   for (const auto& [type, named] : parameters) {
     std::vector<int64_t> rows;
-    bool dry_wet                  = false;  // whether a remaining node carries a wet amount
+    std::vector<const Node*> remaining;
     const std::vector<NodeId> ids = graph.nodes_of_type(type);
     for (size_t row = 0; row < ids.size(); ++row)
       if (std::find(removed.begin(), removed.end(), ids[row]) == removed.end()) {
         rows.push_back(int64_t(row));
-        dry_wet = dry_wet || graph.node(ids[row]).dry_wet;
+        remaining.push_back(&graph.node(ids[row]));
       }
     if (rows.empty()) continue;
-    for (const auto& [name, t] : named)
-      if (name != kDryWetParameter || dry_wet)
+    for (const auto& [name, t] : named)  // a wet amount or curve while a remaining node has it
+      if (std::any_of(remaining.begin(), remaining.end(),
+                      [&](const Node* node) { return node_has(*node, name); }))
         kept[type][name] = t.index_select(0, at::tensor(rows, at::kLong).to(t.device()));
   }
   return kept;

@@ -90,9 +90,9 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
   const bool batched = detail::check_sources(plan.n_sources, sources, options.check_finite);
   const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);  // [B, K, C, L]
   const int64_t B               = source_batch.size(0);
-  auto per_item = detail::check_parameters(plan.types, plan.n_graph_nodes, plan.dry_wet_types,
-                                           processors, parameters, batched ? B : 0,
-                                           sources.scalar_type(), sources.device());
+  auto per_item                 = detail::check_parameters(
+                      plan.types, plan.n_graph_nodes, detail::NodeExtras::of(plan), processors, parameters,
+      batched ? B : 0, sources.scalar_type(), sources.device());
   if (options.check_finite) detail::check_finite_parameters(parameters, per_item);
 
   // Without anything that needs a gradient, skip autograd's bookkeeping altogether.
@@ -169,7 +169,7 @@ std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs,
   Parameters joined;
   for (size_t g = 0; g < graphs.size(); ++g) {
     detail::check_parameters(graphs[g].types(), graphs[g].count_per_type(),
-                             detail::dry_wet_types(graphs[g]), processors, parameters[g], 0,
+                             detail::NodeExtras::of(graphs[g]), processors, parameters[g], 0,
                              sources[g].scalar_type(), sources[g].device(),
                              "graph " + std::to_string(g) + ": ");
   }

@@ -1,5 +1,6 @@
 #include "render/steps.h"
 
+#include "render/automation.h"
 #include "render/checks.h"
 
 #include <grafx/error.h>
@@ -122,7 +123,8 @@ NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, TensorDict& st
   if (raw != step_parameters.end()) {
     auto n_dry_wet = std::count(dry_wet.begin(), dry_wet.end(), 1.0);
     if (n_dry_wet > 0) {
-      at::Tensor w = raw->second.sigmoid().view({-1, 1, 1});
+      // [B·m, 1, 1], or [B·m, 1, L] where automated
+      at::Tensor w = raw->second.sigmoid().view({raw->second.size(0), 1, -1});
       at::Tensor has;
       if (n_dry_wet < int64_t(dry_wet.size())) has = per_row(dry_wet);  // not every node has one
       mix.wet = has.defined() ? has * w + (1 - has) : w;
@@ -357,6 +359,11 @@ StepResult run_processor_step(const RenderPlan& plan, size_t k, const Processors
   std::vector<at::Tensor> flat_inputs;
   for (const auto& x : inputs) flat_inputs.push_back(x.reshape({B * m, x.size(2), x.size(3)}));
   match_channels(flat_inputs, 1, [&] { return step_name(plan, k); });
+  if (!plan.automated_types[size_t(step.type)].empty()) {
+    std::vector<std::vector<std::string>> automated;
+    for (int64_t node : step.nodes) automated.push_back(plan.node_automated[size_t(node)]);
+    automate_rows(parameters, automated, B, plan.automation, options.time, flat_inputs[0].size(2));
+  }
   NodeMix node_mix    = node_mix_of(plan, step, parameters, B, tensor_options);
   ProcessorOutput out = processors.at(type_name)->forward(flat_inputs, parameters);
   if (options.extra_aux_losses)

@@ -49,6 +49,7 @@ Reordering reorder_for_render(const GraphTensor& graph, const Schedule& schedule
 
   GraphTensor& g = r.graph;
   g.types        = graph.types;
+  g.automation   = graph.automation;
   std::vector<int64_t> node_types, counts(size_t(graph.types.size()), 0);
   for (int64_t old : r.old_rows) {
     node_types.push_back(types[size_t(old)]);
@@ -57,6 +58,7 @@ Reordering reorder_for_render(const GraphTensor& graph, const Schedule& schedule
     g.node_names.push_back(graph.node_names[size_t(old)]);
     g.node_dry_wet.push_back(graph.node_dry_wet[size_t(old)]);
     g.node_bypassed.push_back(graph.node_bypassed[size_t(old)]);
+    g.node_automated.push_back(graph.node_automated[size_t(old)]);
   }
   std::vector<std::array<int64_t, 4>> edges;  // dest, inlet, source, outlet in new rows
   for (int64_t e = 0; e < n_edges; ++e) {

@@ -161,8 +161,8 @@ const BadFile kBadFiles[] = {
             "missing field \"format\""},
     BadFile{R"({"format": "x", "version": 1, "nodes": [], "edges": []})", "grafx.io.format",
             "format: expected \"grafx.graph\""},
-    BadFile{R"({"format": "grafx.graph", "version": 3, "nodes": [], "edges": []})",
-            "grafx.io.format", "version: unsupported version 3 (this grafx reads versions 1 to 2)"},
+    BadFile{R"({"format": "grafx.graph", "version": 4, "nodes": [], "edges": []})",
+            "grafx.io.format", "version: unsupported version 4 (this grafx reads versions 1 to 3)"},
     BadFile{
         R"({"format": "grafx.graph", "version": 1, "nodes": [{"id": 0, "type": "eq", "dry_wet": true}],
                  "edges": []})",

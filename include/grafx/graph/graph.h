@@ -42,11 +42,27 @@ struct Node {
   bool dry_wet = false;
   /// Renders as bypassed (w = 0): its inputs pass through, its parameters are kept.
   bool bypassed = false;
+  /// Raw names of the parameters it automates (sorted): their values follow curves on the
+  /// graph's automation clock (Graph::automation), kept in the type's parameter
+  /// "<name>@curve" ([N_t, points, shape...]), instead of staying constant.
+  std::vector<std::string> automated;
 
   bool operator==(const Node& o) const {
     return id == o.id && type == o.type && name == o.name && dry_wet == o.dry_wet &&
-           bypassed == o.bypassed;
+           bypassed == o.bypassed && automated == o.automated;
   }
+};
+
+/// The clock of a graph's automation curves: point i of every curve lies at i / rate_hz
+/// seconds of the song; values between points are interpolated linearly in the raw value, and
+/// before the first point and after the last they hold.
+struct Automation {
+  double rate_hz = 10.0;  ///< points per second (the automation rate)
+  int64_t points = 1;     ///< points per curve, 1 and up
+
+  double seconds() const { return double(points - 1) / rate_hz; }
+  bool operator==(const Automation& o) const { return rate_hz == o.rate_hz && points == o.points; }
+  bool operator!=(const Automation& o) const { return !(*this == o); }
 };
 
 /// An edge from outlet `outlet` of `source` to inlet `inlet` of `dest` (port indices).
@@ -125,6 +141,18 @@ class Graph {
   /// Marks a processor node bypassed (kept in the graph, rendered as a pass-through), or not;
   /// throws [grafx.graph.node_property] for in, out and mix nodes.
   void set_bypassed(NodeId id, bool bypassed = true);
+  /// Lets a processor node's parameter `parameter` (a raw name) follow an automation curve, or
+  /// stay constant; throws [grafx.graph.node_property] for in, out and mix nodes and for a name
+  /// that is not a parameter name. Which parameters a processor can automate is checked where
+  /// processors are known (renders refuse the others: [grafx.render.automation]).
+  void set_automated(NodeId id, const std::string& parameter, bool automated = true);
+  /// The clock of the graph's automation curves (used when any node automates a parameter).
+  const Automation& automation() const { return automation_; }
+  /// Throws [grafx.graph.automation] for a rate that is not positive and finite or fewer than
+  /// one point.
+  void set_automation(const Automation& automation);
+  /// Whether any node automates a parameter.
+  bool has_automation() const;
   /// Makes `add` hand out ids from at least `next_id` on (ids of removed nodes stay retired).
   void reserve_ids(NodeId next_id) { next_id_ = std::max(next_id_, next_id); }
 
@@ -192,6 +220,7 @@ class Graph {
   std::map<NodeId, NodeData> nodes_;
   NodeId next_id_  = 0;
   int64_t n_edges_ = 0;
+  Automation automation_;
 };
 
 }  // namespace grafx

@@ -22,8 +22,10 @@
 namespace grafx {
 
 /// Current version of the graph file format. Version 2 added the node flags "dry_wet" and
-/// "bypassed"; version 1 files still load.
-constexpr int kGraphFormatVersion = 2;
+/// "bypassed", version 3 automation (the nodes' "automated" parameter names and the graph's
+/// "automation": {"rate_hz", "points"}); versions 1 and 2 still load, and a graph without
+/// automation is written as version 2, which earlier grafx reads.
+constexpr int kGraphFormatVersion = 3;
 
 /// Canonical text of a graph file (2-space indentation, nodes by id, edges sorted).
 std::string graph_to_json(const Graph& graph);

@@ -35,6 +35,9 @@ struct GraphTensor {
   std::vector<std::string> node_names;  ///< the name of each row
   std::vector<bool> node_dry_wet;       ///< whether each row carries a wet amount (Node::dry_wet)
   std::vector<bool> node_bypassed;      ///< whether each row is bypassed (Node::bypassed)
+  /// The parameters each row automates (Node::automated), and the curves' clock.
+  std::vector<std::vector<std::string>> node_automated;
+  Automation automation;
 
   int64_t n_nodes() const { return static_cast<int64_t>(node_ids.size()); }
   int64_t n_edges() const;

@@ -14,6 +14,7 @@
 
 #include <grafx/schedule/schedule.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,12 @@ struct RenderPlan {
   /// For each type, whether any of its graph nodes (dead ones included) carries a wet amount:
   /// then its parameters include "dry_wet", one row per graph node.
   std::vector<bool> dry_wet_types;
+  /// The parameters each plan node automates (Node::automated), the curves' clock, and for each
+  /// type the parameters any of its graph nodes automates: then its parameters include
+  /// "<name>@curve", one row per graph node.
+  std::vector<std::vector<std::string>> node_automated;
+  Automation automation;
+  std::vector<std::set<std::string>> automated_types;
   /// Number of sources the graph takes: one per `in` node, live or dead.
   int64_t n_sources = 0;
   /// For each node of the `in` step, the source it reads (sources feed `in` nodes in id order).

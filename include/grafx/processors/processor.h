@@ -59,6 +59,11 @@ struct ParameterSpec {
   std::string description;    ///< one line: what it does
   double physical_min = -std::numeric_limits<double>::infinity();  ///< range of physical values
   double physical_max = std::numeric_limits<double>::infinity();
+  /// How an automation curve of this parameter is interpolated between its points (see
+  /// "Automation" in docs/graphs.md), e.g. "linear in dB": curves are linear in the raw value,
+  /// which this says in physical terms. Empty: the processor cannot take per-sample values of
+  /// this parameter, and graphs that automate it are refused.
+  std::string automation;
   /// Raw values `[N, shape...]` to physical values (any shape with first dimension N).
   ValueMap to_physical;
   /// Physical values to raw values `[N, shape...]`; empty when a physical value does not
@@ -74,6 +79,10 @@ struct ParameterSpec {
   /// Physical values outside [min, max] are refused where users set them (`grafx process`).
   ParameterSpec& range(double min, double max);
   ParameterSpec& about(std::string description);
+  /// Lets graphs automate the parameter: `forward` then takes its values per sample,
+  /// `[N, shape..., L]` (see over_time), interpolated by `rule` (what linear in the raw value
+  /// means physically, e.g. "linear in dB").
+  ParameterSpec& automatable(std::string rule);
 
   /// The shape of N nodes' values: [n, shape...].
   std::vector<int64_t> shape_for(int64_t n) const;
@@ -126,6 +135,17 @@ TensorDict to_physical(const std::vector<ParameterSpec>& specs, const TensorDict
 /// Its raw name, "dry_wet".
 inline constexpr char kDryWetParameter[] = "dry_wet";
 
+/// The raw name of an automation curve of parameter `name`: "log_gain@curve".
+std::string curve_name(const std::string& name);
+/// The spec of the automation curves of `spec`'s parameter with `points` points: shape
+/// [points, shape...], the same mappings applied to each point, physical name
+/// "<physical>@curve".
+ParameterSpec curve_spec(const ParameterSpec& spec, int64_t points);
+/// A parameter's values as `forward` applies them to N×C×L signals: a static parameter
+/// `[N, shape...]` with a time axis of one sample added, `[N, shape..., 1]`; an automated one,
+/// `[N, shape..., L]`, as it is.
+at::Tensor over_time(const at::Tensor& parameter, const ParameterSpec& spec);
+
 class Processor {
  public:
   virtual ~Processor() = default;
@@ -148,7 +168,8 @@ class Processor {
   TensorDict to_physical(const TensorDict& parameters) const;
   /// Throws ProcessorError [grafx.processor.inputs] / [grafx.processor.parameters] unless there
   /// is one input per inlet, all N×C×L alike, and each parameter of the specs is present with
-  /// shape [N, spec shape...] and nothing else is. `where` prefixes the message.
+  /// shape [N, spec shape...] (or [N, spec shape..., L] for an automatable one) and nothing
+  /// else is. `where` prefixes the message.
   void check_arguments(const std::vector<at::Tensor>& inputs, const TensorDict& parameters,
                        const std::string& where = "") const;
 };

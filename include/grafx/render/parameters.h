@@ -25,13 +25,25 @@ struct ParameterOptions {
 };
 
 /// The parameters of a type's nodes in `graph`: its processor's specs, plus `dry_wet_spec()`
-/// when any node of the type carries a wet amount (one row per node of the type either way).
+/// when any node of the type carries a wet amount and a curve_spec for each parameter any node
+/// automates (one row per node of the type either way). Throws RenderError
+/// [grafx.render.automation] for a parameter the processor cannot automate.
 std::vector<ParameterSpec> graph_parameter_specs(const Graph& graph, const std::string& type,
                                                  const Processor& processor);
 
+/// The parameter an automation curve's raw name belongs to ("log_gain" of "log_gain@curve"),
+/// or "" for a name that is not a curve's.
+std::string automated_parameter(const std::string& name);
+
+/// Whether a node uses its row of the type's parameter `parameter`: "dry_wet" where it carries
+/// a wet amount, a curve where it automates its parameter, any other where it does not
+/// automate it.
+bool node_has(const Node& node, const std::string& parameter);
+
 /// Initial raw parameters from the processors' specs: N(init_mean, init_std²) per element,
 /// drawn from a generator seeded by (seed, type, parameter), so adding a type to a graph does
-/// not change the others' values.
+/// not change the others' values. Automation curves start constant, at their parameter's
+/// initial values.
 Parameters create_parameters(const Graph& graph, const Processors& processors,
                              const ParameterOptions& options = {});
 

@@ -86,7 +86,16 @@ struct StepView {
   std::vector<at::Tensor> outputs;  ///< one per outlet, [B,] m × C × L (`out`: its input)
 };
 
+/// Where rendered samples lie on the song's clock, on which automation curves are drawn
+/// (graph.h, Automation): needed to render a graph that automates parameters.
+struct SongTime {
+  SampleRate sample_rate = 0;  ///< of the sources; 0: unknown (automated graphs are refused)
+  int64_t first_sample   = 0;  ///< the song sample the sources' first sample is
+};
+
 struct RenderOptions {
+  /// Where the sources lie on the song's clock (for automation curves).
+  SongTime time;
   /// Types whose parameters get no gradient (and no gradient work).
   std::set<std::string> frozen_types;
   /// Per-type gradient hooks.
@@ -128,7 +137,8 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
 /// The naive reference: every live node on its own, in a topological order of the graph, with
 /// no batching and no plan. Same arguments and results as `render`. For tests and benchmarks.
 RenderResult render_naive(const Graph& graph, const Processors& processors,
-                          const Parameters& parameters, const at::Tensor& sources);
+                          const Parameters& parameters, const at::Tensor& sources,
+                          const SongTime& time = {});
 
 /// Graph-level batching: renders several graphs (same node types) in one pass. `parameters`
 /// and `sources` are given per graph; outputs come back per graph.

@@ -1,0 +1,53 @@
+#include "render/automation.h"
+
+#include <grafx/dsp/signal.h>
+#include <grafx/error.h>
+#include <grafx/render/parameters.h>
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace grafx::detail {
+
+at::Tensor curve_values(const at::Tensor& curves, const Automation& automation,
+                        const SongTime& time, int64_t length) {
+  if (!(time.sample_rate > 0))
+    throw RenderError("grafx.render.automation",
+                      "the graph automates parameters, so rendering it needs the sample rate of "
+                      "the sources (RenderOptions::time)");
+  std::vector<double> positions;  // of the points, in samples from the sources' first
+  for (int64_t i = 0; i < curves.size(1); ++i)
+    positions.push_back(double(i) * double(time.sample_rate) / automation.rate_hz -
+                        double(time.first_sample));
+  return dsp::piecewise_linear(curves, positions, length);
+}
+
+void automate_rows(TensorDict& rows, const std::vector<std::vector<std::string>>& automated,
+                   int64_t B, const Automation& automation, const SongTime& time, int64_t length) {
+  std::vector<std::string> curves;
+  for (const auto& [name, tensor] : rows)
+    if (!automated_parameter(name).empty()) curves.push_back(name);
+  for (const std::string& curve : curves) {
+    const std::string name = automated_parameter(curve);
+    std::vector<double> follows;  // per node: whether it automates `name`
+    for (const auto& names : automated)
+      follows.push_back(std::binary_search(names.begin(), names.end(), name) ? 1.0 : 0.0);
+    const at::Tensor curve_rows = rows.at(curve);
+    rows.erase(curve);
+    const auto n_follow = std::count(follows.begin(), follows.end(), 1.0);
+    if (n_follow == 0) continue;
+    at::Tensor values = curve_values(curve_rows, automation, time, length);
+    if (n_follow < int64_t(follows.size())) {  // the other nodes hold their value
+      const at::Tensor& held = rows.at(name);  // [R, shape...]
+      std::vector<int64_t> per_row(size_t(held.dim()) + 1, 1);
+      per_row[0]     = -1;
+      at::Tensor has = at::tensor(follows, at::kDouble).repeat({B}).to(held.device()) > 0.5;
+      values         = at::where(has.view(per_row), values, held.unsqueeze(-1));
+    }
+    rows[name] = values;
+  }
+}
+
+}  // namespace grafx::detail

@@ -1,0 +1,30 @@
+#pragma once
+// Automation curves turned into values per sample, for the renderers (private to the library).
+
+#include <grafx/render/render.h>
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace grafx::detail {
+
+/// The values per sample of automation curves `curves` ([R, P, shape...], P points on the
+/// clock `automation`) at the `length` samples from `time.first_sample` on, sampled at
+/// `time.sample_rate`: [R, shape..., length], linear in the raw value between points and held
+/// before the first and after the last. Throws RenderError [grafx.render.automation] when
+/// `time` has no sample rate.
+at::Tensor curve_values(const at::Tensor& curves, const Automation& automation,
+                        const SongTime& time, int64_t length);
+
+/// Makes one processor call's parameters ([R, ...] rows, R = B·m: B batch items of m nodes)
+/// per sample where its nodes automate them: each "<name>@curve" is taken out, and "<name>"
+/// becomes [R, shape..., length], following the curve in the rows of the nodes that automate it
+/// (`automated[i]`: the names node i automates) and holding its value in the others'.
+void automate_rows(TensorDict& rows, const std::vector<std::vector<std::string>>& automated,
+                   int64_t B, const Automation& automation, const SongTime& time, int64_t length);
+
+}  // namespace grafx::detail
