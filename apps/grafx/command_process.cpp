@@ -3,6 +3,7 @@
 
 #include "commands.h"
 
+#include <grafx/dsp/signal.h>
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/io/audio.h>
@@ -51,7 +52,9 @@ void add_process_command(CLI::App& app) {
                   "NAME=VALUE in physical units (vectors comma-separated, e.g. gain_db=-6,-6; "
                   "several values along a longer axis are interpolated; rows separated by ';'), "
                   "a raw parameter by its raw name, or wet=0..1; unset parameters keep their "
-                  "initial values");
+                  "initial values. NAME=V@T,V@T,... automates it: values at times in seconds "
+                  "(ascending; ':' between a vector's elements), linear between them (in the "
+                  "raw value: in dB for gains) and held before the first and after the last");
   cmd->add_option("--option", args->options,
                   "NAME=VALUE: a processor option (see grafx processors TYPE), e.g. knee=hard, "
                   "use_bias=true, members=eq,compressor");
@@ -70,16 +73,24 @@ void add_process_command(CLI::App& app) {
       check_writable(path, args->force);
     }
     at::Tensor wet = at::full({1, 1}, INFINITY, at::kDouble);  // raw: fully wet
-    TensorDict raw = parameters_from_assignments(*processor, args->settings, &wet, "--set");
-    at::Tensor x   = audio.samples;
+    std::map<std::string, Breakpoints> curves;
+    TensorDict raw =
+        parameters_from_assignments(*processor, args->settings, &wet, "--set", &curves);
+    at::Tensor x = audio.samples;
     if (args->stereo && x.size(0) == 1) x = x.expand({2, x.size(1)});
     x = x.contiguous().unsqueeze(0);  // 1×C×L
     std::vector<at::Tensor> inputs(processor->inlets().size(), x);
+    for (const auto& [name, points] : curves) {  // values per sample, linear between points
+      std::vector<double> positions;
+      for (double s : points.seconds) positions.push_back(s * double(audio.sample_rate));
+      at::Tensor values = dsp::piecewise_linear(points.raw.transpose(0, 1), positions, x.size(2));
+      (name == kDryWetParameter ? wet : raw[name]) = values;
+    }
     TensorDict parameters;
     for (const auto& [name, value] : raw) parameters[name] = value.to(at::kFloat);
     c10::NoGradGuard no_grad;
     ProcessorOutput out = processor->forward(inputs, parameters);
-    const double w      = wet.sigmoid().item<double>();
+    const at::Tensor w  = wet.sigmoid().view({1, 1, -1}).to(at::kFloat);  // [1, 1, 1 or L]
     NodeTypes types;
     const TypeId type = types.add(processor->node_type());
     std::vector<at::Tensor> ys;
@@ -87,7 +98,7 @@ void add_process_command(CLI::App& app) {
       int64_t passed = types.passed_inlet(type, int64_t(o));  // the dry signal, as in graphs
       at::Tensor dry = passed >= 0 ? x : at::zeros_like(x);
       // Fully wet unless --set wet=…: the outlet's own channels (a mid/side split's are mono).
-      at::Tensor y = w < 1 ? w * out.outputs[o] + (1 - w) * dry : out.outputs[o];
+      at::Tensor y = w.lt(1).any().item<bool>() ? at::lerp(dry, out.outputs[o], w) : out.outputs[o];
       ys.push_back(y.squeeze(0));
       if (!all_finite(ys.back()))
         throw ProcessorError("grafx.processor.non_finite",

@@ -135,6 +135,7 @@ void add_render_command(CLI::App& app) {
     ScheduleOptions schedule(parse_schedule_method(args->method));
     RenderPlan plan = make_render_plan(to_tensor(graph), schedule);
     ChunkOptions chunks;  // memory flat with the song's length, the result the same
+    chunks.render.time                 = {sample_rate, 0};  // automation curves start at 0
     chunks.render.check_finite         = !args->allow_non_finite;
     chunks.render.check_finite_outputs = !args->allow_non_finite;
     at::Tensor rendered = render_in_chunks(plan, processors, parameters, sources, chunks);

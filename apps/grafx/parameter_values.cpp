@@ -129,9 +129,49 @@ std::string join(const std::vector<std::string>& items) {
   return text;
 }
 
+namespace {
+
+/// The breakpoints of "V@T,V@T,...": each V's values (':' between elements) mapped as a static
+/// value of `named` would be.
+Breakpoints parse_breakpoints(const NamedParameter& named, const std::string& text,
+                              const std::string& processor, const std::string& where,
+                              const std::function<void(const std::string&)>& fail) {
+  if (named.spec->automation.empty())
+    fail(processor + " cannot automate " + named.spec->physical_name + " (grafx processors " +
+         processor + " lists what it can)");
+  Breakpoints points;
+  std::vector<at::Tensor> raw;
+  std::string item_time;  // of the point before, as typed
+  for (const std::string& item : split(text, ',')) {
+    const size_t at_sign = item.find('@');
+    if (at_sign == std::string::npos || item.find('@', at_sign + 1) != std::string::npos)
+      fail("expected VALUE@SECONDS items separated by ',', e.g. gain_db=0@0,-20@2, but got \"" +
+           item + "\"");
+    std::optional<double> seconds = parse_finite(item.substr(at_sign + 1));
+    if (!seconds || *seconds < 0)
+      fail("\"" + item.substr(at_sign + 1) + "\" is not a time of 0 seconds or later");
+    if (!points.seconds.empty() && *seconds <= points.seconds.back())
+      fail("the times must rise from point to point, but " + item.substr(at_sign + 1) +
+           " s follows " + item_time + " s");
+    item_time          = item.substr(at_sign + 1);
+    std::string values = item.substr(0, at_sign);
+    if (values.empty()) fail("expected a value before @ in \"" + item + "\"");
+    std::replace(values.begin(), values.end(), ':', ',');
+    at::Tensor numbers = at::zeros(value_shape(named, 1), at::kDouble);
+    fill_values(numbers, values, fail);
+    raw.push_back(raw_values(named, numbers, 1, at::TensorOptions(at::kDouble), processor, where));
+    points.seconds.push_back(*seconds);
+  }
+  points.raw = at::stack(raw);  // [K, 1, shape...]
+  return points;
+}
+
+}  // namespace
+
 TensorDict parameters_from_assignments(const Processor& processor,
                                        const std::vector<std::string>& assignments, at::Tensor* wet,
-                                       const std::string& option) {
+                                       const std::string& option,
+                                       std::map<std::string, Breakpoints>* curves) {
   std::vector<ParameterSpec> specs = processor.parameter_specs();
   if (wet) specs.push_back(dry_wet_spec());
   TensorDict values;  // {name as typed: its numbers}; the library maps them
@@ -145,7 +185,12 @@ TensorDict parameters_from_assignments(const Processor& processor,
     if (equals == std::string::npos) fail("expected NAME=VALUE, e.g. gain_db=-6,-6");
     const std::string name = assignment.substr(0, equals), text = assignment.substr(equals + 1);
     const NamedParameter named = find_parameter(specs, name, processor.name(), where);
-    at::Tensor numbers         = at::zeros(value_shape(named, 1), at::kDouble);
+    if (text.find('@') != std::string::npos) {
+      if (!curves) fail("values at times (VALUE@SECONDS) are for grafx process --set only");
+      (*curves)[named.spec->name] = parse_breakpoints(named, text, processor.name(), where, fail);
+      continue;
+    }
+    at::Tensor numbers = at::zeros(value_shape(named, 1), at::kDouble);
     fill_values(numbers, text, fail);
     values[name] = numbers;
     wet_set      = wet_set || named.spec->name == kDryWetParameter;

@@ -18,11 +18,12 @@ namespace {
 py::dict node_to_python(const Graph& graph, NodeId id) {
   const Node& node = graph.node(id);
   py::dict result;
-  result["id"]       = node.id;
-  result["type"]     = graph.types().name(node.type);
-  result["name"]     = node.name;
-  result["dry_wet"]  = node.dry_wet;
-  result["bypassed"] = node.bypassed;
+  result["id"]        = node.id;
+  result["type"]      = graph.types().name(node.type);
+  result["name"]      = node.name;
+  result["dry_wet"]   = node.dry_wet;
+  result["bypassed"]  = node.bypassed;
+  result["automated"] = node.automated;
   return result;
 }
 
@@ -233,8 +234,27 @@ void bind_graph(py::module_& m) {
       .def("set_bypassed", &Graph::set_bypassed, py::arg("node"), py::arg("bypassed") = true,
            "Marks a processor node bypassed (kept, rendered as a pass-through, its parameters "
            "kept), or not. GraphError (grafx.graph.node_property) for in, out and mix nodes.")
+      .def("set_automated", &Graph::set_automated, py::arg("node"), py::arg("parameter"),
+           py::arg("automated") = true,
+           "Lets a processor node's parameter (by raw name, e.g. \"log_gain\" or \"dry_wet\") "
+           "follow an automation curve, the type's parameter \"<name>@curve\" of shape "
+           "[N, points, ...], or stay constant. GraphError (grafx.graph.node_property) for in, "
+           "out and mix nodes; renders refuse parameters the processor cannot automate "
+           "(grafx.render.automation).")
+      .def_property(
+          "automation",
+          [](const Graph& g) {
+            return py::make_tuple(g.automation().rate_hz, g.automation().points);
+          },
+          [](Graph& g, const std::pair<double, int64_t>& clock) {
+            g.set_automation({clock.first, clock.second});
+          },
+          "The automation clock (rate_hz, points): point i of every curve lies at i / rate_hz "
+          "seconds of the song. GraphError (grafx.graph.automation) for a rate that is not "
+          "positive or fewer than one point.")
       .def("node", &node_to_python, py::arg("node"),
-           "A node as a dict with `id`, `type`, `name`, `dry_wet` and `bypassed`. GraphError "
+           "A node as a dict with `id`, `type`, `name`, `dry_wet`, `bypassed` and `automated`. "
+           "GraphError "
            "(grafx.graph.unknown_node) for an unknown id.")
       .def("nodes", &Graph::nodes, "The ids of all nodes, ascending.")
       .def("nodes_of_type", &Graph::nodes_of_type, py::arg("node_type"),

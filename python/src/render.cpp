@@ -151,6 +151,7 @@ void bind_render(py::module_& m) {
          const py::object& observer, const py::dict& node_hooks, const py::dict& edge_hooks) {
         const Parameters raw  = parameters_from_python(parameters);
         RenderOptions options = render_options(frozen_types, check_finite, observer);
+        options.time          = {set.sample_rate, 0};
         // Finite but huge sources or parameters can overflow inside a node: an error naming
         // the node, as `grafx render` gives, rather than NaN or infinite outputs.
         options.check_finite_outputs = check_finite;
@@ -209,6 +210,7 @@ void bind_render(py::module_& m) {
         RenderOptions options;
         options.check_finite         = check_finite;
         options.check_finite_outputs = check_finite;
+        options.time                 = {set.sample_rate, 0};
         py::gil_scoped_release released;
         return render_graphs(graphs, set.processors, raw, sources,
                              ScheduleOptions(parse_schedule_method(method)), options);
@@ -221,7 +223,7 @@ void bind_render(py::module_& m) {
          const at::Tensor& sources) {
         const Parameters raw = parameters_from_python(parameters);
         py::gil_scoped_release released;
-        return render_naive(graph, set.processors, raw, sources).outputs;
+        return render_naive(graph, set.processors, raw, sources, {set.sample_rate, 0}).outputs;
       },
       py::arg("graph"), py::arg("processors"), py::arg("parameters"), py::arg("sources"));
   m.def(
@@ -233,6 +235,7 @@ void bind_render(py::module_& m) {
         options.chunk_samples               = chunk_samples;
         options.render.check_finite         = check_finite;
         options.render.check_finite_outputs = check_finite;
+        options.render.time                 = {set.sample_rate, 0};
         py::gil_scoped_release released;
         return render_in_chunks(plan, set.processors, raw, sources, options);
       },

@@ -74,12 +74,13 @@ std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate
       << "range " << number(spec.physical_min) << " to "
       << with_unit(number(spec.physical_max), spec.unit) << "; initial " << initial_value(spec)
       << " (raw " << spec.init_mean << " ± " << spec.init_std << ")"
-      << (spec.to_raw ? "" : "; set by its raw value only") << "\n";
+      << (spec.to_raw ? "" : "; set by its raw value only") << "; "
+      << (spec.automation.empty() ? "not automatable" : "automatable, " + spec.automation) << "\n";
   }
   if (detailed) {
     const ParameterSpec wet = dry_wet_spec();
     s << "  any node may also carry " << wet.physical_name << " (" << wet.unit
-      << ", 0 to 1): " << wet.description << "\n";
+      << ", 0 to 1): " << wet.description << "; automatable, " << wet.automation << "\n";
   }
   return s.str();
 }

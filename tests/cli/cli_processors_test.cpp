@@ -1,6 +1,12 @@
 // The grafx program's processors command, run as a user would.
 
+#include <grafx/graph/graph_json.h>
+#include <grafx/io/audio.h>
 #include <grafx/processors/registry.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
 
 #include "support/test_support.h"
 
@@ -92,6 +98,69 @@ TEST(CliProcessors, ErrorsAreOneLineAndNonZeroAndLoseNothing) {
   EXPECT_FALSE(testing::file_exists(dir.file("x.svg")));
   EXPECT_NE(run_grafx({"processors", "--response", dir.file("y.svg")}).exit_code, 0)
       << "a picture needs a name";
+}
+
+TEST(CliProcessors, ProcessAutomatesParametersWithValuesAtTimes) {
+  testing::TempDir dir;
+  write_audio(dir.file("ones.wav"), at::full({1, 24000}, 0.5), 8000);
+  // Left from 0 to −20 dB and right from −6 to 0 dB over 2 s, held after.
+  auto r = run_grafx({"process", "gain_pan", "-i", dir.file("ones.wav"), "-o", dir.file("y.wav"),
+                      "--set", "gain_db=0:-6@0,-20:0@2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  at::Tensor y = read_audio(dir.file("y.wav")).samples.to(at::kDouble);
+  for (int64_t n : {0, 4000, 11999, 16000, 20000}) {
+    const double t = std::min(double(n) / 8000 / 2, 1.0);  // share of the ramp
+    EXPECT_NEAR(y[0][n].item<double>(), 0.5 * std::pow(10.0, -20 * t / 20), 1e-6) << n;
+    EXPECT_NEAR(y[1][n].item<double>(), 0.5 * std::pow(10.0, (-6 + 6 * t) / 20), 1e-6) << n;
+  }
+  // The wet amount fades too (between 0 and 1: its raw value is their logit).
+  r = run_grafx({"process", "delay", "-i", dir.file("ones.wav"), "-o", dir.file("d.wav"), "--set",
+                 "wet=0.001@0,0.999@1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_grafx({"processors", "gain_pan"});
+  EXPECT_TRUE(contains(r.out, "automatable, linear in dB")) << r.out;
+  r = run_grafx({"processors", "compressor"});
+  EXPECT_TRUE(contains(r.out, "not automatable")) << r.out;
+
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"threshold_db=-10@0,-30@1", "compressor cannot automate threshold_db"},
+      {"gain_db=0@1,-20@0.5", "the times must rise from point to point, but 0.5 s follows 1 s"},
+      {"gain_db=0@nan", "\"nan\" is not a time of 0 seconds or later"},
+      {"gain_db=0@-1", "\"-1\" is not a time of 0 seconds or later"},
+      {"gain_db=@0", "expected a value before @"},
+      {"gain_db=0@0,", "expected VALUE@SECONDS items"},
+      {"gain_db=nan@0", "\"nan\" is not a finite number"},
+  };
+  for (const auto& [setting, message] : refused) {
+    const std::string type = setting.rfind("threshold", 0) == 0 ? "compressor" : "gain_pan";
+    r                      = run_grafx(
+                             {"process", type, "-i", dir.file("ones.wav"), "-o", dir.file("x.wav"), "--set", setting});
+    EXPECT_EQ(r.exit_code, 1) << setting;
+    EXPECT_TRUE(contains(r.err, message)) << setting << ": " << r.err;
+    EXPECT_FALSE(testing::file_exists(dir.file("x.wav"))) << setting;
+  }
+}
+
+TEST(CliProcessors, RenderPlaysAGraphFilesAutomation) {
+  testing::TempDir dir;
+  write_audio(dir.file("ones.wav"), at::full({2, 16000}, 0.5), 8000);
+  Graph g(registry_node_types());
+  NodeId in = g.add("in"), gain = g.add("gain_pan"), out = g.add("out");
+  g.connect(in, gain);
+  g.connect(gain, out);
+  g.set_automation({10.0, 11});
+  g.set_automated(gain, "log_gain");
+  save_graph(g, dir.file("g.json"));
+  auto r = run_grafx(
+      {"render", dir.file("g.json"), "--sources", dir.file("ones.wav"), "-o", dir.file("y.wav")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  g.set_automated(gain, "log_ratio");
+  save_graph(g, dir.file("bad.json"));
+  r = run_grafx(
+      {"render", dir.file("bad.json"), "--sources", dir.file("ones.wav"), "-o", dir.file("z.wav")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "[grafx.render.automation]")) << r.err;
+  EXPECT_FALSE(testing::file_exists(dir.file("z.wav")));
 }
 
 }  // namespace
