@@ -7,6 +7,7 @@
 #include <grafx/plan/render_plan.h>
 #include <grafx/render/adjoint.h>
 #include <grafx/render/chunked.h>
+#include <grafx/render/derivatives.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
 
@@ -250,6 +251,28 @@ TEST(Automation, GradientsOfCurvePointsEqualFiniteDifferences) {
         return render(plan, c.processors, p, x, options).outputs;
       },
       inputs, 1e-6, 12);
+}
+
+TEST(Automation, ForwardModeAlongTheCurvesEqualsCentralDifferences) {
+  AutomatedConsole c = automated_console(at::kDouble);
+  at::Tensor x       = sources_for(c.graph, 1200, at::kDouble);
+  RenderPlan plan    = make_render_plan(to_tensor(c.graph));
+  RenderOptions options;
+  options.time = {kRate, 300};
+  Parameters direction, plus = c.parameters, minus = c.parameters;
+  const double step = 1e-6;
+  for (const auto& [type, named] : c.parameters)
+    for (const auto& [name, t] : named)
+      if (!automated_parameter(name).empty()) {
+        direction[type][name] = at::randn_like(t);
+        plus[type][name]      = t + step * direction[type][name];
+        minus[type][name]     = t - step * direction[type][name];
+      }
+  TangentResult forward = jvp(plan, c.processors, c.parameters, x, direction, {}, options);
+  at::Tensor central    = (render(plan, c.processors, plus, x, options).outputs -
+                        render(plan, c.processors, minus, x, options).outputs) /
+                       (2 * step);
+  EXPECT_LT(relative_error(forward.tangent, central), 1e-6);
 }
 
 TEST(Automation, WhatCannotBeAutomatedIsRefusedByName) {

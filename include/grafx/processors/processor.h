@@ -60,7 +60,7 @@ struct ParameterSpec {
   double physical_min = -std::numeric_limits<double>::infinity();  ///< range of physical values
   double physical_max = std::numeric_limits<double>::infinity();
   /// How an automation curve of this parameter is interpolated between its points (see
-  /// "Automation" in docs/graphs.md), e.g. "linear in dB": curves are linear in the raw value,
+  /// "Automation" in docs/graph-format.md), e.g. "linear in dB": curves are linear in the raw value,
   /// which this says in physical terms. Empty: the processor cannot take per-sample values of
   /// this parameter, and graphs that automate it are refused.
   std::string automation;
