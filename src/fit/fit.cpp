@@ -98,7 +98,12 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
                        std::to_string(options.loss.skip_samples) +
                        " is shorter than the loss's largest FFT (" + std::to_string(largest_fft) +
                        "); use longer audio, a longer crop or a shorter warm-up");
-  options.crop_seconds = double(crop) / double(sample_rate);
+  options.crop_seconds            = double(crop) / double(sample_rate);
+  const FitAutomation& automation = options.automation;
+  require(finite(automation.start) && automation.start >= 0 && automation.start < 1,
+          "an automation start (share of the fit fitted statically) in [0, 1)", automation.start);
+  require(finite(automation.smoothness) && automation.smoothness >= 0,
+          "a finite automation smoothness weight of at least 0", automation.smoothness);
   for (const auto& [group, lr] : options.learning_rates)
     learning_rate(lr, true, "a finite learning rate of at least 0 for \"" + group + "\"");
   double last = 0;
@@ -109,6 +114,61 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
     last = stage.until;
   }
   return options;
+}
+
+std::string number(double value) {
+  std::ostringstream s;
+  s << std::setprecision(10) << value;
+  return s.str();
+}
+
+/// `graph` with the automation `automation` asks for, on a clock that covers `length` samples.
+Graph with_automation(Graph graph, const FitAutomation& automation, SampleRate sample_rate,
+                      int64_t length) {
+  if (automation.parameters.empty()) return graph;
+  auto fail = [](const std::string& what) { throw FitError("grafx.fit.options", what); };
+  if (!(automation.rate_hz > 0) || !std::isfinite(automation.rate_hz) ||
+      automation.rate_hz > double(sample_rate))
+    fail("expected an automation rate above 0 Hz and at most the sample rate, but got " +
+         number(automation.rate_hz) + " Hz");
+  if (graph.has_automation())
+    fail(
+        "the graph automates parameters already; fit it without --automate (its curves train "
+        "from the start)");
+  const Processors processors = make_processors(graph.types(), {sample_rate});
+  for (const auto& [type, names] : automation.parameters) {
+    const std::vector<NodeId> nodes =
+        graph.types().contains(type) ? graph.nodes_of_type(type) : std::vector<NodeId>{};
+    if (nodes.empty() || !processors.count(type))
+      fail("cannot automate \"" + type + "\": the graph has no processor nodes of that type");
+    std::vector<ParameterSpec> specs = processors.at(type)->parameter_specs();
+    specs.push_back(dry_wet_spec());
+    std::vector<std::string> automatable;
+    for (const auto& spec : specs)
+      if (!spec.automation.empty()) automatable.push_back(spec.name);
+    std::set<std::string> chosen = names;
+    if (chosen.empty()) chosen = {automatable.begin(), automatable.end()};
+    for (const std::string& name : chosen) {
+      if (std::find(automatable.begin(), automatable.end(), name) == automatable.end()) {
+        std::string list;
+        for (const auto& a : automatable) list += (list.empty() ? "" : ", ") + a;
+        fail("cannot automate " + type + "." + name + ": " + type + " automates " + list);
+      }
+      for (NodeId id : nodes)  // a wet amount only where the node carries one
+        if (name != kDryWetParameter || graph.node(id).dry_wet) graph.set_automated(id, name);
+    }
+  }
+  const double seconds = double(length) / double(sample_rate);
+  graph.set_automation(
+      {automation.rate_hz, int64_t(std::ceil(seconds * automation.rate_hz - 1e-9)) + 1});
+  return graph;
+}
+
+Graph without_automation(Graph graph) {
+  for (NodeId id : graph.nodes())
+    for (const std::string& name : std::vector<std::string>(graph.node(id).automated))
+      graph.set_automated(id, name, false);
+  return graph;
 }
 
 /// The keys a parameter group may name parameter `name` of `type` by, most specific first.
@@ -156,12 +216,6 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-std::string number(double value) {
-  std::ostringstream s;
-  s << std::setprecision(10) << value;
-  return s.str();
-}
-
 /// The gain-staging regulariser of the pruning paper on the nodes of the types whose
 /// descriptors ask for it (single-port types: it compares a signal with itself processed).
 RenderOptions gain_staging(const NodeTypes& types) {
@@ -201,7 +255,8 @@ double clip_gradient_norm(Parameters& parameters, double max_norm) {
 
 Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample_rate,
                FitOptions options, Parameters initial)
-    : graph_(std::move(graph)),
+    : graph_(with_automation(std::move(graph), options.automation, sample_rate,
+                             tracks.defined() && tracks.dim() == 3 ? tracks.size(2) : 0)),
       tracks_(checked_tracks(graph_, tracks, mix)),
       mix_(mix.detach().contiguous()),
       sample_rate_(sample_rate),
@@ -209,10 +264,14 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
       crop_samples_(std::llround(options_.crop_seconds * double(sample_rate))),
       processors_(make_processors(graph_.types(), {sample_rate})),
       plan_(make_render_plan(to_tensor(graph_), options_.schedule)),
+      static_plan_(make_render_plan(to_tensor(without_automation(graph_)), options_.schedule)),
+      curves_live_(options_.automation.parameters.empty() || options_.automation.start == 0),
       render_options_(gain_staging(graph_.types())),
-      parameters_(initial.empty() ? create_parameters(graph_, processors_,
-                                                      {options_.seed, tracks_.scalar_type(), true})
-                                  : cloned_parameters(initial, true)),  // trained in place
+      parameters_(
+          initial.empty()
+              ? create_parameters(graph_, processors_, {options_.seed, tracks_.scalar_type(), true})
+              : with_curves(graph_, processors_,
+                            cloned_parameters(initial, true))),  // trained in place
       loss_(options_.loss),
       optimizer_(parameters_, grouped(options_, parameters_)) {
   render_options_.node_gradient_hooks = options_.node_gradient_hooks;
@@ -222,12 +281,63 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
                    "node (e.g. a chain of mix nodes only)");
   for (const auto& stage : options_.stages)
     check_groups({stage.groups.begin(), stage.groups.end()}, parameters_, "stage group");
-  if (initial.empty())
-    initialisation_ = initialise_from_data(graph_, processors_, plan_, parameters_, tracks_, mix_,
+  if (initial.empty()) {
+    // Without the curves while they do not train: their parameters' values start them.
+    Parameters started = live(parameters_);
+    initialisation_    = initialise_from_data(curves_live_ ? graph_ : without_automation(graph_),
+                                           processors_, live_plan(), started, tracks_, mix_,
                                            sample_rate_, options_.initialisation,
                                            [this] { return evaluate().total.item<double>(); });
+    for (const auto& [type, named] : started)
+      for (const auto& [name, p] : named) parameters_[type][name] = p;
+  }
   initial_parameters_ = cloned_parameters(parameters_);
-  if (!initial.empty()) check_parameters(graph_, processors_, initial, 0, tracks_.scalar_type());
+  if (!initial.empty())
+    check_parameters(graph_, processors_, parameters_, 0, tracks_.scalar_type());
+}
+
+Parameters Fitter::live(const Parameters& parameters) const {
+  if (curves_live_) return parameters;
+  Parameters without;
+  for (const auto& [type, named] : parameters)
+    for (const auto& [name, p] : named)
+      if (automated_parameter(name).empty()) without[type][name] = p;
+  return without;
+}
+
+void Fitter::start_curves() {
+  c10::NoGradGuard no_grad;
+  for (auto& [type, named] : parameters_)
+    for (auto& [name, p] : named) {
+      const std::string base = automated_parameter(name);
+      if (!base.empty()) p.copy_(named.at(base).unsqueeze(1).expand_as(p));
+    }
+  curves_live_ = true;
+}
+
+at::Tensor Fitter::curve_roughness(const Parameters& parameters) const {
+  std::vector<at::Tensor> bends;  // |second differences| of the automated nodes' curves
+  for (const auto& [type, named] : parameters)
+    for (const auto& [name, curve] : named) {
+      const std::string base = automated_parameter(name);
+      if (base.empty() || curve.size(1) < 3) continue;
+      std::vector<int64_t> rows;
+      const std::vector<NodeId> ids = graph_.nodes_of_type(type);
+      for (size_t row = 0; row < ids.size(); ++row)
+        if (node_has(graph_.node(ids[row]), name)) rows.push_back(int64_t(row));
+      at::Tensor c    = curve.index_select(0, at::tensor(rows, at::kLong).to(curve.device()));
+      const int64_t n = c.size(1);
+      bends.push_back((c.narrow(1, 2, n - 2) - 2 * c.narrow(1, 1, n - 2) + c.narrow(1, 0, n - 2))
+                          .abs()
+                          .flatten());
+    }
+  return bends.empty() ? at::zeros({}, tracks_.options()) : at::cat(bends).mean();
+}
+
+ChunkOptions Fitter::whole_song() const {
+  ChunkOptions options;
+  options.render.time = {sample_rate_, 0};
+  return options;
 }
 
 int64_t Fitter::crop_start(int64_t step, int64_t crop) const {
@@ -250,24 +360,30 @@ FitRecord Fitter::step(double done) {
   optimizer_.set_lr(options_.optimizer.lr * options_.lr_schedule.factor(s, done));
   if (options_.reset_optimizer_every > 0 && s > 0 && s % options_.reset_optimizer_every == 0)
     optimizer_.reset();
+  if (!curves_live_ && done >= options_.automation.start) start_curves();
   MixLossTerms terms;
   at::Tensor regularization;
-  auto loss_of = [&](const Parameters& parameters) {
+  auto loss_of = [&](const Parameters& all) {
+    const Parameters parameters = live(all);
+    RenderOptions options       = render_options_;
+    options.time.sample_rate    = sample_rate_;  // the crops' place on the curves
     RenderResult rendered;
     if (options_.crops_per_step == 1) {
-      const int64_t start = crop_start(s, 0);
-      rendered = render(plan_, processors_, parameters, tracks_.narrow(2, start, crop_samples_),
-                        render_options_);
-      terms    = loss_.terms(rendered.outputs[0].unsqueeze(0),
-                             mix_.narrow(1, start, crop_samples_).unsqueeze(0));
+      const int64_t start       = crop_start(s, 0);
+      options.time.first_sample = start;
+      rendered                  = render(live_plan(), processors_, parameters,
+                                         tracks_.narrow(2, start, crop_samples_), options);
+      terms                     = loss_.terms(rendered.outputs[0].unsqueeze(0),
+                                              mix_.narrow(1, start, crop_samples_).unsqueeze(0));
     } else {  // one batched render of every crop, B×K×C×T
       std::vector<at::Tensor> sources, targets;
       for (int64_t b = 0; b < options_.crops_per_step; ++b) {
         const int64_t start = crop_start(s, b);
         sources.push_back(tracks_.narrow(2, start, crop_samples_));
         targets.push_back(mix_.narrow(1, start, crop_samples_));
+        options.time.item_first_samples.push_back(start);
       }
-      rendered = render(plan_, processors_, parameters, at::stack(sources), render_options_);
+      rendered = render(live_plan(), processors_, parameters, at::stack(sources), options);
       terms    = loss_.terms(rendered.outputs.select(1, 0), at::stack(targets));
     }
     TensorDict aux;  // every type's aux losses, by name, averaged over the crops
@@ -279,6 +395,9 @@ FitRecord Fitter::step(double done) {
     regularization = regularization_loss(aux, options_.regularizer_weights);
     if (sparsity_weight_ > 0)
       regularization = regularization + sparsity_weight_ * sparsity(parameters);
+    if (curves_live_ && options_.automation.smoothness > 0)
+      regularization =
+          regularization + options_.automation.smoothness * curve_roughness(parameters);
     return terms.total + regularization;
   };
   at::Tensor total;
@@ -405,7 +524,8 @@ at::Tensor Fitter::sparsity(const Parameters& parameters) const {
 
 void Fitter::set_bypassed(const std::vector<NodeId>& nodes, bool bypassed) {
   for (NodeId id : nodes) graph_.set_bypassed(id, bypassed);
-  plan_ = make_render_plan(to_tensor(graph_), options_.schedule);
+  plan_        = make_render_plan(to_tensor(graph_), options_.schedule);
+  static_plan_ = make_render_plan(to_tensor(without_automation(graph_)), options_.schedule);
 }
 
 Parameters Fitter::detached_parameters() const {
@@ -416,7 +536,8 @@ Parameters Fitter::detached_parameters() const {
 }
 
 at::Tensor Fitter::render_mix() const {
-  return render_in_chunks(plan_, processors_, detached_parameters(), tracks_)[0];
+  return render_in_chunks(live_plan(), processors_, live(detached_parameters()), tracks_,
+                          whole_song())[0];
 }
 
 MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
@@ -426,10 +547,12 @@ MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
   // in memory (MixLossStream).
   if (fitted.defined()) return MixLoss(whole).streamed_terms(fitted, mix_);
   MixLossStream stream = MixLoss(whole).stream(mix_.size(-1));
-  render_chunks(plan_, processors_, detached_parameters(), tracks_,
-                [&](int64_t start, const at::Tensor& outputs) {
-                  stream.add(outputs[0], mix_.narrow(-1, start, outputs.size(-1)));
-                });
+  render_chunks(
+      live_plan(), processors_, live(detached_parameters()), tracks_,
+      [&](int64_t start, const at::Tensor& outputs) {
+        stream.add(outputs[0], mix_.narrow(-1, start, outputs.size(-1)));
+      },
+      whole_song());
   return stream.finish();
 }
 
@@ -449,6 +572,10 @@ std::map<std::string, std::string> Fitter::identity() const {
   if (options_.crops_per_step != 1)
     identity["crops_per_step"] = std::to_string(options_.crops_per_step);
   if (options_.hessian_preconditioning) identity["optimizer"] = "adahessian";
+  if (!options_.automation.parameters.empty())
+    identity["automation"] = number(options_.automation.rate_hz) + " Hz from " +
+                             number(options_.automation.start) + ", smoothness " +
+                             number(options_.automation.smoothness);
   // Settings that change the steps, recorded only where they differ from the default (so that
   // older checkpoints, which lack them, still load with the defaults).
   if (options_.max_gradient_norm != 0) identity["clip"] = number(options_.max_gradient_norm);
@@ -482,7 +609,9 @@ void Fitter::save_checkpoint(const std::string& path) const {
                              r.skipped ? 1.0 : 0.0, r.gradient_norm},
                                     at::kDouble);
   }
-  tensors["history"]  = history;
+  tensors["history"] = history;
+  if (!options_.automation.parameters.empty())
+    tensors["curves_live"] = at::tensor(std::vector<int64_t>{curves_live_}, at::kLong);
   auto metadata       = identity();
   metadata["format"]  = "grafx.checkpoint";
   metadata["version"] = "2";  // 2: the history holds gradient norms
@@ -534,6 +663,8 @@ void Fitter::load_checkpoint(const std::string& path) {
         fail("lacks parameter " + type + "." + name);
       p.copy_(it->second);
     }
+  auto live = file.tensors.find("curves_live");  // written where automation was asked for
+  if (live != file.tensors.end()) curves_live_ = live->second.item<int64_t>() != 0;
   TensorDict state;
   for (const auto& [key, value] : file.tensors)
     if (key.rfind("optimizer/", 0) == 0) state[key.substr(10)] = value;

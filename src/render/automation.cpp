@@ -12,16 +12,29 @@
 namespace grafx::detail {
 
 at::Tensor curve_values(const at::Tensor& curves, const Automation& automation,
-                        const SongTime& time, int64_t length) {
+                        const SongTime& time, int64_t B, int64_t length) {
   if (!(time.sample_rate > 0))
     throw RenderError("grafx.render.automation",
                       "the graph automates parameters, so rendering it needs the sample rate of "
                       "the sources (RenderOptions::time)");
-  std::vector<double> positions;  // of the points, in samples from the sources' first
-  for (int64_t i = 0; i < curves.size(1); ++i)
-    positions.push_back(double(i) * double(time.sample_rate) / automation.rate_hz -
-                        double(time.first_sample));
-  return dsp::piecewise_linear(curves, positions, length);
+  const auto& items = time.item_first_samples;
+  if (!items.empty() && int64_t(items.size()) != B)
+    throw RenderError("grafx.render.automation",
+                      "expected the first sample of each of the " + std::to_string(B) +
+                          " batch items (RenderOptions::time), but got " +
+                          std::to_string(items.size()));
+  auto path_from = [&](const at::Tensor& rows, int64_t first_sample) {
+    std::vector<double> positions;  // of the points, in samples from the first
+    for (int64_t i = 0; i < rows.size(1); ++i)
+      positions.push_back(double(i) * double(time.sample_rate) / automation.rate_hz -
+                          double(first_sample));
+    return dsp::piecewise_linear(rows, positions, length);
+  };
+  if (items.empty()) return path_from(curves, time.first_sample);
+  std::vector<at::Tensor> paths;
+  const std::vector<at::Tensor> per_item = curves.chunk(B);
+  for (int64_t b = 0; b < B; ++b) paths.push_back(path_from(per_item[size_t(b)], items[size_t(b)]));
+  return at::cat(paths);
 }
 
 void automate_rows(TensorDict& rows, const std::vector<std::vector<std::string>>& automated,
@@ -38,7 +51,7 @@ void automate_rows(TensorDict& rows, const std::vector<std::vector<std::string>>
     rows.erase(curve);
     const auto n_follow = std::count(follows.begin(), follows.end(), 1.0);
     if (n_follow == 0) continue;
-    at::Tensor values = curve_values(curve_rows, automation, time, length);
+    at::Tensor values = curve_values(curve_rows, automation, time, B, length);
     if (n_follow < int64_t(follows.size())) {  // the other nodes hold their value
       const at::Tensor& held = rows.at(name);  // [R, shape...]
       std::vector<int64_t> per_row(size_t(held.dim()) + 1, 1);

@@ -13,12 +13,13 @@
 namespace grafx::detail {
 
 /// The values per sample of automation curves `curves` ([R, P, shape...], P points on the
-/// clock `automation`) at the `length` samples from `time.first_sample` on, sampled at
-/// `time.sample_rate`: [R, shape..., length], linear in the raw value between points and held
-/// before the first and after the last. Throws RenderError [grafx.render.automation] when
-/// `time` has no sample rate.
+/// clock `automation`; R = B·m, B batch items of m rows) at the `length` samples from each
+/// item's first sample on (`time`), sampled at `time.sample_rate`: [R, shape..., length], linear
+/// in the raw value between points and held before the first and after the last. Throws
+/// RenderError [grafx.render.automation] when `time` has no sample rate or another number of
+/// item first samples than B.
 at::Tensor curve_values(const at::Tensor& curves, const Automation& automation,
-                        const SongTime& time, int64_t length);
+                        const SongTime& time, int64_t B, int64_t length);
 
 /// Makes one processor call's parameters ([R, ...] rows, R = B·m: B batch items of m nodes)
 /// per sample where its nodes automate them: each "<name>@curve" is taken out, and "<name>"

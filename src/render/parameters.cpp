@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 namespace grafx {
@@ -60,15 +61,7 @@ Parameters create_parameters(const Graph& graph, const Processors& processors,
     if (processor == processors.end())
       throw RenderError("grafx.render.processors", "no processor for node type \"" + type + "\"");
     for (const auto& spec : graph_parameter_specs(graph, type, *processor->second)) {
-      auto base = automated_parameter(spec.name);
-      if (!base.empty()) {  // a curve starts constant, at its parameter's initial value
-        at::Tensor constant         = parameters[type].at(base).detach().unsqueeze(1);
-        std::vector<int64_t> points = constant.sizes().vec();
-        points[1]                   = spec.shape[0];
-        parameters[type][spec.name] =
-            constant.expand(points).clone().set_requires_grad(options.requires_grad);
-        continue;
-      }
+      if (!automated_parameter(spec.name).empty()) continue;  // with_curves below
       std::vector<int64_t> shape{counts[size_t(t)]};
       shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
       at::Generator generator =
@@ -77,6 +70,28 @@ Parameters create_parameters(const Graph& graph, const Processors& processors,
       values            = (values * spec.init_std + spec.init_mean).to(options.dtype);
       parameters[type][spec.name] = values.set_requires_grad(options.requires_grad);
     }
+  }
+  return with_curves(graph, processors, std::move(parameters));
+}
+
+Parameters with_curves(const Graph& graph, const Processors& processors, Parameters parameters) {
+  for (auto& [type, named] : parameters) {
+    if (!graph.types().contains(type) || !processors.count(type)) continue;
+    std::set<std::string> curves;
+    for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type))) {
+      const std::string base = automated_parameter(spec.name);
+      if (base.empty()) continue;
+      curves.insert(spec.name);
+      if (named.count(spec.name) || !named.count(base)) continue;
+      const at::Tensor& value     = named.at(base);  // a curve starts constant, at the value
+      std::vector<int64_t> points = value.sizes().vec();
+      points.insert(points.begin() + 1, spec.shape[0]);
+      named[spec.name] = value.detach().unsqueeze(1).expand(points).clone().set_requires_grad(
+          value.requires_grad());
+    }
+    for (auto it = named.begin(); it != named.end();)
+      it = !automated_parameter(it->first).empty() && !curves.count(it->first) ? named.erase(it)
+                                                                               : std::next(it);
   }
   return parameters;
 }

@@ -15,6 +15,7 @@
 #include <grafx/fit/thread_tuner.h>
 #include <grafx/loss/mix_loss.h>
 #include <grafx/loss/regularizers.h>
+#include <grafx/render/chunked.h>
 #include <grafx/render/render.h>
 
 #include <functional>
@@ -44,6 +45,23 @@ struct FitStage {
   double until = 0;  ///< the share of the fit (steps, or time with a budget) it lasts, in (0, 1]
   /// Groups keyed as FitOptions::learning_rates ("TYPE", "TYPE.PARAMETER", "PARAMETER").
   std::set<std::string> groups;
+};
+
+/// Automation fitted after a static fit: the fit starts with every parameter constant, and from
+/// a share `start` of the fit on, the parameters named here follow curves (graph.h, Automation)
+/// that start from the values the static part reached, with a smoothness prior.
+struct FitAutomation {
+  /// Per type, the raw names of the parameters its nodes automate; an empty set: every
+  /// parameter its processor can automate, and the wet amount of its nodes that carry one.
+  /// Empty: no automation.
+  std::map<std::string, std::set<std::string>> parameters;
+  double rate_hz = 10.0;  ///< points per second of song
+  double start   = 0.5;   ///< share of the fit (steps, or time with a budget) fitted statically
+  /// Weight of the smoothness prior, mean |second difference| of the automated nodes' curve
+  /// points (raw units, e.g. natural-log gain: 0.115 per dB): straight ramps and holds cost
+  /// nothing, each bend costs its change of slope. 0.3 recovered hidden fades and rides best
+  /// among 0–10 (docs/fitting.md, "Automation").
+  double smoothness = 0.3;
 };
 
 struct FitOptions {
@@ -90,6 +108,10 @@ struct FitOptions {
   /// e.g. to stop or damp what one track's fit does to the others'.
   std::map<NodeId, SignalHook> node_gradient_hooks;
   MixLossOptions loss;  ///< sample rate and skip are set by the fitter
+  /// Curves fitted after a static fit (none by default). FitError [grafx.fit.options] for a type
+  /// or parameter the graph cannot automate, a graph that automates parameters already, or a
+  /// rate, start or weight out of range.
+  FitAutomation automation;
   ScheduleOptions schedule = ScheduleMethod::kOptimal;
 };
 
@@ -149,6 +171,9 @@ class Fitter {
   int64_t crop_start(int64_t step, int64_t crop) const;
   /// What the initialisation from the data did (empty when the parameters were given).
   const DataInitialisation& initialisation() const { return initialisation_; }
+  /// Whether the automation curves train and render (always, unless FitOptions::automation
+  /// asked for a static part first and the fit has not reached its end).
+  bool curves_live() const { return curves_live_; }
   /// The parameters the first step started from, without gradients.
   const Parameters& initial_parameters() const { return initial_parameters_; }
   SampleRate sample_rate() const { return sample_rate_; }
@@ -191,6 +216,14 @@ class Fitter {
   at::Tensor sparsity(const Parameters& parameters) const;
   /// What a checkpoint must agree on: graph, data, settings.
   std::map<std::string, std::string> identity() const;
+  /// The plan and parameters renders use: without the curves while they do not train.
+  const RenderPlan& live_plan() const { return curves_live_ ? plan_ : static_plan_; }
+  Parameters live(const Parameters& parameters) const;
+  /// Sets each curve to its parameter's value, and from now on trains and renders the curves.
+  void start_curves();
+  /// The smoothness prior of the curves of `parameters`.
+  at::Tensor curve_roughness(const Parameters& parameters) const;
+  ChunkOptions whole_song() const;
 
   Graph graph_;
   at::Tensor tracks_, mix_;
@@ -199,6 +232,8 @@ class Fitter {
   int64_t crop_samples_;
   Processors processors_;
   RenderPlan plan_;
+  RenderPlan static_plan_;  // the graph without automation, for the static part of a fit
+  bool curves_live_ = true;
   RenderOptions render_options_;  // gain staging
   Parameters parameters_;
   MixLoss loss_;

@@ -47,6 +47,16 @@ bool node_has(const Node& node, const std::string& parameter);
 Parameters create_parameters(const Graph& graph, const Processors& processors,
                              const ParameterOptions& options = {});
 
+/// `parameters` with the automation curves `graph` needs and they lack, each constant at its
+/// parameter's values (where a fit of the graph without automation left them), and without
+/// curves the graph does not automate.
+Parameters with_curves(const Graph& graph, const Processors& processors, Parameters parameters);
+
+/// `parameters` with the automation curves `graph` needs and they lack, each constant at its
+/// parameter's values (where a fit of the graph without automation left them), and without
+/// curves the graph does not automate.
+Parameters with_curves(const Graph& graph, const Processors& processors, Parameters parameters);
+
 /// The checks every render makes of a graph before it reads audio, in its order: the graph is
 /// valid (Graph::check), each of its types has a processor with its ports that takes its
 /// options at `config`'s sample rate (make_processors), and initial parameters can be made

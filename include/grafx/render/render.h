@@ -91,6 +91,9 @@ struct StepView {
 struct SongTime {
   SampleRate sample_rate = 0;  ///< of the sources; 0: unknown (automated graphs are refused)
   int64_t first_sample   = 0;  ///< the song sample the sources' first sample is
+  /// For a batch of sources that lie at different places of the song (a fit's crops): the
+  /// first sample of each batch item; empty: `first_sample` for all.
+  std::vector<int64_t> item_first_samples;
 };
 
 struct RenderOptions {
