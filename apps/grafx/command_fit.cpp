@@ -317,6 +317,39 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
          "Starting values from the data, a comma list of: starts (typical dynamics), gains "
          "(least-squares track gains and pans), eq (track EQs from spectral ratios); or none")
       ->default_str("starts,gains");
+  cmd.add_option_function<std::vector<std::string>>(
+      "--automate",
+      [&options](const std::vector<std::string>& lists) {
+        for (const auto& list : lists)
+          for (const std::string& item : split(list, ',')) {
+            const size_t colon     = item.find(':');
+            const std::string type = item.substr(0, colon);
+            if (type.empty() || (colon != std::string::npos && colon + 1 == item.size()))
+              throw FitError("grafx.fit.options",
+                             "--automate " + list +
+                                 ": expected TYPE or TYPE:PARAMETER items separated by ',' "
+                                 "(e.g. gain_pan,send:log_gain,reverb:dry_wet)");
+            auto& names = options.automation.parameters[type];
+            if (colon != std::string::npos) names.insert(item.substr(colon + 1));
+          }
+      },
+      "TYPE or TYPE:PARAMETER, comma-separated: after a static fit (--automation-start), these "
+      "parameters follow curves over the song (a type alone: all it can automate, its wet "
+      "amounts too; grafx processors TYPE says which); repeatable");
+  cmd.add_option("--automation-rate", options.automation.rate_hz,
+                 "Points per second of song of the --automate curves")
+      ->capture_default_str()
+      ->check(finite_number(0, false));
+  cmd.add_option("--automation-start", options.automation.start,
+                 "Share of the fit (steps, or time with --time-budget) fitted statically before "
+                 "the curves start from its values")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999999));
+  cmd.add_option("--automation-smoothness", options.automation.smoothness,
+                 "Weight of the curves' smoothness prior (mean |second difference| of their raw "
+                 "points)")
+      ->capture_default_str()
+      ->check(finite_number(0, true));
   cmd.add_option("--checkpoint-every", session.checkpoint_every,
                  "Save a checkpoint every N steps (0: only at the end)")
       ->capture_default_str()

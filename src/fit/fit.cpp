@@ -131,10 +131,7 @@ Graph with_automation(Graph graph, const FitAutomation& automation, SampleRate s
       automation.rate_hz > double(sample_rate))
     fail("expected an automation rate above 0 Hz and at most the sample rate, but got " +
          number(automation.rate_hz) + " Hz");
-  if (graph.has_automation())
-    fail(
-        "the graph automates parameters already; fit it without --automate (its curves train "
-        "from the start)");
+  if (graph.has_automation()) return graph;  // its own curves, which train from the start
   const Processors processors = make_processors(graph.types(), {sample_rate});
   for (const auto& [type, names] : automation.parameters) {
     const std::vector<NodeId> nodes =
@@ -162,6 +159,13 @@ Graph with_automation(Graph graph, const FitAutomation& automation, SampleRate s
   graph.set_automation(
       {automation.rate_hz, int64_t(std::ceil(seconds * automation.rate_hz - 1e-9)) + 1});
   return graph;
+}
+
+bool has_curves(const Parameters& parameters) {
+  for (const auto& [type, named] : parameters)
+    for (const auto& [name, p] : named)
+      if (!automated_parameter(name).empty()) return true;
+  return false;
 }
 
 Graph without_automation(Graph graph) {
@@ -265,7 +269,9 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
       processors_(make_processors(graph_.types(), {sample_rate})),
       plan_(make_render_plan(to_tensor(graph_), options_.schedule)),
       static_plan_(make_render_plan(to_tensor(without_automation(graph_)), options_.schedule)),
-      curves_live_(options_.automation.parameters.empty() || options_.automation.start == 0),
+      // Curves given with the parameters (a fitted console's) train from the start.
+      curves_live_(options_.automation.parameters.empty() || options_.automation.start == 0 ||
+                   has_curves(initial)),
       render_options_(gain_staging(graph_.types())),
       parameters_(
           initial.empty()
@@ -295,6 +301,8 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
   if (!initial.empty())
     check_parameters(graph_, processors_, parameters_, 0, tracks_.scalar_type());
 }
+
+Graph Fitter::rendered_graph() const { return curves_live_ ? graph_ : without_automation(graph_); }
 
 Parameters Fitter::live(const Parameters& parameters) const {
   if (curves_live_) return parameters;

@@ -602,13 +602,15 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
                        bool overwrite) {
   auto path = [&](const std::string& name) { return folder + "/" + name; };
   for (const auto& name : fit_output_files()) check_writable(path(name), overwrite);
-  const Graph& graph           = fitter.graph();
+  const Graph graph            = fitter.rendered_graph();
+  const Parameters parameters  = fitter.rendered_parameters();
   const SampleRate sample_rate = fitter.sample_rate();
   if (!summary.reference.empty()) {  // before anything is written
     at::ScalarType dtype = at::kFloat;
     for (const auto& [type, named] : summary.reference)
       if (!named.empty()) dtype = named.begin()->second.scalar_type();
-    check_parameters(graph, fitter.processors(), summary.reference, 0, dtype);
+    check_parameters(graph, fitter.processors(),
+                     with_curves(graph, fitter.processors(), summary.reference), 0, dtype);
   }
 
   at::Tensor fitted = summary.fitted.defined() ? summary.fitted : fitter.render_mix();
@@ -619,11 +621,9 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   write_audio(path("mix.wav"), fitted, sample_rate, overwrite);
   save_graph(graph, path("console.json"), overwrite);
   write_console_picture(graph, path("console.svg"), overwrite);
-  save_parameters(path("parameters.safetensors"), graph, fitter.parameters(), overwrite,
-                  sample_rate);
+  save_parameters(path("parameters.safetensors"), graph, parameters, overwrite, sample_rate);
   write_text_file(path("parameters.json"),
-                  physical_parameters_json(graph, fitter.processors(), fitter.parameters()),
-                  overwrite);
+                  physical_parameters_json(graph, fitter.processors(), parameters), overwrite);
 
   std::ostringstream csv;
   csv << "step,loss,match_loss,regularization,gradient_norm,skipped\n" << std::setprecision(8);

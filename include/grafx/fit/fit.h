@@ -108,9 +108,10 @@ struct FitOptions {
   /// e.g. to stop or damp what one track's fit does to the others'.
   std::map<NodeId, SignalHook> node_gradient_hooks;
   MixLossOptions loss;  ///< sample rate and skip are set by the fitter
-  /// Curves fitted after a static fit (none by default). FitError [grafx.fit.options] for a type
-  /// or parameter the graph cannot automate, a graph that automates parameters already, or a
-  /// rate, start or weight out of range.
+  /// Curves fitted after a static fit (none by default). A graph that automates parameters
+  /// already keeps its own automation, and curves given with the initial parameters train from
+  /// the start. FitError [grafx.fit.options] for a type or parameter the graph cannot automate,
+  /// or a rate, start or weight out of range.
   FitAutomation automation;
   ScheduleOptions schedule = ScheduleMethod::kOptimal;
 };
@@ -174,6 +175,10 @@ class Fitter {
   /// Whether the automation curves train and render (always, unless FitOptions::automation
   /// asked for a static part first and the fit has not reached its end).
   bool curves_live() const { return curves_live_; }
+  /// The graph and parameters (without gradients) as the fit renders them now: without the
+  /// curves while they do not train. What a fit folder saves.
+  Graph rendered_graph() const;
+  Parameters rendered_parameters() const { return live(detached_parameters()); }
   /// The parameters the first step started from, without gradients.
   const Parameters& initial_parameters() const { return initial_parameters_; }
   SampleRate sample_rate() const { return sample_rate_; }
