@@ -344,7 +344,14 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
                  "Share of the fit (steps, or time with --time-budget) fitted statically before "
                  "the curves start from its values")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.999999));
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            std::optional<double> share = parse_finite(text);
+            if (share && *share >= 0 && *share < 1) return "";
+            return "expected a share of the fit from 0 up to (not including) 1, but got \"" + text +
+                   "\"";
+          },
+          "in [0, 1)"));
   cmd.add_option("--automation-smoothness", options.automation.smoothness,
                  "Weight of the curves' smoothness prior (mean |second difference| of their raw "
                  "points)")

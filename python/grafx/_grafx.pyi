@@ -42,6 +42,22 @@ class FitOptions:
     """
     Time the steps and use fewer LibTorch threads when that steps faster (restored when the fit returns).
     """
+    automate: Dict[str, Set[str]]
+    """
+    Automation fitted after a static part, {type: raw parameter names}; no names: every parameter the type can automate (its wet amounts too). Empty: none.
+    """
+    automation_rate: float
+    """
+    Points per second of song of the automation curves (default 10).
+    """
+    automation_smoothness: float
+    """
+    Weight of the curves' smoothness prior, mean |second difference| of their raw points (default 0.3).
+    """
+    automation_start: float
+    """
+    Share of the fit fitted statically before the curves start from its values (default 0.5).
+    """
     crop_seconds: float
     """
     Length of the random crop each step renders, in seconds (the whole song if shorter; default 3.8).
@@ -137,6 +153,12 @@ class FitOptions:
 
 class Fitter:
     def __init__(self, graph: Graph, tracks: torch.Tensor, mix: torch.Tensor, sample_rate: int, options: FitOptions, parameters: Any) -> None: ...
+    @property
+    def curves_live(self) -> bool:
+        """
+        Whether the automation curves train and render now.
+        """
+        ...
     def detached_parameters(self) -> dict: ...
     def evaluate(self) -> dict: ...
     @property
@@ -149,6 +171,16 @@ class Fitter:
     @property
     def parameters(self) -> dict: ...
     def render_mix(self) -> torch.Tensor: ...
+    def rendered_graph(self) -> Graph:
+        """
+        The graph as the fit renders it now (without automation while the curves wait).
+        """
+        ...
+    def rendered_parameters(self) -> dict:
+        """
+        The parameters as the fit renders them now, detached.
+        """
+        ...
     def run(self, callback: Any = ...) -> None: ...
     @property
     def sample_rate(self) -> int: ...
@@ -187,6 +219,10 @@ class Graph:
         Declares a node type `name` (ports left out are its processor's, or `main`); `processor` names the registered processor it runs (default: `name`) with its `options`. Returns its type id.
         """
         ...
+    automation: tuple
+    """
+    The automation clock (rate_hz, points): point i of every curve lies at i / rate_hz seconds of the song. GraphError (grafx.graph.automation) for a rate that is not positive or fewer than one point.
+    """
     def bypass(self, node: int) -> None:
         """
         Removes a processor node and connects each node that fed it to each node it fed (each outlet passing on its pass-through inlet). GraphError if the new edges would repeat existing ones.
@@ -247,7 +283,7 @@ class Graph:
         ...
     def node(self, node: int) -> dict:
         """
-        A node as a dict with `id`, `type`, `name`, `dry_wet` and `bypassed`. GraphError (grafx.graph.unknown_node) for an unknown id.
+        A node as a dict with `id`, `type`, `name`, `dry_wet`, `bypassed` and `automated`. GraphError (grafx.graph.unknown_node) for an unknown id.
         """
         ...
     def nodes(self) -> List[int]:
@@ -290,6 +326,11 @@ class Graph:
     def save(self, path: str, overwrite: bool = ...) -> None:
         """
         Writes the graph file (the CLI's JSON), atomically; IoError rather than replace a file unless `overwrite`.
+        """
+        ...
+    def set_automated(self, node: int, parameter: str, automated: bool = ...) -> None:
+        """
+        Lets a processor node's parameter (by raw name, e.g. "log_gain" or "dry_wet") follow an automation curve, the type's parameter "<name>@curve" of shape [N, points, ...], or stay constant. GraphError (grafx.graph.node_property) for in, out and mix nodes; renders refuse parameters the processor cannot automate (grafx.render.automation).
         """
         ...
     def set_bypassed(self, node: int, bypassed: bool = ...) -> None:

@@ -66,7 +66,8 @@ class Fitter(_grafx.Fitter):
     crop_seconds, crops_per_step, skip_seconds, seed, reset_optimizer_every, max_gradient_norm,
     max_non_finite_steps, regularizer_weights, initialise_starts, initialise_gains,
     initialise_eq, learning_rates, stages, adapt_threads, schedule_method, optimizer ("adamw" or
-    "adahessian"), loss (a grafx.MixLoss whose FFT sizes, mel bands, A-weighting, eps and
+    "adahessian"), automate ({type: parameter names}, e.g. {"gain_pan": []}: curves after a
+    static part), automation_rate, automation_start, automation_smoothness, loss (a grafx.MixLoss whose FFT sizes, mel bands, A-weighting, eps and
     L/R, mid and side weights the fit uses; its rate and skip are the fit's), time_budget_seconds
     or time_budget_minutes.
     """

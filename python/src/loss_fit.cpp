@@ -228,6 +228,29 @@ void bind_loss_and_fit(py::module_& m) {
           "Training stages, a list of (until, groups): until the share `until` (in (0, 1]) of the "
           "fit, only the parameter groups named (keyed as learning_rates) train; after the last "
           "stage every parameter trains.")
+      .def_property(
+          "automate", [](const FitOptions& o) { return o.automation.parameters; },
+          [](FitOptions& o, const std::map<std::string, std::vector<std::string>>& parameters) {
+            o.automation.parameters.clear();
+            for (const auto& [type, names] : parameters)
+              o.automation.parameters[type] = {names.begin(), names.end()};
+          },
+          "Automation fitted after a static part, {type: raw parameter names}; no names: every "
+          "parameter the type can automate (its wet amounts too). Empty: none.")
+      .def_property(
+          "automation_rate", [](const FitOptions& o) { return o.automation.rate_hz; },
+          [](FitOptions& o, double hz) { o.automation.rate_hz = hz; },
+          "Points per second of song of the automation curves (default 10).")
+      .def_property(
+          "automation_start", [](const FitOptions& o) { return o.automation.start; },
+          [](FitOptions& o, double share) { o.automation.start = share; },
+          "Share of the fit fitted statically before the curves start from its values (default "
+          "0.5).")
+      .def_property(
+          "automation_smoothness", [](const FitOptions& o) { return o.automation.smoothness; },
+          [](FitOptions& o, double weight) { o.automation.smoothness = weight; },
+          "Weight of the curves' smoothness prior, mean |second difference| of their raw points "
+          "(default 0.3).")
       .def_readwrite("adapt_threads", &FitOptions::adapt_threads,
                      "Time the steps and use fewer LibTorch threads when that steps faster "
                      "(restored when the fit returns).")
@@ -289,6 +312,14 @@ void bind_loss_and_fit(py::module_& m) {
           "initial_parameters",
           [](const Fitter& f) { return parameters_to_python(f.initial_parameters()); })
       .def_property_readonly("graph", &Fitter::graph)
+      .def_property_readonly("curves_live", &Fitter::curves_live,
+                             "Whether the automation curves train and render now.")
+      .def("rendered_graph", &Fitter::rendered_graph,
+           "The graph as the fit renders it now (without automation while the curves wait).")
+      .def(
+          "rendered_parameters",
+          [](const Fitter& f) { return parameters_to_python(f.rendered_parameters()); },
+          "The parameters as the fit renders them now, detached.")
       .def_property_readonly("sample_rate", &Fitter::sample_rate)
       .def("render_mix",
            [](const Fitter& f) {

@@ -97,3 +97,20 @@ def test_ctrl_c_stops_a_fit_with_keyboard_interrupt(tmp_path):
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=60)
     assert process.returncode == 0 and output.strip() == "interrupted"
+
+
+def test_automation_fits_curves_after_a_static_part(song):
+    fitter = grafx.Fitter(song["console"], song["tracks"], song["mix"], song["sample_rate"],
+                          num_steps=6, crop_seconds=1.0, skip_seconds=0.1,
+                          automate={"gain_pan": []}, automation_rate=5.0, automation_start=0.5)
+    assert not fitter.curves_live
+    static = fitter.rendered_graph()  # no automation while the static part runs
+    assert not any(static.node(i)["automated"] for i in static.nodes())
+    fitter.run()
+    assert fitter.curves_live
+    assert fitter.graph.automation == (5.0, 16)  # 3 s at 5 points per second
+    curves = fitter.rendered_parameters()["gain_pan"]["log_gain@curve"]
+    assert curves.shape[1] == 16 and torch.isfinite(curves).all()
+    with pytest.raises(grafx.FitError, match="gain_pan automates"):
+        grafx.Fitter(song["console"], song["tracks"], song["mix"], song["sample_rate"],
+                     automate={"gain_pan": ["log_ratio"]})

@@ -1,5 +1,6 @@
 """Rendering from Python: autograd, gradcheck, equivalences, the CLI's render, hooks."""
 
+import math
 import subprocess
 
 import pytest
@@ -198,3 +199,29 @@ def test_settings_out_of_range_raise_with_codes():
     assert error.value.code == "grafx.schedule.invalid_options"
     with pytest.raises(TypeError):
         grafx.create_parameters(graph, grafx.make_processors(graph, 16000), dtype="float64")
+
+
+def test_automated_gain_follows_its_curve_and_gets_gradients():
+    graph = grafx.Graph()
+    source, gain, out = graph.add("in"), graph.add("gain_pan"), graph.add("out")
+    graph.connect(source, gain)
+    graph.connect(gain, out)
+    graph.automation = (10.0, 11)  # one second of points, every 100 ms
+    graph.set_automated(gain, "log_gain")
+    assert graph.node(gain)["automated"] == ["log_gain"]
+    processors = grafx.make_processors(graph, 8000)
+    parameters = grafx.create_parameters(graph, processors)
+    assert parameters["gain_pan"]["log_gain@curve"].shape == (1, 11, 2)
+    db = torch.linspace(0, -20, 11, dtype=torch.float64)  # a fade, linear in dB
+    curve = (db * math.log(10) / 20).reshape(1, 11, 1).expand(1, 11, 2).clone().requires_grad_()
+    x = torch.ones(1, 2, 8000, dtype=torch.float64)
+    y = grafx.render(grafx.compute_render_plan(graph), processors,
+                     {"gain_pan": {"log_gain": torch.zeros(1, 2, dtype=torch.float64),
+                                   "log_gain@curve": curve}}, x)
+    t = torch.arange(8000, dtype=torch.float64) / 8000
+    torch.testing.assert_close(y[0, 0], 10 ** (-20 * t / 20))
+    y.sum().backward()
+    assert curve.grad.abs().sum() > 0
+    graph.set_automated(gain, "log_ratio")
+    with pytest.raises(grafx.RenderError, match="is not one of its parameters; automatable: log_gain"):
+        grafx.create_parameters(graph, processors)

@@ -316,13 +316,15 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
   }
 };
 
-/// GainComputer, or its curve in plain ATen operations where tangents are carried.
+/// GainComputer, or its curve in plain ATen operations where tangents are carried or the
+/// threshold moves per sample (automated), which the CPU loops do not take.
 at::Tensor amplitude_gains(const at::Tensor& envelope, const at::Tensor& threshold,
                            const at::Tensor& ratio, const at::Tensor& knee, bool gate,
                            Dynamics::Knee knee_type) {
+  bool plain = threshold.size(-1) > 1;
   for (const at::Tensor* t : {&envelope, &threshold, &ratio, &knee})
-    if (t->defined() && dsp::tangent_of(*t).defined())
-      return GainComputer::amplitude_of(envelope, threshold, ratio, knee, gate, knee_type);
+    plain = plain || (t->defined() && dsp::tangent_of(*t).defined());
+  if (plain) return GainComputer::amplitude_of(envelope, threshold, ratio, knee, gate, knee_type);
   // A hard knee has no width: a placeholder, since a custom Function takes defined tensors.
   const at::Tensor width =
       knee.defined() ? knee : at::zeros({envelope.size(0), 1, 1}, envelope.options());
@@ -510,7 +512,8 @@ std::vector<ParameterSpec> Dynamics::parameter_specs() const {
               [](const at::Tensor& db) { return db / kLogEnergyToDb + kThresholdOffset; })
           .about(std::string(gate ? "level below which the gate attenuates"
                                   : "level above which the compressor attenuates") +
-                 " (mean square over channels, dB), raw - 6 in log energy"),
+                 " (mean square over channels, dB), raw - 6 in log energy")
+          .automatable("linear in dB"),
       ParameterSpec::raw("log_ratio", {1})
           .physical(
               "ratio", ":1", [](const at::Tensor& raw) { return 1 + raw.exp(); },
@@ -572,8 +575,10 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
                         at::zeros_like(attack));
   }
   if (amplitude_detection_) envelope = envelope.pow(2);
-  at::Tensor threshold = (parameters.at("log_threshold") - kThresholdOffset).unsqueeze(-1);
-  at::Tensor ratio     = (1 + parameters.at("log_ratio").exp()).unsqueeze(-1);
+  const at::Tensor& log_threshold = parameters.at("log_threshold");  // [N, 1], or [N, 1, L]
+  at::Tensor threshold            = log_threshold - kThresholdOffset;
+  if (log_threshold.dim() == 2) threshold = threshold.unsqueeze(-1);
+  at::Tensor ratio = (1 + parameters.at("log_ratio").exp()).unsqueeze(-1);
   // The quadratic knee's half width, or the exponential knee's sharpness.
   at::Tensor knee = knee_ == Knee::kHard ? at::Tensor() : parameters.at("log_knee").exp();
   if (knee_ == Knee::kQuadratic) knee = knee / 2;

@@ -149,6 +149,7 @@ std::vector<ParameterSpec> Container::parameter_specs() const {
       spec.name          = prefix(k) + spec.name;
       spec.physical_name = prefix(k) + spec.physical_name;
       spec.description   = members_[k]->name() + ": " + spec.description;
+      spec.automation.clear();  // a container's nodes automate only their wet amounts
       specs.push_back(std::move(spec));
     }
   }

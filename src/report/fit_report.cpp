@@ -477,6 +477,67 @@ std::string initial_settings_html(const Fitter& fitter, const std::vector<std::s
 
 /// The letters of the console's picture: its types' letters and colours, with the summaries of
 /// their registry descriptors.
+/// One picture per automated parameter of each node: its fitted curve in physical units (one
+/// line per element, e.g. left and right) over the target mix's level, in dBFS per 100 ms (on
+/// the same axis for curves in dB, else scaled to the curve's range). Empty without automation.
+std::string automation_html(const Graph& graph, const Processors& processors,
+                            const Parameters& parameters, const at::Tensor& mix,
+                            SampleRate sample_rate) {
+  if (!graph.has_automation()) return "";
+  const int64_t hop = std::max<int64_t>(1, sample_rate / 10);
+  PlotSeries level{"mix level (dBFS)", {}, {}, false, "#bbbbbb"};
+  for (int64_t start = 0; start + hop <= mix.size(-1); start += hop) {
+    const double rms = mix.narrow(-1, start, hop).to(at::kDouble).pow(2).mean().sqrt().item<double>();
+    level.x.push_back(double(start + hop / 2) / double(sample_rate));
+    level.y.push_back(20 * std::log10(std::max(rms, 1e-6)));
+  }
+  const Automation& clock = graph.automation();
+  std::vector<double> times;
+  for (int64_t i = 0; i < clock.points; ++i) times.push_back(double(i) / clock.rate_hz);
+  std::ostringstream html;
+  html << "<h2 id=\"automation\">Automation</h2>\n<p>Fitted curves, " << clock.points
+       << " points at " << clock.rate_hz << " per second, linear between them.</p>\n";
+  int64_t picture = 0;
+  for (NodeId id : graph.nodes()) {
+    const Node& node = graph.node(id);
+    if (node.automated.empty()) continue;
+    const std::string& type       = graph.type_name(id);
+    const std::vector<NodeId> ids = graph.nodes_of_type(type);
+    const int64_t row             = std::find(ids.begin(), ids.end(), id) - ids.begin();
+    for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type))) {
+      if (automated_parameter(spec.name).empty() || !node_has(node, spec.name)) continue;
+      at::Tensor curve = parameters.at(type).at(spec.name).narrow(0, row, 1).detach();
+      at::Tensor values = spec.to_physical(curve).to(at::kDouble).reshape({clock.points, -1});
+      std::vector<PlotSeries> series;
+      const bool decibels = spec.unit == "dB";
+      const double lo = values.min().item<double>(), hi = values.max().item<double>();
+      PlotSeries background = level;
+      if (!decibels) {  // the level's 60 dB scaled onto the curve's range
+        background.label = "mix level (scaled)";
+        for (double& y : background.y)
+          y = lo + (hi > lo ? hi - lo : 1) * (std::max(y, -60.0) + 60) / 60;
+      }
+      series.push_back(background);
+      for (int64_t e = 0; e < values.size(1); ++e) {
+        PlotSeries s{values.size(1) == 1 ? spec.physical_name
+                                         : spec.physical_name + " [" + std::to_string(e) + "]",
+                     times, {}, false};
+        for (int64_t i = 0; i < clock.points; ++i) s.y.push_back(values[i][e].item<double>());
+        series.push_back(s);
+      }
+      PlotOptions plot;
+      plot.title   = graph.describe(id) + ": " + automated_parameter(spec.physical_name);
+      plot.x_label = "time (s)";
+      plot.y_label = spec.physical_name.substr(0, spec.physical_name.find('@')) +
+                     (spec.unit.empty() ? "" : " (" + spec.unit + ")");
+      plot.height  = 300;
+      plot.id      = "automation" + std::to_string(picture++);
+      html << "<figure>" << plot_svg(series, plot) << "</figure>\n";
+    }
+  }
+  return html.str();
+}
+
 std::string letter_legend(const Graph& graph) {
   const std::vector<int64_t> counts = graph.count_per_type();
   std::ostringstream html;
@@ -706,7 +767,9 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
        << spectrograms << "<h2 id=\"console\">Console</h2>\n"
        << "<div class=\"graph\">" << detail::inline_svg(graph_svg) << "</div>\n"
        << letter_legend(graph) << "<h2 id=\"tracks\">Parameters by track</h2>\n"
-       << tracks_html(fitter, summary, folder) << "<h2 id=\"loss\">Loss curve</h2>\n"
+       << tracks_html(fitter, summary, folder)
+       << automation_html(graph, fitter.processors(), parameters, fitter.target(), sample_rate)
+       << "<h2 id=\"loss\">Loss curve</h2>\n"
        << loss_svg << "\n"
        << initial << "<h2 id=\"files\">Files</h2>\n"
        << files.str() << "</body></html>\n";
