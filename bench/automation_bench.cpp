@@ -83,8 +83,9 @@ double rms(const std::vector<double>& a, const std::vector<double>& b, bool offs
 }
 
 int run(int argc, char** argv) {
-  const auto args =
-      bench::parse_arguments(argc, argv, {{"seconds_per_fit", 60, 1, 36000}, {"seed", 7, 0, 1e9}});
+  const auto args = bench::parse_arguments(
+      argc, argv,
+      {{"seconds_per_fit", 60, 1, 36000}, {"seed", 7, 0, 1e9}, {"curve_lr_factor", 1, 0.01, 100}});
   bench::setup_threads();
   const std::string picture = "automation_bench.svg";
   if (std::ifstream(picture))
@@ -157,6 +158,8 @@ int run(int argc, char** argv) {
   FitOptions with_curves_fit            = fit;
   with_curves_fit.automation.parameters = {{"gain_pan", {}}, {"send", {}}};
   with_curves_fit.automation.rate_hz    = kCurveRateHz;
+  if (args[2] != 1)  // the curves' learning rate, relative to the others'
+    with_curves_fit.learning_rates[curve_name("log_gain")] = args[2] * fit.optimizer.lr;
 
   std::cout << "# Fitting automation on real stems\n\n"
             << bench::machine_description() << "; five stems of testdata/ ("
@@ -165,7 +168,8 @@ int run(int argc, char** argv) {
             << args[1] << "; each fit " << args[0]
             << " s of wall-clock time (3 s crops; automation: static for the first half, "
             << "then gain_pan and send curves at 10 points per second, smoothness "
-            << with_curves_fit.automation.smoothness << ").\n\n";
+            << with_curves_fit.automation.smoothness << ", curve learning rate ×" << args[2]
+            << ").\n\n";
   bench::Table table({"hidden console", "fit", "steps", "whole-song loss", "vs static fit"});
   std::vector<std::pair<std::string, Parameters>> fitted;
   std::vector<PlotSeries> series;

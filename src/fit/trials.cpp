@@ -124,6 +124,7 @@ TrialEvaluator::Trial TrialEvaluator::build(const std::vector<NodeId>& extra,
   // The trial graph: R with its ids, a new `in` node per input signal.
   Graph trial(types);
   trial.reserve_ids(g.next_id());
+  trial.set_automation(g.automation());
   Trial t;
   t.extra = sorted(extra);
   for (NodeId id : rendered) {
@@ -131,6 +132,7 @@ TrialEvaluator::Trial TrialEvaluator::build(const std::vector<NodeId>& extra,
     trial.insert(id, types.name(node.type), node.name);
     if (node.dry_wet) trial.set_dry_wet(id);
     if (node.bypassed) trial.set_bypassed(id);
+    for (const std::string& parameter : node.automated) trial.set_automated(id, parameter);
     t.processors += is_utility_type(node.type) ? 0 : 1;
   }
   for (const Signal& signal : inputs) input_nodes[signal] = trial.add("in");
@@ -192,10 +194,18 @@ std::vector<double> TrialEvaluator::render_trials(const std::vector<Trial>& tria
           const int64_t n = int64_t(t.graph.nodes_of_type(type).size());
           if (n == 0) continue;
           auto given = t.parameters.find(type);
-          if (given != t.parameters.end() && given->second.count(name))
+          if (given != t.parameters.end() && given->second.count(name)) {
             rows.push_back(given->second.at(name));
-          else  // a dry/wet amount where this trial's nodes of the type have none: unused
-            rows.push_back(at::zeros({n, 1}, tracks_.options()));
+          } else {  // a wet amount or curve this trial's nodes of the type lack: unused rows
+            const at::Tensor* like = nullptr;
+            for (const auto& other : trials) {
+              auto o = other.parameters.find(type);
+              if (o != other.parameters.end() && o->second.count(name)) like = &o->second.at(name);
+            }
+            std::vector<int64_t> shape = like->sizes().vec();
+            shape[0]                   = n;
+            rows.push_back(at::zeros(shape, like->options()));
+          }
         }
         parameters[type][name] = at::cat(rows);
       }
@@ -211,9 +221,11 @@ std::vector<double> TrialEvaluator::render_trials(const std::vector<Trial>& tria
   std::vector<MixLossStream> streams;  // the target's frames are made once
   for (size_t i = 0; i < trials.size(); ++i) streams.emplace_back(loss_, target_frames_);
   if (capture) pending_.clear();
-  RenderOptions options = chunks_.render;
+  RenderOptions options    = chunks_.render;
+  options.time.sample_rate = loss_.options().sample_rate;  // the song's clock, for automation
   for (int64_t start = 0;; start += chunks_.chunk_samples) {
-    const ChunkWindow w = ChunkWindow::of(start, chunks_.chunk_samples, length, support);
+    const ChunkWindow w       = ChunkWindow::of(start, chunks_.chunk_samples, length, support);
+    options.time.first_sample = w.first;
     std::vector<at::Tensor> pieces;
     for (const auto& s : signals)
       pieces.push_back(

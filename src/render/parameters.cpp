@@ -172,10 +172,12 @@ Parameters parameters_without(const Graph& graph, const Parameters& parameters,
         remaining.push_back(&graph.node(ids[row]));
       }
     if (rows.empty()) continue;
-    for (const auto& [name, t] : named)  // a wet amount or curve while a remaining node has it
-      if (std::any_of(remaining.begin(), remaining.end(),
-                      [&](const Node* node) { return node_has(*node, name); }))
+    for (const auto& [name, t] : named) {  // a wet amount or curve while a remaining node has it
+      const bool the_nodes_own = name == kDryWetParameter || !automated_parameter(name).empty();
+      if (!the_nodes_own || std::any_of(remaining.begin(), remaining.end(),
+                                        [&](const Node* node) { return node_has(*node, name); }))
         kept[type][name] = t.index_select(0, at::tensor(rows, at::kLong).to(t.device()));
+    }
   }
   return kept;
 }

@@ -487,7 +487,8 @@ std::string automation_html(const Graph& graph, const Processors& processors,
   const int64_t hop = std::max<int64_t>(1, sample_rate / 10);
   PlotSeries level{"mix level (dBFS)", {}, {}, false, "#bbbbbb"};
   for (int64_t start = 0; start + hop <= mix.size(-1); start += hop) {
-    const double rms = mix.narrow(-1, start, hop).to(at::kDouble).pow(2).mean().sqrt().item<double>();
+    const double rms =
+        mix.narrow(-1, start, hop).to(at::kDouble).pow(2).mean().sqrt().item<double>();
     level.x.push_back(double(start + hop / 2) / double(sample_rate));
     level.y.push_back(20 * std::log10(std::max(rms, 1e-6)));
   }
@@ -506,7 +507,7 @@ std::string automation_html(const Graph& graph, const Processors& processors,
     const int64_t row             = std::find(ids.begin(), ids.end(), id) - ids.begin();
     for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type))) {
       if (automated_parameter(spec.name).empty() || !node_has(node, spec.name)) continue;
-      at::Tensor curve = parameters.at(type).at(spec.name).narrow(0, row, 1).detach();
+      at::Tensor curve  = parameters.at(type).at(spec.name).narrow(0, row, 1).detach();
       at::Tensor values = spec.to_physical(curve).to(at::kDouble).reshape({clock.points, -1});
       std::vector<PlotSeries> series;
       const bool decibels = spec.unit == "dB";
@@ -518,18 +519,17 @@ std::string automation_html(const Graph& graph, const Processors& processors,
           y = lo + (hi > lo ? hi - lo : 1) * (std::max(y, -60.0) + 60) / 60;
       }
       series.push_back(background);
+      const std::string name = automated_parameter(spec.physical_name);
       for (int64_t e = 0; e < values.size(1); ++e) {
-        PlotSeries s{values.size(1) == 1 ? spec.physical_name
-                                         : spec.physical_name + " [" + std::to_string(e) + "]",
-                     times, {}, false};
+        PlotSeries s{
+            values.size(1) == 1 ? name : name + " [" + std::to_string(e) + "]", times, {}, false};
         for (int64_t i = 0; i < clock.points; ++i) s.y.push_back(values[i][e].item<double>());
         series.push_back(s);
       }
       PlotOptions plot;
-      plot.title   = graph.describe(id) + ": " + automated_parameter(spec.physical_name);
+      plot.title   = graph.describe(id) + ": " + name;
       plot.x_label = "time (s)";
-      plot.y_label = spec.physical_name.substr(0, spec.physical_name.find('@')) +
-                     (spec.unit.empty() ? "" : " (" + spec.unit + ")");
+      plot.y_label = name + (spec.unit.empty() ? "" : " (" + spec.unit + ")");
       plot.height  = 300;
       plot.id      = "automation" + std::to_string(picture++);
       html << "<figure>" << plot_svg(series, plot) << "</figure>\n";

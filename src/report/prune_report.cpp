@@ -45,7 +45,9 @@ void write_prune_outputs(const Pruner& pruner, const Fitter& fitter, const Prune
   Processors processors        = make_processors(graph.types(), {sample_rate});
   RenderPlan plan              = make_render_plan(to_tensor(graph), fitter.options().schedule);
   // The mix from the pruned graph itself: what `grafx render` will reproduce.
-  at::Tensor mix = render_in_chunks(plan, processors, parameters, fitter.tracks())[0];
+  ChunkOptions song;
+  song.render.time = {sample_rate, 0};  // automation curves start with the song
+  at::Tensor mix   = render_in_chunks(plan, processors, parameters, fitter.tracks(), song)[0];
   if (!all_finite(mix))
     throw FitError("grafx.fit.diverged",
                    "the pruned console renders non-finite samples; no outputs were written");

@@ -107,6 +107,29 @@ TEST(CliPrune, PrunesAFitFolderAndTheResultRendersAsItsMix) {
   EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]")) << r.err;
 }
 
+TEST(CliPrune, AnAutomatedFitPrunesAndItsCurvesRenderAsFitted) {
+  testing::TempDir dir;
+  write_song(dir);
+  std::vector<std::string> args = fit_args(dir, dir.file("fit"));
+  args.insert(args.end(), {"--automate", "gain_pan", "--automation-rate", "5", "--prune",
+                           "--prune-rounds", "1", "--prune-steps-between", "2"});
+  auto r = run_grafx(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string& folder : {dir.file("fit"), dir.file("fit/pruned")}) {
+    const std::string console = testing::read_file(folder + "/console.json");
+    EXPECT_TRUE(contains(console, "\"automation\": {\"points\":16,\"rate_hz\":5}")) << console;
+    r = run_grafx({"render", folder + "/console.json", "--sources", dir.file("a.wav"),
+                   dir.file("b.wav"), "--params", folder + "/parameters.safetensors", "-o",
+                   folder + "/again.wav"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    at::Tensor again = read_audio(folder + "/again.wav").samples,
+               mix   = read_audio(folder + "/mix.wav").samples;
+    EXPECT_LT((again - mix).abs().max().item<double>(), 1e-4 * mix.abs().max().item<double>())
+        << folder;
+  }
+  EXPECT_TRUE(contains(testing::read_file(dir.file("fit/report.html")), "id=\"automation\""));
+}
+
 /// rounds.csv without its timing column.
 std::string rounds_without_seconds(const std::string& path) {
   std::istringstream in(testing::read_file(path));
