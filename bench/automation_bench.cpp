@@ -3,7 +3,7 @@
 // console held static. Each mix is fitted twice for the same wall-clock time: with a static
 // console, and with --automate gain_pan,send (static for the first half, then curves). Prints the
 // whole-song losses, the error of the fitted levels against the hidden ones over time (dB), and
-// writes a picture of the hidden and fitted curves.
+// writes a picture of the hidden and fitted curves. Then what automation costs a render.
 //
 //   build/bin/automation_bench [seconds_per_fit=60] [seed=7] [curve_lr_factor=1] > table.md
 //
@@ -215,6 +215,28 @@ int run(int argc, char** argv) {
     }
   }
   table.print(std::cout);
+
+  // What automation costs a render: one 3 s crop forward and backward through the console, with
+  // every gain_pan and send node automated (the fit's graph after its static half) and without.
+  Graph every = graph;
+  every.set_automation({kCurveRateHz, points});
+  for (const char* type : {"gain_pan", "send"})
+    for (NodeId id : every.nodes_of_type(type)) every.set_automated(id, "log_gain");
+  bench::Table cost({"console", "forward+backward of a 3 s crop (ms, median)"});
+  const at::Tensor crop = tracks.narrow(2, 5 * kRate, 3 * kRate);
+  for (const Graph* g : std::vector<const Graph*>{&graph, &every}) {
+    RenderPlan plan       = make_render_plan(to_tensor(*g));
+    Parameters parameters = cloned_parameters(with_curves(*g, processors, hidden), true);
+    RenderOptions options;
+    options.time    = {kRate, 5 * kRate};
+    bench::Timing t = bench::time_it([&] {
+      render(plan, processors, parameters, crop, options).outputs.pow(2).mean().backward();
+    });
+    cost.add_row(
+        {g == &graph ? "static" : "gain_pan and send automated", bench::fixed(t.median_ms, 0)});
+  }
+  std::cout << "\n";
+  cost.print(std::cout);
   PlotOptions plot;
   plot.title   = "hidden (dashed) and fitted automation";
   plot.x_label = "time (s)";

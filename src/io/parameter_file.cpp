@@ -103,7 +103,7 @@ std::string physical_parameters_json(const Graph& graph, const Processors& proce
       const Node& node = graph.node(ids[row]);
       json values      = json::object();
       for (const auto& spec : specs) {
-        if (spec.name == kDryWetParameter && !node.dry_wet) continue;
+        if (!node_has(node, spec.name)) continue;  // a wet amount or curve it lacks
         bool per_item              = named.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
         at::Tensor value           = spec.to_physical(named.at(spec.name));
         values[spec.physical_name] = to_json((per_item ? value[0] : value)[int64_t(row)]);

@@ -7,7 +7,6 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cmath>
 
 namespace grafx::detail {
 

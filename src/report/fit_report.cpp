@@ -313,11 +313,10 @@ class SettingsTables {
       const int64_t row    = row_of(id);
       std::vector<ParameterSpec> specs =
           graph_parameter_specs(graph_, type.name, *processors_.at(type.name));
-      specs.erase(std::remove_if(specs.begin(), specs.end(),
-                                 [&](const ParameterSpec& spec) {
-                                   return spec.name == kDryWetParameter && !node.dry_wet;
-                                 }),
-                  specs.end());
+      specs.erase(
+          std::remove_if(specs.begin(), specs.end(),
+                         [&](const ParameterSpec& spec) { return !node_has(node, spec.name); }),
+          specs.end());
       const std::string node_cell =
           "<td class=\"node\" rowspan=\"" + std::to_string(std::max<size_t>(1, specs.size())) +
           "\" title=\"" + escape(node.name.empty() ? graph_.describe(id) : node.name) + "\">" +
