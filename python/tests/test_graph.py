@@ -14,7 +14,7 @@ def test_building_and_queries(chain_graph):
     g = chain_graph
     assert len(g) == 5 and g.num_edges == 4
     assert g.node(3) == {"id": 3, "type": "in", "name": "vocals", "dry_wet": False,
-                         "bypassed": False}
+                         "bypassed": False, "automated": []}
     assert g.edges() == [(0, 1, "main", "main"), (1, 2, "main", "main"), (2, 4, "main", "main"),
                          (3, 0, "main", "main")]
     assert g.topological_order() == [3, 0, 1, 2, 4]

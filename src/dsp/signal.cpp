@@ -70,8 +70,8 @@ at::Tensor piecewise_linear(const at::Tensor& values, const std::vector<double>&
   for (size_t i = 0; i < n; ++i) {
     const double at = double(i);
     const auto next = std::upper_bound(positions.begin(), positions.end(), at) - positions.begin();
-    before[i] = std::max<int64_t>(next - 1, 0);
-    after[i]  = std::min<int64_t>(next, int64_t(positions.size()) - 1);
+    before[i]       = std::max<int64_t>(next - 1, 0);
+    after[i]        = std::min<int64_t>(next, int64_t(positions.size()) - 1);
     if (before[i] != after[i])
       fraction[i] = (at - positions[size_t(before[i])]) /
                     (positions[size_t(after[i])] - positions[size_t(before[i])]);
@@ -79,8 +79,8 @@ at::Tensor piecewise_linear(const at::Tensor& values, const std::vector<double>&
       after[i] = before[i];  // held
   }
   const at::Device device = values.device();
-  at::Tensor lo = values.index_select(1, at::tensor(before, at::kLong).to(device));
-  at::Tensor hi = values.index_select(1, at::tensor(after, at::kLong).to(device));
+  at::Tensor lo           = values.index_select(1, at::tensor(before, at::kLong).to(device));
+  at::Tensor hi           = values.index_select(1, at::tensor(after, at::kLong).to(device));
   std::vector<int64_t> shape(size_t(values.dim()), 1);  // [1, length, 1...]
   shape[1]     = length;
   at::Tensor t = at::tensor(fraction, at::kDouble).to(values.options()).view(shape);

@@ -120,10 +120,13 @@ TEST(CliProcessors, ProcessAutomatesParametersWithValuesAtTimes) {
   r = run_grafx({"processors", "gain_pan"});
   EXPECT_TRUE(contains(r.out, "automatable, linear in dB")) << r.out;
   r = run_grafx({"processors", "compressor"});
-  EXPECT_TRUE(contains(r.out, "not automatable")) << r.out;
+  EXPECT_TRUE(contains(r.out, "not automatable")) << r.out;  // its ratio, times and knee
+  r = run_grafx({"process", "compressor", "-i", dir.file("ones.wav"), "-o", dir.file("c.wav"),
+                 "--set", "threshold_db=-10@0,-30@1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 
   const std::vector<std::pair<std::string, std::string>> refused = {
-      {"threshold_db=-10@0,-30@1", "compressor cannot automate threshold_db"},
+      {"ratio=2@0,4@1", "compressor cannot automate ratio"},
       {"gain_db=0@1,-20@0.5", "the times must rise from point to point, but 0.5 s follows 1 s"},
       {"gain_db=0@nan", "\"nan\" is not a time of 0 seconds or later"},
       {"gain_db=0@-1", "\"-1\" is not a time of 0 seconds or later"},
@@ -132,7 +135,7 @@ TEST(CliProcessors, ProcessAutomatesParametersWithValuesAtTimes) {
       {"gain_db=nan@0", "\"nan\" is not a finite number"},
   };
   for (const auto& [setting, message] : refused) {
-    const std::string type = setting.rfind("threshold", 0) == 0 ? "compressor" : "gain_pan";
+    const std::string type = setting.rfind("ratio", 0) == 0 ? "compressor" : "gain_pan";
     r                      = run_grafx(
                              {"process", type, "-i", dir.file("ones.wav"), "-o", dir.file("x.wav"), "--set", setting});
     EXPECT_EQ(r.exit_code, 1) << setting;

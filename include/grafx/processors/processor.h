@@ -60,9 +60,9 @@ struct ParameterSpec {
   double physical_min = -std::numeric_limits<double>::infinity();  ///< range of physical values
   double physical_max = std::numeric_limits<double>::infinity();
   /// How an automation curve of this parameter is interpolated between its points (see
-  /// "Automation" in docs/graph-format.md), e.g. "linear in dB": curves are linear in the raw value,
-  /// which this says in physical terms. Empty: the processor cannot take per-sample values of
-  /// this parameter, and graphs that automate it are refused.
+  /// "Automation" in docs/graph-format.md), e.g. "linear in dB": curves are linear in the raw
+  /// value, which this says in physical terms. Empty: the processor cannot take per-sample values
+  /// of this parameter, and graphs that automate it are refused.
   std::string automation;
   /// Raw values `[N, shape...]` to physical values (any shape with first dimension N).
   ValueMap to_physical;
