@@ -240,6 +240,14 @@ void add_info_command(CLI::App& app) {
       }
       std::cout << "\n";
     }
+    if (graph.has_automation()) {
+      int64_t curves = 0;
+      for (NodeId id : graph.nodes()) curves += int64_t(graph.node(id).automated.size());
+      const Automation& clock = graph.automation();
+      std::cout << "automation: " << counted(curves, "parameter") << " on curves of "
+                << counted(clock.points, "point") << " at " << clock.rate_hz << " per second ("
+                << clock.seconds() << " s)\n";
+    }
     auto issues = graph.validate();
     if (issues.empty()) {  // then what every render checks before it reads audio
       try {

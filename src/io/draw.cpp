@@ -57,6 +57,7 @@ std::string tooltip(const Graph& graph, NodeId id) {
   if (!node.name.empty()) text += " \"" + node.name + "\"";
   if (node.dry_wet) text += ", dry/wet";
   if (node.bypassed) text += ", bypassed";
+  for (const std::string& parameter : node.automated) text += ", automates " + parameter;
   return text;
 }
 

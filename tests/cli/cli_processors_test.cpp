@@ -157,6 +157,11 @@ TEST(CliProcessors, RenderPlaysAGraphFilesAutomation) {
   auto r = run_grafx(
       {"render", dir.file("g.json"), "--sources", dir.file("ones.wav"), "-o", dir.file("y.wav")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_grafx({"info", dir.file("g.json")});
+  EXPECT_TRUE(contains(r.out,
+                       "automation: 1 parameter on curves of 11 points at 10 per second "
+                       "(1 s)\nvalid"))
+      << r.out;
   g.set_automated(gain, "log_ratio");
   save_graph(g, dir.file("bad.json"));
   r = run_grafx(
@@ -164,6 +169,12 @@ TEST(CliProcessors, RenderPlaysAGraphFilesAutomation) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(contains(r.err, "[grafx.render.automation]")) << r.err;
   EXPECT_FALSE(testing::file_exists(dir.file("z.wav")));
+  r = run_grafx({"info", dir.file("bad.json")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.out,
+                       "[grafx.render.automation] a node of type \"gain_pan\" automates "
+                       "\"log_ratio\""))
+      << r.out;
 }
 
 }  // namespace

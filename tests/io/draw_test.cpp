@@ -31,9 +31,11 @@ TEST(Draw, DotHasALetteredBoxPerNodeAndMarksInAndOut) {
   NodeId eq = g.nodes_of_type("eq").front();
   g.set_dry_wet(eq);
   g.set_bypassed(eq);
+  g.set_automated(eq, kDryWetParameter);
   dot = graph_to_dot(g);
-  EXPECT_TRUE(contains(dot, "n" + std::to_string(eq) + " [tooltip=\"" + std::to_string(eq) +
-                                " eq &quot;track0.eq&quot;, dry/wet, bypassed\""))
+  EXPECT_TRUE(
+      contains(dot, "n" + std::to_string(eq) + " [tooltip=\"" + std::to_string(eq) +
+                        " eq &quot;track0.eq&quot;, dry/wet, bypassed, automates dry_wet\""))
       << dot;
   EXPECT_TRUE(contains(dot, "style=\"rounded,dashed\"")) << "a bypassed node is dashed";
 }
