@@ -183,12 +183,13 @@ std::vector<double> TrialEvaluator::render_trials(const std::vector<Trial>& tria
     for (const auto& t : trials) tensors.push_back(to_tensor(t.graph));
     batch = batch_graphs(tensors);
     plan  = make_render_plan(batch.graph, schedule_);
-    std::map<std::string, std::set<std::string>> names;  // every parameter of every type
+    // Every parameter of every type, with one trial's tensor of it for its shape.
+    std::map<std::string, std::map<std::string, at::Tensor>> names;
     for (const auto& t : trials)
       for (const auto& [type, named] : t.parameters)
-        for (const auto& [name, tensor] : named) names[type].insert(name);
+        for (const auto& [name, tensor] : named) names[type].emplace(name, tensor);
     for (const auto& [type, parameter_names] : names)
-      for (const std::string& name : parameter_names) {
+      for (const auto& [name, like] : parameter_names) {
         std::vector<at::Tensor> rows;
         for (const auto& t : trials) {
           const int64_t n = int64_t(t.graph.nodes_of_type(type).size());
@@ -197,14 +198,9 @@ std::vector<double> TrialEvaluator::render_trials(const std::vector<Trial>& tria
           if (given != t.parameters.end() && given->second.count(name)) {
             rows.push_back(given->second.at(name));
           } else {  // a wet amount or curve this trial's nodes of the type lack: unused rows
-            const at::Tensor* like = nullptr;
-            for (const auto& other : trials) {
-              auto o = other.parameters.find(type);
-              if (o != other.parameters.end() && o->second.count(name)) like = &o->second.at(name);
-            }
-            std::vector<int64_t> shape = like->sizes().vec();
+            std::vector<int64_t> shape = like.sizes().vec();
             shape[0]                   = n;
-            rows.push_back(at::zeros(shape, like->options()));
+            rows.push_back(at::zeros(shape, like.options()));
           }
         }
         parameters[type][name] = at::cat(rows);
