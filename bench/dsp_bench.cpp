@@ -6,7 +6,8 @@
 //   3. the compressor's envelope: the one-pole recursion against GRAFX's 16384-tap truncated
 //      impulse response convolved by FFT;
 //   4. IIR filters: a cascade of 10 biquads per row run exactly, against GRAFX's default
-//      4000-tap frequency sampling and against autograd through a per-sample loop.
+//      4000-tap frequency sampling, against autograd through a per-sample loop, and with
+//      coefficients per sample (automated gains).
 // Float32, forward and forward+backward (gradients for the signals and the filters).
 
 #include <grafx/dsp/biquad.h>
@@ -216,6 +217,24 @@ void biquads() {
             return dsp::biquad_cascade_frequency_sampling(in[0], in[1], in[2], kTaps);
           },
           {x, b, a}));
+  // Automated gains: every sample's sections designed from its gains (a ramp per band), then
+  // the cascade with coefficients per sample; timed from the gains, design included.
+  at::Tensor omega_q = omega.unsqueeze(-1), q = at::rand({kItems, 2, kSections, 1}) * 3 + 0.3;
+  at::Tensor ramp = at::linspace(-1, 1, kLength).expand({kItems, 2, kSections, kLength});
+  add("coefficients per sample (automated gains: design + time-varying cascade)",
+      time_forward_backward(
+          [&](const auto& in) {
+            auto [b_t, a_t] = dsp::cookbook_biquad(dsp::CookbookShape::kPeaking, omega_q, q, in[1]);
+            return dsp::biquad_cascade_time_varying(in[0], b_t, a_t);
+          },
+          {x, ramp.contiguous()}));
+  {
+    auto [b_t, a_t] = dsp::cookbook_biquad(dsp::CookbookShape::kPeaking, omega_q, q, ramp);
+    add("coefficients per sample: the time-varying cascade alone",
+        time_forward_backward(
+            [](const auto& in) { return dsp::biquad_cascade_time_varying(in[0], in[1], in[2]); },
+            {x, b_t, a_t}));
+  }
   // The per-sample loop on 512 samples, scaled to 2^17 (its cost is linear in the length).
   at::Tensor short_x = x.narrow(2, 0, kLoopLength).contiguous();
   Timings loop       = time_forward_backward(

@@ -440,6 +440,181 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
   }
 };
 
+// ---- time-varying sections: coefficients per sample -------------------------------------------
+//
+// One section at a time, one row at a time: x [R, L] and coefficients b, a [C, L, 3] (not
+// normalised), C rows of coefficients each shared by R / C consecutive signal rows (the channels
+// of one node). States and sums in double precision, as in the fixed kernel: a numerator such
+// as u − 2u[n−1] + u[n−2] cancels, and its rounding would be amplified by the poles near z = 1
+// that undo it.
+
+/// v = the section of u, with each sample's own coefficients:
+///   a0[n]·v[n] + a1[n]·v[n−1] + a2[n]·v[n−2] = b0[n]·u[n] + b1[n]·u[n−1] + b2[n]·u[n−2].
+template <typename T>
+void varying_section_row(const T* u, const T* b, const T* a, T* v, int64_t length) {
+  Acc u1 = 0, u2 = 0, v1 = 0, v2 = 0;
+  for (int64_t n = 0; n < length; ++n, b += 3, a += 3) {
+    const Acc un = Acc(u[n]);
+    const Acc vn =
+        (Acc(b[0]) * un + Acc(b[1]) * u1 + Acc(b[2]) * u2 - Acc(a[1]) * v1 - Acc(a[2]) * v2) /
+        Acc(a[0]);
+    u2 = u1, u1 = un, v2 = v1, v1 = vn;
+    v[n] = T(vn);
+  }
+}
+
+/// The section's adjoint for one row, backward in time: from g = ∂/∂v to ∂/∂u (into `grad`).
+/// λ = ∂/∂(the numerator's sum at n) solves the transposed system,
+///   a0[n]·λ[n] = g[n] − a1[n+1]·λ[n+1] − a2[n+2]·λ[n+2],
+///   ∂/∂u[n] = b0[n]·λ[n] + b1[n+1]·λ[n+1] + b2[n+2]·λ[n+2],
+///   ∂/∂b_i[n] = λ[n]·u[n−i],   ∂/∂a_i[n] = −λ[n]·v[n−i]   (i = 0, 1, 2),
+/// the coefficients' gradients added to grad_b and grad_a.
+template <typename T>
+void varying_adjoint_row(const T* g, const T* u, const T* v, const T* b, const T* a, T* grad,
+                         T* grad_b, T* grad_a, int64_t length) {
+  Acc l1 = 0, l2 = 0;  // λ one and two samples later
+  // Coefficients one ("next") and two ("after") samples later.
+  Acc b1_next = 0, b2_next = 0, b2_after = 0, a1_next = 0, a2_next = 0, a2_after = 0;
+  for (int64_t n = length - 1; n >= 0; --n) {
+    const T *bn = b + 3 * n, *an = a + 3 * n;
+    const Acc l  = (Acc(g[n]) - a1_next * l1 - a2_after * l2) / Acc(an[0]);
+    grad[n]      = T(Acc(bn[0]) * l + b1_next * l1 + b2_after * l2);
+    const Acc u1 = n >= 1 ? Acc(u[n - 1]) : 0, u2 = n >= 2 ? Acc(u[n - 2]) : 0;
+    const Acc v1 = n >= 1 ? Acc(v[n - 1]) : 0, v2 = n >= 2 ? Acc(v[n - 2]) : 0;
+    T *gb = grad_b + 3 * n, *ga = grad_a + 3 * n;
+    gb[0] += T(l * Acc(u[n])), gb[1] += T(l * u1), gb[2] += T(l * u2);
+    ga[0] -= T(l * Acc(v[n])), ga[1] -= T(l * v1), ga[2] -= T(l * v2);
+    b2_after = b2_next, a2_after = a2_next;
+    b1_next = Acc(bn[1]), b2_next = Acc(bn[2]), a1_next = Acc(an[1]), a2_next = Acc(an[2]);
+    l2 = l1, l1 = l;
+  }
+}
+
+/// t [R, L] summed over the signal rows that share each of `coefficient_rows` rows: [C, L].
+at::Tensor per_coefficient_row(const at::Tensor& t, int64_t coefficient_rows) {
+  if (t.size(0) == coefficient_rows) return t;
+  return t.view({coefficient_rows, -1, t.size(-1)}).sum(1);
+}
+
+/// c [C, L, ...] repeated for the signal rows that share each row: [R, L, ...].
+at::Tensor per_signal_row(const at::Tensor& c, int64_t signal_rows) {
+  if (c.size(0) == signal_rows) return c;
+  return c.repeat_interleave(signal_rows / c.size(0), 0);
+}
+
+struct VaryingSection : public torch::autograd::Function<VaryingSection> {
+  /// u R×L, b and a C×L×3, R a multiple of C.
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& u, const at::Tensor& b,
+                            const at::Tensor& a, const SavedDuals& duals) {
+    at::Tensor uc = cpu(u), bc = cpu(b), ac = cpu(a);
+    const int64_t rows = u.size(0), length = u.size(1), share = rows / b.size(0);
+    at::Tensor v = on_cpu(u, [&](at::Tensor& out) {
+      AT_DISPATCH_FLOATING_TYPES(u.scalar_type(), "biquad_cascade_time_varying", [&] {
+        const scalar_t *up = uc.data_ptr<scalar_t>(), *bp = bc.data_ptr<scalar_t>(),
+                       *ap = ac.data_ptr<scalar_t>();
+        scalar_t* vp       = out.data_ptr<scalar_t>();
+        at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r)
+            varying_section_row(up + r * length, bp + (r / share) * length * 3,
+                                ap + (r / share) * length * 3, vp + r * length, length);
+        });
+      });
+    });
+    ctx->save_for_backward({u, b, a, v});
+    duals.save(ctx);
+    return v;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    auto duals = SavedDuals::of(ctx);  // forward over reverse: recomputed with the tangents
+    if (!duals.empty())
+      return recorded_backward(duals[0], duals[1], duals[2], section(duals[0], duals[1], duals[2]),
+                               grads[0]);
+    const at::Tensor &u = saved[0], &b = saved[1], &a = saved[2], &v = saved[3];
+    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined())
+      return recorded_backward(u, b, a, v, grads[0]);
+    const int64_t rows = u.size(0), length = u.size(1), n_coefficients = b.size(0);
+    const int64_t share = rows / n_coefficients;
+    at::Tensor gc = cpu(grads[0]), uc = cpu(u), vc = cpu(v), bc = cpu(b), ac = cpu(a);
+    at::Tensor grad = at::empty_like(uc), grad_b = at::zeros_like(bc), grad_a = at::zeros_like(ac);
+    AT_DISPATCH_FLOATING_TYPES(u.scalar_type(), "biquad_cascade_time_varying_backward", [&] {
+      const scalar_t *gp = gc.data_ptr<scalar_t>(), *up = uc.data_ptr<scalar_t>(),
+                     *vp = vc.data_ptr<scalar_t>(), *bp = bc.data_ptr<scalar_t>(),
+                     *ap = ac.data_ptr<scalar_t>();
+      scalar_t *gu = grad.data_ptr<scalar_t>(), *gb = grad_b.data_ptr<scalar_t>(),
+               *ga = grad_a.data_ptr<scalar_t>();
+      // One task per coefficient row: the rows that share it add to its gradients in turn.
+      at::parallel_for(0, n_coefficients, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c)
+          for (int64_t r = c * share; r < (c + 1) * share; ++r)
+            varying_adjoint_row(gp + r * length, up + r * length, vp + r * length,
+                                bp + c * length * 3, ap + c * length * 3, gu + r * length,
+                                gb + c * length * 3, ga + c * length * 3, length);
+      });
+    });
+    at::Device device = u.device();
+    return {grad.to(device), grad_b.to(device), grad_a.to(device), at::Tensor()};
+  }
+
+  /// The same adjoint from differentiable pieces (create_graph, forward over reverse): λ is the
+  /// transposed all-pole part, this function run on the time-reversed gradient with the
+  /// coefficients advanced to where the adjoint reads them; the rest are ATen operations.
+  static variable_list recorded_backward(const at::Tensor& u, const at::Tensor& b,
+                                         const at::Tensor& a, const at::Tensor& v,
+                                         const at::Tensor& grad) {
+    const int64_t rows = u.size(0), n_coefficients = b.size(0);
+    auto advanced = [](const at::Tensor& c, int64_t lag) {  // c[n + lag], zeros at the end
+      return shifted(c, -lag, false);
+    };
+    at::Tensor transposed =
+        at::stack({a.select(2, 0), advanced(a.select(2, 1), 1), advanced(a.select(2, 2), 2)}, 2)
+            .flip(1);
+    at::Tensor lambda = section(grad.flip(1), all_pole(transposed), transposed).flip(1);
+    at::Tensor bs     = per_signal_row(b, rows);
+    at::Tensor grad_u = bs.select(2, 0) * lambda + advanced(bs.select(2, 1) * lambda, 1) +
+                        advanced(bs.select(2, 2) * lambda, 2);
+    auto sums = [&](const at::Tensor& s) {  // Σ over shared rows of λ[n]·s[n − i], i = 0, 1, 2
+      std::vector<at::Tensor> lags;
+      for (int64_t i = 0; i < 3; ++i)
+        lags.push_back(per_coefficient_row(lambda * shifted(s, i, false), n_coefficients));
+      return at::stack(lags, 2);
+    };
+    return {grad_u, sums(u), -sums(v), at::Tensor()};
+  }
+
+  /// b = [1, 0, 0] at every sample of `a`'s rows: a section's all-pole part.
+  static at::Tensor all_pole(const at::Tensor& a) {
+    at::Tensor b = at::zeros({a.size(0), a.size(1), 3}, a.options());
+    b.select(2, 0).fill_(1.0);
+    return b;
+  }
+
+  /// The section on rows, with its tangent rule: A·v = B·u gives A·v' = B·u' + B'·u − A'·v, the
+  /// section run on u' plus its all-pole part run on the last two terms.
+  static at::Tensor section(const at::Tensor& u, const at::Tensor& b, const at::Tensor& a) {
+    auto [u_primal, u_tangent] = unpack_dual(u);
+    auto [b_primal, b_tangent] = unpack_dual(b);
+    auto [a_primal, a_tangent] = unpack_dual(a);
+    if (!u_tangent.defined() && !b_tangent.defined() && !a_tangent.defined())
+      return apply(u, b, a, SavedDuals{});
+    at::Tensor v       = apply(u_primal, b_primal, a_primal, SavedDuals{{u, b, a}});
+    const int64_t rows = u_primal.size(0);
+    auto fir           = [&](const at::Tensor& c, const at::Tensor& s) {  // Σ_i c_i[n]·s[n − i]
+      at::Tensor cs = per_signal_row(c, rows), sum;
+      for (int64_t i = 0; i < 3; ++i) sum = add_lazy(sum, cs.select(2, i) * shifted(s, i, false));
+      return sum;
+    };
+    at::Tensor tangent, drive;
+    if (u_tangent.defined()) tangent = section(u_tangent, b_primal, a_primal);
+    if (b_tangent.defined()) drive = fir(b_tangent, u_primal);
+    if (a_tangent.defined())
+      drive = drive.defined() ? drive - fir(a_tangent, v) : -fir(a_tangent, v);
+    if (drive.defined()) tangent = add_lazy(tangent, section(drive, all_pole(a_primal), a_primal));
+    return make_dual(v, tangent);
+  }
+};
+
 // ---- shapes ----------------------------------------------------------------------------------
 
 /// Checks x [..., L] and coefficients [..., K, 3], and broadcasts the coefficients to x's
@@ -476,6 +651,64 @@ at::Tensor biquad_cascade(const at::Tensor& x, const at::Tensor& b, const at::Te
   at::Tensor a0 = as.narrow(2, 0, 1);
   at::Tensor y  = BiquadCascade::cascade(x.reshape({-1, x.size(-1)}), bs / a0,
                                          as.narrow(2, 1, 2) / a0, reverse);
+  return y.view(x.sizes());
+}
+
+at::Tensor biquad_cascade_time_varying(const at::Tensor& x, const at::Tensor& b,
+                                       const at::Tensor& a) {
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) > 0 && at::isFloatingType(x.scalar_type()),
+              "biquad_cascade_time_varying: expected a non-empty float or double signal [..., L], "
+              "but got ",
+              x.sizes(), " ", x.scalar_type());
+  const int64_t length = x.size(-1);
+  for (const at::Tensor* c : {&b, &a})
+    TORCH_CHECK(c->dim() >= 3 && c->size(-1) == 3 && c->size(-2) == length && c->size(-3) > 0 &&
+                    c->scalar_type() == x.scalar_type(),
+                "biquad_cascade_time_varying: expected coefficients of shape [..., K, ", length,
+                ", 3] and dtype ", x.scalar_type(), ", but got ", c->sizes(), " ",
+                c->scalar_type());
+  TORCH_CHECK(b.size(-3) == a.size(-3),
+              "biquad_cascade_time_varying: expected as many sections in a as in b (", b.size(-3),
+              "), but got ", a.size(-3));
+  // Coefficient rows: the signal's leading dimensions up to the first where the coefficients
+  // broadcast (size 1) and none after differs; each is shared by the rows after it (a node's
+  // channels), which then run one filter without copies of it.
+  std::vector<int64_t> lead(x.sizes().begin(), x.sizes().end() - 1);
+  auto [bb, ab] = [&] {
+    auto both = at::broadcast_tensors({b, a});
+    return std::make_pair(both[0], both[1]);
+  }();
+  std::vector<int64_t> coefficient_lead(lead.size(), 1);
+  const int64_t own = bb.dim() - 3;
+  TORCH_CHECK(own <= int64_t(lead.size()), "biquad_cascade_time_varying: coefficients of shape ",
+              b.sizes(), " have more leading dimensions than the signal ", x.sizes());
+  std::copy(bb.sizes().begin(), bb.sizes().end() - 3, coefficient_lead.end() - own);
+  size_t split = lead.size();
+  while (split > 0 && coefficient_lead[split - 1] == 1) --split;
+  std::vector<int64_t> shape(lead.begin(), lead.begin() + int64_t(split));
+  shape.resize(lead.size(), 1);
+  for (int64_t d : {b.size(-3), length, int64_t(3)}) shape.push_back(d);
+  auto rows = [&](const at::Tensor& c) {
+    at::Tensor expanded;
+    try {
+      expanded = c.view([&] {
+                    std::vector<int64_t> s(coefficient_lead);
+                    for (int64_t d : {c.size(-3), length, int64_t(3)}) s.push_back(d);
+                    return s;
+                  }())
+                     .expand(shape);
+    } catch (const c10::Error&) {
+      TORCH_CHECK(false, "biquad_cascade_time_varying: coefficients of shape ", c.sizes(),
+                  " do not broadcast to the signal's leading shape ", x.sizes());
+    }
+    return expanded.reshape({-1, c.size(-3), length, 3});  // C×K×L×3
+  };
+  // Sections by unbind (whose gradient is one stack, where select's would be K full-size
+  // tensors of zeros).
+  std::vector<at::Tensor> b_sections = rows(bb).unbind(1), a_sections = rows(ab).unbind(1);
+  at::Tensor y = x.reshape({-1, length});
+  for (size_t k = 0; k < b_sections.size(); ++k)
+    y = VaryingSection::section(y, b_sections[k], a_sections[k]);
   return y.view(x.sizes());
 }
 

@@ -96,7 +96,8 @@ std::string GraphicEq::name() const {
 std::vector<ParameterSpec> GraphicEq::parameter_specs() const {
   return {units::gain_spec("log_gains", {int64_t(centres_hz_.size())})
               .about("gain of each band at its centre (" + std::to_string(centres_hz_.size()) +
-                     " bands from " + std::to_string(int(centres_hz_.front())) + " Hz)")};
+                     " bands from " + std::to_string(int(centres_hz_.front())) + " Hz)")
+              .automatable("linear in dB")};
 }
 
 std::pair<at::Tensor, at::Tensor> GraphicEq::band_filters(const at::Tensor& log_gain) const {
@@ -148,7 +149,14 @@ at::Tensor GraphicEq::filter_gains(const at::Tensor& log_gains) const {
 ProcessorOutput GraphicEq::forward(const std::vector<at::Tensor>& inputs,
                                    const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  auto [b, a] = band_filters(filter_gains(parameters.at("log_gains")));  // N×K×3
+  const at::Tensor& log_gains = parameters.at("log_gains");
+  if (log_gains.dim() == 3) {  // automated: N×K×L, each sample's filters from its commands
+    auto [b, a] = band_filters(filter_gains(log_gains.transpose(1, 2)));  // N×L×K×3
+    return {{dsp::biquad_cascade_time_varying(inputs[0], b.transpose(1, 2).unsqueeze(1),
+                                              a.transpose(1, 2).unsqueeze(1))},
+            {}};
+  }
+  auto [b, a] = band_filters(filter_gains(log_gains));  // N×K×3
   return {{dsp::biquad_cascade(inputs[0], b.unsqueeze(1), a.unsqueeze(1))}, {}};
 }
 

@@ -84,23 +84,29 @@ std::vector<ParameterSpec> ParametricEq::parameter_specs() const {
               .about("corner of the low shelf, centres of the bells, corner of the high shelf" +
                      filters),
           units::q_spec(shape, M_SQRT1_2).about("the cookbook's Q of each band" + filters),
-          units::gain_spec("log_gain", shape).about("gain of each shelf and bell" + filters)};
+          units::gain_spec("log_gain", shape)
+              .about("gain of each shelf and bell" + filters)
+              .automatable("linear in dB")};
 }
 
 std::pair<at::Tensor, at::Tensor> ParametricEq::sections(const TensorDict& parameters) const {
   at::Tensor omega =
       units::omega(parameter_specs().front().to_physical(parameters.at("frequency")), sample_rate_);
   at::Tensor q = parameters.at("log_q").exp(), log_gain = parameters.at("log_gain");
-  const int64_t n = n_peaks_ + 2;
-  auto design     = [&](dsp::CookbookShape shape, int64_t first, int64_t count) {
-    return dsp::cookbook_biquad(shape, omega.narrow(-1, first, count), q.narrow(-1, first, count),
-                                    log_gain.narrow(-1, first, count));
+  const bool automated = log_gain.dim() > omega.dim();  // gains per sample: [..., bands, L]
+  if (automated) omega = omega.unsqueeze(-1), q = q.unsqueeze(-1);
+  const int64_t band_axis = automated ? -2 : -1, n = n_peaks_ + 2;
+  auto design = [&](dsp::CookbookShape shape, int64_t first, int64_t count) {
+    return dsp::cookbook_biquad(shape, omega.narrow(band_axis, first, count),
+                                q.narrow(band_axis, first, count),
+                                log_gain.narrow(band_axis, first, count));
   };
   auto [b_low, a_low]   = design(dsp::CookbookShape::kLowShelf, 0, 1);
   auto [b_peak, a_peak] = design(dsp::CookbookShape::kPeaking, 1, n_peaks_);
   auto [b_high, a_high] = design(dsp::CookbookShape::kHighShelf, n - 1, 1);
-  at::Tensor b = at::cat({b_low, b_peak, b_high}, -2), a = at::cat({a_low, a_peak, a_high}, -2);
-  if (channels_ == EqChannels::kMono) b = b.unsqueeze(1), a = a.unsqueeze(1);  // N×1×n×3
+  at::Tensor b          = at::cat({b_low, b_peak, b_high}, band_axis - 1);
+  at::Tensor a          = at::cat({a_low, a_peak, a_high}, band_axis - 1);
+  if (channels_ == EqChannels::kMono) b = b.unsqueeze(1), a = a.unsqueeze(1);  // N×1×n×(L×)3
   return {b, a};
 }
 
@@ -109,9 +115,13 @@ ProcessorOutput ParametricEq::forward(const std::vector<at::Tensor>& inputs,
   check_arguments(inputs, parameters);
   const at::Tensor x =
       channels_ != EqChannels::kMono ? units::as_stereo(inputs[0], name()) : inputs[0];
-  auto [b, a] = sections(parameters);
-  if (channels_ != EqChannels::kMidSide) return {{dsp::biquad_cascade(x, b, a)}, {}};
-  return {{dsp::from_mid_side(dsp::biquad_cascade(dsp::to_mid_side(x), b, a))}, {}};
+  auto [b, a]  = sections(parameters);
+  auto cascade = [&](const at::Tensor& signal) {
+    return b.dim() == 5 ? dsp::biquad_cascade_time_varying(signal, b, a)
+                        : dsp::biquad_cascade(signal, b, a);
+  };
+  if (channels_ != EqChannels::kMidSide) return {{cascade(x)}, {}};
+  return {{dsp::from_mid_side(cascade(dsp::to_mid_side(x)))}, {}};
 }
 
 TemporalSupport ParametricEq::temporal_support(const TensorDict& parameters) const {

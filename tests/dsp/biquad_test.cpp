@@ -1,8 +1,11 @@
 // The biquad cascade against an independent transposed-direct-form loop and the FFT of its
 // analytic response; its hand-written adjoint against float64 finite differences, once and
-// twice differentiated; GRAFX's frequency-sampling path against the exact one.
+// twice differentiated; GRAFX's frequency-sampling path against the exact one. The cascade with
+// coefficients per sample against a plain per-sample loop, the fixed cascade, finite
+// differences (once and twice) and central differences of its tangents.
 
 #include <grafx/dsp/biquad.h>
+#include <grafx/dsp/forward_mode.h>
 
 #include "support/gradient_check.h"
 
@@ -139,6 +142,146 @@ TEST(BiquadCascade, RejectsMisshapenArguments) {
   EXPECT_THROW(biquad_cascade(x, c.to(at::kDouble), c), c10::Error);       // dtype
   EXPECT_THROW(biquad_cascade(x, at::rand({2, 3, 2, 3}), c), c10::Error);  // section counts
   EXPECT_THROW(biquad_cascade(x.narrow(-1, 0, 0), c, c), c10::Error);      // empty
+}
+
+// ---- coefficients per sample ----------------------------------------------------------------
+
+/// Sections [..., K, L, 3] whose poles move slowly (radius 0.5 to 0.95, angle ±0.3 rad around
+/// a random one) and whose zeros sway; a0 ≠ 1.
+std::pair<at::Tensor, at::Tensor> moving_sections(std::vector<int64_t> leading, int64_t n_sections,
+                                                  int64_t length) {
+  leading.push_back(n_sections);
+  at::Tensor phase  = at::rand(leading, at::kDouble).unsqueeze(-1) * 6;
+  at::Tensor time   = at::linspace(0, 6, length, at::kDouble);
+  at::Tensor sway   = at::sin(time + phase);  // [..., K, L]
+  at::Tensor radius = 0.725 + 0.225 * sway;
+  at::Tensor angle =
+      at::rand(leading, at::kDouble).unsqueeze(-1) * 2.5 + 0.3 + 0.3 * at::cos(time + phase);
+  at::Tensor a0 = at::rand(leading, at::kDouble).unsqueeze(-1) + 0.5 + 0 * sway;
+  at::Tensor a  = at::stack({a0, -2 * radius * at::cos(angle) * a0, radius.pow(2) * a0}, -1);
+  leading.push_back(3);
+  at::Tensor b = at::randn(leading, at::kDouble).unsqueeze(-2) * (1 + 0.5 * sway.unsqueeze(-1));
+  return {b, a};
+}
+
+/// The direct form with each sample's coefficients, one plain loop per row in double precision.
+at::Tensor varying_reference(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a) {
+  const int64_t length = x.size(-1);
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
+  at::Tensor xs     = x.to(at::kDouble).reshape({-1, length}).clone();
+  auto coefficients = [&](const at::Tensor& c) {
+    std::vector<int64_t> full(shape);
+    for (int64_t d : {c.size(-3), length, int64_t(3)}) full.push_back(d);
+    return c.to(at::kDouble).expand(full).reshape({-1, c.size(-3), length, 3}).contiguous();
+  };
+  at::Tensor bs = coefficients(b), as = coefficients(a);
+  auto y  = xs.accessor<double, 2>();
+  auto ba = bs.accessor<double, 4>(), aa = as.accessor<double, 4>();
+  for (int64_t r = 0; r < xs.size(0); ++r)
+    for (int64_t k = 0; k < bs.size(1); ++k) {
+      double u1 = 0, u2 = 0, v1 = 0, v2 = 0;
+      for (int64_t n = 0; n < length; ++n) {
+        auto bn  = ba[r][k][n];
+        auto an  = aa[r][k][n];
+        double u = y[r][n];
+        double v = (bn[0] * u + bn[1] * u1 + bn[2] * u2 - an[1] * v1 - an[2] * v2) / an[0];
+        u2 = u1, u1 = u, v2 = v1, v1 = v, y[r][n] = v;
+      }
+    }
+  return xs.view(x.sizes());
+}
+
+TEST(BiquadCascadeTimeVarying, EqualsThePerSampleLoopAndTheFixedCascadeWhenConstant) {
+  at::manual_seed(7);
+  at::Tensor x        = at::randn({5, 2, 3000}, at::kDouble);
+  auto [b, a]         = moving_sections({5, 1}, 3, 3000);  // one moving filter per node
+  at::Tensor expected = varying_reference(x, b, a);
+  const double peak   = expected.abs().max().item<double>();
+  EXPECT_LT(max_error(biquad_cascade_time_varying(x, b, a), expected), 1e-12 * peak);
+  EXPECT_LT(
+      max_error(biquad_cascade_time_varying(x.to(at::kFloat), b.to(at::kFloat), a.to(at::kFloat)),
+                expected),
+      1e-5 * peak);
+  // One filter per channel, and one for everything: the same loop.
+  auto [b2, a2] = moving_sections({5, 2}, 2, 3000);
+  EXPECT_LT(max_error(biquad_cascade_time_varying(x, b2, a2), varying_reference(x, b2, a2)),
+            1e-12 * peak);
+  auto [b3, a3] = moving_sections({}, 2, 3000);
+  EXPECT_LT(max_error(biquad_cascade_time_varying(x, b3, a3), varying_reference(x, b3, a3)),
+            1e-12 * peak);
+  // The moving filter differs from its first sample's, held.
+  auto held = [](const at::Tensor& c) { return c.narrow(-2, 0, 1).expand_as(c); };
+  EXPECT_GT(max_error(biquad_cascade_time_varying(x, held(b), held(a)), expected), 1e-2 * peak);
+  // Constant coefficients: the fixed kernel's output.
+  auto [bf, af]    = random_sections({5, 1}, 3, 0.999);
+  auto along       = [](const at::Tensor& c) { return c.unsqueeze(-2).expand({5, 1, 3, 3000, 3}); };
+  at::Tensor fixed = biquad_cascade(x, bf, af);
+  EXPECT_LT(max_error(biquad_cascade_time_varying(x, along(bf), along(af)), fixed),
+            1e-11 * fixed.abs().max().item<double>());
+}
+
+TEST(BiquadCascadeTimeVarying, GradientsMatchFiniteDifferencesOnceAndTwice) {
+  at::manual_seed(8);
+  at::Tensor x = at::randn({3, 2, 120}, at::kDouble);
+  auto [b, a]  = moving_sections({3, 1}, 2, 120);  // shared by both channels: sums over them
+  expect_gradients_match(
+      [&](const auto& in) { return biquad_cascade_time_varying(in[0], in[1], in[2]); }, {x, b, a},
+      1e-6, 24);
+  at::Tensor weights = at::randn_like(x);
+  expect_gradients_match(
+      [&](const auto& in) {
+        std::vector<at::Tensor> leaves;
+        for (const auto& t : in)
+          leaves.push_back(t.requires_grad() ? t : t.detach().requires_grad_(true));
+        at::Tensor loss =
+            (biquad_cascade_time_varying(leaves[0], leaves[1], leaves[2]) * weights).sum();
+        auto gradients = torch::autograd::grad({loss}, leaves, {}, true, true);
+        return at::cat({gradients[0].flatten(), gradients[1].flatten(), gradients[2].flatten()});
+      },
+      {x, b, a}, 1e-5, 16);
+}
+
+TEST(BiquadCascadeTimeVarying, FirstOrderBackwardEqualsTheRecordedOne) {
+  at::manual_seed(9);
+  at::Tensor x  = at::randn({4, 2, 700}, at::kDouble).requires_grad_(true);
+  auto [bs, as] = moving_sections({4, 1}, 3, 700);
+  at::Tensor b = bs.requires_grad_(true), a = as.requires_grad_(true);
+  at::Tensor weights = at::randn({4, 2, 700}, at::kDouble);
+  auto loss          = [&] { return (biquad_cascade_time_varying(x, b, a) * weights).sum(); };
+  auto fast          = torch::autograd::grad({loss()}, {x, b, a});
+  auto recorded      = torch::autograd::grad({loss()}, {x, b, a}, {}, true, true);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_LT(max_error(fast[i], recorded[i]), 1e-10 * fast[i].abs().max().item<double>()) << i;
+}
+
+TEST(BiquadCascadeTimeVarying, TangentsEqualCentralDifferences) {
+  at::manual_seed(10);
+  at::Tensor x  = at::randn({2, 2, 400}, at::kDouble);
+  auto [b, a]   = moving_sections({2, 1}, 2, 400);
+  at::Tensor dx = at::randn_like(x), db = at::randn_like(b), da = at::randn_like(a) * 0.1;
+  da.select(-1, 0).zero_();
+  at::Tensor tangent;
+  {
+    ForwardMode mode;
+    tangent = unpack_dual(
+                  biquad_cascade_time_varying(make_dual(x, dx), make_dual(b, db), make_dual(a, da)))
+                  .second;
+  }
+  const double step  = 1e-6;
+  at::Tensor central = (biquad_cascade_time_varying(x + step * dx, b + step * db, a + step * da) -
+                        biquad_cascade_time_varying(x - step * dx, b - step * db, a - step * da)) /
+                       (2 * step);
+  EXPECT_LT(max_error(tangent, central), 1e-6 * central.abs().max().item<double>());
+}
+
+TEST(BiquadCascadeTimeVarying, RejectsMisshapenArguments) {
+  at::Tensor x = at::randn({2, 3, 50});
+  at::Tensor c = at::rand({2, 3, 1, 50, 3});
+  EXPECT_THROW(biquad_cascade_time_varying(x, c.narrow(-2, 0, 49), c), c10::Error);  // length
+  EXPECT_THROW(biquad_cascade_time_varying(x, at::rand({4, 1, 1, 50, 3}), c), c10::Error);
+  EXPECT_THROW(biquad_cascade_time_varying(x, c.to(at::kDouble), c), c10::Error);  // dtype
+  EXPECT_THROW(biquad_cascade_time_varying(x, at::rand({2, 3, 2, 50, 3}), c), c10::Error);
+  EXPECT_THROW(biquad_cascade_time_varying(x, at::rand({5, 2, 3, 1, 50, 3}), c), c10::Error);
 }
 
 }  // namespace

@@ -39,6 +39,19 @@ namespace grafx::dsp {
 at::Tensor biquad_cascade(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a,
                           bool reverse = false);
 
+/// The cascade with coefficients that change at every sample, for filters whose parameters
+/// follow automation curves: `b` and `a` are `[..., K, L, 3]` (not normalised), their leading
+/// dimensions broadcasting to x's (b N×1×K×L×3 runs one filter per node on both channels of
+/// x N×2×L, stored once). Section k at sample n is the direct form
+///   a0[n]·v[n] + a1[n]·v[n−1] + a2[n]·v[n−2] = b0[n]·u[n] + b1[n]·u[n−1] + b2[n]·u[n−2],
+/// so constant coefficients give biquad_cascade's output. One pass per section, rows in
+/// parallel, states in double precision; the backward pass is hand-written (the adjoint runs
+/// backward in time reading each coefficient where the forward pass used it:
+/// a0[n]·λ[n] = g[n] − a1[n+1]·λ[n+1] − a2[n+2]·λ[n+2]), differentiable again, with a tangent
+/// rule. Costs 6·K·L coefficients per filter, where biquad_cascade needs 6·K.
+at::Tensor biquad_cascade_time_varying(const at::Tensor& x, const at::Tensor& b,
+                                       const at::Tensor& a);
+
 /// The cascade's complex response H(e^{jω}) at `omega` (rad/sample, [F]): `[..., F]` complex.
 at::Tensor biquad_response(const at::Tensor& b, const at::Tensor& a, const at::Tensor& omega);
 

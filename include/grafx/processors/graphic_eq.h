@@ -24,6 +24,9 @@
 /// | raw         | shape    | physical      | init | meaning                       |
 /// |-------------|----------|---------------|------|-------------------------------|
 /// | `log_gains` | [bands]  | `gain_db`, dB | 0    | gain of each band at its centre |
+///
+/// The commands can be automated (linear in dB): each sample's filters are then designed from
+/// its commands and run by dsp::biquad_cascade_time_varying.
 
 #include <grafx/processors/descriptor.h>
 

@@ -15,9 +15,11 @@
 /// | `log_q`     | `q`             | 0.7071                                     | q = e^{raw}      |
 /// | `log_gain`  | `gain_db`, dB   | 0 dB (the identity)                        | natural-log gain |
 ///
-/// Band 0 is the low shelf, bands 1…N the bells, band N + 1 the high shelf. Every raw value is a
-/// stable filter. GRAFX's gains are e^{2·raw} at the centre and its frequencies linear in σ(raw);
-/// ours are the cookbook's gain and a log-frequency scale whose raw 0 spreads the bands.
+/// The gains can be automated (linear in dB; the sections then change at every sample,
+/// dsp::biquad_cascade_time_varying). Band 0 is the low shelf, bands 1…N the bells, band N + 1 the
+/// high shelf. Every raw value is a stable filter. GRAFX's gains are e^{2·raw} at the centre and
+/// its frequencies linear in σ(raw); ours are the cookbook's gain and a log-frequency scale whose
+/// raw 0 spreads the bands.
 ///
 ///   ParametricEq eq({44100}, EqChannels::kMidSide);
 
@@ -41,7 +43,8 @@ class ParametricEq : public Processor {
   TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
  private:
-  /// The shelves' and bells' cascade (b, a), each N×C×(peaks + 2)×3 (C = 1 for mono).
+  /// The shelves' and bells' cascade (b, a), each N×C×(peaks + 2)×3 (C = 1 for mono), or
+  /// N×C×(peaks + 2)×L×3 when the gains are automated (given per sample).
   std::pair<at::Tensor, at::Tensor> sections(const TensorDict& parameters) const;
   SampleRate sample_rate_;
   EqChannels channels_;
