@@ -601,7 +601,7 @@ void add_fit_command(CLI::App& app) {
       console.chain         = parse_chain(args->chain, types);
       console.track_names   = names;
       console.dry_wet       = true;
-      parse_routing(args->sends, args->sidechains, console);
+      parse_routing(args->sends, args->sidechains, types, console);
       graph = build_console(console, types).graph;
     }
     FitInputs inputs{args->tracks, args->mix, names, args->sample_rate, args->strict_rate};

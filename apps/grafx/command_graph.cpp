@@ -74,8 +74,9 @@ std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks) {
 void add_routing_options(CLI::App& command, std::vector<std::string>& sends,
                          std::vector<std::string>& sidechains) {
   command.add_option("--send", sends,
-                     "A send bus NAME=LETTERS[@TRACK,...]: every track (or those listed) sends "
-                     "to it, e.g. --send reverb=r --send delay=d@vocals,guitar");
+                     "A send bus NAME=CHAIN[@TRACK,...] (CHAIN as --chain takes it): every track "
+                     "(or those listed) sends to it, e.g. --send reverb=r --send "
+                     "echo=eq,delay@vocals,guitar");
   command.add_option("--sidechain", sidechains,
                      "TRACK=KEY[:TYPE]: TRACK's level follows KEY's input, e.g. --sidechain "
                      "bass=kick (a sidechain_compressor; TYPE is a letter or name)");
@@ -96,7 +97,8 @@ std::pair<CLI::Option*, CLI::Option*> add_chain_options(CLI::App& command, std::
 }
 
 void parse_routing(const std::vector<std::string>& sends,
-                   const std::vector<std::string>& sidechains, ConsoleOptions& options) {
+                   const std::vector<std::string>& sidechains, const NodeTypes& types,
+                   ConsoleOptions& options) {
   std::vector<std::string> names;
   for (int64_t t = 0; t < options.n_tracks; ++t) names.push_back(options.track_name(t));
   auto fail = [](const std::string& option, const std::string& text, const std::string& what) {
@@ -105,12 +107,12 @@ void parse_routing(const std::vector<std::string>& sends,
   for (const auto& text : sends) {
     size_t equals = text.find('=');
     if (equals == std::string::npos || equals == 0)
-      fail("--send", text, "expected NAME=LETTERS[@TRACK,...], e.g. reverb=r");
+      fail("--send", text, "expected NAME=CHAIN[@TRACK,...], e.g. reverb=r or echo=eq,delay");
     size_t at = text.find('@', equals);
     SendBus bus;
     bus.name = text.substr(0, equals);
     try {
-      bus.chain = chain_from_letters(text.substr(equals + 1, at - equals - 1));
+      bus.chain = parse_chain(text.substr(equals + 1, at - equals - 1), types);
     } catch (const Error& e) {
       fail("--send", text, e.message());
     }
@@ -127,13 +129,10 @@ void parse_routing(const std::vector<std::string>& sends,
     route.track = track_index(names, text.substr(0, equals), option);
     route.key   = track_index(names, text.substr(equals + 1, colon - equals - 1), option);
     if (colon != std::string::npos) {
-      route.type = text.substr(colon + 1);
-      if (route.type.size() == 1) {
-        try {
-          route.type = chain_from_letters(route.type).front();
-        } catch (const Error& e) {
-          fail("--sidechain", text, e.message());
-        }
+      try {
+        route.type = parse_chain(text.substr(colon + 1), types).front();
+      } catch (const Error& e) {
+        fail("--sidechain", text, e.message());
       }
     }
     options.sidechains.push_back(route);
@@ -179,7 +178,7 @@ void add_console_command(CLI::App& app) {
     const NodeTypes types = console_types(args->types);
     options.chain         = parse_chain(args->chain, types);
     options.dry_wet       = args->dry_wet;
-    parse_routing(args->sends, args->sidechains, options);
+    parse_routing(args->sends, args->sidechains, types, options);
     Console console = build_console(options, types);
     std::string pruned;
     if (args->prune_seed >= 0) {

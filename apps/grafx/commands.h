@@ -109,9 +109,6 @@ Graph load_graph_file(const std::string& path);
 /// The types a console may be built of: the registry's, plus the types the graph file
 /// `types_file` declares (configured processors, containers), when given.
 NodeTypes console_types(const std::string& types_file);
-/// A chain of types: letters ("ecnsgdr") or comma-separated type names or letters
-/// ("strip,gain_pan,r"). Throws for unknown letters and names.
-std::vector<std::string> parse_chain(const std::string& text, const NodeTypes& types);
 /// --chain and --types of the commands that build consoles; returns both options.
 std::pair<CLI::Option*, CLI::Option*> add_chain_options(CLI::App& command, std::string& chain,
                                                         std::string& types_file);
@@ -121,11 +118,13 @@ std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks);
 /// Adds "--send" and "--sidechain" (console routing) to a subcommand.
 void add_routing_options(CLI::App& command, std::vector<std::string>& sends,
                          std::vector<std::string>& sidechains);
-/// Adds the send buses ("NAME=LETTERS[@TRACK,...]") and sidechains ("TRACK=KEY[:TYPE]", TYPE a
-/// letter or name) to a console's options; tracks by name (options.track_names, else
-/// "track<i>"). Throws GraphError [grafx.graph.invalid_console] naming the option.
+/// Adds the send buses ("NAME=CHAIN[@TRACK,...]", CHAIN as parse_chain reads it) and sidechains
+/// ("TRACK=KEY[:TYPE]", TYPE a letter or name) to a console's options; types of `types`,
+/// tracks by name (options.track_names, else "track<i>"). Throws GraphError
+/// [grafx.graph.invalid_console] naming the option.
 void parse_routing(const std::vector<std::string>& sends,
-                   const std::vector<std::string>& sidechains, ConsoleOptions& options);
+                   const std::vector<std::string>& sidechains, const NodeTypes& types,
+                   ConsoleOptions& options);
 /// Fills a parameter's values `[1, shape...]` from text: one list of comma-separated finite
 /// numbers spread along the last dimension (one number fills it; as many as it has are taken
 /// as they are; fewer are interpolated linearly; more are refused), or one such list per row of

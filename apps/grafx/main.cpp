@@ -46,19 +46,6 @@ NodeTypes console_types(const std::string& types_file) {
   return types;
 }
 
-std::vector<std::string> parse_chain(const std::string& text, const NodeTypes& types) {
-  if (text.find(',') == std::string::npos && !types.contains(text)) return chain_from_letters(text);
-  std::vector<std::string> names;
-  std::stringstream s(text);
-  for (std::string item; std::getline(s, item, ',');) {
-    if (item.size() == 1 && !types.contains(item))
-      names.push_back(chain_from_letters(item)[0]);
-    else
-      names.push_back(types.name(types.id(item)));  // throws for unknown names
-  }
-  return names;
-}
-
 std::optional<double> parse_finite(const std::string& text) {
   size_t used  = 0;
   double value = 0;

@@ -748,7 +748,7 @@ def mixing_console(n_tracks: int, track_groups: List[int], chain: List[str], dry
 def musical_parameters(graph: Graph, processors: ProcessorSet, seed: int) -> dict: ...
 def processor_registry() -> list:
     """
-    The registered processors, each a dict with `name`, `letter` (its chain letter), `summary`, `grafx_name` and `options` (dicts with `name`, `kind`, `default`, `accepted`, `description`).
+    The registered processors, each a dict with `name`, `letter` (its chain letter, "" for none), `summary`, `grafx_name` and `options` (dicts with `name`, `kind`, `default`, `accepted`, `description`).
     """
     ...
 def prune_randomly(graph: Graph, seed: int = ...) -> List[int]:

@@ -55,7 +55,7 @@ const char* option_kind(OptionSpec::Kind kind) {
 py::dict descriptor_to_python(const ProcessorDescriptor& d) {
   py::dict result;
   result["name"]       = d.name;
-  result["letter"]     = std::string(1, d.letter);
+  result["letter"]     = d.letter ? std::string(1, d.letter) : std::string();  // "": none
   result["summary"]    = d.summary;
   result["grafx_name"] = d.grafx_name;
   py::list options;
@@ -120,7 +120,8 @@ void bind_processors(py::module_& m) {
           result.append(descriptor_to_python(d));
         return result;
       },
-      "The registered processors, each a dict with `name`, `letter` (its chain letter), `summary`, "
+      "The registered processors, each a dict with `name`, `letter` (its chain letter, \"\" for "
+      "none), `summary`, "
       "`grafx_name` and `options` (dicts with `name`, `kind`, `default`, `accepted`, "
       "`description`).");
   m.def(

@@ -50,7 +50,7 @@ std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate
   auto processor = descriptor.make({sample_rate});
   std::ostringstream s;
   s << descriptor.name << std::string(std::max<size_t>(1, 26 - descriptor.name.size()), ' ')
-    << descriptor.letter << "  " << descriptor.summary << "\n"
+    << (descriptor.letter ? descriptor.letter : '-') << "  " << descriptor.summary << "\n"
     << "  ports: " << join(processor->inlets()) << " -> " << join(processor->outlets())
     << (descriptor.grafx_name.empty() ? std::string("; not in GRAFX")
                                       : "; GRAFX: " + descriptor.grafx_name)

@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cctype>
 #include <set>
+#include <sstream>
 
 namespace grafx {
 namespace {
@@ -96,14 +97,14 @@ void check_descriptor(const ProcessorDescriptor& d, const ProcessorDescriptor* o
                          "processor \"" + d.name + "\" cannot be registered: " + what);
   };
   if (d.name.empty() || utility_letter(d.name)) fail("expected a name other than in, out and mix");
-  if (!std::isalpha(static_cast<unsigned char>(d.letter)))
-    fail("expected a letter a-z or A-Z, but got '" + std::string(1, d.letter) + "'");
+  if (d.letter != 0 && !std::isalpha(static_cast<unsigned char>(d.letter)))
+    fail("expected a letter a-z or A-Z (or none), but got '" + std::string(1, d.letter) + "'");
   for (const char* utility : {"in", "out", "mix"})
     if (d.letter == utility_letter(utility))
       fail(std::string("letter '") + d.letter + "' is the " + utility + " type's");
   for (const ProcessorDescriptor* other = others; other != others + n; ++other) {
     if (other->name == d.name) fail("the name is taken");
-    if (other->letter == d.letter)
+    if (d.letter != 0 && other->letter == d.letter)
       fail(std::string("letter '") + d.letter + "' is taken by \"" + other->name + "\"");
   }
   if (!d.make) fail("expected a make function");
@@ -236,7 +237,8 @@ Processors make_processors(const NodeTypes& types, const ProcessorConfig& config
 
 char type_letter(const std::string& type_name) {
   if (char letter = utility_letter(type_name)) return letter;
-  if (const ProcessorDescriptor* d = find_processor(type_name)) return d->letter;
+  const ProcessorDescriptor* d = find_processor(type_name);
+  if (d && d->letter) return d->letter;
   return type_name.empty() ? '?' : type_name[0];
 }
 
@@ -245,7 +247,8 @@ char type_letter(const NodeType& type) { return type_letter(type.processor_name(
 std::vector<std::string> chain_from_letters(const std::string& letters) {
   auto fail = [](const std::string& what) {
     std::string known = "m mix";
-    for (const auto& d : registry()) known += std::string(", ") + d.letter + " " + d.name;
+    for (const auto& d : registry())
+      if (d.letter) known += std::string(", ") + d.letter + " " + d.name;
     throw GraphError("grafx.graph.unknown_type", what + "; letters: " + known);
   };
   if (letters.empty()) fail("expected a chain of type letters, but got none");
@@ -262,6 +265,23 @@ std::vector<std::string> chain_from_letters(const std::string& letters) {
     chain.push_back(it->name);
   }
   return chain;
+}
+
+std::vector<std::string> parse_chain(const std::string& text, const NodeTypes& types) {
+  if (text.find(',') == std::string::npos && !types.contains(text)) return chain_from_letters(text);
+  std::vector<std::string> names;
+  std::stringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item.size() == 1 && !types.contains(item))
+      names.push_back(chain_from_letters(item)[0]);
+    else
+      names.push_back(types.name(types.id(item)));  // throws for unknown names
+  }
+  if (names.empty() || text.back() == ',')
+    throw GraphError(
+        "grafx.graph.unknown_type",
+        "expected a chain of type letters or comma-separated names, but got \"" + text + "\"");
+  return names;
 }
 
 std::vector<std::string> default_console_chain() {

@@ -61,6 +61,44 @@ ProcessorDescriptor test_gain_descriptor() {
 
 const ProcessorRegistration registration(test_gain_descriptor());
 
+/// The same gain under another name and without a chain letter: chains name it.
+class TestTrim : public TestGain {
+ public:
+  using TestGain::TestGain;
+  std::string name() const override { return "test_trim"; }
+};
+const ProcessorRegistration letterless([] {
+  auto d    = ProcessorDescriptor::of<TestTrim>("test_trim", 0);
+  d.summary = "a test gain without a chain letter";
+  return d;
+}());
+
+TEST(Registration, AProcessorNeedsNoLetter) {
+  const NodeTypes types = registry_node_types();
+  EXPECT_EQ(parse_chain("eq,test_trim,t", types),
+            (std::vector<std::string>{"eq", "test_trim", "test_gain"}));
+  EXPECT_EQ(parse_chain("et", types), (std::vector<std::string>{"eq", "test_gain"}));
+  EXPECT_EQ(type_letter("test_trim"), 't');  // drawn by its first character
+  EXPECT_NE(describe_processor(*find_processor("test_trim"), 8000, false)
+                .find("test_trim                 -  a test gain without a chain letter"),
+            std::string::npos);
+  EXPECT_GRAFX_ERROR(parse_chain("eq,,t", types), "grafx.graph.unknown_type", "");
+  EXPECT_GRAFX_ERROR(parse_chain("eq,", types), "grafx.graph.unknown_type", "comma-separated");
+  EXPECT_GRAFX_ERROR(parse_chain("eq,no_such_type", types), "grafx.graph.unknown_type",
+                     "no_such_type");
+  ConsoleOptions options;
+  options.n_tracks = 2;
+  options.chain    = parse_chain("test_trim", types);
+  Graph g          = build_console(options, types).graph;
+  EXPECT_EQ(g.nodes_of_type("test_trim").size(), 2u);
+  Processors processors     = make_processors(g.types(), {8000});
+  Parameters p              = create_parameters(g, processors, {0, at::kDouble, false});
+  p["test_trim"]["gain_db"] = at::tensor({-6.0, 6.0}, at::kDouble).view({2, 1});
+  at::Tensor x              = at::randn({2, 2, 100}, at::kDouble);
+  at::Tensor y              = render(make_render_plan(to_tensor(g)), processors, p, x).outputs[0];
+  EXPECT_TRUE(at::allclose(y, x[0] * std::pow(10.0, -6.0 / 20) + x[1] * std::pow(10.0, 6.0 / 20)));
+}
+
 TEST(Registration, AConsoleUsesTheProcessorByItsLetter) {
   EXPECT_EQ(chain_from_letters("et"), (std::vector<std::string>{"eq", "test_gain"}));
   EXPECT_EQ(type_letter("test_gain"), 't');
@@ -221,7 +259,7 @@ TEST(Registration, RefusesWhatWouldBreakTheRegistry) {
   EXPECT_GRAFX_ERROR(register_processor(variant("other", 'm')), "grafx.processor.registry",
                      "letter 'm' is the mix type's");
   EXPECT_GRAFX_ERROR(register_processor(variant("other", '7')), "grafx.processor.registry",
-                     "expected a letter a-z or A-Z");
+                     "expected a letter a-z or A-Z (or none)");
   EXPECT_GRAFX_ERROR(register_processor(variant("other", 'O')), "grafx.processor.registry",
                      "its processor calls itself \"test_gain\"");
   ProcessorDescriptor no_make = variant("other", 'O');

@@ -77,8 +77,10 @@ struct GradientCheck {
 };
 
 struct ProcessorDescriptor {
-  std::string name;     ///< node type name, e.g. "eq"
-  char letter = 0;      ///< chain letter (consoles, drawings, schedules); unique, a-z or A-Z
+  std::string name;  ///< node type name, e.g. "eq"
+  /// Optional chain letter (`--chain ecg`, drawings, schedules): unique, a-z or A-Z; 0 for none
+  /// (chains name the type, `--chain eq,my_type`; drawings show its first character).
+  char letter = 0;
   std::string summary;  ///< one line for listings
   /// The GRAFX classes it corresponds to (e.g. "Compressor, ApproxCompressor"), for users
   /// coming from GRAFX, ", " between several; empty

@@ -77,6 +77,12 @@ char type_letter(const NodeType& type);
 /// the letters.
 std::vector<std::string> chain_from_letters(const std::string& letters);
 
+/// A chain from text: type letters ("ecnsgdr") or comma-separated type names or letters
+/// ("eq,compressor,r"; names of `types`, which may declare configured types and containers:
+/// "strip,gain_pan"). A processor without a letter is named. Throws GraphError
+/// [grafx.graph.unknown_type] for an empty item, an unknown letter or an unknown name.
+std::vector<std::string> parse_chain(const std::string& text, const NodeTypes& types);
+
 /// The default chain of console tracks and subgroups: the registered types with a console
 /// position, in that order (the paper's e-c-n-s-g-d-r).
 std::vector<std::string> default_console_chain();
