@@ -87,7 +87,7 @@ TEST(CliGraph, ConsolesWithSendsAndSidechainsAreBuiltAndDrawn) {
            {{"--sidechain", "bass=snare"},
             "no track is named \"snare\" (tracks: kick, bass, keys)"},
            {{"--sidechain", "bass=kick:c"}, "inlets main and sidechain"},
-           {{"--send", "reverb"}, "expected NAME=LETTERS[@TRACK,...]"},
+           {{"--send", "reverb"}, "expected NAME=CHAIN[@TRACK,...]"},
            {{"--send", "reverb=r@keys,keys"}, "lists track \"keys\" twice"},
            {{"--send", "reverb=7"}, "chain letter '7' names no processor"}}) {
     std::vector<std::string> args = {"console", "--names", "kick,bass,keys", "-o",
