@@ -42,7 +42,14 @@ struct Session {
   bool prune = false;
   PruningOptions pruning;
   std::vector<std::string> gradient_hooks;  // NODE=ACTION, resolved once the graph is known
+  CLI::Option* steps = nullptr;             // --num-steps: given, or the default
 };
+
+/// A time budget alone decides when the fit ends: without --num-steps, no step limit.
+void apply_time_budget(FitOptions& options, const Session& session) {
+  if (options.time_budget_seconds > 0 && session.steps->count() == 0)
+    options.n_steps = std::numeric_limits<int32_t>::max();
+}
 
 /// --gradient-hook NODE=stop, NODE=scale:F or NODE=clip:M, NODE a node id or name.
 std::map<NodeId, SignalHook> parse_gradient_hooks(const std::vector<std::string>& specs,
@@ -187,16 +194,10 @@ void run_session(Fitter& fitter, Session& session) {
 }
 
 void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
-  CLI::Option* steps = cmd.add_option("--steps", options.n_steps,
-                                      "Optimisation steps (with --time-budget alone: no limit)")
-                           ->capture_default_str()
-                           ->check(whole_number(0));
+  session.steps = add_fit_settings(cmd, options).at("num_steps");
   cmd.add_option("--gradient-hook", session.gradient_hooks,
                  "NODE=stop, NODE=scale:F or NODE=clip:M: changes the gradient flowing back out "
                  "of a node's output (NODE: its id or name; repeatable)");
-  cmd.add_option("--lr", options.optimizer.lr, "Learning rate")
-      ->capture_default_str()
-      ->check(finite_number(0, false));
   cmd.add_option_function<std::vector<std::string>>(
       "--lr-group",
       [&options](const std::vector<std::string>& specs) {
@@ -236,23 +237,11 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
       "SHARE:GROUPS: for this share of the fit (0–1) only these parameter groups train "
       "(types, TYPE.PARAMETER or parameter names, comma-separated), e.g. "
       "0.1:gain_pan,dry_wet; stages in order; repeatable");
-  cmd.add_option_function<std::string>(
-         "--optimizer",
-         [&options](const std::string& name) {
-           options.hessian_preconditioning = name == "adahessian";
-         },
-         "adamw (default), or adahessian: Adam's second moment from the Hessian's diagonal "
-         "where it exceeds the gradient, one Hessian-vector product per step")
-      ->check(CLI::IsMember({"adamw", "adahessian"}));
   cmd.add_option_function<double>(
          "--time-budget",
-         [&options, steps](double minutes) {
-           options.time_budget_seconds = minutes * 60;
-           // The budget alone decides, unless steps are given too.
-           if (minutes > 0 && steps->count() == 0)
-             options.n_steps = std::numeric_limits<int32_t>::max();
-         },
-         "Stop after this many minutes of fitting (also with steps left; 0: no limit)")
+         [&options](double minutes) { options.time_budget_seconds = minutes * 60; },
+         "Stop after this many minutes of fitting (also with steps left; 0: no limit): "
+         "--time-budget-seconds in minutes")
       ->check(finite_number(0, true))
       ->check(CLI::Validator(  // in seconds, 1e308 minutes would be infinite
           [](std::string& text) -> std::string {
@@ -261,36 +250,6 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
             return "expected at most 1e9 minutes, but got \"" + text + "\"";
           },
           "at most 1e9"));
-  cmd.add_option("--warmup-steps", options.lr_schedule.warmup_steps,
-                 "Steps of linear learning-rate warm-up from lr/10")
-      ->capture_default_str()
-      ->check(whole_number(0));
-  cmd.add_option("--final-lr", options.lr_schedule.final_ratio,
-                 "Cosine decay of the learning rate to this share of --lr by the last step "
-                 "(or the end of the time budget); 1: constant")
-      ->capture_default_str()
-      ->check(CLI::Range(1e-6, 1.0));
-  cmd.add_option("--crop", options.crop_seconds, "Seconds of audio per step")
-      ->capture_default_str()
-      ->check(finite_number(0, false));
-  cmd.add_option("--crops", options.crops_per_step,
-                 "Crops per step, rendered as one batch (the loss is their mean)")
-      ->capture_default_str()
-      ->check(whole_number(1));
-  cmd.add_option("--warm-up", options.skip_seconds,
-                 "Seconds at the start of each crop left out of the loss")
-      ->capture_default_str()
-      ->check(finite_number(0, true));
-  cmd.add_option("--seed", options.seed, "Seed of the initial parameters and the crops")
-      ->capture_default_str()
-      ->check(whole_number(0));
-  cmd.add_option("--reset-every", options.reset_optimizer_every,
-                 "Reset the optimizer every N steps (0: never)")
-      ->capture_default_str()
-      ->check(whole_number(0));
-  cmd.add_option("--clip", options.max_gradient_norm, "Clip the gradient norm (0: off)")
-      ->capture_default_str()
-      ->check(finite_number(0, true));
   cmd.add_option_function<std::string>(
          "--init",
          [&options](const std::string& list) {
@@ -336,27 +295,6 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
       "TYPE or TYPE:PARAMETER, comma-separated: after a static fit (--automation-start), these "
       "parameters follow curves over the song (a type alone: all it can automate, its wet "
       "amounts too; grafx processors TYPE says which); repeatable");
-  cmd.add_option("--automation-rate", options.automation.rate_hz,
-                 "Points per second of song of the --automate curves")
-      ->capture_default_str()
-      ->check(finite_number(0, false));
-  cmd.add_option("--automation-start", options.automation.start,
-                 "Share of the fit (steps, or time with --time-budget) fitted statically before "
-                 "the curves start from its values")
-      ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            std::optional<double> share = parse_finite(text);
-            if (share && *share >= 0 && *share < 1) return "";
-            return "expected a share of the fit from 0 up to (not including) 1, but got \"" + text +
-                   "\"";
-          },
-          "in [0, 1)"));
-  cmd.add_option("--automation-smoothness", options.automation.smoothness,
-                 "Weight of the curves' smoothness prior (mean |second difference| of their raw "
-                 "points)")
-      ->capture_default_str()
-      ->check(finite_number(0, true));
   cmd.add_option("--checkpoint-every", session.checkpoint_every,
                  "Save a checkpoint every N steps (0: only at the end)")
       ->capture_default_str()
@@ -586,6 +524,7 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->session.folder, "Output folder")->required();
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
+    apply_time_budget(args->options, args->session);
     std::vector<std::string> names;
     for (const auto& path : args->tracks) names.push_back(fs::path(path).stem().string());
     // Bad options, graph files, consoles and audio fail before the output folder is made.
@@ -654,6 +593,7 @@ void add_demo_command(CLI::App& app) {
       ->check(whole_number(0));
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
+    apply_time_budget(args->options, args->session);
     // Refused before minutes of synthesis and set-up, not after.
     check_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
                         args->session.force, "fit");

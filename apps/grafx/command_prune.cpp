@@ -6,6 +6,7 @@
 #include <grafx/duration.h>
 #include <grafx/error.h>
 #include <grafx/files.h>
+#include <grafx/fit/fit_settings.h>
 #include <grafx/io/parameter_file.h>
 #include <grafx/report/prune_report.h>
 
@@ -56,19 +57,13 @@ void write_fit_record(const std::string& folder, const FitInputs& inputs, const 
                       bool overwrite) {
   nlohmann::json j;
   j["format"]  = "grafx.fit";
-  j["version"] = 1;
+  j["version"] = 2;  // 2: the settings as fit_settings_json writes them
   for (const auto& path : inputs.tracks) j["tracks"].push_back(fs::absolute(path).string());
-  j["mix"]            = fs::absolute(inputs.mix).string();
-  j["track_names"]    = inputs.track_names;
-  j["sample_rate"]    = inputs.sample_rate;
-  j["strict_rate"]    = inputs.strict_rate;
-  j["crop_seconds"]   = options.crop_seconds;
-  j["skip_seconds"]   = options.skip_seconds;
-  j["lr"]             = options.optimizer.lr;
-  j["seed"]           = options.seed;
-  j["warmup_steps"]   = options.lr_schedule.warmup_steps;
-  j["final_lr_ratio"] = options.lr_schedule.final_ratio;
-  j["crops_per_step"] = options.crops_per_step;
+  j["mix"]         = fs::absolute(inputs.mix).string();
+  j["track_names"] = inputs.track_names;
+  j["sample_rate"] = inputs.sample_rate;
+  j["strict_rate"] = inputs.strict_rate;
+  j["settings"]    = fit_settings_json(options);
   if (!inputs.hashes.empty()) j["hashes"] = inputs.hashes;
   write_text_file(folder + "/" + kFitRecord, j.dump(2) + "\n", overwrite);
 }
@@ -100,12 +95,22 @@ std::pair<FitInputs, FitOptions> read_fit_record(const std::string& folder) {
     if (!inputs.hashes.empty() && inputs.hashes.size() != inputs.tracks.size() + 1)
       fail("expected " + std::to_string(inputs.tracks.size() + 1) +
            " hashes (the tracks' and the mix's), but got " + std::to_string(inputs.hashes.size()));
-    options.crop_seconds = j.at("crop_seconds").get<double>();
-    options.skip_seconds = j.at("skip_seconds").get<double>();
+    if (j.contains("settings")) {
+      try {
+        options = fit_options_from_json(j.at("settings"));
+      } catch (const FitError& e) {
+        fail("settings: " + e.message());
+      }
+    } else {  // version 1: these settings at the top level
+      options.crop_seconds            = j.at("crop_seconds").get<double>();
+      options.skip_seconds            = j.at("skip_seconds").get<double>();
+      options.optimizer.lr            = j.at("lr").get<double>();
+      options.lr_schedule.final_ratio = j.value("final_lr_ratio", 1.0);
+      options.seed                    = j.at("seed").get<uint64_t>();
+    }
     // Fine-tuning goes on at the rate the fit ended with, constant (as `fit --prune` does).
-    options.optimizer.lr   = j.at("lr").get<double>() * j.value("final_lr_ratio", 1.0);
+    options.optimizer.lr *= options.lr_schedule.final_ratio;
     options.lr_schedule    = {};
-    options.seed           = j.at("seed").get<uint64_t>();
     options.initialisation = InitialisationOptions::none();  // from the fit's checkpoint
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("missing or wrong field: ") + e.what());

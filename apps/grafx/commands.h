@@ -173,6 +173,10 @@ CLI::Validator finite_number(double min, bool inclusive);
 /// A whole number of at least `min`, with a message saying so (CLI11 would take "-1" for an
 /// unsigned option and wrap it around).
 CLI::Validator whole_number(int64_t min);
+/// One option per fit setting (grafx/fit/fit_settings.h) that sets it in `options`:
+/// --name-with-dashes and its aliases, grouped in --help, with the current value of `options` as
+/// the default shown. Returns the options by setting name.
+std::map<std::string, CLI::Option*> add_fit_settings(CLI::App& cmd, FitOptions& options);
 /// Ctrl-C and SIGTERM (a scheduler, `kill`) taken as a request to stop after the current step,
 /// while an instance lives; the previous handlers come back when it goes.
 class StopRequest {

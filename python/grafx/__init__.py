@@ -46,6 +46,7 @@ from ._grafx import (
     default_console_chain,
     describe_processor,
     even_groups,
+    fit_settings,
     load_audio,
     processor_registry,
     prune_randomly,

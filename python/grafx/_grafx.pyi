@@ -35,56 +35,56 @@ class FitError(Error):
 
 class FitOptions:
     """
-    Options of a mix fit (grafx fit's defaults); set fields by name: `o = grafx.FitOptions(); o.num_steps = 500`.
+    Options of a mix fit (grafx fit's defaults); set fields by name: `o = grafx.FitOptions(); o.num_steps = 500`. grafx.fit_settings() lists the settings.
     """
     def __init__(self) -> None: ...
-    adapt_threads: bool
+    adapt_threads: Any
     """
-    Time the steps and use fewer LibTorch threads when that steps faster (restored when the fit returns).
+    Time the steps and use fewer threads when that steps faster
     """
     automate: Dict[str, Set[str]]
     """
     Automation fitted after a static part, {type: raw parameter names}; no names: every parameter the type can automate (its wet amounts too). Empty: none.
     """
-    automation_rate: float
+    automation_rate: Any
     """
-    Points per second of song of the automation curves (default 10).
+    Points per second of song of the automated curves
     """
-    automation_smoothness: float
+    automation_smoothness: Any
     """
-    Weight of the curves' smoothness prior, mean |second difference| of their raw points (default 0.3).
+    Weight of the curves' smoothness prior (mean |second difference| of their raw points)
     """
-    automation_start: float
+    automation_start: Any
     """
-    Share of the fit fitted statically before the curves start from its values (default 0.5).
+    Share of the fit (steps, or time with a budget) fitted statically before the curves start from its values
     """
-    crop_seconds: float
+    crop_seconds: Any
     """
-    Length of the random crop each step renders, in seconds (the whole song if shorter; default 3.8).
+    Seconds of audio per step (the whole song if shorter)
     """
-    crops_per_step: int
+    crops_per_step: Any
     """
-    Crops per step, rendered as one source batch; the loss and regularisers are their means.
+    Crops per step, rendered as one batch (the loss is their mean)
     """
-    final_lr_ratio: float
+    final_lr_ratio: Any
     """
-    The cosine schedule's final learning rate as a share of lr (default 0.1; 1 keeps lr constant).
+    Cosine decay of the learning rate to this share of lr by the last step (or the end of the time budget); 1: constant
     """
     hessian_preconditioning: bool
     """
     Curvature in AdamW's second moment (as AdaHessian), from one Hessian-vector product per step; the same as optimizer = "adahessian".
     """
-    initialise_eq: bool
+    initialise_eq: Any
     """
-    Start each track's EQ from smoothed spectral ratios (default off).
+    Start each track's EQ from smoothed spectral ratios (--init eq)
     """
-    initialise_gains: bool
+    initialise_gains: Any
     """
-    Start from least-squares gains per track and channel (default on).
+    Start from least-squares gains per track and channel (--init gains)
     """
-    initialise_starts: bool
+    initialise_starts: Any
     """
-    Start from the processors' typical settings (default on).
+    Start from the processors' typical settings (--init starts)
     """
     learning_rates: Dict[str, float]
     """
@@ -94,61 +94,61 @@ class FitOptions:
     """
     The MixLoss the fit minimises (its sample rate and warm-up skip are the fit's own).
     """
-    lr: float
+    lr: Any
     """
-    AdamW's learning rate (default 0.05).
+    AdamW's learning rate (above 10 the first step throws every parameter out of range)
     """
-    max_gradient_norm: float
+    max_gradient_norm: Any
     """
-    Clip the global gradient norm to this (0: no clipping).
+    Clip the global gradient norm to this (0: off)
     """
-    max_non_finite_steps: int
+    max_non_finite_steps: Any
     """
-    Stop with a FitError (grafx.fit.diverged) after this many skipped (non-finite) steps in a row.
+    Stop after this many skipped (non-finite) steps in a row
     """
-    num_steps: int
+    num_steps: Any
     """
-    Steps to run (default 1000).
+    Optimisation steps (with a time budget alone: no limit)
     """
-    optimizer: str
+    optimizer: Any
     """
-    "adamw" or "adahessian" (AdamW with curvature); FitError (grafx.fit.options) for another name.
+    adamw, or adahessian: Adam's second moment from the Hessian's diagonal where it exceeds the gradient, one Hessian-vector product per step
     """
     regularizer_weights: Dict[str, float]
     """
     Weights of the processors' auxiliary losses, {name: weight} (gain staging 1e-3, radii 0.5).
     """
-    reset_optimizer_every: int
+    reset_optimizer_every: Any
     """
-    Re-create the optimizer's state every this many steps (0: never).
+    Reset the optimizer's state every this many steps (0: never)
     """
-    schedule_method: str
+    schedule_method: Any
     """
-    The render schedule's method (default "optimal").
+    How the renderer orders its batched steps (grafx schedule)
     """
-    seed: int
+    seed: Any
     """
-    Seed of the initial parameters and the crops.
+    Seed of the initial parameters and the crops
     """
-    skip_seconds: float
+    skip_seconds: Any
     """
-    Start of each crop left out of the loss (warm-up), in seconds (default 1).
+    Seconds at the start of each crop left out of the loss
     """
     stages: List[Tuple[float, Set[str]]]
     """
     Training stages, a list of (until, groups): until the share `until` (in (0, 1]) of the fit, only the parameter groups named (keyed as learning_rates) train; after the last stage every parameter trains.
     """
-    time_budget_seconds: float
+    time_budget_seconds: Any
     """
-    Stop once this many seconds of fitting have passed in a run (0: no limit).
+    Stop after this many seconds of fitting, also with steps left (0: no limit)
     """
-    warmup_steps: int
+    warmup_steps: Any
     """
-    Steps of linear warm-up from lr/10 to lr (0: none).
+    Steps of linear learning-rate warm-up from lr/10
     """
-    weight_decay: float
+    weight_decay: Any
     """
-    AdamW's weight decay (default 0).
+    AdamW's decoupled weight decay
     """
 
 class Fitter:
@@ -734,6 +734,11 @@ def describe_processor(name: str, sample_rate: int = ..., detailed: bool = ...) 
 def even_groups(n_tracks: int, n_groups: int) -> List[int]:
     """
     The subgroup of each of `n_tracks` tracks split into `n_groups` contiguous, near-equal subgroups.
+    """
+    ...
+def fit_settings() -> list:
+    """
+    The fit's settings, one dict each: name (the keyword of fit, Fitter and FitOptions, and the key of fit.json), kind ("integer", "number", "flag" or "choice"), group, help, default, unit, minimum and maximum (None: unbounded) with minimum_open and maximum_open, choices, command_line (grafx fit's option) and aliases (its older options).
     """
     ...
 def load_audio(path: str) -> tuple:

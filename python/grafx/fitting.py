@@ -62,14 +62,12 @@ class Fitter(_grafx.Fitter):
     tracks  K×C×L, one per ``in`` node in id order (or a list of K C×L tensors); mix  C×L; at
             ``sample_rate``. Mono tracks or a mono mix are spread to both channels, as
             ``grafx fit`` reads mono files.
-    Settings (FitOptions): num_steps, lr, weight_decay, warmup_steps, final_lr_ratio,
-    crop_seconds, crops_per_step, skip_seconds, seed, reset_optimizer_every, max_gradient_norm,
-    max_non_finite_steps, regularizer_weights, initialise_starts, initialise_gains,
-    initialise_eq, learning_rates, stages, adapt_threads, schedule_method, optimizer ("adamw" or
-    "adahessian"), automate ({type: parameter names}, e.g. {"gain_pan": []}: curves after a
-    static part), automation_rate, automation_start, automation_smoothness, loss (a grafx.MixLoss whose FFT sizes, mel bands, A-weighting, eps and
-    L/R, mid and side weights the fit uses; its rate and skip are the fit's), time_budget_seconds
-    or time_budget_minutes.
+    Settings: every entry of ``grafx.fit_settings()`` by its name (num_steps, lr, crop_seconds,
+    skip_seconds, ...: the keys of fit.json, grafx fit's options with dashes), and
+    regularizer_weights, learning_rates, stages, automate ({type: parameter names}, e.g.
+    {"gain_pan": []}: curves after a static part), loss (a grafx.MixLoss whose FFT sizes, mel
+    bands, A-weighting, eps and L/R, mid and side weights the fit uses; its rate and skip are the
+    fit's) and time_budget_minutes.
     """
 
     def __init__(self, graph, tracks, mix, sample_rate, parameters=None, **settings):

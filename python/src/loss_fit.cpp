@@ -6,12 +6,48 @@
 #include <grafx/error.h>
 #include <grafx/fit/demo.h>
 #include <grafx/fit/fit.h>
+#include <grafx/fit/fit_settings.h>
 #include <grafx/loss/mix_loss.h>
 #include <grafx/loss/mrstft_loss.h>
 
 namespace grafx::python {
 
 namespace {
+
+/// A setting's value for Python: bool, int, float or str.
+py::object from_json(const nlohmann::json& value) {
+  if (value.is_boolean()) return py::bool_(value.get<bool>());
+  if (value.is_number_unsigned()) return py::int_(value.get<uint64_t>());
+  if (value.is_number_integer()) return py::int_(value.get<int64_t>());
+  if (value.is_number()) return py::float_(value.get<double>());
+  return py::str(value.get<std::string>());
+}
+
+/// A Python value as a setting's JSON value (bool before int: bool is an int in Python).
+nlohmann::json to_json(const py::object& value, const std::string& name) {
+  if (py::isinstance<py::bool_>(value)) return value.cast<bool>();
+  if (py::isinstance<py::int_>(value)) {
+    if (value.cast<py::int_>() >= py::int_(0)) return value.cast<uint64_t>();
+    return value.cast<int64_t>();
+  }
+  if (py::isinstance<py::float_>(value)) return value.cast<double>();
+  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  throw FitError("grafx.fit.options", name + ": expected a bool, int, float or str, but got " +
+                                          std::string(py::str(value.get_type().attr("__name__"))));
+}
+
+const char* kind_name(FitSettingKind kind) {
+  switch (kind) {
+    case FitSettingKind::kInteger:
+      return "integer";
+    case FitSettingKind::kNumber:
+      return "number";
+    case FitSettingKind::kFlag:
+      return "flag";
+    default:
+      return "choice";
+  }
+}
 
 py::dict terms_to_python(const MixLossTerms& t) {
   py::dict result;
@@ -134,82 +170,35 @@ void bind_loss_and_fit(py::module_& m) {
         return loss(estimate, target);
       });
 
-  py::class_<FitOptions>(m, "FitOptions",
-                         "Options of a mix fit (grafx fit's defaults); set fields by name: `o = "
-                         "grafx.FitOptions(); o.num_steps = 500`.")
-      .def(py::init<>())
-      .def_readwrite("num_steps", &FitOptions::n_steps, "Steps to run (default 1000).")
-      .def_readwrite("time_budget_seconds", &FitOptions::time_budget_seconds,
-                     "Stop once this many seconds of fitting have passed in a run (0: no limit).")
-      .def_property(
-          "lr", [](const FitOptions& o) { return o.optimizer.lr; },
-          [](FitOptions& o, double lr) { o.optimizer.lr = lr; },
-          "AdamW's learning rate (default 0.05).")
-      .def_property(
-          "weight_decay", [](const FitOptions& o) { return o.optimizer.weight_decay; },
-          [](FitOptions& o, double w) { o.optimizer.weight_decay = w; },
-          "AdamW's weight decay (default 0).")
-      .def_property(
-          "warmup_steps", [](const FitOptions& o) { return o.lr_schedule.warmup_steps; },
-          [](FitOptions& o, int64_t n) { o.lr_schedule.warmup_steps = n; },
-          "Steps of linear warm-up from lr/10 to lr (0: none).")
-      .def_property(
-          "final_lr_ratio", [](const FitOptions& o) { return o.lr_schedule.final_ratio; },
-          [](FitOptions& o, double r) { o.lr_schedule.final_ratio = r; },
-          "The cosine schedule's final learning rate as a share of lr (default 0.1; 1 keeps lr "
-          "constant).")
-      .def_readwrite("crop_seconds", &FitOptions::crop_seconds,
-                     "Length of the random crop each step renders, in seconds (the whole song if "
-                     "shorter; default 3.8).")
-      .def_readwrite("crops_per_step", &FitOptions::crops_per_step,
-                     "Crops per step, rendered as one source batch; the loss and regularisers are "
-                     "their means.")
+  py::class_<FitOptions> options(
+      m, "FitOptions",
+      "Options of a mix fit (grafx fit's defaults); set fields by name: `o = "
+      "grafx.FitOptions(); o.num_steps = 500`. grafx.fit_settings() lists the settings.");
+  options.def(py::init<>());
+  // One property per setting of the library's table (grafx/fit/fit_settings.h), checked when
+  // set: FitError (grafx.fit.options) for a value out of range or of another kind.
+  for (const FitSetting& setting : fit_settings()) {
+    const std::string& name = setting.name;
+    options.def_property(
+        name.c_str(), [name](const FitOptions& o) { return from_json(fit_setting(name).get(o)); },
+        [name](FitOptions& o, const py::object& value) {
+          set_fit_setting(o, name, to_json(value, name));
+        },
+        setting.help.c_str());
+  }
+  options
       .def_readwrite("hessian_preconditioning", &FitOptions::hessian_preconditioning,
                      "Curvature in AdamW's second moment (as AdaHessian), from one Hessian-vector "
                      "product per step; the same as optimizer = \"adahessian\".")
-      .def_property(
-          "optimizer",
-          [](const FitOptions& o) { return o.hessian_preconditioning ? "adahessian" : "adamw"; },
-          [](FitOptions& o, const std::string& name) {
-            if (name != "adamw" && name != "adahessian")
-              throw FitError(
-                  "grafx.fit.options",
-                  "optimizer: expected \"adamw\" or \"adahessian\", but got \"" + name + "\"");
-            o.hessian_preconditioning = name == "adahessian";
-          },
-          "\"adamw\" or \"adahessian\" (AdamW with curvature); FitError (grafx.fit.options) for "
-          "another name.")
       // The mix loss the fit minimises (grafx fit's, by default); its sample rate and warm-up
       // skip are the fit's own (sample_rate, skip_seconds), set when the fit starts.
       .def_property(
           "loss", [](const FitOptions& o) { return MixLoss(o.loss); },
           [](FitOptions& o, const MixLoss& loss) { o.loss = loss.options(); },
           "The MixLoss the fit minimises (its sample rate and warm-up skip are the fit's own).")
-      .def_readwrite("skip_seconds", &FitOptions::skip_seconds,
-                     "Start of each crop left out of the loss (warm-up), in seconds (default 1).")
-      .def_readwrite("seed", &FitOptions::seed, "Seed of the initial parameters and the crops.")
-      .def_readwrite("reset_optimizer_every", &FitOptions::reset_optimizer_every,
-                     "Re-create the optimizer's state every this many steps (0: never).")
-      .def_readwrite("max_gradient_norm", &FitOptions::max_gradient_norm,
-                     "Clip the global gradient norm to this (0: no clipping).")
-      .def_readwrite("max_non_finite_steps", &FitOptions::max_non_finite_steps,
-                     "Stop with a FitError (grafx.fit.diverged) after this many skipped "
-                     "(non-finite) steps in a row.")
       .def_readwrite("regularizer_weights", &FitOptions::regularizer_weights,
                      "Weights of the processors' auxiliary losses, {name: weight} (gain staging "
                      "1e-3, radii 0.5).")
-      .def_property(
-          "initialise_starts", [](const FitOptions& o) { return o.initialisation.typical_starts; },
-          [](FitOptions& o, bool on) { o.initialisation.typical_starts = on; },
-          "Start from the processors' typical settings (default on).")
-      .def_property(
-          "initialise_gains", [](const FitOptions& o) { return o.initialisation.channel_gains; },
-          [](FitOptions& o, bool on) { o.initialisation.channel_gains = on; },
-          "Start from least-squares gains per track and channel (default on).")
-      .def_property(
-          "initialise_eq", [](const FitOptions& o) { return o.initialisation.spectral_eq; },
-          [](FitOptions& o, bool on) { o.initialisation.spectral_eq = on; },
-          "Start each track's EQ from smoothed spectral ratios (default off).")
       .def_readwrite("learning_rates", &FitOptions::learning_rates,
                      "Learning rates of parameter groups, {key: lr} keyed by \"TYPE.PARAMETER\", "
                      "\"TYPE\" or \"PARAMETER\" (the most specific wins; 0 freezes); the schedule "
@@ -236,28 +225,36 @@ void bind_loss_and_fit(py::module_& m) {
               o.automation.parameters[type] = {names.begin(), names.end()};
           },
           "Automation fitted after a static part, {type: raw parameter names}; no names: every "
-          "parameter the type can automate (its wet amounts too). Empty: none.")
-      .def_property(
-          "automation_rate", [](const FitOptions& o) { return o.automation.rate_hz; },
-          [](FitOptions& o, double hz) { o.automation.rate_hz = hz; },
-          "Points per second of song of the automation curves (default 10).")
-      .def_property(
-          "automation_start", [](const FitOptions& o) { return o.automation.start; },
-          [](FitOptions& o, double share) { o.automation.start = share; },
-          "Share of the fit fitted statically before the curves start from its values (default "
-          "0.5).")
-      .def_property(
-          "automation_smoothness", [](const FitOptions& o) { return o.automation.smoothness; },
-          [](FitOptions& o, double weight) { o.automation.smoothness = weight; },
-          "Weight of the curves' smoothness prior, mean |second difference| of their raw points "
-          "(default 0.3).")
-      .def_readwrite("adapt_threads", &FitOptions::adapt_threads,
-                     "Time the steps and use fewer LibTorch threads when that steps faster "
-                     "(restored when the fit returns).")
-      .def_property(
-          "schedule_method", [](const FitOptions& o) { return to_string(o.schedule.method); },
-          [](FitOptions& o, const std::string& m) { o.schedule = parse_schedule_method(m); },
-          "The render schedule's method (default \"optimal\").");
+          "parameter the type can automate (its wet amounts too). Empty: none.");
+
+  m.def(
+      "fit_settings",
+      [] {
+        py::list settings;
+        const FitOptions defaults;
+        for (const FitSetting& s : fit_settings()) {
+          py::dict d;
+          d["name"]         = s.name;
+          d["kind"]         = kind_name(s.kind);
+          d["group"]        = s.group;
+          d["help"]         = s.help;
+          d["default"]      = from_json(s.get(defaults));
+          d["unit"]         = s.unit;
+          d["minimum"]      = s.minimum > -1e300 ? py::object(py::float_(s.minimum)) : py::none();
+          d["maximum"]      = s.maximum < 1e300 ? py::object(py::float_(s.maximum)) : py::none();
+          d["minimum_open"] = s.minimum_open;
+          d["maximum_open"] = s.maximum_open;
+          d["choices"]      = s.choices;
+          d["command_line"] = command_line_name(s);
+          d["aliases"]      = s.aliases;
+          settings.append(d);
+        }
+        return settings;
+      },
+      "The fit's settings, one dict each: name (the keyword of fit, Fitter and FitOptions, and "
+      "the key of fit.json), kind (\"integer\", \"number\", \"flag\" or \"choice\"), group, help, "
+      "default, unit, minimum and maximum (None: unbounded) with minimum_open and maximum_open, "
+      "choices, command_line (grafx fit's option) and aliases (its older options).");
 
   py::class_<Fitter>(m, "Fitter")
       .def(py::init([](const Graph& graph, const at::Tensor& tracks, const at::Tensor& mix,

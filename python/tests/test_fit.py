@@ -114,3 +114,32 @@ def test_automation_fits_curves_after_a_static_part(song):
     with pytest.raises(grafx.FitError, match="gain_pan automates"):
         grafx.Fitter(song["console"], song["tracks"], song["mix"], song["sample_rate"],
                      automate={"gain_pan": ["log_ratio"]})
+
+
+def test_fit_settings_name_every_keyword_option_and_flag_once(cli):
+    import subprocess
+
+    settings = grafx.fit_settings()
+    names = [s["name"] for s in settings]
+    assert len(names) == len(set(names)) >= 20
+    options = grafx.FitOptions()
+    for s in settings:
+        assert getattr(options, s["name"]) == s["default"], s["name"]
+        assert s["command_line"] == "--" + s["name"].replace("_", "-")
+    with pytest.raises(grafx.FitError, match="crop_seconds: expected a finite crop length above 0 s"):
+        options.crop_seconds = 0
+    with pytest.raises(grafx.FitError, match="num_steps: expected a whole number"):
+        options.num_steps = 2.5
+    assert options.crop_seconds == 3.8, "a refused value changes nothing"
+    # grafx fit's --help shows every setting by its name, and its older names beside it.
+    shown = subprocess.run([cli, "fit", "--help"], capture_output=True, text=True).stdout
+    for s in settings:
+        assert ",".join([s["command_line"]] + s["aliases"]) in shown, s["name"]
+
+
+def test_the_fitting_docs_list_every_setting():
+    import pathlib
+
+    docs = (pathlib.Path(__file__).parents[2] / "docs" / "fitting.md").read_text()
+    for s in grafx.fit_settings():
+        assert f"| `{s['name']}` | `{s['command_line']}` |" in docs, s["name"]

@@ -1,5 +1,6 @@
 #include <grafx/error.h>
 #include <grafx/fit/fit.h>
+#include <grafx/fit/fit_settings.h>
 #include <grafx/graph/graph_json.h>
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/io/safetensors.h>
@@ -54,33 +55,7 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
                      "expected " + what + ", but got " + std::to_string(value));
   };
   auto finite = [](double x) { return std::isfinite(x); };
-  // Adam moves each raw parameter by about lr per step: far above 1 the first step throws every
-  // parameter out of any range (1e100 overflowed float32 inside LibTorch, 1e308 made NaN).
-  constexpr double kMostLearningRate = 10;
-  auto learning_rate                 = [&](double lr, bool zero_allowed, const std::string& what) {
-    if (finite(lr) && (zero_allowed ? lr >= 0 : lr > 0) && lr <= kMostLearningRate) return;
-    std::ostringstream got;
-    got << lr;
-    throw FitError("grafx.fit.options",
-                                   "expected " + what + " and at most 10, but got " + got.str());
-  };
-  learning_rate(options.optimizer.lr, false, "a finite learning rate above 0");
-  require(finite(options.crop_seconds) && options.crop_seconds > 0,
-          "a finite crop length above 0 s", options.crop_seconds);
-  require(finite(options.skip_seconds) && options.skip_seconds >= 0,
-          "a finite warm-up of at least 0 s", options.skip_seconds);
-  require(finite(options.max_gradient_norm) && options.max_gradient_norm >= 0,
-          "a finite gradient-norm limit of at least 0 (0: off)", options.max_gradient_norm);
-  require(options.reset_optimizer_every >= 0, "an optimizer reset interval of at least 0",
-          double(options.reset_optimizer_every));
-  require(options.crops_per_step >= 1, "at least 1 crop per step", double(options.crops_per_step));
-  require(finite(options.time_budget_seconds) && options.time_budget_seconds >= 0,
-          "a finite time budget of at least 0 s (0: none)", options.time_budget_seconds);
-  require(options.lr_schedule.warmup_steps >= 0, "warm-up steps of at least 0",
-          double(options.lr_schedule.warmup_steps));
-  require(finite(options.lr_schedule.final_ratio) && options.lr_schedule.final_ratio > 0 &&
-              options.lr_schedule.final_ratio <= 1,
-          "a final learning-rate ratio in (0, 1]", options.lr_schedule.final_ratio);
+  check_fit_settings(options);  // every scalar setting against its range (fit_settings.h)
   // In double first: a huge crop or warm-up in seconds must not overflow a sample count.
   auto samples = [&](double seconds) {
     return int64_t(std::llround(std::min(seconds * double(sample_rate), double(length))));
@@ -90,7 +65,6 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
   options.loss.skip_samples = samples(options.skip_seconds);
   const int64_t largest_fft =
       *std::max_element(options.loss.fft_sizes.begin(), options.loss.fft_sizes.end());
-  if (options.n_steps < 0) throw FitError("grafx.fit.options", "expected a number of steps ≥ 0");
   if (crop - options.loss.skip_samples < largest_fft)
     throw FitError("grafx.fit.data",
                    "a crop of " + std::to_string(crop) + " samples (" + std::to_string(length) +
@@ -98,14 +72,15 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
                        std::to_string(options.loss.skip_samples) +
                        " is shorter than the loss's largest FFT (" + std::to_string(largest_fft) +
                        "); use longer audio, a longer crop or a shorter warm-up");
-  options.crop_seconds            = double(crop) / double(sample_rate);
-  const FitAutomation& automation = options.automation;
-  require(finite(automation.start) && automation.start >= 0 && automation.start < 1,
-          "an automation start (share of the fit fitted statically) in [0, 1)", automation.start);
-  require(finite(automation.smoothness) && automation.smoothness >= 0,
-          "a finite automation smoothness weight of at least 0", automation.smoothness);
+  options.crop_seconds = double(crop) / double(sample_rate);
+  // As lr (fit_setting("lr")): at most 10, and 0 freezes a group.
   for (const auto& [group, lr] : options.learning_rates)
-    learning_rate(lr, true, "a finite learning rate of at least 0 for \"" + group + "\"");
+    if (!(finite(lr) && lr >= 0 && lr <= 10)) {
+      std::ostringstream got;
+      got << lr;
+      throw FitError("grafx.fit.options", "expected a finite learning rate of at least 0 for \"" +
+                                              group + "\" and at most 10, but got " + got.str());
+    }
   double last = 0;
   for (const auto& stage : options.stages) {
     require(finite(stage.until) && stage.until > last && stage.until <= 1,

@@ -57,9 +57,9 @@ TEST(CliBounds, HugeNumbersGiveOneCodedLineAndLeaveNoFolder) {
     auto r =
         run_grafx({"fit", "--tracks", data + "/bass.flac", data + "/drums.flac", "--mix",
                    data + "/guitar.flac", "-o", folder, "--lr", lr, "--steps", "2", "--crop", "3"});
-    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.exit_code, 2) << r.err;  // refused with the arguments (fit_settings.h)
     EXPECT_TRUE(contains(r.err,
-                         "grafx: error: [grafx.fit.options] expected a finite learning "
+                         "grafx: error: [grafx.cli.arguments] --lr: expected a finite learning "
                          "rate above 0 and at most 10, but got "))
         << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

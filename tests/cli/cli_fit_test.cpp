@@ -118,14 +118,24 @@ TEST(CliFit, HostileOptionsFailAtOnceAndMakeNoFolder) {
   write_audio(dir.file("a.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
   write_audio(dir.file("mix.wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--lr", "nan"}, "--lr: expected a finite number above 0, but got \"nan\""},
-      {{"--lr", "0"}, "--lr: expected a finite number above 0, but got \"0\""},
-      {{"--lr", "inf"}, "expected a finite number above 0"},
-      {{"--crop", "nan"}, "--crop: expected a finite number above 0"},
-      {{"--crop", "-1"}, "--crop: expected a finite number above 0"},
-      {{"--warm-up", "nan"}, "--warm-up: expected a finite number of at least 0"},
-      {{"--clip", "-1"}, "--clip: expected a finite number of at least 0"},
-      {{"--reset-every", "-1"}, "--reset-every"},
+      // The fit settings' options say their canonical name (--crop is --crop-seconds).
+      {{"--lr", "nan"},
+       "--lr: expected a finite learning rate above 0 and at most 10, but got \"nan\""},
+      {{"--lr", "0"},
+       "--lr: expected a finite learning rate above 0 and at most 10, but got \"0\""},
+      {{"--lr", "inf"}, "expected a finite learning rate above 0"},
+      {{"--lr", "11"}, "--lr: expected a finite learning rate above 0 and at most 10"},
+      {{"--crop", "nan"}, "--crop-seconds: expected a finite crop length above 0 s"},
+      {{"--crop-seconds", "-1"}, "--crop-seconds: expected a finite crop length above 0 s"},
+      {{"--warm-up", "nan"}, "--skip-seconds: expected a finite warm-up of at least 0 s"},
+      {{"--clip", "-1"},
+       "--max-gradient-norm: expected a finite gradient-norm limit of at least 0"},
+      {{"--reset-every", "-1"}, "--reset-optimizer-every"},
+      {{"--seed", "-1"}, "--seed: expected a whole number of at least 0, but got \"-1\""},
+      {{"--initialise-eq", "maybe"}, "--initialise-eq: expected true or false"},
+      {{"--automation-start", "1"}, "--automation-start: expected a finite automation start"},
+      {{"--schedule-method", "x"}, "--schedule-method: expected one of optimal, beam"},
+      {{"--max-non-finite-steps", "1.5"}, "--max-non-finite-steps: expected a whole number"},
       {{"--checkpoint-every", "-5"}, "--checkpoint-every"},
       {{"--chain", "m"}, "[grafx.fit.options] the graph has nothing to fit"},
       {{"--chain", ""}, "[grafx.graph.unknown_type] expected a chain of type letters"},
@@ -135,7 +145,7 @@ TEST(CliFit, HostileOptionsFailAtOnceAndMakeNoFolder) {
       {{"--gradient-hook", "0=scale:x"}, "\"x\" is not a finite number"},
       {{"--gradient-hook", "0=scale:nan"}, "\"nan\" is not a finite number"},
       {{"--gradient-hook", "0=clip:-1"}, "expected stop, scale:F or clip:M (M > 0)"},
-      {{"--optimizer", "sgd"}, "--optimizer: sgd not in {adamw,adahessian}"},
+      {{"--optimizer", "sgd"}, "--optimizer: expected one of adamw, adahessian, but got \"sgd\""},
   };
   for (const auto& [options, message] : cases) {
     std::vector<std::string> args = {"fit",   "--tracks",          dir.file("a.wav"),

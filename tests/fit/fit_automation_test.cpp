@@ -155,8 +155,8 @@ TEST(FitAutomation, RefusesWhatCannotBeAutomated) {
   refused({{"gain_pan", {"log_ratio"}}}, "cannot automate gain_pan.log_ratio: gain_pan automates");
   refused({{"gain_pan", {}}}, "an automation rate above 0 Hz", 0);
   refused({{"gain_pan", {}}}, "an automation rate above 0 Hz", NAN);
-  refused({{"gain_pan", {}}}, "an automation start", 10, 1.0);
-  refused({{"gain_pan", {}}}, "an automation start", 10, -0.1);
+  refused({{"gain_pan", {}}}, "a finite automation start", 10, 1.0);
+  refused({{"gain_pan", {}}}, "a finite automation start", 10, -0.1);
 }
 
 }  // namespace

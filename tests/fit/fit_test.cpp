@@ -357,7 +357,7 @@ TEST(Fit, SeveralCropsPerStepAreOneBatchWhoseLossIsTheirMean) {
   EXPECT_NEAR(record.match_loss, expected, 1e-6 * expected);
   options.crops_per_step = 0;
   EXPECT_GRAFX_ERROR(Fitter(console, x, mix, kRate, options), "grafx.fit.options",
-                     "at least 1 crop per step");
+                     "a whole number of crops per step of at least 1");
 }
 
 TEST(Fit, ATimeBudgetStopsTheFitOnTime) {
