@@ -105,6 +105,31 @@ TEST(CliPrune, PrunesAFitFolderAndTheResultRendersAsItsMix) {
   EXPECT_TRUE(contains(r.err, "[grafx.io.exists]")) << r.err;
   r = run_grafx({"prune", dir.file("fit"), "-o", dir.file("fit"), "--force"});
   EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]")) << r.err;
+
+  // fit.json records every fit setting by name (version 2); version 1 records, with a few
+  // settings at the top level, still load; a bad setting is refused naming the file and it.
+  const std::string record_path = dir.file("fit/fit.json");
+  auto record                   = nlohmann::json::parse(testing::read_file(record_path));
+  EXPECT_EQ(record["version"], 2);
+  EXPECT_EQ(record["settings"]["crop_seconds"], 1.0);
+  EXPECT_EQ(record["settings"]["skip_seconds"], 0.1);
+  EXPECT_EQ(record["settings"]["num_steps"], 20);
+  auto v1 = record;
+  v1.erase("settings");
+  v1["version"]      = 1;
+  v1["crop_seconds"] = 1.0, v1["skip_seconds"] = 0.1, v1["lr"] = 0.05, v1["seed"] = 0;
+  v1["final_lr_ratio"] = 0.1;
+  write_text_file(record_path, v1.dump(2), true);
+  r = run_grafx({"prune", dir.file("fit"), "-o", dir.file("pruned_v1"), "--rounds", "1",
+                 "--steps-between", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  record["settings"]["crop_seconds"] = -1;
+  write_text_file(record_path, record.dump(2), true);
+  r = run_grafx({"prune", dir.file("fit"), "-o", dir.file("pruned_bad")});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "[grafx.io.fit_folder]") &&
+              contains(r.err, "fit.json: settings: crop_seconds: expected"))
+      << r.err;
 }
 
 TEST(CliPrune, AnAutomatedFitPrunesAndItsCurvesRenderAsFitted) {
