@@ -69,21 +69,19 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
     : state_(std::make_unique<State>(plan, processors, std::move(options))) {
   State& s                            = *state_;
   const RenderOptions& render_options = s.options.render;
-  s.batched = check_sources(plan.n_sources, sources, render_options.check_finite);
-  const at::Tensor source_batch = (s.batched ? sources : sources.unsqueeze(0)).detach();
-  s.B                           = source_batch.size(0);
-  s.source_sizes                = sources.sizes().vec();
-  s.source_options              = sources.options();
-  auto per_item =
-      check_parameters(plan.types, plan.n_graph_nodes, NodeExtras::of(plan), processors, parameters,
-                       s.batched ? s.B : 0, sources.scalar_type(), sources.device());
-  if (render_options.check_finite) check_finite_parameters(parameters, per_item);
+  CheckedInputs checked =
+      check_render_inputs(plan, processors, parameters, sources, render_options);
+  checked.source_batch = checked.source_batch.detach();
+  s.batched            = checked.batched;
+  s.B                  = checked.B;
+  s.source_sizes       = sources.sizes().vec();
+  s.source_options     = sources.options();
   Parameters detached;
   for (const auto& [type, tensors] : parameters)
     for (const auto& [name, t] : tensors) detached[type][name] = t.detach();
   RenderOptions plain = render_options;
   plain.gradient_hooks.clear();  // applied to the assembled gradients instead
-  s.prepared = prepare_parameters(plan, detached, per_item, plain, sources.device());
+  s.prepared = prepare_parameters(plan, detached, checked.per_item, plain, sources.device());
 
   AdjointPlanOptions adjoint_options;
   for (const auto& type : render_options.frozen_types)  // as render: types it lacks are ignored
@@ -103,65 +101,50 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
 
   s.hooks.emplace(plan, render_options);  // validates the hooks now
   s.home = locate_rows(plan);
-  std::vector<int64_t> last_reader;
-  StepOutputs outputs = plan_step_outputs(plan, s.home, last_reader);
   s.tapes.resize(plan.steps.size());
   s.output_shapes.resize(plan.steps.size());
-  AuxPieces aux;
-  int64_t widest = 1;
   c10::NoGradGuard no_grad;  // each step records only its own call, below
-  for (size_t k = 0; k < plan.steps.size(); ++k) {
+  // The forward loop without hooks (the backward applies them to cotangents); each processor
+  // step keeps a tape of what its adjoint step needs: its inputs and parameter rows (leaves where
+  // the adjoint differentiates them) and, where the plan saves, the recorded call.
+  auto run_processor = [&](size_t k, const std::vector<at::Tensor>& inputs) {
     const PlanStep& step = plan.steps[k];
-    const int64_t m      = int64_t(step.nodes.size());
     const AdjointStep* a =
         s.step_index[k] >= 0 ? &s.adjoint.steps[size_t(s.step_index[k])] : nullptr;
-    std::vector<at::Tensor> inputs, produced;
-    if (step.type == NodeTypes::kIn) {
-      produced = {source_rows(plan, source_batch)};
-    } else {
-      auto where = [&] { return step_name(plan, k); };
-      for (const auto& read : step.reads)
-        inputs.push_back(aggregate(read, gather(read.rows.rows(), s.home, outputs, where), m));
-      if (step.type == NodeTypes::kOut || step.type == NodeTypes::kMix) {
-        produced = {inputs[0]};
-      } else {
-        Tape tape;
-        tape.inputs = inputs;
-        if (s.prepared.count(step.type)) tape.rows = step_rows(s.prepared.at(step.type), step);
-        if (a) {
-          for (const auto& inlet : a->inlets)
-            tape.inputs[size_t(inlet.read)] =
-                tape.inputs[size_t(inlet.read)].detach().requires_grad_(true);
-          if (a->parameter_gradients)
-            for (auto& [name, t] : tape.rows) t = t.detach().requires_grad_(true);
-        }
-        const bool record = a && a->memory == MemoryPolicy::kSave;
-        StepResult out;
-        {
-          c10::AutoGradMode grad_mode(record);
-          out = s.run(k, tape);
-        }
-        for (auto& [name, loss] : out.aux_losses) {
-          s.aux_step_offsets[step.type][int64_t(k)] = 0;  // filled below
-          aux[step.type][name].push_back(loss.detach());
-        }
-        if (record) {
-          tape.outputs    = out.outputs;
-          tape.aux_losses = out.aux_losses;
-        }
-        for (const auto& y : out.outputs) produced.push_back(y.detach());
-        if (a) s.tapes[k] = std::move(tape);
-      }
+    Tape tape;
+    tape.inputs = inputs;
+    if (s.prepared.count(step.type)) tape.rows = step_rows(s.prepared.at(step.type), step);
+    if (a) {
+      for (const auto& inlet : a->inlets)
+        tape.inputs[size_t(inlet.read)] =
+            tape.inputs[size_t(inlet.read)].detach().requires_grad_(true);
+      if (a->parameter_gradients)
+        for (auto& [name, t] : tape.rows) t = t.detach().requires_grad_(true);
     }
-    for (const auto& y : produced) s.output_shapes[k].push_back(y.sizes().vec());
-    outputs.set(k, produced);
-    if (render_options.observer)
-      observe(plan, k, inputs, produced, s.batched, render_options.observer);
-    for (const auto& y : produced) widest = std::max(widest, y.size(2));
-    if (render_options.check_finite_outputs) check_finite_outputs(plan, k, produced);
-    for (size_t j = 0; j < k; ++j)
-      if (last_reader[j] == int64_t(k)) outputs.release(j);
-  }
+    const bool record = a && a->memory == MemoryPolicy::kSave;
+    StepResult out;
+    {
+      c10::AutoGradMode grad_mode(record);
+      out = s.run(k, tape);
+    }
+    StepResult detached_out;
+    for (auto& [name, loss] : out.aux_losses) {
+      s.aux_step_offsets[step.type][int64_t(k)] = 0;  // filled below
+      detached_out.aux_losses[name]             = loss.detach();
+    }
+    for (const auto& y : out.outputs) detached_out.outputs.push_back(y.detach());
+    if (record) {
+      tape.outputs    = std::move(out.outputs);
+      tape.aux_losses = std::move(out.aux_losses);
+    }
+    if (a) s.tapes[k] = std::move(tape);
+    return detached_out;
+  };
+  s.result = run_steps(plan, checked, render_options, nullptr, run_processor,
+                       [&](size_t k, const std::vector<at::Tensor>& outputs) {
+                         for (const auto& y : outputs)
+                           s.output_shapes[k].push_back(y.sizes().vec());
+                       });
   // Where each step's aux losses sit among its type's, in plan order.
   for (auto& [type, offsets] : s.aux_step_offsets) {
     int64_t offset = 0;
@@ -170,7 +153,6 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
       offset += int64_t(plan.steps[size_t(k)].nodes.size());
     }
   }
-  s.result = assemble_result(plan, outputs.whole.back()[0], widest, aux, s.batched);
 }
 
 AdjointRender::~AdjointRender()                        = default;

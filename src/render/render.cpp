@@ -87,13 +87,8 @@ using namespace detail;
 RenderResult render(const RenderPlan& plan, const Processors& processors,
                     const Parameters& parameters, const at::Tensor& sources,
                     const RenderOptions& options) {
-  const bool batched = detail::check_sources(plan.n_sources, sources, options.check_finite);
-  const at::Tensor source_batch = batched ? sources : sources.unsqueeze(0);  // [B, K, C, L]
-  const int64_t B               = source_batch.size(0);
-  auto per_item                 = detail::check_parameters(
-                      plan.types, plan.n_graph_nodes, detail::NodeExtras::of(plan), processors, parameters,
-      batched ? B : 0, sources.scalar_type(), sources.device());
-  if (options.check_finite) detail::check_finite_parameters(parameters, per_item);
+  const detail::CheckedInputs checked =
+      detail::check_render_inputs(plan, processors, parameters, sources, options);
 
   // Without anything that needs a gradient, skip autograd's bookkeeping altogether.
   bool needs_gradient = sources.requires_grad();
@@ -105,49 +100,17 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
   if (!needs_gradient) no_grad.emplace();
 
   std::map<TypeId, PreparedParameters> prepared =
-      prepare_parameters(plan, parameters, per_item, options, sources.device());
-
-  // The last step that reads each step's outputs (they are released after it), and where the
-  // runs that later steps read begin and end (the outputs are cut there).
-  const RowHome home = locate_rows(plan);
-  std::vector<int64_t> last_reader;
-  StepOutputs outputs = plan_step_outputs(plan, home, last_reader);
+      prepare_parameters(plan, parameters, checked.per_item, options, sources.device());
   const SignalHooks hooks(plan, options);
-
-  AuxPieces aux;
-  int64_t widest = 1;  // channels of the widest signal so far
-  for (size_t k = 0; k < plan.steps.size(); ++k) {
-    const PlanStep& step = plan.steps[k];
-    const int64_t m      = int64_t(step.nodes.size());
-    std::vector<at::Tensor> inputs, produced;  // one per inlet; one per outlet
-    if (step.type == NodeTypes::kIn) {
-      produced = {source_rows(plan, source_batch)};
-    } else {
-      auto where = [&] { return step_name(plan, k); };
-      for (size_t i = 0; i < step.reads.size(); ++i) {
-        at::Tensor gathered = gather(step.reads[i].rows.rows(), home, outputs, where);
-        inputs.push_back(aggregate(step.reads[i], hooks.on_read(k, i, gathered), m));
-      }
-      if (step.type == NodeTypes::kOut || step.type == NodeTypes::kMix) {
-        produced = {inputs[0]};
-      } else {
-        const PreparedParameters& p = prepared[step.type];  // empty for a type without any
-        StepResult out              = run_processor_step(plan, k, processors,
-                                                         flatten_rows(step_rows(p, step), p.per_item, B, m),
-                                                         inputs, B, options);
-        produced                    = std::move(out.outputs);
-        for (auto& [name, loss] : out.aux_losses) aux[step.type][name].push_back(loss);
-      }
-    }
-    produced = hooks.on_outputs(k, std::move(produced));
-    outputs.set(k, produced);
-    if (options.observer) observe(plan, k, inputs, produced, batched, options.observer);
-    for (const auto& y : produced) widest = std::max(widest, y.size(2));
-    if (options.check_finite_outputs) check_finite_outputs(plan, k, produced);
-    for (size_t j = 0; j < k; ++j)
-      if (last_reader[j] == int64_t(k)) outputs.release(j);  // no later step reads it
-  }
-  return assemble_result(plan, outputs.whole.back()[0], widest, aux, batched);
+  return run_steps(
+      plan, checked, options, &hooks, [&](size_t k, const std::vector<at::Tensor>& inputs) {
+        const PlanStep& step        = plan.steps[k];
+        const PreparedParameters& p = prepared[step.type];  // empty: no parameters
+        return run_processor_step(
+            plan, k, processors,
+            flatten_rows(step_rows(p, step), p.per_item, checked.B, int64_t(step.nodes.size())),
+            inputs, checked.B, options);
+      });
 }
 
 std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs,

@@ -390,4 +390,62 @@ StepResult run_processor_step(const RenderPlan& plan, size_t k, const Processors
   return result;
 }
 
+CheckedInputs check_render_inputs(const RenderPlan& plan, const Processors& processors,
+                                  const Parameters& parameters, const at::Tensor& sources,
+                                  const RenderOptions& options) {
+  CheckedInputs checked;
+  checked.batched      = check_sources(plan.n_sources, sources, options.check_finite);
+  checked.source_batch = checked.batched ? sources : sources.unsqueeze(0);
+  checked.B            = checked.source_batch.size(0);
+  checked.per_item =
+      check_parameters(plan.types, plan.n_graph_nodes, NodeExtras::of(plan), processors, parameters,
+                       checked.batched ? checked.B : 0, sources.scalar_type(), sources.device());
+  if (options.check_finite) check_finite_parameters(parameters, checked.per_item);
+  return checked;
+}
+
+RenderResult run_steps(
+    const RenderPlan& plan, const CheckedInputs& inputs, const RenderOptions& options,
+    const SignalHooks* hooks, const ProcessorStepRunner& run_processor,
+    const std::function<void(size_t, const std::vector<at::Tensor>&)>& produced) {
+  // The last step that reads each step's outputs (they are released after it), and where the
+  // runs that later steps read begin and end (the outputs are cut there).
+  const RowHome home = locate_rows(plan);
+  std::vector<int64_t> last_reader;
+  StepOutputs outputs = plan_step_outputs(plan, home, last_reader);
+  AuxPieces aux;
+  int64_t widest = 1;  // channels of the widest signal so far
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const PlanStep& step = plan.steps[k];
+    const int64_t m      = int64_t(step.nodes.size());
+    std::vector<at::Tensor> reads, outlets;  // one per inlet; one per outlet
+    if (step.type == NodeTypes::kIn) {
+      outlets = {source_rows(plan, inputs.source_batch)};
+    } else {
+      auto where = [&] { return step_name(plan, k); };
+      for (size_t i = 0; i < step.reads.size(); ++i) {
+        at::Tensor gathered = gather(step.reads[i].rows.rows(), home, outputs, where);
+        if (hooks) gathered = hooks->on_read(k, i, gathered);
+        reads.push_back(aggregate(step.reads[i], gathered, m));
+      }
+      if (step.type == NodeTypes::kOut || step.type == NodeTypes::kMix) {
+        outlets = {reads[0]};
+      } else {
+        StepResult out = run_processor(k, reads);
+        outlets        = std::move(out.outputs);
+        for (auto& [name, loss] : out.aux_losses) aux[step.type][name].push_back(loss);
+      }
+    }
+    if (hooks) outlets = hooks->on_outputs(k, std::move(outlets));
+    if (produced) produced(k, outlets);
+    outputs.set(k, outlets);
+    if (options.observer) observe(plan, k, reads, outlets, inputs.batched, options.observer);
+    for (const auto& y : outlets) widest = std::max(widest, y.size(2));
+    if (options.check_finite_outputs) check_finite_outputs(plan, k, outlets);
+    for (size_t j = 0; j < k; ++j)
+      if (last_reader[j] == int64_t(k)) outputs.release(j);  // no later step reads it
+  }
+  return assemble_result(plan, outputs.whole.back()[0], widest, aux, inputs.batched);
+}
+
 }  // namespace grafx::detail

@@ -173,6 +173,37 @@ using AuxPieces = std::map<TypeId, std::map<std::string, std::vector<at::Tensor>
 /// For the rendered nodes of `type` in graph order (ascending id), their plan-order positions.
 std::vector<int64_t> aux_graph_order(const RenderPlan& plan, TypeId type);
 
+/// A render's sources and parameters, checked: the sources as a batch [B, K, C, L] (`batched`
+/// when the caller gave one) and which types' parameters are per batch item.
+struct CheckedInputs {
+  at::Tensor source_batch;
+  bool batched = false;
+  int64_t B    = 1;
+  std::map<std::string, bool> per_item;
+};
+
+/// The checks of render and the adjoint executor, once: the sources' and parameters' shapes
+/// and types against the plan (RenderError naming what is wrong), and finite values where
+/// `options.check_finite` asks.
+CheckedInputs check_render_inputs(const RenderPlan& plan, const Processors& processors,
+                                  const Parameters& parameters, const at::Tensor& sources,
+                                  const RenderOptions& options);
+
+/// A processor step as a renderer runs it: k and the step's inputs (per inlet [B, m, C, L]).
+using ProcessorStepRunner =
+    std::function<StepResult(size_t k, const std::vector<at::Tensor>& inputs)>;
+
+/// The loop over a plan's steps, written once for the autograd renderer and the adjoint
+/// executor: the `in` step's sources, every other step's reads gathered and aggregated, mix and
+/// out passing their input on, processor steps run by `run_processor`; outputs kept until their
+/// last reader, shown to the observer and checked for finite values where the options ask.
+/// `hooks` (the autograd renderer's) are placed on reads and outputs; `produced(k, outputs)`
+/// sees every step's outputs. Returns the assembled result.
+RenderResult run_steps(
+    const RenderPlan& plan, const CheckedInputs& inputs, const RenderOptions& options,
+    const SignalHooks* hooks, const ProcessorStepRunner& run_processor,
+    const std::function<void(size_t, const std::vector<at::Tensor>&)>& produced = {});
+
 /// A render's result: the `out` step's output [B, n_out, C, L] widened to `widest` channels (the
 /// widest signal rendered: the same count in every schedule), the aux losses in graph order;
 /// the batch dimension dropped for unbatched sources.
