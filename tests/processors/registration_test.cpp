@@ -73,6 +73,25 @@ const ProcessorRegistration letterless([] {
   return d;
 }());
 
+/// A console of two tracks through `chain` (one test gain type) renders their mix at −6 and
+/// +6 dB.
+void expect_a_console_of_two_tracks_renders(const std::vector<std::string>& chain) {
+  ASSERT_EQ(chain.size(), 1u);
+  const std::string& type = chain[0];
+  ConsoleOptions options;
+  options.n_tracks = 2;
+  options.chain    = chain;
+  Graph g          = build_console(options, registry_node_types()).graph;
+  EXPECT_EQ(g.nodes_of_type(type).size(), 2u);
+  Processors processors = make_processors(g.types(), {8000});
+  Parameters p          = create_parameters(g, processors, {0, at::kDouble, false});
+  p[type]["gain_db"]    = at::tensor({-6.0, 6.0}, at::kDouble).view({2, 1});
+  at::Tensor x          = at::randn({2, 2, 100}, at::kDouble);
+  at::Tensor y          = render(make_render_plan(to_tensor(g)), processors, p, x).outputs[0];
+  EXPECT_TRUE(at::allclose(y, x[0] * std::pow(10.0, -6.0 / 20) + x[1] * std::pow(10.0, 6.0 / 20)))
+      << type;
+}
+
 TEST(Registration, AProcessorNeedsNoLetter) {
   const NodeTypes types = registry_node_types();
   EXPECT_EQ(parse_chain("eq,test_trim,t", types),
@@ -86,33 +105,13 @@ TEST(Registration, AProcessorNeedsNoLetter) {
   EXPECT_GRAFX_ERROR(parse_chain("eq,", types), "grafx.graph.unknown_type", "comma-separated");
   EXPECT_GRAFX_ERROR(parse_chain("eq,no_such_type", types), "grafx.graph.unknown_type",
                      "no_such_type");
-  ConsoleOptions options;
-  options.n_tracks = 2;
-  options.chain    = parse_chain("test_trim", types);
-  Graph g          = build_console(options, types).graph;
-  EXPECT_EQ(g.nodes_of_type("test_trim").size(), 2u);
-  Processors processors     = make_processors(g.types(), {8000});
-  Parameters p              = create_parameters(g, processors, {0, at::kDouble, false});
-  p["test_trim"]["gain_db"] = at::tensor({-6.0, 6.0}, at::kDouble).view({2, 1});
-  at::Tensor x              = at::randn({2, 2, 100}, at::kDouble);
-  at::Tensor y              = render(make_render_plan(to_tensor(g)), processors, p, x).outputs[0];
-  EXPECT_TRUE(at::allclose(y, x[0] * std::pow(10.0, -6.0 / 20) + x[1] * std::pow(10.0, 6.0 / 20)));
+  expect_a_console_of_two_tracks_renders(parse_chain("test_trim", types));
 }
 
 TEST(Registration, AConsoleUsesTheProcessorByItsLetter) {
   EXPECT_EQ(chain_from_letters("et"), (std::vector<std::string>{"eq", "test_gain"}));
   EXPECT_EQ(type_letter("test_gain"), 't');
-  ConsoleOptions options;
-  options.n_tracks = 2;
-  options.chain    = chain_from_letters("t");
-  Graph g          = build_console(options, registry_node_types()).graph;
-  EXPECT_EQ(g.nodes_of_type("test_gain").size(), 2u);
-  Processors processors     = make_processors(g.types(), {8000});
-  Parameters p              = create_parameters(g, processors, {0, at::kDouble, false});
-  p["test_gain"]["gain_db"] = at::tensor({-6.0, 6.0}, at::kDouble).view({2, 1});
-  at::Tensor x              = at::randn({2, 2, 100}, at::kDouble);
-  at::Tensor y              = render(make_render_plan(to_tensor(g)), processors, p, x).outputs[0];
-  EXPECT_TRUE(at::allclose(y, x[0] * std::pow(10.0, -6.0 / 20) + x[1] * std::pow(10.0, 6.0 / 20)));
+  expect_a_console_of_two_tracks_renders(chain_from_letters("t"));
 }
 
 TEST(Registration, TheDemoSetsItFromItsMusicalPrior) {
