@@ -97,7 +97,7 @@ std::pair<FitInputs, FitOptions> read_fit_record(const std::string& folder) {
            " hashes (the tracks' and the mix's), but got " + std::to_string(inputs.hashes.size()));
     if (j.contains("settings")) {
       try {
-        options = fit_options_from_json(j.at("settings"));
+        options = fit_options_from_json(j.at("settings"), options);
       } catch (const FitError& e) {
         fail("settings: " + e.message());
       }

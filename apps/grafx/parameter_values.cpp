@@ -172,8 +172,7 @@ TensorDict parameters_from_assignments(const Processor& processor,
                                        const std::vector<std::string>& assignments, at::Tensor* wet,
                                        const std::string& option,
                                        std::map<std::string, Breakpoints>* curves) {
-  std::vector<ParameterSpec> specs = processor.parameter_specs();
-  if (wet) specs.push_back(dry_wet_spec());
+  const std::vector<ParameterSpec> specs = node_parameter_specs(processor, wet != nullptr);
   TensorDict values;  // {name as typed: its numbers}; the library maps them
   bool wet_set = false;
   for (const auto& assignment : assignments) {
@@ -197,10 +196,8 @@ TensorDict parameters_from_assignments(const Processor& processor,
   }
   TensorDict raw =
       raw_parameters(specs, processor.name(), values, 1, at::TensorOptions(at::kDouble), option);
-  if (wet) {
-    if (wet_set) *wet = raw.at(kDryWetParameter);
-    raw.erase(kDryWetParameter);
-  }
+  at::Tensor raw_wet = take_wet_amount(raw);
+  if (wet && wet_set) *wet = raw_wet;
   return raw;
 }
 

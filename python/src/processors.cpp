@@ -104,9 +104,7 @@ TensorDict forward_parameters(const Processor& p, const std::vector<at::Tensor>&
 }
 
 std::vector<ParameterSpec> specs_with_dry_wet(const Processor& processor) {
-  std::vector<ParameterSpec> specs = processor.parameter_specs();
-  specs.push_back(dry_wet_spec());
-  return specs;
+  return node_parameter_specs(processor, true);
 }
 
 }  // namespace

@@ -113,8 +113,7 @@ Graph with_automation(Graph graph, const FitAutomation& automation, SampleRate s
         graph.types().contains(type) ? graph.nodes_of_type(type) : std::vector<NodeId>{};
     if (nodes.empty() || !processors.count(type))
       fail("cannot automate \"" + type + "\": the graph has no processor nodes of that type");
-    std::vector<ParameterSpec> specs = processors.at(type)->parameter_specs();
-    specs.push_back(dry_wet_spec());
+    const std::vector<ParameterSpec> specs = node_parameter_specs(*processors.at(type), true);
     std::vector<std::string> automatable;
     for (const auto& spec : specs)
       if (!spec.automation.empty()) automatable.push_back(spec.name);

@@ -78,6 +78,25 @@ at::Tensor over_time(const at::Tensor& parameter, const ParameterSpec& spec) {
   return parameter.dim() == int64_t(spec.shape.size()) + 2 ? parameter : parameter.unsqueeze(-1);
 }
 
+std::vector<ParameterSpec> node_parameter_specs(const Processor& processor, bool dry_wet) {
+  std::vector<ParameterSpec> specs = processor.parameter_specs();
+  if (dry_wet) specs.push_back(dry_wet_spec());
+  return specs;
+}
+
+at::Tensor take_wet_amount(TensorDict& parameters) {
+  auto raw = parameters.find(kDryWetParameter);
+  if (raw == parameters.end()) return {};
+  at::Tensor wet = raw->second;
+  parameters.erase(raw);
+  return wet;
+}
+
+at::Tensor mix_dry_wet(const at::Tensor& dry, const at::Tensor& processed,
+                       const at::Tensor& raw_wet) {
+  return at::lerp(dry, processed, raw_wet.sigmoid());
+}
+
 ParameterSpec dry_wet_spec() {
   return ParameterSpec::raw(kDryWetParameter, {1})
       .initial(0.0, 0.0)

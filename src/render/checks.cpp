@@ -40,9 +40,8 @@ NodeExtras NodeExtras::of(const RenderPlan& plan) {
 
 std::vector<ParameterSpec> type_parameter_specs(const Processor& processor, const std::string& type,
                                                 TypeId t, const NodeExtras& extras) {
-  std::vector<ParameterSpec> specs = processor.parameter_specs();
-  if (extras.dry_wet[size_t(t)]) specs.push_back(dry_wet_spec());
-  const size_t n_own = specs.size();
+  std::vector<ParameterSpec> specs = node_parameter_specs(processor, extras.dry_wet[size_t(t)]);
+  const size_t n_own               = specs.size();
   for (const std::string& name : extras.automated[size_t(t)]) {
     auto spec = std::find_if(specs.begin(), specs.begin() + long(n_own),
                              [&](const ParameterSpec& s) { return s.name == name; });

@@ -81,9 +81,8 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
       detail::match_channels(inputs, 1, where);
       const Node& node = graph.node(id);
       detail::automate_rows(node_parameters, {node.automated}, B, graph.automation(), time, L);
-      at::Tensor wet;  // [B, 1, 1], or [B, 1, L] where automated
-      if (node.dry_wet) wet = node_parameters.at(kDryWetParameter).sigmoid().view({B, 1, -1});
-      node_parameters.erase(kDryWetParameter);
+      at::Tensor wet = take_wet_amount(node_parameters);  // raw; [B, 1, 1] or [B, 1, L]
+      if (wet.defined()) wet = wet.view({B, 1, -1});
       ProcessorOutput out = processors.at(name)->forward(inputs, node_parameters);
       for (int64_t o = 0; o < types.n_outlets(type); ++o) {
         int64_t passed = types.passed_inlet(type, o);
@@ -92,7 +91,7 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
         if (node.bypassed)
           y = dry;
         else if (node.dry_wet)
-          y = dry + wet * (y - dry);  // w·f + (1 − w)·dry
+          y = mix_dry_wet(dry, y, wet);
         outputs[id].push_back(y.view({B, 1, y.size(1), L}));
       }
       for (auto& [loss_name, loss] : out.aux_losses)

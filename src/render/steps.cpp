@@ -119,17 +119,13 @@ NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, TensorDict& st
   auto per_row = [&](const std::vector<double>& values) {  // [m] -> [B·m, 1, 1]
     return at::tensor(values, at::kDouble).to(options).repeat({B}).view({-1, 1, 1});
   };
-  auto raw = step_parameters.find(kDryWetParameter);
-  if (raw != step_parameters.end()) {
-    auto n_dry_wet = std::count(dry_wet.begin(), dry_wet.end(), 1.0);
-    if (n_dry_wet > 0) {
-      // [B·m, 1, 1], or [B·m, 1, L] where automated
-      at::Tensor w = raw->second.sigmoid().view({raw->second.size(0), 1, -1});
-      at::Tensor has;
-      if (n_dry_wet < int64_t(dry_wet.size())) has = per_row(dry_wet);  // not every node has one
-      mix.wet = has.defined() ? has * w + (1 - has) : w;
-    }
-    step_parameters.erase(raw);
+  const at::Tensor raw = take_wet_amount(step_parameters);
+  const auto n_dry_wet = std::count(dry_wet.begin(), dry_wet.end(), 1.0);
+  if (raw.defined() && n_dry_wet > 0) {
+    at::Tensor w = raw.sigmoid().view({raw.size(0), 1, -1});  // [B·m, 1, 1] or [B·m, 1, L]
+    at::Tensor has;
+    if (n_dry_wet < int64_t(dry_wet.size())) has = per_row(dry_wet);  // not every node has one
+    mix.wet = has.defined() ? has * w + (1 - has) : w;
   }
   if (std::find(kept.begin(), kept.end(), 0.0) != kept.end()) mix.kept = per_row(kept) > 0.5;
   return mix;

@@ -134,6 +134,17 @@ ParameterSpec dry_wet_spec();
 TensorDict to_physical(const std::vector<ParameterSpec>& specs, const TensorDict& parameters);
 /// Its raw name, "dry_wet".
 inline constexpr char kDryWetParameter[] = "dry_wet";
+class Processor;
+/// The raw parameters of a node of `processor`: the processor's own, then the wet amount where
+/// the node carries one. What every listing, check and setter of a node's parameters uses.
+std::vector<ParameterSpec> node_parameter_specs(const Processor& processor, bool dry_wet);
+/// Takes the raw wet amount out of a node's (or step's) parameters, which processors never see:
+/// the tensor, or an undefined one where there is none.
+at::Tensor take_wet_amount(TensorDict& parameters);
+/// A dry/wet node's output, w·processed + (1 − w)·dry with w = σ(raw_wet) ([N, 1, 1], or
+/// [N, 1, L] where automated).
+at::Tensor mix_dry_wet(const at::Tensor& dry, const at::Tensor& processed,
+                       const at::Tensor& raw_wet);
 
 /// The raw name of an automation curve of parameter `name`: "log_gain@curve".
 std::string curve_name(const std::string& name);
