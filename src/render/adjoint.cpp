@@ -30,6 +30,35 @@ at::Tensor to_channels(const at::Tensor& cotangent, int64_t channels) {
   return cotangent.size(2) == channels ? cotangent : cotangent.sum(2, /*keepdim=*/true);
 }
 
+/// The cotangents of the step outputs, per step and outlet, summed as reads add to them;
+/// undefined: a zero never made.
+struct Cotangents {
+  const std::vector<std::vector<std::vector<int64_t>>>& shapes;  // [step][outlet] sizes
+  std::vector<std::vector<at::Tensor>> of_step;
+
+  explicit Cotangents(const std::vector<std::vector<std::vector<int64_t>>>& output_shapes)
+      : shapes(output_shapes), of_step(output_shapes.size()) {
+    for (size_t k = 0; k < shapes.size(); ++k) of_step[k].resize(shapes[k].size());
+  }
+  /// Adds `piece` to rows [start, start + rows) of outlet `outlet` of step `step`.
+  void add(int64_t step, int64_t outlet, int64_t start, const at::Tensor& piece) {
+    const auto& shape = shapes[size_t(step)][size_t(outlet)];
+    at::Tensor c      = to_channels(piece, shape[2]);
+    at::Tensor& sum   = of_step[size_t(step)][size_t(outlet)];
+    if (!sum.defined()) {
+      if (start == 0 && c.size(1) == shape[1]) {
+        sum = c.clone();
+        return;
+      }
+      sum = at::zeros(shape, c.options());
+    }
+    sum.narrow(1, start, c.size(1)).add_(c);
+  }
+};
+
+/// Cotangents of the aux losses per type and name, [B, N_t] in plan order.
+using AuxCotangents = std::map<TypeId, std::map<std::string, at::Tensor>>;
+
 }  // namespace
 
 struct AdjointRender::State {
@@ -60,6 +89,179 @@ struct AdjointRender::State {
     const bool per_item  = prepared.count(step.type) && prepared.at(step.type).per_item;
     return run_processor_step(plan, k, processors, flatten_rows(tape.rows, per_item, B, m),
                               tape.inputs, B, options.render);
+  }
+
+  // ---- the backward pass, phase by phase ----
+
+  /// Throws RenderError for a second backward or cotangents not shaped like what they belong to.
+  void check_cotangents(const at::Tensor& output_cotangent,
+                        const std::map<std::string, TensorDict>& aux_cotangents) const {
+    if (done)
+      throw RenderError("grafx.render.adjoint",
+                        "backward: this render's adjoint already ran (its saved passes are gone)");
+    if (!output_cotangent.defined() || output_cotangent.sizes() != result.outputs.sizes() ||
+        output_cotangent.scalar_type() != result.outputs.scalar_type())
+      throw RenderError("grafx.render.tangents",
+                        "backward: the output cotangent must be shaped and typed like the outputs");
+    for (const auto& [type, named] : aux_cotangents)
+      for (const auto& [name, c] : named) {
+        auto t = result.aux_losses.find(type);
+        if (t == result.aux_losses.end() || !t->second.count(name) || !c.defined() ||
+            c.sizes() != t->second.at(name).sizes())
+          throw RenderError("grafx.render.tangents", "backward: the cotangent of aux loss " + type +
+                                                         "." + name +
+                                                         " must be shaped like that loss");
+      }
+  }
+
+  /// The aux losses' cotangents per type and name, [B, N_t] in plan order.
+  AuxCotangents aux_in_plan_order(const std::map<std::string, TensorDict>& aux_cotangents) const {
+    AuxCotangents in_plan_order;
+    for (const auto& [type, named] : aux_cotangents) {
+      const TypeId t = plan.types.id(type);
+      at::Tensor order =
+          at::tensor(aux_graph_order(plan, t), at::kLong).to(source_options.device());
+      for (const auto& [name, c] : named) {
+        at::Tensor batch       = batched ? c : c.unsqueeze(0);
+        in_plan_order[t][name] = at::zeros_like(batch).index_copy(1, order, batch);
+      }
+    }
+    return in_plan_order;
+  }
+
+  /// The sources' gradient [B, K, C, L] from the `in` step's output cotangent.
+  at::Tensor sources_of(const at::Tensor& cotangent) const {
+    at::Tensor index = at::tensor(plan.source_index, at::kLong).to(source_options.device());
+    std::vector<int64_t> shape = source_sizes;
+    if (!batched) shape.insert(shape.begin(), 1);
+    return at::zeros(shape, cotangent.options()).index_add(1, index, cotangent);
+  }
+
+  /// A processor step's vector-Jacobian product from its tape (recomputed where the plan did
+  /// not save it): the cotangents of its inputs (per read), its parameters' gradients added to
+  /// `type_gradients` (plan order) and shown in `view`.
+  std::vector<at::Tensor> processor_vjp(const AdjointStep& a,
+                                        const std::vector<at::Tensor>& output_cotangents,
+                                        const AuxCotangents& aux_cotangents,
+                                        TensorDict& type_gradients, BackwardStepView& view) {
+    const size_t k       = size_t(a.forward_step);
+    const PlanStep& step = plan.steps[k];
+    const int64_t m      = int64_t(step.nodes.size());
+    Tape& tape           = *tapes[k];
+    auto aux             = aux_cotangents.find(step.type);
+    bool zero            = aux == aux_cotangents.end();  // a lazy zero: nothing to run
+    for (const auto& c : output_cotangents) zero = zero && !c.defined();
+    if (a.memory == MemoryPolicy::kRecompute && !zero) {
+      c10::AutoGradMode grad_mode(true);
+      StepResult recomputed = run(k, tape);
+      tape.outputs          = recomputed.outputs;
+      tape.aux_losses       = recomputed.aux_losses;
+    }
+    // Only outputs that carry history (a step whose outputs ignore every leaf has none).
+    std::vector<at::Tensor> outputs, grad_outputs;
+    auto take = [&](const at::Tensor& output, const at::Tensor& cotangent) {
+      if (!cotangent.defined() || !output.requires_grad()) return;
+      outputs.push_back(output);
+      grad_outputs.push_back(cotangent);
+    };
+    for (size_t o = 0; o < tape.outputs.size(); ++o) take(tape.outputs[o], output_cotangents[o]);
+    if (aux != aux_cotangents.end())
+      for (const auto& [name, c] : aux->second)
+        if (tape.aux_losses.count(name))
+          take(tape.aux_losses.at(name),
+               c.narrow(1, aux_step_offsets.at(step.type).at(int64_t(k)), m));
+    std::vector<at::Tensor> wrt;
+    std::vector<std::string> names;
+    for (const auto& inlet : a.inlets) wrt.push_back(tape.inputs[size_t(inlet.read)]);
+    if (a.parameter_gradients)
+      for (const auto& [name, t] : tape.rows) {
+        wrt.push_back(t);
+        names.push_back(name);
+      }
+    std::vector<at::Tensor> grads(wrt.size());
+    if (!outputs.empty() && !wrt.empty())
+      grads = torch::autograd::grad(outputs, wrt, grad_outputs, false, false, true);
+    std::vector<at::Tensor> input_cotangents(step.reads.size());
+    size_t g = 0;
+    for (const auto& inlet : a.inlets) input_cotangents[size_t(inlet.read)] = grads[g++];
+    const PreparedParameters& whole = prepared.at(step.type);
+    for (const auto& name : names) {
+      at::Tensor gradient = grads[g++];
+      if (!gradient.defined()) continue;
+      view.parameter_gradients[name] = gradient;
+      at::Tensor& sum                = type_gradients[name];
+      if (!sum.defined()) sum = at::zeros_like(whole.tensors.at(name));
+      sum.narrow(whole.per_item ? 1 : 0, step.parameter_rows.start, m).add_(gradient);
+    }
+    tapes[k].reset();  // its saved values are no longer needed
+    return input_cotangents;
+  }
+
+  /// The transposes of a step's reads, aggregation then gather (a scatter-add): each input
+  /// cotangent added to the outputs it was read from.
+  void transpose_reads(const AdjointStep& a, const std::vector<at::Tensor>& input_cotangents,
+                       Cotangents& cotangents, BackwardStepView& view) const {
+    const size_t k = size_t(a.forward_step);
+    for (const auto& inlet : a.inlets) {
+      const size_t r = size_t(inlet.read);
+      at::Tensor c   = input_cotangents[r];
+      view.input_cotangents.push_back(c);
+      if (!c.defined()) continue;
+      std::vector<int64_t> rows = inlet.rows.rows();
+      const int64_t n           = int64_t(rows.size());
+      switch (inlet.aggregation) {
+        case Aggregation::kNone:
+          break;
+        case Aggregation::kSum:
+          c = c.expand({c.size(0), n, c.size(2), c.size(3)});
+          break;
+        case Aggregation::kSegmentSum:
+          c = c.index_select(1, at::tensor(inlet.segments, at::kLong).to(c.device()));
+          break;
+      }
+      c              = hooks->apply_to_read(k, r, c);
+      int64_t offset = 0;
+      for (const Run& run : runs_of(rows, home).runs) {
+        cotangents.add(run.step, run.outlet, run.start, c.narrow(1, offset, run.length));
+        offset += run.length;
+      }
+    }
+  }
+
+  /// The parameters' gradients in the caller's shapes (each type's gradient hooks applied,
+  /// graph order) and the sources' where asked.
+  Gradients gradients_as_given(std::map<TypeId, TensorDict>& gradients,
+                               at::Tensor source_gradient) const {
+    Gradients out;
+    for (const auto& [type, tensors] : prepared) {
+      const std::string& type_name = plan.types.name(type);
+      if (options.render.frozen_types.count(type_name)) continue;
+      const bool reorder = !plan.parameters_in_graph_order(type);
+      auto hook          = options.render.gradient_hooks.find(type_name);
+      for (const auto& [name, whole] : tensors.tensors) {
+        at::Tensor g = gradients[type][name];
+        if (!g.defined()) g = at::zeros_like(whole);
+        if (hook != options.render.gradient_hooks.end()) g = hook->second.apply(name, g);
+        if (reorder) {
+          const int64_t dim          = tensors.per_item ? 1 : 0;
+          std::vector<int64_t> shape = g.sizes().vec();
+          shape[size_t(dim)]         = plan.n_graph_nodes[size_t(type)];
+          at::Tensor order =
+              at::tensor(plan.parameter_graph_rows[size_t(type)], at::kLong).to(g.device());
+          g = at::zeros(shape, g.options()).index_add(dim, order, g);
+        }
+        out.parameters[type_name][name] = g;
+      }
+    }
+    if (options.source_gradients) {
+      if (!source_gradient.defined()) {
+        std::vector<int64_t> shape = source_sizes;
+        if (!batched) shape.insert(shape.begin(), 1);
+        source_gradient = at::zeros(shape, source_options);
+      }
+      out.sources = batched ? source_gradient : source_gradient.squeeze(0);
+    }
+    return out;
   }
 };
 
@@ -165,201 +367,42 @@ Gradients AdjointRender::backward(const at::Tensor& output_cotangent,
                                   const std::map<std::string, TensorDict>& aux_cotangents) {
   State& s               = *state_;
   const RenderPlan& plan = s.plan;
-  if (s.done)
-    throw RenderError("grafx.render.adjoint",
-                      "backward: this render's adjoint already ran (its saved passes are gone)");
-  if (!output_cotangent.defined() || output_cotangent.sizes() != s.result.outputs.sizes() ||
-      output_cotangent.scalar_type() != s.result.outputs.scalar_type())
-    throw RenderError("grafx.render.tangents",
-                      "backward: the output cotangent must be shaped and typed like the outputs");
-  for (const auto& [type, named] : aux_cotangents)
-    for (const auto& [name, c] : named) {
-      auto t = s.result.aux_losses.find(type);
-      if (t == s.result.aux_losses.end() || !t->second.count(name) || !c.defined() ||
-          c.sizes() != t->second.at(name).sizes())
-        throw RenderError("grafx.render.tangents", "backward: the cotangent of aux loss " + type +
-                                                       "." + name +
-                                                       " must be shaped like that loss");
-    }
+  s.check_cotangents(output_cotangent, aux_cotangents);
   s.done = true;
   c10::NoGradGuard no_grad;
-  const SignalHooks& hooks = *s.hooks;
 
-  // Cotangents of the step outputs, per outlet; undefined: a zero never made.
-  std::vector<std::vector<at::Tensor>> cotangents(plan.steps.size());
-  for (size_t k = 0; k < plan.steps.size(); ++k) cotangents[k].resize(s.output_shapes[k].size());
-  auto add_to = [&](int64_t step, int64_t outlet, int64_t start, const at::Tensor& piece) {
-    const auto& shape = s.output_shapes[size_t(step)][size_t(outlet)];
-    at::Tensor c      = to_channels(piece, shape[2]);
-    at::Tensor& sum   = cotangents[size_t(step)][size_t(outlet)];
-    if (!sum.defined()) {
-      if (start == 0 && c.size(1) == shape[1]) {
-        sum = c.clone();
-        return;
-      }
-      sum = at::zeros(shape, c.options());
-    }
-    sum.narrow(1, start, c.size(1)).add_(c);
-  };
-  // Aux cotangents per type and name, in plan order.
-  std::map<TypeId, std::map<std::string, at::Tensor>> aux_plan_order;
-  for (const auto& [type, named] : aux_cotangents) {
-    const TypeId t = plan.types.id(type);
-    at::Tensor order =
-        at::tensor(aux_graph_order(plan, t), at::kLong).to(s.source_options.device());
-    for (const auto& [name, c] : named) {
-      at::Tensor batch        = s.batched ? c : c.unsqueeze(0);
-      aux_plan_order[t][name] = at::zeros_like(batch).index_copy(1, order, batch);
-    }
-  }
+  Cotangents cotangents(s.output_shapes);
+  const AuxCotangents aux = s.aux_in_plan_order(aux_cotangents);
+  const size_t last       = plan.steps.size() - 1;
+  cotangents.add(int64_t(last), 0, 0, s.batched ? output_cotangent : output_cotangent.unsqueeze(0));
 
-  at::Tensor out      = s.batched ? output_cotangent : output_cotangent.unsqueeze(0);
-  const size_t last   = plan.steps.size() - 1;
-  cotangents[last][0] = to_channels(out, s.output_shapes[last][0][2]);
-
-  std::map<TypeId, TensorDict> prepared_gradients;  // plan order, like the prepared parameters
+  std::map<TypeId, TensorDict> gradients;  // plan order, like the prepared parameters
   at::Tensor source_gradient;
   for (size_t i = 0; i < s.adjoint.steps.size(); ++i) {
-    const AdjointStep& a = s.adjoint.steps[i];
-    const size_t k       = size_t(a.forward_step);
-    const PlanStep& step = plan.steps[k];
-    const int64_t m      = int64_t(step.nodes.size());
-    for (auto& c : cotangents[k]) c = hooks.apply_to_outputs(k, c);
+    const AdjointStep& a             = s.adjoint.steps[i];
+    const size_t k                   = size_t(a.forward_step);
+    const PlanStep& step             = plan.steps[k];
+    std::vector<at::Tensor>& outlets = cotangents.of_step[k];
+    for (auto& c : outlets) c = s.hooks->apply_to_outputs(k, c);
     BackwardStepView view;
     view.index             = int64_t(i);
     view.step              = &a;
-    view.output_cotangents = cotangents[k];
+    view.output_cotangents = outlets;
     for (int64_t node : step.nodes) view.nodes.push_back(plan.node_ids[size_t(node)]);
 
     std::vector<at::Tensor> input_cotangents(step.reads.size());
     if (step.type == NodeTypes::kIn) {
-      if (a.source_gradients && cotangents[k][0].defined()) {
-        at::Tensor index = at::tensor(plan.source_index, at::kLong).to(s.source_options.device());
-        std::vector<int64_t> shape = s.source_sizes;
-        if (!s.batched) shape.insert(shape.begin(), 1);
-        source_gradient =
-            at::zeros(shape, cotangents[k][0].options()).index_add(1, index, cotangents[k][0]);
-      }
+      if (a.source_gradients && outlets[0].defined()) source_gradient = s.sources_of(outlets[0]);
     } else if (!a.vjp) {
-      input_cotangents[0] = cotangents[k][0];  // out and mix pass their input on
+      input_cotangents[0] = outlets[0];  // out and mix pass their input on
     } else {
-      std::vector<at::Tensor> outputs, grad_outputs;
-      Tape& tape = *s.tapes[k];
-      auto aux   = aux_plan_order.find(step.type);
-      bool zero  = aux == aux_plan_order.end();  // a lazy zero: nothing to run
-      for (const auto& c : cotangents[k]) zero = zero && !c.defined();
-      StepResult recomputed;
-      if (a.memory == MemoryPolicy::kRecompute && !zero) {
-        c10::AutoGradMode grad_mode(true);
-        recomputed      = s.run(k, tape);
-        tape.outputs    = recomputed.outputs;
-        tape.aux_losses = recomputed.aux_losses;
-      }
-      for (size_t o = 0; o < tape.outputs.size(); ++o)
-        if (cotangents[k][o].defined()) {
-          outputs.push_back(tape.outputs[o]);
-          grad_outputs.push_back(cotangents[k][o]);
-        }
-      if (aux != aux_plan_order.end())
-        for (const auto& [name, c] : aux->second)
-          if (tape.aux_losses.count(name)) {
-            outputs.push_back(tape.aux_losses.at(name));
-            grad_outputs.push_back(c.narrow(1, s.aux_step_offsets.at(step.type).at(int64_t(k)), m));
-          }
-      std::vector<at::Tensor> wrt;
-      std::vector<std::string> names;
-      for (const auto& inlet : a.inlets) wrt.push_back(tape.inputs[size_t(inlet.read)]);
-      if (a.parameter_gradients)
-        for (const auto& [name, t] : tape.rows) {
-          wrt.push_back(t);
-          names.push_back(name);
-        }
-      // Only outputs that carry history (a step whose outputs ignore every leaf has none).
-      std::vector<at::Tensor> live_outputs, live_grads;
-      for (size_t o = 0; o < outputs.size(); ++o)
-        if (outputs[o].requires_grad()) {
-          live_outputs.push_back(outputs[o]);
-          live_grads.push_back(grad_outputs[o]);
-        }
-      std::vector<at::Tensor> grads(wrt.size());
-      if (!live_outputs.empty() && !wrt.empty())
-        grads = torch::autograd::grad(live_outputs, wrt, live_grads, false, false, true);
-      size_t g = 0;
-      for (const auto& inlet : a.inlets) input_cotangents[size_t(inlet.read)] = grads[g++];
-      TensorDict& type_gradients = prepared_gradients[step.type];
-      for (const auto& name : names) {
-        at::Tensor gradient = grads[g++];
-        if (!gradient.defined()) continue;
-        view.parameter_gradients[name] = gradient;
-        const at::Tensor& whole        = s.prepared.at(step.type).tensors.at(name);
-        at::Tensor& sum                = type_gradients[name];
-        if (!sum.defined()) sum = at::zeros_like(whole);
-        sum.narrow(s.prepared.at(step.type).per_item ? 1 : 0, step.parameter_rows.start, m)
-            .add_(gradient);
-      }
-      s.tapes[k].reset();  // its saved values are no longer needed
+      input_cotangents = s.processor_vjp(a, outlets, aux, gradients[step.type], view);
     }
-
-    // The transposes of the reads: aggregation, then gather (a scatter-add).
-    for (const auto& inlet : a.inlets) {
-      const size_t r = size_t(inlet.read);
-      at::Tensor c   = input_cotangents[r];
-      view.input_cotangents.push_back(c);
-      if (!c.defined()) continue;
-      std::vector<int64_t> rows = inlet.rows.rows();
-      const int64_t n           = int64_t(rows.size());
-      switch (inlet.aggregation) {
-        case Aggregation::kNone:
-          break;
-        case Aggregation::kSum:
-          c = c.expand({c.size(0), n, c.size(2), c.size(3)});
-          break;
-        case Aggregation::kSegmentSum:
-          c = c.index_select(1, at::tensor(inlet.segments, at::kLong).to(c.device()));
-          break;
-      }
-      c              = hooks.apply_to_read(k, r, c);
-      int64_t offset = 0;
-      for (const Run& run : runs_of(rows, s.home).runs) {
-        add_to(run.step, run.outlet, run.start, c.narrow(1, offset, run.length));
-        offset += run.length;
-      }
-    }
-    cotangents[k].clear();
+    s.transpose_reads(a, input_cotangents, cotangents, view);
+    outlets.clear();
     if (s.options.backward_observer) s.options.backward_observer(view);
   }
-
-  // Parameter gradients in the caller's shapes: the type's gradient hooks, then graph order.
-  Gradients result;
-  for (const auto& [type, tensors] : s.prepared) {
-    const std::string& type_name = plan.types.name(type);
-    if (s.options.render.frozen_types.count(type_name)) continue;
-    const bool reorder = !plan.parameters_in_graph_order(type);
-    auto hook          = s.options.render.gradient_hooks.find(type_name);
-    for (const auto& [name, whole] : tensors.tensors) {
-      at::Tensor g = prepared_gradients[type][name];
-      if (!g.defined()) g = at::zeros_like(whole);
-      if (hook != s.options.render.gradient_hooks.end()) g = hook->second.apply(name, g);
-      if (reorder) {
-        const int64_t dim          = tensors.per_item ? 1 : 0;
-        std::vector<int64_t> shape = g.sizes().vec();
-        shape[size_t(dim)]         = plan.n_graph_nodes[size_t(type)];
-        at::Tensor order =
-            at::tensor(plan.parameter_graph_rows[size_t(type)], at::kLong).to(g.device());
-        g = at::zeros(shape, g.options()).index_add(dim, order, g);
-      }
-      result.parameters[type_name][name] = g;
-    }
-  }
-  if (s.options.source_gradients) {
-    if (!source_gradient.defined()) {
-      std::vector<int64_t> shape = s.source_sizes;
-      if (!s.batched) shape.insert(shape.begin(), 1);
-      source_gradient = at::zeros(shape, s.source_options);
-    }
-    result.sources = s.batched ? source_gradient : source_gradient.squeeze(0);
-  }
-  return result;
+  return s.gradients_as_given(gradients, source_gradient);
 }
 
 }  // namespace grafx
