@@ -308,42 +308,6 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
 
 }  // namespace
 
-at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool strict) {
-  Audio audio = read_audio(path);
-  if (audio.samples.size(0) > 2)
-    throw IoError("grafx.io.channels", path + ": " + std::to_string(audio.samples.size(0)) +
-                                           " channels; expected mono or stereo");
-  if (audio.sample_rate != sample_rate) {
-    if (strict)
-      throw IoError("grafx.io.sample_rate", path + ": " + std::to_string(audio.sample_rate) +
-                                                " Hz, but the fit runs at " +
-                                                std::to_string(sample_rate) +
-                                                " Hz (without --strict-rate it is resampled)");
-    audio.samples = resample(audio.samples, audio.sample_rate, sample_rate, path);
-  }
-  return audio.samples.expand({2, audio.samples.size(1)}).contiguous();
-}
-
-void trim_to_shortest(const std::vector<std::pair<std::string, at::Tensor*>>& audio,
-                      SampleRate sample_rate) {
-  int64_t length = -1;
-  std::string shortest;
-  for (const auto& [path, samples] : audio)
-    if (length < 0 || samples->size(1) < length) length = samples->size(1), shortest = path;
-  for (const auto& [path, samples] : audio)
-    if (samples->size(1) != length) {
-      const int64_t extra = samples->size(1) - length;
-      std::cerr << "grafx: note: " << path << " is ";
-      if (extra < sample_rate / 100)  // less than 10 ms: in samples, not "0.00 s"
-        std::cerr << extra << " sample" << (extra == 1 ? "" : "s");
-      else
-        std::cerr << std::fixed << std::setprecision(2) << double(extra) / double(sample_rate)
-                  << " s";
-      std::cerr << " longer than " << shortest << "; its end is left out\n";
-      *samples = samples->narrow(1, 0, length);
-    }
-}
-
 namespace {
 
 /// An output folder this process prepared (or made), to be removed again if the command fails:
@@ -474,18 +438,6 @@ void remove_unfinished_outputs(const std::exception_ptr& error) {
   made.clear();
 }
 
-std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs) {
-  std::vector<at::Tensor> tracks;
-  for (const auto& path : inputs.tracks)
-    tracks.push_back(read_stereo(path, inputs.sample_rate, inputs.strict_rate));
-  at::Tensor mix = read_stereo(inputs.mix, inputs.sample_rate, inputs.strict_rate);
-  std::vector<std::pair<std::string, at::Tensor*>> all;
-  for (size_t i = 0; i < tracks.size(); ++i) all.emplace_back(inputs.tracks[i], &tracks[i]);
-  all.emplace_back(inputs.mix, &mix);
-  trim_to_shortest(all, inputs.sample_rate);
-  return {at::stack(tracks), mix};
-}
-
 void add_fit_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> tracks;
@@ -544,7 +496,8 @@ void add_fit_command(CLI::App& app) {
       graph = build_console(console, types).graph;
     }
     FitInputs inputs{args->tracks, args->mix, names, args->sample_rate, args->strict_rate};
-    auto [tracks, mix]   = load_fit_audio(inputs);
+    auto [tracks, mix, notes] = load_fit_audio(inputs);
+    print_notes(notes);
     inputs.hashes        = content_hashes(inputs);  // as read, for `grafx prune` to compare
     const int64_t length = mix.size(1);
     std::cout << "fitting " << (args->graph.empty() ? "a console" : args->graph) << " of "

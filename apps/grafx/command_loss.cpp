@@ -61,7 +61,8 @@ void add_loss_command(CLI::App& app) {
   cmd->callback([args] {
     at::Tensor estimate = read_stereo(args->estimate, args->sample_rate, args->strict_rate);
     at::Tensor target   = read_stereo(args->target, args->sample_rate, args->strict_rate);
-    trim_to_shortest({{args->estimate, &estimate}, {args->target, &target}}, args->sample_rate);
+    print_notes(trim_to_shortest({{args->estimate, &estimate}, {args->target, &target}},
+                                 args->sample_rate));
     MixLossOptions options;
     options.sample_rate = args->sample_rate;
     // In double first, bounded: a huge skip must not overflow the count (it read as negative).

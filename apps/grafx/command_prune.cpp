@@ -27,96 +27,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char kFitRecord[]       = "fit.json";
 const char kPruneCheckpoint[] = "checkpoint.safetensors";
 const char kPruneState[]      = "pruning.json";
 
 }  // namespace
-
-std::vector<std::string> content_hashes(const FitInputs& inputs) {
-  std::vector<std::string> paths = inputs.tracks, hashes;
-  paths.push_back(inputs.mix);
-  for (const auto& path : paths) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) throw IoError("grafx.io.unreadable", path + ": cannot be read");
-    uint64_t hash = 14695981039346656037ull;  // FNV-1a
-    std::vector<char> buffer(1 << 20);
-    while (file.read(buffer.data(), std::streamsize(buffer.size())) || file.gcount() > 0) {
-      for (std::streamsize i = 0; i < file.gcount(); ++i)
-        hash = (hash ^ uint8_t(buffer[size_t(i)])) * 1099511628211ull;
-      if (!file) break;
-    }
-    std::ostringstream text;
-    text << std::hex << std::setw(16) << std::setfill('0') << hash;
-    hashes.push_back(text.str());
-  }
-  return hashes;
-}
-
-void write_fit_record(const std::string& folder, const FitInputs& inputs, const FitOptions& options,
-                      bool overwrite) {
-  nlohmann::json j;
-  j["format"]  = "grafx.fit";
-  j["version"] = 2;  // 2: the settings as fit_settings_json writes them
-  for (const auto& path : inputs.tracks) j["tracks"].push_back(fs::absolute(path).string());
-  j["mix"]         = fs::absolute(inputs.mix).string();
-  j["track_names"] = inputs.track_names;
-  j["sample_rate"] = inputs.sample_rate;
-  j["strict_rate"] = inputs.strict_rate;
-  j["settings"]    = fit_settings_json(options);
-  if (!inputs.hashes.empty()) j["hashes"] = inputs.hashes;
-  write_text_file(folder + "/" + kFitRecord, j.dump(2) + "\n", overwrite);
-}
-
-std::pair<FitInputs, FitOptions> read_fit_record(const std::string& folder) {
-  const std::string path = folder + "/" + kFitRecord;
-  auto fail              = [&](const std::string& what) {
-    throw IoError("grafx.io.fit_folder", path + ": " + what);
-  };
-  if (!fs::exists(path))
-    fail("not found: " + folder +
-         " is not the folder of a fit (grafx fit or grafx demo writes it)");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_text_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    fail(std::string("not valid JSON: ") + e.what());
-  }
-  FitInputs inputs;
-  FitOptions options;
-  try {
-    if (j.at("format") != "grafx.fit") fail("not a grafx fit record");
-    inputs.tracks      = j.at("tracks").get<std::vector<std::string>>();
-    inputs.mix         = j.at("mix").get<std::string>();
-    inputs.track_names = j.at("track_names").get<std::vector<std::string>>();
-    inputs.sample_rate = j.at("sample_rate").get<SampleRate>();
-    inputs.strict_rate = j.at("strict_rate").get<bool>();
-    inputs.hashes      = j.value("hashes", std::vector<std::string>());
-    if (!inputs.hashes.empty() && inputs.hashes.size() != inputs.tracks.size() + 1)
-      fail("expected " + std::to_string(inputs.tracks.size() + 1) +
-           " hashes (the tracks' and the mix's), but got " + std::to_string(inputs.hashes.size()));
-    if (j.contains("settings")) {
-      try {
-        options = fit_options_from_json(j.at("settings"), options);
-      } catch (const FitError& e) {
-        fail("settings: " + e.message());
-      }
-    } else {  // version 1: these settings at the top level
-      options.crop_seconds            = j.at("crop_seconds").get<double>();
-      options.skip_seconds            = j.at("skip_seconds").get<double>();
-      options.optimizer.lr            = j.at("lr").get<double>();
-      options.lr_schedule.final_ratio = j.value("final_lr_ratio", 1.0);
-      options.seed                    = j.at("seed").get<uint64_t>();
-    }
-    // Fine-tuning goes on at the rate the fit ended with, constant (as `fit --prune` does).
-    options.optimizer.lr *= options.lr_schedule.final_ratio;
-    options.lr_schedule    = {};
-    options.initialisation = InitialisationOptions::none();  // from the fit's checkpoint
-  } catch (const nlohmann::json::exception& e) {
-    fail(std::string("missing or wrong field: ") + e.what());
-  }
-  return {inputs, options};
-}
 
 void add_pruning_options(CLI::App& cmd, PruningOptions& options, const std::string& prefix) {
   cmd.add_option_function<std::string>(
@@ -299,28 +213,7 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSes
             << "/report.html (and console.json, parameters.safetensors, mix.wav)\n";
 }
 
-namespace {
-
-/// Refuses track or mix files whose contents changed since the fit (fit.json's hashes): the
-/// fitted console would be pruned against other audio, or the tracks fed to the wrong inputs.
-void check_unchanged(const FitInputs& inputs, const std::string& fit) {
-  if (inputs.hashes.empty()) return;  // a record from before hashes were kept
-  const std::vector<std::string> now = content_hashes(inputs);
-  std::vector<std::string> paths     = inputs.tracks;
-  paths.push_back(inputs.mix);
-  for (size_t i = 0; i < now.size(); ++i) {
-    if (now[i] == inputs.hashes[i]) continue;
-    std::string what = "changed since the fit";
-    auto other       = std::find(inputs.hashes.begin(), inputs.hashes.end(), now[i]);
-    if (other != inputs.hashes.end())
-      what = "now holds what " + paths[size_t(other - inputs.hashes.begin())] +
-             " held when fitted (files swapped or reordered?)";
-    throw IoError("grafx.io.fit_folder",
-                  fit + ": " + paths[i] + " " + what + "; restore it, or fit again");
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void add_prune_command(CLI::App& app) {
   struct Args {
@@ -338,9 +231,14 @@ void add_prune_command(CLI::App& app) {
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
     auto [inputs, options] = read_fit_record(args->fit);
-    check_unchanged(inputs, args->fit);
-    Graph graph        = load_graph_file(args->fit + "/console.json");
-    ParameterFile file = read_parameter_file(args->fit + "/parameters.safetensors", graph);
+    check_fit_audio_unchanged(inputs, args->fit);
+    // Fine-tuning goes on at the rate the fit ended with, constant (as `fit --prune` does),
+    // from the fit's parameters.
+    options.optimizer.lr *= options.lr_schedule.final_ratio;
+    options.lr_schedule    = {};
+    options.initialisation = InitialisationOptions::none();
+    Graph graph            = load_graph_file(args->fit + "/console.json");
+    ParameterFile file     = read_parameter_file(args->fit + "/parameters.safetensors", graph);
     if (file.sample_rate > 0 && file.sample_rate != inputs.sample_rate)
       throw IoError("grafx.io.fit_folder", args->fit + ": parameters.safetensors was made at " +
                                                std::to_string(file.sample_rate) +
@@ -359,7 +257,8 @@ void add_prune_command(CLI::App& app) {
         !(fs::exists(output / kPruneCheckpoint) && fs::exists(output / kPruneState)))
       throw FitError("grafx.fit.checkpoint", args->output + ": holds no saved pruning to resume (" +
                                                  kPruneState + " and " + kPruneCheckpoint + ")");
-    auto [tracks, mix]    = load_fit_audio(inputs);
+    auto [tracks, mix, notes] = load_fit_audio(inputs);
+    print_notes(notes);
     options.n_steps       = args->options.rounds * args->options.steps_between;
     options.adapt_threads = !threads_chosen();
     Fitter fitter(graph, tracks, mix, inputs.sample_rate, options, file.parameters);

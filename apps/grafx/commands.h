@@ -2,6 +2,7 @@
 // Subcommands of the grafx program. Each add_*_command registers one subcommand whose callback
 // does the work; errors propagate as grafx::Error and are reported by main().
 
+#include <grafx/fit/fit_record.h>
 #include <grafx/fit/prune.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph.h>
@@ -31,28 +32,8 @@ void add_prune_command(CLI::App& app);
 void add_loss_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 
-/// Where a fit's data came from, as `grafx prune` finds it again (fit.json in the fit folder).
-struct FitInputs {
-  std::vector<std::string> tracks;  ///< audio files, one per `in` node
-  std::string mix;
-  std::vector<std::string> track_names;
-  SampleRate sample_rate = 30000;
-  bool strict_rate       = false;  ///< refuse other rates instead of resampling
-  /// Content hashes of the tracks then the mix, as the fit read them (content_hashes): `grafx
-  /// prune` refuses files changed since (empty in records from before they were kept).
-  std::vector<std::string> hashes;
-};
-/// A hash of each track file's bytes, then the mix's (64-bit FNV-1a, as hex).
-std::vector<std::string> content_hashes(const FitInputs& inputs);
-/// The tracks (K×2×L) and the mix (2×L) at the fit's rate, as the fit read them: mono spread to
-/// stereo, other rates resampled unless strict, every file cut to the shortest (with a note).
-std::pair<at::Tensor, at::Tensor> load_fit_audio(const FitInputs& inputs);
-/// An audio file as the fit reads it: 2×L float32 at `sample_rate` (mono spread to both
-/// channels; another rate resampled, or refused when `strict`).
-at::Tensor read_stereo(const std::string& path, SampleRate sample_rate, bool strict);
-/// Cuts every signal (C×L) to the shortest's length, with a note on stderr for each cut.
-void trim_to_shortest(const std::vector<std::pair<std::string, at::Tensor*>>& audio,
-                      SampleRate sample_rate);
+/// Prints the notes of trim_to_shortest (grafx/fit/fit_record.h) as "grafx: note: ..." lines.
+void print_notes(const std::vector<std::string>& notes);
 /// Makes a command's output folder, or checks that an existing one may be used: with `resume`
 /// as it is (FitError [grafx.fit.checkpoint] if it does not exist); with `force` the files of
 /// `files` an earlier run wrote there (only those) are removed first, so that an interrupted
@@ -79,11 +60,6 @@ void keep_outputs(const std::string& folder);
 /// command ends in `error`; an interrupted fit or pruning ([grafx.fit.interrupted]) keeps its
 /// folder for --resume, as does a --resume run the earlier run's.
 void remove_unfinished_outputs(const std::exception_ptr& error);
-/// Writes fit.json (the inputs, absolute paths, and the fit's settings) into a fit folder.
-void write_fit_record(const std::string& folder, const FitInputs& inputs, const FitOptions& options,
-                      bool overwrite);
-/// Reads fit.json; IoError [grafx.io.fit_folder] when it is missing or malformed.
-std::pair<FitInputs, FitOptions> read_fit_record(const std::string& folder);
 /// Adds the pruning options (--PREFIXmethod, --PREFIXtolerance, ...) to a subcommand.
 void add_pruning_options(CLI::App& command, PruningOptions& options, const std::string& prefix);
 /// Where and how a pruning run writes.

@@ -46,6 +46,10 @@ NodeTypes console_types(const std::string& types_file) {
   return types;
 }
 
+void print_notes(const std::vector<std::string>& notes) {
+  for (const auto& note : notes) std::cerr << "grafx: note: " << note << "\n";
+}
+
 std::optional<double> parse_finite(const std::string& text) {
   size_t used  = 0;
   double value = 0;
