@@ -1,7 +1,9 @@
 // grafx bench GRAPH: how fast a graph renders forward, backward and both, and how much memory a
 // forward+backward takes, with random sources and initial parameters.
 
+#include "arguments.h"
 #include "commands.h"
+#include "console_options.h"
 
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/memory.h>

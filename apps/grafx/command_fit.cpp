@@ -1,11 +1,17 @@
 // grafx fit | demo: fit a mixing console to a mix, on the user's tracks or on the embedded demo.
 
+#include "arguments.h"
 #include "commands.h"
+#include "console_options.h"
+#include "output_folder.h"
+#include "pruning_session.h"
+#include "stop_request.h"
 
 #include <grafx/duration.h>
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/fit/demo.h>
+#include <grafx/fit/fit_record.h>
 #include <grafx/graph/console.h>
 #include <grafx/io/audio.h>
 #include <grafx/report/fit_report.h>

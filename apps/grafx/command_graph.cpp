@@ -1,6 +1,9 @@
 // grafx console | info | draw: build, inspect and picture graphs.
 
+#include "arguments.h"
 #include "commands.h"
+#include "console_options.h"
+#include "output_folder.h"
 
 #include <grafx/error.h>
 #include <grafx/files.h>

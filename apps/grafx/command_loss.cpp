@@ -1,9 +1,11 @@
 // grafx loss ESTIMATE.wav TARGET.wav: the paper's mix loss and its terms between two files, read
 // as the fit reads them, so that any mix (ours or another tool's) can be scored.
 
+#include "arguments.h"
 #include "commands.h"
 
 #include <grafx/error.h>
+#include <grafx/fit/fit_record.h>
 #include <grafx/loss/mix_loss.h>
 
 #include <ATen/ATen.h>

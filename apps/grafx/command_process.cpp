@@ -1,7 +1,10 @@
 // grafx process TYPE -i in.wav -o out.wav --set NAME=VALUE ...: one processor applied to a file,
 // with parameters in physical units.
 
+#include "arguments.h"
 #include "commands.h"
+#include "output_folder.h"
+#include "parameter_values.h"
 
 #include <grafx/dsp/signal.h>
 #include <grafx/error.h>

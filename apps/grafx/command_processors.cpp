@@ -2,6 +2,8 @@
 // parameters, and pictures of what they do.
 
 #include "commands.h"
+#include "output_folder.h"
+#include "parameter_values.h"
 
 #include <grafx/error.h>
 #include <grafx/files.h>

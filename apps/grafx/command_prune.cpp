@@ -1,22 +1,24 @@
 // grafx prune: prune a fitted console to the processors that matter (fit/prune.h), from the
 // folder of a fit; also the pruning step of `grafx fit --prune`.
 
+#include "arguments.h"
 #include "commands.h"
+#include "console_options.h"
+#include "output_folder.h"
+#include "pruning_session.h"
+#include "stop_request.h"
 
 #include <grafx/duration.h>
 #include <grafx/error.h>
 #include <grafx/files.h>
-#include <grafx/fit/fit_settings.h>
+#include <grafx/fit/fit_record.h>
 #include <grafx/io/parameter_file.h>
 #include <grafx/report/prune_report.h>
-
-#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>

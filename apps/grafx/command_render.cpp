@@ -1,6 +1,9 @@
 // grafx render: a graph file rendered on audio files.
 
+#include "arguments.h"
 #include "commands.h"
+#include "console_options.h"
+#include "output_folder.h"
 
 #include <grafx/error.h>
 #include <grafx/files.h>

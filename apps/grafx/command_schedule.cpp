@@ -1,6 +1,9 @@
 // grafx schedule: type scheduling and render plans of a graph file.
 
+#include "arguments.h"
 #include "commands.h"
+#include "console_options.h"
+#include "output_folder.h"
 
 #include <grafx/error.h>
 #include <grafx/files.h>

@@ -4,7 +4,7 @@
 
 #include <grafx/fit/fit_settings.h>
 
-#include "commands.h"
+#include "arguments.h"
 
 #include <cstdint>
 #include <optional>

@@ -1,6 +1,9 @@
 // grafx: the command-line program. Thin subcommands over the library (see commands.h).
 
+#include "arguments.h"
 #include "commands.h"
+#include "console_options.h"
+#include "output_folder.h"
 
 #include <grafx/error.h>
 #include <grafx/files.h>

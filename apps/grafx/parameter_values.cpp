@@ -1,7 +1,8 @@
 // Values typed on the command line for a processor's parameters (`processors --param`,
 // `process --set`).
 
-#include "commands.h"
+#include "parameter_values.h"
+#include "arguments.h"
 
 #include <grafx/error.h>
 #include <grafx/processors/parameter_values.h>

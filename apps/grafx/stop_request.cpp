@@ -1,4 +1,4 @@
-#include "commands.h"
+#include "stop_request.h"
 
 #include <atomic>
 #include <csignal>

@@ -1,0 +1,24 @@
+#pragma once
+// Pruning as `grafx prune` and `grafx fit --prune` run it: options, live progress, outputs.
+
+#include <grafx/fit/prune.h>
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace grafx::cli {
+
+/// Adds the pruning options (--PREFIXmethod, --PREFIXtolerance, ...) to a subcommand.
+void add_pruning_options(CLI::App& command, PruningOptions& options, const std::string& prefix);
+/// Where and how a pruning run writes.
+struct PruningSession {
+  std::string folder;       ///< must exist; outputs are replaced
+  std::string title;        ///< of the report
+  bool resume     = false;  ///< continue from the state saved in the folder
+  bool keep_state = false;  ///< save the state after every round (for --resume)
+};
+/// Prunes with live progress and writes the outputs (report/prune_report.h) into the folder.
+void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSession& session);
+
+}  // namespace grafx::cli
