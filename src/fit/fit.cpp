@@ -597,6 +597,9 @@ void Fitter::save_checkpoint(const std::string& path) const {
   auto metadata       = identity();
   metadata["format"]  = "grafx.checkpoint";
   metadata["version"] = "2";  // 2: the history holds gradient norms
+  // Every setting as fit.json records it, for the record: resuming compares the identity above
+  // (more steps, another time budget or thread choice may continue a fit).
+  metadata["settings"] = fit_settings_json(options_).dump();
   save_safetensors(path, tensors, metadata, /*overwrite=*/true);
 }
 
@@ -623,7 +626,7 @@ void Fitter::load_checkpoint(const std::string& path) {
   // resets, gradient hooks): one set only on one side is a change too.
   for (const auto* side : {&mine, &file.metadata})
     for (const auto& entry : *side)
-      if (entry.first != "format" && entry.first != "version" &&
+      if (entry.first != "format" && entry.first != "version" && entry.first != "settings" &&
           std::find(keys.begin(), keys.end(), entry.first) == keys.end())
         keys.push_back(entry.first);
   for (const std::string& key : keys) {

@@ -4,8 +4,10 @@
 
 #include <grafx/fit/demo.h>
 #include <grafx/fit/fit.h>
+#include <grafx/fit/fit_settings.h>
 #include <grafx/fit/multitrack.h>
 #include <grafx/graph/console.h>
+#include <grafx/io/safetensors.h>
 #include <grafx/loss/mix_loss.h>
 #include <grafx/render/parameters.h>
 #include <grafx/report/fit_report.h>
@@ -184,6 +186,11 @@ TEST(Fit, CheckpointsResumeExactly) {
     EXPECT_EQ(resumed.history()[i].gradient_norm, straight.history()[i].gradient_norm) << i;
     EXPECT_GT(resumed.history()[i].gradient_norm, 0) << i;
   }
+  // The checkpoint records every setting as fit.json does (fit_settings.h); 20 steps where it
+  // was made with 10 still resume.
+  EXPECT_EQ(
+      nlohmann::json::parse(load_safetensors(dir.file("c.safetensors")).metadata.at("settings")),
+      fit_settings_json(first.options()));
   Fitter fewer(console, x, mix, kRate, small_options(5));  // fewer steps than it holds
   EXPECT_GRAFX_ERROR(fewer.load_checkpoint(dir.file("c.safetensors")), "grafx.fit.checkpoint",
                      "holds 10 steps, more than the 5 asked for; ask for at least 10");
