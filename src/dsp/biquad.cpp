@@ -670,43 +670,37 @@ at::Tensor biquad_cascade_time_varying(const at::Tensor& x, const at::Tensor& b,
   TORCH_CHECK(b.size(-3) == a.size(-3),
               "biquad_cascade_time_varying: expected as many sections in a as in b (", b.size(-3),
               "), but got ", a.size(-3));
-  // Coefficient rows: the signal's leading dimensions up to the first where the coefficients
-  // broadcast (size 1) and none after differs; each is shared by the rows after it (a node's
-  // channels), which then run one filter without copies of it.
-  std::vector<int64_t> lead(x.sizes().begin(), x.sizes().end() - 1);
-  auto [bb, ab] = [&] {
-    auto both = at::broadcast_tensors({b, a});
-    return std::make_pair(both[0], both[1]);
-  }();
-  std::vector<int64_t> coefficient_lead(lead.size(), 1);
-  const int64_t own = bb.dim() - 3;
-  TORCH_CHECK(own <= int64_t(lead.size()), "biquad_cascade_time_varying: coefficients of shape ",
-              b.sizes(), " have more leading dimensions than the signal ", x.sizes());
-  std::copy(bb.sizes().begin(), bb.sizes().end() - 3, coefficient_lead.end() - own);
-  size_t split = lead.size();
-  while (split > 0 && coefficient_lead[split - 1] == 1) --split;
-  std::vector<int64_t> shape(lead.begin(), lead.begin() + int64_t(split));
-  shape.resize(lead.size(), 1);
-  for (int64_t d : {b.size(-3), length, int64_t(3)}) shape.push_back(d);
-  auto rows = [&](const at::Tensor& c) {
-    at::Tensor expanded;
+  // Rows of coefficients: the signal's leading dimensions up to the last where the coefficients
+  // have more than one entry; each is shared by the rows after it (a node's channels), which
+  // then run one filter without copies of it.
+  const std::vector<at::Tensor> both = at::broadcast_tensors({b, a});
+  const std::vector<int64_t> lead(x.sizes().begin(), x.sizes().end() - 1);
+  const size_t own = size_t(both[0].dim() - 3);
+  TORCH_CHECK(own <= lead.size(), "biquad_cascade_time_varying: coefficients of shape ", b.sizes(),
+              " have more leading dimensions than the signal ", x.sizes());
+  std::vector<int64_t> aligned(lead.size() - own, 1);  // the coefficients' shape, padded left
+  aligned.insert(aligned.end(), both[0].sizes().begin(), both[0].sizes().end() - 3);
+  size_t split = aligned.size();
+  while (split > 0 && aligned[split - 1] == 1) --split;
+  std::vector<int64_t> expanded(lead.begin(), lead.begin() + int64_t(split));
+  expanded.resize(lead.size(), 1);
+  const int64_t n_sections = b.size(-3);
+  for (auto* shape : {&aligned, &expanded}) shape->insert(shape->end(), {n_sections, length, 3});
+  auto rows = [&](const at::Tensor& c) {  // C×K×L×3
+    at::Tensor view;
     try {
-      expanded = c.view([&] {
-                    std::vector<int64_t> s(coefficient_lead);
-                    for (int64_t d : {c.size(-3), length, int64_t(3)}) s.push_back(d);
-                    return s;
-                  }())
-                     .expand(shape);
+      view = c.view(aligned).expand(expanded);
     } catch (const c10::Error&) {
       TORCH_CHECK(false, "biquad_cascade_time_varying: coefficients of shape ", c.sizes(),
                   " do not broadcast to the signal's leading shape ", x.sizes());
     }
-    return expanded.reshape({-1, c.size(-3), length, 3});  // C×K×L×3
+    return view.reshape({-1, n_sections, length, 3});
   };
   // Sections by unbind (whose gradient is one stack, where select's would be K full-size
   // tensors of zeros).
-  std::vector<at::Tensor> b_sections = rows(bb).unbind(1), a_sections = rows(ab).unbind(1);
-  at::Tensor y = x.reshape({-1, length});
+  std::vector<at::Tensor> b_sections = rows(both[0]).unbind(1),
+                          a_sections = rows(both[1]).unbind(1);
+  at::Tensor y                       = x.reshape({-1, length});
   for (size_t k = 0; k < b_sections.size(); ++k)
     y = VaryingSection::section(y, b_sections[k], a_sections[k]);
   return y.view(x.sizes());

@@ -242,10 +242,6 @@ std::string fit_setting_problem(const FitSetting& s, const nlohmann::json& value
       const double x = value.get<double>();
       ok             = std::isfinite(x) && (s.minimum_open ? x > s.minimum : x >= s.minimum) &&
            (s.maximum_open ? x < s.maximum : x <= s.maximum);
-      // A negative integer read as unsigned (the seed) wraps; JSON keeps its sign.
-      if (whole && value.is_number_integer() && !value.is_number_unsigned() &&
-          value.get<int64_t>() < s.minimum)
-        ok = false;
       break;
     }
   }
