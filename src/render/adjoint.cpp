@@ -129,12 +129,17 @@ struct AdjointRender::State {
     return in_plan_order;
   }
 
+  /// The sources' shape as a batch, [B, K, C, L].
+  std::vector<int64_t> source_batch_sizes() const {
+    std::vector<int64_t> shape = source_sizes;
+    if (!batched) shape.insert(shape.begin(), 1);
+    return shape;
+  }
+
   /// The sources' gradient [B, K, C, L] from the `in` step's output cotangent.
   at::Tensor sources_of(const at::Tensor& cotangent) const {
     at::Tensor index = at::tensor(plan.source_index, at::kLong).to(source_options.device());
-    std::vector<int64_t> shape = source_sizes;
-    if (!batched) shape.insert(shape.begin(), 1);
-    return at::zeros(shape, cotangent.options()).index_add(1, index, cotangent);
+    return at::zeros(source_batch_sizes(), cotangent.options()).index_add(1, index, cotangent);
   }
 
   /// A processor step's vector-Jacobian product from its tape (recomputed where the plan did
@@ -254,11 +259,8 @@ struct AdjointRender::State {
       }
     }
     if (options.source_gradients) {
-      if (!source_gradient.defined()) {
-        std::vector<int64_t> shape = source_sizes;
-        if (!batched) shape.insert(shape.begin(), 1);
-        source_gradient = at::zeros(shape, source_options);
-      }
+      if (!source_gradient.defined())
+        source_gradient = at::zeros(source_batch_sizes(), source_options);
       out.sources = batched ? source_gradient : source_gradient.squeeze(0);
     }
     return out;
@@ -342,7 +344,7 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
     if (a) s.tapes[k] = std::move(tape);
     return detached_out;
   };
-  s.result = run_steps(plan, checked, render_options, nullptr, run_processor,
+  s.result = run_steps(plan, checked, s.home, render_options, nullptr, run_processor,
                        [&](size_t k, const std::vector<at::Tensor>& outputs) {
                          for (const auto& y : outputs)
                            s.output_shapes[k].push_back(y.sizes().vec());

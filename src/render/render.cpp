@@ -102,15 +102,15 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
   std::map<TypeId, PreparedParameters> prepared =
       prepare_parameters(plan, parameters, checked.per_item, options, sources.device());
   const SignalHooks hooks(plan, options);
-  return run_steps(
-      plan, checked, options, &hooks, [&](size_t k, const std::vector<at::Tensor>& inputs) {
-        const PlanStep& step        = plan.steps[k];
-        const PreparedParameters& p = prepared[step.type];  // empty: no parameters
-        return run_processor_step(
-            plan, k, processors,
-            flatten_rows(step_rows(p, step), p.per_item, checked.B, int64_t(step.nodes.size())),
-            inputs, checked.B, options);
-      });
+  return run_steps(plan, checked, locate_rows(plan), options, &hooks,
+                   [&](size_t k, const std::vector<at::Tensor>& inputs) {
+                     const PlanStep& step        = plan.steps[k];
+                     const PreparedParameters& p = prepared[step.type];  // empty: no parameters
+                     return run_processor_step(plan, k, processors,
+                                               flatten_rows(step_rows(p, step), p.per_item,
+                                                            checked.B, int64_t(step.nodes.size())),
+                                               inputs, checked.B, options);
+                   });
 }
 
 std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs,

@@ -401,12 +401,12 @@ CheckedInputs check_render_inputs(const RenderPlan& plan, const Processors& proc
 }
 
 RenderResult run_steps(
-    const RenderPlan& plan, const CheckedInputs& inputs, const RenderOptions& options,
-    const SignalHooks* hooks, const ProcessorStepRunner& run_processor,
+    const RenderPlan& plan, const CheckedInputs& inputs, const RowHome& home,
+    const RenderOptions& options, const SignalHooks* hooks,
+    const ProcessorStepRunner& run_processor,
     const std::function<void(size_t, const std::vector<at::Tensor>&)>& produced) {
   // The last step that reads each step's outputs (they are released after it), and where the
   // runs that later steps read begin and end (the outputs are cut there).
-  const RowHome home = locate_rows(plan);
   std::vector<int64_t> last_reader;
   StepOutputs outputs = plan_step_outputs(plan, home, last_reader);
   AuxPieces aux;

@@ -195,13 +195,15 @@ using ProcessorStepRunner =
 
 /// The loop over a plan's steps, written once for the autograd renderer and the adjoint
 /// executor: the `in` step's sources, every other step's reads gathered and aggregated, mix and
-/// out passing their input on, processor steps run by `run_processor`; outputs kept until their
+/// out passing their input on, processor steps run by `run_processor`; outputs (whose rows
+/// `home` locates, locate_rows(plan)) kept until their
 /// last reader, shown to the observer and checked for finite values where the options ask.
 /// `hooks` (the autograd renderer's) are placed on reads and outputs; `produced(k, outputs)`
 /// sees every step's outputs. Returns the assembled result.
 RenderResult run_steps(
-    const RenderPlan& plan, const CheckedInputs& inputs, const RenderOptions& options,
-    const SignalHooks* hooks, const ProcessorStepRunner& run_processor,
+    const RenderPlan& plan, const CheckedInputs& inputs, const RowHome& home,
+    const RenderOptions& options, const SignalHooks* hooks,
+    const ProcessorStepRunner& run_processor,
     const std::function<void(size_t, const std::vector<at::Tensor>&)>& produced = {});
 
 /// A render's result: the `out` step's output [B, n_out, C, L] widened to `widest` channels (the
