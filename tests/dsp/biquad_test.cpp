@@ -34,6 +34,21 @@ std::pair<at::Tensor, at::Tensor> random_sections(std::vector<int64_t> leading, 
   return {at::randn(leading, at::kDouble), a};
 }
 
+/// The gradients of Σ weights·f(inputs) with respect to every input, flattened and recorded
+/// (create_graph): a function whose finite differences check the second derivatives.
+testing::TensorFunction recorded_gradients(const testing::TensorFunction& f,
+                                           const at::Tensor& weights) {
+  return [f, weights](const std::vector<at::Tensor>& in) {
+    std::vector<at::Tensor> leaves;
+    for (const auto& t : in)
+      leaves.push_back(t.requires_grad() ? t : t.detach().requires_grad_(true));
+    auto gradients = torch::autograd::grad({(f(leaves) * weights).sum()}, leaves, {}, true, true);
+    std::vector<at::Tensor> flat;
+    for (const auto& g : gradients) flat.push_back(g.flatten());
+    return at::cat(flat);
+  };
+}
+
 TEST(BiquadCascade, EqualsTheDirectFormLoopInFloat64AndFloat32) {
   at::manual_seed(1);
   at::Tensor x  = at::randn({7, 2, 3000}, at::kDouble);  // 14 rows: the parallel groups
@@ -92,15 +107,8 @@ TEST(BiquadCascade, BackwardIsDifferentiableAgain) {
   auto [b, a] = random_sections({2}, 2);
   for (bool reverse : {false, true})
     expect_gradients_match(
-        [&](const auto& in) {
-          std::vector<at::Tensor> leaves;
-          for (const auto& t : in)
-            leaves.push_back(t.requires_grad() ? t : t.detach().requires_grad_(true));
-          at::Tensor loss =
-              (biquad_cascade(leaves[0], leaves[1], leaves[2], reverse) * weights).sum();
-          auto gradients = torch::autograd::grad({loss}, leaves, {}, true, true);
-          return at::cat({gradients[0].flatten(), gradients[1].flatten(), gradients[2].flatten()});
-        },
+        recorded_gradients(
+            [&](const auto& in) { return biquad_cascade(in[0], in[1], in[2], reverse); }, weights),
         {x, b, a}, 1e-5, 16);
 }
 
@@ -229,15 +237,8 @@ TEST(BiquadCascadeTimeVarying, GradientsMatchFiniteDifferencesOnceAndTwice) {
       1e-6, 24);
   at::Tensor weights = at::randn_like(x);
   expect_gradients_match(
-      [&](const auto& in) {
-        std::vector<at::Tensor> leaves;
-        for (const auto& t : in)
-          leaves.push_back(t.requires_grad() ? t : t.detach().requires_grad_(true));
-        at::Tensor loss =
-            (biquad_cascade_time_varying(leaves[0], leaves[1], leaves[2]) * weights).sum();
-        auto gradients = torch::autograd::grad({loss}, leaves, {}, true, true);
-        return at::cat({gradients[0].flatten(), gradients[1].flatten(), gradients[2].flatten()});
-      },
+      recorded_gradients(
+          [](const auto& in) { return biquad_cascade_time_varying(in[0], in[1], in[2]); }, weights),
       {x, b, a}, 1e-5, 16);
 }
 
