@@ -10,6 +10,8 @@
 #include <grafx/loss/mix_loss.h>
 #include <grafx/loss/mrstft_loss.h>
 
+#include <cmath>
+
 namespace grafx::python {
 
 namespace {
@@ -234,14 +236,14 @@ void bind_loss_and_fit(py::module_& m) {
         const FitOptions defaults;
         for (const FitSetting& s : fit_settings()) {
           py::dict d;
-          d["name"]         = s.name;
-          d["kind"]         = kind_name(s.kind);
-          d["group"]        = s.group;
-          d["help"]         = s.help;
-          d["default"]      = from_json(s.get(defaults));
-          d["unit"]         = s.unit;
-          d["minimum"]      = s.minimum > -1e300 ? py::object(py::float_(s.minimum)) : py::none();
-          d["maximum"]      = s.maximum < 1e300 ? py::object(py::float_(s.maximum)) : py::none();
+          d["name"]    = s.name;
+          d["kind"]    = kind_name(s.kind);
+          d["group"]   = s.group;
+          d["help"]    = s.help;
+          d["default"] = from_json(s.get(defaults));
+          d["unit"]    = s.unit;
+          d["minimum"] = std::isfinite(s.minimum) ? py::object(py::float_(s.minimum)) : py::none();
+          d["maximum"] = std::isfinite(s.maximum) ? py::object(py::float_(s.maximum)) : py::none();
           d["minimum_open"] = s.minimum_open;
           d["maximum_open"] = s.maximum_open;
           d["choices"]      = s.choices;

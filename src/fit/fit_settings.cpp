@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 
 namespace grafx {
 namespace {
 
-constexpr double kUnbounded = 1e300;
+constexpr double kUnbounded = std::numeric_limits<double>::infinity();
 
 /// A setting whose value is the field `ref(options)` of type T.
 template <typename T, typename Ref>

@@ -7,6 +7,7 @@
 #include "support/test_support.h"
 
 #include <cmath>
+#include <limits>
 #include <set>
 
 namespace grafx {
@@ -96,6 +97,11 @@ TEST(FitSettings, BadValuesAreRefusedNamingTheSetting) {
   EXPECT_GRAFX_ERROR(fit_options_from_json(nlohmann::json::array()), "grafx.fit.options",
                      "as an object");
   EXPECT_EQ(fit_settings_json(o), fit_settings_json(FitOptions{})) << "refusals change nothing";
+  // Huge but finite values where no maximum is set stay valid (a crop longer than any song is
+  // the whole song).
+  FitOptions huge;
+  EXPECT_NO_THROW(set_fit_setting(huge, "crop_seconds", 1e308));
+  EXPECT_EQ(fit_setting("crop_seconds").maximum, std::numeric_limits<double>::infinity());
   // Fields set directly are checked by the same table.
   o.skip_seconds = -2;
   EXPECT_GRAFX_ERROR(check_fit_settings(o), "grafx.fit.options",

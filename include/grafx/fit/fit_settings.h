@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,10 @@ struct FitSetting {
   std::string help;   ///< one sentence for --help and docstrings
   std::string what;   ///< what the value is, in errors: "a finite <what> above 0 s"
   std::string unit;   ///< "s", "Hz", or empty
-  /// The range of numbers and integers: [minimum, maximum], ends open where the flags say.
-  double minimum = -1e300, maximum = 1e300;
+  /// The range of numbers and integers: [minimum, maximum], ends open where the flags say; an
+  /// infinite end bounds nothing (values must be finite anyway).
+  double minimum    = -std::numeric_limits<double>::infinity();
+  double maximum    = std::numeric_limits<double>::infinity();
   bool minimum_open = false, maximum_open = false;
   std::vector<std::string> choices;  ///< kChoice
   /// Older command-line names kept working, e.g. "--crop" for crop_seconds.
