@@ -87,7 +87,7 @@ void add_process_command(CLI::App& app) {
       std::vector<double> positions;
       for (double s : points.seconds) positions.push_back(s * double(audio.sample_rate));
       at::Tensor values = dsp::piecewise_linear(points.raw.transpose(0, 1), positions, x.size(2));
-      (name == kDryWetParameter ? wet : raw[name]) = values;
+      (is_wet_amount(name) ? wet : raw[name]) = values;
     }
     TensorDict parameters;
     for (const auto& [name, value] : raw) parameters[name] = value.to(at::kFloat);

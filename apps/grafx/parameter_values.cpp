@@ -193,7 +193,7 @@ TensorDict parameters_from_assignments(const Processor& processor,
     at::Tensor numbers = at::zeros(value_shape(named, 1), at::kDouble);
     fill_values(numbers, text, fail);
     values[name] = numbers;
-    wet_set      = wet_set || named.spec->name == kDryWetParameter;
+    wet_set      = wet_set || is_wet_amount(named.spec->name);
   }
   TensorDict raw =
       raw_parameters(specs, processor.name(), values, 1, at::TensorOptions(at::kDouble), option);

@@ -738,7 +738,7 @@ def even_groups(n_tracks: int, n_groups: int) -> List[int]:
     ...
 def fit_settings() -> list:
     """
-    The fit's settings, one dict each: name (the keyword of fit, Fitter and FitOptions, and the key of fit.json), kind ("integer", "number", "flag" or "choice"), group, help, default, unit, minimum and maximum (None: unbounded) with minimum_open and maximum_open, choices, command_line (grafx fit's option) and aliases (its older options).
+    The fit's settings, one dict each: name (the keyword of fit, Fitter and FitOptions, and the key of fit.json), kind ("integer", "number", "flag" or "choice"), group, help, default, unit, minimum and maximum (None: unbounded) with minimum_open and maximum_open, choices, command_line (grafx fit's option), aliases (its older options) and same_on_resume (a resumed fit must keep the value its checkpoint records).
     """
     ...
 def load_audio(path: str) -> tuple:

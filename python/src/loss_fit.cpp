@@ -248,7 +248,8 @@ void bind_loss_and_fit(py::module_& m) {
           d["maximum_open"] = s.maximum_open;
           d["choices"]      = s.choices;
           d["command_line"] = command_line_name(s);
-          d["aliases"]      = s.aliases;
+          d["aliases"]        = s.aliases;
+          d["same_on_resume"] = s.same_on_resume;
           settings.append(d);
         }
         return settings;
@@ -256,7 +257,8 @@ void bind_loss_and_fit(py::module_& m) {
       "The fit's settings, one dict each: name (the keyword of fit, Fitter and FitOptions, and "
       "the key of fit.json), kind (\"integer\", \"number\", \"flag\" or \"choice\"), group, help, "
       "default, unit, minimum and maximum (None: unbounded) with minimum_open and maximum_open, "
-      "choices, command_line (grafx fit's option) and aliases (its older options).");
+      "choices, command_line (grafx fit's option), aliases (its older options) and same_on_resume "
+      "(a resumed fit must keep the value its checkpoint records).");
 
   py::class_<Fitter>(m, "Fitter")
       .def(py::init([](const Graph& graph, const at::Tensor& tracks, const at::Tensor& mix,

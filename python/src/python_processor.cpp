@@ -63,7 +63,7 @@ class PythonProcessor final : public Processor {
           throw ProcessorError("grafx.processor.python",
                                where + ": parameter \"" + name + "\" has a shape of " +
                                    std::string(py::repr(size)) + "; expected sizes of at least 1");
-      if (name == kDryWetParameter)
+      if (is_wet_amount(name))
         throw ProcessorError("grafx.processor.python",
                              where +
                                  ": \"dry_wet\" is the graph's own wet amount; name the "

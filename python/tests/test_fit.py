@@ -131,6 +131,10 @@ def test_fit_settings_name_every_keyword_option_and_flag_once(cli):
     with pytest.raises(grafx.FitError, match="num_steps: expected a whole number"):
         options.num_steps = 2.5
     assert options.crop_seconds == 3.8, "a refused value changes nothing"
+    # Settings that change the steps must match on resume; the length of a fit may change.
+    fixed = {s["name"] for s in settings if s["same_on_resume"]}
+    assert {"lr", "seed", "max_gradient_norm", "final_lr_ratio"} <= fixed
+    assert not fixed & {"num_steps", "time_budget_seconds", "schedule_method"}
     # grafx fit's --help shows every setting by its name, and its older names beside it.
     shown = subprocess.run([cli, "fit", "--help"], capture_output=True, text=True).stdout
     for s in settings:

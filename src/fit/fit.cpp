@@ -126,7 +126,7 @@ Graph with_automation(Graph graph, const FitAutomation& automation, SampleRate s
         fail("cannot automate " + type + "." + name + ": " + type + " automates " + list);
       }
       for (NodeId id : nodes)  // a wet amount only where the node carries one
-        if (name != kDryWetParameter || graph.node(id).dry_wet) graph.set_automated(id, name);
+        if (!is_wet_amount(name) || graph.node(id).dry_wet) graph.set_automated(id, name);
     }
   }
   const double seconds = double(length) / double(sample_rate);
@@ -491,15 +491,15 @@ void Fitter::freeze_outside_stage(double done) {
 at::Tensor Fitter::sparsity(const Parameters& parameters) const {
   at::Tensor total = at::zeros({}, tracks_.options());
   for (const auto& [type, named] : parameters) {
-    auto raw = named.find(kDryWetParameter);
-    if (raw == named.end()) continue;
+    const at::Tensor* raw_wet = find_wet_amount(named);
+    if (!raw_wet) continue;
     std::vector<double> counted;  // rows in graph order: dry/wet nodes not bypassed
     for (NodeId id : graph_.nodes_of_type(type)) {
       const Node& node = graph_.node(id);
       counted.push_back(node.dry_wet && !node.bypassed ? 1.0 : 0.0);
     }
     at::Tensor mask = at::tensor(counted, tracks_.options()).view({-1, 1});
-    total           = total + (raw->second.sigmoid() * mask).sum();
+    total           = total + (raw_wet->sigmoid() * mask).sum();
   }
   return total;
 }
@@ -540,29 +540,17 @@ MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
 
 std::map<std::string, std::string> Fitter::identity() const {
   at::Tensor t = tracks_.to(at::kDouble), m = mix_.to(at::kDouble);
+  // What the settings table does not hold: the graph, the data, and the settings as resolved
+  // for them (crops and warm-ups in samples), each compared on resume.
   std::map<std::string, std::string> identity = {
       {"graph", graph_to_json(graph_)},
       {"sample_rate", std::to_string(sample_rate_)},
-      {"seed", std::to_string(options_.seed)},
       {"crop_samples", std::to_string(crop_samples_)},
       {"skip_samples", std::to_string(options_.loss.skip_samples)},
-      {"lr", number(options_.optimizer.lr)},
       {"data", std::to_string(tracks_.size(0)) + "x" + std::to_string(tracks_.size(1)) + "x" +
                    std::to_string(tracks_.size(2)) + ", tracks " +
                    number(t.abs().sum().item<double>()) + ", mix " +
                    number(m.abs().sum().item<double>())}};
-  if (options_.crops_per_step != 1)
-    identity["crops_per_step"] = std::to_string(options_.crops_per_step);
-  if (options_.hessian_preconditioning) identity["optimizer"] = "adahessian";
-  if (!options_.automation.parameters.empty())
-    identity["automation"] = number(options_.automation.rate_hz) + " Hz from " +
-                             number(options_.automation.start) + ", smoothness " +
-                             number(options_.automation.smoothness);
-  // Settings that change the steps, recorded only where they differ from the default (so that
-  // older checkpoints, which lack them, still load with the defaults).
-  if (options_.max_gradient_norm != 0) identity["clip"] = number(options_.max_gradient_norm);
-  if (options_.reset_optimizer_every != 0)
-    identity["reset_every"] = std::to_string(options_.reset_optimizer_every);
   for (const auto& [node, hook] : options_.node_gradient_hooks)
     identity["gradient_hook." + std::to_string(node)] = hook.description;
   for (const auto& [group, lr] : options_.learning_rates) identity["lr." + group] = number(lr);
@@ -571,13 +559,45 @@ std::map<std::string, std::string> Fitter::identity() const {
     for (const auto& group : stage.groups) groups += (groups.empty() ? "" : ",") + group;
     identity["stage." + number(stage.until)] = groups;
   }
-  // Only a schedule other than the constant one (so that checkpoints from before schedules load).
-  const LearningRateSchedule& schedule = options_.lr_schedule;
-  if (schedule.warmup_steps != 0 || schedule.final_ratio != 1.0)
-    identity["lr_schedule"] = std::to_string(schedule.warmup_steps) + " warm-up steps, final " +
-                              number(schedule.final_ratio);
   return identity;
 }
+
+namespace {
+
+/// Version 2 kept the settings that change the steps under keys of their own, those at their
+/// defaults left out (its "settings", where present, were only a record). Takes those keys out
+/// of `metadata`.
+nlohmann::json settings_of_version_2(std::map<std::string, std::string>& metadata) {
+  auto take = [&](const std::string& key, const std::string& absent) {
+    auto it           = metadata.find(key);
+    std::string value = it == metadata.end() ? absent : it->second;
+    if (it != metadata.end()) metadata.erase(it);
+    return value;
+  };
+  nlohmann::json settings = {{"seed", std::stoull(take("seed", "0"))},
+                             {"lr", std::stod(take("lr", "0.01"))},
+                             {"crops_per_step", std::stoll(take("crops_per_step", "1"))},
+                             {"optimizer", take("optimizer", "adamw")},
+                             {"max_gradient_norm", std::stod(take("clip", "0"))},
+                             {"reset_optimizer_every", std::stoll(take("reset_every", "0"))}};
+  // "4 warm-up steps, final 0.1"; before schedules: constant.
+  long long warmup = 0;
+  double final     = 1;
+  std::sscanf(take("lr_schedule", "0 warm-up steps, final 1").c_str(),
+              "%lld warm-up steps, final %lf", &warmup, &final);
+  settings["warmup_steps"]   = warmup;
+  settings["final_lr_ratio"] = final;
+  // "20 Hz from 0.5, smoothness 0.01", where the fit automated parameters.
+  double rate = 0, start = 0, smoothness = 0;
+  if (std::sscanf(take("automation", "").c_str(), "%lf Hz from %lf, smoothness %lf", &rate, &start,
+                  &smoothness) == 3)
+    settings.update({{"automation_rate", rate},
+                     {"automation_start", start},
+                     {"automation_smoothness", smoothness}});
+  return settings;
+}
+
+}  // namespace
 
 void Fitter::save_checkpoint(const std::string& path) const {
   TensorDict tensors;
@@ -594,11 +614,11 @@ void Fitter::save_checkpoint(const std::string& path) const {
   tensors["history"] = history;
   if (!options_.automation.parameters.empty())
     tensors["curves_live"] = at::tensor(std::vector<int64_t>{curves_live_}, at::kLong);
-  auto metadata       = identity();
-  metadata["format"]  = "grafx.checkpoint";
-  metadata["version"] = "2";  // 2: the history holds gradient norms
-  // Every setting as fit.json records it, for the record: resuming compares the identity above
-  // (more steps, another time budget or thread choice may continue a fit).
+  auto metadata      = identity();
+  metadata["format"] = "grafx.checkpoint";
+  // 2: the history holds gradient norms; 3: the settings that change the steps are compared
+  // from "settings" (fit_settings.h), not from keys of their own.
+  metadata["version"]  = "3";
   metadata["settings"] = fit_settings_json(options_).dump();
   save_safetensors(path, tensors, metadata, /*overwrite=*/true);
 }
@@ -609,37 +629,41 @@ void Fitter::load_checkpoint(const std::string& path) {
     throw FitError("grafx.fit.checkpoint", path + ": " + what);
   };
   if (file.metadata["format"] != "grafx.checkpoint") fail("not a grafx checkpoint");
-  auto mine = identity();
-  // The first difference named, in this order: a sample rate that differs would show as crop
-  // sizes that differ too.
-  // Checkpoints from before schedules and crop batches: constant, one crop.
-  const std::pair<std::string, std::string> fallbacks[] = {
-      {"lr_schedule", "constant"}, {"crops_per_step", "1"}, {"optimizer", "adamw"}};
-  for (const auto& [key, fallback] : fallbacks) {
-    mine.emplace(key, fallback);
-    if (!file.metadata.count(key)) file.metadata[key] = fallback;
+  const std::string version = file.metadata["version"];
+  if (version != "1" && version != "2" && version != "3")
+    fail("a checkpoint of version " + version + ", from a newer grafx (this one reads 1 to 3)");
+  nlohmann::json recorded;
+  try {
+    recorded = version == "3" ? nlohmann::json::parse(file.metadata["settings"])
+                              : settings_of_version_2(file.metadata);
+  } catch (const std::exception&) {  // JSON or numbers that do not parse
+    fail("its recorded settings are unreadable");
   }
-  std::vector<std::string> keys = {"graph",        "data",        "sample_rate",    "seed",
-                                   "lr",           "lr_schedule", "crops_per_step", "optimizer",
-                                   "crop_samples", "skip_samples"};
-  // Then every other setting either side records (learning-rate groups, stages, clipping,
-  // resets, gradient hooks): one set only on one side is a change too.
-  for (const auto* side : {&mine, &file.metadata})
-    for (const auto& entry : *side)
-      if (entry.first != "format" && entry.first != "version" && entry.first != "settings" &&
-          std::find(keys.begin(), keys.end(), entry.first) == keys.end())
-        keys.push_back(entry.first);
-  for (const std::string& key : keys) {
-    auto recorded            = file.metadata.find(key);
-    auto now                 = mine.find(key);
-    const std::string before = recorded == file.metadata.end() ? "none" : recorded->second;
-    const std::string value  = now == mine.end() ? "none" : now->second;
-    if (before == value) continue;
+  const auto mine = identity();
+  auto compare    = [&](const std::string& key) {
+    auto recorded_value = file.metadata.find(key);
+    auto now            = mine.find(key);
+    const std::string before =
+        recorded_value == file.metadata.end() ? "none" : recorded_value->second;
+    const std::string value = now == mine.end() ? "none" : now->second;
+    if (before == value) return;
     if (key == "graph") fail("made for another graph");
     if (key == "data") fail("made for other data (" + before + "; now " + value + ")");
     fail("made with " + key + " " + before + ", but this fit uses " + value +
-         " (resume with the settings the fit was started with)");
-  }
+            " (resume with the settings the fit was started with)");
+  };
+  // The first difference named, in this order: a sample rate that differs would show as crop
+  // sizes that differ too; then the settings; then the rest either side records (crops and
+  // warm-ups in samples, learning-rate groups, stages, gradient hooks): one set only on one side
+  // is a change too.
+  for (const char* key : {"graph", "data", "sample_rate"}) compare(key);
+  const std::string changed = resume_difference(recorded, options_);
+  if (!changed.empty()) fail(changed);
+  std::set<std::string> rest;
+  for (const auto& entry : mine) rest.insert(entry.first);
+  for (const auto& entry : file.metadata) rest.insert(entry.first);
+  for (const char* record_only : {"format", "version", "settings"}) rest.erase(record_only);
+  for (const std::string& key : rest) compare(key);
   c10::NoGradGuard no_grad;
   for (auto& [type, named] : parameters_)
     for (auto& [name, p] : named) {

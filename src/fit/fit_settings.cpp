@@ -66,9 +66,11 @@ std::vector<FitSetting> make_settings() {
              "AdamW's learning rate (above 10 the first step throws every parameter out of "
              "range)"),
       [](O& o) -> double& { return o.optimizer.lr; }));
+  s.back().same_on_resume = true;
   s.push_back(field<double>(number("weight_decay", "optimizer", "weight decay", "", 0, false,
                                    kUnbounded, false, "AdamW's decoupled weight decay"),
                             [](O& o) -> double& { return o.optimizer.weight_decay; }));
+  s.back().same_on_resume = true;
   {
     FitSetting optimizer;
     optimizer.name    = "optimizer";
@@ -85,16 +87,19 @@ std::vector<FitSetting> make_settings() {
     optimizer.set = [](O& o, const nlohmann::json& v) {
       o.hessian_preconditioning = v.get<std::string>() == "adahessian";
     };
+    optimizer.same_on_resume = true;
     s.push_back(optimizer);
   }
   s.push_back(field<int64_t>(
       integer("reset_optimizer_every", "optimizer", "optimizer reset interval", 0,
               "Reset the optimizer's state every this many steps (0: never)", {"--reset-every"}),
       [](O& o) -> int64_t& { return o.reset_optimizer_every; }));
+  s.back().same_on_resume = true;
   s.push_back(field<double>(
       number("max_gradient_norm", "optimizer", "gradient-norm limit", "", 0, false, kUnbounded,
              false, "Clip the global gradient norm to this (0: off)", {"--clip"}),
       [](O& o) -> double& { return o.max_gradient_norm; }));
+  s.back().same_on_resume = true;
   s.push_back(field<int64_t>(integer("max_non_finite_steps", "optimizer", "number of skipped steps",
                                      0, "Stop after this many skipped (non-finite) steps in a row"),
                              [](O& o) -> int64_t& { return o.max_non_finite_steps; }));
@@ -102,12 +107,14 @@ std::vector<FitSetting> make_settings() {
   s.push_back(field<int64_t>(integer("warmup_steps", "schedule", "number of warm-up steps", 0,
                                      "Steps of linear learning-rate warm-up from lr/10"),
                              [](O& o) -> int64_t& { return o.lr_schedule.warmup_steps; }));
+  s.back().same_on_resume = true;
   s.push_back(field<double>(
       number("final_lr_ratio", "schedule", "final learning-rate ratio", "", 0, true, 1, false,
              "Cosine decay of the learning rate to this share of lr by the last step (or the end "
              "of the time budget); 1: constant",
              {"--final-lr"}),
       [](O& o) -> double& { return o.lr_schedule.final_ratio; }));
+  s.back().same_on_resume = true;
   // ---- crops
   s.push_back(
       field<double>(number("crop_seconds", "crops", "crop length", "s", 0, true, kUnbounded, false,
@@ -117,6 +124,7 @@ std::vector<FitSetting> make_settings() {
       integer("crops_per_step", "crops", "number of crops per step", 1,
               "Crops per step, rendered as one batch (the loss is their mean)", {"--crops"}),
       [](O& o) -> int64_t& { return o.crops_per_step; }));
+  s.back().same_on_resume = true;
   s.push_back(
       field<double>(number("skip_seconds", "crops", "warm-up", "s", 0, false, kUnbounded, false,
                            "Seconds at the start of each crop left out of the loss", {"--warm-up"}),
@@ -124,6 +132,7 @@ std::vector<FitSetting> make_settings() {
   s.push_back(field<uint64_t>(
       integer("seed", "crops", "number", 0, "Seed of the initial parameters and the crops"),
       [](O& o) -> uint64_t& { return o.seed; }));
+  s.back().same_on_resume = true;
   // ---- start
   s.push_back(field<bool>(flag("initialise_starts", "start",
                                "Start from the processors' typical settings (--init starts)"),
@@ -140,18 +149,21 @@ std::vector<FitSetting> make_settings() {
       field<double>(number("automation_rate", "automation", "automation rate", "Hz", 0, true,
                            kUnbounded, false, "Points per second of song of the automated curves"),
                     [](O& o) -> double& { return o.automation.rate_hz; }));
+  s.back().same_on_resume = true;
   s.push_back(field<double>(
       number("automation_start", "automation",
              "automation start (share of the fit fitted statically)", "", 0, false, 1, true,
              "Share of the fit (steps, or time with a budget) fitted statically before the "
              "curves start from its values"),
       [](O& o) -> double& { return o.automation.start; }));
+  s.back().same_on_resume = true;
   s.push_back(field<double>(
       number("automation_smoothness", "automation", "automation smoothness weight", "", 0, false,
              kUnbounded, false,
              "Weight of the curves' smoothness prior (mean |second difference| of their raw "
              "points)"),
       [](O& o) -> double& { return o.automation.smoothness; }));
+  s.back().same_on_resume = true;
   // ---- engine
   s.push_back(field<bool>(flag("adapt_threads", "engine",
                                "Time the steps and use fewer threads when that steps faster"),
@@ -269,6 +281,19 @@ FitOptions fit_options_from_json(const nlohmann::json& settings, FitOptions base
         "expected the fit settings as an object {name: value}, but got " + settings.dump());
   for (const auto& [name, value] : settings.items()) set_fit_setting(base, name, value);
   return base;
+}
+
+std::string resume_difference(const nlohmann::json& recorded, const FitOptions& options) {
+  const bool automated = !options.automation.parameters.empty();
+  for (const auto& s : fit_settings()) {
+    if (!s.same_on_resume || !recorded.contains(s.name)) continue;
+    if (s.group == "automation" && !automated) continue;  // curves' settings, without curves
+    const std::string before = text_of(recorded[s.name]), now = text_of(s.get(options));
+    if (before != now)
+      return "made with " + s.name + " " + before + ", but this fit uses " + now +
+             " (resume with the settings the fit was started with)";
+  }
+  return "";
 }
 
 void check_fit_settings(const FitOptions& options) {

@@ -187,12 +187,12 @@ std::vector<NodeId> Pruner::ranked_nodes(const std::string& type) const {
   const Graph& graph            = fitter_.graph();
   const std::vector<NodeId> ids = graph.nodes_of_type(type);
   const auto& named             = fitter_.parameters().at(type);
-  auto raw                      = named.find(kDryWetParameter);
+  const at::Tensor* raw_wet      = find_wet_amount(named);
   std::vector<std::pair<double, NodeId>> ranked;
   for (size_t row = 0; row < ids.size(); ++row) {
     const Node& node = graph.node(ids[row]);
-    if (node.bypassed || !node.dry_wet || raw == named.end()) continue;
-    ranked.push_back({raw->second[int64_t(row)].item<double>(), ids[row]});  // σ is monotone
+    if (node.bypassed || !node.dry_wet || !raw_wet) continue;
+    ranked.push_back({(*raw_wet)[int64_t(row)].item<double>(), ids[row]});  // σ is monotone
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -84,6 +84,17 @@ std::vector<ParameterSpec> node_parameter_specs(const Processor& processor, bool
   return specs;
 }
 
+namespace {
+constexpr char kDryWetParameter[] = "dry_wet";
+}
+
+bool is_wet_amount(const std::string& raw_name) { return raw_name == kDryWetParameter; }
+
+const at::Tensor* find_wet_amount(const TensorDict& parameters) {
+  auto raw = parameters.find(kDryWetParameter);
+  return raw == parameters.end() ? nullptr : &raw->second;
+}
+
 at::Tensor take_wet_amount(TensorDict& parameters) {
   auto raw = parameters.find(kDryWetParameter);
   if (raw == parameters.end()) return {};

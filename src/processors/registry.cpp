@@ -115,7 +115,7 @@ void check_descriptor(const ProcessorDescriptor& d, const ProcessorDescriptor* o
   std::set<std::string> names;
   for (const auto& spec : processor->parameter_specs()) {
     std::string where = "parameter \"" + spec.name + "\": ";
-    if (spec.name == kDryWetParameter) fail(where + "the name is reserved for the graph's dry/wet");
+    if (is_wet_amount(spec.name)) fail(where + "the name is reserved for the graph's dry/wet");
     if (!names.insert(spec.name).second) fail(where + "listed twice");
     if (spec.physical_name.empty() || spec.description.empty() || !spec.to_physical)
       fail(where + "expected a physical name, a description and a mapping to physical values");

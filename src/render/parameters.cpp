@@ -36,7 +36,7 @@ std::string automated_parameter(const std::string& name) {
 }
 
 bool node_has(const Node& node, const std::string& parameter) {
-  if (parameter == kDryWetParameter) return node.dry_wet;
+  if (is_wet_amount(parameter)) return node.dry_wet;
   const std::string base = automated_parameter(parameter);
   const auto& automated  = node.automated;
   if (!base.empty()) return std::binary_search(automated.begin(), automated.end(), base);
@@ -173,7 +173,7 @@ Parameters parameters_without(const Graph& graph, const Parameters& parameters,
       }
     if (rows.empty()) continue;
     for (const auto& [name, t] : named) {  // a wet amount or curve while a remaining node has it
-      const bool the_nodes_own = name == kDryWetParameter || !automated_parameter(name).empty();
+      const bool the_nodes_own = is_wet_amount(name) || !automated_parameter(name).empty();
       if (!the_nodes_own || std::any_of(remaining.begin(), remaining.end(),
                                         [&](const Node* node) { return node_has(*node, name); }))
         kept[type][name] = t.index_select(0, at::tensor(rows, at::kLong).to(t.device()));

@@ -196,10 +196,11 @@ class PhysicalValues {
       if (p.dim() == int64_t(spec.shape.size()) + 2) p = p[0];
       raw[spec.name] = p.narrow(0, row, 1).to(at::kDouble);
     }
-    double wet = 1.0;
-    if (dry_wet && named.count(kDryWetParameter))
+    double wet                = 1.0;
+    const at::Tensor* raw_wet = find_wet_amount(named);
+    if (dry_wet && raw_wet)
       wet = dry_wet_spec()
-                .to_physical(named.at(kDryWetParameter).detach().to(at::kDouble))
+                .to_physical(raw_wet->detach().to(at::kDouble))
                 .flatten()[row]
                 .item<double>();
     return {raw, wet};

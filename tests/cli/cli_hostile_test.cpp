@@ -328,12 +328,12 @@ TEST(CliHostile, ResumeRefusesEveryChangedSetting) {
   auto r                = run_grafx(song.fit(out, {"--steps", "2", "--clip", "5"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<std::pair<std::vector<std::string>, std::string>> changes = {
-      {{"--clip", "1"}, "made with clip 5, but this fit uses 1"},
-      {{}, "made with clip 5, but this fit uses none"},
+      {{"--clip", "1"}, "made with max_gradient_norm 5, but this fit uses 1"},
+      {{}, "made with max_gradient_norm 5, but this fit uses 0"},
       {{"--clip", "5", "--lr-group", "eq=0.1"}, "lr.eq"},
       {{"--clip", "5", "--stage", "0.5:gain_pan"}, "stage.0.5"},
       {{"--clip", "5", "--gradient-hook", "2=stop"}, "gradient_hook.2"},
-      {{"--clip", "5", "--reset-every", "5"}, "reset_every"},
+      {{"--clip", "5", "--reset-every", "5"}, "reset_optimizer_every"},
   };
   for (const auto& [extra, message] : changes) {
     std::vector<std::string> args = {"--steps", "3", "--resume"};

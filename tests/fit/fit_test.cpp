@@ -215,6 +215,68 @@ TEST(Fit, CheckpointsResumeExactly) {
                      "made for another graph");
 }
 
+// Checkpoints of version 2 kept the settings that change the steps under keys of their own (at
+// their defaults left out): they resume under version 3, and a changed setting is named as the
+// table names it.
+TEST(Fit, CheckpointsOfVersion2StillResume) {
+  testing::TempDir dir;
+  Graph console                 = gain_console();
+  at::Tensor x                  = tracks(2);
+  at::Tensor mix                = hidden_mix(console, x, at::full({3, 2}, 0.3f));
+  FitOptions options            = small_options(6);
+  options.max_gradient_norm     = 5;
+  options.reset_optimizer_every = 3;
+  options.lr_schedule           = {2, 0.5};
+  Fitter first(console, x, mix, kRate, options);
+  first.run();
+  first.save_checkpoint(dir.file("c.safetensors"));
+  SafetensorsFile file = load_safetensors(dir.file("c.safetensors"));
+  EXPECT_EQ(file.metadata.at("version"), "3");
+  // The same checkpoint as version 2 wrote it.
+  auto metadata = file.metadata;
+  metadata.erase("settings");
+  metadata["version"]     = "2";
+  metadata["seed"]        = "0";
+  metadata["lr"]          = "0.05";
+  metadata["clip"]        = "5";
+  metadata["reset_every"] = "3";
+  metadata["lr_schedule"] = "2 warm-up steps, final 0.5";
+  save_safetensors(dir.file("v2.safetensors"), file.tensors, metadata, true);
+  options.n_steps = 8;
+  Fitter resumed(console, x, mix, kRate, options);
+  resumed.load_checkpoint(dir.file("v2.safetensors"));
+  EXPECT_EQ(resumed.steps_done(), 6);
+
+  FitOptions clipped_less        = options;
+  clipped_less.max_gradient_norm = 1;
+  Fitter changed(console, x, mix, kRate, clipped_less);
+  EXPECT_GRAFX_ERROR(changed.load_checkpoint(dir.file("v2.safetensors")), "grafx.fit.checkpoint",
+                     "made with max_gradient_norm 5, but this fit uses 1");
+  // Before schedules, version 2 wrote none: constant.
+  metadata.erase("lr_schedule");
+  save_safetensors(dir.file("v2.safetensors"), file.tensors, metadata, true);
+  Fitter scheduled(console, x, mix, kRate, options);
+  EXPECT_GRAFX_ERROR(scheduled.load_checkpoint(dir.file("v2.safetensors")), "grafx.fit.checkpoint",
+                     "made with warmup_steps 0, but this fit uses 2");
+  // Version 3 compares the table's settings: one version 2 never recorded is compared too.
+  FitOptions decayed             = options;
+  decayed.optimizer.weight_decay = 0.5;
+  Fitter other_decay(console, x, mix, kRate, decayed);
+  EXPECT_GRAFX_ERROR(other_decay.load_checkpoint(dir.file("c.safetensors")), "grafx.fit.checkpoint",
+                     "made with weight_decay");
+  // A newer version, and settings that are not JSON, are refused by name.
+  metadata            = file.metadata;
+  metadata["version"] = "4";
+  save_safetensors(dir.file("v4.safetensors"), file.tensors, metadata, true);
+  EXPECT_GRAFX_ERROR(resumed.load_checkpoint(dir.file("v4.safetensors")), "grafx.fit.checkpoint",
+                     "a checkpoint of version 4, from a newer grafx");
+  metadata["version"]  = "3";
+  metadata["settings"] = "{not json";
+  save_safetensors(dir.file("v4.safetensors"), file.tensors, metadata, true);
+  EXPECT_GRAFX_ERROR(resumed.load_checkpoint(dir.file("v4.safetensors")), "grafx.fit.checkpoint",
+                     "its recorded settings are unreadable");
+}
+
 TEST(Fit, NonFiniteStepsAreSkippedThenStop) {
   Graph console                = gain_console();
   at::Tensor x                 = tracks(2);

@@ -59,7 +59,7 @@ at::Tensor hidden_mix(const Graph& full, const at::Tensor& x, std::vector<NodeId
   Parameters parameters = create_parameters(hidden, processors, {1, at::kFloat, false});
   parameters["gain_pan"]["log_gain"] =
       at::tensor({0.4f, -0.2f, -0.6f, 0.1f, 0.0f, 0.5f, -0.9f, -0.3f}).view({4, 2});
-  for (auto& [type, named] : parameters) named[kDryWetParameter].fill_(30.0);  // w = 1
+  for (auto& [type, named] : parameters) named["dry_wet"].fill_(30.0);  // w = 1
   RenderPlan plan = make_render_plan(to_tensor(hidden));
   return render(plan, processors, parameters, x).outputs[0];
 }
@@ -168,7 +168,7 @@ TEST(Prune, DryWetStepsGrowByTheRatioAndHalveOnFailure) {
   EXPECT_EQ(pruner.trials()[1].nodes.size(), 2u);
   EXPECT_EQ(pruner.remaining_processors(), 0);
   // The lowest wet amounts go first.
-  const at::Tensor& raw   = fitter.parameters().at("gain_pan").at(kDryWetParameter);
+  const at::Tensor& raw   = fitter.parameters().at("gain_pan").at("dry_wet");
   std::vector<NodeId> ids = fitter.graph().nodes_of_type("gain_pan");
   double worst_first = -1e9, best_second = 1e9;
   for (size_t row = 0; row < ids.size(); ++row) {

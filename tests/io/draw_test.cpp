@@ -31,7 +31,7 @@ TEST(Draw, DotHasALetteredBoxPerNodeAndMarksInAndOut) {
   NodeId eq = g.nodes_of_type("eq").front();
   g.set_dry_wet(eq);
   g.set_bypassed(eq);
-  g.set_automated(eq, kDryWetParameter);
+  g.set_automated(eq, "dry_wet");
   dot = graph_to_dot(g);
   EXPECT_TRUE(
       contains(dot, "n" + std::to_string(eq) + " [tooltip=\"" + std::to_string(eq) +

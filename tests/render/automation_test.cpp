@@ -55,7 +55,7 @@ TEST(Automation, ConstantCurvesEqualStaticParametersForEveryAutomatableParameter
       NodeId node     = -1;
       Graph fixed     = single_node(descriptor.name, &node);
       Graph automated = fixed;
-      if (spec.name == kDryWetParameter) fixed.set_dry_wet(node);
+      if (is_wet_amount(spec.name)) fixed.set_dry_wet(node);
       automated = fixed;
       automated.set_automation({10.0, 7});
       automated.set_automated(node, spec.name);
@@ -79,7 +79,7 @@ TEST(Automation, ConstantCurvesEqualStaticParametersForEveryAutomatableParameter
       // In float64: in float32 the EQs' paths round differently (the fixed cascade keeps double
       // precision between sections), by up to 1.4e-5 for poles within 0.3 % of z = 1.
       EXPECT_LT(relative_error(got, expected), 1e-9) << descriptor.name << "." << spec.name;
-      if (spec.name != kDryWetParameter) checked.insert(descriptor.name + "." + spec.name);
+      if (!is_wet_amount(spec.name)) checked.insert(descriptor.name + "." + spec.name);
     }
   }
   for (const char* expected :
@@ -160,7 +160,7 @@ AutomatedConsole automated_console(at::ScalarType dtype) {
     if (type == "send" || type == "stereo_imager") c.graph.set_automated(id, "log_gain");
     if (type == "delay") {
       c.graph.set_dry_wet(id);
-      c.graph.set_automated(id, kDryWetParameter);
+      c.graph.set_automated(id, "dry_wet");
     }
   }
   c.processors = make_processors(c.graph.types(), {kRate});
@@ -350,7 +350,7 @@ TEST(Automation, GraphFilesKeepAutomationAndStayVersion2Without) {
   g.set_automation({12.5, 40});
   g.set_automated(node, "log_gain");
   g.set_dry_wet(node);
-  g.set_automated(node, kDryWetParameter);
+  g.set_automated(node, "dry_wet");
   const std::string text = graph_to_json(g);
   EXPECT_TRUE(testing::contains(text, "\"version\": 3")) << text;
   EXPECT_TRUE(testing::contains(text, "\"automated\":[\"dry_wet\",\"log_gain\"]")) << text;

@@ -47,6 +47,8 @@ struct FitSetting {
   std::vector<std::string> choices;  ///< kChoice
   /// Older command-line names kept working, e.g. "--crop" for crop_seconds.
   std::vector<std::string> aliases;
+  /// A setting that changes the steps: a resumed fit must use the value its checkpoint records.
+  bool same_on_resume = false;
   std::function<nlohmann::json(const FitOptions&)> get;
   std::function<void(FitOptions&, const nlohmann::json&)> set;  ///< a value already checked
 };
@@ -74,6 +76,13 @@ nlohmann::json fit_settings_json(const FitOptions& options);
 /// `base` with the settings of `settings` ({name: value}; others keep base's values). Throws
 /// FitError [grafx.fit.options] for an unknown name or a bad value, naming it.
 FitOptions fit_options_from_json(const nlohmann::json& settings, FitOptions base = {});
+
+/// Why a fit with `options` may not resume a checkpoint whose settings are `recorded` ({name:
+/// value}): "made with lr 0.05, but this fit uses 0.01 (...)" for the first setting that changes
+/// the steps and differs (numbers to 10 digits, as checkpoints of version 2 wrote them; those
+/// absent from `recorded` and, without automated parameters, the automation's are not
+/// compared), or empty.
+std::string resume_difference(const nlohmann::json& recorded, const FitOptions& options);
 
 /// Throws FitError [grafx.fit.options] for the first setting of `options` out of its range (for
 /// options whose fields were set directly in C++).

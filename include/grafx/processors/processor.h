@@ -132,8 +132,11 @@ ParameterSpec dry_wet_spec();
 /// Physical values of raw ones, keyed by physical name, for the specs whose raw names
 /// `parameters` holds (the rest are left out).
 TensorDict to_physical(const std::vector<ParameterSpec>& specs, const TensorDict& parameters);
-/// Its raw name, "dry_wet".
-inline constexpr char kDryWetParameter[] = "dry_wet";
+/// Whether `raw_name` is the wet amount's raw name ("dry_wet"; no other code spells it).
+bool is_wet_amount(const std::string& raw_name);
+/// The raw wet amounts among a type's raw parameters ([N_t, 1] or, automated, [N_t, 1, L]), or
+/// null where no node of the type carries one.
+const at::Tensor* find_wet_amount(const TensorDict& parameters);
 class Processor;
 /// The raw parameters of a node of `processor`: the processor's own, then the wet amount where
 /// the node carries one. What every listing, check and setter of a node's parameters uses.
