@@ -244,10 +244,10 @@ void bind_loss_and_fit(py::module_& m) {
           d["unit"]    = s.unit;
           d["minimum"] = std::isfinite(s.minimum) ? py::object(py::float_(s.minimum)) : py::none();
           d["maximum"] = std::isfinite(s.maximum) ? py::object(py::float_(s.maximum)) : py::none();
-          d["minimum_open"] = s.minimum_open;
-          d["maximum_open"] = s.maximum_open;
-          d["choices"]      = s.choices;
-          d["command_line"] = command_line_name(s);
+          d["minimum_open"]   = s.minimum_open;
+          d["maximum_open"]   = s.maximum_open;
+          d["choices"]        = s.choices;
+          d["command_line"]   = command_line_name(s);
           d["aliases"]        = s.aliases;
           d["same_on_resume"] = s.same_on_resume;
           settings.append(d);

@@ -187,7 +187,7 @@ std::vector<NodeId> Pruner::ranked_nodes(const std::string& type) const {
   const Graph& graph            = fitter_.graph();
   const std::vector<NodeId> ids = graph.nodes_of_type(type);
   const auto& named             = fitter_.parameters().at(type);
-  const at::Tensor* raw_wet      = find_wet_amount(named);
+  const at::Tensor* raw_wet     = find_wet_amount(named);
   std::vector<std::pair<double, NodeId>> ranked;
   for (size_t row = 0; row < ids.size(); ++row) {
     const Node& node = graph.node(ids[row]);
