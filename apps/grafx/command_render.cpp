@@ -7,11 +7,13 @@
 
 #include <grafx/error.h>
 #include <grafx/files.h>
+#include <grafx/fit/fit_record.h>
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/io/audio.h>
 #include <grafx/io/parameter_file.h>
 #include <grafx/render/chunked.h>
 #include <grafx/render/parameters.h>
+#include <grafx/render/stream.h>
 
 #include <ATen/ATen.h>
 
@@ -19,6 +21,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <random>
 
 namespace grafx::cli {
 namespace {
@@ -163,6 +166,115 @@ void add_render_command(CLI::App& app) {
               << counted(plan.n_calls(), "processor call") << " (" << to_string(plan.method)
               << ") in " << seconds << " s -> " << outputs.front()
               << (outputs.size() > 1 ? " ..." : "") << "\n";
+  });
+}
+
+void add_stream_command(CLI::App& app) {
+  struct Args {
+    std::string source, parameters, output;
+    std::vector<std::string> tracks;
+    int64_t block = 512, channels = 2, seed = 0;
+    bool random_blocks = false, pad = false, pcm16 = false, force = false;
+  };
+  auto args     = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "stream", "Stream audio files through a graph block by block, as a plugin runs it");
+  cmd->add_option("source", args->source,
+                  "A fit folder (its console.json and parameters.safetensors) or a graph file")
+      ->required();
+  cmd->add_option("--tracks,--sources", args->tracks,
+                  "One audio file per `in` node, in node id order (default for a fit folder: "
+                  "the tracks it was fitted on)");
+  cmd->add_option("--params", args->parameters,
+                  "Parameter file (.safetensors); default: the fit folder's, or initial "
+                  "parameters for a graph file");
+  cmd->add_option("--seed", args->seed, "Seed of the initial parameters")
+      ->capture_default_str()
+      ->check(whole_number(0));
+  cmd->add_option("--block", args->block, "Samples per block")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd->add_flag("--random-blocks", args->random_blocks,
+                "Blocks of random sizes from 1 to --block samples, as some hosts call plugins");
+  cmd->add_option("--channels", args->channels, "Channels of every source")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 8));
+  cmd->add_flag("--pad", args->pad, "Zero-pad shorter sources to the longest");
+  cmd->add_flag("--pcm16", args->pcm16, "Write 16-bit PCM instead of float");
+  cmd->add_option("-o,--output", args->output,
+                  "Output audio file (several `out` nodes: name.1.wav, ...)")
+      ->required();
+  add_force_flag(*cmd, args->force);
+  cmd->callback([args] {
+    // A fit folder holds its console, its parameters and the record of its tracks.
+    const bool folder = std::filesystem::is_directory(args->source);
+    const std::string graph_path =
+        folder ? (std::filesystem::path(args->source) / "console.json").string() : args->source;
+    std::string parameter_path = args->parameters;
+    if (parameter_path.empty() && folder)
+      parameter_path = (std::filesystem::path(args->source) / "parameters.safetensors").string();
+    std::vector<std::string> tracks = args->tracks;
+    if (tracks.empty() && folder) tracks = read_fit_record(args->source).inputs.tracks;
+    if (tracks.empty())
+      throw RenderError("grafx.render.sources",
+                        "expected --tracks (one audio file per `in` node) for a graph file");
+    Graph graph = load_graph_file(graph_path);
+    graph.check();
+    const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
+    if (int64_t(tracks.size()) != n_inputs)
+      throw RenderError("grafx.render.sources",
+                        graph_path + " has " + std::to_string(n_inputs) + " `in` nodes, but " +
+                            std::to_string(tracks.size()) + " track files were given");
+    auto outputs = output_paths(args->output, graph.count_per_type()[NodeTypes::kOut]);
+    std::vector<std::string> inputs = tracks;
+    inputs.push_back(graph_path);
+    if (!parameter_path.empty()) inputs.push_back(parameter_path);
+    for (const auto& path : outputs) {
+      check_not_an_input(path, inputs);
+      check_writable(path, args->force);
+    }
+    ParameterFile file;
+    if (!parameter_path.empty()) file = read_parameter_file(parameter_path, graph);
+    SampleRate sample_rate = file.sample_rate;
+    at::Tensor sources     = load_sources(tracks, args->channels, args->pad, sample_rate);
+    Processors processors  = renderable_processors(graph, {sample_rate});
+    Parameters parameters =
+        parameter_path.empty()
+            ? create_parameters(graph, processors, {uint64_t(args->seed), at::kFloat, false})
+            : file.parameters;
+    Stream stream(graph, processors, parameters, {sample_rate, args->block, args->channels});
+    std::mt19937_64 random(uint64_t(args->seed));
+    std::uniform_int_distribution<int64_t> sizes(1, args->block);
+    const auto start    = std::chrono::steady_clock::now();
+    at::Tensor streamed = stream_through(
+        stream, sources, [&] { return args->random_blocks ? sizes(random) : args->block; });
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      at::Tensor y      = streamed[int64_t(i)];
+      const double peak = y.abs().max().item<double>();
+      if (args->pcm16 && peak > 1.0)
+        std::cerr << "grafx: warning: " << outputs[i] << " peaks at " << std::setprecision(3)
+                  << peak << " and is clipped in 16-bit PCM\n";
+      write_audio(outputs[i], y, sample_rate, args->force,
+                  args->pcm16 ? AudioEncoding::kPcm16 : AudioEncoding::kFloat32);
+      note_written(outputs[i]);
+    }
+    const double audio_seconds = double(sources.size(2)) / double(sample_rate);
+    const StreamStatus status  = stream.status();
+    if (status.silenced_blocks > 0)
+      std::cerr << "grafx: warning: " << counted(status.silenced_blocks, "block")
+                << " held non-finite samples and were silenced\n";
+    std::cout << "streamed " << counted(n_inputs, "source") << " (" << args->channels << " ch, "
+              << sample_rate << " Hz, " << std::fixed << std::setprecision(2) << audio_seconds
+              << " s) through " << counted(graph.n_nodes(), "node") << " in "
+              << counted(status.blocks, "block") << " of " << (args->random_blocks ? "1 to " : "")
+              << args->block << " samples, latency " << stream.latency_samples() << " samples ("
+              << std::setprecision(1)
+              << 1000.0 * double(stream.latency_samples()) / double(sample_rate)
+              << " ms, removed), " << std::setprecision(2) << seconds << " s ("
+              << std::setprecision(1) << audio_seconds / seconds << "x real time) -> "
+              << outputs.front() << (outputs.size() > 1 ? " ..." : "") << "\n";
   });
 }
 

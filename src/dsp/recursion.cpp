@@ -61,10 +61,7 @@ void ballistics_rows(const T* x, const T* rise, const T* fall, const T* initial,
     T* yg       = y + first * length;
     for (int64_t n = 0; n < length; ++n)
       for (int64_t j = 0; j < count; ++j) {
-        // y = y + (1 − α)(x − y) with α chosen by the sign of x − y, written with min/max:
-        // a branch here is unpredictable on noisy levels, and costs 3× more.
-        T step = xg[j * length + n] - state[j];
-        state[j] += gain_rise[j] * std::max(step, T(0)) + gain_fall[j] * std::min(step, T(0));
+        state[j] = ballistics_step(state[j], xg[j * length + n], gain_rise[j], gain_fall[j]);
         yg[j * length + n] = state[j];
       }
   });

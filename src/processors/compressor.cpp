@@ -348,6 +348,80 @@ at::Tensor smooth_gain(const at::Tensor& gain, dsp::EnvelopeSmoothing smoothing,
   return gain;
 }
 
+/// A smoother of one value per sample, as dsp::one_pole and dsp::ballistics run it on a row:
+/// from 0 (a gain smoother runs on the gain's distance from its unity).
+class StreamSmoother {
+ public:
+  StreamSmoother(dsp::EnvelopeSmoothing kind, const TensorDict& parameters, const Smoother& names)
+      : kind_(kind) {
+    auto alpha = [&](const char* name) {
+      return smoothing_alpha(parameters.at(name)).item<float>();
+    };
+    if (kind == dsp::EnvelopeSmoothing::kOnePole) alpha_ = alpha(names.one_pole);
+    if (kind == dsp::EnvelopeSmoothing::kBallistics)
+      gain_rise_ = 1 - alpha(names.attack), gain_fall_ = 1 - alpha(names.release);
+  }
+  float operator()(float x) {
+    if (kind_ == dsp::EnvelopeSmoothing::kOnePole)
+      return state_ = alpha_ * state_ + x * (1 - alpha_);
+    if (kind_ == dsp::EnvelopeSmoothing::kBallistics)
+      return state_ = dsp::ballistics_step(state_, x, gain_rise_, gain_fall_);
+    return x;
+  }
+  void reset() { state_ = 0; }
+  bool smooths() const { return kind_ != dsp::EnvelopeSmoothing::kNone; }
+
+ private:
+  dsp::EnvelopeSmoothing kind_;
+  float alpha_ = 0, gain_rise_ = 0, gain_fall_ = 0, state_ = 0;
+};
+
+/// A Dynamics node, sample by sample: the steps of Dynamics::forward in the same order.
+class DynamicsStream : public NodeStream {
+ public:
+  struct Curve {
+    bool gate, amplitude_detection, log_domain;
+    Dynamics::Knee knee;
+    float threshold, scale, width;  // T, s, w as forward computes them
+  };
+  DynamicsStream(const Curve& curve, StreamSmoother level, StreamSmoother gain, int64_t channels)
+      : curve_(curve), level_(level), gain_(gain), channels_(channels) {}
+
+  std::vector<int64_t> outlet_channels() const override { return {channels_}; }
+
+  void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {
+    const auto &x = inlets.front(), &key = inlets.back();
+    const auto& y        = outlets.front();
+    const float channels = float(key.size());
+    for (int64_t i = 0; i < n; ++i) {
+      float detected = 0;
+      for (const float* k : key)
+        detected += curve_.amplitude_detection ? std::abs(k[i]) : k[i] * k[i];
+      float envelope = level_(detected / channels);
+      if (curve_.amplitude_detection) envelope = envelope * envelope;
+      const float level = std::log(envelope + float(kEnergyFloor));
+      const float u     = curve_.gate ? curve_.threshold - level : level - curve_.threshold;
+      const float k     = knee_point(curve_.knee, u, curve_.width).k;
+      const float gain  = curve_.log_domain ? std::exp(smoothed_gain(curve_.scale * k / 2, 0))
+                                            : smoothed_gain(std::exp(curve_.scale * k * 0.5f), 1);
+      for (size_t c = 0; c < y.size(); ++c) y[c][i] = x[c][i] * gain;
+    }
+  }
+
+  void reset() override { level_.reset(), gain_.reset(); }
+
+ private:
+  /// smooth_gain's value: negated around its unity, a falling gain rises, and ballistics'
+  /// attack applies (one pole is symmetric, so the same).
+  float smoothed_gain(float gain, float unity) {
+    return gain_.smooths() ? unity - gain_(unity - gain) : gain;
+  }
+
+  Curve curve_;
+  StreamSmoother level_, gain_;
+  int64_t channels_;
+};
+
 /// Moderate compression, or gentle gating of what is well below the music; keyed by a
 /// sidechain, a compressor ducks (deep, fast attack, a release that breathes with the beat).
 TensorDict musical_dynamics(const PriorContext& c, bool gate, bool duck) {
@@ -594,6 +668,27 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
           : smooth_gain(amplitude_gains(envelope, threshold, ratio, knee, gate, knee_),
                         gain_smoothing_, parameters, 1);
   return {{x * amplitude_gain}, {}};
+}
+
+std::unique_ptr<NodeStream> Dynamics::make_stream(const TensorDict& parameters,
+                                                  const StreamSetup& setup) const {
+  TensorDict raw;  // float32, as the offline render computes its coefficients
+  for (const auto& [name, value] : parameters) raw[name] = value.to(at::kFloat).reshape({-1});
+  DynamicsStream::Curve curve;
+  curve.gate                = curve_ == Curve::kNoiseGate;
+  curve.amplitude_detection = amplitude_detection_;
+  curve.log_domain          = gain_smoothing_in_log_;
+  curve.knee                = knee_;
+  curve.threshold           = (raw.at("log_threshold") - kThresholdOffset).item<float>();
+  curve.scale = curve_scale((1 + raw.at("log_ratio").exp()), curve.gate).item<float>();
+  curve.width = 0;
+  if (knee_ != Knee::kHard) {
+    at::Tensor width = raw.at("log_knee").exp();
+    curve.width      = (knee_ == Knee::kQuadratic ? width / 2 : width).item<float>();
+  }
+  StreamSmoother level(level_smoothing_, raw, kLevelSmoother);
+  StreamSmoother gain(gain_smoothing_, raw, kGainSmoother);
+  return std::make_unique<DynamicsStream>(curve, level, gain, setup.inlet_channels.front());
 }
 
 TemporalSupport Dynamics::temporal_support(const TensorDict& parameters) const {

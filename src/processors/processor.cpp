@@ -1,5 +1,6 @@
 #include <grafx/error.h>
 #include <grafx/graph/node_types.h>
+#include <grafx/processors/node_stream.h>
 #include <grafx/processors/processor.h>
 
 #include <ATen/ATen.h>
@@ -228,6 +229,15 @@ TemporalSupport TemporalSupport::then(const TemporalSupport& next) const {
 TemporalSupport TemporalSupport::widest(const TemporalSupport& other) const {
   return {std::max(past_samples, other.past_samples),
           std::max(future_samples, other.future_samples)};
+}
+
+}  // namespace grafx
+
+namespace grafx {
+
+std::unique_ptr<NodeStream> Processor::make_stream(const TensorDict&, const StreamSetup&) const {
+  throw ProcessorError("grafx.stream.unsupported",
+                       "processor \"" + name() + "\" has no streaming form");
 }
 
 }  // namespace grafx

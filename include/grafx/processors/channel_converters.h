@@ -16,6 +16,7 @@
 /// stereo, as the renderers require (render/render.h, "channels").
 
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
@@ -23,7 +24,7 @@ ProcessorDescriptor mono_to_stereo_descriptor();      ///< letter u
 ProcessorDescriptor stereo_to_mid_side_descriptor();  ///< letter y
 ProcessorDescriptor mid_side_to_stereo_descriptor();  ///< letter j
 
-class ChannelConverter : public Processor {
+class ChannelConverter : public LinearProcessor {
  public:
   enum class Conversion { kMonoToStereo, kStereoToMidSide, kMidSideToStereo };
 

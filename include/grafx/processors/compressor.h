@@ -54,6 +54,7 @@
 
 #include <grafx/dsp/recursion.h>
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
@@ -81,6 +82,10 @@ class Dynamics : public Processor {
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
   TemporalSupport temporal_support(const TensorDict& parameters) const override;
+  /// Sample by sample: the same detector, smoothers (dsp::ballistics_step) and knee as
+  /// `forward`, in float32.
+  std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
+                                          const StreamSetup& setup) const override;
 
  private:
   Curve curve_;

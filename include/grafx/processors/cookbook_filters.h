@@ -29,6 +29,7 @@
 
 #include <grafx/dsp/biquad.h>
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
@@ -41,7 +42,7 @@ ProcessorDescriptor peaking_descriptor();
 ProcessorDescriptor low_shelf_descriptor();
 ProcessorDescriptor high_shelf_descriptor();
 
-class CookbookFilter : public Processor {
+class CookbookFilter : public LinearProcessor {
  public:
   CookbookFilter(const ProcessorConfig& config, dsp::CookbookShape shape)
       : sample_rate_(config.sample_rate), shape_(shape) {}

@@ -22,13 +22,14 @@
 /// bands still sum to the input.
 
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
 ProcessorDescriptor crossover_descriptor();        ///< letter X
 ProcessorDescriptor crossover_3band_descriptor();  ///< letter Y
 
-class Crossover : public Processor {
+class Crossover : public LinearProcessor {
  public:
   Crossover(const ProcessorConfig& config, int64_t n_bands);
   std::string name() const override { return n_bands_ == 2 ? "crossover" : "crossover_3band"; }

@@ -50,12 +50,13 @@
 
 #include <grafx/dsp/signal.h>
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
 ProcessorDescriptor delay_descriptor();
 
-class MultitapDelay : public Processor {
+class MultitapDelay : public LinearProcessor {
  public:
   // The defaults (the paper's delay).
   static constexpr int64_t kSegments      = 20;  ///< per channel

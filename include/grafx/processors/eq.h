@@ -22,6 +22,7 @@
 ///   auto y = eq.forward({x}, {{"log_magnitude", at::zeros({x.size(0), 1024})}}).outputs[0];
 
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
@@ -31,7 +32,7 @@ ProcessorDescriptor eq_descriptor();          ///< letter e
 ProcessorDescriptor eq_stereo_descriptor();   ///< letter E
 ProcessorDescriptor eq_midside_descriptor();  ///< letter Q
 
-class Equalizer : public Processor {
+class Equalizer : public LinearProcessor {
  public:
   static constexpr int64_t kBins = 1024;
 

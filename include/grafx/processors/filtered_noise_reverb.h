@@ -39,12 +39,13 @@
 
 #include <grafx/dsp/signal.h>
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
 ProcessorDescriptor filtered_noise_reverb_descriptor();
 
-class FilteredNoiseReverb : public Processor {
+class FilteredNoiseReverb : public LinearProcessor {
  public:
   static constexpr int64_t kBands        = 12;
   static constexpr double kLengthSeconds = 2.0;

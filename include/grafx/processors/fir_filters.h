@@ -28,6 +28,7 @@
 #include <grafx/dsp/fir.h>
 #include <grafx/processors/descriptor.h>
 #include <grafx/processors/eq.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
@@ -43,7 +44,7 @@ struct FirEqOptions {
   dsp::Window window        = dsp::Window::kHann;
 };
 
-class FirEqualizer : public Processor {
+class FirEqualizer : public LinearProcessor {
  public:
   static constexpr int64_t kBins = 1024;
 
@@ -60,7 +61,7 @@ class FirEqualizer : public Processor {
   ConstantCache constants_;
 };
 
-class FirFilter : public Processor {
+class FirFilter : public LinearProcessor {
  public:
   static constexpr int64_t kTaps = 1023;
 

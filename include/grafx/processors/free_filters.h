@@ -39,6 +39,7 @@
 /// the cookbook filters' Q and log-frequency scale.
 
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
@@ -46,7 +47,7 @@ ProcessorDescriptor biquad_descriptor();
 ProcessorDescriptor pole_zero_descriptor();
 ProcessorDescriptor state_variable_filter_descriptor();
 
-class BiquadFilter : public Processor {
+class BiquadFilter : public LinearProcessor {
  public:
   explicit BiquadFilter(const ProcessorConfig&) {}
   std::string name() const override { return "biquad"; }
@@ -60,7 +61,7 @@ class BiquadFilter : public Processor {
   static std::pair<at::Tensor, at::Tensor> section(const TensorDict& parameters);
 };
 
-class PoleZeroFilter : public Processor {
+class PoleZeroFilter : public LinearProcessor {
  public:
   explicit PoleZeroFilter(const ProcessorConfig&) {}
   std::string name() const override { return "pole_zero"; }
@@ -74,7 +75,7 @@ class PoleZeroFilter : public Processor {
   static std::pair<at::Tensor, at::Tensor> section(const TensorDict& parameters);
 };
 
-class StateVariableFilter : public Processor {
+class StateVariableFilter : public LinearProcessor {
  public:
   explicit StateVariableFilter(const ProcessorConfig& config) : sample_rate_(config.sample_rate) {}
   std::string name() const override { return "state_variable_filter"; }

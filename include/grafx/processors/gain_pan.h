@@ -13,12 +13,13 @@
 ///   auto y = gain_pan.forward({x}, {{"log_gain", at::zeros({x.size(0), 2})}}).outputs[0];
 
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
 ProcessorDescriptor gain_pan_descriptor();
 
-class GainPan : public Processor {
+class GainPan : public LinearProcessor {
  public:
   explicit GainPan(const ProcessorConfig& config) {}
   std::string name() const override { return "gain_pan"; }

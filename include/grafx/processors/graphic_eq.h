@@ -29,6 +29,7 @@
 /// its commands and run by dsp::biquad_cascade_time_varying.
 
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
@@ -37,7 +38,7 @@ enum class GraphicEqBands { kBark, kThirdOctave };
 ProcessorDescriptor graphic_eq_descriptor();               ///< letter G
 ProcessorDescriptor graphic_eq_third_octave_descriptor();  ///< letter T
 
-class GraphicEq : public Processor {
+class GraphicEq : public LinearProcessor {
  public:
   static constexpr double kEdgeGainExponent = 0.4;   ///< c: the gain at band edges is g^c
   static constexpr double kPrototypeGainDb  = 17.0;  ///< the interaction matrix's gain

@@ -25,6 +25,7 @@
 
 #include <grafx/processors/descriptor.h>
 #include <grafx/processors/eq.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
@@ -32,7 +33,7 @@ ProcessorDescriptor parametric_eq_descriptor();          ///< letter q
 ProcessorDescriptor parametric_eq_stereo_descriptor();   ///< letter P
 ProcessorDescriptor parametric_eq_midside_descriptor();  ///< letter M
 
-class ParametricEq : public Processor {
+class ParametricEq : public LinearProcessor {
  public:
   ParametricEq(const ProcessorConfig& config, EqChannels channels, int64_t n_peaks = 8)
       : sample_rate_(config.sample_rate), channels_(channels), n_peaks_(n_peaks) {}

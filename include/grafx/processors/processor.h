@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -160,6 +161,9 @@ ParameterSpec curve_spec(const ParameterSpec& spec, int64_t points);
 /// `[N, shape..., L]`, as it is.
 at::Tensor over_time(const at::Tensor& parameter, const ParameterSpec& spec);
 
+struct StreamSetup;
+class NodeStream;
+
 class Processor {
  public:
   virtual ~Processor() = default;
@@ -175,6 +179,12 @@ class Processor {
   /// The temporal support of `forward` with these parameters (N×... raw values, as forward's),
   /// the widest over the N rows. A contract test renders every processor whole and in chunks.
   virtual TemporalSupport temporal_support(const TensorDict& parameters) const = 0;
+  /// The streaming form of one node (its raw parameters, N = 1, none automated) for `setup`
+  /// (grafx/processors/node_stream.h): linear processors return stream_by_impulse_responses.
+  /// Throws ProcessorError [grafx.stream.unsupported] saying why where the processor cannot
+  /// stream exactly: the default, for processors without a streaming form.
+  virtual std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
+                                                  const StreamSetup& setup) const;
 
   /// The node type (name and ports) of this processor.
   NodeType node_type() const;

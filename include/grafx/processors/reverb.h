@@ -36,12 +36,13 @@
 
 #include <grafx/dsp/signal.h>
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
 ProcessorDescriptor reverb_descriptor();
 
-class NoiseReverb : public Processor {
+class NoiseReverb : public LinearProcessor {
  public:
   static constexpr int64_t kFftSize      = 384;
   static constexpr int64_t kHop          = 192;

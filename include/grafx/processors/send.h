@@ -15,12 +15,13 @@
 ///   auto y = send.forward({x}, {{"log_gain", at::full({x.size(0), 1}, -1.38)}}).outputs[0];
 
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
 ProcessorDescriptor send_descriptor();
 
-class Send : public Processor {
+class Send : public LinearProcessor {
  public:
   explicit Send(const ProcessorConfig&) {}
   std::string name() const override { return "send"; }

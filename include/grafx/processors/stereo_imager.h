@@ -10,12 +10,13 @@
 /// Input and output: N×2×L. At log_gain 0 the imager is the identity.
 
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
 ProcessorDescriptor stereo_imager_descriptor();
 
-class StereoImager : public Processor {
+class StereoImager : public LinearProcessor {
  public:
   explicit StereoImager(const ProcessorConfig& config) {}
   std::string name() const override { return "stereo_imager"; }

@@ -1,0 +1,96 @@
+#pragma once
+/// Real-time rendering: a graph with fixed parameters processing audio block by block, every
+/// node's state (filters, level detectors, delay lines, convolution tails) carried from block to
+/// block, as audio hosts and plugins run it.
+///
+/// A stream is made once from a graph, its processors and its parameters (made with LibTorch:
+/// each node's streaming form, Processor::make_stream). Then `process` takes any block of 1 to
+/// `max_block` samples on plain float32 buffers; it allocates nothing, locks nothing, throws
+/// nothing and calls no LibTorch operator. Its outputs equal the offline render's (render.h)
+/// delayed by `latency_samples()`: the zero-phase filters' half lengths along the slowest path
+/// (parallel paths are aligned to it).
+///
+///   Stream stream(graph, processors, parameters, {48000, 512, 2});
+///   std::vector<const float*> in(stream.n_sources() * stream.source_channels());
+///   std::vector<float*> out(stream.n_outputs() * stream.output_channels());
+///   ... point them at the host's buffers, then per block:
+///   stream.process(in.data(), out.data(), n);
+///
+/// Input that holds NaN or infinity is contained: the block is processed as silence and its
+/// output is silent, and a block whose output is not finite is silenced and the stream reset;
+/// both are counted in status().
+
+#include <grafx/graph/graph.h>
+#include <grafx/render/render.h>
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace grafx {
+
+struct StreamOptions {
+  SampleRate sample_rate  = 44100;
+  int64_t max_block       = 4096;  ///< the most samples one process() call takes (1 to 2^20)
+  int64_t source_channels = 2;     ///< channels of every source (1 to 8)
+};
+
+/// What a host can read of a running stream.
+struct StreamStatus {
+  int64_t blocks          = 0;  ///< blocks processed
+  int64_t silenced_blocks = 0;  ///< of those, blocks silenced for NaN or infinite input or output
+  int64_t refused_blocks  = 0;  ///< calls with a block size outside 1..max_block (nothing done)
+};
+
+class Stream {
+ public:
+  /// Throws what render() throws for a graph, processors and parameters that do not fit each
+  /// other or parameters that are not finite, RenderError [grafx.stream.options] for a block size
+  /// or channel count out of range, and [grafx.stream.unsupported] naming the node whose processor
+  /// cannot stream exactly or which automates a parameter.
+  Stream(const Graph& graph, const Processors& processors, const Parameters& parameters,
+         const StreamOptions& options);
+  ~Stream();
+  Stream(Stream&&) noexcept;
+  Stream& operator=(Stream&&) noexcept;
+
+  int64_t n_sources() const;  ///< the graph's `in` nodes, in graph order
+  int64_t source_channels() const;
+  int64_t n_outputs() const;  ///< the graph's `out` nodes, in graph order
+  /// The widest signal of the graph (as the offline render's outputs).
+  int64_t output_channels() const;
+  int64_t max_block() const;
+  SampleRate sample_rate() const;
+  /// Samples by which the outputs lag the offline render.
+  int64_t latency_samples() const;
+
+  /// Processes n samples: sources[k · source_channels + c] of source k, channel c, into
+  /// outputs[o · output_channels + c]. A block size outside 1..max_block does nothing but count
+  /// in status().refused_blocks.
+  void process(const float* const* sources, float* const* outputs, int64_t n) noexcept;
+  /// Back to silence, as just made: the song starts again. Before its start every signal is
+  /// silent, as in the offline render (a zero-phase filter's pre-echo of the first samples
+  /// reaches no later node).
+  void reset() noexcept;
+  /// Where the song ends, in samples after the last reset (negative: never, as live): past it
+  /// every signal is silent, as in the offline render of a song of that length (which a
+  /// zero-phase filter after another reaches with its look-ahead). For renders of whole songs.
+  void set_song_end(int64_t samples);
+  StreamStatus status() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// Streams `sources` ([n_sources, source_channels, L], any floating type) through `stream`,
+/// reset first and told the song's end, in blocks whose sizes `next_block` picks (clamped to
+/// 1..max_block), then as much silence as the latency, and returns the outputs with the latency
+/// removed: what the offline render gives, [n_outputs, output_channels, L] in float32. For tests
+/// and the command line.
+at::Tensor stream_through(Stream& stream, const at::Tensor& sources,
+                          const std::function<int64_t()>& next_block);
+
+}  // namespace grafx

@@ -1,0 +1,144 @@
+// The streaming convolver against a direct convolution in double: filters of 1 to 96,000 taps,
+// fed in blocks of fixed and random sizes, pure delays, and reset.
+
+#include <grafx/dsp/stream_convolution.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace grafx::dsp {
+namespace {
+
+std::vector<float> noise(int64_t n, uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = uniform(generator);
+  return x;
+}
+
+/// Σ_k h[k]·x[n − k] in double (four partial sums: the loop is the test's bottleneck).
+double direct(const std::vector<float>& h, const std::vector<float>& x, int64_t n) {
+  const int64_t last = std::min<int64_t>(int64_t(h.size()) - 1, n);
+  double s[4]        = {0, 0, 0, 0};
+  int64_t k          = 0;
+  for (; k + 3 <= last; k += 4)
+    for (int64_t j = 0; j < 4; ++j) s[j] += double(h[size_t(k + j)]) * double(x[size_t(n - k - j)]);
+  for (; k <= last; ++k) s[0] += double(h[size_t(k)]) * double(x[size_t(n - k)]);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/// Output samples to check: all of them where that is cheap; otherwise the first 2,048, those
+/// next to the partition boundaries (multiples of 64) and every 37th.
+std::vector<int64_t> checked_samples(int64_t taps, int64_t samples) {
+  std::vector<int64_t> at;
+  for (int64_t n = 0; n < samples; ++n) {
+    const int64_t r = n % 64;
+    if (taps * samples <= 200'000'000 || n < 2048 || r == 0 || r == 1 || r == 63 || n % 37 == 0)
+      at.push_back(n);
+  }
+  return at;
+}
+
+/// Block sizes covering `samples`: all `block`, or random in [1, block] (block < 0).
+std::vector<int64_t> block_sizes(int64_t samples, int64_t block, uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_int_distribution<int64_t> size(1, std::abs(block));
+  std::vector<int64_t> sizes;
+  for (int64_t done = 0; done < samples;) {
+    sizes.push_back(std::min(samples - done, block > 0 ? block : size(generator)));
+    done += sizes.back();
+  }
+  return sizes;
+}
+
+std::vector<float> run(StreamConvolver& convolver, const std::vector<float>& x,
+                       const std::vector<int64_t>& sizes) {
+  std::vector<float> y(x.size(), std::nanf(""));
+  int64_t done = 0;
+  for (int64_t n : sizes) {
+    convolver.process(x.data() + done, y.data() + done, n);
+    done += n;
+  }
+  return y;
+}
+
+TEST(StreamConvolver, EqualsDirectConvolutionForEveryBlockSequence) {
+  // Long filters get signals long enough to reach every tap and to pass several blocks of the
+  // largest partitions (8192 samples).
+  for (int64_t taps : {1, 2, 63, 64, 65, 128, 129, 257, 1000, 2047, 5000, 30001, 96000}) {
+    const int64_t samples         = taps <= 5000 ? 20000 : taps + 3 * 8192;
+    const std::vector<float> h    = noise(taps, uint32_t(taps));
+    const std::vector<float> x    = noise(samples, uint32_t(taps) + 1);
+    const std::vector<int64_t> at = checked_samples(taps, samples);
+    std::vector<double> expected(at.size());
+    double peak = 0;
+    for (size_t i = 0; i < at.size(); ++i)
+      expected[i] = direct(h, x, at[i]), peak = std::max(peak, std::abs(expected[i]));
+    for (int64_t block : {1, 7, 64, 512, 4096, -777}) {
+      StreamConvolver convolver(h, std::abs(block));
+      EXPECT_EQ(convolver.length(), taps);
+      const std::vector<float> y = run(convolver, x, block_sizes(samples, block, uint32_t(taps)));
+      double error               = 0;
+      for (size_t i = 0; i < at.size(); ++i)
+        error = std::max(error, std::abs(double(y[size_t(at[i])]) - expected[i]));
+      EXPECT_LE(error, 1e-6 * peak) << taps << " taps, blocks " << block << ": " << error / peak;
+      // The samples not compared with the direct sum are finite (all were written).
+      EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return std::isfinite(v); }));
+    }
+  }
+}
+
+TEST(StreamConvolver, DelaysWithoutLatency) {
+  // A unit impulse at tap d anywhere in the filter, in the direct part or in a partition of any
+  // level, at either end: y[n] = x[n − d].
+  const int64_t taps = 96000, samples = taps + 8192;
+  const std::vector<float> x        = noise(samples, 5);
+  const std::vector<int64_t> delays = {0, 63, 64, 65, 511, 512, 4095, 8192, 50000, taps - 1};
+  for (int64_t d : delays) {
+    std::vector<float> h(size_t(taps), 0.0f);
+    h[size_t(d)] = 1.0f;
+    StreamConvolver convolver(h, 512);
+    const std::vector<float> y = run(convolver, x, block_sizes(samples, -512, uint32_t(d)));
+    double error               = 0;
+    for (int64_t n = 0; n < samples; ++n)
+      error = std::max(error, std::abs(double(y[size_t(n)]) - (n >= d ? x[size_t(n - d)] : 0.0)));
+    EXPECT_LE(error, 1e-6) << "delay " << d;
+  }
+}
+
+TEST(StreamConvolver, ResetEqualsAFreshConvolver) {
+  for (int64_t taps : {65, 2047, 30001}) {
+    const std::vector<float> h = noise(taps, 11), before = noise(12345, 12),
+                             x       = noise(taps + 10000, 13);
+    const std::vector<int64_t> sizes = block_sizes(int64_t(x.size()), -300, 14);
+    StreamConvolver fresh(h, 300), reused(h, 300);
+    run(reused, before, block_sizes(int64_t(before.size()), -300, 15));
+    reused.reset();
+    EXPECT_EQ(run(reused, x, sizes), run(fresh, x, sizes)) << taps << " taps";
+  }
+}
+
+TEST(StreamConvolver, ProcessesEmptyBlocksAndRejectsBadArguments) {
+  StreamConvolver convolver({0.5f, 0.25f}, 4);
+  const float x[3] = {1, 2, 3};
+  float y[3]       = {0, 0, 0};
+  convolver.process(x, y, 0);
+  convolver.process(x, y, 1);
+  convolver.process(x + 1, y + 1, 0);
+  convolver.process(x + 1, y + 1, 2);
+  EXPECT_EQ(std::vector<float>(y, y + 3), (std::vector<float>{0.5f, 1.25f, 2.0f}));
+  EXPECT_EQ(convolver.max_block(), 4);
+  EXPECT_THROW(StreamConvolver({}, 64), std::invalid_argument);
+  EXPECT_THROW(StreamConvolver({1.0f}, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace grafx::dsp

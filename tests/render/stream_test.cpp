@@ -1,0 +1,254 @@
+// The stream engine (render/stream.h): every processor and consoles of every kind streamed
+// block by block equal the offline render shifted by the declared latency, for block sizes 1,
+// 7, 64, 512, 4096 and random ones; process() allocates nothing; bad blocks are contained.
+
+#include <grafx/error.h>
+#include <grafx/graph/console.h>
+#include <grafx/render/parameters.h>
+#include <grafx/render/render.h>
+#include <grafx/render/stream.h>
+
+#include "support/test_support.h"
+
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <random>
+
+// Every heap allocation of the test binary, counted while `g_counting` is set.
+namespace {
+std::atomic<int64_t> g_allocations{0};
+std::atomic<bool> g_counting{false};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (g_counting) ++g_allocations;
+  if (void* p = std::malloc(size ? size : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace grafx {
+namespace {
+
+constexpr SampleRate kRate = 8000;
+
+/// One node of `type` fed by one source per inlet, every outlet summed into the output.
+Graph single_node(const std::string& type) {
+  Graph g(registry_node_types());
+  const NodeId node = g.add(type);
+  for (const std::string& inlet : make_processor(type, {kRate})->inlets())
+    g.connect(g.add("in"), node, "main", inlet);
+  const NodeId out = g.add("out");
+  for (const std::string& outlet : make_processor(type, {kRate})->outlets())
+    g.connect(node, out, outlet, "main");
+  return g;
+}
+
+/// Parameters spread wider than the initial ones, so that processors act.
+Parameters acting_parameters(const Graph& graph, const Processors& processors, uint64_t seed) {
+  Parameters parameters = create_parameters(graph, processors, {seed, at::kFloat, false});
+  at::manual_seed(int64_t(seed));
+  for (auto& [type, named] : parameters)
+    for (auto& [name, t] : named) t = t + 0.3 * at::randn_like(t);
+  return parameters;
+}
+
+/// Block sizes: all `size`, or random in 1..max (size 0).
+std::function<int64_t()> blocks_of(int64_t size, int64_t max) {
+  auto rng = std::make_shared<std::mt19937>(7);
+  return
+      [=] { return size ? size : int64_t(std::uniform_int_distribution<int>(1, int(max))(*rng)); };
+}
+
+/// max |streamed − offline| / peak over the block sequences of the issue.
+void expect_streams_as_rendered(const Graph& graph, const Processors& processors,
+                                const Parameters& parameters, const at::Tensor& sources,
+                                const std::string& what) {
+  const at::Tensor offline =
+      render(make_render_plan(to_tensor(graph)), processors, parameters, sources).outputs;
+  Stream stream(graph, processors, parameters, {kRate, 4096, sources.size(1)});
+  const double peak = offline.abs().max().item<double>();
+  ASSERT_GT(peak, 0) << what;
+  for (int64_t size : {1, 7, 64, 512, 4096, 0}) {
+    const at::Tensor streamed = stream_through(stream, sources, blocks_of(size, 4096));
+    ASSERT_EQ(streamed.sizes(), offline.sizes()) << what;
+    const double error = (streamed - offline).abs().max().item<double>() / peak;
+    EXPECT_LE(error, 1e-5) << what << ", blocks of " << (size ? std::to_string(size) : "random")
+                           << " samples, latency " << stream.latency_samples();
+  }
+}
+
+// Processors without an exact streaming form: memoryless waveshapers (no per-sample kernel
+// yet) and containers.
+const std::set<std::string> kNotStreaming = {"tanh_distortion",  "piecewise_tanh_distortion",
+                                             "power_distortion", "chebyshev_distortion",
+                                             "serial_chain",     "parallel_mix"};
+
+TEST(StreamContract, EveryProcessorStreamsAsItRendersOffline) {
+  std::set<std::string> streamed;
+  for (const ProcessorDescriptor& d : processor_registry()) {
+    const Graph graph           = single_node(d.name);
+    const Processors processors = make_processors(graph.types(), {kRate});
+    const Parameters parameters = acting_parameters(graph, processors, 3);
+    at::manual_seed(4);
+    const int64_t n_sources  = graph.count_per_type()[NodeTypes::kIn];
+    const at::Tensor sources = at::randn({n_sources, 2, 3 * kRate / 2}) * 0.3;
+    if (kNotStreaming.count(d.name)) {
+      EXPECT_GRAFX_ERROR(Stream(graph, processors, parameters, {kRate, 512, 2}),
+                         "grafx.stream.unsupported", d.name);
+      continue;
+    }
+    expect_streams_as_rendered(graph, processors, parameters, sources, d.name);
+    streamed.insert(d.name);
+  }
+  EXPECT_EQ(streamed.size() + kNotStreaming.size(), processor_registry().size());
+  EXPECT_TRUE(streamed.count("compressor") && streamed.count("reverb") && streamed.count("eq"));
+}
+
+Graph console(const std::vector<std::string>& chain, bool pruned) {
+  ConsoleOptions options;
+  options.n_tracks     = 4;
+  options.track_groups = {0, 0, 1, 1};
+  options.chain        = chain;
+  options.dry_wet      = true;
+  options.sends        = {{"reverb", {"reverb"}, {}}};
+  options.sidechains   = {{1, 0, "sidechain_compressor"}};
+  Graph graph          = build_console(options, registry_node_types()).graph;
+  if (pruned)  // some nodes bypassed: paths of different latencies meet
+    for (NodeId id : graph.nodes_of_type(chain.front()))
+      if (id % 2) graph.set_bypassed(id);
+  return graph;
+}
+
+TEST(StreamContract, ConsolesStreamAsTheyRenderOffline) {
+  const std::vector<std::vector<std::string>> chains = {
+      {"eq", "compressor", "noise_gate", "stereo_imager", "gain_pan", "delay", "reverb"},
+      {"parametric_eq_midside", "compressor_ballistics", "graphic_eq", "fir_filter",
+       "state_variable_filter", "noise_gate_ballistics", "stereo_imager", "gain_pan",
+       "filtered_noise_reverb"},
+  };
+  for (const auto& chain : chains)
+    for (bool pruned : {false, true}) {
+      const Graph graph           = console(chain, pruned);
+      const Processors processors = make_processors(graph.types(), {kRate});
+      const Parameters parameters = acting_parameters(graph, processors, 5);
+      at::manual_seed(6);
+      const at::Tensor sources = at::randn({4, 1, kRate}) * 0.3;  // mono tracks, stereo mix
+      expect_streams_as_rendered(graph, processors, parameters, sources,
+                                 chain.front() + (pruned ? " console, pruned" : " console"));
+    }
+}
+
+// The latency is the zero-phase EQs' half lengths (2047 taps: 1023 samples) along the path with
+// the most of them, to which the others are aligned, whatever else the console holds.
+TEST(Stream, TheLatencyIsTheEqsAlone) {
+  const Graph graph           = console({"eq", "compressor", "gain_pan", "delay", "reverb"}, true);
+  const Processors processors = make_processors(graph.types(), {kRate});
+  Stream stream(graph, processors, acting_parameters(graph, processors, 1), {kRate, 64, 1});
+  std::map<NodeId, int64_t> eqs;  // most EQs on a path to each node (bypassed ones left out)
+  int64_t most = 0;
+  for (NodeId id : graph.topological_order()) {
+    for (NodeId before : graph.predecessors(id)) eqs[id] = std::max(eqs[id], eqs[before]);
+    eqs[id] += graph.type_name(id) == "eq" && !graph.node(id).bypassed;
+    most = std::max(most, eqs[id]);
+  }
+  EXPECT_EQ(most, 2) << "a track's EQ, then its group's, where neither is bypassed";
+  EXPECT_EQ(stream.latency_samples(), most * 1023);
+  const Graph no_eq       = console({"compressor", "gain_pan", "reverb"}, false);
+  const Processors others = make_processors(no_eq.types(), {kRate});
+  EXPECT_EQ(
+      Stream(no_eq, others, acting_parameters(no_eq, others, 1), {kRate, 64, 1}).latency_samples(),
+      0);
+}
+
+// Real-time discipline: after the first blocks, 10,000 blocks allocate nothing.
+TEST(Stream, ProcessAllocatesNothing) {
+  const Graph graph = console(
+      {"eq", "compressor", "noise_gate", "stereo_imager", "gain_pan", "delay", "reverb"}, true);
+  const Processors processors = make_processors(graph.types(), {kRate});
+  Stream stream(graph, processors, acting_parameters(graph, processors, 2), {kRate, 64, 1});
+  std::vector<float> input(64, 0.1f),
+      output(size_t(64 * stream.output_channels() * stream.n_outputs()));
+  std::vector<const float*> in(size_t(stream.n_sources()), input.data());
+  std::vector<float*> out;
+  for (int64_t k = 0; k < stream.n_outputs() * stream.output_channels(); ++k)
+    out.push_back(output.data() + k * 64);
+  for (int i = 0; i < 10; ++i) stream.process(in.data(), out.data(), 64);
+  g_allocations = 0;
+  g_counting    = true;
+  for (int i = 0; i < 10000; ++i) stream.process(in.data(), out.data(), 1 + i % 64);
+  g_counting = false;
+  EXPECT_EQ(g_allocations.load(), 0);
+  EXPECT_EQ(stream.status().blocks, 10010);
+}
+
+// Block sizes out of range do nothing; NaN or infinite input gives a silent block, counted,
+// and the stream goes on as if that block had been silence.
+TEST(Stream, BadBlocksAreContained) {
+  const Graph graph           = console({"eq", "compressor", "reverb"}, false);
+  const Processors processors = make_processors(graph.types(), {kRate});
+  const Parameters parameters = acting_parameters(graph, processors, 3);
+  Stream stream(graph, processors, parameters, {kRate, 32, 1});
+  Stream reference(graph, processors, parameters, {kRate, 32, 1});
+  const int64_t n_out = stream.n_outputs() * stream.output_channels();
+  at::manual_seed(1);
+  at::Tensor x        = at::randn({stream.n_sources(), 32 * 40}) * 0.3;
+  at::Tensor silenced = x.clone();
+  silenced.narrow(1, 32 * 20, 32).zero_();
+  x[1][32 * 20 + 5] = NAN;
+  x[2][32 * 20 + 6] = INFINITY;
+  at::Tensor y = at::full({n_out, 32 * 40}, 7.0f), expected = at::zeros({n_out, 32 * 40});
+  auto pointers = [](at::Tensor& t, int64_t start, auto* first) {
+    std::vector<std::remove_pointer_t<decltype(first)>> p;
+    for (int64_t k = 0; k < t.size(0); ++k) p.push_back(t[k].data_ptr<float>() + start);
+    return p;
+  };
+  std::vector<float*> out = pointers(y, 0, (float**)nullptr);
+  stream.process(nullptr, out.data(), 0);
+  stream.process(nullptr, out.data(), 33);
+  EXPECT_EQ(stream.status().refused_blocks, 2);
+  EXPECT_EQ(y[0][0].item<float>(), 7.0f) << "a refused block writes nothing";
+  for (int64_t start = 0; start < 32 * 40; start += 32) {
+    auto in                    = pointers(x, start, (const float**)nullptr);
+    auto ref                   = pointers(silenced, start, (const float**)nullptr);
+    out                        = pointers(y, start, (float**)nullptr);
+    std::vector<float*> expect = pointers(expected, start, (float**)nullptr);
+    stream.process(in.data(), out.data(), 32);
+    reference.process(ref.data(), expect.data(), 32);
+  }
+  EXPECT_EQ(stream.status().silenced_blocks, 1);
+  EXPECT_EQ(stream.status().blocks, 40);
+  EXPECT_TRUE(y.narrow(1, 32 * 20, 32).abs().max().item<float>() == 0) << "the bad block is silent";
+  expected.narrow(1, 32 * 20, 32).zero_();
+  EXPECT_TRUE(at::equal(y, expected)) << "before and after it, the stream plays on";
+}
+
+TEST(Stream, RefusesWhatItCannotStream) {
+  const Graph graph           = console({"eq", "gain_pan"}, false);
+  const Processors processors = make_processors(graph.types(), {kRate});
+  const Parameters parameters = acting_parameters(graph, processors, 3);
+  EXPECT_GRAFX_ERROR(Stream(graph, processors, parameters, {kRate, 0, 1}), "grafx.stream.options",
+                     "maximum block of 1 to 1048576 samples, but got 0");
+  EXPECT_GRAFX_ERROR(Stream(graph, processors, parameters, {kRate, 64, 9}), "grafx.stream.options",
+                     "sources of 1 to 8 channels, but got 9");
+  Graph distorted       = console({"eq", "tanh_distortion"}, false);
+  const Processors more = make_processors(distorted.types(), {kRate});
+  EXPECT_GRAFX_ERROR(Stream(distorted, more, acting_parameters(distorted, more, 3), {kRate, 64, 1}),
+                     "grafx.stream.unsupported", "tanh_distortion\" has no streaming form");
+  Graph automated = graph;
+  automated.set_automated(automated.nodes_of_type("gain_pan").front(), "log_gain");
+  automated.set_automation({10.0, 11});
+  const Parameters curves = with_curves(automated, processors, parameters);
+  EXPECT_GRAFX_ERROR(Stream(automated, processors, curves, {kRate, 64, 1}),
+                     "grafx.stream.unsupported", "automation does not stream yet");
+  Parameters missing = parameters;
+  missing.erase("eq");
+  EXPECT_THROW(Stream(graph, processors, missing, {kRate, 64, 1}), RenderError);
+}
+
+}  // namespace
+}  // namespace grafx
