@@ -10,6 +10,7 @@
 #include <grafx/plan/render_plan.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
+#include <grafx/render/stream.h>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -40,6 +41,97 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+/// Seconds of `stream` processing `sources` (K×C×L float32) block by block, and its slowest
+/// block's, from a reset.
+std::pair<double, double> time_stream(Stream& stream, const at::Tensor& sources, int64_t block) {
+  const int64_t length = sources.size(2);
+  at::Tensor outputs   = at::empty({stream.n_outputs(), stream.output_channels(), length});
+  std::vector<const float*> in(size_t(sources.size(0) * sources.size(1)));
+  std::vector<float*> out(size_t(outputs.size(0) * outputs.size(1)));
+  stream.reset();
+  double total = 0, slowest = 0;
+  for (int64_t start = 0; start < length; start += block) {
+    for (size_t k = 0; k < in.size(); ++k)
+      in[k] = sources.data_ptr<float>() + int64_t(k) * length + start;
+    for (size_t k = 0; k < out.size(); ++k)
+      out[k] = outputs.data_ptr<float>() + int64_t(k) * length + start;
+    const auto from = Clock::now();
+    stream.process(in.data(), out.data(), std::min(block, length - start));
+    const double seconds = milliseconds_since(from) / 1000;
+    total += seconds;
+    slowest = std::max(slowest, seconds);
+  }
+  return {total, slowest};
+}
+
+/// grafx bench --stream: the real-time factor of streaming `graph` on one core per block size,
+/// beside the offline render's on one thread.
+void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double seconds,
+                  SampleRate sample_rate, int64_t repeats, const std::string& name, bool json) {
+  at::set_num_threads(1);
+  const Processors processors = make_processors(graph.types(), {sample_rate});
+  const Parameters parameters = create_parameters(graph, processors, {0, at::kFloat, false});
+  const int64_t length        = std::max<int64_t>(1, std::llround(seconds * double(sample_rate)));
+  const int64_t n_sources     = graph.count_per_type()[NodeTypes::kIn];
+  at::manual_seed(0);
+  const at::Tensor sources = 0.1 * at::randn({n_sources, 2, length});
+  const int64_t largest    = *std::max_element(blocks.begin(), blocks.end());
+  const auto made          = Clock::now();
+  Stream stream(graph, processors, parameters, {sample_rate, largest, 2});
+  const double setup_ms       = milliseconds_since(made);
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (int64_t block : blocks) {
+    std::vector<double> totals, slowest;
+    time_stream(stream, sources, block);  // warm-up
+    for (int64_t r = 0; r < repeats; ++r) {
+      auto [total, worst] = time_stream(stream, sources, block);
+      totals.push_back(total), slowest.push_back(worst);
+    }
+    const double total = median(totals);
+    rows.push_back({{"block", block},
+                    {"real_time_factor", seconds / total},
+                    {"mean_block_us", 1e6 * total / double((length + block - 1) / block)},
+                    {"slowest_block_us", 1e6 * median(slowest)},
+                    {"block_period_us", 1e6 * double(block) / double(sample_rate)}});
+  }
+  const RenderPlan plan = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
+  std::vector<double> offline;
+  auto render_once = [&] {
+    c10::NoGradGuard no_grad;
+    const auto from = Clock::now();
+    render(plan, processors, parameters, sources);
+    return milliseconds_since(from) / 1000;
+  };
+  render_once();
+  for (int64_t r = 0; r < repeats; ++r) offline.push_back(render_once());
+  const double offline_factor = seconds / median(offline);
+  if (json) {
+    nlohmann::ordered_json result = {{"graph", name},
+                                     {"nodes", graph.n_nodes()},
+                                     {"sample_rate", sample_rate},
+                                     {"seconds", seconds},
+                                     {"latency_samples", stream.latency_samples()},
+                                     {"setup_ms", setup_ms},
+                                     {"blocks", rows},
+                                     {"offline_real_time_factor", offline_factor}};
+    std::cout << result.dump() << "\n";
+    return;
+  }
+  std::cout << name << ": " << graph.n_nodes() << " nodes, streamed on one core\n"
+            << n_sources << " stereo sources of " << seconds << " s at " << sample_rate
+            << " Hz, initial parameters; medians of " << repeats << " runs after a warm-up\n"
+            << std::fixed << std::setprecision(1) << "  latency " << stream.latency_samples()
+            << " samples (" << 1000.0 * double(stream.latency_samples()) / double(sample_rate)
+            << " ms); stream made in " << setup_ms << " ms\n";
+  for (const auto& row : rows)
+    std::cout << "  blocks of " << std::setw(5) << row["block"].get<int64_t>() << "  "
+              << std::setw(7) << row["real_time_factor"].get<double>() << "x real time  "
+              << "(mean block " << row["mean_block_us"].get<double>() << " us, slowest "
+              << row["slowest_block_us"].get<double>() << " us, of "
+              << row["block_period_us"].get<double>() << " us)\n";
+  std::cout << "  offline render (1 thread) " << std::setw(7) << offline_factor << "x real time\n";
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
@@ -48,7 +140,8 @@ void add_bench_command(CLI::App& app) {
     double seconds         = 3.8;
     SampleRate sample_rate = 30000;
     int64_t repeats = 5, threads = 0;
-    bool json = false;
+    bool json = false, stream = false;
+    std::vector<int64_t> blocks = {64, 512};
   };
   auto args     = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -72,12 +165,22 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", args->threads,
                   "CPU threads for LibTorch (default: grafx's --threads, all cores)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--stream", args->stream,
+                "Time streaming instead (grafx stream), on one core: the real-time factor per "
+                "block size, beside the offline render's on one thread");
+  cmd->add_option("--blocks", args->blocks, "Block sizes of --stream")
+      ->capture_default_str()
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   cmd->add_flag("--json", args->json,
                 "Print one JSON object (forward_ms, backward_ms, forward_backward_ms, "
                 "peak_memory_mib, ...) instead of text");
   cmd->callback([args] {
     if (args->threads > 0) at::set_num_threads(int(args->threads));
-    Graph graph           = load_graph_file(args->graph);
+    Graph graph = load_graph_file(args->graph);
+    if (args->stream)
+      return bench_stream(graph, args->blocks, args->seconds, args->sample_rate, args->repeats,
+                          args->graph, args->json);
     RenderPlan plan       = make_render_plan(to_tensor(graph), parse_schedule_method(args->method));
     Processors processors = make_processors(graph.types(), {args->sample_rate});
     const int64_t length  = std::max<int64_t>(1, std::llround(args->seconds * args->sample_rate));

@@ -213,13 +213,13 @@ void add_stream_command(CLI::App& app) {
     std::string parameter_path = args->parameters;
     if (parameter_path.empty() && folder)
       parameter_path = (std::filesystem::path(args->source) / "parameters.safetensors").string();
+    Graph graph = load_graph_file(graph_path);
+    graph.check();
     std::vector<std::string> tracks = args->tracks;
     if (tracks.empty() && folder) tracks = read_fit_record(args->source).inputs.tracks;
     if (tracks.empty())
       throw RenderError("grafx.render.sources",
                         "expected --tracks (one audio file per `in` node) for a graph file");
-    Graph graph = load_graph_file(graph_path);
-    graph.check();
     const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
     if (int64_t(tracks.size()) != n_inputs)
       throw RenderError("grafx.render.sources",

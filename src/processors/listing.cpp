@@ -1,5 +1,7 @@
 // Text descriptions of registered processors (`grafx processors`).
 
+#include <grafx/error.h>
+#include <grafx/processors/node_stream.h>
 #include <grafx/processors/registry.h>
 
 #include <ATen/ATen.h>
@@ -43,6 +45,22 @@ std::string initial_value(const ParameterSpec& spec) {
   return with_unit(number(lo) + (hi != lo ? " … " + number(hi) : ""), spec.unit);
 }
 
+/// How the processor streams (grafx stream, render/stream.h), with its initial parameters.
+std::string streaming(const Processor& processor, SampleRate sample_rate) {
+  TensorDict initial;
+  for (const auto& spec : processor.parameter_specs())
+    initial[spec.name] = at::full(spec.shape_for(1), spec.init_mean, at::kFloat);
+  try {
+    auto stream = processor.make_stream(
+        initial, {sample_rate, 512, std::vector<int64_t>(processor.inlets().size(), 2)});
+    const bool linear = dynamic_cast<const LinearProcessor*>(&processor) != nullptr;
+    return std::string(linear ? "by its impulse responses" : "sample by sample") + ", latency " +
+           std::to_string(stream->latency_samples()) + " samples";
+  } catch (const Error& e) {
+    return "no (" + e.message() + ")";
+  }
+}
+
 }  // namespace
 
 std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate sample_rate,
@@ -78,6 +96,7 @@ std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate
       << (spec.automation.empty() ? "not automatable" : "automatable, " + spec.automation) << "\n";
   }
   if (detailed) {
+    s << "  streams: " << streaming(*processor, sample_rate) << "\n";
     const ParameterSpec wet = dry_wet_spec();
     s << "  any node may also carry " << wet.physical_name << " (" << wet.unit
       << ", 0 to 1): " << wet.description << "; automatable, " << wet.automation << "\n";

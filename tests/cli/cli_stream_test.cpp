@@ -1,0 +1,136 @@
+// grafx stream, run as a user would: what grafx render writes, from a graph file or a fit
+// folder, and one clear error for what cannot stream.
+
+#include <grafx/fit/fit_record.h>
+#include <grafx/graph/console.h>
+#include <grafx/graph/graph_json.h>
+#include <grafx/io/audio.h>
+#include <grafx/io/parameter_file.h>
+#include <grafx/render/parameters.h>
+
+#include "support/test_support.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace grafx {
+namespace {
+
+using testing::contains;
+using testing::run_grafx;
+
+constexpr SampleRate kRate = 16000;
+
+/// A fit folder as grafx fit leaves it: a 3-track console with EQs on tracks and the group (two
+/// zero-phase filters in series), dynamics, a delay and a reverb, its parameters and its record.
+struct FitFolder {
+  testing::TempDir dir;
+  std::string folder = dir.file("fit");
+  std::vector<std::string> tracks;
+  FitFolder() {
+    std::filesystem::create_directory(folder);
+    ConsoleOptions options;
+    options.n_tracks     = 3;
+    options.track_groups = {0, 0, 0};
+    options.chain        = {"eq", "compressor", "gain_pan", "delay", "reverb"};
+    options.dry_wet      = true;
+    Graph graph          = build_console(options, registry_node_types()).graph;
+    save_graph(graph, folder + "/console.json");
+    const Processors processors = make_processors(graph.types(), {kRate});
+    Parameters parameters       = create_parameters(graph, processors, {1, at::kFloat, false});
+    at::manual_seed(2);
+    for (auto& [type, named] : parameters)
+      for (auto& [name, t] : named) t = t + 0.3 * at::randn_like(t);
+    save_parameters(folder + "/parameters.safetensors", graph, parameters, false, kRate);
+    FitInputs inputs;
+    for (int k = 0; k < 3; ++k) {
+      tracks.push_back(dir.file("track" + std::to_string(k) + ".wav"));
+      write_audio(tracks.back(), 0.3 * at::randn({2, kRate}), kRate);
+    }
+    inputs.tracks      = tracks;
+    inputs.mix         = tracks.front();
+    inputs.sample_rate = kRate;
+    write_fit_record(folder, inputs, FitOptions(), false);
+  }
+};
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+std::string read_text(const std::string& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+double relative_difference(const std::string& a, const std::string& b) {
+  at::Tensor x = read_audio(a).samples, y = read_audio(b).samples;
+  EXPECT_EQ(x.sizes(), y.sizes());
+  return (x - y).abs().max().item<double>() / y.abs().max().item<double>();
+}
+
+TEST(CliStream, AFitFolderStreamsAsItRenders) {
+  FitFolder f;
+  std::vector<std::string> render = {
+      "render", f.folder + "/console.json", "--params", f.folder + "/parameters.safetensors",
+      "-o",     f.dir.file("rendered.wav"), "--sources"};
+  render.insert(render.end(), f.tracks.begin(), f.tracks.end());
+  auto r = run_grafx(render);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The fit folder's own tracks by default, fixed and random block sizes.
+  r = run_grafx({"stream", f.folder, "-o", f.dir.file("streamed.wav"), "--block", "64"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "streamed 3 sources (2 ch, 16000 Hz, 1.00 s) through")) << r.out;
+  EXPECT_TRUE(contains(r.out, "of 64 samples, latency 2046 samples (127.9 ms, removed)")) << r.out;
+  EXPECT_LE(relative_difference(f.dir.file("streamed.wav"), f.dir.file("rendered.wav")), 1e-5);
+  std::vector<std::string> random = {"stream",          f.folder,  "-o",  f.dir.file("random.wav"),
+                                     "--random-blocks", "--block", "700", "--tracks"};
+  random.insert(random.end(), f.tracks.begin(), f.tracks.end());
+  r = run_grafx(random);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LE(relative_difference(f.dir.file("random.wav"), f.dir.file("rendered.wav")), 1e-5);
+}
+
+TEST(CliStream, WhatCannotStreamIsRefusedInOneLine) {
+  FitFolder f;
+  auto expect_error = [](const testing::CommandResult& r, int exit_code, const std::string& code,
+                         const std::string& part) {
+    EXPECT_EQ(r.exit_code, exit_code) << r.err;
+    EXPECT_TRUE(contains(r.err, "[" + code + "]")) << r.err;
+    EXPECT_TRUE(contains(r.err, part)) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  };
+  const std::string out = f.dir.file("out.wav");
+  expect_error(run_grafx({"stream", f.folder, "-o", out, "--block", "0"}), 2, "grafx.cli.arguments",
+               "--block");
+  expect_error(run_grafx({"stream", f.folder, "-o", out, "--block", "99999999"}), 2,
+               "grafx.cli.arguments", "--block");
+  // A waveshaper has no streaming form: the node is named.
+  ConsoleOptions shaped;
+  shaped.n_tracks     = 1;
+  shaped.track_groups = {0};
+  shaped.chain        = {"eq", "tanh_distortion"};
+  save_graph(build_console(shaped, registry_node_types()).graph, f.dir.file("shaped.json"));
+  expect_error(
+      run_grafx({"stream", f.dir.file("shaped.json"), "-o", out, "--tracks", f.tracks.front()}), 1,
+      "grafx.stream.unsupported", "tanh_distortion\" has no streaming form");
+  // A graph file needs its tracks; a fit folder without its parameters or with a corrupt file.
+  expect_error(run_grafx({"stream", f.folder + "/console.json", "-o", out}), 1,
+               "grafx.render.sources", "expected --tracks");
+  std::filesystem::rename(f.folder + "/parameters.safetensors", f.dir.file("p.safetensors"));
+  expect_error(run_grafx({"stream", f.folder, "-o", out}), 1, "grafx.io.unreadable",
+               "parameters.safetensors: No such file");
+  write_text(f.folder + "/parameters.safetensors", "not a safetensors file");
+  expect_error(run_grafx({"stream", f.folder, "-o", out}), 1, "grafx.io.format",
+               "parameters.safetensors");
+  std::filesystem::rename(f.dir.file("p.safetensors"), f.folder + "/parameters.safetensors");
+  // An output that exists is kept without --force; nothing is written on an error.
+  write_text(out, "keep me");
+  expect_error(run_grafx({"stream", f.folder, "-o", out}), 1, "grafx.io.exists", out);
+  EXPECT_EQ(read_text(out), "keep me");
+}
+
+}  // namespace
+}  // namespace grafx
