@@ -370,6 +370,10 @@ class StreamSmoother {
   }
   void reset() { state_ = 0; }
   bool smooths() const { return kind_ != dsp::EnvelopeSmoothing::kNone; }
+  /// New coefficients (a change of time constant, which clicks no more than the level does).
+  void set_alpha(float alpha) { alpha_ = alpha; }
+  void set_attack(float alpha) { gain_rise_ = 1 - alpha; }
+  void set_release(float alpha) { gain_fall_ = 1 - alpha; }
 
  private:
   dsp::EnvelopeSmoothing kind_;
@@ -382,10 +386,23 @@ class DynamicsStream : public NodeStream {
   struct Curve {
     bool gate, amplitude_detection, log_domain;
     Dynamics::Knee knee;
-    float threshold, scale, width;  // T, s, w as forward computes them
+    Glide threshold, scale, width;  // T, s, w as forward computes them
   };
   DynamicsStream(const Curve& curve, StreamSmoother level, StreamSmoother gain, int64_t channels)
       : curve_(curve), level_(level), gain_(gain), channels_(channels) {}
+
+  /// A control and how its physical value sets the stream.
+  void add_control(StreamControl control, std::function<void(double)> set) {
+    controls_.push_back(std::move(control));
+    setters_.push_back(std::move(set));
+  }
+  void set_control(size_t index, double value) override {
+    if (index >= controls_.size() || !std::isfinite(value)) return;
+    setters_[index](std::clamp(value, controls_[index].minimum, controls_[index].maximum));
+  }
+  Curve& curve() { return curve_; }
+  StreamSmoother& level() { return level_; }
+  StreamSmoother& gain() { return gain_; }
 
   std::vector<int64_t> outlet_channels() const override { return {channels_}; }
 
@@ -399,11 +416,12 @@ class DynamicsStream : public NodeStream {
         detected += curve_.amplitude_detection ? std::abs(k[i]) : k[i] * k[i];
       float envelope = level_(detected / channels);
       if (curve_.amplitude_detection) envelope = envelope * envelope;
-      const float level = std::log(envelope + float(kEnergyFloor));
-      const float u     = curve_.gate ? curve_.threshold - level : level - curve_.threshold;
-      const float k     = knee_point(curve_.knee, u, curve_.width).k;
-      const float gain  = curve_.log_domain ? std::exp(smoothed_gain(curve_.scale * k / 2, 0))
-                                            : smoothed_gain(std::exp(curve_.scale * k * 0.5f), 1);
+      const float level     = std::log(envelope + float(kEnergyFloor));
+      const float threshold = curve_.threshold.next(), scale = curve_.scale.next();
+      const float u    = curve_.gate ? threshold - level : level - threshold;
+      const float k    = knee_point(curve_.knee, u, curve_.width.next()).k;
+      const float gain = curve_.log_domain ? std::exp(smoothed_gain(scale * k / 2, 0))
+                                           : smoothed_gain(std::exp(scale * k * 0.5f), 1);
       for (size_t c = 0; c < y.size(); ++c) y[c][i] = x[c][i] * gain;
     }
   }
@@ -420,6 +438,7 @@ class DynamicsStream : public NodeStream {
   Curve curve_;
   StreamSmoother level_, gain_;
   int64_t channels_;
+  std::vector<std::function<void(double)>> setters_;  // per control
 };
 
 /// Moderate compression, or gentle gating of what is well below the music; keyed by a
@@ -674,21 +693,58 @@ std::unique_ptr<NodeStream> Dynamics::make_stream(const TensorDict& parameters,
                                                   const StreamSetup& setup) const {
   TensorDict raw;  // float32, as the offline render computes its coefficients
   for (const auto& [name, value] : parameters) raw[name] = value.to(at::kFloat).reshape({-1});
-  DynamicsStream::Curve curve;
-  curve.gate                = curve_ == Curve::kNoiseGate;
-  curve.amplitude_detection = amplitude_detection_;
-  curve.log_domain          = gain_smoothing_in_log_;
-  curve.knee                = knee_;
-  curve.threshold           = (raw.at("log_threshold") - kThresholdOffset).item<float>();
-  curve.scale = curve_scale((1 + raw.at("log_ratio").exp()), curve.gate).item<float>();
-  curve.width = 0;
+  const bool gate = curve_ == Curve::kNoiseGate;
+  // The curve's T, s and w from raw values, as forward computes them, and from physical ones,
+  // as a host sets them.
+  const bool quadratic = knee_ == Knee::kQuadratic;
+  auto width_of_db     = [quadratic](double db) {
+    return float(quadratic ? db / kLogEnergyToDb / 2 : kLogEnergyToDb / db);
+  };
+  DynamicsStream::Curve curve{
+      gate, amplitude_detection_, gain_smoothing_in_log_, knee_, Glide(), Glide(), Glide()};
+  curve.threshold = Glide((raw.at("log_threshold") - kThresholdOffset).item<float>());
+  curve.scale     = Glide(curve_scale((1 + raw.at("log_ratio").exp()), gate).item<float>());
   if (knee_ != Knee::kHard) {
     at::Tensor width = raw.at("log_knee").exp();
-    curve.width      = (knee_ == Knee::kQuadratic ? width / 2 : width).item<float>();
+    curve.width      = Glide((quadratic ? width / 2 : width).item<float>());
   }
-  StreamSmoother level(level_smoothing_, raw, kLevelSmoother);
-  StreamSmoother gain(gain_smoothing_, raw, kGainSmoother);
-  return std::make_unique<DynamicsStream>(curve, level, gain, setup.inlet_channels.front());
+  auto stream = std::make_unique<DynamicsStream>(
+      curve, StreamSmoother(level_smoothing_, raw, kLevelSmoother),
+      StreamSmoother(gain_smoothing_, raw, kGainSmoother), setup.inlet_channels.front());
+  DynamicsStream* s                      = stream.get();
+  const int64_t glide                    = int64_t(kGlideSeconds * double(setup.sample_rate));
+  const double rate                      = double(setup.sample_rate);
+  const std::vector<ParameterSpec> specs = parameter_specs();
+  for (const ParameterSpec& spec : specs) {
+    const at::Tensor& value = parameters.at(spec.name);
+    const std::string& name = spec.physical_name;
+    if (name == "threshold_db")
+      s->add_control(stream_control(spec, value, 0, -80, 0), [s, glide](double db) {
+        s->curve().threshold.to(float(db / kLogEnergyToDb), glide);
+      });
+    else if (name == "ratio")
+      s->add_control(stream_control(spec, value, 0, 1, 20), [s, glide, gate](double ratio) {
+        s->curve().scale.to(float(curve_scale(ratio, gate)), glide);
+      });
+    else if (name == "knee_db")
+      s->add_control(stream_control(spec, value, 0, 0.1, 24), [s, glide, width_of_db](double db) {
+        s->curve().width.to(width_of_db(db), glide);
+      });
+    else {  // a smoother's time constant: alpha = exp(−1000 / (rate · ms))
+      const bool of_gain = spec.name == kGainSmoother.one_pole ||
+                           spec.name == kGainSmoother.attack || spec.name == kGainSmoother.release;
+      StreamSmoother& smoother           = of_gain ? s->gain() : s->level();
+      const Smoother& names              = of_gain ? kGainSmoother : kLevelSmoother;
+      void (StreamSmoother::*set)(float) = spec.name == names.attack ? &StreamSmoother::set_attack
+                                           : spec.name == names.release
+                                               ? &StreamSmoother::set_release
+                                               : &StreamSmoother::set_alpha;
+      s->add_control(stream_control(spec, value, 0, 0.01, 2000), [&smoother, set, rate](double ms) {
+        (smoother.*set)(float(std::min(std::exp(-1000 / (rate * ms)), kMaxAlpha)));
+      });
+    }
+  }
+  return stream;
 }
 
 TemporalSupport Dynamics::temporal_support(const TensorDict& parameters) const {

@@ -6,6 +6,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 namespace grafx {
 
 ProcessorDescriptor gain_pan_descriptor() {
@@ -40,6 +42,21 @@ ProcessorOutput GainPan::forward(const std::vector<at::Tensor>& inputs,
   if (log_gain.dim() == 3)  // automated: [N, 2, L], a gain per channel and sample
     return {{inputs[0] * log_gain.exp()}, {}};
   return {{dsp::mix_channels(inputs[0], log_gain.exp().diag_embed())}, {}};
+}
+
+std::unique_ptr<NodeStream> GainPan::make_stream(const TensorDict& parameters,
+                                                 const StreamSetup& setup) const {
+  std::vector<StreamControl> controls;
+  for (int64_t channel = 0; channel < 2; ++channel)
+    controls.push_back(
+        stream_control(parameter_specs()[0], parameters.at("log_gain"), channel, -60, 24));
+  return matrix_stream(
+      2, 2, std::move(controls),
+      [](const double* gain_db, float* matrix) {
+        matrix[0] = float(std::pow(10.0, gain_db[0] / 20)), matrix[1] = 0;
+        matrix[2] = 0, matrix[3] = float(std::pow(10.0, gain_db[1] / 20));
+      },
+      setup);
 }
 
 }  // namespace grafx

@@ -54,8 +54,12 @@ std::string streaming(const Processor& processor, SampleRate sample_rate) {
     auto stream = processor.make_stream(
         initial, {sample_rate, 512, std::vector<int64_t>(processor.inlets().size(), 2)});
     const bool linear = dynamic_cast<const LinearProcessor*>(&processor) != nullptr;
-    return std::string(linear ? "by its impulse responses" : "sample by sample") + ", latency " +
-           std::to_string(stream->latency_samples()) + " samples";
+    std::vector<std::string> controls;
+    for (const StreamControl& control : stream->controls()) controls.push_back(control.name);
+    return std::string(controls.empty() && linear ? "by its impulse responses"
+                                                  : "sample by sample") +
+           ", latency " + std::to_string(stream->latency_samples()) + " samples; " +
+           (controls.empty() ? "no controls (plays as made)" : "controls " + join(controls));
   } catch (const Error& e) {
     return "no (" + e.message() + ")";
   }

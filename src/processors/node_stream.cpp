@@ -6,6 +6,7 @@
 #include <c10/core/GradMode.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace grafx {
 namespace {
@@ -110,6 +111,88 @@ std::unique_ptr<NodeStream> stream_by_impulse_responses(const Processor& process
   }
   return std::make_unique<ImpulseResponseStream>(std::move(paths), support.future_samples,
                                                  setup.max_block);
+}
+
+namespace {
+
+class MatrixStream : public NodeStream {
+ public:
+  MatrixStream(int64_t n_inputs, int64_t n_outputs, std::vector<StreamControl> controls,
+               void (*matrix_of)(const double*, float*), const StreamSetup& setup)
+      : n_inputs_(n_inputs),
+        n_outputs_(n_outputs),
+        channels_(setup.inlet_channels.front()),
+        glide_samples_(int64_t(kGlideSeconds * double(setup.sample_rate))),
+        matrix_of_(matrix_of),
+        values_(controls.size()),
+        targets_(size_t(n_inputs * n_outputs)) {
+    controls_ = std::move(controls);
+    for (size_t i = 0; i < controls_.size(); ++i) values_[i] = controls_[i].value;
+    matrix_of_(values_.data(), targets_.data());
+    for (float entry : targets_) entries_.emplace_back(entry);
+  }
+
+  std::vector<int64_t> outlet_channels() const override {
+    return {scalar() ? channels_ : n_outputs_};
+  }
+
+  void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {
+    const auto& x = inlets.front();
+    if (scalar()) {  // one gain on every channel
+      Glide& gain = entries_.front();
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = gain.next();
+        for (size_t c = 0; c < x.size(); ++c) outlets.front()[c][i] = g * x[c][i];
+      }
+      return;
+    }
+    const int64_t last_input = int64_t(x.size()) - 1;  // mono read as dual mono
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t o = 0; o < n_outputs_; ++o) {
+        float sum = 0;
+        for (int64_t c = 0; c < n_inputs_; ++c)
+          sum += entries_[size_t(o * n_inputs_ + c)].next() * x[size_t(std::min(c, last_input))][i];
+        outlets.front()[size_t(o)][i] = sum;
+      }
+  }
+  void reset() override {}
+  void set_control(size_t index, double value) override {
+    if (index >= controls_.size() || !std::isfinite(value)) return;
+    values_[index] = std::clamp(value, controls_[index].minimum, controls_[index].maximum);
+    matrix_of_(values_.data(), targets_.data());
+    for (size_t e = 0; e < entries_.size(); ++e) entries_[e].to(targets_[e], glide_samples_);
+  }
+
+ private:
+  bool scalar() const { return n_inputs_ == 1 && n_outputs_ == 1; }
+
+  int64_t n_inputs_, n_outputs_, channels_, glide_samples_;
+  void (*matrix_of_)(const double*, float*);
+  std::vector<double> values_;
+  std::vector<float> targets_;
+  std::vector<Glide> entries_;
+};
+
+}  // namespace
+
+StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, int64_t element,
+                             double minimum, double maximum) {
+  StreamControl control;
+  const int64_t elements = raw.numel();
+  control.name = spec.physical_name + (elements > 1 ? "[" + std::to_string(element) + "]" : "");
+  control.unit = spec.unit;
+  control.description = spec.description;
+  control.value       = spec.to_physical(raw.to(at::kDouble)).reshape({-1})[element].item<double>();
+  control.minimum     = std::min(std::max(minimum, spec.physical_min), control.value);
+  control.maximum     = std::max(std::min(maximum, spec.physical_max), control.value);
+  return control;
+}
+
+std::unique_ptr<NodeStream> matrix_stream(int64_t n_inputs, int64_t n_outputs,
+                                          std::vector<StreamControl> controls,
+                                          void (*matrix_of)(const double*, float*),
+                                          const StreamSetup& setup) {
+  return std::make_unique<MatrixStream>(n_inputs, n_outputs, std::move(controls), matrix_of, setup);
 }
 
 std::unique_ptr<NodeStream> LinearProcessor::make_stream(const TensorDict& parameters,

@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 namespace grafx {
 
 ProcessorDescriptor send_descriptor() {
@@ -28,6 +30,14 @@ ProcessorOutput Send::forward(const std::vector<at::Tensor>& inputs,
   check_arguments(inputs, parameters);
   const at::Tensor gain = over_time(parameters.at("log_gain"), parameter_specs()[0]).exp();
   return {{inputs[0] * gain}, {}};
+}
+
+std::unique_ptr<NodeStream> Send::make_stream(const TensorDict& parameters,
+                                              const StreamSetup& setup) const {
+  return matrix_stream(
+      1, 1, {stream_control(parameter_specs()[0], parameters.at("log_gain"), 0, -60, 12)},
+      [](const double* gain_db, float* gain) { gain[0] = float(std::pow(10.0, gain_db[0] / 20)); },
+      setup);
 }
 
 }  // namespace grafx

@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 namespace grafx {
 
 ProcessorDescriptor stereo_imager_descriptor() {
@@ -43,6 +45,19 @@ ProcessorOutput StereoImager::forward(const std::vector<at::Tensor>& inputs,
   at::Tensor matrix =
       at::cat({at::cat({0.5 + side, 0.5 - side}, 2), at::cat({0.5 - side, 0.5 + side}, 2)}, 1);
   return {{dsp::mix_channels(inputs[0], matrix)}, {}};
+}
+
+std::unique_ptr<NodeStream> StereoImager::make_stream(const TensorDict& parameters,
+                                                      const StreamSetup& setup) const {
+  return matrix_stream(
+      2, 2, {stream_control(parameter_specs()[0], parameters.at("log_gain"), 0, -60, 24)},
+      [](const double* side_gain_db, float* matrix) {
+        // [L, R] -> mid (L + R)/2, side g·(L − R)/2 -> [M + S, M − S], as forward.
+        const double side = 0.5 * std::pow(10.0, side_gain_db[0] / 20);
+        matrix[0] = matrix[3] = float(0.5 + side);
+        matrix[1] = matrix[2] = float(0.5 - side);
+      },
+      setup);
 }
 
 }  // namespace grafx

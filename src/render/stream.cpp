@@ -70,7 +70,8 @@ struct NodeRun {
   // Dry/wet (w = σ(raw)) and bypassed nodes pass on an inlet per outlet (-1: silence), the dry
   // path delayed by the node's latency.
   bool dry_wet = false, bypassed = false;
-  float wet = 1;
+  Glide wet{1};                    // w = σ(raw), gliding where a host changes it
+  std::vector<float> wet_samples;  // max_block: w at each sample of the block
   std::vector<int64_t> passed;
   std::vector<std::vector<DelayLine>> dry_delays;  // [outlet][channel]
   std::vector<float> dry;                          // channels × max_block, delayed
@@ -89,6 +90,8 @@ struct Stream::State {
   std::vector<float> silence, scratch;  // max_block each
   std::vector<const float*> source_pointers;
   StreamStatus status;
+  std::vector<StreamParameter> parameters;
+  std::vector<std::pair<size_t, int64_t>> parameter_of;  // node run, control (-1: wet amount)
   // Samples since the last reset, and the song's end on that clock: signals are silent outside
   // [0, song_end) of song time (a signal's song time lags the clock by its latency), as the
   // offline render's are, so that a zero-phase filter after another hears no pre-echo.
@@ -227,7 +230,8 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
     run.bypassed       = node.bypassed;
     run.dry.assign(size_t(run.channels * block), 0.0f);
     run.dry_wet = node.dry_wet && !node.bypassed;
-    if (run.dry_wet) run.wet = raw_wet.sigmoid().item<float>();
+    if (run.dry_wet) run.wet = Glide(raw_wet.sigmoid().item<float>());
+    run.wet_samples.assign(size_t(block), 0.0f);
     std::vector<int64_t> outlet_channels(size_t(types.n_outlets(node.type)), run.channels);
     int64_t latency = 0;
     if (!node.bypassed) {
@@ -252,6 +256,20 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
     run_of[id] = s.nodes.size();
     s.nodes.push_back(std::move(run));
   }
+  for (size_t r = 0; r < s.nodes.size(); ++r) {  // what a host may change, node by node
+    const NodeRun& run = s.nodes[r];
+    auto add           = [&](const StreamControl& control, int64_t index) {
+      s.parameters.push_back({run.id, graph.node(run.id).name, types.name(run.type), control});
+      s.parameter_of.push_back({r, index});
+    };
+    if (run.stream)
+      for (size_t c = 0; c < run.stream->controls().size(); ++c)
+        add(run.stream->controls()[c], int64_t(c));
+    if (run.dry_wet) {
+      const ParameterSpec wet = dry_wet_spec();
+      add({wet.physical_name, wet.unit, wet.description, 0, 1, run.wet.value()}, -1);
+    }
+  }
   for (size_t o : s.outs) s.latency = std::max(s.latency, s.nodes[o].latency);
   for (size_t o : s.outs)
     s.out_delays.emplace_back(size_t(s.nodes[o].channels),
@@ -275,6 +293,17 @@ int64_t Stream::max_block() const { return state_->options.max_block; }
 SampleRate Stream::sample_rate() const { return state_->options.sample_rate; }
 int64_t Stream::latency_samples() const { return state_->latency; }
 StreamStatus Stream::status() const { return state_->status; }
+const std::vector<StreamParameter>& Stream::parameters() const { return state_->parameters; }
+
+void Stream::set_parameter(size_t index, double value) noexcept {
+  State& s = *state_;
+  if (index >= s.parameters.size() || !std::isfinite(value)) return;
+  const auto [run, control] = s.parameter_of[index];
+  NodeRun& node             = s.nodes[run];
+  if (control >= 0) return node.stream->set_control(size_t(control), value);
+  node.wet.to(float(std::clamp(value, 0.0, 1.0)),
+              int64_t(kGlideSeconds * double(s.options.sample_rate)));
+}
 void Stream::set_song_end(int64_t samples) {
   state_->song_end = samples < 0 ? std::numeric_limits<int64_t>::max() : samples;
 }
@@ -363,6 +392,7 @@ void Stream::State::run(const float* const* sources, float* const* outputs, int6
 
 void Stream::State::mix_dry(NodeRun& node, int64_t n) {
   const int64_t block = options.max_block;
+  for (int64_t i = 0; i < n; ++i) node.wet_samples[size_t(i)] = node.wet.next();
   for (size_t o = 0; o < node.outlets.size(); ++o) {
     Signal& out = signals[node.outlets[o]];
     const float* dry_inlet =
@@ -376,7 +406,7 @@ void Stream::State::mix_dry(NodeRun& node, int64_t n) {
       if (!dry_inlet) {  // an outlet with no inlet of its name: silent when dry
         if (node.bypassed) std::fill_n(y, n, 0.0f);
         if (node.dry_wet)
-          for (int64_t i = 0; i < n; ++i) y[i] *= node.wet;
+          for (int64_t i = 0; i < n; ++i) y[i] *= node.wet_samples[size_t(i)];
         continue;
       }
       const int64_t dc = std::min(c, node.channels - 1);  // a mono dry signal is spread
@@ -386,9 +416,9 @@ void Stream::State::mix_dry(NodeRun& node, int64_t n) {
       }
       // at::lerp's two-sided form, as mix_dry_wet computes it offline.
       const float* dry = node.dry.data() + dc * block;
-      const float w    = node.wet;
+      const float* w   = node.wet_samples.data();
       for (int64_t i = 0; i < n; ++i)
-        y[i] = w < 0.5f ? dry[i] + w * (y[i] - dry[i]) : y[i] - (y[i] - dry[i]) * (1 - w);
+        y[i] = w[i] < 0.5f ? dry[i] + w[i] * (y[i] - dry[i]) : y[i] - (y[i] - dry[i]) * (1 - w[i]);
     }
   }
 }

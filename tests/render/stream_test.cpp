@@ -227,6 +227,113 @@ TEST(Stream, BadBlocksAreContained) {
   EXPECT_TRUE(at::equal(y, expected)) << "before and after it, the stream plays on";
 }
 
+/// The index of parameter `name` of the `nth` node of `type` among the stream's parameters.
+size_t parameter_index(const Stream& stream, const Graph& graph, const std::string& type,
+                       size_t nth, const std::string& name) {
+  const NodeId node = graph.nodes_of_type(type).at(nth);
+  for (size_t i = 0; i < stream.parameters().size(); ++i)
+    if (stream.parameters()[i].node == node && stream.parameters()[i].control.name == name)
+      return i;
+  ADD_FAILURE() << "no parameter " << name << " of " << type;
+  return 0;
+}
+
+// A host's changes: gains, thresholds and wet amounts start where the parameters put them,
+// and once they have glided the stream plays as the offline render of the changed parameters
+// (nothing after them holds a state: the compressor's level detector does not hear its own
+// threshold).
+TEST(Stream, ParametersChangeByGlidingToTheirNewValues) {
+  Graph graph(registry_node_types());
+  const NodeId mix = graph.add("mix"), out = graph.add("out");
+  graph.connect(mix, out);
+  for (int track = 0; track < 2; ++track) {
+    const NodeId in = graph.add("in"), compressor = graph.add("compressor"),
+                 gain_pan = graph.add("gain_pan");
+    graph.connect(in, compressor), graph.connect(compressor, gain_pan),
+        graph.connect(gain_pan, mix);
+    graph.set_dry_wet(gain_pan);
+  }
+  const Processors processors = make_processors(graph.types(), {kRate});
+  const Parameters parameters = acting_parameters(graph, processors, 4);
+  Stream stream(graph, processors, parameters, {kRate, 100, 1});
+  const size_t gain      = parameter_index(stream, graph, "gain_pan", 1, "gain_db[0]");
+  const size_t threshold = parameter_index(stream, graph, "compressor", 0, "threshold_db");
+  const size_t wet       = parameter_index(stream, graph, "gain_pan", 0, "wet");
+  const double gain_db   = stream.parameters()[gain].control.value;
+  EXPECT_NEAR(gain_db,
+              20 / std::log(10.0) * parameters.at("gain_pan").at("log_gain")[1][0].item<double>(),
+              1e-4);
+  std::set<std::string> names;
+  for (const StreamParameter& p : stream.parameters()) names.insert(p.control.name);
+  EXPECT_EQ(names, (std::set<std::string>{"threshold_db", "ratio", "knee_db", "smoothing_ms",
+                                          "gain_db[0]", "gain_db[1]", "wet"}));
+
+  at::manual_seed(8);
+  const at::Tensor sources = at::randn({2, 1, kRate}) * 0.3;
+  const int64_t change = 4000, glide = int64_t(kGlideSeconds * kRate);
+  const at::Tensor before = stream_through(stream, sources, blocks_of(100, 100));
+  // The same song, with the changes made at `change`.
+  at::Tensor changed = at::empty_like(before);
+  stream.reset();
+  for (int64_t start = 0; start < kRate; start += 100) {
+    if (start == change) {
+      stream.set_parameter(gain, gain_db + 12);
+      stream.set_parameter(threshold, -40);
+      stream.set_parameter(wet, 0.25);
+      stream.set_parameter(wet + 1000, 3);       // no such parameter: nothing happens
+      stream.set_parameter(gain, std::nan(""));  // ignored
+    }
+    std::vector<const float*> in;
+    for (int64_t k = 0; k < 2; ++k) in.push_back(sources[k][0].data_ptr<float>() + start);
+    std::vector<float*> out;
+    for (int64_t c = 0; c < changed.size(1); ++c)
+      out.push_back(changed[0][c].data_ptr<float>() + start);
+    stream.process(in.data(), out.data(), 100);
+  }
+  // The offline render of the new values.
+  Parameters moved;
+  for (const auto& [type, named] : parameters)
+    for (const auto& [name, value] : named) moved[type][name] = value.clone();
+  moved["gain_pan"]["log_gain"][1][0] += 12 * std::log(10.0) / 20;
+  moved["compressor"]["log_threshold"][0][0] = -40 * std::log(10.0) / 10 + 6;
+  moved["gain_pan"]["dry_wet"][0][0]         = std::log(0.25 / 0.75);
+  const at::Tensor after =
+      render(make_render_plan(to_tensor(graph)), processors, moved, sources).outputs;
+  const double peak = after.abs().max().item<double>();
+  EXPECT_TRUE(at::equal(changed.narrow(2, 0, change), before.narrow(2, 0, change)));
+  const int64_t settled = change + glide;
+  EXPECT_LE((changed - after).narrow(2, settled, kRate - settled).abs().max().item<double>(),
+            1e-5 * peak);
+  EXPECT_GT((changed - before).narrow(2, settled, 100).abs().max().item<double>(), 1e-2 * peak);
+}
+
+// No click: on a constant input, a gain set to 12 dB is reached in equal steps.
+TEST(Stream, AGainChangeGlides) {
+  Graph graph(registry_node_types());
+  const NodeId in = graph.add("in"), node = graph.add("gain_pan"), out = graph.add("out");
+  graph.connect(in, node), graph.connect(node, out);
+  const Processors processors = make_processors(graph.types(), {kRate});
+  Stream stream(graph, processors, create_parameters(graph, processors, {0, at::kFloat, false}),
+                {kRate, 64, 1});
+  ASSERT_EQ(stream.parameters().size(), 2u);
+  std::vector<float> x(64, 0.5f), left(64), right(64), y;
+  const float* in_pointer = x.data();
+  float* out_pointers[]   = {left.data(), right.data()};
+  for (int block = 0; block < 10; ++block) {
+    if (block == 2) stream.set_parameter(0, 12);
+    stream.process(&in_pointer, out_pointers, 64);
+    y.insert(y.end(), left.begin(), left.end());
+  }
+  const double start = 0.5 * std::pow(10.0, stream.parameters()[0].control.value / 20);
+  const double jump = 0.5 * std::pow(10.0, 12 / 20.0) - start, glide = kGlideSeconds * kRate;
+  double largest = 0;
+  for (size_t i = 1; i < y.size(); ++i)
+    largest = std::max(largest, double(std::abs(y[i] - y[i - 1])));
+  EXPECT_NEAR(largest, jump / glide, 1e-3 * jump / glide);
+  EXPECT_NEAR(y.back(), 0.5 * std::pow(10.0, 12 / 20.0), 1e-6);
+  EXPECT_NEAR(y[127], start, 1e-6) << "the change starts with the block after it";
+}
+
 TEST(Stream, RefusesWhatItCannotStream) {
   const Graph graph           = console({"eq", "gain_pan"}, false);
   const Processors processors = make_processors(graph.types(), {kRate});

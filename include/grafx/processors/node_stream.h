@@ -14,8 +14,10 @@
 
 #include <grafx/processors/processor.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace grafx {
@@ -27,6 +29,38 @@ struct StreamSetup {
   /// Channels of each inlet's signal, all alike (the engine spreads mono to the widest, as the
   /// offline render does).
   std::vector<int64_t> inlet_channels;
+};
+
+/// A parameter a host may change while a node streams, in physical units: one value of the
+/// processor's parameter `name` (its physical name; "gain_db[1]" for element 1 of a vector).
+struct StreamControl {
+  std::string name, unit, description;
+  double minimum = 0, maximum = 0;  ///< finite: what a host's control shows
+  double value = 0;                 ///< the value the stream was made with
+};
+
+/// How long a change of a control takes to reach its new value: a linear glide, so that no
+/// change clicks (each sample moves by at most 1/kGlideSamples of the change).
+inline constexpr double kGlideSeconds = 0.02;
+
+/// A value that glides linearly to its targets (per sample, allocation-free).
+class Glide {
+ public:
+  explicit Glide(float value = 0) : value_(value), target_(value) {}
+  void to(float target, int64_t samples) {
+    target_ = target, left_ = std::max<int64_t>(1, samples);
+    step_ = (target - value_) / float(left_);
+  }
+  float next() {
+    if (left_ > 0) value_ = --left_ == 0 ? target_ : value_ + step_;
+    return value_;
+  }
+  float value() const { return value_; }
+  bool gliding() const { return left_ > 0; }
+
+ private:
+  float value_, target_, step_ = 0;
+  int64_t left_ = 0;
 };
 
 /// Sample pointers of a node's ports, [port][channel], each valid for the block's n samples.
@@ -44,9 +78,31 @@ class NodeStream {
   /// Processes n samples (1 ≤ n ≤ max_block) of every inlet into every outlet. Outlet buffers
   /// never alias inlet buffers. Allocates nothing, throws nothing.
   virtual void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) = 0;
-  /// Back to silence, as just made.
+  /// Back to silence, as just made (controls keep their values).
   virtual void reset() = 0;
+  /// What a host may change while it runs (empty: the node plays as made).
+  const std::vector<StreamControl>& controls() const { return controls_; }
+  /// Glides control `index` to `value` (physical units, clamped to its range) over
+  /// kGlideSeconds. Allocates nothing, throws nothing; ignores an index it has not.
+  virtual void set_control(size_t /*index*/, double /*value*/) {}
+
+ protected:
+  std::vector<StreamControl> controls_;
 };
+
+/// The control of element `element` of `spec`'s parameter, whose raw values are `raw`
+/// ([1, shape...]), over [minimum, maximum] (widened to hold the value): for streaming forms.
+StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, int64_t element,
+                             double minimum, double maximum);
+
+/// The streaming form of a memoryless channel matrix, y_o = Σ_i m[o][i]·x_i (a mono input is
+/// read as dual mono where the matrix has two inputs; a 1×1 matrix is one gain on every
+/// channel), whose entries `matrix_of` makes from the controls' physical values in plain
+/// arithmetic (a gain, a pan, a side gain); changes glide.
+std::unique_ptr<NodeStream> matrix_stream(int64_t n_inputs, int64_t n_outputs,
+                                          std::vector<StreamControl> controls,
+                                          void (*matrix_of)(const double* values, float* matrix),
+                                          const StreamSetup& setup);
 
 /// The streaming form of a linear time-invariant processor with finite temporal support: its
 /// impulse responses from every inlet channel to every outlet channel, measured once by its own

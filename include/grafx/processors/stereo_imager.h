@@ -23,6 +23,9 @@ class StereoImager : public LinearProcessor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  /// Sample by sample, its gains as controls a host may change (they glide).
+  std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
+                                          const StreamSetup& setup) const override;
   TemporalSupport temporal_support(const TensorDict&) const override {
     return TemporalSupport::pointwise();
   }

@@ -21,6 +21,7 @@
 /// both are counted in status().
 
 #include <grafx/graph/graph.h>
+#include <grafx/processors/node_stream.h>
 #include <grafx/render/render.h>
 
 #include <ATen/Tensor.h>
@@ -30,6 +31,13 @@
 #include <memory>
 
 namespace grafx {
+
+/// A parameter a host may change while a stream runs, and its node.
+struct StreamParameter {
+  NodeId node = -1;
+  std::string node_name, type;  ///< the node's name (may be empty) and type
+  StreamControl control;        ///< in physical units, with its range and starting value
+};
 
 struct StreamOptions {
   SampleRate sample_rate  = 44100;
@@ -79,6 +87,14 @@ class Stream {
   /// zero-phase filter after another reaches with its look-ahead). For renders of whole songs.
   void set_song_end(int64_t samples);
   StreamStatus status() const;
+  /// What a host may change: each processed node's controls (gains, pans, thresholds, ratios,
+  /// knees, times), then its wet amount where it has one. Vector parameters (EQ curves,
+  /// reverb envelopes) and those of linear filters stay as made.
+  const std::vector<StreamParameter>& parameters() const;
+  /// Glides parameter `index` to `value` (physical units, clamped to its range) over
+  /// kGlideSeconds, from the next block on, so that nothing clicks. Allocates nothing; ignores
+  /// an index out of range and a value that is not finite.
+  void set_parameter(size_t index, double value) noexcept;
 
  private:
   struct State;
