@@ -107,15 +107,15 @@ TEST(CliStream, WhatCannotStreamIsRefusedInOneLine) {
                "--block");
   expect_error(run_grafx({"stream", f.folder, "-o", out, "--block", "99999999"}), 2,
                "grafx.cli.arguments", "--block");
-  // A waveshaper has no streaming form: the node is named.
+  // A container has no streaming form: the node is named.
   ConsoleOptions shaped;
   shaped.n_tracks     = 1;
   shaped.track_groups = {0};
-  shaped.chain        = {"eq", "tanh_distortion"};
+  shaped.chain        = {"eq", "serial_chain"};
   save_graph(build_console(shaped, registry_node_types()).graph, f.dir.file("shaped.json"));
   expect_error(
       run_grafx({"stream", f.dir.file("shaped.json"), "-o", out, "--tracks", f.tracks.front()}), 1,
-      "grafx.stream.unsupported", "tanh_distortion\" has no streaming form");
+      "grafx.stream.unsupported", "serial_chain\" has no streaming form");
   // A graph file needs its tracks; a fit folder without its parameters or with a corrupt file.
   expect_error(run_grafx({"stream", f.folder + "/console.json", "-o", out}), 1,
                "grafx.render.sources", "expected --tracks");

@@ -82,11 +82,8 @@ void expect_streams_as_rendered(const Graph& graph, const Processors& processors
   }
 }
 
-// Processors without an exact streaming form: memoryless waveshapers (no per-sample kernel
-// yet) and containers.
-const std::set<std::string> kNotStreaming = {"tanh_distortion",  "piecewise_tanh_distortion",
-                                             "power_distortion", "chebyshev_distortion",
-                                             "serial_chain",     "parallel_mix"};
+// Processors without a streaming form: the containers.
+const std::set<std::string> kNotStreaming = {"serial_chain", "parallel_mix"};
 
 TEST(StreamContract, EveryProcessorStreamsAsItRendersOffline) {
   std::set<std::string> streamed;
@@ -342,10 +339,19 @@ TEST(Stream, RefusesWhatItCannotStream) {
                      "maximum block of 1 to 1048576 samples, but got 0");
   EXPECT_GRAFX_ERROR(Stream(graph, processors, parameters, {kRate, 64, 9}), "grafx.stream.options",
                      "sources of 1 to 8 channels, but got 9");
-  Graph distorted       = console({"eq", "tanh_distortion"}, false);
+  Graph distorted       = console({"eq", "serial_chain"}, false);
   const Processors more = make_processors(distorted.types(), {kRate});
   EXPECT_GRAFX_ERROR(Stream(distorted, more, acting_parameters(distorted, more, 3), {kRate, 64, 1}),
-                     "grafx.stream.unsupported", "tanh_distortion\" has no streaming form");
+                     "grafx.stream.unsupported", "serial_chain\" has no streaming form");
+  // A waveshaper that removes the mean of the whole signal first cannot stream.
+  ProcessorConfig remove_dc{kRate};
+  remove_dc.options["remove_dc"] = true;
+  const auto shaper              = make_processor("tanh_distortion", remove_dc);
+  TensorDict raw;
+  for (const ParameterSpec& spec : shaper->parameter_specs())
+    raw[spec.name] = at::zeros(spec.shape_for(1));
+  EXPECT_GRAFX_ERROR(shaper->make_stream(raw, {kRate, 64, {2}}), "grafx.stream.unsupported",
+                     "remove_dc subtracts the mean of the whole signal");
   Graph automated = graph;
   automated.set_automated(automated.nodes_of_type("gain_pan").front(), "log_gain");
   automated.set_automation({10.0, 11});

@@ -40,6 +40,7 @@
 /// Input and output: N×C×L.
 
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 namespace grafx {
 
@@ -60,6 +61,10 @@ class Distortion : public Processor {
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
   TemporalSupport temporal_support(const TensorDict&) const override;
+  /// Sample by sample, its drive (and output gain) as controls; refused with remove_dc, which
+  /// needs the whole signal.
+  std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
+                                          const StreamSetup& setup) const override;
 
  private:
   bool tanh_curve() const { return curve_ == Curve::kTanh || curve_ == Curve::kPiecewiseTanh; }
