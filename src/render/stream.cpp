@@ -19,30 +19,6 @@
 namespace grafx {
 namespace {
 
-/// A fixed delay of one channel, for paths that meet with different latencies.
-class DelayLine {
- public:
-  explicit DelayLine(int64_t delay) : buffer_(size_t(delay), 0.0f) {}
-  /// out may be in.
-  void process(const float* in, float* out, int64_t n) {
-    if (buffer_.empty()) {
-      std::copy(in, in + n, out);
-      return;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      const float delayed = buffer_[position_];
-      buffer_[position_]  = in[i];
-      out[i]              = delayed;
-      position_           = position_ + 1 == buffer_.size() ? 0 : position_ + 1;
-    }
-  }
-  void reset() { std::fill(buffer_.begin(), buffer_.end(), 0.0f), position_ = 0; }
-
- private:
-  std::vector<float> buffer_;
-  size_t position_ = 0;
-};
-
 /// One outlet's block: channels × max_block samples, lagging the offline render by `latency`.
 struct Signal {
   int64_t channels = 0, latency = 0;
@@ -306,6 +282,8 @@ void Stream::set_parameter(size_t index, double value) noexcept {
 }
 void Stream::set_song_end(int64_t samples) {
   state_->song_end = samples < 0 ? std::numeric_limits<int64_t>::max() : samples;
+  for (NodeRun& node : state_->nodes)
+    if (node.stream) node.stream->set_song_end(samples);
 }
 void Stream::reset() noexcept { state_->reset(); }
 

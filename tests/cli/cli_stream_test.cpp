@@ -107,15 +107,16 @@ TEST(CliStream, WhatCannotStreamIsRefusedInOneLine) {
                "--block");
   expect_error(run_grafx({"stream", f.folder, "-o", out, "--block", "99999999"}), 2,
                "grafx.cli.arguments", "--block");
-  // A container has no streaming form: the node is named.
-  ConsoleOptions shaped;
-  shaped.n_tracks     = 1;
-  shaped.track_groups = {0};
-  shaped.chain        = {"eq", "serial_chain"};
-  save_graph(build_console(shaped, registry_node_types()).graph, f.dir.file("shaped.json"));
+  // A waveshaper that removes the mean of the whole signal has no streaming form: the node is
+  // named.
+  Graph centred(registry_node_types());
+  centred.add_type({"centred", {"main"}, {"main"}, "tanh_distortion", {{"remove_dc", true}}});
+  const NodeId in = centred.add("in"), shaper = centred.add("centred", "bass.drive");
+  centred.connect(in, shaper), centred.connect(shaper, centred.add("out"));
+  save_graph(centred, f.dir.file("centred.json"));
   expect_error(
-      run_grafx({"stream", f.dir.file("shaped.json"), "-o", out, "--tracks", f.tracks.front()}), 1,
-      "grafx.stream.unsupported", "serial_chain\" has no streaming form");
+      run_grafx({"stream", f.dir.file("centred.json"), "-o", out, "--tracks", f.tracks.front()}), 1,
+      "grafx.stream.unsupported", "remove_dc subtracts the mean");
   // A graph file needs its tracks; a fit folder without its parameters or with a corrupt file.
   expect_error(run_grafx({"stream", f.folder + "/console.json", "-o", out}), 1,
                "grafx.render.sources", "expected --tracks");

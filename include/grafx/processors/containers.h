@@ -24,6 +24,7 @@
 /// as dual mono. A member may itself be a container (to a depth of 8), but not contain itself.
 
 #include <grafx/processors/descriptor.h>
+#include <grafx/processors/node_stream.h>
 
 #include <memory>
 
@@ -44,6 +45,10 @@ class Container : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  /// Its members' streams in series (each silenced outside the song, as offline) or summed
+  /// with its weights (aligned to the slowest member).
+  std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
+                                          const StreamSetup& setup) const override;
   TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
   /// The member processors, in order.

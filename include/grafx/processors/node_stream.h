@@ -63,6 +63,31 @@ class Glide {
   int64_t left_ = 0;
 };
 
+/// A fixed delay of one channel, for paths that meet with different latencies (allocation-free
+/// after construction).
+class DelayLine {
+ public:
+  explicit DelayLine(int64_t delay) : buffer_(size_t(delay), 0.0f) {}
+  /// out may be in.
+  void process(const float* in, float* out, int64_t n) {
+    if (buffer_.empty()) {
+      if (in != out) std::copy(in, in + n, out);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const float delayed = buffer_[position_];
+      buffer_[position_]  = in[i];
+      out[i]              = delayed;
+      position_           = position_ + 1 == buffer_.size() ? 0 : position_ + 1;
+    }
+  }
+  void reset() { std::fill(buffer_.begin(), buffer_.end(), 0.0f), position_ = 0; }
+
+ private:
+  std::vector<float> buffer_;
+  size_t position_ = 0;
+};
+
 /// Sample pointers of a node's ports, [port][channel], each valid for the block's n samples.
 using InletBuffers  = std::vector<std::vector<const float*>>;
 using OutletBuffers = std::vector<std::vector<float*>>;
@@ -80,6 +105,10 @@ class NodeStream {
   virtual void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) = 0;
   /// Back to silence, as just made (controls keep their values).
   virtual void reset() = 0;
+  /// Where the song ends, in samples after the last reset (negative: never): a stream of a
+  /// whole song tells every node, and one that holds signals of its own (a container) silences
+  /// them past it, as the offline render does.
+  virtual void set_song_end(int64_t /*samples*/) {}
   /// What a host may change while it runs (empty: the node plays as made).
   const std::vector<StreamControl>& controls() const { return controls_; }
   /// Glides control `index` to `value` (physical units, clamped to its range) over
