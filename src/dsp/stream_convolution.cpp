@@ -13,10 +13,14 @@
 namespace grafx::dsp {
 namespace {
 
-constexpr int64_t kBlock            = 64;    // H (measured: 32 and 128 are no faster)
-constexpr int64_t kDirectOnly       = 256;   // the longest filter direct form alone may take
-constexpr int64_t kLargestPartition = 8192;  // larger: bigger bursts, few products saved
-constexpr int64_t kMostPartitions   = 32;    // per level, but the last (plan search bound)
+constexpr int64_t kBlock            = 64;     // H (measured: 32 and 128 are no faster)
+constexpr int64_t kDirectOnly       = 256;    // the longest filter direct form alone may take
+constexpr int64_t kLargestPartition = 32768;  // larger: bigger bursts, few products saved
+constexpr int64_t kMostPartitions   = 32;     // per level, but the last (plan search bound)
+// A spectrum of B bins is stored as B real parts, kPad floats, B imaginary parts, kPad floats:
+// without the padding, the dozen spectra a product pass reads would lie 4 KiB apart, in one set
+// of the L1 cache, and evict one another (a pass took 3 times as long).
+constexpr int64_t kPad = 16;
 
 int64_t power_of_two_at_least(int64_t n) {
   int64_t p = 1;
@@ -33,40 +37,78 @@ int64_t power_of_two_at_most(int64_t n) {
 // ---- the plan ------------------------------------------------------------------------------
 //
 // Model costs in nanoseconds per sample, measured on one core (AMD EPYC, SSE2 build) with a
-// temporary benchmark: a tap in direct form; a level's two transforms of 2B points, per log2(2B);
-// what else a level does per sample (windows, output ring); one partition's spectral product.
+// temporary benchmark: a tap in direct form; for each input of a level of partitions of B taps,
+// its window and forward transform of 2B points, as a·log2(2B) + b + c/B (c: the fixed cost of
+// a run, every B samples); for each output, its inverse transform and overlap-save, likewise;
+// one partition's spectral product. With AVX2, products and direct taps cost about 40% less and
+// transforms about 30% less: the plans of 2,047 to 480,000-tap matrices stay the same.
 
-constexpr double kDirectTap     = 0.07;
-constexpr double kTransformLog2 = 0.4;
-constexpr double kLevelSample   = 0.6;
-constexpr double kProduct       = 0.36;
+constexpr double kDirectTap    = 0.047;
+constexpr double kForwardLog2  = 0.2;
+constexpr double kInputSample  = 0.15;
+constexpr double kInputRun     = 30;
+constexpr double kInverseLog2  = 0.16;
+constexpr double kOutputSample = 0.2;
+constexpr double kOutputRun    = 10;
+constexpr double kProduct      = 0.38;
+
+/// A path as the plan sees it: its channels and its number of taps.
+struct Reach {
+  int64_t input, output, length;
+};
 
 struct LevelPlan {
   int64_t size, count, offset;
 };
 
-double level_cost(int64_t size, int64_t count) {
-  return kTransformLog2 * std::log2(double(2 * size)) + kLevelSample + kProduct * double(count);
+/// The partitions of a path of `length` taps in the level of `count` partitions of `size` taps
+/// from tap `offset` on.
+int64_t partitions(int64_t length, int64_t offset, int64_t size, int64_t count) {
+  return length <= offset ? 0 : std::min(count, (length - offset + size - 1) / size);
 }
 
-/// The cheapest levels covering taps [block, length): each level's partitions are as large as
-/// its first tap allows (larger partitions are cheaper per tap), so what remains to choose is
-/// the number of partitions of each level, and the cheapest choices from tap s on depend on s
-/// alone. `cost` receives the model cost.
-std::vector<LevelPlan> plan_levels(int64_t length, int64_t block, double& cost) {
+/// The model cost of a level: a forward transform per input and an inverse one per output that
+/// has partitions in it, and the paths' products. `seen` is scratch (a flag per channel).
+double level_cost(const std::vector<Reach>& paths, int64_t n_inputs, int64_t offset, int64_t size,
+                  int64_t count, std::vector<char>& seen) {
+  std::fill(seen.begin(), seen.end(), char(0));
+  int64_t inputs = 0, outputs = 0, products = 0;
+  for (const Reach& p : paths) {
+    const int64_t c = partitions(p.length, offset, size, count);
+    if (c == 0) continue;
+    products += c;
+    char &in = seen[size_t(p.input)], &out = seen[size_t(n_inputs + p.output)];
+    inputs += !in, outputs += !out, in = out = 1;
+  }
+  const double log2   = std::log2(double(2 * size));
+  const double input  = kForwardLog2 * log2 + kInputSample + kInputRun / double(size);
+  const double output = kInverseLog2 * log2 + kOutputSample + kOutputRun / double(size);
+  return input * double(inputs) + output * double(outputs) + kProduct * double(products);
+}
+
+/// The cheapest levels covering taps [block, longest path) of all paths: each level's partitions
+/// are as large as its first tap allows (larger partitions are cheaper per tap), so what remains
+/// to choose is the number of partitions of each level, and the cheapest choices from tap s on
+/// depend on s alone. `cost` receives the model cost.
+std::vector<LevelPlan> plan_levels(const std::vector<Reach>& paths, int64_t n_inputs,
+                                   int64_t n_outputs, int64_t block, double& cost) {
+  int64_t length = 0;
+  for (const Reach& p : paths) length = std::max(length, p.length);
   const int64_t n = (length + block - 1) / block;  // offsets block·i, i < n, fall inside
-  std::vector<double> best(size_t(n + 1), 0.0);
-  std::vector<int64_t> choice(size_t(n + 1), 0);
+  std::vector<double> best(size_t(std::max<int64_t>(n + 1, 2)), 0.0);
+  std::vector<int64_t> choice(best.size(), 0);
+  std::vector<char> seen(size_t(n_inputs + n_outputs));
   for (int64_t i = n - 1; i >= 1; --i) {
     const int64_t offset = block * i;
     const int64_t size   = std::min(kLargestPartition, power_of_two_at_most(offset));
     const int64_t last   = (length - offset + size - 1) / size;  // partitions to cover the rest
-    best[size_t(i)]      = level_cost(size, last);
+    best[size_t(i)]      = level_cost(paths, n_inputs, offset, size, last, seen);
     choice[size_t(i)]    = last;
     // Fewer partitions leave the rest to a level of larger ones (never two levels of one size).
     if (size < kLargestPartition)
       for (int64_t count = 1; count < last && count <= kMostPartitions; ++count) {
-        const double c = level_cost(size, count) + best[size_t((offset + count * size) / block)];
+        const double c = level_cost(paths, n_inputs, offset, size, count, seen) +
+                         best[size_t((offset + count * size) / block)];
         if (c < best[size_t(i)]) best[size_t(i)] = c, choice[size_t(i)] = count;
       }
   }
@@ -309,16 +351,19 @@ void real_inverse(T* __restrict re, T* __restrict im, int64_t m, const Twiddles<
 }
 
 /// a = x·g + u·v (a += …; without u·v unless kPair) on packed spectra of m bins, each m real
-/// parts then m imaginary parts. Two products a pass halve the loads and stores of a.
+/// parts then, from `im_at` on, m imaginary parts. Two products a pass halve the loads and
+/// stores of a (four are slower: too many streams of data).
 template <bool kAccumulate, bool kPair>
 void multiply(const float* __restrict x, const float* __restrict g, const float* __restrict u,
-              const float* __restrict v, float* __restrict ar, float* __restrict ai, int64_t m) {
+              const float* __restrict v, float* __restrict ar, float* __restrict ai, int64_t m,
+              int64_t im_at) {
   // Bin 0 holds X[0]·G[0] and X[m]·G[m], both real.
+  const int64_t s = im_at;
   const float r0  = x[0] * g[0] + (kPair ? u[0] * v[0] : 0.0f);
-  const float i0  = x[m] * g[m] + (kPair ? u[m] * v[m] : 0.0f);
+  const float i0  = x[s] * g[s] + (kPair ? u[s] * v[s] : 0.0f);
   ar[0]           = kAccumulate ? ar[0] + r0 : r0;
   ai[0]           = kAccumulate ? ai[0] + i0 : i0;
-  const float *xi = x + m, *gi = g + m, *ui = u + m, *vi = v + m;
+  const float *xi = x + s, *gi = g + s, *ui = u + s, *vi = v + s;
   for (int64_t p = 1; p < m; ++p) {
     float r = x[p] * g[p] - xi[p] * gi[p], i = x[p] * gi[p] + xi[p] * g[p];
     if (kPair) r += u[p] * v[p] - ui[p] * vi[p], i += u[p] * vi[p] + ui[p] * v[p];
@@ -343,138 +388,276 @@ void direct_form(const float* __restrict h, int64_t taps, const float* __restric
   }
 }
 
+/// re[i] = x[2i], im[i] = x[2i + 1], i < n.
+void deinterleave(const float* __restrict x, float* __restrict re, float* __restrict im,
+                  int64_t n) {
+  for (int64_t i = 0; i < n; ++i) re[i] = x[2 * i], im[i] = x[2 * i + 1];
+}
+
+/// y[2i] += re[i], y[2i + 1] += im[i], i < n.
+void add_interleaved(const float* __restrict re, const float* __restrict im, float* __restrict y,
+                     int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[2 * i] += re[i], y[2 * i + 1] += im[i];
+}
+
+void check(bool ok, const std::string& why) {
+  if (!ok) throw std::invalid_argument("StreamConvolverMatrix: " + why);
+}
+
+// On x86-64, process() has a second copy of its loops for AVX2, taken where the processor has
+// it: vectors twice as wide as SSE2's, the same operations, so the same roundings (no FMA).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GRAFX_STREAM_AVX2 1
+/// f(), with everything it calls inlined and compiled for AVX2.
+template <typename F>
+__attribute__((target("avx2"), flatten)) void with_avx2(const F& f) {
+  f();
+}
+#else
+template <typename F>
+void with_avx2(const F& f) {  // not called: avx2_ stays false
+  f();
+}
+#endif
+
 }  // namespace
 
-StreamConvolver::StreamConvolver(const std::vector<float>& taps, int64_t max_block)
-    : length_(int64_t(taps.size())), max_block_(max_block) {
-  if (taps.empty()) throw std::invalid_argument("StreamConvolver: expected at least one tap");
-  if (max_block < 1)
-    throw std::invalid_argument("StreamConvolver: expected a block of at least one sample, got " +
-                                std::to_string(max_block));
-  // Direct form alone, or the first kBlock taps in direct form and levels, whichever is cheaper.
-  double levels_cost = 0;
-  std::vector<LevelPlan> levels =
-      length_ > kBlock ? plan_levels(length_, kBlock, levels_cost) : std::vector<LevelPlan>();
-  if (length_ <= kDirectOnly &&
-      kDirectTap * double(length_) <= kDirectTap * double(kBlock) + levels_cost)
-    levels.clear();
-  head_ = levels.empty() ? length_ : kBlock;
-  head_taps_.assign(taps.begin(), taps.begin() + head_);
-  head_input_.assign(size_t(head_ - 1 + kBlock), 0.0f);
-  if (levels.empty()) return;
+StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs,
+                                             const std::vector<Path>& paths, int64_t max_block)
+    : n_inputs_(n_inputs), n_outputs_(n_outputs), max_block_(max_block) {
+#ifdef GRAFX_STREAM_AVX2
+  __builtin_cpu_init();
+  avx2_ = __builtin_cpu_supports("avx2");
+#endif
+  check(n_inputs >= 0 && n_outputs >= 0, "expected numbers of channels, got " +
+                                             std::to_string(n_inputs) + " inputs and " +
+                                             std::to_string(n_outputs) + " outputs");
+  check(max_block >= 1,
+        "expected a block of at least one sample, got " + std::to_string(max_block));
+  for (const Path& p : paths) {
+    check(p.input >= 0 && p.input < n_inputs && p.output >= 0 && p.output < n_outputs,
+          "a path from input " + std::to_string(p.input) + " to output " +
+              std::to_string(p.output) + " between " + std::to_string(n_inputs) + " inputs and " +
+              std::to_string(n_outputs) + " outputs");
+    check(!p.taps.empty(), "expected at least one tap in each path");
+  }
+  // A path is direct form alone where that is cheaper than levels for it alone (in a matrix
+  // levels cost it less, but direct form is cheap for at most kDirectOnly taps anyway), or
+  // else direct form for its first kBlock taps and levels for the rest.
+  std::vector<Reach> reaches;  // of the paths in levels
+  std::vector<int64_t> head_taps(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const int64_t length = int64_t(paths[i].taps.size());
+    double alone         = 0;
+    if (length > kBlock && length <= kDirectOnly)
+      plan_levels({{0, 0, length}}, 1, 1, kBlock, alone);
+    head_taps[i] =
+        length <= kBlock || (length <= kDirectOnly && kDirectTap * double(length - kBlock) <= alone)
+            ? length
+            : kBlock;
+    if (head_taps[i] < length) reaches.push_back({paths[i].input, paths[i].output, length});
+  }
+  for (int64_t o = 0; o < n_outputs; ++o)  // grouped by output, which they add to in turn
+    for (size_t i = 0; i < paths.size(); ++i)
+      if (paths[i].output == o) {
+        heads_.push_back({paths[i].input, o, head_taps[i], int64_t(head_taps_.size())});
+        head_taps_.insert(head_taps_.end(), paths[i].taps.begin(),
+                          paths[i].taps.begin() + head_taps[i]);
+        history_ = std::max(history_, head_taps[i] - 1);
+      }
+  head_inputs_.assign(size_t(n_inputs * (history_ + kBlock)), 0.0f);
+  if (reaches.empty()) return;
 
+  double cost                       = 0;
+  const std::vector<LevelPlan> plan = plan_levels(reaches, n_inputs, n_outputs, kBlock, cost);
   int64_t largest = 0, reach = 0;
-  for (const LevelPlan& p : levels)
+  for (const LevelPlan& p : plan)
     largest = std::max(largest, p.size), reach = std::max(reach, p.offset + p.size);
-  inputs_.assign(size_t(2 * largest), 0.0f);
-  outputs_.assign(size_t(std::max(kBlock, power_of_two_at_least(reach))), 0.0f);
-  work_re_.assign(size_t(largest), 0.0f);
-  work_im_.assign(size_t(largest), 0.0f);
-  work_time_.assign(size_t(largest), 0.0f);
+  input_ring_  = 2 * largest;
+  output_ring_ = std::max(kBlock, power_of_two_at_least(reach));
+  inputs_.assign(size_t(n_inputs * input_ring_), 0.0f);
+  outputs_.assign(size_t(n_outputs * output_ring_), 0.0f);
+  work_.assign(size_t(2 * (largest + kPad)), 0.0f);
   fill_twiddles(largest, twiddles_);
 
   // The partitions' spectra, in double, scaled by 1/(2B) for the unnormalised inverse.
   std::vector<double> table;
   const Twiddles<double> w = fill_twiddles(largest, table);
   std::vector<double> re(static_cast<size_t>(largest)), im(static_cast<size_t>(largest));
-  for (const LevelPlan& p : levels) {
+  for (const LevelPlan& p : plan) {
     Level& level = levels_.emplace_back();
     level.size = p.size, level.count = p.count, level.offset = p.offset;
-    level.filters.assign(size_t(2 * p.size * p.count), 0.0f);
-    level.inputs.assign(size_t(2 * p.size * p.count), 0.0f);
-    for (int64_t i = 0; i < p.count; ++i) {
-      std::fill(re.begin(), re.end(), 0.0), std::fill(im.begin(), im.end(), 0.0);
-      const int64_t first = p.offset + i * p.size, end = std::min(length_, first + p.size);
-      for (int64_t k = first; k < end; ++k)
-        ((k - first) % 2 ? im : re)[size_t((k - first) / 2)] = taps[size_t(k)];
-      real_forward(re.data(), im.data(), p.size, w);
-      float* spectrum = level.filters.data() + 2 * p.size * i;
-      for (int64_t b = 0; b < p.size; ++b) {
-        spectrum[b]          = float(re[size_t(b)] / double(2 * p.size));
-        spectrum[p.size + b] = float(im[size_t(b)] / double(2 * p.size));
+    const auto parts = [&](size_t k) {  // path k's partitions in the level
+      const int64_t length = int64_t(paths[k].taps.size());
+      return head_taps[k] == length ? 0 : partitions(length, p.offset, p.size, p.count);
+    };
+    // The inputs' rings, as deep as their paths' partitions.
+    std::vector<int64_t> slot(size_t(n_inputs), -1);  // each channel's Input in the level
+    int64_t spectra = 0;
+    for (int64_t i = 0; i < n_inputs; ++i) {
+      int64_t depth = 0;
+      for (size_t k = 0; k < paths.size(); ++k)
+        if (paths[k].input == i) depth = std::max(depth, parts(k));
+      if (depth == 0) continue;
+      slot[size_t(i)] = int64_t(level.inputs.size());
+      level.inputs.push_back({i, depth, spectra, 0});
+      spectra += 2 * (p.size + kPad) * depth;
+    }
+    level.spectra.assign(size_t(spectra), 0.0f);
+    // The terms of each output, path by path.
+    for (int64_t o = 0; o < n_outputs; ++o) {
+      const int64_t first = int64_t(level.terms.size());
+      for (size_t k = 0; k < paths.size(); ++k) {
+        if (paths[k].output != o) continue;
+        const std::vector<float>& taps = paths[k].taps;
+        for (int64_t j = 0; j < parts(k); ++j) {
+          std::fill(re.begin(), re.end(), 0.0), std::fill(im.begin(), im.end(), 0.0);
+          const int64_t from = p.offset + j * p.size;
+          const int64_t end  = std::min(int64_t(taps.size()), from + p.size);
+          for (int64_t t = from; t < end; ++t)
+            ((t - from) % 2 ? im : re)[size_t((t - from) / 2)] = taps[size_t(t)];
+          real_forward(re.data(), im.data(), p.size, w);
+          level.terms.push_back({slot[size_t(paths[k].input)], j, int64_t(level.filters.size())});
+          for (int64_t b = 0; b < p.size; ++b)
+            level.filters.push_back(float(re[size_t(b)] / double(2 * p.size)));
+          level.filters.insert(level.filters.end(), size_t(kPad), 0.0f);
+          for (int64_t b = 0; b < p.size; ++b)
+            level.filters.push_back(float(im[size_t(b)] / double(2 * p.size)));
+          level.filters.insert(level.filters.end(), size_t(kPad), 0.0f);
+        }
       }
+      if (int64_t(level.terms.size()) > first)
+        level.outputs.push_back({o, first, int64_t(level.terms.size())});
     }
   }
 }
 
-void StreamConvolver::reset() noexcept {
+void StreamConvolverMatrix::reset() noexcept {
   time_ = 0;
-  std::fill(head_input_.begin(), head_input_.end(), 0.0f);
+  std::fill(head_inputs_.begin(), head_inputs_.end(), 0.0f);
   std::fill(inputs_.begin(), inputs_.end(), 0.0f);
   std::fill(outputs_.begin(), outputs_.end(), 0.0f);
   for (Level& level : levels_) {
-    level.newest = 0;
-    std::fill(level.inputs.begin(), level.inputs.end(), 0.0f);
+    for (Level::Input& input : level.inputs) input.newest = 0;
+    std::fill(level.spectra.begin(), level.spectra.end(), 0.0f);
   }
 }
 
-void StreamConvolver::process(const float* input, float* output, int64_t n) noexcept {
+void StreamConvolverMatrix::process(const float* const* inputs, float* const* outputs,
+                                    int64_t n) noexcept {
+  if (avx2_)
+    with_avx2([&] { process_chunks(inputs, outputs, n); });
+  else
+    process_chunks(inputs, outputs, n);
+}
+
+inline void StreamConvolverMatrix::process_chunks(const float* const* inputs, float* const* outputs,
+                                                  int64_t n) noexcept {
   // Chunks end at multiples of H, where the levels whose blocks are complete run. A level's
   // contributions to the outputs of a chunk were added to `outputs_` at or before its start.
-  const int64_t in_mask = int64_t(inputs_.size()) - 1, out_mask = int64_t(outputs_.size()) - 1;
-  while (n > 0) {
-    const int64_t at = time_ % kBlock, count = std::min(n, kBlock - at);
-    float* x = head_input_.data() + (head_ - 1) + at;
-    std::memcpy(x, input, size_t(count) * sizeof(float));
-    // The direct-form sum first, the levels' (larger) sum added once: fewer roundings at its
-    // magnitude.
-    std::fill(output, output + count, 0.0f);
-    direct_form(head_taps_.data(), head_, x, output, count);
-    if (!levels_.empty()) {
-      std::memcpy(inputs_.data() + (time_ & in_mask), input, size_t(count) * sizeof(float));
-      float* pending = outputs_.data() + (time_ & out_mask);
-      for (int64_t i = 0; i < count; ++i) output[i] += pending[i];
-      std::fill(pending, pending + count, 0.0f);
+  const int64_t stride = history_ + kBlock;
+  for (int64_t done = 0; done < n;) {
+    const int64_t at = time_ % kBlock, count = std::min(n - done, kBlock - at);
+    for (int64_t i = 0; i < n_inputs_; ++i) {
+      const float* x = inputs[i] + done;
+      std::memcpy(head_inputs_.data() + i * stride + history_ + at, x, size_t(count) * 4);
+      if (!levels_.empty())
+        std::memcpy(inputs_.data() + i * input_ring_ + (time_ & (input_ring_ - 1)), x,
+                    size_t(count) * 4);
     }
-    time_ += count, input += count, output += count, n -= count;
+    // The direct-form sums first, the levels' (larger) sum added once: fewer roundings at its
+    // magnitude.
+    for (int64_t o = 0; o < n_outputs_; ++o)
+      std::fill(outputs[o] + done, outputs[o] + done + count, 0.0f);
+    for (const Head& h : heads_)
+      direct_form(head_taps_.data() + h.first, h.taps,
+                  head_inputs_.data() + h.input * stride + history_ + at, outputs[h.output] + done,
+                  count);
+    if (!levels_.empty())
+      for (int64_t o = 0; o < n_outputs_; ++o) {
+        float* y       = outputs[o] + done;
+        float* pending = outputs_.data() + o * output_ring_ + (time_ & (output_ring_ - 1));
+        for (int64_t i = 0; i < count; ++i) y[i] += pending[i];
+        std::fill(pending, pending + count, 0.0f);
+      }
+    time_ += count, done += count;
     if (at + count < kBlock) continue;
-    std::memmove(head_input_.data(), head_input_.data() + kBlock,
-                 size_t(head_ - 1) * sizeof(float));
+    for (int64_t i = 0; i < n_inputs_; ++i) {
+      float* x = head_inputs_.data() + i * stride;
+      std::memmove(x, x + kBlock, size_t(history_) * 4);
+    }
     for (Level& level : levels_)
-      if (time_ % level.size == 0) run_level(level);
+      if ((time_ & (level.size - 1)) == 0) run_level(level);
   }
 }
 
-void StreamConvolver::run_level(Level& level) noexcept {
-  const int64_t size = level.size, half = size / 2, in_mask = int64_t(inputs_.size()) - 1;
-  const int64_t m = int64_t(twiddles_.size()) / 6;
-  const float* t  = twiddles_.data();
+inline void StreamConvolverMatrix::run_level(Level& level) noexcept {
+  const int64_t size = level.size, half = size / 2, m = int64_t(twiddles_.size()) / 6;
+  const int64_t im_at = size + kPad;  // of a spectrum's imaginary parts
+  const float* t      = twiddles_.data();
   const Twiddles<float> w{t, t + m, t + 2 * m, t + 3 * m, t + 4 * m, t + 5 * m};
-  // The spectrum of the last 2B inputs, into the delay line.
-  level.newest = (level.newest + 1) % level.count;
-  float* xr    = level.inputs.data() + 2 * size * level.newest;
-  float* xi    = xr + size;
-  for (int64_t part = 0; part < 2; ++part) {
-    const float* from = inputs_.data() + ((time_ - 2 * size + part * size) & in_mask);
-    for (int64_t i = 0; i < half; ++i) xr[part * half + i] = from[2 * i];
-    for (int64_t i = 0; i < half; ++i) xi[part * half + i] = from[2 * i + 1];
+  // Each input's spectrum of its last 2B samples, into its delay line.
+  for (Level::Input& input : level.inputs) {
+    input.newest    = (input.newest + 1) % input.depth;
+    float* xr       = level.spectra.data() + input.first + 2 * im_at * input.newest;
+    const float* in = inputs_.data() + input.channel * input_ring_;
+    for (int64_t part = 0; part < 2; ++part)
+      deinterleave(in + ((time_ - 2 * size + part * size) & (input_ring_ - 1)), xr + part * half,
+                   xr + im_at + part * half, half);
+    real_forward(xr, xr + im_at, size, w);
   }
-  real_forward(xr, xi, size, w);
-  // Partition i meets the spectrum of i blocks ago.
-  float* ar           = work_re_.data();
-  float* ai           = work_im_.data();
-  const auto spectrum = [&](int64_t i) {
-    return level.inputs.data() + 2 * size * ((level.newest - i + level.count) % level.count);
+  // Each output's products, two a pass, transformed back.
+  float* ar              = work_.data();
+  float* ai              = work_.data() + int64_t(work_.size()) / 2;
+  const auto spectrum_of = [&](const Level::Term& term) {
+    const Level::Input& input = level.inputs[size_t(term.input)];
+    const int64_t slot        = (input.newest - term.age + input.depth) % input.depth;
+    return level.spectra.data() + input.first + 2 * im_at * slot;
   };
-  const auto filter = [&](int64_t i) { return level.filters.data() + 2 * size * i; };
-  for (int64_t i = 0; i < level.count; i += 2) {
-    const float *x = spectrum(i), *g = filter(i);
-    if (i + 1 == level.count)
-      (i == 0 ? multiply<false, false> : multiply<true, false>)(x, g, x, g, ar, ai, size);
-    else
-      (i == 0 ? multiply<false, true> : multiply<true, true>)(x, g, spectrum(i + 1), filter(i + 1),
-                                                              ar, ai, size);
+  const auto filter_of = [&](const Level::Term& term) {
+    return level.filters.data() + term.filter;
+  };
+  for (const Level::Output& output : level.outputs) {
+    for (int64_t k = output.first; k < output.end; k += 2) {
+      const Level::Term &a = level.terms[size_t(k)],
+                        &b = level.terms[size_t(std::min(k + 1, output.end - 1))];
+      const float *x = spectrum_of(a), *g = filter_of(a), *u = spectrum_of(b), *v = filter_of(b);
+      const bool accumulate = k > output.first, pair = k + 1 < output.end;
+      if (accumulate && pair)
+        multiply<true, true>(x, g, u, v, ar, ai, size, im_at);
+      else if (accumulate)
+        multiply<true, false>(x, g, u, v, ar, ai, size, im_at);
+      else if (pair)
+        multiply<false, true>(x, g, u, v, ar, ai, size, im_at);
+      else
+        multiply<false, false>(x, g, u, v, ar, ai, size, im_at);
+    }
+    real_inverse(ar, ai, size, w);
+    // Overlap-save: the last B of the 2B samples are exact. They are the outputs from
+    // time − B + offset on, no earlier than the next sample since offset ≥ B. The ring wraps at
+    // a multiple of H (offsets are), so at an even sample.
+    float* ring         = outputs_.data() + output.channel * output_ring_;
+    const int64_t start = (time_ - size + level.offset) & (output_ring_ - 1);
+    const int64_t pairs = std::min(size, output_ring_ - start) / 2;
+    add_interleaved(ar + half, ai + half, ring + start, pairs);
+    add_interleaved(ar + half + pairs, ai + half + pairs, ring, half - pairs);
   }
-  real_inverse(ar, ai, size, w);
-  // Overlap-save: the last B of the 2B samples are exact. They are the outputs from
-  // time − B + offset on, no earlier than the next sample since offset ≥ B.
-  float* y = work_time_.data();
-  for (int64_t i = 0; i < half; ++i) y[2 * i] = ar[half + i], y[2 * i + 1] = ai[half + i];
-  const int64_t mask = int64_t(outputs_.size()) - 1, start = (time_ - size + level.offset) & mask;
-  const int64_t first = std::min(size, mask + 1 - start);
-  float* out          = outputs_.data();
-  for (int64_t i = 0; i < first; ++i) out[start + i] += y[i];
-  for (int64_t i = first; i < size; ++i) out[i - first] += y[i];
 }
+
+namespace {
+
+std::vector<StreamConvolverMatrix::Path> one_path(const std::vector<float>& taps,
+                                                  int64_t max_block) {
+  if (taps.empty()) throw std::invalid_argument("StreamConvolver: expected at least one tap");
+  if (max_block < 1)
+    throw std::invalid_argument("StreamConvolver: expected a block of at least one sample, got " +
+                                std::to_string(max_block));
+  return {{0, 0, taps}};
+}
+
+}  // namespace
+
+StreamConvolver::StreamConvolver(const std::vector<float>& taps, int64_t max_block)
+    : length_(int64_t(taps.size())), matrix_(1, 1, one_path(taps, max_block), max_block) {}
 
 }  // namespace grafx::dsp

@@ -417,16 +417,25 @@ class DynamicsStream : public NodeStream {
       float envelope = level_(detected / channels);
       if (curve_.amplitude_detection) envelope = envelope * envelope;
       const float level     = std::log(envelope + float(kEnergyFloor));
-      const float threshold = curve_.threshold.next(), scale = curve_.scale.next();
-      const float u    = curve_.gate ? threshold - level : level - threshold;
-      const float k    = knee_point(curve_.knee, u, curve_.width.next()).k;
-      const float gain = curve_.log_domain ? std::exp(smoothed_gain(scale * k / 2, 0))
-                                           : smoothed_gain(std::exp(scale * k * 0.5f), 1);
+      const float threshold = threshold_curve_ ? threshold_curve_->at(clock_ - input_latency_, 0) -
+                                                     float(kThresholdOffset)
+                                               : curve_.threshold.next();
+      const float scale     = curve_.scale.next();
+      const float u         = curve_.gate ? threshold - level : level - threshold;
+      const float k         = knee_point(curve_.knee, u, curve_.width.next()).k;
+      const float gain      = curve_.log_domain ? std::exp(smoothed_gain(scale * k / 2, 0))
+                                                : smoothed_gain(std::exp(scale * k * 0.5f), 1);
       for (size_t c = 0; c < y.size(); ++c) y[c][i] = x[c][i] * gain;
+      ++clock_;
     }
   }
 
-  void reset() override { level_.reset(), gain_.reset(); }
+  void reset() override { level_.reset(), gain_.reset(), clock_ = 0; }
+  /// The threshold follows an automation curve (raw values, on the song's clock).
+  void follow_threshold(std::shared_ptr<const StreamCurve> curve, int64_t input_latency) {
+    threshold_curve_ = std::move(curve), input_latency_ = input_latency;
+    followed_curves_ = {"log_threshold"};
+  }
 
  private:
   /// smooth_gain's value: negated around its unity, a falling gain rises, and ballistics'
@@ -439,6 +448,8 @@ class DynamicsStream : public NodeStream {
   StreamSmoother level_, gain_;
   int64_t channels_;
   std::vector<std::function<void(double)>> setters_;  // per control
+  std::shared_ptr<const StreamCurve> threshold_curve_;
+  int64_t input_latency_ = 0, clock_ = 0;
 };
 
 /// Moderate compression, or gentle gating of what is well below the music; keyed by a
@@ -718,7 +729,9 @@ std::unique_ptr<NodeStream> Dynamics::make_stream(const TensorDict& parameters,
   for (const ParameterSpec& spec : specs) {
     const at::Tensor& value = parameters.at(spec.name);
     const std::string& name = spec.physical_name;
-    if (name == "threshold_db")
+    if (name == "threshold_db" && setup.curves.count(spec.name))
+      s->follow_threshold(setup.curves.at(spec.name), setup.input_latency);
+    else if (name == "threshold_db")
       s->add_control(stream_control(spec, value, 0, -80, 0), [s, glide](double db) {
         s->curve().threshold.to(float(db / kLogEnergyToDb), glide);
       });

@@ -56,7 +56,7 @@ std::unique_ptr<NodeStream> GainPan::make_stream(const TensorDict& parameters,
         matrix[0] = float(std::pow(10.0, gain_db[0] / 20)), matrix[1] = 0;
         matrix[2] = 0, matrix[3] = float(std::pow(10.0, gain_db[1] / 20));
       },
-      setup);
+      setup, "log_gain", [](double raw) { return raw * 20 / std::log(10.0); });
 }
 
 }  // namespace grafx

@@ -11,49 +11,38 @@
 namespace grafx {
 namespace {
 
-/// The response from one inlet channel to one outlet channel.
-struct Path {
-  int64_t inlet = 0, channel = 0;
-  std::unique_ptr<dsp::StreamConvolver> convolver;
-};
-
+/// A node's impulse responses as one convolver matrix: its inputs are the inlets' channels in
+/// order, its outputs the outlets' (each input transformed once, each output once).
 class ImpulseResponseStream : public NodeStream {
  public:
-  /// paths[outlet][channel]: the responses summed into that outlet channel.
-  ImpulseResponseStream(std::vector<std::vector<std::vector<Path>>> paths, int64_t latency,
-                        int64_t max_block)
-      : paths_(std::move(paths)), latency_(latency), scratch_(size_t(max_block)) {}
+  ImpulseResponseStream(dsp::StreamConvolverMatrix convolver, std::vector<int64_t> outlet_channels,
+                        int64_t latency)
+      : convolver_(std::move(convolver)),
+        outlet_channels_(std::move(outlet_channels)),
+        latency_(latency),
+        inputs_(size_t(convolver_.n_inputs())),
+        outputs_(size_t(convolver_.n_outputs())) {}
 
-  std::vector<int64_t> outlet_channels() const override {
-    std::vector<int64_t> channels;
-    for (const auto& outlet : paths_) channels.push_back(int64_t(outlet.size()));
-    return channels;
-  }
+  std::vector<int64_t> outlet_channels() const override { return outlet_channels_; }
   int64_t latency_samples() const override { return latency_; }
 
   void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {
-    for (size_t o = 0; o < paths_.size(); ++o)
-      for (size_t d = 0; d < paths_[o].size(); ++d) {
-        float* y = outlets[o][d];
-        std::fill(y, y + n, 0.0f);
-        for (Path& path : paths_[o][d]) {
-          path.convolver->process(inlets[size_t(path.inlet)][size_t(path.channel)], scratch_.data(),
-                                  n);
-          for (int64_t i = 0; i < n; ++i) y[i] += scratch_[size_t(i)];
-        }
-      }
+    size_t k = 0;
+    for (const auto& inlet : inlets)
+      for (const float* channel : inlet) inputs_[k++] = channel;
+    k = 0;
+    for (const auto& outlet : outlets)
+      for (float* channel : outlet) outputs_[k++] = channel;
+    convolver_.process(inputs_.data(), outputs_.data(), n);
   }
-
-  void reset() override {
-    for (auto& outlet : paths_)
-      for (auto& channel : outlet)
-        for (Path& path : channel) path.convolver->reset();
-  }
+  void reset() override { convolver_.reset(); }
 
  private:
-  std::vector<std::vector<std::vector<Path>>> paths_;
+  dsp::StreamConvolverMatrix convolver_;
+  std::vector<int64_t> outlet_channels_;
   int64_t latency_;
-  std::vector<float> scratch_;
+  std::vector<const float*> inputs_;  // pointers of the block being processed
+  std::vector<float*> outputs_;
 };
 
 }  // namespace
@@ -91,26 +80,24 @@ std::unique_ptr<NodeStream> stream_by_impulse_responses(const Processor& process
   }
   const ProcessorOutput responses = processor.forward(impulses, raw);
 
-  std::vector<std::vector<std::vector<Path>>> paths;
+  std::vector<dsp::StreamConvolverMatrix::Path> paths;
+  std::vector<int64_t> outlet_channels;
+  int64_t output = 0;  // index of the outlet channel among all outlets'
   for (const at::Tensor& outlet : responses.outputs) {
     const at::Tensor y = outlet.contiguous();  // [rows, outlet channels, length]
-    paths.emplace_back(size_t(y.size(1)));
-    for (int64_t d = 0; d < y.size(1); ++d)
+    outlet_channels.push_back(y.size(1));
+    for (int64_t d = 0; d < y.size(1); ++d, ++output)
       for (int64_t r = 0; r < rows; ++r) {
         const float* h = y[r][d].data_ptr<float>();
         int64_t taps   = length;
         while (taps > 0 && h[taps - 1] == 0) --taps;  // exact zeros only: alignment is kept
-        if (taps == 0) continue;                      // no path (a mid/side or stereo matrix)
-        Path path;
-        path.inlet     = r / channels;
-        path.channel   = r % channels;
-        path.convolver = std::make_unique<dsp::StreamConvolver>(std::vector<float>(h, h + taps),
-                                                                setup.max_block);
-        paths.back()[size_t(d)].push_back(std::move(path));
+        if (taps > 0)                                 // else no path (a mid/side or stereo matrix)
+          paths.push_back({r, output, std::vector<float>(h, h + taps)});
       }
   }
-  return std::make_unique<ImpulseResponseStream>(std::move(paths), support.future_samples,
-                                                 setup.max_block);
+  return std::make_unique<ImpulseResponseStream>(
+      dsp::StreamConvolverMatrix(rows, output, paths, setup.max_block), outlet_channels,
+      support.future_samples);
 }
 
 namespace {
@@ -118,7 +105,8 @@ namespace {
 class MatrixStream : public NodeStream {
  public:
   MatrixStream(int64_t n_inputs, int64_t n_outputs, std::vector<StreamControl> controls,
-               void (*matrix_of)(const double*, float*), const StreamSetup& setup)
+               void (*matrix_of)(const double*, float*), const StreamSetup& setup,
+               const std::string& raw_name, double (*physical_of_raw)(double))
       : n_inputs_(n_inputs),
         n_outputs_(n_outputs),
         channels_(setup.inlet_channels.front()),
@@ -130,6 +118,14 @@ class MatrixStream : public NodeStream {
     for (size_t i = 0; i < controls_.size(); ++i) values_[i] = controls_[i].value;
     matrix_of_(values_.data(), targets_.data());
     for (float entry : targets_) entries_.emplace_back(entry);
+    auto curve = setup.curves.find(raw_name);
+    if (curve != setup.curves.end()) {  // the values follow the curve, not a host
+      curve_           = curve->second;
+      physical_of_raw_ = physical_of_raw;
+      input_latency_   = setup.input_latency;
+      followed_curves_ = {raw_name};
+      controls_.clear();
+    }
   }
 
   std::vector<int64_t> outlet_channels() const override {
@@ -138,6 +134,7 @@ class MatrixStream : public NodeStream {
 
   void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {
     const auto& x = inlets.front();
+    if (curve_) return process_automated(x, outlets.front(), n);
     if (scalar()) {  // one gain on every channel
       Glide& gain = entries_.front();
       for (int64_t i = 0; i < n; ++i) {
@@ -155,7 +152,7 @@ class MatrixStream : public NodeStream {
         outlets.front()[size_t(o)][i] = sum;
       }
   }
-  void reset() override {}
+  void reset() override { clock_ = 0; }
   void set_control(size_t index, double value) override {
     if (index >= controls_.size() || !std::isfinite(value)) return;
     values_[index] = std::clamp(value, controls_[index].minimum, controls_[index].maximum);
@@ -166,14 +163,59 @@ class MatrixStream : public NodeStream {
  private:
   bool scalar() const { return n_inputs_ == 1 && n_outputs_ == 1; }
 
+  /// The matrix of each sample from the curve's values at that sample's song time.
+  void process_automated(const std::vector<const float*>& x, const std::vector<float*>& y,
+                         int64_t n) {
+    const int64_t last_input = int64_t(x.size()) - 1;
+    for (int64_t i = 0; i < n; ++i, ++clock_) {
+      for (size_t e = 0; e < values_.size(); ++e)
+        values_[e] = physical_of_raw_(curve_->at(clock_ - input_latency_, int64_t(e)));
+      matrix_of_(values_.data(), targets_.data());
+      for (size_t o = 0; o < y.size(); ++o) {
+        float sum = 0;
+        if (scalar()) {
+          y[o][i] = targets_[0] * x[o][i];
+          continue;
+        }
+        for (int64_t c = 0; c < n_inputs_; ++c)
+          sum +=
+              targets_[size_t(int64_t(o) * n_inputs_ + c)] * x[size_t(std::min(c, last_input))][i];
+        y[o][i] = sum;
+      }
+    }
+  }
+
   int64_t n_inputs_, n_outputs_, channels_, glide_samples_;
   void (*matrix_of_)(const double*, float*);
   std::vector<double> values_;
   std::vector<float> targets_;
   std::vector<Glide> entries_;
+  std::shared_ptr<const StreamCurve> curve_;  // where the values follow automation
+  double (*physical_of_raw_)(double) = nullptr;
+  int64_t input_latency_ = 0, clock_ = 0;
 };
 
 }  // namespace
+
+StreamCurve::StreamCurve(std::vector<float> points, int64_t elements, double samples_per_point)
+    : points_(std::move(points)), elements_(elements) {
+  for (size_t i = 0; i < points_.size() / size_t(elements); ++i)
+    positions_.push_back(double(i) * samples_per_point);
+}
+
+float StreamCurve::at(int64_t sample, int64_t element) const {
+  // As dsp::piecewise_linear: the points either side, and at::lerp's two-sided form in float.
+  const double t   = double(sample);
+  const auto next  = std::upper_bound(positions_.begin(), positions_.end(), t) - positions_.begin();
+  const auto last  = int64_t(positions_.size()) - 1;
+  const auto below = std::max<int64_t>(next - 1, 0), above = std::min<int64_t>(next, last);
+  const float lo = points_[size_t(below * elements_ + element)];
+  if (below == above) return lo;
+  const float hi = points_[size_t(above * elements_ + element)];
+  const float w  = float((t - positions_[size_t(below)]) /
+                        (positions_[size_t(above)] - positions_[size_t(below)]));
+  return w < 0.5f ? lo + w * (hi - lo) : hi - (hi - lo) * (1 - w);
+}
 
 StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, int64_t element,
                              double minimum, double maximum) {
@@ -191,8 +233,10 @@ StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, i
 std::unique_ptr<NodeStream> matrix_stream(int64_t n_inputs, int64_t n_outputs,
                                           std::vector<StreamControl> controls,
                                           void (*matrix_of)(const double*, float*),
-                                          const StreamSetup& setup) {
-  return std::make_unique<MatrixStream>(n_inputs, n_outputs, std::move(controls), matrix_of, setup);
+                                          const StreamSetup& setup, const std::string& raw_name,
+                                          double (*physical_of_raw)(double)) {
+  return std::make_unique<MatrixStream>(n_inputs, n_outputs, std::move(controls), matrix_of, setup,
+                                        raw_name, physical_of_raw);
 }
 
 std::unique_ptr<NodeStream> LinearProcessor::make_stream(const TensorDict& parameters,

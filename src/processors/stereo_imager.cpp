@@ -57,7 +57,7 @@ std::unique_ptr<NodeStream> StereoImager::make_stream(const TensorDict& paramete
         matrix[0] = matrix[3] = float(0.5 + side);
         matrix[1] = matrix[2] = float(0.5 - side);
       },
-      setup);
+      setup, "log_gain", [](double raw) { return raw * 20 / std::log(10.0); });
 }
 
 }  // namespace grafx

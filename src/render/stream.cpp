@@ -6,6 +6,8 @@
 #include <grafx/processors/node_stream.h>
 #include <grafx/render/stream.h>
 
+#include <grafx/render/parameters.h>
+
 #include "render/checks.h"
 
 #include <ATen/ATen.h>
@@ -46,8 +48,9 @@ struct NodeRun {
   // Dry/wet (w = σ(raw)) and bypassed nodes pass on an inlet per outlet (-1: silence), the dry
   // path delayed by the node's latency.
   bool dry_wet = false, bypassed = false;
-  Glide wet{1};                    // w = σ(raw), gliding where a host changes it
-  std::vector<float> wet_samples;  // max_block: w at each sample of the block
+  Glide wet{1};                                  // w = σ(raw), gliding where a host changes it
+  std::shared_ptr<const StreamCurve> wet_curve;  // where the wet amount is automated
+  std::vector<float> wet_samples;                // max_block: w at each sample of the block
   std::vector<int64_t> passed;
   std::vector<std::vector<DelayLine>> dry_delays;  // [outlet][channel]
   std::vector<float> dry;                          // channels × max_block, delayed
@@ -193,30 +196,53 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
       continue;
     }
     const std::string& type_name = types.name(node.type);
-    if (!node.automated.empty())
-      unsupported(graph, id,
-                  "automates " + node.automated.front() +
-                      ", and automation does not stream yet (render it offline)");
     TensorDict node_parameters;
+    std::map<std::string, std::shared_ptr<const StreamCurve>> curves;  // the node's automation
     auto given = raw.find(type_name);
     if (given != raw.end())
-      for (const auto& [name, value] : given->second)
-        node_parameters[name] = value.narrow(0, rank[id], 1);
+      for (const auto& [name, value] : given->second) {
+        const at::Tensor row   = value.narrow(0, rank[id], 1);
+        const std::string base = automated_parameter(name);
+        if (base.empty()) {
+          node_parameters[name] = row;
+        } else if (std::binary_search(node.automated.begin(), node.automated.end(), base)) {
+          const at::Tensor points = row.squeeze(0).contiguous();  // [points, shape...]
+          const int64_t elements  = points.numel() / points.size(0);
+          curves[base]            = std::make_shared<StreamCurve>(
+              std::vector<float>(points.data_ptr<float>(),
+                                 points.data_ptr<float>() + points.numel()),
+              elements, double(options.sample_rate) / graph.automation().rate_hz);
+        }
+      }
     at::Tensor raw_wet = take_wet_amount(node_parameters);
     run.bypassed       = node.bypassed;
     run.dry.assign(size_t(run.channels * block), 0.0f);
     run.dry_wet = node.dry_wet && !node.bypassed;
     if (run.dry_wet) run.wet = Glide(raw_wet.sigmoid().item<float>());
+    for (auto curve = curves.begin(); curve != curves.end();)  // the wet amount's is the engine's
+      if (is_wet_amount(curve->first)) {
+        if (run.dry_wet) run.wet_curve = curve->second;
+        curve = curves.erase(curve);
+      } else {
+        ++curve;
+      }
     run.wet_samples.assign(size_t(block), 0.0f);
     std::vector<int64_t> outlet_channels(size_t(types.n_outlets(node.type)), run.channels);
     int64_t latency = 0;
     if (!node.bypassed) {
       StreamSetup setup{options.sample_rate, block,
-                        std::vector<int64_t>(size_t(n_inlets), run.channels)};
+                        std::vector<int64_t>(size_t(n_inlets), run.channels), run.latency, curves};
       try {
         run.stream = processors.at(type_name)->make_stream(node_parameters, setup);
       } catch (const Error& e) {
         unsupported(graph, id, e.message());
+      }
+      for (const auto& [name, curve] : curves) {
+        const auto& followed = run.stream->followed_curves();
+        if (std::find(followed.begin(), followed.end(), name) == followed.end())
+          unsupported(
+              graph, id,
+              "automates " + name + ", which its streaming form cannot follow (render it offline)");
       }
       outlet_channels = run.stream->outlet_channels();
       latency         = run.stream->latency_samples();
@@ -370,7 +396,11 @@ void Stream::State::run(const float* const* sources, float* const* outputs, int6
 
 void Stream::State::mix_dry(NodeRun& node, int64_t n) {
   const int64_t block = options.max_block;
-  for (int64_t i = 0; i < n; ++i) node.wet_samples[size_t(i)] = node.wet.next();
+  // The mix happens at the node's outputs: song time lags the clock by their latency.
+  const int64_t song = clock - signals[node.outlets.front()].latency;
+  for (int64_t i = 0; i < n; ++i)
+    node.wet_samples[size_t(i)] =
+        node.wet_curve ? 1 / (1 + std::exp(-node.wet_curve->at(song + i, 0))) : node.wet.next();
   for (size_t o = 0; o < node.outlets.size(); ++o) {
     Signal& out = signals[node.outlets[o]];
     const float* dry_inlet =

@@ -1,11 +1,13 @@
 // The streaming convolver against a direct convolution in double: filters of 1 to 96,000 taps,
-// fed in blocks of fixed and random sizes, pure delays, and reset.
+// fed in blocks of fixed and random sizes, pure delays, and reset; then the matrix of paths
+// between channels (full, diagonal, mono to stereo, paths of 1 to 30,001 taps together).
 
 #include <grafx/dsp/stream_convolution.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -138,6 +140,126 @@ TEST(StreamConvolver, ProcessesEmptyBlocksAndRejectsBadArguments) {
   EXPECT_EQ(convolver.max_block(), 4);
   EXPECT_THROW(StreamConvolver({}, 64), std::invalid_argument);
   EXPECT_THROW(StreamConvolver({1.0f}, 0), std::invalid_argument);
+}
+
+// ---- the matrix ----------------------------------------------------------------------------
+
+using Path     = StreamConvolverMatrix::Path;
+using Channels = std::vector<std::vector<float>>;
+
+/// The outputs of `matrix` for the inputs `x`, fed in blocks of `sizes`.
+Channels run(StreamConvolverMatrix& matrix, const Channels& x, const std::vector<int64_t>& sizes) {
+  Channels y(size_t(matrix.n_outputs()), std::vector<float>(x.front().size(), std::nanf("")));
+  std::vector<const float*> in(x.size());
+  std::vector<float*> out(y.size());
+  int64_t done = 0;
+  for (int64_t n : sizes) {
+    for (size_t i = 0; i < x.size(); ++i) in[i] = x[i].data() + done;
+    for (size_t o = 0; o < y.size(); ++o) out[o] = y[o].data() + done;
+    matrix.process(in.data(), out.data(), n);
+    done += n;
+  }
+  return y;
+}
+
+/// Paths of the given lengths between the given channels, each a different noise.
+std::vector<Path> noise_paths(const std::vector<std::array<int64_t, 3>>& input_output_taps) {
+  std::vector<Path> paths;
+  for (const auto& [input, output, taps] : input_output_taps)
+    paths.push_back({input, output, noise(taps, uint32_t(taps + 100 * paths.size()))});
+  return paths;
+}
+
+/// Each output against the sum of its paths' direct convolutions, for every block sequence; an
+/// output without paths is exactly zero.
+void expect_direct_sums(int64_t n_inputs, int64_t n_outputs, const std::vector<Path>& paths,
+                        int64_t samples) {
+  int64_t longest = 0;
+  for (const Path& p : paths) longest = std::max(longest, int64_t(p.taps.size()));
+  Channels x;
+  for (int64_t i = 0; i < n_inputs; ++i) x.push_back(noise(samples, uint32_t(1000 + i)));
+  const std::vector<int64_t> at = checked_samples(longest * int64_t(paths.size()), samples);
+  std::vector<std::vector<double>> expected(size_t(n_outputs), std::vector<double>(at.size()));
+  std::vector<double> peak(size_t(n_outputs), 0.0);
+  for (const Path& p : paths)
+    for (size_t i = 0; i < at.size(); ++i)
+      expected[size_t(p.output)][i] += direct(p.taps, x[size_t(p.input)], at[i]);
+  for (int64_t o = 0; o < n_outputs; ++o)
+    for (double v : expected[size_t(o)]) peak[size_t(o)] = std::max(peak[size_t(o)], std::abs(v));
+  for (int64_t block : {1, 7, 64, 512, 4096, -777}) {
+    StreamConvolverMatrix matrix(n_inputs, n_outputs, paths, std::abs(block));
+    EXPECT_EQ(matrix.n_inputs(), n_inputs);
+    EXPECT_EQ(matrix.n_outputs(), n_outputs);
+    const Channels y = run(matrix, x, block_sizes(samples, block, uint32_t(longest)));
+    for (int64_t o = 0; o < n_outputs; ++o) {
+      const std::vector<float>& yo = y[size_t(o)];
+      if (peak[size_t(o)] == 0) {
+        EXPECT_TRUE(std::all_of(yo.begin(), yo.end(), [](float v) { return v == 0.0f; }))
+            << "output " << o << ", blocks " << block;
+        continue;
+      }
+      double error = 0;
+      for (size_t i = 0; i < at.size(); ++i)
+        error = std::max(error, std::abs(double(yo[size_t(at[i])]) - expected[size_t(o)][i]));
+      EXPECT_LE(error, 1e-6 * peak[size_t(o)]) << longest << " taps, output " << o << ", blocks "
+                                               << block << ": " << error / peak[size_t(o)];
+      EXPECT_TRUE(std::all_of(yo.begin(), yo.end(), [](float v) { return std::isfinite(v); }));
+    }
+  }
+}
+
+TEST(StreamConvolverMatrix, FullTwoByTwoEqualsDirectSums) {
+  // A pseudo mid/side reverb: four different filters. The signals pass several blocks of the
+  // largest partitions (16384 samples for 96,000 taps).
+  for (int64_t taps : {30001, 96000})
+    expect_direct_sums(2, 2, noise_paths({{0, 0, taps}, {0, 1, taps}, {1, 0, taps}, {1, 1, taps}}),
+                       taps + 3 * 8192);
+}
+
+TEST(StreamConvolverMatrix, DiagonalAndMonoToStereoEqualDirectSums) {
+  expect_direct_sums(2, 2, noise_paths({{0, 0, 30001}, {1, 1, 30001}}), 30001 + 3 * 8192);
+  expect_direct_sums(1, 2, noise_paths({{0, 0, 30001}, {0, 1, 30001}}), 30001 + 3 * 8192);
+}
+
+TEST(StreamConvolverMatrix, PathsOfDifferentLengthsShareTheLevels) {
+  // 1 tap, a head and one tap in the first level, direct form alone beyond the head (150),
+  // shorter and longer than the second level; two paths between the same channels add up;
+  // input 2 and output 1 have no paths.
+  expect_direct_sums(
+      3, 3,
+      noise_paths({{0, 0, 30001}, {1, 0, 1}, {0, 2, 65}, {1, 2, 2047}, {1, 2, 150}, {0, 0, 300}}),
+      30001 + 3 * 8192);
+}
+
+TEST(StreamConvolverMatrix, ResetEqualsAFreshMatrix) {
+  const std::vector<Path> paths =
+      noise_paths({{0, 0, 65}, {0, 1, 2047}, {1, 0, 30001}, {1, 1, 150}});
+  const Channels before            = {noise(12345, 12), noise(12345, 13)};
+  const Channels x                 = {noise(40000, 14), noise(40000, 15)};
+  const std::vector<int64_t> sizes = block_sizes(40000, -300, 16);
+  StreamConvolverMatrix fresh(2, 2, paths, 300), reused(2, 2, paths, 300);
+  run(reused, before, block_sizes(12345, -300, 17));
+  reused.reset();
+  EXPECT_EQ(run(reused, x, sizes), run(fresh, x, sizes));
+}
+
+TEST(StreamConvolverMatrix, ProcessesEmptyBlocksAndRejectsBadArguments) {
+  StreamConvolverMatrix matrix(1, 2, {{0, 1, {0.5f, 0.25f}}}, 4);
+  const float x[3] = {1, 2, 3};
+  float y0[3] = {9, 9, 9}, y1[3] = {9, 9, 9};
+  const float* in[1] = {x};
+  float* out[2]      = {y0, y1};
+  matrix.process(in, out, 0);
+  matrix.process(in, out, 3);
+  EXPECT_EQ(std::vector<float>(y0, y0 + 3), (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ(std::vector<float>(y1, y1 + 3), (std::vector<float>{0.5f, 1.25f, 2.0f}));
+  EXPECT_EQ(matrix.max_block(), 4);
+  EXPECT_THROW(StreamConvolverMatrix(1, 1, {{0, 1, {1.0f}}}, 4), std::invalid_argument);
+  EXPECT_THROW(StreamConvolverMatrix(1, 1, {{1, 0, {1.0f}}}, 4), std::invalid_argument);
+  EXPECT_THROW(StreamConvolverMatrix(1, 1, {{-1, 0, {1.0f}}}, 4), std::invalid_argument);
+  EXPECT_THROW(StreamConvolverMatrix(1, 1, {{0, 0, {}}}, 4), std::invalid_argument);
+  EXPECT_THROW(StreamConvolverMatrix(1, 1, {{0, 0, {1.0f}}}, 0), std::invalid_argument);
+  EXPECT_THROW(StreamConvolverMatrix(-1, 1, {}, 4), std::invalid_argument);
 }
 
 }  // namespace

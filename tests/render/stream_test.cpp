@@ -64,12 +64,20 @@ std::function<int64_t()> blocks_of(int64_t size, int64_t max) {
       [=] { return size ? size : int64_t(std::uniform_int_distribution<int>(1, int(max))(*rng)); };
 }
 
+/// Renders from the song's start at kRate (where automation curves are read).
+RenderOptions on_the_clock() {
+  RenderOptions options;
+  options.time = {kRate, 0};
+  return options;
+}
+
 /// max |streamed − offline| / peak over the block sequences of the issue.
 void expect_streams_as_rendered(const Graph& graph, const Processors& processors,
                                 const Parameters& parameters, const at::Tensor& sources,
                                 const std::string& what) {
   const at::Tensor offline =
-      render(make_render_plan(to_tensor(graph)), processors, parameters, sources).outputs;
+      render(make_render_plan(to_tensor(graph)), processors, parameters, sources, on_the_clock())
+          .outputs;
   Stream stream(graph, processors, parameters, {kRate, 4096, sources.size(1)});
   const double peak = offline.abs().max().item<double>();
   ASSERT_GT(peak, 0) << what;
@@ -152,6 +160,26 @@ TEST(StreamContract, ConsolesStreamAsTheyRenderOffline) {
 
 // The latency is the zero-phase EQs' half lengths (2047 taps: 1023 samples) along the path with
 // the most of them, to which the others are aligned, whatever else the console holds.
+// Automation plays back sample-exactly: gains, sends, side gains, thresholds and wet amounts that
+// follow curves on the song's clock, behind EQs (their latency) and bypassed nodes.
+TEST(StreamContract, AutomatedConsolesStreamAsTheyRenderOffline) {
+  Graph graph = console({"eq", "compressor", "stereo_imager", "gain_pan"}, true);
+  for (const std::string& type : {"gain_pan", "stereo_imager", "send"})
+    for (NodeId id : graph.nodes_of_type(type)) graph.set_automated(id, "log_gain");
+  for (NodeId id : graph.nodes_of_type("compressor")) graph.set_automated(id, "log_threshold");
+  for (NodeId id : graph.nodes_of_type("gain_pan")) graph.set_automated(id, "dry_wet");
+  graph.set_automation({20.0, 21});  // a point every 50 ms over the song's second
+  const Processors processors = make_processors(graph.types(), {kRate});
+  Parameters parameters = with_curves(graph, processors, acting_parameters(graph, processors, 7));
+  at::manual_seed(9);
+  for (auto& [type, named] : parameters)  // curves that move
+    for (auto& [name, t] : named)
+      if (!automated_parameter(name).empty()) t = t + 0.5 * at::randn_like(t);
+  at::manual_seed(10);
+  const at::Tensor sources = at::randn({4, 1, kRate}) * 0.3;
+  expect_streams_as_rendered(graph, processors, parameters, sources, "automated console");
+}
+
 TEST(Stream, TheLatencyIsTheEqsAlone) {
   const Graph graph           = console({"eq", "compressor", "gain_pan", "delay", "reverb"}, true);
   const Processors processors = make_processors(graph.types(), {kRate});
@@ -367,12 +395,15 @@ TEST(Stream, RefusesWhatItCannotStream) {
     raw[spec.name] = at::zeros(spec.shape_for(1));
   EXPECT_GRAFX_ERROR(shaper->make_stream(raw, {kRate, 64, {2}}), "grafx.stream.unsupported",
                      "remove_dc subtracts the mean of the whole signal");
-  Graph automated = graph;
-  automated.set_automated(automated.nodes_of_type("gain_pan").front(), "log_gain");
-  automated.set_automation({10.0, 11});
-  const Parameters curves = with_curves(automated, processors, parameters);
-  EXPECT_GRAFX_ERROR(Stream(automated, processors, curves, {kRate, 64, 1}),
-                     "grafx.stream.unsupported", "automation does not stream yet");
+  // An EQ whose gains move over the song streams by its impulse responses, which cannot move.
+  Graph moving = console({"parametric_eq", "gain_pan"}, false);
+  moving.set_automated(moving.nodes_of_type("parametric_eq").front(), "log_gain");
+  moving.set_automation({10.0, 11});
+  const Processors eqs = make_processors(moving.types(), {kRate});
+  EXPECT_GRAFX_ERROR(
+      Stream(moving, eqs, with_curves(moving, eqs, acting_parameters(moving, eqs, 2)),
+             {kRate, 64, 1}),
+      "grafx.stream.unsupported", "automates log_gain, which its streaming form cannot follow");
   Parameters missing = parameters;
   missing.erase("eq");
   EXPECT_THROW(Stream(graph, processors, missing, {kRate, 64, 1}), RenderError);

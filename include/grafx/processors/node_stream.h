@@ -16,11 +16,30 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace grafx {
+
+/// An automation curve played back sample by sample on the song's clock, as the offline render
+/// interpolates it: linear in the raw value between points, held before the first and after the
+/// last (render/automation.h).
+class StreamCurve {
+ public:
+  /// `points`: [n_points × elements] raw values; the points lie every `samples_per_point`
+  /// samples of the song from its start.
+  StreamCurve(std::vector<float> points, int64_t elements, double samples_per_point);
+  /// The raw value of `element` at song sample `sample`.
+  float at(int64_t sample, int64_t element) const;
+  int64_t elements() const { return elements_; }
+
+ private:
+  std::vector<float> points_;
+  int64_t elements_;
+  std::vector<double> positions_;  // of the points, in samples
+};
 
 /// What a node's streaming form is made for.
 struct StreamSetup {
@@ -29,6 +48,12 @@ struct StreamSetup {
   /// Channels of each inlet's signal, all alike (the engine spreads mono to the widest, as the
   /// offline render does).
   std::vector<int64_t> inlet_channels;
+  /// Samples by which the node's inputs lag the song: its n-th input sample after a reset is
+  /// song sample n − input_latency (where automation curves are read).
+  int64_t input_latency = 0;
+  /// The automation curves of the parameters the node automates, by raw name ("log_gain"). A
+  /// streaming form follows those it can and lists them in followed_curves().
+  std::map<std::string, std::shared_ptr<const StreamCurve>> curves;
 };
 
 /// A parameter a host may change while a node streams, in physical units: one value of the
@@ -111,12 +136,16 @@ class NodeStream {
   virtual void set_song_end(int64_t /*samples*/) {}
   /// What a host may change while it runs (empty: the node plays as made).
   const std::vector<StreamControl>& controls() const { return controls_; }
+  /// The automated parameters it follows (of StreamSetup::curves); the engine refuses a node
+  /// whose form does not follow all of them.
+  const std::vector<std::string>& followed_curves() const { return followed_curves_; }
   /// Glides control `index` to `value` (physical units, clamped to its range) over
   /// kGlideSeconds. Allocates nothing, throws nothing; ignores an index it has not.
   virtual void set_control(size_t /*index*/, double /*value*/) {}
 
  protected:
   std::vector<StreamControl> controls_;
+  std::vector<std::string> followed_curves_;
 };
 
 /// The control of element `element` of `spec`'s parameter, whose raw values are `raw`
@@ -127,11 +156,14 @@ StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, i
 /// The streaming form of a memoryless channel matrix, y_o = Σ_i m[o][i]·x_i (a mono input is
 /// read as dual mono where the matrix has two inputs; a 1×1 matrix is one gain on every
 /// channel), whose entries `matrix_of` makes from the controls' physical values in plain
-/// arithmetic (a gain, a pan, a side gain); changes glide.
+/// arithmetic (a gain, a pan, a side gain); changes glide. Where the node automates the raw
+/// parameter `raw_name` whose elements the controls are, the values follow its curve instead
+/// (`physical_of_raw` maps each raw value), and there are no controls.
 std::unique_ptr<NodeStream> matrix_stream(int64_t n_inputs, int64_t n_outputs,
                                           std::vector<StreamControl> controls,
                                           void (*matrix_of)(const double* values, float* matrix),
-                                          const StreamSetup& setup);
+                                          const StreamSetup& setup, const std::string& raw_name,
+                                          double (*physical_of_raw)(double));
 
 /// The streaming form of a linear time-invariant processor with finite temporal support: its
 /// impulse responses from every inlet channel to every outlet channel, measured once by its own
