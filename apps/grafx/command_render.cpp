@@ -75,6 +75,24 @@ std::vector<std::string> output_paths(const std::string& path, int64_t n) {
   return paths;
 }
 
+/// Writes output i of `rendered` ([n_out, C, L]) to `paths[i]`, warning of non-finite samples
+/// (rendered only with --allow-non-finite) and of clipping in 16-bit PCM.
+void write_outputs(const std::vector<std::string>& paths, const at::Tensor& rendered,
+                   SampleRate sample_rate, bool pcm16, bool force) {
+  for (size_t i = 0; i < paths.size(); ++i) {
+    at::Tensor y = rendered[int64_t(i)];
+    if (!all_finite(y))
+      std::cerr << "grafx: warning: " << paths[i] << " holds non-finite samples\n";
+    const double peak = y.abs().max().item<double>();
+    if (pcm16 && peak > 1.0)
+      std::cerr << "grafx: warning: " << paths[i] << " peaks at " << std::setprecision(3) << peak
+                << " and is clipped in 16-bit PCM\n";
+    write_audio(paths[i], y, sample_rate, force,
+                pcm16 ? AudioEncoding::kPcm16 : AudioEncoding::kFloat32);
+    note_written(paths[i]);
+  }
+}
+
 }  // namespace
 
 void add_render_command(CLI::App& app) {
@@ -145,18 +163,7 @@ void add_render_command(CLI::App& app) {
     chunks.render.check_finite         = !args->allow_non_finite;
     chunks.render.check_finite_outputs = !args->allow_non_finite;
     at::Tensor rendered = render_in_chunks(plan, processors, parameters, sources, chunks);
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      at::Tensor y = rendered[int64_t(i)];
-      if (!all_finite(y))  // only with --allow-non-finite
-        std::cerr << "grafx: warning: " << outputs[i] << " holds non-finite samples\n";
-      double peak = y.abs().max().item<double>();
-      if (args->pcm16 && peak > 1.0)
-        std::cerr << "grafx: warning: " << outputs[i] << " peaks at " << std::setprecision(3)
-                  << peak << " and is clipped in 16-bit PCM\n";
-      write_audio(outputs[i], y, sample_rate, args->force,
-                  args->pcm16 ? AudioEncoding::kPcm16 : AudioEncoding::kFloat32);
-      note_written(outputs[i]);
-    }
+    write_outputs(outputs, rendered, sample_rate, args->pcm16, args->force);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::cout << "rendered " << counted(int64_t(args->sources.size()), "source") << " ("
@@ -250,16 +257,7 @@ void add_stream_command(CLI::App& app) {
         stream, sources, [&] { return args->random_blocks ? sizes(random) : args->block; });
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      at::Tensor y      = streamed[int64_t(i)];
-      const double peak = y.abs().max().item<double>();
-      if (args->pcm16 && peak > 1.0)
-        std::cerr << "grafx: warning: " << outputs[i] << " peaks at " << std::setprecision(3)
-                  << peak << " and is clipped in 16-bit PCM\n";
-      write_audio(outputs[i], y, sample_rate, args->force,
-                  args->pcm16 ? AudioEncoding::kPcm16 : AudioEncoding::kFloat32);
-      note_written(outputs[i]);
-    }
+    write_outputs(outputs, streamed, sample_rate, args->pcm16, args->force);
     const double audio_seconds = double(sources.size(2)) / double(sample_rate);
     const StreamStatus status  = stream.status();
     if (status.silenced_blocks > 0)

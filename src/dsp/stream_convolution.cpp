@@ -423,8 +423,15 @@ void with_avx2(const F& f) {  // not called: avx2_ stays false
 }  // namespace
 
 StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs,
-                                             const std::vector<Path>& paths, int64_t max_block)
-    : n_inputs_(n_inputs), n_outputs_(n_outputs), max_block_(max_block) {
+                                             const std::vector<Path>& paths, int64_t max_block,
+                                             int64_t phase)
+    : n_inputs_(n_inputs),
+      n_outputs_(n_outputs),
+      max_block_(max_block),
+      phase_(phase),
+      // Every level's size divides kLargestPartition, and so does kBlock: this remainder puts
+      // all their boundaries where the phase does.
+      start_((phase % kLargestPartition + kLargestPartition) % kLargestPartition) {
 #ifdef GRAFX_STREAM_AVX2
   __builtin_cpu_init();
   avx2_ = __builtin_cpu_supports("avx2");
@@ -553,45 +560,54 @@ void StreamConvolverMatrix::process(const float* const* inputs, float* const* ou
 
 inline void StreamConvolverMatrix::process_chunks(const float* const* inputs, float* const* outputs,
                                                   int64_t n) noexcept {
-  // Chunks end at multiples of H, where the levels whose blocks are complete run. A level's
-  // contributions to the outputs of a chunk were added to `outputs_` at or before its start.
-  const int64_t stride = history_ + kBlock;
+  // The heads first, in chunks that end where time_ is a multiple of H (where their history
+  // moves), then the levels, in chunks that end where time_ + phase is: those of a phase that
+  // is not a multiple of H cut a block aligned on the stream in two (the first level runs every
+  // H samples), but the heads, most of the work of a block, still take it whole. The direct-form
+  // sums come first, the levels' (larger) sum added once: fewer roundings at its magnitude.
+  const int64_t stride = history_ + kBlock, begin = time_;
   for (int64_t done = 0; done < n;) {
     const int64_t at = time_ % kBlock, count = std::min(n - done, kBlock - at);
-    for (int64_t i = 0; i < n_inputs_; ++i) {
-      const float* x = inputs[i] + done;
-      std::memcpy(head_inputs_.data() + i * stride + history_ + at, x, size_t(count) * 4);
-      if (!levels_.empty())
-        std::memcpy(inputs_.data() + i * input_ring_ + (time_ & (input_ring_ - 1)), x,
-                    size_t(count) * 4);
-    }
-    // The direct-form sums first, the levels' (larger) sum added once: fewer roundings at its
-    // magnitude.
+    for (int64_t i = 0; i < n_inputs_; ++i)
+      std::memcpy(head_inputs_.data() + i * stride + history_ + at, inputs[i] + done,
+                  size_t(count) * 4);
     for (int64_t o = 0; o < n_outputs_; ++o)
       std::fill(outputs[o] + done, outputs[o] + done + count, 0.0f);
     for (const Head& h : heads_)
       direct_form(head_taps_.data() + h.first, h.taps,
                   head_inputs_.data() + h.input * stride + history_ + at, outputs[h.output] + done,
                   count);
-    if (!levels_.empty())
-      for (int64_t o = 0; o < n_outputs_; ++o) {
-        float* y       = outputs[o] + done;
-        float* pending = outputs_.data() + o * output_ring_ + (time_ & (output_ring_ - 1));
-        for (int64_t i = 0; i < count; ++i) y[i] += pending[i];
-        std::fill(pending, pending + count, 0.0f);
-      }
     time_ += count, done += count;
     if (at + count < kBlock) continue;
     for (int64_t i = 0; i < n_inputs_; ++i) {
       float* x = head_inputs_.data() + i * stride;
       std::memmove(x, x + kBlock, size_t(history_) * 4);
     }
+  }
+  if (levels_.empty()) return;
+  // A level's contributions to the outputs of a chunk were added to `outputs_` at or before its
+  // start. The clock starts at the phase, every buffer silent: as if that much silence had come
+  // before the stream, which the levels' first blocks read as such.
+  for (int64_t done = 0; done < n;) {
+    const int64_t now = begin + start_ + done;
+    const int64_t at = now % kBlock, count = std::min(n - done, kBlock - at);
+    for (int64_t i = 0; i < n_inputs_; ++i)
+      std::memcpy(inputs_.data() + i * input_ring_ + (now & (input_ring_ - 1)), inputs[i] + done,
+                  size_t(count) * 4);
+    for (int64_t o = 0; o < n_outputs_; ++o) {
+      float* y       = outputs[o] + done;
+      float* pending = outputs_.data() + o * output_ring_ + (now & (output_ring_ - 1));
+      for (int64_t i = 0; i < count; ++i) y[i] += pending[i];
+      std::fill(pending, pending + count, 0.0f);
+    }
+    done += count;
+    if (at + count < kBlock) continue;
     for (Level& level : levels_)
-      if ((time_ & (level.size - 1)) == 0) run_level(level);
+      if (((now + count) & (level.size - 1)) == 0) run_level(level, now + count);
   }
 }
 
-inline void StreamConvolverMatrix::run_level(Level& level) noexcept {
+inline void StreamConvolverMatrix::run_level(Level& level, int64_t now) noexcept {
   const int64_t size = level.size, half = size / 2, m = int64_t(twiddles_.size()) / 6;
   const int64_t im_at = size + kPad;  // of a spectrum's imaginary parts
   const float* t      = twiddles_.data();
@@ -602,7 +618,7 @@ inline void StreamConvolverMatrix::run_level(Level& level) noexcept {
     float* xr       = level.spectra.data() + input.first + 2 * im_at * input.newest;
     const float* in = inputs_.data() + input.channel * input_ring_;
     for (int64_t part = 0; part < 2; ++part)
-      deinterleave(in + ((time_ - 2 * size + part * size) & (input_ring_ - 1)), xr + part * half,
+      deinterleave(in + ((now - 2 * size + part * size) & (input_ring_ - 1)), xr + part * half,
                    xr + im_at + part * half, half);
     real_forward(xr, xr + im_at, size, w);
   }
@@ -637,7 +653,7 @@ inline void StreamConvolverMatrix::run_level(Level& level) noexcept {
     // time − B + offset on, no earlier than the next sample since offset ≥ B. The ring wraps at
     // a multiple of H (offsets are), so at an even sample.
     float* ring         = outputs_.data() + output.channel * output_ring_;
-    const int64_t start = (time_ - size + level.offset) & (output_ring_ - 1);
+    const int64_t start = (now - size + level.offset) & (output_ring_ - 1);
     const int64_t pairs = std::min(size, output_ring_ - start) / 2;
     add_interleaved(ar + half, ai + half, ring + start, pairs);
     add_interleaved(ar + half + pairs, ai + half + pairs, ring, half - pairs);
@@ -657,7 +673,7 @@ std::vector<StreamConvolverMatrix::Path> one_path(const std::vector<float>& taps
 
 }  // namespace
 
-StreamConvolver::StreamConvolver(const std::vector<float>& taps, int64_t max_block)
-    : length_(int64_t(taps.size())), matrix_(1, 1, one_path(taps, max_block), max_block) {}
+StreamConvolver::StreamConvolver(const std::vector<float>& taps, int64_t max_block, int64_t phase)
+    : length_(int64_t(taps.size())), matrix_(1, 1, one_path(taps, max_block), max_block, phase) {}
 
 }  // namespace grafx::dsp

@@ -96,8 +96,8 @@ std::unique_ptr<NodeStream> stream_by_impulse_responses(const Processor& process
       }
   }
   return std::make_unique<ImpulseResponseStream>(
-      dsp::StreamConvolverMatrix(rows, output, paths, setup.max_block), outlet_channels,
-      support.future_samples);
+      dsp::StreamConvolverMatrix(rows, output, paths, setup.max_block, setup.phase),
+      outlet_channels, support.future_samples);
 }
 
 namespace {

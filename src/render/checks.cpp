@@ -211,4 +211,21 @@ std::map<std::string, bool> check_parameters(const NodeTypes& types,
   return per_item;
 }
 
+std::set<NodeId> live_nodes(const Graph& graph, const std::vector<NodeId>& order) {
+  std::set<NodeId> live;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    bool reaches = graph.node(*it).type == NodeTypes::kOut;
+    for (NodeId next : graph.successors(*it)) reaches = reaches || live.count(next);
+    if (reaches) live.insert(*it);
+  }
+  return live;
+}
+
+std::map<NodeId, int64_t> parameter_rows(const Graph& graph) {
+  std::map<NodeId, int64_t> rows;
+  std::vector<int64_t> seen(size_t(graph.types().size()), 0);
+  for (NodeId id : graph.nodes()) rows[id] = seen[size_t(graph.node(id).type)]++;
+  return rows;
+}
+
 }  // namespace grafx::detail

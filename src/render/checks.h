@@ -59,4 +59,10 @@ std::map<std::string, bool> check_parameters(const NodeTypes& types,
                                              at::ScalarType dtype, at::Device device,
                                              const std::string& where = "");
 
+/// The nodes of `graph` that reach an `out`, given its topological `order`: the per-node
+/// renderers (render_naive, Stream) render these only.
+std::set<NodeId> live_nodes(const Graph& graph, const std::vector<NodeId>& order);
+/// Each node's row among its type's parameters: its rank in graph order within its type.
+std::map<NodeId, int64_t> parameter_rows(const Graph& graph);
+
 }  // namespace grafx::detail

@@ -27,17 +27,9 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
       detail::check_parameters(types, counts, detail::NodeExtras::of(graph), processors, parameters,
                                batched ? B : 0, sources.scalar_type(), sources.device());
 
-  // Live nodes reach an `out`.
-  std::vector<NodeId> order = graph.topological_order();
-  std::set<NodeId> live;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    bool reaches = graph.node(*it).type == NodeTypes::kOut;
-    for (NodeId s : graph.successors(*it)) reaches = reaches || live.count(s);
-    if (reaches) live.insert(*it);
-  }
-  std::map<NodeId, int64_t> rank;  // graph order within the node's type
-  std::vector<int64_t> seen(size_t(types.size()), 0);
-  for (NodeId id : graph.nodes()) rank[id] = seen[size_t(graph.node(id).type)]++;
+  const std::vector<NodeId> order = graph.topological_order();
+  const std::set<NodeId> live     = detail::live_nodes(graph, order);
+  std::map<NodeId, int64_t> rank  = detail::parameter_rows(graph);
 
   std::map<NodeId, std::vector<at::Tensor>> outputs;  // [B, 1, C, L] per outlet
   std::map<NodeId, at::Tensor> results;

@@ -4,9 +4,8 @@
 
 #include <grafx/error.h>
 #include <grafx/processors/node_stream.h>
-#include <grafx/render/stream.h>
-
 #include <grafx/render/parameters.h>
+#include <grafx/render/stream.h>
 
 #include "render/checks.h"
 
@@ -95,6 +94,10 @@ struct Stream::State {
 
 namespace {
 
+/// The nodes' partitioned convolutions start at phases spread over this many samples (their
+/// largest partition), so that not all of them transform on the same block.
+constexpr int64_t kPhaseSpread = 32768;
+
 [[noreturn]] void unsupported(const Graph& graph, NodeId id, const std::string& why) {
   throw RenderError("grafx.stream.unsupported", graph.describe(id) + ": " + why);
 }
@@ -130,16 +133,9 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
       raw, detail::check_parameters(types, counts, detail::NodeExtras::of(graph), processors, raw,
                                     0, at::kFloat, at::kCPU));
 
-  std::vector<NodeId> order = graph.topological_order();
-  std::set<NodeId> live;  // nodes that reach an `out`
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    bool reaches = graph.node(*it).type == NodeTypes::kOut;
-    for (NodeId next : graph.successors(*it)) reaches = reaches || live.count(next);
-    if (reaches) live.insert(*it);
-  }
-  std::map<NodeId, int64_t> rank;  // graph order within the node's type
-  std::vector<int64_t> seen(size_t(types.size()), 0);
-  for (NodeId id : graph.nodes()) rank[id] = seen[size_t(graph.node(id).type)]++;
+  const std::vector<NodeId> order = graph.topological_order();
+  const std::set<NodeId> live     = detail::live_nodes(graph, order);
+  std::map<NodeId, int64_t> rank  = detail::parameter_rows(graph);
 
   const int64_t block = options.max_block;
   std::map<NodeId, size_t> run_of;
@@ -230,8 +226,12 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
     std::vector<int64_t> outlet_channels(size_t(types.n_outlets(node.type)), run.channels);
     int64_t latency = 0;
     if (!node.bypassed) {
-      StreamSetup setup{options.sample_rate, block,
-                        std::vector<int64_t>(size_t(n_inlets), run.channels), run.latency, curves};
+      StreamSetup setup{options.sample_rate,
+                        block,
+                        std::vector<int64_t>(size_t(n_inlets), run.channels),
+                        run.latency,
+                        curves,
+                        kPhaseSpread * int64_t(s.nodes.size()) / int64_t(live.size())};
       try {
         run.stream = processors.at(type_name)->make_stream(node_parameters, setup);
       } catch (const Error& e) {

@@ -1,6 +1,7 @@
 // The streaming convolver against a direct convolution in double: filters of 1 to 96,000 taps,
 // fed in blocks of fixed and random sizes, pure delays, and reset; then the matrix of paths
-// between channels (full, diagonal, mono to stereo, paths of 1 to 30,001 taps together).
+// between channels (full, diagonal, mono to stereo, paths of 1 to 30,001 taps together); then
+// phases, which shift the partitions' blocks and leave the output as it was.
 
 #include <grafx/dsp/stream_convolution.h>
 
@@ -128,6 +129,27 @@ TEST(StreamConvolver, ResetEqualsAFreshConvolver) {
   }
 }
 
+TEST(StreamConvolver, AnyPhaseEqualsDirectConvolution) {
+  const int64_t taps = 30001, samples = taps + 3 * 8192;
+  const std::vector<float> h = noise(taps, 21), x = noise(samples, 22);
+  const std::vector<int64_t> at = checked_samples(taps, samples);
+  std::vector<double> expected(at.size());
+  double peak = 0;
+  for (size_t i = 0; i < at.size(); ++i)
+    expected[i] = direct(h, x, at[i]), peak = std::max(peak, std::abs(expected[i]));
+  for (int64_t phase : {1, 1000, 32767, -5})
+    for (int64_t block : {64, -777}) {
+      StreamConvolver convolver(h, std::abs(block), phase);
+      EXPECT_EQ(convolver.phase(), phase);
+      EXPECT_EQ(convolver.largest_partition(), 4096);
+      const std::vector<float> y = run(convolver, x, block_sizes(samples, block, uint32_t(phase)));
+      double error               = 0;
+      for (size_t i = 0; i < at.size(); ++i)
+        error = std::max(error, std::abs(double(y[size_t(at[i])]) - expected[i]));
+      EXPECT_LE(error, 1e-6 * peak) << "phase " << phase << ", blocks " << block;
+    }
+}
+
 TEST(StreamConvolver, ProcessesEmptyBlocksAndRejectsBadArguments) {
   StreamConvolver convolver({0.5f, 0.25f}, 4);
   const float x[3] = {1, 2, 3};
@@ -170,10 +192,13 @@ std::vector<Path> noise_paths(const std::vector<std::array<int64_t, 3>>& input_o
   return paths;
 }
 
-/// Each output against the sum of its paths' direct convolutions, for every block sequence; an
-/// output without paths is exactly zero.
+/// Each output against the sum of its paths' direct convolutions, for each phase and each block
+/// sequence (blocks of a size, or random ones up to −size); an output without paths is exactly
+/// zero. After random blocks, the matrix is reset and gives the same outputs again.
 void expect_direct_sums(int64_t n_inputs, int64_t n_outputs, const std::vector<Path>& paths,
-                        int64_t samples) {
+                        int64_t samples,
+                        const std::vector<int64_t>& blocks = {1, 7, 64, 512, 4096, -777},
+                        const std::vector<int64_t>& phases = {0}) {
   int64_t longest = 0;
   for (const Path& p : paths) longest = std::max(longest, int64_t(p.taps.size()));
   Channels x;
@@ -186,26 +211,37 @@ void expect_direct_sums(int64_t n_inputs, int64_t n_outputs, const std::vector<P
       expected[size_t(p.output)][i] += direct(p.taps, x[size_t(p.input)], at[i]);
   for (int64_t o = 0; o < n_outputs; ++o)
     for (double v : expected[size_t(o)]) peak[size_t(o)] = std::max(peak[size_t(o)], std::abs(v));
-  for (int64_t block : {1, 7, 64, 512, 4096, -777}) {
-    StreamConvolverMatrix matrix(n_inputs, n_outputs, paths, std::abs(block));
-    EXPECT_EQ(matrix.n_inputs(), n_inputs);
-    EXPECT_EQ(matrix.n_outputs(), n_outputs);
-    const Channels y = run(matrix, x, block_sizes(samples, block, uint32_t(longest)));
-    for (int64_t o = 0; o < n_outputs; ++o) {
-      const std::vector<float>& yo = y[size_t(o)];
-      if (peak[size_t(o)] == 0) {
-        EXPECT_TRUE(std::all_of(yo.begin(), yo.end(), [](float v) { return v == 0.0f; }))
-            << "output " << o << ", blocks " << block;
-        continue;
+  for (int64_t phase : phases)
+    for (int64_t block : blocks) {
+      StreamConvolverMatrix matrix(n_inputs, n_outputs, paths, std::abs(block), phase);
+      EXPECT_EQ(matrix.n_inputs(), n_inputs);
+      EXPECT_EQ(matrix.n_outputs(), n_outputs);
+      EXPECT_EQ(matrix.phase(), phase);
+      const std::vector<int64_t> sizes = block_sizes(samples, block, uint32_t(longest));
+      const Channels y                 = run(matrix, x, sizes);
+      for (int64_t o = 0; o < n_outputs; ++o) {
+        const std::vector<float>& yo = y[size_t(o)];
+        if (peak[size_t(o)] == 0) {
+          EXPECT_TRUE(std::all_of(yo.begin(), yo.end(), [](float v) { return v == 0.0f; }))
+              << "output " << o << ", blocks " << block << ", phase " << phase;
+          continue;
+        }
+        double error = 0;
+        for (size_t i = 0; i < at.size(); ++i)
+          error = std::max(error, std::abs(double(yo[size_t(at[i])]) - expected[size_t(o)][i]));
+        EXPECT_LE(error, 1e-6 * peak[size_t(o)])
+            << longest << " taps, output " << o << ", blocks " << block << ", phase " << phase
+            << ": " << error / peak[size_t(o)];
+        EXPECT_TRUE(std::all_of(yo.begin(), yo.end(), [](float v) { return std::isfinite(v); }));
       }
-      double error = 0;
-      for (size_t i = 0; i < at.size(); ++i)
-        error = std::max(error, std::abs(double(yo[size_t(at[i])]) - expected[size_t(o)][i]));
-      EXPECT_LE(error, 1e-6 * peak[size_t(o)]) << longest << " taps, output " << o << ", blocks "
-                                               << block << ": " << error / peak[size_t(o)];
-      EXPECT_TRUE(std::all_of(yo.begin(), yo.end(), [](float v) { return std::isfinite(v); }));
+      if (block > 0) continue;
+      // Another signal, stopped inside blocks of every level, then forgotten.
+      Channels other;
+      for (int64_t i = 0; i < n_inputs; ++i) other.push_back(noise(12345, uint32_t(2000 + i)));
+      run(matrix, other, block_sizes(12345, block, 17));
+      matrix.reset();
+      EXPECT_EQ(run(matrix, x, sizes), y) << "reset, phase " << phase;
     }
-  }
 }
 
 TEST(StreamConvolverMatrix, FullTwoByTwoEqualsDirectSums) {
@@ -241,6 +277,48 @@ TEST(StreamConvolverMatrix, ResetEqualsAFreshMatrix) {
   run(reused, before, block_sizes(12345, -300, 17));
   reused.reset();
   EXPECT_EQ(run(reused, x, sizes), run(fresh, x, sizes));
+}
+
+TEST(StreamConvolverMatrix, AnyPhaseEqualsDirectSums) {
+  // The phases move the levels' blocks anywhere within the largest (16384 samples for 96,000
+  // taps, on a signal that passes three of their ends whatever the phase; 4096 for 30,001).
+  std::mt19937_64 generator(2024);
+  const int64_t random =
+      std::uniform_int_distribution<int64_t>(-(int64_t(1) << 40), int64_t(1) << 40)(generator);
+  const std::vector<int64_t> phases = {0, 1, 63, 1000, 32767, random};
+  for (int64_t taps : {30001, 96000})
+    expect_direct_sums(2, 2, noise_paths({{0, 0, taps}, {0, 1, taps}, {1, 0, taps}, {1, 1, taps}}),
+                       taps == 30001 ? taps + 3 * 8192 : 50000, {1, 64, 512, -777}, phases);
+  // The period over which to spread phases (the plans in the header's comment).
+  EXPECT_EQ(StreamConvolverMatrix(
+                2, 2, noise_paths({{0, 0, 96000}, {0, 1, 96000}, {1, 0, 96000}, {1, 1, 96000}}), 64)
+                .largest_partition(),
+            16384);
+  EXPECT_EQ(StreamConvolverMatrix(2, 2, noise_paths({{0, 0, 96000}, {1, 1, 96000}}), 64)
+                .largest_partition(),
+            8192);
+  EXPECT_EQ(StreamConvolverMatrix(1, 1, noise_paths({{0, 0, 150}}), 64).largest_partition(), 0);
+}
+
+TEST(StreamConvolverMatrix, APhaseIsSilenceBeforeTheStream) {
+  // To the bit: phase 0 is the matrix without a phase, so are multiples of 32768 (the largest
+  // partition), and phase φ is a matrix of phase 0 that was fed φ zeros first.
+  const std::vector<Path> paths =
+      noise_paths({{0, 0, 65}, {0, 1, 2047}, {1, 0, 30001}, {1, 1, 150}});
+  const Channels x                 = {noise(40000, 14), noise(40000, 15)};
+  const std::vector<int64_t> sizes = block_sizes(40000, -300, 16);
+  StreamConvolverMatrix plain(2, 2, paths, 300);
+  const Channels y = run(plain, x, sizes);
+  for (int64_t phase : {int64_t(0), int64_t(32768), int64_t(-32768), int64_t(32768) << 20}) {
+    StreamConvolverMatrix shifted(2, 2, paths, 300, phase);
+    EXPECT_EQ(run(shifted, x, sizes), y) << "phase " << phase;
+  }
+  for (int64_t phase : {1, 63, 1000, 32767}) {
+    StreamConvolverMatrix shifted(2, 2, paths, 300, phase), delayed(2, 2, paths, 300);
+    const Channels silence(2, std::vector<float>(size_t(phase), 0.0f));
+    run(delayed, silence, block_sizes(phase, -300, 18));
+    EXPECT_EQ(run(shifted, x, sizes), run(delayed, x, sizes)) << "phase " << phase;
+  }
 }
 
 TEST(StreamConvolverMatrix, ProcessesEmptyBlocksAndRejectsBadArguments) {

@@ -54,6 +54,9 @@ struct StreamSetup {
   /// The automation curves of the parameters the node automates, by raw name ("log_gain"). A
   /// streaming form follows those it can and lists them in followed_curves().
   std::map<std::string, std::shared_ptr<const StreamCurve>> curves;
+  /// Where its convolutions' partitions start (dsp::StreamConvolverMatrix's phase): the engine
+  /// spreads the nodes' phases so that their largest transforms fall on different blocks.
+  int64_t phase = 0;
 };
 
 /// A parameter a host may change while a node streams, in physical units: one value of the

@@ -16,6 +16,10 @@
 ///   ... point them at the host's buffers, then per block:
 ///   stream.process(in.data(), out.data(), n);
 ///
+/// The song starts at the last reset: automated parameters follow their curves on that clock,
+/// and signals are silent before it (and after set_song_end), as offline. A host may change
+/// the parameters listed by parameters() between blocks; changes glide.
+///
 /// Input that holds NaN or infinity is contained: the block is processed as silence and its
 /// output is silent, and a block whose output is not finite is silenced and the stream reset;
 /// both are counted in status().
@@ -40,6 +44,7 @@ struct StreamParameter {
 };
 
 struct StreamOptions {
+  /// The processors' (they were made for it): the clock of glides and automation curves.
   SampleRate sample_rate  = 44100;
   int64_t max_block       = 4096;  ///< the most samples one process() call takes (1 to 2^20)
   int64_t source_channels = 2;     ///< channels of every source (1 to 8)
