@@ -234,8 +234,8 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
                         kPhaseSpread * int64_t(s.nodes.size()) / int64_t(live.size())};
       try {
         run.stream = processors.at(type_name)->make_stream(node_parameters, setup);
-      } catch (const Error& e) {
-        unsupported(graph, id, e.message());
+      } catch (const Error& e) {  // named by its node, with the processor's code
+        throw RenderError(e.code(), graph.describe(id) + ": " + e.message());
       }
       for (const auto& [name, curve] : curves) {
         const auto& followed = run.stream->followed_curves();
