@@ -5,6 +5,7 @@
 #include "console_options.h"
 #include "output_folder.h"
 
+#include <grafx/duration.h>
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/fit/fit_record.h>
@@ -22,6 +23,8 @@
 #include <iomanip>
 #include <iostream>
 #include <random>
+
+#include <unistd.h>
 
 namespace grafx::cli {
 namespace {
@@ -252,11 +255,26 @@ void add_stream_command(CLI::App& app) {
     Stream stream(graph, processors, parameters, {sample_rate, args->block, args->channels});
     std::mt19937_64 random(uint64_t(args->seed));
     std::uniform_int_distribution<int64_t> sizes(1, args->block);
-    const auto start    = std::chrono::steady_clock::now();
+    const auto start         = std::chrono::steady_clock::now();
+    auto seconds_since_start = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    double shown  = 0;  // a live line on terminals, a few times a second
+    auto progress = [&](int64_t done, int64_t total) {
+      const double elapsed = seconds_since_start();
+      if (!::isatty(STDOUT_FILENO) || (elapsed - shown < 0.25 && done < total)) return;
+      shown             = elapsed;
+      const double rate = double(done) / double(sample_rate) / std::max(elapsed, 1e-9);
+      std::cout << "\rstreaming " << std::fixed << std::setprecision(1)
+                << double(done) / double(sample_rate) << " of "
+                << double(total) / double(sample_rate) << " s  " << rate << "x real time  ETA "
+                << format_duration(double(total - done) / double(sample_rate) / rate) << "   "
+                << (done < total ? "" : "\n") << std::flush;
+    };
     at::Tensor streamed = stream_through(
-        stream, sources, [&] { return args->random_blocks ? sizes(random) : args->block; });
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        stream, sources, [&] { return args->random_blocks ? sizes(random) : args->block; },
+        progress);
+    const double seconds = seconds_since_start();
     write_outputs(outputs, streamed, sample_rate, args->pcm16, args->force);
     const double audio_seconds = double(sources.size(2)) / double(sample_rate);
     const StreamStatus status  = stream.status();

@@ -445,7 +445,8 @@ void Stream::State::reset() {
 }
 
 at::Tensor stream_through(Stream& stream, const at::Tensor& sources,
-                          const std::function<int64_t()>& next_block) {
+                          const std::function<int64_t()>& next_block,
+                          const std::function<void(int64_t, int64_t)>& progress) {
   TORCH_CHECK(sources.dim() == 3 && sources.size(0) == stream.n_sources() &&
                   sources.size(1) == stream.source_channels(),
               "stream_through: expected sources [", stream.n_sources(), ", ",
@@ -468,6 +469,7 @@ at::Tensor stream_through(Stream& stream, const at::Tensor& sources,
       out[k] = output.data_ptr<float>() + int64_t(k) * total + start;
     stream.process(in.data(), out.data(), n);
     start += n;
+    if (progress) progress(start, total);
   }
   stream.set_song_end(-1);
   return output.narrow(2, latency, length).contiguous();

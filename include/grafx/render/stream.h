@@ -110,8 +110,9 @@ class Stream {
 /// reset first and told the song's end, in blocks whose sizes `next_block` picks (clamped to
 /// 1..max_block), then as much silence as the latency, and returns the outputs with the latency
 /// removed: what the offline render gives, [n_outputs, output_channels, L] in float32. For tests
-/// and the command line.
+/// and the command line, which shows `progress` (samples done, of the total) after each block.
 at::Tensor stream_through(Stream& stream, const at::Tensor& sources,
-                          const std::function<int64_t()>& next_block);
+                          const std::function<int64_t()>& next_block,
+                          const std::function<void(int64_t, int64_t)>& progress = {});
 
 }  // namespace grafx
