@@ -392,13 +392,10 @@ class DynamicsStream : public NodeStream {
       : curve_(curve), level_(level), gain_(gain), channels_(channels) {}
 
   /// A control and how its physical value sets the stream.
+  void apply_control(size_t index, double value) override { setters_[index](value); }
   void add_control(StreamControl control, std::function<void(double)> set) {
     controls_.push_back(std::move(control));
     setters_.push_back(std::move(set));
-  }
-  void set_control(size_t index, double value) override {
-    if (index >= controls_.size() || !std::isfinite(value)) return;
-    setters_[index](std::clamp(value, controls_[index].minimum, controls_[index].maximum));
   }
   Curve& curve() { return curve_; }
   StreamSmoother& level() { return level_; }
@@ -723,7 +720,7 @@ std::unique_ptr<NodeStream> Dynamics::make_stream(const TensorDict& parameters,
       curve, StreamSmoother(level_smoothing_, raw, kLevelSmoother),
       StreamSmoother(gain_smoothing_, raw, kGainSmoother), setup.inlet_channels.front());
   DynamicsStream* s                      = stream.get();
-  const int64_t glide                    = int64_t(kGlideSeconds * double(setup.sample_rate));
+  const int64_t glide                    = glide_samples(setup.sample_rate);
   const double rate                      = double(setup.sample_rate);
   const std::vector<ParameterSpec> specs = parameter_specs();
   for (const ParameterSpec& spec : specs) {

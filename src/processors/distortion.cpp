@@ -243,7 +243,7 @@ class DistortionStream : public NodeStream {
         pre_gain_(pre_gain),
         post_gain_(post_gain),
         channels_(channels),
-        glide_(int64_t(kGlideSeconds * double(sample_rate))) {}
+        glide_(glide_samples(sample_rate)) {}
 
   std::vector<int64_t> outlet_channels() const override { return {channels_}; }
 
@@ -261,9 +261,7 @@ class DistortionStream : public NodeStream {
     }
   }
   void reset() override {}
-  void set_control(size_t index, double value) override {
-    if (index >= controls_.size() || !std::isfinite(value)) return;
-    value = std::clamp(value, controls_[index].minimum, controls_[index].maximum);
+  void apply_control(size_t index, double value) override {
     (controls_[index].name == "drive_db" ? pre_gain_ : post_gain_)
         .to(float(std::pow(10.0, value / 20)), glide_);
   }

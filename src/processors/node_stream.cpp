@@ -110,7 +110,7 @@ class MatrixStream : public NodeStream {
       : n_inputs_(n_inputs),
         n_outputs_(n_outputs),
         channels_(setup.inlet_channels.front()),
-        glide_samples_(int64_t(kGlideSeconds * double(setup.sample_rate))),
+        glide_samples_(glide_samples(setup.sample_rate)),
         matrix_of_(matrix_of),
         values_(controls.size()),
         targets_(size_t(n_inputs * n_outputs)) {
@@ -153,9 +153,8 @@ class MatrixStream : public NodeStream {
       }
   }
   void reset() override { clock_ = 0; }
-  void set_control(size_t index, double value) override {
-    if (index >= controls_.size() || !std::isfinite(value)) return;
-    values_[index] = std::clamp(value, controls_[index].minimum, controls_[index].maximum);
+  void apply_control(size_t index, double value) override {
+    values_[index] = value;
     matrix_of_(values_.data(), targets_.data());
     for (size_t e = 0; e < entries_.size(); ++e) entries_[e].to(targets_[e], glide_samples_);
   }

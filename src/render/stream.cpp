@@ -267,7 +267,7 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
     if (run.stream)
       for (size_t c = 0; c < run.stream->controls().size(); ++c)
         add(run.stream->controls()[c], int64_t(c));
-    if (run.dry_wet) {
+    if (run.dry_wet && !run.wet_curve) {  // an automated wet amount follows its curve
       const ParameterSpec wet = dry_wet_spec();
       add({wet.physical_name, wet.unit, wet.description, 0, 1, run.wet.value()}, -1);
     }
@@ -303,8 +303,7 @@ void Stream::set_parameter(size_t index, double value) noexcept {
   const auto [run, control] = s.parameter_of[index];
   NodeRun& node             = s.nodes[run];
   if (control >= 0) return node.stream->set_control(size_t(control), value);
-  node.wet.to(float(std::clamp(value, 0.0, 1.0)),
-              int64_t(kGlideSeconds * double(s.options.sample_rate)));
+  node.wet.to(float(std::clamp(value, 0.0, 1.0)), glide_samples(s.options.sample_rate));
 }
 void Stream::set_song_end(int64_t samples) {
   state_->song_end = samples < 0 ? std::numeric_limits<int64_t>::max() : samples;

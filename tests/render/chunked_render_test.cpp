@@ -31,16 +31,8 @@ struct Song {
 
 Song console_setup(const std::vector<std::string>& chain, at::ScalarType dtype,
                    int64_t length = 5 * kRate) {
-  NodeTypes types = registry_node_types();
-  ConsoleOptions options;
-  options.n_tracks     = 4;
-  options.track_groups = {0, 0, 1, 1};
-  options.chain        = chain;
-  options.dry_wet      = true;
-  options.sends        = {{"reverb", {"reverb"}, {}}};
-  options.sidechains   = {{1, 0, "sidechain_compressor"}};
   Song s;
-  s.graph      = build_console(options, types).graph;
+  s.graph      = routed_console(chain);
   s.plan       = make_render_plan(to_tensor(s.graph), ScheduleMethod::kOptimal);
   s.processors = make_processors(s.graph.types(), {kRate});
   s.parameters = create_parameters(s.graph, s.processors, {5, dtype, false});

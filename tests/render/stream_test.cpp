@@ -125,14 +125,7 @@ TEST(StreamContract, ContainersBoundAndAlignTheirMembers) {
 }
 
 Graph console(const std::vector<std::string>& chain, bool pruned) {
-  ConsoleOptions options;
-  options.n_tracks     = 4;
-  options.track_groups = {0, 0, 1, 1};
-  options.chain        = chain;
-  options.dry_wet      = true;
-  options.sends        = {{"reverb", {"reverb"}, {}}};
-  options.sidechains   = {{1, 0, "sidechain_compressor"}};
-  Graph graph          = build_console(options, registry_node_types()).graph;
+  Graph graph = routed_console(chain);
   if (pruned)  // some nodes bypassed: paths of different latencies meet
     for (NodeId id : graph.nodes_of_type(chain.front()))
       if (id % 2) graph.set_bypassed(id);
@@ -178,6 +171,15 @@ TEST(StreamContract, AutomatedConsolesStreamAsTheyRenderOffline) {
   at::manual_seed(10);
   const at::Tensor sources = at::randn({4, 1, kRate}) * 0.3;
   expect_streams_as_rendered(graph, processors, parameters, sources, "automated console");
+  // Curves drive what is automated: a host controls only the rest.
+  std::set<std::string> controls;
+  for (const StreamParameter& p :
+       Stream(graph, processors, parameters, {kRate, 64, 1}).parameters())
+    controls.insert(p.type + "." + p.control.name);
+  for (const char* driven : {"gain_pan.gain_db[0]", "gain_pan.wet", "send.gain_db",
+                             "stereo_imager.side_gain_db", "compressor.threshold_db"})
+    EXPECT_FALSE(controls.count(driven)) << driven;
+  EXPECT_TRUE(controls.count("compressor.ratio") && controls.count("eq.wet"));
 }
 
 TEST(Stream, TheLatencyIsTheEqsAlone) {

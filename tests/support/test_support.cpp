@@ -23,6 +23,17 @@ Console build_console(ConsoleOptions options) {
   return build_console(options, console_node_types());
 }
 
+Graph routed_console(const std::vector<std::string>& chain) {
+  ConsoleOptions options;
+  options.n_tracks     = 4;
+  options.track_groups = {0, 0, 1, 1};
+  options.chain        = chain;
+  options.dry_wet      = true;
+  options.sends        = {{"reverb", {"reverb"}, {}}};
+  options.sidechains   = {{1, 0, "sidechain_compressor"}};
+  return build_console(options).graph;
+}
+
 }  // namespace grafx
 
 namespace grafx::testing {

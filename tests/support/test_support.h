@@ -36,6 +36,10 @@ const std::vector<std::string>& console_chain();
 NodeTypes console_node_types();
 /// build_console with the registry's types, and the paper's chain when the options name none.
 Console build_console(ConsoleOptions options);
+/// A console of every kind of routing for renderer equivalence tests: 4 tracks in 2 groups
+/// through `chain`, every node dry/wet, a reverb send bus, track 1 keying a sidechain
+/// compressor on track 0.
+Graph routed_console(const std::vector<std::string>& chain);
 
 }  // namespace grafx
 

@@ -15,6 +15,7 @@
 #include <grafx/processors/processor.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -68,8 +69,12 @@ struct StreamControl {
 };
 
 /// How long a change of a control takes to reach its new value: a linear glide, so that no
-/// change clicks (each sample moves by at most 1/kGlideSamples of the change).
+/// change clicks (each sample moves by at most 1/glide_samples of the change).
 inline constexpr double kGlideSeconds = 0.02;
+/// kGlideSeconds in samples.
+inline int64_t glide_samples(SampleRate sample_rate) {
+  return int64_t(kGlideSeconds * double(sample_rate));
+}
 
 /// A value that glides linearly to its targets (per sample, allocation-free).
 class Glide {
@@ -84,7 +89,6 @@ class Glide {
     return value_;
   }
   float value() const { return value_; }
-  bool gliding() const { return left_ > 0; }
 
  private:
   float value_, target_, step_ = 0;
@@ -143,10 +147,17 @@ class NodeStream {
   /// whose form does not follow all of them.
   const std::vector<std::string>& followed_curves() const { return followed_curves_; }
   /// Glides control `index` to `value` (physical units, clamped to its range) over
-  /// kGlideSeconds. Allocates nothing, throws nothing; ignores an index it has not.
-  virtual void set_control(size_t /*index*/, double /*value*/) {}
+  /// kGlideSeconds. Allocates nothing, throws nothing; ignores an index it has not and a value
+  /// that is not finite.
+  void set_control(size_t index, double value) {
+    if (index < controls_.size() && std::isfinite(value))
+      apply_control(index, std::clamp(value, controls_[index].minimum, controls_[index].maximum));
+  }
 
  protected:
+  /// set_control's work: `value` is finite and within control `index`'s range.
+  virtual void apply_control(size_t /*index*/, double /*value*/) {}
+
   std::vector<StreamControl> controls_;
   std::vector<std::string> followed_curves_;
 };

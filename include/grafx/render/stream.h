@@ -93,8 +93,9 @@ class Stream {
   void set_song_end(int64_t samples);
   StreamStatus status() const;
   /// What a host may change: each processed node's controls (gains, pans, thresholds, ratios,
-  /// knees, times), then its wet amount where it has one. Vector parameters (EQ curves,
-  /// reverb envelopes) and those of linear filters stay as made.
+  /// knees, times), then its wet amount where it has one; none of those it automates (curves
+  /// drive them). Vector parameters (EQ curves, reverb envelopes) and those of linear filters
+  /// stay as made.
   const std::vector<StreamParameter>& parameters() const;
   /// Glides parameter `index` to `value` (physical units, clamped to its range) over
   /// kGlideSeconds, from the next block on, so that nothing clicks. Allocates nothing; ignores
