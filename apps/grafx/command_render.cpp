@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "console_options.h"
 #include "output_folder.h"
+#include "stop_request.h"
 
 #include <grafx/duration.h>
 #include <grafx/error.h>
@@ -259,8 +260,13 @@ void add_stream_command(CLI::App& app) {
     auto seconds_since_start = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
-    double shown  = 0;  // a live line on terminals, a few times a second
+    double shown = 0;  // a live line on terminals, a few times a second
+    StopRequest stop;  // Ctrl-C and SIGTERM end the stream between blocks, writing nothing
     auto progress = [&](int64_t done, int64_t total) {
+      if (stop.requested())
+        throw RenderError("grafx.stream.interrupted", "interrupted after " + std::to_string(done) +
+                                                          " of " + std::to_string(total) +
+                                                          " samples; nothing was written");
       const double elapsed = seconds_since_start();
       if (!::isatty(STDOUT_FILENO) || (elapsed - shown < 0.25 && done < total)) return;
       shown             = elapsed;
