@@ -2,6 +2,8 @@
 #include <grafx/graph/node_types.h>
 #include <grafx/processors/compressor.h>
 
+#include "processors/stream_forms.h"
+
 #include "dsp/rows.h"
 
 #include <ATen/ATen.h>
@@ -21,10 +23,14 @@
 namespace grafx {
 namespace {
 
-constexpr double kThresholdOffset = 6.0;         // GRAFX: T = log_threshold − 6 (log energy)
-constexpr double kMaxAlpha        = 1.0 - 1e-5;  // GRAFX's bound on the smoothing coefficient
-constexpr double kEnergyFloor     = 1e-5;        // G_u = log(e + 1e−5)
-const double kLogEnergyToDb       = 10.0 / std::log(10.0);
+using dsp::curve_scale;
+using dsp::knee_point;
+using dsp::KneePoint;
+
+using dsp::kEnergyFloor;
+using dsp::kMaxAlpha;
+using dsp::kThresholdOffset;
+const double kLogEnergyToDb = 10.0 / std::log(10.0);
 
 at::Tensor smoothing_alpha(const at::Tensor& z) { return z.sigmoid().clamp_max(kMaxAlpha); }
 
@@ -46,12 +52,6 @@ dsp::EnvelopeSmoothing smoothing_of(const std::string& choice) {
   if (choice == "one_pole") return dsp::EnvelopeSmoothing::kOnePole;
   if (choice == "ballistics") return dsp::EnvelopeSmoothing::kBallistics;
   return dsp::EnvelopeSmoothing::kNone;
-}
-
-/// The curve's scale s: 1/r − 1 for a compressor, 1 − r for a gate (ratio r a tensor or a number).
-template <typename Ratio>
-Ratio curve_scale(const Ratio& ratio, bool gate) {
-  return gate ? Ratio(1 - ratio) : Ratio(1 / ratio - 1);
 }
 
 /// The gain computer's curve: the log-energy gain s·k(u) of levels u past the threshold (u = level
@@ -91,29 +91,6 @@ KneeCurve curve_of(Dynamics::Knee knee, const at::Tensor& u, const at::Tensor& w
       break;
   }
   return c;
-}
-
-/// The knee at one point, with its derivatives: the element-wise form of curve_of, for the CPU
-/// loops of GainComputer (the same operations in the same order).
-template <typename T>
-struct KneePoint {
-  T k, slope, k_w;
-};
-template <typename T>
-KneePoint<T> knee_point(Dynamics::Knee knee, T u, T w) {
-  switch (knee) {
-    case Dynamics::Knee::kQuadratic: {
-      const T q = std::min(std::max(u + w, T(0)), 2 * w), slope = q / (2 * w);
-      return {q * q / (4 * w) + std::max(u - w, T(0)), slope, slope * (1 - slope)};
-    }
-    case Dynamics::Knee::kExponential: {
-      const T wu = w * u, k = (wu > 20 ? wu : std::log1p(std::exp(wu))) / w;  // softplus
-      const T slope = 1 / (1 + std::exp(-wu));
-      return {k, slope, (u * slope - k) / w};
-    }
-    default:
-      return {std::max(u, T(0)), T(u > 0 ? 1 : 0), T(0)};
-  }
 }
 
 /// GainComputer's loops over a block of one item's samples, for a knee and curve fixed at compile
@@ -347,107 +324,6 @@ at::Tensor smooth_gain(const at::Tensor& gain, dsp::EnvelopeSmoothing smoothing,
   }
   return gain;
 }
-
-/// A smoother of one value per sample, as dsp::one_pole and dsp::ballistics run it on a row:
-/// from 0 (a gain smoother runs on the gain's distance from its unity).
-class StreamSmoother {
- public:
-  StreamSmoother(dsp::EnvelopeSmoothing kind, const TensorDict& parameters, const Smoother& names)
-      : kind_(kind) {
-    auto alpha = [&](const char* name) {
-      return smoothing_alpha(parameters.at(name)).item<float>();
-    };
-    if (kind == dsp::EnvelopeSmoothing::kOnePole) alpha_ = alpha(names.one_pole);
-    if (kind == dsp::EnvelopeSmoothing::kBallistics)
-      gain_rise_ = 1 - alpha(names.attack), gain_fall_ = 1 - alpha(names.release);
-  }
-  float operator()(float x) {
-    if (kind_ == dsp::EnvelopeSmoothing::kOnePole)
-      return state_ = alpha_ * state_ + x * (1 - alpha_);
-    if (kind_ == dsp::EnvelopeSmoothing::kBallistics)
-      return state_ = dsp::ballistics_step(state_, x, gain_rise_, gain_fall_);
-    return x;
-  }
-  void reset() { state_ = 0; }
-  bool smooths() const { return kind_ != dsp::EnvelopeSmoothing::kNone; }
-  /// New coefficients (a change of time constant, which clicks no more than the level does).
-  void set_alpha(float alpha) { alpha_ = alpha; }
-  void set_attack(float alpha) { gain_rise_ = 1 - alpha; }
-  void set_release(float alpha) { gain_fall_ = 1 - alpha; }
-
- private:
-  dsp::EnvelopeSmoothing kind_;
-  float alpha_ = 0, gain_rise_ = 0, gain_fall_ = 0, state_ = 0;
-};
-
-/// A Dynamics node, sample by sample: the steps of Dynamics::forward in the same order.
-class DynamicsStream : public NodeStream {
- public:
-  struct Curve {
-    bool gate, amplitude_detection, log_domain;
-    Dynamics::Knee knee;
-    Glide threshold, scale, width;  // T, s, w as forward computes them
-  };
-  DynamicsStream(const Curve& curve, StreamSmoother level, StreamSmoother gain, int64_t channels)
-      : curve_(curve), level_(level), gain_(gain), channels_(channels) {}
-
-  /// A control and how its physical value sets the stream.
-  void apply_control(size_t index, double value) override { setters_[index](value); }
-  void add_control(StreamControl control, std::function<void(double)> set) {
-    controls_.push_back(std::move(control));
-    setters_.push_back(std::move(set));
-  }
-  Curve& curve() { return curve_; }
-  StreamSmoother& level() { return level_; }
-  StreamSmoother& gain() { return gain_; }
-
-  std::vector<int64_t> outlet_channels() const override { return {channels_}; }
-
-  void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {
-    const auto &x = inlets.front(), &key = inlets.back();
-    const auto& y        = outlets.front();
-    const float channels = float(key.size());
-    for (int64_t i = 0; i < n; ++i) {
-      float detected = 0;
-      for (const float* k : key)
-        detected += curve_.amplitude_detection ? std::abs(k[i]) : k[i] * k[i];
-      float envelope = level_(detected / channels);
-      if (curve_.amplitude_detection) envelope = envelope * envelope;
-      const float level     = std::log(envelope + float(kEnergyFloor));
-      const float threshold = threshold_curve_ ? threshold_curve_->at(clock_ - input_latency_, 0) -
-                                                     float(kThresholdOffset)
-                                               : curve_.threshold.next();
-      const float scale     = curve_.scale.next();
-      const float u         = curve_.gate ? threshold - level : level - threshold;
-      const float k         = knee_point(curve_.knee, u, curve_.width.next()).k;
-      const float gain      = curve_.log_domain ? std::exp(smoothed_gain(scale * k / 2, 0))
-                                                : smoothed_gain(std::exp(scale * k * 0.5f), 1);
-      for (size_t c = 0; c < y.size(); ++c) y[c][i] = x[c][i] * gain;
-      ++clock_;
-    }
-  }
-
-  void reset() override { level_.reset(), gain_.reset(), clock_ = 0; }
-  /// The threshold follows an automation curve (raw values, on the song's clock).
-  void follow_threshold(std::shared_ptr<const StreamCurve> curve, int64_t input_latency) {
-    threshold_curve_ = std::move(curve), input_latency_ = input_latency;
-    followed_curves_ = {"log_threshold"};
-  }
-
- private:
-  /// smooth_gain's value: negated around its unity, a falling gain rises, and ballistics'
-  /// attack applies (one pole is symmetric, so the same).
-  float smoothed_gain(float gain, float unity) {
-    return gain_.smooths() ? unity - gain_(unity - gain) : gain;
-  }
-
-  Curve curve_;
-  StreamSmoother level_, gain_;
-  int64_t channels_;
-  std::vector<std::function<void(double)>> setters_;  // per control
-  std::shared_ptr<const StreamCurve> threshold_curve_;
-  int64_t input_latency_ = 0, clock_ = 0;
-};
 
 /// Moderate compression, or gentle gating of what is well below the music; keyed by a
 /// sidechain, a compressor ducks (deep, fast attack, a release that breathes with the beat).
@@ -701,60 +577,55 @@ std::unique_ptr<NodeStream> Dynamics::make_stream(const TensorDict& parameters,
                                                   const StreamSetup& setup) const {
   TensorDict raw;  // float32, as the offline render computes its coefficients
   for (const auto& [name, value] : parameters) raw[name] = value.to(at::kFloat).reshape({-1});
-  const bool gate = curve_ == Curve::kNoiseGate;
-  // The curve's T, s and w from raw values, as forward computes them, and from physical ones,
-  // as a host sets them.
-  const bool quadratic = knee_ == Knee::kQuadratic;
-  auto width_of_db     = [quadratic](double db) {
-    return float(quadratic ? db / kLogEnergyToDb / 2 : kLogEnergyToDb / db);
-  };
-  DynamicsStream::Curve curve{
-      gate, amplitude_detection_, gain_smoothing_in_log_, knee_, Glide(), Glide(), Glide()};
-  curve.threshold = Glide((raw.at("log_threshold") - kThresholdOffset).item<float>());
-  curve.scale     = Glide(curve_scale((1 + raw.at("log_ratio").exp()), gate).item<float>());
+  DynamicsForm f;
+  f.gate = curve_ == Curve::kNoiseGate, f.amplitude_detection = amplitude_detection_;
+  f.log_domain = gain_smoothing_in_log_, f.knee = knee_;
+  // The curve's T, s and w from raw values, as forward computes them.
+  f.threshold = (raw.at("log_threshold") - kThresholdOffset).item<float>();
+  f.scale     = curve_scale((1 + raw.at("log_ratio").exp()), f.gate).item<float>();
   if (knee_ != Knee::kHard) {
     at::Tensor width = raw.at("log_knee").exp();
-    curve.width      = Glide((quadratic ? width / 2 : width).item<float>());
+    f.width          = (knee_ == Knee::kQuadratic ? width / 2 : width).item<float>();
   }
-  auto stream = std::make_unique<DynamicsStream>(
-      curve, StreamSmoother(level_smoothing_, raw, kLevelSmoother),
-      StreamSmoother(gain_smoothing_, raw, kGainSmoother), setup.inlet_channels.front());
-  DynamicsStream* s                      = stream.get();
-  const int64_t glide                    = glide_samples(setup.sample_rate);
-  const double rate                      = double(setup.sample_rate);
-  const std::vector<ParameterSpec> specs = parameter_specs();
-  for (const ParameterSpec& spec : specs) {
+  auto smoother = [&](dsp::EnvelopeSmoothing kind, const Smoother& names) {
+    auto alpha = [&](const char* name) { return smoothing_alpha(raw.at(name)).item<float>(); };
+    DynamicsForm::Smoother s{kind};
+    if (kind == dsp::EnvelopeSmoothing::kOnePole) s.alpha = alpha(names.one_pole);
+    if (kind == dsp::EnvelopeSmoothing::kBallistics)
+      s.gain_rise = 1 - alpha(names.attack), s.gain_fall = 1 - alpha(names.release);
+    return s;
+  };
+  f.level       = smoother(level_smoothing_, kLevelSmoother);
+  f.gain        = smoother(gain_smoothing_, kGainSmoother);
+  f.channels    = setup.inlet_channels.front();
+  f.sample_rate = setup.sample_rate;
+  using Control = DynamicsForm::Control;
+  for (const ParameterSpec& spec : parameter_specs()) {
     const at::Tensor& value = parameters.at(spec.name);
     const std::string& name = spec.physical_name;
-    if (name == "threshold_db" && setup.curves.count(spec.name))
-      s->follow_threshold(setup.curves.at(spec.name), setup.input_latency);
-    else if (name == "threshold_db")
-      s->add_control(stream_control(spec, value, 0, -80, 0), [s, glide](double db) {
-        s->curve().threshold.to(float(db / kLogEnergyToDb), glide);
-      });
-    else if (name == "ratio")
-      s->add_control(stream_control(spec, value, 0, 1, 20), [s, glide, gate](double ratio) {
-        s->curve().scale.to(float(curve_scale(ratio, gate)), glide);
-      });
-    else if (name == "knee_db")
-      s->add_control(stream_control(spec, value, 0, 0.1, 24), [s, glide, width_of_db](double db) {
-        s->curve().width.to(width_of_db(db), glide);
-      });
-    else {  // a smoother's time constant: alpha = exp(−1000 / (rate · ms))
+    auto add                = [&](double minimum, double maximum, Control sets) {
+      f.controls.push_back(stream_control(spec, value, 0, minimum, maximum));
+      f.sets.push_back(sets);
+    };
+    if (name == "threshold_db" && setup.curves.count(spec.name)) {
+      f.threshold_curve = setup.curves.at(spec.name);
+      f.input_latency   = setup.input_latency;
+    } else if (name == "threshold_db") {
+      add(-80, 0, Control::kThreshold);
+    } else if (name == "ratio") {
+      add(1, 20, Control::kRatio);
+    } else if (name == "knee_db") {
+      add(0.1, 24, Control::kKnee);
+    } else {  // a smoother's time constant
       const bool of_gain = spec.name == kGainSmoother.one_pole ||
                            spec.name == kGainSmoother.attack || spec.name == kGainSmoother.release;
-      StreamSmoother& smoother           = of_gain ? s->gain() : s->level();
-      const Smoother& names              = of_gain ? kGainSmoother : kLevelSmoother;
-      void (StreamSmoother::*set)(float) = spec.name == names.attack ? &StreamSmoother::set_attack
-                                           : spec.name == names.release
-                                               ? &StreamSmoother::set_release
-                                               : &StreamSmoother::set_alpha;
-      s->add_control(stream_control(spec, value, 0, 0.01, 2000), [&smoother, set, rate](double ms) {
-        (smoother.*set)(float(std::min(std::exp(-1000 / (rate * ms)), kMaxAlpha)));
-      });
+      const Smoother& names = of_gain ? kGainSmoother : kLevelSmoother;
+      const int step        = spec.name == names.attack ? 1 : spec.name == names.release ? 2 : 0;
+      add(0.01, 2000,
+          Control(int32_t(of_gain ? Control::kGainOnePole : Control::kLevelOnePole) + step));
     }
   }
-  return stream;
+  return dynamics_stream(std::move(f));
 }
 
 TemporalSupport Dynamics::temporal_support(const TensorDict& parameters) const {

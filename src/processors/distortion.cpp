@@ -1,6 +1,8 @@
 #include <grafx/error.h>
 #include <grafx/processors/distortion.h>
 
+#include "processors/stream_forms.h"
+
 #include "processors/units.h"
 
 #include <ATen/ATen.h>
@@ -225,87 +227,6 @@ ProcessorOutput Distortion::forward(const std::vector<at::Tensor>& inputs,
   return {{pre_gain_ ? y / gain : y}, {}};
 }
 
-namespace {
-
-/// A Distortion node, sample by sample: the steps of Distortion::forward in the same order.
-class DistortionStream : public NodeStream {
- public:
-  struct Curve {
-    Distortion::Curve kind;
-    bool squash_terms, bias, pre_gain, own_post_gain;
-    float b = 0, tanh_b = 0;                // tanh with a bias
-    float k[2] = {}, h[2] = {}, t[2] = {};  // piecewise: thresholds, hardness
-    std::vector<float> weights;             // power and Chebyshev: tanh(w_k)
-  };
-  DistortionStream(Curve curve, float pre_gain, float post_gain, int64_t channels,
-                   SampleRate sample_rate)
-      : curve_(std::move(curve)),
-        pre_gain_(pre_gain),
-        post_gain_(post_gain),
-        channels_(channels),
-        glide_(glide_samples(sample_rate)) {}
-
-  std::vector<int64_t> outlet_channels() const override { return {channels_}; }
-
-  void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {
-    for (int64_t i = 0; i < n; ++i) {
-      const float g = pre_gain_.next(), post = post_gain_.next();
-      for (size_t c = 0; c < inlets[0].size(); ++c) {
-        const float y = shape(inlets[0][c][i] * g);
-        // The tanh curves undo their drive (or apply their own output gain); the polynomials
-        // do neither, as forward.
-        outlets[0][c][i] = curve_.own_post_gain              ? y * post
-                           : curve_.pre_gain && tanh_curve() ? y / g
-                                                             : y;
-      }
-    }
-  }
-  void reset() override {}
-  void apply_control(size_t index, double value) override {
-    (controls_[index].name == "drive_db" ? pre_gain_ : post_gain_)
-        .to(float(std::pow(10.0, value / 20)), glide_);
-  }
-  void add_control(StreamControl control) { controls_.push_back(std::move(control)); }
-
- private:
-  bool tanh_curve() const {
-    return curve_.kind == Distortion::Curve::kTanh ||
-           curve_.kind == Distortion::Curve::kPiecewiseTanh;
-  }
-  float shape(float u) const {
-    switch (curve_.kind) {
-      case Distortion::Curve::kTanh:
-        return curve_.bias ? std::tanh(u + curve_.b) - curve_.tanh_b : std::tanh(u);
-      case Distortion::Curve::kPiecewiseTanh: {
-        auto side = [&](int s, float v) {
-          return (1 - curve_.t[s] * curve_.t[s]) / curve_.h[s] * std::tanh(curve_.h[s] * v);
-        };
-        if (u > curve_.k[0]) return side(0, u - curve_.k[0]) + curve_.t[0];
-        if (u < -curve_.k[1]) return side(1, u + curve_.k[1]) - curve_.t[1];
-        return std::tanh(u);
-      }
-      default: {  // power and Chebyshev: Σ w_k·term(u^k or T_k(u))
-        auto term      = [&](float v) { return curve_.squash_terms ? std::tanh(v) : v; };
-        float previous = 1, current = u;
-        float y = curve_.weights[0] * term(previous) + curve_.weights[1] * term(current);
-        for (size_t k = 2; k < curve_.weights.size(); ++k) {
-          const float next =
-              curve_.kind == Distortion::Curve::kPower ? current * u : 2 * u * current - previous;
-          y += curve_.weights[k] * term(next);
-          previous = current, current = next;
-        }
-        return y;
-      }
-    }
-  }
-
-  Curve curve_;
-  Glide pre_gain_, post_gain_;
-  int64_t channels_, glide_;
-};
-
-}  // namespace
-
 std::unique_ptr<NodeStream> Distortion::make_stream(const TensorDict& parameters,
                                                     const StreamSetup& setup) const {
   if (remove_dc_)
@@ -315,32 +236,37 @@ std::unique_ptr<NodeStream> Distortion::make_stream(const TensorDict& parameters
                              "a stream has not heard yet");
   TensorDict raw;  // float32, as the offline render computes its constants
   for (const auto& [name, value] : parameters) raw[name] = value.to(at::kFloat).reshape({-1});
-  DistortionStream::Curve curve{curve_, squash_terms_, bias_, pre_gain_, own_post_gain_};
+  WaveshaperForm f;
+  static_assert(int(Curve::kChebyshev) == int(WaveshaperForm::Curve::kChebyshev));
+  f.curve        = WaveshaperForm::Curve(int(curve_));
+  f.squash_terms = squash_terms_, f.bias = bias_, f.pre_gain = pre_gain_;
+  f.own_post_gain = own_post_gain_;
   if (bias_) {
-    curve.b      = raw.at("bias").item<float>();
-    curve.tanh_b = raw.at("bias").tanh().item<float>();
+    f.b      = raw.at("bias").item<float>();
+    f.tanh_b = raw.at("bias").tanh().item<float>();
   }
   if (curve_ == Curve::kPiecewiseTanh)
     for (int side = 0; side < 2; ++side) {
       const at::Tensor k = raw.at("z_threshold")[side].sigmoid();
-      curve.k[side]      = k.item<float>();
-      curve.h[side]      = raw.at("log_hardness")[side].exp().item<float>();
-      curve.t[side]      = k.tanh().item<float>();
+      f.k[side]          = k.item<float>();
+      f.h[side]          = raw.at("log_hardness")[side].exp().item<float>();
+      f.t[side]          = k.tanh().item<float>();
     }
   if (!tanh_curve()) {
     const at::Tensor w = raw.at("basis_weights").tanh().contiguous();
-    curve.weights.assign(w.data_ptr<float>(), w.data_ptr<float>() + w.numel());
+    f.weights.assign(w.data_ptr<float>(), w.data_ptr<float>() + w.numel());
   }
   auto gain = [&](const char* name) {
     return raw.count(name) ? raw.at(name).exp().item<float>() : 1.0f;
   };
-  auto stream =
-      std::make_unique<DistortionStream>(curve, gain("log_pre_gain"), gain("log_post_gain"),
-                                         setup.inlet_channels.front(), setup.sample_rate);
+  f.pre_gain_value  = gain("log_pre_gain");
+  f.post_gain_value = gain("log_post_gain");
+  f.channels        = setup.inlet_channels.front();
+  f.sample_rate     = setup.sample_rate;
   for (const ParameterSpec& spec : parameter_specs())
     if (spec.physical_name == "drive_db" || spec.physical_name == "output_gain_db")
-      stream->add_control(stream_control(spec, parameters.at(spec.name), 0, -60, 60));
-  return stream;
+      f.controls.push_back(stream_control(spec, parameters.at(spec.name), 0, -60, 60));
+  return waveshaper_stream(std::move(f));
 }
 
 }  // namespace grafx

@@ -50,13 +50,9 @@ std::unique_ptr<NodeStream> GainPan::make_stream(const TensorDict& parameters,
   for (int64_t channel = 0; channel < 2; ++channel)
     controls.push_back(
         stream_control(parameter_specs()[0], parameters.at("log_gain"), channel, -60, 24));
-  return matrix_stream(
-      2, 2, std::move(controls),
-      [](const double* gain_db, float* matrix) {
-        matrix[0] = float(std::pow(10.0, gain_db[0] / 20)), matrix[1] = 0;
-        matrix[2] = 0, matrix[3] = float(std::pow(10.0, gain_db[1] / 20));
-      },
-      setup, "log_gain", [](double raw) { return raw * 20 / std::log(10.0); });
+  // Gains of each channel on the diagonal: [[g_L, 0], [0, g_R]].
+  return matrix_stream(2, 2, std::move(controls), {{0, 0, 1}, {-1, 0, 0}, {-1, 0, 0}, {1, 0, 1}},
+                       setup, "log_gain");
 }
 
 }  // namespace grafx

@@ -1,7 +1,7 @@
 // Text descriptions of registered processors (`grafx processors`).
 
 #include <grafx/error.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 #include <grafx/processors/registry.h>
 
 #include <ATen/ATen.h>

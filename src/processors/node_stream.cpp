@@ -1,24 +1,92 @@
-#include <grafx/dsp/stream_convolution.h>
+// The streaming forms shared by many processors (impulse responses, channel matrices), the
+// automation curves they follow, and saved forms read back. No LibTorch here: the LV2 plugin
+// runs this.
+
 #include <grafx/error.h>
 #include <grafx/processors/node_stream.h>
 
-#include <ATen/ATen.h>
-#include <c10/core/GradMode.h>
+#include "processors/stream_forms.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace grafx {
+
+void StreamWriter::write(const std::string& text) {
+  write(uint64_t(text.size()));
+  bytes_ += text;
+}
+
+const char* StreamReader::take(size_t n) {
+  if (n > left_) corrupt("the data end early");
+  const char* at = data_;
+  data_ += n, left_ -= n;
+  return at;
+}
+
+std::string StreamReader::read_string() {
+  const std::vector<char> text = read_vector<char>();
+  return std::string(text.begin(), text.end());
+}
+
+int64_t StreamReader::read_count(int64_t minimum, int64_t maximum) {
+  const int64_t n = read<int64_t>();
+  if (n < minimum || n > maximum)
+    corrupt("a count of " + std::to_string(n) + " where " + std::to_string(minimum) + " to " +
+            std::to_string(maximum) + " fit");
+  return n;
+}
+
+void StreamReader::corrupt(const std::string& what) {
+  throw RenderError("grafx.stream.program", "not a stream program of this version: " + what);
+}
+
+void write_controls(StreamWriter& out, const std::vector<StreamControl>& controls) {
+  out.write(uint64_t(controls.size()));
+  for (const StreamControl& c : controls) {
+    out.write(c.name), out.write(c.unit), out.write(c.description);
+    out.write(c.minimum), out.write(c.maximum), out.write(c.value);
+  }
+}
+
+std::vector<StreamControl> read_controls(StreamReader& in) {
+  std::vector<StreamControl> controls(size_t(in.read_count(0, 1 << 16)));
+  for (StreamControl& c : controls) {
+    c.name = in.read_string(), c.unit = in.read_string(), c.description = in.read_string();
+    c.minimum = in.read<double>(), c.maximum = in.read<double>(), c.value = in.read<double>();
+    if (!(c.minimum <= c.value && c.value <= c.maximum)) in.corrupt("a control out of its range");
+  }
+  return controls;
+}
+
+std::unique_ptr<NodeStream> load_node_stream(StreamReader& in, int64_t max_block) {
+  switch (in.read<NodeStreamKind>()) {
+    case NodeStreamKind::kImpulseResponses:
+      return load_impulse_response_stream(in, max_block);
+    case NodeStreamKind::kMatrix:
+      return load_matrix_stream(in, max_block);
+    case NodeStreamKind::kDynamics:
+      return load_dynamics_stream(in, max_block);
+    case NodeStreamKind::kWaveshaper:
+      return load_waveshaper_stream(in, max_block);
+    case NodeStreamKind::kContainer:
+      return load_container_stream(in, max_block);
+  }
+  in.corrupt("an unknown kind of streaming form");
+}
+
 namespace {
 
 /// A node's impulse responses as one convolver matrix: its inputs are the inlets' channels in
 /// order, its outputs the outlets' (each input transformed once, each output once).
 class ImpulseResponseStream : public NodeStream {
  public:
-  ImpulseResponseStream(dsp::StreamConvolverMatrix convolver, std::vector<int64_t> outlet_channels,
-                        int64_t latency)
-      : convolver_(std::move(convolver)),
+  ImpulseResponseStream(int64_t n_inputs, std::vector<int64_t> outlet_channels,
+                        std::vector<dsp::StreamConvolverMatrix::Path> paths, int64_t latency,
+                        int64_t max_block, int64_t phase)
+      : convolver_(n_inputs, count(outlet_channels), paths, max_block, phase),
         outlet_channels_(std::move(outlet_channels)),
+        paths_(std::move(paths)),
         latency_(latency),
         inputs_(size_t(convolver_.n_inputs())),
         outputs_(size_t(convolver_.n_outputs())) {}
@@ -37,9 +105,25 @@ class ImpulseResponseStream : public NodeStream {
   }
   void reset() override { convolver_.reset(); }
 
+  void save(StreamWriter& out) const override {
+    out.write(NodeStreamKind::kImpulseResponses);
+    out.write(convolver_.n_inputs()), out.write(outlet_channels_);
+    out.write(uint64_t(paths_.size()));
+    for (const auto& path : paths_)
+      out.write(path.input), out.write(path.output), out.write(path.taps);
+    out.write(latency_), out.write(convolver_.phase());
+  }
+
  private:
+  static int64_t count(const std::vector<int64_t>& channels) {
+    int64_t n = 0;
+    for (int64_t c : channels) n += c;
+    return n;
+  }
+
   dsp::StreamConvolverMatrix convolver_;
   std::vector<int64_t> outlet_channels_;
+  std::vector<dsp::StreamConvolverMatrix::Path> paths_;  // as made, for save()
   int64_t latency_;
   std::vector<const float*> inputs_;  // pointers of the block being processed
   std::vector<float*> outputs_;
@@ -47,85 +131,59 @@ class ImpulseResponseStream : public NodeStream {
 
 }  // namespace
 
-std::unique_ptr<NodeStream> stream_by_impulse_responses(const Processor& processor,
-                                                        const TensorDict& parameters,
-                                                        const StreamSetup& setup) {
-  auto refuse = [&](const std::string& why) {
-    throw ProcessorError("grafx.stream.unsupported",
-                         "processor \"" + processor.name() + "\": " + why);
-  };
-  c10::NoGradGuard no_grad;
-  // In float32, as the offline render of float32 audio: a filter's coefficients rounded as
-  // there, a delay's taps where its argmax falls there.
-  TensorDict raw;
-  for (const auto& [name, value] : parameters) raw[name] = value.to(at::kFloat);
-  const TemporalSupport support = processor.temporal_support(raw);
-  const int64_t minute          = 60 * int64_t(setup.sample_rate);
-  if (support.past_samples > minute || support.future_samples > minute)
-    refuse("its impulse response lasts over a minute (or never decays), too long to stream");
-  const int64_t length   = support.past_samples + support.future_samples + 1;
-  const int64_t channels = setup.inlet_channels.empty() ? 1 : setup.inlet_channels.front();
-  const int64_t n_inlets = int64_t(processor.inlets().size());
-  const int64_t rows     = n_inlets * channels;  // one impulse per inlet channel
-  std::vector<at::Tensor> impulses;
-  for (int64_t inlet = 0; inlet < n_inlets; ++inlet) {
-    at::Tensor x = at::zeros({rows, channels, length}, at::kFloat);
-    for (int64_t c = 0; c < channels; ++c) x[inlet * channels + c][c][support.future_samples] = 1;
-    impulses.push_back(x);
-  }
-  for (auto& [name, value] : raw) {
-    std::vector<int64_t> shape(value.sizes().begin(), value.sizes().end());
-    shape[0] = rows;
-    value    = value.expand(shape).contiguous();
-  }
-  const ProcessorOutput responses = processor.forward(impulses, raw);
+std::unique_ptr<NodeStream> impulse_response_stream(
+    int64_t n_inputs, std::vector<int64_t> outlet_channels,
+    std::vector<dsp::StreamConvolverMatrix::Path> paths, int64_t latency, int64_t max_block,
+    int64_t phase) {
+  return std::make_unique<ImpulseResponseStream>(n_inputs, std::move(outlet_channels),
+                                                 std::move(paths), latency, max_block, phase);
+}
 
-  std::vector<dsp::StreamConvolverMatrix::Path> paths;
-  std::vector<int64_t> outlet_channels;
-  int64_t output = 0;  // index of the outlet channel among all outlets'
-  for (const at::Tensor& outlet : responses.outputs) {
-    const at::Tensor y = outlet.contiguous();  // [rows, outlet channels, length]
-    outlet_channels.push_back(y.size(1));
-    for (int64_t d = 0; d < y.size(1); ++d, ++output)
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* h = y[r][d].data_ptr<float>();
-        int64_t taps   = length;
-        while (taps > 0 && h[taps - 1] == 0) --taps;  // exact zeros only: alignment is kept
-        if (taps > 0)                                 // else no path (a mid/side or stereo matrix)
-          paths.push_back({r, output, std::vector<float>(h, h + taps)});
-      }
+std::unique_ptr<NodeStream> load_impulse_response_stream(StreamReader& in, int64_t max_block) {
+  const int64_t n_inputs             = in.read_count(1, 1 << 12);
+  const std::vector<int64_t> outlets = in.read_vector<int64_t>();
+  int64_t n_outputs                  = 0;
+  for (int64_t c : outlets) {
+    if (c < 1 || c > 1 << 12) in.corrupt("an outlet of " + std::to_string(c) + " channels");
+    n_outputs += c;
   }
-  return std::make_unique<ImpulseResponseStream>(
-      dsp::StreamConvolverMatrix(rows, output, paths, setup.max_block, setup.phase),
-      outlet_channels, support.future_samples);
+  std::vector<dsp::StreamConvolverMatrix::Path> paths(size_t(in.read_count(0, 1 << 20)));
+  for (auto& path : paths) {
+    path.input = in.read<int64_t>(), path.output = in.read<int64_t>();
+    path.taps = in.read_vector<float>();
+    if (path.input < 0 || path.input >= n_inputs || path.output < 0 || path.output >= n_outputs)
+      in.corrupt("a path between channels the node has not");
+  }
+  const int64_t latency = in.read_count(0, int64_t(1) << 40);
+  const int64_t phase   = in.read_count(0, int64_t(1) << 40);
+  return impulse_response_stream(n_inputs, outlets, std::move(paths), latency, max_block, phase);
 }
 
 namespace {
 
 class MatrixStream : public NodeStream {
  public:
-  MatrixStream(int64_t n_inputs, int64_t n_outputs, std::vector<StreamControl> controls,
-               void (*matrix_of)(const double*, float*), const StreamSetup& setup,
-               const std::string& raw_name, double (*physical_of_raw)(double))
+  /// The entries' controls are `n_values` values: those of `controls` (a host's), or, where
+  /// the values follow `curve`, its elements (and there are no controls).
+  MatrixStream(int64_t n_inputs, int64_t n_outputs, int64_t n_values,
+               std::vector<StreamControl> controls, std::vector<MatrixEntry> entries,
+               int64_t channels, int64_t glide, std::shared_ptr<const StreamCurve> curve,
+               std::string raw_name, int64_t input_latency)
       : n_inputs_(n_inputs),
         n_outputs_(n_outputs),
-        channels_(setup.inlet_channels.front()),
-        glide_samples_(glide_samples(setup.sample_rate)),
-        matrix_of_(matrix_of),
-        values_(controls.size()),
-        targets_(size_t(n_inputs * n_outputs)) {
+        channels_(channels),
+        glide_samples_(glide),
+        matrix_(std::move(entries)),
+        values_(size_t(n_values)),
+        targets_(matrix_.size()),
+        curve_(std::move(curve)),
+        raw_name_(std::move(raw_name)),
+        input_latency_(input_latency) {
     controls_ = std::move(controls);
     for (size_t i = 0; i < controls_.size(); ++i) values_[i] = controls_[i].value;
-    matrix_of_(values_.data(), targets_.data());
+    matrix_of_values();
     for (float entry : targets_) entries_.emplace_back(entry);
-    auto curve = setup.curves.find(raw_name);
-    if (curve != setup.curves.end()) {  // the values follow the curve, not a host
-      curve_           = curve->second;
-      physical_of_raw_ = physical_of_raw;
-      input_latency_   = setup.input_latency;
-      followed_curves_ = {raw_name};
-      controls_.clear();
-    }
+    if (curve_) followed_curves_ = {raw_name_};
   }
 
   std::vector<int64_t> outlet_channels() const override {
@@ -155,12 +213,54 @@ class MatrixStream : public NodeStream {
   void reset() override { clock_ = 0; }
   void apply_control(size_t index, double value) override {
     values_[index] = value;
-    matrix_of_(values_.data(), targets_.data());
+    matrix_of_values();
     for (size_t e = 0; e < entries_.size(); ++e) entries_[e].to(targets_[e], glide_samples_);
+  }
+
+  void save(StreamWriter& out) const override {
+    out.write(NodeStreamKind::kMatrix);
+    out.write(n_inputs_), out.write(n_outputs_), out.write(channels_), out.write(glide_samples_);
+    out.write(int64_t(values_.size()));
+    write_controls(out, controls_);
+    out.write(matrix_);
+    out.write(uint8_t(curve_ != nullptr));
+    if (curve_) curve_->save(out), out.write(raw_name_), out.write(input_latency_);
+  }
+  static std::unique_ptr<NodeStream> load(StreamReader& in) {
+    const int64_t n_inputs = in.read_count(1, 8), n_outputs = in.read_count(1, 8);
+    const int64_t channels = in.read_count(1, 8), glide = in.read_count(0, int64_t(1) << 40);
+    const int64_t n_values              = in.read_count(0, 64);
+    std::vector<StreamControl> controls = read_controls(in);
+    if (int64_t(controls.size()) > n_values) in.corrupt("more controls than values");
+    std::vector<MatrixEntry> entries = in.read_vector<MatrixEntry>();
+    if (int64_t(entries.size()) != n_inputs * n_outputs) in.corrupt("a matrix of another size");
+    for (const MatrixEntry& e : entries)
+      if (e.control >= n_values) in.corrupt("an entry of no value");
+    std::shared_ptr<const StreamCurve> curve;
+    std::string raw_name;
+    int64_t input_latency = 0;
+    if (in.read<uint8_t>()) {
+      curve         = StreamCurve::load(in);
+      raw_name      = in.read_string();
+      input_latency = in.read_count(0, int64_t(1) << 40);
+      if (curve->elements() < n_values || !controls.empty())
+        in.corrupt("a curve of fewer values than its matrix, or a host's controls beside it");
+    }
+    return std::make_unique<MatrixStream>(n_inputs, n_outputs, n_values, std::move(controls),
+                                          std::move(entries), channels, glide, std::move(curve),
+                                          raw_name, input_latency);
   }
 
  private:
   bool scalar() const { return n_inputs_ == 1 && n_outputs_ == 1; }
+  void matrix_of_values() {
+    for (size_t e = 0; e < matrix_.size(); ++e) {
+      const MatrixEntry& m = matrix_[e];
+      targets_[e]          = float(
+          m.control < 0 ? m.offset
+                                 : m.offset + m.scale * std::pow(10.0, values_[size_t(m.control)] / 20));
+    }
+  }
 
   /// The matrix of each sample from the curve's values at that sample's song time.
   void process_automated(const std::vector<const float*>& x, const std::vector<float*>& y,
@@ -168,8 +268,9 @@ class MatrixStream : public NodeStream {
     const int64_t last_input = int64_t(x.size()) - 1;
     for (int64_t i = 0; i < n; ++i, ++clock_) {
       for (size_t e = 0; e < values_.size(); ++e)
-        values_[e] = physical_of_raw_(curve_->at(clock_ - input_latency_, int64_t(e)));
-      matrix_of_(values_.data(), targets_.data());
+        values_[e] = double(curve_->at(clock_ - input_latency_, int64_t(e))) * 20 /
+                     std::log(10.0);  // of log gains
+      matrix_of_values();
       for (size_t o = 0; o < y.size(); ++o) {
         float sum = 0;
         if (scalar()) {
@@ -185,21 +286,52 @@ class MatrixStream : public NodeStream {
   }
 
   int64_t n_inputs_, n_outputs_, channels_, glide_samples_;
-  void (*matrix_of_)(const double*, float*);
+  std::vector<MatrixEntry> matrix_;
   std::vector<double> values_;
   std::vector<float> targets_;
   std::vector<Glide> entries_;
   std::shared_ptr<const StreamCurve> curve_;  // where the values follow automation
-  double (*physical_of_raw_)(double) = nullptr;
+  std::string raw_name_;
   int64_t input_latency_ = 0, clock_ = 0;
 };
 
 }  // namespace
 
+std::unique_ptr<NodeStream> load_matrix_stream(StreamReader& in, int64_t) {
+  return MatrixStream::load(in);
+}
+
+std::unique_ptr<NodeStream> matrix_stream(int64_t n_inputs, int64_t n_outputs,
+                                          std::vector<StreamControl> controls,
+                                          std::vector<MatrixEntry> entries,
+                                          const StreamSetup& setup, const std::string& raw_name) {
+  auto curve             = setup.curves.find(raw_name);
+  const bool automated   = curve != setup.curves.end();
+  const int64_t n_values = int64_t(controls.size());
+  if (automated) controls.clear();  // the curve sets the values, not a host
+  return std::make_unique<MatrixStream>(
+      n_inputs, n_outputs, n_values, std::move(controls), std::move(entries),
+      setup.inlet_channels.front(), glide_samples(setup.sample_rate),
+      automated ? curve->second : nullptr, raw_name, setup.input_latency);
+}
+
 StreamCurve::StreamCurve(std::vector<float> points, int64_t elements, double samples_per_point)
-    : points_(std::move(points)), elements_(elements) {
+    : points_(std::move(points)), elements_(elements), samples_per_point_(samples_per_point) {
   for (size_t i = 0; i < points_.size() / size_t(elements); ++i)
     positions_.push_back(double(i) * samples_per_point);
+}
+
+void StreamCurve::save(StreamWriter& out) const {
+  out.write(points_), out.write(elements_), out.write(samples_per_point_);
+}
+
+std::shared_ptr<const StreamCurve> StreamCurve::load(StreamReader& in) {
+  std::vector<float> points = in.read_vector<float>();
+  const int64_t elements    = in.read_count(1, 1 << 16);
+  const double spacing      = in.read<double>();
+  if (points.empty() || points.size() % size_t(elements) != 0 || !(spacing > 0))
+    in.corrupt("an automation curve of no points");
+  return std::make_shared<StreamCurve>(std::move(points), elements, spacing);
 }
 
 float StreamCurve::at(int64_t sample, int64_t element) const {
@@ -214,33 +346,6 @@ float StreamCurve::at(int64_t sample, int64_t element) const {
   const float w  = float((t - positions_[size_t(below)]) /
                         (positions_[size_t(above)] - positions_[size_t(below)]));
   return w < 0.5f ? lo + w * (hi - lo) : hi - (hi - lo) * (1 - w);
-}
-
-StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, int64_t element,
-                             double minimum, double maximum) {
-  StreamControl control;
-  const int64_t elements = raw.numel();
-  control.name = spec.physical_name + (elements > 1 ? "[" + std::to_string(element) + "]" : "");
-  control.unit = spec.unit;
-  control.description = spec.description;
-  control.value       = spec.to_physical(raw.to(at::kDouble)).reshape({-1})[element].item<double>();
-  control.minimum     = std::min(std::max(minimum, spec.physical_min), control.value);
-  control.maximum     = std::max(std::min(maximum, spec.physical_max), control.value);
-  return control;
-}
-
-std::unique_ptr<NodeStream> matrix_stream(int64_t n_inputs, int64_t n_outputs,
-                                          std::vector<StreamControl> controls,
-                                          void (*matrix_of)(const double*, float*),
-                                          const StreamSetup& setup, const std::string& raw_name,
-                                          double (*physical_of_raw)(double)) {
-  return std::make_unique<MatrixStream>(n_inputs, n_outputs, std::move(controls), matrix_of, setup,
-                                        raw_name, physical_of_raw);
-}
-
-std::unique_ptr<NodeStream> LinearProcessor::make_stream(const TensorDict& parameters,
-                                                         const StreamSetup& setup) const {
-  return stream_by_impulse_responses(*this, parameters, setup);
 }
 
 }  // namespace grafx

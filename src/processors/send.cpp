@@ -36,8 +36,7 @@ std::unique_ptr<NodeStream> Send::make_stream(const TensorDict& parameters,
                                               const StreamSetup& setup) const {
   return matrix_stream(
       1, 1, {stream_control(parameter_specs()[0], parameters.at("log_gain"), 0, -60, 12)},
-      [](const double* gain_db, float* gain) { gain[0] = float(std::pow(10.0, gain_db[0] / 20)); },
-      setup, "log_gain", [](double raw) { return raw * 20 / std::log(10.0); });
+      {{0, 0, 1}}, setup, "log_gain");
 }
 
 }  // namespace grafx

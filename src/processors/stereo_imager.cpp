@@ -49,15 +49,11 @@ ProcessorOutput StereoImager::forward(const std::vector<at::Tensor>& inputs,
 
 std::unique_ptr<NodeStream> StereoImager::make_stream(const TensorDict& parameters,
                                                       const StreamSetup& setup) const {
+  // [L, R] -> mid (L + R)/2, side g·(L − R)/2 -> [M + S, M − S], as forward: entries
+  // 0.5 ± 0.5·g.
   return matrix_stream(
       2, 2, {stream_control(parameter_specs()[0], parameters.at("log_gain"), 0, -60, 24)},
-      [](const double* side_gain_db, float* matrix) {
-        // [L, R] -> mid (L + R)/2, side g·(L − R)/2 -> [M + S, M − S], as forward.
-        const double side = 0.5 * std::pow(10.0, side_gain_db[0] / 20);
-        matrix[0] = matrix[3] = float(0.5 + side);
-        matrix[1] = matrix[2] = float(0.5 - side);
-      },
-      setup, "log_gain", [](double raw) { return raw * 20 / std::log(10.0); });
+      {{0, 0.5, 0.5}, {0, 0.5, -0.5}, {0, 0.5, -0.5}, {0, 0.5, 0.5}}, setup, "log_gain");
 }
 
 }  // namespace grafx

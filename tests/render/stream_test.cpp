@@ -88,6 +88,18 @@ void expect_streams_as_rendered(const Graph& graph, const Processors& processors
     EXPECT_LE(error, 1e-5) << what << ", blocks of " << (size ? std::to_string(size) : "random")
                            << " samples, latency " << stream.latency_samples();
   }
+  // Its program, read back, streams the same to the bit, with the same parameters.
+  Stream loaded = Stream::load(stream.save());
+  EXPECT_EQ(loaded.latency_samples(), stream.latency_samples()) << what;
+  ASSERT_EQ(loaded.parameters().size(), stream.parameters().size()) << what;
+  for (size_t k = 0; k < loaded.parameters().size(); ++k) {
+    EXPECT_EQ(loaded.parameters()[k].control.name, stream.parameters()[k].control.name);
+    EXPECT_EQ(loaded.parameters()[k].control.value, stream.parameters()[k].control.value);
+    EXPECT_EQ(loaded.parameters()[k].node_name, stream.parameters()[k].node_name);
+  }
+  EXPECT_TRUE(at::equal(stream_through(loaded, sources, blocks_of(0, 4096)),
+                        stream_through(stream, sources, blocks_of(0, 4096))))
+      << what;
 }
 
 TEST(StreamContract, EveryProcessorStreamsAsItRendersOffline) {
@@ -292,56 +304,61 @@ TEST(Stream, ParametersChangeByGlidingToTheirNewValues) {
   }
   const Processors processors = make_processors(graph.types(), {kRate});
   const Parameters parameters = acting_parameters(graph, processors, 4);
-  Stream stream(graph, processors, parameters, {kRate, 100, 1});
-  const size_t gain      = parameter_index(stream, graph, "gain_pan", 1, "gain_db[0]");
-  const size_t threshold = parameter_index(stream, graph, "compressor", 0, "threshold_db");
-  const size_t wet       = parameter_index(stream, graph, "gain_pan", 0, "wet");
-  const double gain_db   = stream.parameters()[gain].control.value;
-  EXPECT_NEAR(gain_db,
-              20 / std::log(10.0) * parameters.at("gain_pan").at("log_gain")[1][0].item<double>(),
-              1e-4);
-  std::set<std::string> names;
-  for (const StreamParameter& p : stream.parameters()) names.insert(p.control.name);
-  EXPECT_EQ(names, (std::set<std::string>{"threshold_db", "ratio", "knee_db", "smoothing_ms",
-                                          "gain_db[0]", "gain_db[1]", "wet"}));
+  Stream made(graph, processors, parameters, {kRate, 100, 1});
+  // A stream read back from its program changes as the one made.
+  Stream loaded = Stream::load(made.save());
+  for (Stream* streams : {&made, &loaded}) {
+    Stream& stream         = *streams;
+    const size_t gain      = parameter_index(stream, graph, "gain_pan", 1, "gain_db[0]");
+    const size_t threshold = parameter_index(stream, graph, "compressor", 0, "threshold_db");
+    const size_t wet       = parameter_index(stream, graph, "gain_pan", 0, "wet");
+    const double gain_db   = stream.parameters()[gain].control.value;
+    EXPECT_NEAR(gain_db,
+                20 / std::log(10.0) * parameters.at("gain_pan").at("log_gain")[1][0].item<double>(),
+                1e-4);
+    std::set<std::string> names;
+    for (const StreamParameter& p : stream.parameters()) names.insert(p.control.name);
+    EXPECT_EQ(names, (std::set<std::string>{"threshold_db", "ratio", "knee_db", "smoothing_ms",
+                                            "gain_db[0]", "gain_db[1]", "wet"}));
 
-  at::manual_seed(8);
-  const at::Tensor sources = at::randn({2, 1, kRate}) * 0.3;
-  const int64_t change = 4000, glide = int64_t(kGlideSeconds * kRate);
-  const at::Tensor before = stream_through(stream, sources, blocks_of(100, 100));
-  // The same song, with the changes made at `change`.
-  at::Tensor changed = at::empty_like(before);
-  stream.reset();
-  for (int64_t start = 0; start < kRate; start += 100) {
-    if (start == change) {
-      stream.set_parameter(gain, gain_db + 12);
-      stream.set_parameter(threshold, -40);
-      stream.set_parameter(wet, 0.25);
-      stream.set_parameter(wet + 1000, 3);       // no such parameter: nothing happens
-      stream.set_parameter(gain, std::nan(""));  // ignored
+    at::manual_seed(8);
+    const at::Tensor sources = at::randn({2, 1, kRate}) * 0.3;
+    const int64_t change = 4000, glide = int64_t(kGlideSeconds * kRate);
+    const at::Tensor before = stream_through(stream, sources, blocks_of(100, 100));
+    // The same song, with the changes made at `change`.
+    at::Tensor changed = at::empty_like(before);
+    stream.reset();
+    for (int64_t start = 0; start < kRate; start += 100) {
+      if (start == change) {
+        stream.set_parameter(gain, gain_db + 12);
+        stream.set_parameter(threshold, -40);
+        stream.set_parameter(wet, 0.25);
+        stream.set_parameter(wet + 1000, 3);       // no such parameter: nothing happens
+        stream.set_parameter(gain, std::nan(""));  // ignored
+      }
+      std::vector<const float*> in;
+      for (int64_t k = 0; k < 2; ++k) in.push_back(sources[k][0].data_ptr<float>() + start);
+      std::vector<float*> out;
+      for (int64_t c = 0; c < changed.size(1); ++c)
+        out.push_back(changed[0][c].data_ptr<float>() + start);
+      stream.process(in.data(), out.data(), 100);
     }
-    std::vector<const float*> in;
-    for (int64_t k = 0; k < 2; ++k) in.push_back(sources[k][0].data_ptr<float>() + start);
-    std::vector<float*> out;
-    for (int64_t c = 0; c < changed.size(1); ++c)
-      out.push_back(changed[0][c].data_ptr<float>() + start);
-    stream.process(in.data(), out.data(), 100);
+    // The offline render of the new values.
+    Parameters moved;
+    for (const auto& [type, named] : parameters)
+      for (const auto& [name, value] : named) moved[type][name] = value.clone();
+    moved["gain_pan"]["log_gain"][1][0] += 12 * std::log(10.0) / 20;
+    moved["compressor"]["log_threshold"][0][0] = -40 * std::log(10.0) / 10 + 6;
+    moved["gain_pan"]["dry_wet"][0][0]         = std::log(0.25 / 0.75);
+    const at::Tensor after =
+        render(make_render_plan(to_tensor(graph)), processors, moved, sources).outputs;
+    const double peak = after.abs().max().item<double>();
+    EXPECT_TRUE(at::equal(changed.narrow(2, 0, change), before.narrow(2, 0, change)));
+    const int64_t settled = change + glide;
+    EXPECT_LE((changed - after).narrow(2, settled, kRate - settled).abs().max().item<double>(),
+              1e-5 * peak);
+    EXPECT_GT((changed - before).narrow(2, settled, 100).abs().max().item<double>(), 1e-2 * peak);
   }
-  // The offline render of the new values.
-  Parameters moved;
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, value] : named) moved[type][name] = value.clone();
-  moved["gain_pan"]["log_gain"][1][0] += 12 * std::log(10.0) / 20;
-  moved["compressor"]["log_threshold"][0][0] = -40 * std::log(10.0) / 10 + 6;
-  moved["gain_pan"]["dry_wet"][0][0]         = std::log(0.25 / 0.75);
-  const at::Tensor after =
-      render(make_render_plan(to_tensor(graph)), processors, moved, sources).outputs;
-  const double peak = after.abs().max().item<double>();
-  EXPECT_TRUE(at::equal(changed.narrow(2, 0, change), before.narrow(2, 0, change)));
-  const int64_t settled = change + glide;
-  EXPECT_LE((changed - after).narrow(2, settled, kRate - settled).abs().max().item<double>(),
-            1e-5 * peak);
-  EXPECT_GT((changed - before).narrow(2, settled, 100).abs().max().item<double>(), 1e-2 * peak);
 }
 
 // No click: on a constant input, a gain set to 12 dB is reached in equal steps.
@@ -369,6 +386,26 @@ TEST(Stream, AGainChangeGlides) {
   EXPECT_NEAR(largest, jump / glide, 1e-3 * jump / glide);
   EXPECT_NEAR(y.back(), 0.5 * std::pow(10.0, 12 / 20.0), 1e-6);
   EXPECT_NEAR(y[127], start, 1e-6) << "the change starts with the block after it";
+}
+
+TEST(Stream, ProgramsThatAreNotOneAreRefused) {
+  const Graph graph           = routed_console({"eq", "compressor", "gain_pan"});
+  const Processors processors = make_processors(graph.types(), {kRate});
+  const std::string program =
+      Stream(graph, processors, acting_parameters(graph, processors, 5), {kRate, 64, 1}).save();
+  EXPECT_NO_THROW(Stream::load(program));
+  const std::string code = "grafx.stream.program";
+  EXPECT_GRAFX_ERROR(Stream::load(""), code, "does not start as one");
+  EXPECT_GRAFX_ERROR(Stream::load("RIFF" + program), code, "does not start as one");
+  EXPECT_GRAFX_ERROR(Stream::load(program.substr(0, program.size() - 1)), code, "size");
+  EXPECT_GRAFX_ERROR(Stream::load(program + "x"), code, "size");
+  EXPECT_GRAFX_ERROR(Stream::load(program.substr(0, 30)), code, "end early");
+  std::string changed = program;
+  changed[changed.size() / 2] ^= 1;
+  EXPECT_GRAFX_ERROR(Stream::load(changed), code, "checksum");
+  std::string newer = program;
+  newer[sizeof("grafx stream program\n") - 1] ^= 2;  // the version's first byte
+  EXPECT_GRAFX_ERROR(Stream::load(newer), code, "another version");
 }
 
 TEST(Stream, RefusesWhatItCannotStream) {

@@ -29,18 +29,13 @@
 ///   at::Tensor energy = x.pow(2).mean(1, true);                        // N×1×L
 ///   at::Tensor smooth = one_pole(energy, at::full({n, 1}, 0.999));    // same shape
 
+#include <grafx/dsp/dynamics_steps.h>
+
 #include <ATen/Tensor.h>
 
 #include <algorithm>
 
 namespace grafx::dsp {
-
-/// How a dynamics processor smooths its level detector or its gain.
-enum class EnvelopeSmoothing {
-  kOnePole,     ///< one coefficient for rising and falling levels (the GRAFX paper's default)
-  kBallistics,  ///< separate attack (rising) and release (falling) coefficients
-  kNone,        ///< not smoothed
-};
 
 at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
                              bool reverse = false);
@@ -59,15 +54,6 @@ at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha);
 
 at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise,
                       const at::Tensor& alpha_fall, const at::Tensor& initial);
-
-/// One step of ballistics on state y with gains 1 − α↑ and 1 − α↓: y + (1 − α)(x − y), α chosen
-/// by the sign of x − y, written with min/max (a branch is unpredictable on noisy levels, and
-/// costs 3× more). The step of the row kernels, and of streams.
-template <typename T>
-inline T ballistics_step(T y, T x, T gain_rise, T gain_fall) {
-  const T step = x - y;
-  return y + (gain_rise * std::max(step, T(0)) + gain_fall * std::min(step, T(0)));
-}
 
 /// Samples after which a recursion whose slowest pole has radius `pole_radius` (any shape; the
 /// largest element counts) has decayed below `tolerance` of its start: ⌈ln tolerance / ln r⌉,

@@ -16,7 +16,7 @@
 /// stereo, as the renderers require (render/render.h, "channels").
 
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

@@ -54,7 +54,7 @@
 
 #include <grafx/dsp/recursion.h>
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 
@@ -66,7 +66,7 @@ class Dynamics : public Processor {
   /// Whose level the detector follows: the input's own, or a second inlet's (`sidechain`).
   enum class Detector { kSelf, kSidechain };
 
-  enum class Knee { kHard, kQuadratic, kExponential };
+  using Knee = dsp::Knee;
 
   /// `smoothing`: the type's level smoothing (compressor or compressor_ballistics, ...), which
   /// the option `level_smoothing` may change.

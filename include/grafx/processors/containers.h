@@ -24,7 +24,7 @@
 /// as dual mono. A member may itself be a container (to a depth of 8), but not contain itself.
 
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 #include <memory>
 

@@ -29,7 +29,7 @@
 
 #include <grafx/dsp/biquad.h>
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

@@ -22,7 +22,7 @@
 /// bands still sum to the input.
 
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

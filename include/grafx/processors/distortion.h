@@ -40,7 +40,7 @@
 /// Input and output: N×C×L.
 
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

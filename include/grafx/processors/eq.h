@@ -22,7 +22,7 @@
 ///   auto y = eq.forward({x}, {{"log_magnitude", at::zeros({x.size(0), 1024})}}).outputs[0];
 
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

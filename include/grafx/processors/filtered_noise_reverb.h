@@ -39,7 +39,7 @@
 
 #include <grafx/dsp/signal.h>
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

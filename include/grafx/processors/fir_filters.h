@@ -28,7 +28,7 @@
 #include <grafx/dsp/fir.h>
 #include <grafx/processors/descriptor.h>
 #include <grafx/processors/eq.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

@@ -39,7 +39,7 @@
 /// the cookbook filters' Q and log-frequency scale.
 
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

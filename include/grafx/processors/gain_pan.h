@@ -13,7 +13,7 @@
 ///   auto y = gain_pan.forward({x}, {{"log_gain", at::zeros({x.size(0), 2})}}).outputs[0];
 
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

@@ -29,7 +29,7 @@
 /// its commands and run by dsp::biquad_cascade_time_varying.
 
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

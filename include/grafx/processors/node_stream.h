@@ -5,24 +5,81 @@
 /// A processor makes the streaming form of one node from that node's raw parameters
 /// (Processor::make_stream). Making it may use LibTorch (a linear processor measures its impulse
 /// responses with its own `forward`, so the math is written once); `process` then allocates
-/// nothing, locks nothing, throws nothing and calls no LibTorch operator.
+/// nothing, locks nothing, throws nothing and calls no LibTorch operator. The forms themselves
+/// are plain C++ (this header and their sources use no LibTorch): a form saves what it was made
+/// of (`save`) and load_node_stream makes it again, in programs without LibTorch (the LV2 plugin).
 ///
 ///   StreamSetup setup{48000, 512, {2}};                     // one stereo inlet
 ///   std::unique_ptr<NodeStream> eq = make_processor("eq", {48000})->make_stream(raw, setup);
 ///   eq->process({{left_in, right_in}}, {{left_out, right_out}}, 512);  // lags by
 ///   latency_samples()
 
-#include <grafx/processors/processor.h>
+#include <grafx/error.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace grafx {
+
+using SampleRate = int64_t;  // as grafx/tensors.h
+
+/// Plain data of a saved stream (native byte order), written field by field.
+class StreamWriter {
+ public:
+  template <typename T>
+  void write(T value) {
+    static_assert(std::is_arithmetic_v<T> || std::is_enum_v<T>, "a number");
+    bytes_.append(reinterpret_cast<const char*>(&value), sizeof value);
+  }
+  void write(const std::string& text);
+  template <typename T>
+  void write(const std::vector<T>& values) {
+    write(uint64_t(values.size()));
+    bytes_.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+/// Reads what a StreamWriter wrote, in the same order. Throws RenderError
+/// [grafx.stream.program] where the data end early or a count cannot be right.
+class StreamReader {
+ public:
+  StreamReader(const char* data, size_t size) : data_(data), left_(size) {}
+  template <typename T>
+  T read() {
+    T value;
+    std::memcpy(&value, take(sizeof value), sizeof value);
+    return value;
+  }
+  std::string read_string();
+  template <typename T>
+  std::vector<T> read_vector() {
+    const uint64_t n = read<uint64_t>();
+    if (n > left_ / sizeof(T)) corrupt("a list longer than the data");
+    std::vector<T> values(static_cast<size_t>(n));
+    std::memcpy(values.data(), take(size_t(n) * sizeof(T)), size_t(n) * sizeof(T));
+    return values;
+  }
+  /// A count that must lie in [minimum, maximum].
+  int64_t read_count(int64_t minimum, int64_t maximum);
+  size_t left() const { return left_; }
+  [[noreturn]] static void corrupt(const std::string& what);
+
+ private:
+  const char* take(size_t n);
+  const char* data_;
+  size_t left_;
+};
 
 /// An automation curve played back sample by sample on the song's clock, as the offline render
 /// interpolates it: linear in the raw value between points, held before the first and after the
@@ -35,10 +92,13 @@ class StreamCurve {
   /// The raw value of `element` at song sample `sample`.
   float at(int64_t sample, int64_t element) const;
   int64_t elements() const { return elements_; }
+  void save(StreamWriter& out) const;
+  static std::shared_ptr<const StreamCurve> load(StreamReader& in);
 
  private:
   std::vector<float> points_;
   int64_t elements_;
+  double samples_per_point_;
   std::vector<double> positions_;  // of the points, in samples
 };
 
@@ -114,6 +174,7 @@ class DelayLine {
     }
   }
   void reset() { std::fill(buffer_.begin(), buffer_.end(), 0.0f), position_ = 0; }
+  int64_t delay() const { return int64_t(buffer_.size()); }
 
  private:
   std::vector<float> buffer_;
@@ -153,6 +214,9 @@ class NodeStream {
     if (index < controls_.size() && std::isfinite(value))
       apply_control(index, std::clamp(value, controls_[index].minimum, controls_[index].maximum));
   }
+  /// Writes what the form was made of (as made: controls at their first values), for
+  /// load_node_stream; its kind first.
+  virtual void save(StreamWriter& out) const = 0;
 
  protected:
   /// set_control's work: `value` is finite and within control `index`'s range.
@@ -162,40 +226,40 @@ class NodeStream {
   std::vector<std::string> followed_curves_;
 };
 
-/// The control of element `element` of `spec`'s parameter, whose raw values are `raw`
-/// ([1, shape...]), over [minimum, maximum] (widened to hold the value): for streaming forms.
-StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, int64_t element,
-                             double minimum, double maximum);
+/// Controls as streaming forms save them.
+void write_controls(StreamWriter& out, const std::vector<StreamControl>& controls);
+std::vector<StreamControl> read_controls(StreamReader& in);
+
+/// The kinds of streaming form, as saved (each form's loader is in its own source).
+enum class NodeStreamKind : int32_t {
+  kImpulseResponses,
+  kMatrix,
+  kDynamics,
+  kWaveshaper,
+  kContainer,
+};
+
+/// A form saved by NodeStream::save, made again for a stream of blocks of up to `max_block`
+/// samples. Throws RenderError [grafx.stream.program] for data that are not such a form.
+std::unique_ptr<NodeStream> load_node_stream(StreamReader& in, int64_t max_block);
+
+/// An entry of a channel matrix: offset + scale · 10^(value/20) of the control `control`'s value
+/// in dB (a constant `offset` where control < 0): the gains, pans and side gains of the
+/// matrix forms.
+struct MatrixEntry {
+  int64_t control = -1;
+  double offset = 0, scale = 1;
+};
 
 /// The streaming form of a memoryless channel matrix, y_o = Σ_i m[o][i]·x_i (a mono input is
 /// read as dual mono where the matrix has two inputs; a 1×1 matrix is one gain on every
-/// channel), whose entries `matrix_of` makes from the controls' physical values in plain
-/// arithmetic (a gain, a pan, a side gain); changes glide. Where the node automates the raw
-/// parameter `raw_name` whose elements the controls are, the values follow its curve instead
-/// (`physical_of_raw` maps each raw value), and there are no controls.
+/// channel), whose entries (row-major, n_outputs × n_inputs) are MatrixEntry of the controls'
+/// values in dB; changes glide. Where the node automates the raw parameter `raw_name` (a log
+/// gain) whose elements the controls are, the values follow its curve instead, and there are no
+/// controls.
 std::unique_ptr<NodeStream> matrix_stream(int64_t n_inputs, int64_t n_outputs,
                                           std::vector<StreamControl> controls,
-                                          void (*matrix_of)(const double* values, float* matrix),
-                                          const StreamSetup& setup, const std::string& raw_name,
-                                          double (*physical_of_raw)(double));
-
-/// The streaming form of a linear time-invariant processor with finite temporal support: its
-/// impulse responses from every inlet channel to every outlet channel, measured once by its own
-/// `forward` over past + future + 1 samples of its temporal support (in float32, as the offline
-/// render of float32 audio), then convolved block by block (grafx/dsp/stream_convolution.h)
-/// with a latency of its future support. Recursive filters are cut where their response has
-/// decayed below TemporalSupport::kDecayTolerance. Throws ProcessorError
-/// [grafx.stream.unsupported] for a response that never decays (a pole on the unit circle) or
-/// lasts over a minute.
-std::unique_ptr<NodeStream> stream_by_impulse_responses(const Processor& processor,
-                                                        const TensorDict& parameters,
-                                                        const StreamSetup& setup);
-
-/// A linear time-invariant processor: its streaming form is stream_by_impulse_responses.
-class LinearProcessor : public Processor {
- public:
-  std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
-                                          const StreamSetup& setup) const override;
-};
+                                          std::vector<MatrixEntry> entries,
+                                          const StreamSetup& setup, const std::string& raw_name);
 
 }  // namespace grafx

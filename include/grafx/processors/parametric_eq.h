@@ -25,7 +25,7 @@
 
 #include <grafx/processors/descriptor.h>
 #include <grafx/processors/eq.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

@@ -15,7 +15,7 @@
 ///   auto y = send.forward({x}, {{"log_gain", at::full({x.size(0), 1}, -1.38)}}).outputs[0];
 
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

@@ -10,7 +10,7 @@
 /// Input and output: N×2×L. At log_gain 0 the imager is the identity.
 
 #include <grafx/processors/descriptor.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/processors/linear_processor.h>
 
 namespace grafx {
 

@@ -23,18 +23,35 @@
 /// Input that holds NaN or infinity is contained: the block is processed as silence and its
 /// output is silent, and a block whose output is not finite is silenced and the stream reset;
 /// both are counted in status().
+///
+/// A stream saves itself as a program (`save`), plain data that `load` makes a stream of again
+/// in a program without LibTorch: this header and the engine's sources use none (the LV2
+/// plugin, apps/lv2).
 
 #include <grafx/graph/graph.h>
 #include <grafx/processors/node_stream.h>
-#include <grafx/render/render.h>
-
-#include <ATen/Tensor.h>
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
+
+namespace at {
+class Tensor;
+}
 
 namespace grafx {
+
+// As grafx/processors/registry.h and grafx/render/render.h declare them.
+class Processor;
+using Processors = std::map<std::string, std::shared_ptr<const Processor>>;
+using TensorDict = std::map<std::string, at::Tensor>;
+using Parameters = std::map<std::string, TensorDict>;
+
+namespace detail {
+struct StreamState;
+}
 
 /// A parameter a host may change while a stream runs, and its node.
 struct StreamParameter {
@@ -102,9 +119,16 @@ class Stream {
   /// an index out of range and a value that is not finite.
   void set_parameter(size_t index, double value) noexcept;
 
+  /// The stream as made (parameters at their first values), as a program of plain data for
+  /// load(): in native byte order, checked by a checksum.
+  std::string save() const;
+  /// A stream of a program save() wrote. Throws RenderError [grafx.stream.program] for bytes
+  /// that are not one (another version, truncated or corrupt).
+  static Stream load(const std::string& program);
+
  private:
-  struct State;
-  std::unique_ptr<State> state_;
+  explicit Stream(std::unique_ptr<detail::StreamState> state);
+  std::unique_ptr<detail::StreamState> state_;
 };
 
 /// Streams `sources` ([n_sources, source_channels, L], any floating type) through `stream`,

@@ -1,0 +1,36 @@
+#pragma once
+/// Linear time-invariant processors, and what processors' streaming forms are made from: their
+/// impulse responses, and the controls of their raw parameters (grafx/processors/node_stream.h).
+
+#include <grafx/processors/node_stream.h>
+#include <grafx/processors/processor.h>
+
+#include <memory>
+
+namespace grafx {
+
+/// The control of element `element` of `spec`'s parameter, whose raw values are `raw`
+/// ([1, shape...]), over [minimum, maximum] (widened to hold the value): for streaming forms.
+StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, int64_t element,
+                             double minimum, double maximum);
+
+/// The streaming form of a linear time-invariant processor with finite temporal support: its
+/// impulse responses from every inlet channel to every outlet channel, measured once by its own
+/// `forward` over past + future + 1 samples of its temporal support (in float32, as the offline
+/// render of float32 audio), then convolved block by block (grafx/dsp/stream_convolution.h)
+/// with a latency of its future support. Recursive filters are cut where their response has
+/// decayed below TemporalSupport::kDecayTolerance. Throws ProcessorError
+/// [grafx.stream.unsupported] for a response that never decays (a pole on the unit circle) or
+/// lasts over a minute.
+std::unique_ptr<NodeStream> stream_by_impulse_responses(const Processor& processor,
+                                                        const TensorDict& parameters,
+                                                        const StreamSetup& setup);
+
+/// A linear time-invariant processor: its streaming form is stream_by_impulse_responses.
+class LinearProcessor : public Processor {
+ public:
+  std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
+                                          const StreamSetup& setup) const override;
+};
+
+}  // namespace grafx

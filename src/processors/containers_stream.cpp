@@ -1,0 +1,132 @@
+// The streaming form of the containers (processors/containers.h): their members' forms in
+// series or in parallel. No LibTorch here: the LV2 plugin runs this.
+
+#include "processors/stream_forms.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace grafx {
+namespace {
+
+/// A container node's members' streams, in series or summed with their weights. A series
+/// silences each member's output outside the song (as the offline render's members end at the
+/// song's ends); parallel members are aligned to the slowest before they are summed.
+class ContainerStream : public NodeStream {
+ public:
+  ContainerStream(std::vector<std::unique_ptr<NodeStream>> members, std::vector<float> weights,
+                  int64_t channels, int64_t max_block)
+      : members_(std::move(members)),
+        weights_(std::move(weights)),
+        block_(max_block),
+        input_channels_(channels) {
+    int64_t latency = 0;
+    for (const auto& member : members_) {
+      const int64_t out = member->outlet_channels().front();
+      latency           = serial() ? latency + member->latency_samples()
+                                   : std::max(latency, member->latency_samples());
+      latencies_.push_back(latency);
+      buffers_.emplace_back(size_t(out * max_block), 0.0f);
+      outputs_.push_back({});
+      for (int64_t c = 0; c < out; ++c)
+        outputs_.back().push_back({buffers_.back().data() + c * max_block});
+      channels = serial() ? out : std::max(channels, out);
+    }
+    channels_ = channels;
+    latency_  = latency;
+    if (!serial())  // each member delayed to the slowest
+      for (size_t k = 0; k < members_.size(); ++k)
+        delays_.emplace_back(size_t(members_[k]->outlet_channels().front()),
+                             DelayLine(latency - members_[k]->latency_samples()));
+    for (size_t k = 0; k < members_.size(); ++k) {
+      inputs_.push_back({});
+      for (float* channel : outputs_[k]) inputs_.back().push_back(channel);
+    }
+  }
+
+  std::vector<int64_t> outlet_channels() const override { return {channels_}; }
+  int64_t latency_samples() const override { return latency_; }
+
+  void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {
+    if (serial()) {
+      for (size_t k = 0; k < members_.size(); ++k) {
+        members_[k]->process(k == 0 ? inlets : InletBuffers{inputs_[k - 1]}, {outputs_[k]}, n);
+        keep_to_song(k, n);
+      }
+      for (size_t c = 0; c < outlets[0].size(); ++c)
+        std::copy_n(outputs_.back()[c], n, outlets[0][c]);
+    } else {
+      for (size_t c = 0; c < outlets[0].size(); ++c) std::fill_n(outlets[0][c], n, 0.0f);
+      for (size_t k = 0; k < members_.size(); ++k) {
+        members_[k]->process(inlets, {outputs_[k]}, n);
+        const size_t member_channels = outputs_[k].size();
+        for (size_t c = 0; c < member_channels; ++c)
+          delays_[k][c].process(outputs_[k][c], outputs_[k][c], n);
+        // Mono and stereo members add as dual mono, as forward broadcasts them.
+        for (size_t c = 0; c < outlets[0].size(); ++c) {
+          const float* y = outputs_[k][std::min(c, member_channels - 1)];
+          for (int64_t i = 0; i < n; ++i) outlets[0][c][i] += y[i] * weights_[k];
+        }
+      }
+    }
+    clock_ += n;
+  }
+
+  void reset() override {
+    for (auto& member : members_) member->reset();
+    for (auto& member : delays_)
+      for (DelayLine& d : member) d.reset();
+    clock_ = 0;
+  }
+  void save(StreamWriter& out) const override {
+    out.write(NodeStreamKind::kContainer);
+    out.write(uint64_t(members_.size()));
+    for (const auto& member : members_) member->save(out);
+    out.write(weights_), out.write(input_channels_);
+  }
+  void set_song_end(int64_t samples) override {
+    song_end_ = samples < 0 ? std::numeric_limits<int64_t>::max() : samples;
+    for (auto& member : members_) member->set_song_end(samples);
+  }
+
+ private:
+  bool serial() const { return weights_.empty(); }
+  void keep_to_song(size_t k, int64_t n) {
+    const int64_t start = clock_ - latencies_[k];  // song time of the block's first sample
+    if (start >= 0 && start + n <= song_end_) return;
+    for (float* channel : outputs_[k])
+      for (int64_t i = 0; i < n; ++i)
+        if (start + i < 0 || start + i >= song_end_) channel[i] = 0;
+  }
+
+  std::vector<std::unique_ptr<NodeStream>> members_;
+  std::vector<float> weights_;  // parallel; empty in series
+  int64_t block_, input_channels_, channels_ = 1, latency_ = 0;
+  std::vector<int64_t> latencies_;  // of each member's output
+  std::vector<std::vector<float>> buffers_;
+  std::vector<OutletBuffers::value_type> outputs_;
+  std::vector<InletBuffers::value_type> inputs_;
+  std::vector<std::vector<DelayLine>> delays_;
+  int64_t clock_ = 0, song_end_ = std::numeric_limits<int64_t>::max();
+};
+
+}  // namespace
+
+std::unique_ptr<NodeStream> container_stream(std::vector<std::unique_ptr<NodeStream>> members,
+                                             std::vector<float> weights, int64_t channels,
+                                             int64_t max_block) {
+  return std::make_unique<ContainerStream>(std::move(members), std::move(weights), channels,
+                                           max_block);
+}
+
+std::unique_ptr<NodeStream> load_container_stream(StreamReader& in, int64_t max_block) {
+  std::vector<std::unique_ptr<NodeStream>> members(size_t(in.read_count(1, 1 << 10)));
+  for (auto& member : members) member = load_node_stream(in, max_block);
+  std::vector<float> weights = in.read_vector<float>();
+  if (!weights.empty() && weights.size() != members.size())
+    in.corrupt("parallel members without their weights");
+  const int64_t channels = in.read_count(1, 8);
+  return container_stream(std::move(members), std::move(weights), channels, max_block);
+}
+
+}  // namespace grafx
