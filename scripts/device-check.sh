@@ -5,7 +5,7 @@
 # bench/cuda_check (CPU against CUDA). Debian 12's -dev packages must be unpacked in .deps/root:
 #   mkdir -p .deps/debs && cd .deps/debs && apt-get download nlohmann-json3-dev libcli11-dev \
 #     libsndfile1-dev libsamplerate0-dev libgraphviz-dev zlib1g-dev libgtest-dev libgmock-dev \
-#     libbenchmark-dev && cd .. && for f in debs/*.deb; do dpkg -x "$f" root; done
+#     libbenchmark-dev lv2-dev && cd .. && for f in debs/*.deb; do dpkg -x "$f" root; done
 set -uo pipefail
 cd "$(dirname "$0")/.."
 torch=$(python3 -c "import torch, os; print(os.path.dirname(torch.__file__))")

@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev      # graph, parameter and report files
   libcli11-dev            # command line
   libgraphviz-dev         # graph pictures (cgraph + gvc, EPL)
+  lv2-dev                 # the LV2 plugin of grafx export-lv2 (headers, ISC)
   fonts-dejavu-core       # a font for the letters in pictures
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format            # the formatting check of the test command
@@ -21,6 +22,7 @@ packages=(
 )
 if [ "${1:-}" = "--tests" ]; then
   packages+=(chromium)  # the report screenshot test (scripts/report-screenshot.sh)
+  packages+=(lilv-utils)  # lv2info and lv2apply, the LV2 hosts of the export-lv2 tests
   packages+=(python3-pip python3-setuptools python3-wheel python3-venv)  # pip install . (test_pip_install.py)
   packages+=(mypy)  # type-checks the extension's stub python/grafx/_grafx.pyi (test_api_docs.py)
 fi

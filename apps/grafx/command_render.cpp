@@ -3,6 +3,7 @@
 #include "arguments.h"
 #include "commands.h"
 #include "console_options.h"
+#include "graph_source.h"
 #include "output_folder.h"
 #include "stop_request.h"
 
@@ -217,42 +218,29 @@ void add_stream_command(CLI::App& app) {
       ->required();
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
-    // A fit folder holds its console, its parameters and the record of its tracks.
-    const bool folder = std::filesystem::is_directory(args->source);
-    const std::string graph_path =
-        folder ? (std::filesystem::path(args->source) / "console.json").string() : args->source;
-    std::string parameter_path = args->parameters;
-    if (parameter_path.empty() && folder)
-      parameter_path = (std::filesystem::path(args->source) / "parameters.safetensors").string();
-    Graph graph = load_graph_file(graph_path);
-    graph.check();
-    std::vector<std::string> tracks = args->tracks;
-    if (tracks.empty() && folder) tracks = read_fit_record(args->source).inputs.tracks;
+    const GraphSource source(args->source, args->parameters);
+    const Graph& graph              = source.graph;
+    std::vector<std::string> tracks = args->tracks.empty() ? source.tracks : args->tracks;
     if (tracks.empty())
       throw RenderError("grafx.render.sources",
                         "expected --tracks (one audio file per `in` node) for a graph file");
     const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
     if (int64_t(tracks.size()) != n_inputs)
-      throw RenderError("grafx.render.sources",
-                        graph_path + " has " + std::to_string(n_inputs) + " `in` nodes, but " +
-                            std::to_string(tracks.size()) + " track files were given");
+      throw RenderError("grafx.render.sources", source.graph_path + " has " +
+                                                    std::to_string(n_inputs) + " `in` nodes, but " +
+                                                    std::to_string(tracks.size()) +
+                                                    " track files were given");
     auto outputs = output_paths(args->output, graph.count_per_type()[NodeTypes::kOut]);
-    std::vector<std::string> inputs = tracks;
-    inputs.push_back(graph_path);
-    if (!parameter_path.empty()) inputs.push_back(parameter_path);
+    std::vector<std::string> inputs = source.inputs();
+    inputs.insert(inputs.end(), tracks.begin(), tracks.end());
     for (const auto& path : outputs) {
       check_not_an_input(path, inputs);
       check_writable(path, args->force);
     }
-    ParameterFile file;
-    if (!parameter_path.empty()) file = read_parameter_file(parameter_path, graph);
-    SampleRate sample_rate = file.sample_rate;
+    SampleRate sample_rate = source.file.sample_rate;
     at::Tensor sources     = load_sources(tracks, args->channels, args->pad, sample_rate);
-    Processors processors  = renderable_processors(graph, {sample_rate});
-    Parameters parameters =
-        parameter_path.empty()
-            ? create_parameters(graph, processors, {uint64_t(args->seed), at::kFloat, false})
-            : file.parameters;
+    Processors processors  = source.processors(sample_rate);
+    Parameters parameters  = source.parameters(processors, args->seed);
     Stream stream(graph, processors, parameters, {sample_rate, args->block, args->channels});
     std::mt19937_64 random(uint64_t(args->seed));
     std::uniform_int_distribution<int64_t> sizes(1, args->block);

@@ -15,6 +15,7 @@ void add_draw_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
 void add_render_command(CLI::App& app);
 void add_stream_command(CLI::App& app);
+void add_export_lv2_command(CLI::App& app);
 void add_fit_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 void add_processors_command(CLI::App& app);

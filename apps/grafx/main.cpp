@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
   grafx::cli::add_schedule_command(app);
   grafx::cli::add_render_command(app);
   grafx::cli::add_stream_command(app);
+  grafx::cli::add_export_lv2_command(app);
   grafx::cli::add_fit_command(app);
   grafx::cli::add_demo_command(app);
   grafx::cli::add_processors_command(app);

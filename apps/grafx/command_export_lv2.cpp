@@ -1,0 +1,271 @@
+// grafx export-lv2: a graph with its parameters as an LV2 plugin bundle (manifest.ttl,
+// plugin.ttl, the stream program and the plugin library, apps/lv2), for audio hosts.
+
+#include "arguments.h"
+#include "commands.h"
+#include "graph_source.h"
+#include "output_folder.h"
+
+#include <grafx/error.h>
+#include <grafx/files.h>
+#include <grafx/render/stream.h>
+
+#include <ATen/ATen.h>
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace grafx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The plugin library export-lv2 copies into bundles: built and installed at lib/grafx/ beside
+/// bin/ (CMakeLists.txt).
+fs::path plugin_library() {
+  std::error_code ec;
+  const fs::path program = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path library = program.parent_path().parent_path() / "lib" / "grafx" / "grafx_lv2.so";
+  if (ec || !fs::is_regular_file(library))
+    throw IoError("grafx.lv2.library", "the plugin library " + library.string() +
+                                           " is missing: build or install grafx with it");
+  return library;
+}
+
+/// An LV2 port symbol: letters, digits and underscores, not starting with a digit.
+std::string symbol_of(const std::string& text) {
+  std::string symbol;
+  for (char c : text)
+    symbol += std::isalnum(static_cast<unsigned char>(c)) ? char(std::tolower(c)) : '_';
+  if (symbol.empty() || std::isdigit(static_cast<unsigned char>(symbol.front())))
+    symbol = "_" + symbol;
+  return symbol;
+}
+
+/// A Turtle string literal.
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out + "\"";
+}
+
+std::string number(double value) {
+  std::ostringstream out;
+  out << std::setprecision(9) << value;
+  std::string text = out.str();
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";  // a decimal, not an integer
+  return text;
+}
+
+/// The LV2 unit of a physical unit, where LV2 has one.
+std::string lv2_unit(const std::string& unit) {
+  static const std::map<std::string, std::string> units = {
+      {"dB", "units:db"}, {"ms", "units:ms"}, {"s", "units:s"}, {"Hz", "units:hz"}};
+  auto found = units.find(unit);
+  return found == units.end() ? "" : found->second;
+}
+
+std::string channel_name(int64_t channel, int64_t channels) {
+  if (channels == 1) return "";
+  if (channels == 2) return channel == 0 ? "left" : "right";
+  return std::to_string(channel + 1);
+}
+
+struct Port {
+  std::string kind, symbol, name, extra;
+};
+
+std::string plugin_ttl(const std::string& uri, const std::string& name,
+                       const std::vector<Port>& ports) {
+  std::ostringstream ttl;
+  ttl << "@prefix doap: <http://usefulinc.com/ns/doap#> .\n"
+         "@prefix lv2: <http://lv2plug.in/ns/lv2core#> .\n"
+         "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+         "@prefix units: <http://lv2plug.in/ns/extensions/units#> .\n\n"
+      << "<" << uri << ">\n"
+      << "  a lv2:Plugin, lv2:MixerPlugin ;\n"
+      << "  doap:name " << quoted(name) << " ;\n"
+      << "  rdfs:comment " << quoted("A graph exported by grafx export-lv2") << " ;\n"
+      << "  lv2:optionalFeature lv2:hardRTCapable ;\n"
+      << "  lv2:port";
+  for (size_t k = 0; k < ports.size(); ++k)
+    ttl << (k ? " , " : " ") << "[\n    a " << ports[k].kind << " ;\n    lv2:index " << k
+        << " ;\n    lv2:symbol " << quoted(ports[k].symbol) << " ;\n    lv2:name "
+        << quoted(ports[k].name) << " ;\n"
+        << ports[k].extra << "  ]";
+  ttl << " .\n";
+  return ttl.str();
+}
+
+}  // namespace
+
+void add_export_lv2_command(CLI::App& app) {
+  struct Args {
+    std::string source, parameters, output, uri, name;
+    int64_t channels = 2, seed = 0, sample_rate = 0;
+    bool force = false;
+  };
+  auto args     = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "export-lv2", "Export a fitted graph as an LV2 plugin bundle for audio hosts");
+  cmd->add_option("source", args->source,
+                  "A fit folder (its console.json and parameters.safetensors) or a graph file")
+      ->required();
+  cmd->add_option("--params", args->parameters,
+                  "Parameter file (.safetensors); default: the fit folder's, or initial "
+                  "parameters for a graph file");
+  cmd->add_option("--seed", args->seed, "Seed of the initial parameters")
+      ->capture_default_str()
+      ->check(whole_number(0));
+  cmd->add_option("--channels", args->channels, "Channels of every track's input (1: mono)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 8));
+  cmd->add_option("--sample-rate", args->sample_rate,
+                  "The rate the plugin runs at (default: the parameter file's; the plugin "
+                  "runs at no other)")
+      ->check(CLI::Range(int64_t(1000), int64_t(768000)));
+  cmd->add_option("--uri", args->uri, "The plugin's URI (default: urn:grafx:NAME)");
+  cmd->add_option("--name", args->name, "The plugin's name in hosts (default: the bundle's)");
+  cmd->add_option("-o,--output", args->output, "The bundle to write, a folder NAME.lv2")
+      ->required();
+  add_force_flag(*cmd, args->force);
+  cmd->callback([args] {
+    const fs::path bundle  = fs::path(args->output).lexically_normal();
+    const std::string stem = bundle.filename().stem().string();
+    if (bundle.extension() != ".lv2" || stem.empty())
+      throw IoError("grafx.lv2.bundle", args->output + ": expected a bundle folder NAME.lv2");
+    std::error_code ec;
+    if (fs::exists(bundle, ec)) {
+      if (!args->force)
+        throw IoError("grafx.io.exists", args->output +
+                                             ": exists already; refusing to replace it (use "
+                                             "--force to replace an LV2 bundle)");
+      if (!fs::is_regular_file(bundle / "manifest.ttl"))
+        throw IoError("grafx.lv2.bundle",
+                      args->output +
+                          ": exists and is not an LV2 bundle (no manifest.ttl); not "
+                          "replaced, even with --force");
+    }
+    const fs::path parent = bundle.has_parent_path() ? bundle.parent_path() : fs::path(".");
+    if (!fs::is_directory(parent, ec))
+      throw IoError("grafx.io.unwritable", args->output + ": its folder does not exist");
+    const fs::path library = plugin_library();
+    const GraphSource source(args->source, args->parameters);
+    const SampleRate recorded = source.file.sample_rate;
+    if (recorded > 0 && args->sample_rate > 0 && args->sample_rate != recorded)
+      throw RenderError("grafx.lv2.sample_rate",
+                        "the parameters were made for " + std::to_string(recorded) +
+                            " Hz, not --sample-rate " + std::to_string(args->sample_rate) +
+                            " (their time constants are in samples): fit at that rate");
+    const SampleRate sample_rate = recorded > 0 ? recorded : args->sample_rate;
+    if (sample_rate <= 0)
+      throw RenderError("grafx.lv2.sample_rate",
+                        "the parameters record no sample rate: give --sample-rate");
+    const Processors processors = source.processors(sample_rate);
+    // Blocks as hosts call plugins: larger calls run in blocks of this size.
+    const Stream stream(source.graph, processors, source.parameters(processors, args->seed),
+                        {sample_rate, 4096, args->channels});
+    const std::string uri  = args->uri.empty() ? "urn:grafx:" + symbol_of(stem) : args->uri;
+    const std::string name = args->name.empty() ? stem : args->name;
+    if (uri.find_first_of("<>\" {}|\\^`") != std::string::npos ||
+        uri.find(':') == std::string::npos)
+      throw RenderError("grafx.lv2.uri", "--uri " + args->uri + ": expected an absolute URI");
+
+    // The ports, in the order the plugin connects them (apps/lv2/grafx_lv2.cpp).
+    std::vector<Port> ports;
+    std::set<std::string> symbols;
+    auto unique = [&](std::string symbol) {
+      const std::string base = symbol;
+      for (int k = 2; symbols.count(symbol); ++k) symbol = base + "_" + std::to_string(k);
+      symbols.insert(symbol);
+      return symbol;
+    };
+    int64_t source_index = 0;
+    for (NodeId id : source.graph.nodes()) {
+      const Node& node = source.graph.node(id);
+      if (node.type != NodeTypes::kIn) continue;
+      std::string track = size_t(source_index) < source.track_names.size()
+                              ? source.track_names[size_t(source_index)]
+                              : node.name;
+      if (track.empty()) track = "track " + std::to_string(source_index + 1);
+      for (int64_t c = 0; c < stream.source_channels(); ++c) {
+        const std::string side = channel_name(c, stream.source_channels());
+        ports.push_back({"lv2:AudioPort, lv2:InputPort",
+                         unique(symbol_of("in_" + std::to_string(source_index + 1) +
+                                          (side.empty() ? "" : "_" + side))),
+                         track + (side.empty() ? "" : " " + side), ""});
+      }
+      ++source_index;
+    }
+    for (int64_t o = 0; o < stream.n_outputs(); ++o)
+      for (int64_t c = 0; c < stream.output_channels(); ++c) {
+        const std::string side = channel_name(c, stream.output_channels());
+        const std::string out  = stream.n_outputs() > 1 ? "out_" + std::to_string(o + 1) : "out";
+        ports.push_back({"lv2:AudioPort, lv2:OutputPort",
+                         unique(symbol_of(out + (side.empty() ? "" : "_" + side))),
+                         out + (side.empty() ? "" : " " + side), ""});
+      }
+    for (const StreamParameter& p : stream.parameters()) {
+      const std::string node =
+          p.node_name.empty() ? p.type + " " + std::to_string(p.node) : p.node_name;
+      const StreamControl& c = p.control;
+      std::string extra      = "    lv2:default " + number(c.value) + " ;\n    lv2:minimum " +
+                          number(c.minimum) + " ;\n    lv2:maximum " + number(c.maximum) + " ;\n";
+      if (!lv2_unit(c.unit).empty()) extra += "    units:unit " + lv2_unit(c.unit) + " ;\n";
+      if (!c.description.empty()) extra += "    rdfs:comment " + quoted(c.description) + " ;\n";
+      ports.push_back({"lv2:ControlPort, lv2:InputPort", unique(symbol_of(node + "_" + c.name)),
+                       node + ": " + c.name, extra});
+    }
+    ports.push_back({"lv2:ControlPort, lv2:OutputPort", unique("latency"), "Latency",
+                     "    lv2:designation lv2:latency ;\n    lv2:portProperty lv2:reportsLatency, "
+                     "lv2:integer ;\n    units:unit units:frame ;\n"});
+
+    // Written beside the bundle, then renamed into place: an existing bundle is replaced whole
+    // or not at all.
+    const fs::path partial =
+        parent / ("." + bundle.filename().string() + ".partial" + std::to_string(::getpid()));
+    const fs::path old =
+        parent / ("." + bundle.filename().string() + ".old" + std::to_string(::getpid()));
+    try {
+      fs::remove_all(partial);
+      fs::create_directory(partial);
+      write_text_file((partial / "plugin.uri").string(), uri + "\n", false);
+      write_text_file((partial / "stream.program").string(), stream.save(), false);
+      write_text_file((partial / "manifest.ttl").string(),
+                      "@prefix lv2: <http://lv2plug.in/ns/lv2core#> .\n"
+                      "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n\n<" +
+                          uri +
+                          ">\n  a lv2:Plugin ;\n  lv2:binary <grafx_lv2.so> ;\n"
+                          "  rdfs:seeAlso <plugin.ttl> .\n",
+                      false);
+      write_text_file((partial / "plugin.ttl").string(), plugin_ttl(uri, name, ports), false);
+      fs::copy_file(library, partial / "grafx_lv2.so");
+      if (fs::exists(bundle)) fs::rename(bundle, old);
+      fs::rename(partial, bundle);
+      fs::remove_all(old);
+    } catch (const fs::filesystem_error& e) {
+      fs::remove_all(partial, ec);
+      throw IoError("grafx.io.unwritable", args->output + ": " + e.code().message());
+    } catch (...) {
+      fs::remove_all(partial, ec);
+      throw;
+    }
+    const int64_t n_controls = int64_t(stream.parameters().size());
+    std::cout << "exported " << source.graph_path << " as " << uri << " (" << sample_rate << " Hz, "
+              << stream.n_sources() << " tracks of " << stream.source_channels() << " ch, "
+              << n_controls << " controls, latency " << stream.latency_samples() << " samples) -> "
+              << bundle.string() << "\n";
+  });
+}
+
+}  // namespace grafx::cli

@@ -1,0 +1,175 @@
+// The LV2 plugin of an exported graph (grafx export-lv2): one shared library for every bundle,
+// which reads its bundle's stream program (stream.program, Stream::save) and plugin URI
+// (plugin.uri) and runs the stream. Plain C++ and the LV2 headers: no LibTorch.
+//
+// Ports, in the order the bundle's plugin.ttl declares them: each source's channels (audio
+// in), each output's channels (audio out), one control per stream parameter (physical units),
+// then the latency (control out, lv2:reportsLatency).
+
+#include <grafx/render/stream.h>
+
+#include <lv2/core/lv2.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  if (!file) throw std::runtime_error("cannot read " + path);
+  return bytes.str();
+}
+
+std::string bundle_file(const std::string& bundle, const char* name) {
+  return bundle + (bundle.empty() || bundle.back() == '/' ? "" : "/") + name;
+}
+
+/// A bundle's plugin, as hosts discover it: its URI.
+struct Bundle {
+  std::string uri;
+  LV2_Descriptor descriptor{};
+};
+
+/// What lv2_lib_descriptor returns: the library of one bundle.
+struct Library {
+  LV2_Lib_Descriptor descriptor{};
+  std::unique_ptr<Bundle> bundle;
+};
+
+struct Plugin {
+  grafx::Stream stream;
+  std::vector<const float*> inputs;  // ports, as the host connected them
+  std::vector<float*> outputs;
+  std::vector<const float*> controls;
+  float* latency = nullptr;
+  std::vector<float> control_values;  // as last applied
+  std::vector<const float*> block_inputs;
+  std::vector<float*> block_outputs;
+};
+
+LV2_Handle instantiate(const LV2_Descriptor* descriptor, double sample_rate,
+                       const char* bundle_path, const LV2_Feature* const*) {
+  const std::string bundle = bundle_path ? bundle_path : "";
+  try {
+    grafx::Stream stream = grafx::Stream::load(read_file(bundle_file(bundle, "stream.program")));
+    if (double(stream.sample_rate()) != sample_rate) {
+      std::fprintf(stderr,
+                   "grafx: %s was exported at %lld Hz and runs at no other rate (the host "
+                   "runs at %g Hz): export it again from a fit at that rate\n",
+                   descriptor->URI, static_cast<long long>(stream.sample_rate()), sample_rate);
+      return nullptr;
+    }
+    auto plugin = std::make_unique<Plugin>(Plugin{std::move(stream)});
+    Plugin& p   = *plugin;
+    p.inputs.assign(size_t(p.stream.n_sources() * p.stream.source_channels()), nullptr);
+    p.outputs.assign(size_t(p.stream.n_outputs() * p.stream.output_channels()), nullptr);
+    p.controls.assign(p.stream.parameters().size(), nullptr);
+    for (const grafx::StreamParameter& parameter : p.stream.parameters())  // the ports' defaults
+      p.control_values.push_back(float(parameter.control.value));
+    p.block_inputs.resize(p.inputs.size());
+    p.block_outputs.resize(p.outputs.size());
+    return plugin.release();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "grafx: %s: %s\n", descriptor->URI, e.what());
+    return nullptr;
+  }
+}
+
+void connect_port(LV2_Handle handle, uint32_t port, void* data) {
+  Plugin& p = *static_cast<Plugin*>(handle);
+  size_t k  = port;
+  if (k < p.inputs.size()) return void(p.inputs[k] = static_cast<const float*>(data));
+  k -= p.inputs.size();
+  if (k < p.outputs.size()) return void(p.outputs[k] = static_cast<float*>(data));
+  k -= p.outputs.size();
+  if (k < p.controls.size()) return void(p.controls[k] = static_cast<const float*>(data));
+  if (k == p.controls.size()) p.latency = static_cast<float*>(data);
+}
+
+void activate(LV2_Handle handle) { static_cast<Plugin*>(handle)->stream.reset(); }
+
+void run(LV2_Handle handle, uint32_t n_samples) {
+  Plugin& p = *static_cast<Plugin*>(handle);
+  if (p.latency) *p.latency = float(p.stream.latency_samples());
+  for (size_t k = 0; k < p.controls.size(); ++k)  // a changed control glides to its value
+    if (p.controls[k] && *p.controls[k] != p.control_values[k]) {
+      p.control_values[k] = *p.controls[k];
+      p.stream.set_parameter(k, double(p.control_values[k]));
+    }
+  for (const float* port : p.inputs)
+    if (!port) return;  // the host has not connected every port: nothing to do
+  for (float* port : p.outputs)
+    if (!port) return;
+  // Blocks of at most the stream's largest, however many samples the host asks for.
+  for (uint32_t start = 0; start < n_samples;) {
+    const uint32_t n = uint32_t(std::min<int64_t>(p.stream.max_block(), n_samples - start));
+    for (size_t k = 0; k < p.inputs.size(); ++k) p.block_inputs[k] = p.inputs[k] + start;
+    for (size_t k = 0; k < p.outputs.size(); ++k) p.block_outputs[k] = p.outputs[k] + start;
+    p.stream.process(p.block_inputs.data(), p.block_outputs.data(), n);
+    start += n;
+  }
+}
+
+void deactivate(LV2_Handle) {}
+void cleanup(LV2_Handle handle) { delete static_cast<Plugin*>(handle); }
+const void* extension_data(const char*) { return nullptr; }
+
+/// The bundle at `path`, or null (and why, on stderr) where it cannot be read.
+Bundle* open_bundle(const std::string& path) {
+  try {
+    auto bundle = std::make_unique<Bundle>();
+    bundle->uri = read_file(bundle_file(path, "plugin.uri"));
+    while (!bundle->uri.empty() && std::isspace(static_cast<unsigned char>(bundle->uri.back())))
+      bundle->uri.pop_back();
+    bundle->descriptor = {bundle->uri.c_str(), instantiate, connect_port,  activate, run,
+                          deactivate,          cleanup,     extension_data};
+    return bundle.release();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "grafx: %s\n", e.what());
+    return nullptr;
+  }
+}
+
+const LV2_Descriptor* get_plugin(LV2_Lib_Handle handle, uint32_t index) {
+  return index == 0 ? &static_cast<Library*>(handle)->bundle->descriptor : nullptr;
+}
+
+void cleanup_library(LV2_Lib_Handle handle) { delete static_cast<Library*>(handle); }
+
+}  // namespace
+
+/// The bundle's plugin, for hosts that pass the bundle (lilv and most).
+LV2_SYMBOL_EXPORT const LV2_Lib_Descriptor* lv2_lib_descriptor(const char* bundle_path,
+                                                               const LV2_Feature* const*) {
+  Bundle* bundle = open_bundle(bundle_path ? bundle_path : "");
+  if (!bundle) return nullptr;
+  auto* library = new Library;
+  library->bundle.reset(bundle);
+  library->descriptor = {library, sizeof(LV2_Lib_Descriptor), cleanup_library, get_plugin};
+  return &library->descriptor;
+}
+
+/// The same plugin for hosts that only know lv2_descriptor: the bundle is the folder this
+/// library was loaded from (one bundle per copy of the library, as export-lv2 writes them).
+LV2_SYMBOL_EXPORT const LV2_Descriptor* lv2_descriptor(uint32_t index) {
+  static Bundle* bundle = [] {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void*>(&lv2_descriptor), &info) || !info.dli_fname)
+      return static_cast<Bundle*>(nullptr);
+    std::string path = info.dli_fname;
+    return open_bundle(path.substr(0, path.find_last_of('/') + 1));
+  }();
+  return index == 0 && bundle ? &bundle->descriptor : nullptr;
+}

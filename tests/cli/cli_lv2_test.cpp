@@ -1,0 +1,300 @@
+// grafx export-lv2, run as a user would: the bundle loads in Debian's LV2 hosts (lv2info,
+// lv2apply), plays what grafx render writes, and a host that calls the plugin directly (dlopen)
+// gets what LV2 promises; one clear error for what cannot be exported.
+
+#include <grafx/fit/fit_record.h>
+#include <grafx/graph/console.h>
+#include <grafx/graph/graph_json.h>
+#include <grafx/io/audio.h>
+#include <grafx/io/parameter_file.h>
+#include <grafx/render/parameters.h>
+
+#include "support/test_support.h"
+
+#include <ATen/ATen.h>
+#include <lv2/core/lv2.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace grafx {
+namespace {
+
+using testing::contains;
+using testing::run_grafx;
+
+constexpr SampleRate kRate    = 16000;
+constexpr int64_t kLatency    = 2046;  // the track's EQ and the group's, in series
+constexpr int64_t kTracks     = 3;
+constexpr const char* kPlugin = "urn:grafx:mix";
+
+/// A fit folder as grafx fit leaves it (3 stereo tracks, EQs, dynamics, a delay, a reverb,
+/// dry/wet amounts), and the bundle exported from it.
+struct Exported {
+  testing::TempDir dir;
+  std::string folder = dir.file("fit"), bundles = dir.file("bundles");
+  std::string bundle = bundles + "/mix.lv2";
+  std::vector<std::string> tracks;
+  testing::CommandResult exported;
+  Exported() {
+    std::filesystem::create_directory(folder);
+    std::filesystem::create_directory(bundles);
+    ConsoleOptions options;
+    options.n_tracks     = kTracks;
+    options.track_groups = {0, 0, 0};
+    options.chain        = {"eq", "compressor", "gain_pan", "delay", "reverb"};
+    options.dry_wet      = true;
+    Graph graph          = build_console(options, registry_node_types()).graph;
+    save_graph(graph, folder + "/console.json");
+    const Processors processors = make_processors(graph.types(), {kRate});
+    Parameters parameters       = create_parameters(graph, processors, {1, at::kFloat, false});
+    at::manual_seed(2);
+    for (auto& [type, named] : parameters)
+      for (auto& [name, t] : named) t = t + 0.3 * at::randn_like(t);
+    save_parameters(folder + "/parameters.safetensors", graph, parameters, false, kRate);
+    FitInputs inputs;
+    for (int k = 0; k < kTracks; ++k) {
+      tracks.push_back(dir.file("track" + std::to_string(k) + ".wav"));
+      write_audio(tracks.back(), 0.3 * at::randn({2, kRate}), kRate);
+    }
+    inputs.tracks      = tracks;
+    inputs.mix         = tracks.front();
+    inputs.sample_rate = kRate;
+    write_fit_record(folder, inputs, FitOptions(), false);
+    exported = run_grafx({"export-lv2", folder, "-o", bundle});
+  }
+
+  /// A host program run on the bundles: its exit code, stdout and stderr.
+  testing::CommandResult host(const std::string& command) const {
+    testing::CommandResult r;
+    const std::string out = dir.file("host.out"), err = dir.file("host.err");
+    const int status =
+        std::system(("LV2_PATH=" + bundles + " " + command + " >" + out + " 2>" + err).c_str());
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = testing::read_file(out), r.err = testing::read_file(err);
+    return r;
+  }
+
+  /// The tracks followed by `latency` samples of silence, one file per track and all their
+  /// channels in one (a host's input), and grafx render of the padded tracks: what the plugin
+  /// plays, ahead by its latency.
+  at::Tensor padded_render(const std::string& all_tracks) const {
+    std::vector<at::Tensor> channels;
+    std::vector<std::string> render = {
+        "render", folder + "/console.json", "--params", folder + "/parameters.safetensors",
+        "-o",     dir.file("rendered.wav"), "--sources"};
+    for (size_t k = 0; k < tracks.size(); ++k) {
+      at::Tensor x = at::constant_pad_nd(read_audio(tracks[k]).samples, {0, kLatency});
+      render.push_back(dir.file("padded" + std::to_string(k) + ".wav"));
+      write_audio(render.back(), x, kRate);
+      channels.push_back(x);
+    }
+    write_audio(all_tracks, at::cat(channels), kRate);
+    const auto r = run_grafx(render);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_audio(dir.file("rendered.wav")).samples;
+  }
+};
+
+/// max |played, shifted back by the latency − rendered| / peak.
+double difference(const at::Tensor& played, const at::Tensor& rendered) {
+  const int64_t length = played.size(1) - kLatency;
+  EXPECT_EQ(played.size(1), rendered.size(1));
+  return (played.narrow(1, kLatency, length) - rendered.narrow(1, 0, length))
+             .abs()
+             .max()
+             .item<double>() /
+         rendered.abs().max().item<double>();
+}
+
+TEST(CliExportLv2, TheBundleLoadsAndPlaysTheFittedMixInDebiansHosts) {
+  Exported e;
+  ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
+  EXPECT_TRUE(contains(e.exported.out, "as urn:grafx:mix (16000 Hz, 3 tracks of 2 ch,"))
+      << e.exported.out;
+  for (const char* file : {"manifest.ttl", "plugin.ttl", "stream.program", "grafx_lv2.so"})
+    EXPECT_TRUE(testing::file_exists(e.bundle + "/" + file)) << file;
+  // The library needs nothing of LibTorch.
+  const auto libraries = e.host("ldd " + e.bundle + "/grafx_lv2.so");
+  EXPECT_EQ(libraries.exit_code, 0);
+  EXPECT_FALSE(contains(libraries.out, "torch")) << libraries.out;
+  EXPECT_FALSE(contains(libraries.out, "c10")) << libraries.out;
+
+  // lv2info lists it without a warning: 6 audio inputs, a stereo output, controls, latency.
+  const auto info = e.host(std::string("lv2info ") + kPlugin);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_EQ(info.err, "");
+  EXPECT_TRUE(contains(info.out, "Has latency:       yes")) << info.out;
+  for (const char* port : {"in_1_left", "in_3_right", "out_left", "out_right", "latency",
+                           "threshold_db", "gain_db_0_", "wet"})
+    EXPECT_TRUE(contains(info.out, port)) << port;
+
+  // lv2apply renders the tracks through it as grafx render does, shifted by the latency.
+  const at::Tensor rendered = e.padded_render(e.dir.file("tracks.wav"));
+  auto applied              = e.host("lv2apply -i " + e.dir.file("tracks.wav") + " -o " +
+                                     e.dir.file("applied.wav") + " " + kPlugin);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_LE(difference(read_audio(e.dir.file("applied.wav")).samples, rendered), 1e-5);
+  // A control set by the host changes the mix: a track's gain, by its port symbol.
+  const std::string ttl = testing::read_file(e.bundle + "/plugin.ttl");
+  const size_t gain     = ttl.find("gain_pan_gain_db_0_\"");
+  ASSERT_NE(gain, std::string::npos);
+  const size_t start     = ttl.rfind('"', gain) + 1;
+  const std::string port = ttl.substr(start, ttl.find('"', start) - start);
+  applied = e.host("lv2apply -c " + port + " -40 -i " + e.dir.file("tracks.wav") + " -o " +
+                   e.dir.file("changed.wav") + " " + kPlugin);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_GT(difference(read_audio(e.dir.file("changed.wav")).samples, rendered), 1e-2);
+}
+
+/// The plugin as a host sees it through the LV2 C interface.
+struct LoadedPlugin {
+  void* library                 = nullptr;
+  const LV2_Lib_Descriptor* lib = nullptr;
+  const LV2_Descriptor* plugin  = nullptr;
+  explicit LoadedPlugin(const std::string& bundle) {
+    library = dlopen((bundle + "/grafx_lv2.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(library, nullptr) << dlerror();
+    auto entry =
+        reinterpret_cast<LV2_Lib_Descriptor_Function>(dlsym(library, "lv2_lib_descriptor"));
+    lib    = entry((bundle + "/").c_str(), nullptr);
+    plugin = lib->get_plugin(lib->handle, 0);
+  }
+  ~LoadedPlugin() {
+    lib->cleanup(lib->handle);
+    dlclose(library);
+  }
+};
+
+TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
+  Exported e;
+  ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
+  const at::Tensor rendered = e.padded_render(e.dir.file("tracks.wav"));
+  const at::Tensor tracks   = read_audio(e.dir.file("tracks.wav")).samples.contiguous();
+  LoadedPlugin loaded(e.bundle);
+  ASSERT_NE(loaded.plugin, nullptr);
+  EXPECT_STREQ(loaded.plugin->URI, kPlugin);
+  EXPECT_EQ(loaded.lib->get_plugin(loaded.lib->handle, 1), nullptr);
+  // The same through lv2_descriptor, for hosts without the library interface.
+  auto simple = reinterpret_cast<LV2_Descriptor_Function>(dlsym(loaded.library, "lv2_descriptor"));
+  ASSERT_NE(simple(0), nullptr);
+  EXPECT_STREQ(simple(0)->URI, kPlugin);
+  // Another sample rate is refused (no instance), as is a bundle without its program.
+  EXPECT_EQ(loaded.plugin->instantiate(loaded.plugin, 44100, (e.bundle + "/").c_str(), nullptr),
+            nullptr);
+  EXPECT_EQ(loaded.plugin->instantiate(loaded.plugin, kRate, e.dir.path().c_str(), nullptr),
+            nullptr);
+
+  LV2_Handle instance =
+      loaded.plugin->instantiate(loaded.plugin, kRate, (e.bundle + "/").c_str(), nullptr);
+  ASSERT_NE(instance, nullptr);
+  const int64_t length = tracks.size(1);
+  at::Tensor played    = at::full({2, length}, 7.0f);
+  uint32_t port        = 0;
+  for (int64_t c = 0; c < 2 * kTracks; ++c)
+    loaded.plugin->connect_port(instance, port++, tracks[c].data_ptr<float>());
+  for (int64_t c = 0; c < 2; ++c)
+    loaded.plugin->connect_port(instance, port++, played[c].data_ptr<float>());
+  const std::string ttl = testing::read_file(e.bundle + "/plugin.ttl");
+  int64_t n_ports       = 0;
+  for (size_t at = ttl.find("lv2:index"); at != std::string::npos;
+       at        = ttl.find("lv2:index", at + 1))
+    ++n_ports;
+  const int64_t n_controls = n_ports - 2 * kTracks - 2 - 1;
+  // The controls at their defaults (as hosts read them from plugin.ttl), then the latency.
+  std::vector<float> controls;
+  std::istringstream lines(ttl);
+  for (std::string line; std::getline(lines, line);)
+    if (contains(line, "lv2:default "))
+      controls.push_back(std::stof(line.substr(line.find("default ") + 8)));
+  ASSERT_EQ(int64_t(controls.size()), n_controls);
+  for (float& value : controls) loaded.plugin->connect_port(instance, port++, &value);
+  float latency = -1;
+  loaded.plugin->connect_port(instance, port++, &latency);
+  loaded.plugin->activate(instance);
+  // A call of no samples does nothing; calls longer than the stream's blocks (4096) are split.
+  loaded.plugin->run(instance, 0);
+  EXPECT_EQ(played[0][0].item<float>(), 7.0f);
+  EXPECT_EQ(latency, float(kLatency));
+  for (int64_t start = 0; start < length; start += 5000) {
+    const uint32_t n = uint32_t(std::min<int64_t>(5000, length - start));
+    for (int64_t c = 0; c < 2 * kTracks; ++c)
+      loaded.plugin->connect_port(instance, uint32_t(c), tracks[c].data_ptr<float>() + start);
+    for (int64_t c = 0; c < 2; ++c)
+      loaded.plugin->connect_port(instance, uint32_t(2 * kTracks + c),
+                                  played[c].data_ptr<float>() + start);
+    loaded.plugin->run(instance, n);
+  }
+  EXPECT_LE(difference(played, rendered), 1e-5);
+  loaded.plugin->deactivate(instance);
+  loaded.plugin->cleanup(instance);
+}
+
+TEST(CliExportLv2, WhatCannotBeExportedIsRefusedInOneLine) {
+  Exported e;
+  ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
+  auto expect_error = [](const testing::CommandResult& r, const std::string& code,
+                         const std::string& part) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "[" + code + "]")) << r.err;
+    EXPECT_TRUE(contains(r.err, part)) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  };
+  // An existing bundle is kept without --force, and replaced whole with it.
+  const std::string program = testing::read_file(e.bundle + "/stream.program");
+  expect_error(run_grafx({"export-lv2", e.folder, "-o", e.bundle}), "grafx.io.exists", "--force");
+  EXPECT_EQ(testing::read_file(e.bundle + "/stream.program"), program);
+  auto r = run_grafx({"export-lv2", e.folder, "-o", e.bundle, "--force", "--name", "Mix two"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(testing::read_file(e.bundle + "/plugin.ttl"), "\"Mix two\""));
+  // A folder that is not a bundle is never replaced; names that are not bundles' are refused.
+  std::filesystem::create_directory(e.dir.file("mine.lv2"));
+  testing::write_file(e.dir.file("mine.lv2/notes.txt"), "mine");
+  expect_error(run_grafx({"export-lv2", e.folder, "-o", e.dir.file("mine.lv2"), "--force"}),
+               "grafx.lv2.bundle", "not an LV2 bundle");
+  EXPECT_EQ(testing::read_file(e.dir.file("mine.lv2/notes.txt")), "mine");
+  expect_error(run_grafx({"export-lv2", e.folder, "-o", e.dir.file("mix")}), "grafx.lv2.bundle",
+               "NAME.lv2");
+  expect_error(run_grafx({"export-lv2", e.folder, "-o", e.dir.file("no/such/x.lv2")}),
+               "grafx.io.unwritable", "does not exist");
+  // Parameters made for one rate cannot run at another; a URI must be one.
+  expect_error(
+      run_grafx({"export-lv2", e.folder, "-o", e.dir.file("a.lv2"), "--sample-rate", "48000"}),
+      "grafx.lv2.sample_rate", "16000 Hz");
+  expect_error(run_grafx({"export-lv2", e.folder, "-o", e.dir.file("a.lv2"), "--uri", "a b"}),
+               "grafx.lv2.uri", "absolute URI");
+  // A graph with a cycle or an unknown type, and a fit folder with a corrupt parameter file.
+  testing::write_file(e.dir.file("cycle.json"),
+                      R"({"format": "grafx.graph", "version": 2,
+  "nodes": [{"id": 0, "type": "in"}, {"id": 1, "type": "gain_pan"}, {"id": 2, "type": "gain_pan"},
+            {"id": 3, "type": "out"}],
+  "edges": [{"source": 0, "dest": 1}, {"source": 1, "dest": 2}, {"source": 2, "dest": 1},
+            {"source": 2, "dest": 3}], "next_id": 4})");
+  r = run_grafx({"export-lv2", e.dir.file("cycle.json"), "-o", e.dir.file("a.lv2"), "--sample-rate",
+                 "48000"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "grafx.graph.cycle")) << r.err;
+  testing::write_file(e.dir.file("unknown.json"),
+                      R"({"format": "grafx.graph", "version": 2,
+  "nodes": [{"id": 0, "type": "in"}, {"id": 1, "type": "flanger"}, {"id": 2, "type": "out"}],
+  "edges": [{"source": 0, "dest": 1}, {"source": 1, "dest": 2}], "next_id": 3})");
+  r = run_grafx({"export-lv2", e.dir.file("unknown.json"), "-o", e.dir.file("a.lv2"),
+                 "--sample-rate", "48000"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "flanger")) << r.err;
+  testing::write_file(e.folder + "/parameters.safetensors", "not a safetensors file");
+  r = run_grafx({"export-lv2", e.folder, "-o", e.dir.file("a.lv2")});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "parameters.safetensors")) << r.err;
+  EXPECT_FALSE(testing::file_exists(e.dir.file("a.lv2")));
+  for (const auto& entry : std::filesystem::directory_iterator(e.dir.path()))  // no leftovers
+    EXPECT_FALSE(contains(entry.path().filename().string(), ".partial")) << entry.path();
+}
+
+}  // namespace
+}  // namespace grafx
