@@ -75,21 +75,83 @@ std::string lv2_unit(const std::string& unit) {
   return found == units.end() ? "" : found->second;
 }
 
-std::string channel_name(int64_t channel, int64_t channels) {
-  if (channels == 1) return "";
-  if (channels == 2) return channel == 0 ? "left" : "right";
-  return std::to_string(channel + 1);
-}
+/// plugin.ttl: the plugin and its ports, in the order the plugin connects them
+/// (apps/lv2/grafx_lv2.cpp): each track's channels, the outputs' channels, a control per stream
+/// parameter, the latency. A track's or an output's channels form a port group.
+std::string plugin_ttl(const std::string& uri, const std::string& name, const GraphSource& source,
+                       const Stream& stream) {
+  std::ostringstream ports, groups;
+  int64_t index = 0;
+  std::set<std::string> symbols;
+  auto unique = [&](std::string symbol) {
+    const std::string base = symbol;
+    for (int k = 2; symbols.count(symbol); ++k) symbol = base + "_" + std::to_string(k);
+    symbols.insert(symbol);
+    return symbol;
+  };
+  auto port = [&](const std::string& kind, const std::string& symbol, const std::string& label,
+                  const std::string& extra) {
+    ports << (index ? " , " : " ") << "[\n    a " << kind << " ;\n    lv2:index " << index
+          << " ;\n    lv2:symbol " << quoted(unique(symbol)) << " ;\n    lv2:name " << quoted(label)
+          << " ;\n"
+          << extra << "  ]";
+    ++index;
+  };
+  // A group of audio ports: stereo (left, right), mono or several channels.
+  auto audio = [&](bool input, const std::string& symbol, const std::string& label,
+                   int64_t channels) {
+    const std::string group = uri + "#" + symbol;
+    const char* layout = channels == 1 ? ", pg:MonoGroup" : channels == 2 ? ", pg:StereoGroup" : "";
+    groups << "\n<" << group << ">\n  a " << (input ? "pg:InputGroup" : "pg:OutputGroup") << layout
+           << " ;\n  lv2:symbol " << quoted(symbol) << " ;\n  rdfs:label " << quoted(label)
+           << " .\n";
+    for (int64_t c = 0; c < channels; ++c) {
+      const std::string side        = channels == 1   ? ""
+                                      : channels == 2 ? (c == 0 ? "left" : "right")
+                                                      : std::to_string(c + 1);
+      const std::string designation = channels == 1   ? "pg:center"
+                                      : channels == 2 ? "pg:" + side
+                                                      : "";
+      port(input ? "lv2:AudioPort, lv2:InputPort" : "lv2:AudioPort, lv2:OutputPort",
+           symbol + (side.empty() ? "" : "_" + side), label + (side.empty() ? "" : " " + side),
+           "    pg:group <" + group + "> ;\n" +
+               (designation.empty() ? "" : "    lv2:designation " + designation + " ;\n"));
+    }
+  };
+  int64_t track = 0;
+  for (NodeId id : source.graph.nodes_of_type("in")) {
+    std::string label = size_t(track) < source.track_names.size()
+                            ? source.track_names[size_t(track)]
+                            : source.graph.node(id).name;
+    if (label.empty()) label = "track " + std::to_string(track + 1);
+    audio(true, "in_" + std::to_string(++track), label, stream.source_channels());
+  }
+  for (int64_t o = 0; o < stream.n_outputs(); ++o)
+    audio(false, stream.n_outputs() > 1 ? "out_" + std::to_string(o + 1) : "out",
+          stream.n_outputs() > 1 ? "output " + std::to_string(o + 1) : "mix",
+          stream.output_channels());
+  for (const StreamParameter& p : stream.parameters()) {
+    const std::string node =
+        p.node_name.empty() ? p.type + " " + std::to_string(p.node) : p.node_name;
+    const StreamControl& c = p.control;
+    std::string extra      = "    lv2:default " + number(c.value) + " ;\n    lv2:minimum " +
+                        number(c.minimum) + " ;\n    lv2:maximum " + number(c.maximum) + " ;\n";
+    if (!lv2_unit(c.unit).empty()) extra += "    units:unit " + lv2_unit(c.unit) + " ;\n";
+    if (c.unit == "ms" && c.minimum > 0)  // times span decades: a logarithmic knob
+      extra += "    lv2:portProperty pprops:logarithmic ;\n";
+    if (!c.description.empty()) extra += "    rdfs:comment " + quoted(c.description) + " ;\n";
+    port("lv2:ControlPort, lv2:InputPort", symbol_of(node + "_" + c.name), node + ": " + c.name,
+         extra);
+  }
+  port("lv2:ControlPort, lv2:OutputPort", "latency", "Latency",
+       "    lv2:designation lv2:latency ;\n    lv2:portProperty lv2:reportsLatency, "
+       "lv2:integer ;\n    units:unit units:frame ;\n");
 
-struct Port {
-  std::string kind, symbol, name, extra;
-};
-
-std::string plugin_ttl(const std::string& uri, const std::string& name,
-                       const std::vector<Port>& ports) {
   std::ostringstream ttl;
   ttl << "@prefix doap: <http://usefulinc.com/ns/doap#> .\n"
          "@prefix lv2: <http://lv2plug.in/ns/lv2core#> .\n"
+         "@prefix pg: <http://lv2plug.in/ns/ext/port-groups#> .\n"
+         "@prefix pprops: <http://lv2plug.in/ns/ext/port-props#> .\n"
          "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
          "@prefix units: <http://lv2plug.in/ns/extensions/units#> .\n\n"
       << "<" << uri << ">\n"
@@ -97,13 +159,9 @@ std::string plugin_ttl(const std::string& uri, const std::string& name,
       << "  doap:name " << quoted(name) << " ;\n"
       << "  rdfs:comment " << quoted("A graph exported by grafx export-lv2") << " ;\n"
       << "  lv2:optionalFeature lv2:hardRTCapable ;\n"
-      << "  lv2:port";
-  for (size_t k = 0; k < ports.size(); ++k)
-    ttl << (k ? " , " : " ") << "[\n    a " << ports[k].kind << " ;\n    lv2:index " << k
-        << " ;\n    lv2:symbol " << quoted(ports[k].symbol) << " ;\n    lv2:name "
-        << quoted(ports[k].name) << " ;\n"
-        << ports[k].extra << "  ]";
-  ttl << " .\n";
+      << "  pg:mainOutput <" << uri << "#" << (stream.n_outputs() > 1 ? "out_1" : "out") << "> ;\n"
+      << "  lv2:port" << ports.str() << " .\n"
+      << groups.str();
   return ttl.str();
 }
 
@@ -111,22 +169,15 @@ std::string plugin_ttl(const std::string& uri, const std::string& name,
 
 void add_export_lv2_command(CLI::App& app) {
   struct Args {
-    std::string source, parameters, output, uri, name;
-    int64_t channels = 2, seed = 0, sample_rate = 0;
+    GraphSourceOptions what;
+    std::string output, uri, name;
+    int64_t channels = 2, sample_rate = 0;
     bool force = false;
   };
   auto args     = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "export-lv2", "Export a fitted graph as an LV2 plugin bundle for audio hosts");
-  cmd->add_option("source", args->source,
-                  "A fit folder (its console.json and parameters.safetensors) or a graph file")
-      ->required();
-  cmd->add_option("--params", args->parameters,
-                  "Parameter file (.safetensors); default: the fit folder's, or initial "
-                  "parameters for a graph file");
-  cmd->add_option("--seed", args->seed, "Seed of the initial parameters")
-      ->capture_default_str()
-      ->check(whole_number(0));
+  add_graph_source_options(*cmd, args->what);
   cmd->add_option("--channels", args->channels, "Channels of every track's input (1: mono)")
       ->capture_default_str()
       ->check(CLI::Range(1, 8));
@@ -160,7 +211,7 @@ void add_export_lv2_command(CLI::App& app) {
     if (!fs::is_directory(parent, ec))
       throw IoError("grafx.io.unwritable", args->output + ": its folder does not exist");
     const fs::path library = plugin_library();
-    const GraphSource source(args->source, args->parameters);
+    const GraphSource source(args->what);
     const SampleRate recorded = source.file.sample_rate;
     if (recorded > 0 && args->sample_rate > 0 && args->sample_rate != recorded)
       throw RenderError("grafx.lv2.sample_rate",
@@ -173,62 +224,13 @@ void add_export_lv2_command(CLI::App& app) {
                         "the parameters record no sample rate: give --sample-rate");
     const Processors processors = source.processors(sample_rate);
     // Blocks as hosts call plugins: larger calls run in blocks of this size.
-    const Stream stream(source.graph, processors, source.parameters(processors, args->seed),
+    const Stream stream(source.graph, processors, source.parameters(processors),
                         {sample_rate, 4096, args->channels});
     const std::string uri  = args->uri.empty() ? "urn:grafx:" + symbol_of(stem) : args->uri;
     const std::string name = args->name.empty() ? stem : args->name;
     if (uri.find_first_of("<>\" {}|\\^`") != std::string::npos ||
         uri.find(':') == std::string::npos)
       throw RenderError("grafx.lv2.uri", "--uri " + args->uri + ": expected an absolute URI");
-
-    // The ports, in the order the plugin connects them (apps/lv2/grafx_lv2.cpp).
-    std::vector<Port> ports;
-    std::set<std::string> symbols;
-    auto unique = [&](std::string symbol) {
-      const std::string base = symbol;
-      for (int k = 2; symbols.count(symbol); ++k) symbol = base + "_" + std::to_string(k);
-      symbols.insert(symbol);
-      return symbol;
-    };
-    int64_t source_index = 0;
-    for (NodeId id : source.graph.nodes()) {
-      const Node& node = source.graph.node(id);
-      if (node.type != NodeTypes::kIn) continue;
-      std::string track = size_t(source_index) < source.track_names.size()
-                              ? source.track_names[size_t(source_index)]
-                              : node.name;
-      if (track.empty()) track = "track " + std::to_string(source_index + 1);
-      for (int64_t c = 0; c < stream.source_channels(); ++c) {
-        const std::string side = channel_name(c, stream.source_channels());
-        ports.push_back({"lv2:AudioPort, lv2:InputPort",
-                         unique(symbol_of("in_" + std::to_string(source_index + 1) +
-                                          (side.empty() ? "" : "_" + side))),
-                         track + (side.empty() ? "" : " " + side), ""});
-      }
-      ++source_index;
-    }
-    for (int64_t o = 0; o < stream.n_outputs(); ++o)
-      for (int64_t c = 0; c < stream.output_channels(); ++c) {
-        const std::string side = channel_name(c, stream.output_channels());
-        const std::string out  = stream.n_outputs() > 1 ? "out_" + std::to_string(o + 1) : "out";
-        ports.push_back({"lv2:AudioPort, lv2:OutputPort",
-                         unique(symbol_of(out + (side.empty() ? "" : "_" + side))),
-                         out + (side.empty() ? "" : " " + side), ""});
-      }
-    for (const StreamParameter& p : stream.parameters()) {
-      const std::string node =
-          p.node_name.empty() ? p.type + " " + std::to_string(p.node) : p.node_name;
-      const StreamControl& c = p.control;
-      std::string extra      = "    lv2:default " + number(c.value) + " ;\n    lv2:minimum " +
-                          number(c.minimum) + " ;\n    lv2:maximum " + number(c.maximum) + " ;\n";
-      if (!lv2_unit(c.unit).empty()) extra += "    units:unit " + lv2_unit(c.unit) + " ;\n";
-      if (!c.description.empty()) extra += "    rdfs:comment " + quoted(c.description) + " ;\n";
-      ports.push_back({"lv2:ControlPort, lv2:InputPort", unique(symbol_of(node + "_" + c.name)),
-                       node + ": " + c.name, extra});
-    }
-    ports.push_back({"lv2:ControlPort, lv2:OutputPort", unique("latency"), "Latency",
-                     "    lv2:designation lv2:latency ;\n    lv2:portProperty lv2:reportsLatency, "
-                     "lv2:integer ;\n    units:unit units:frame ;\n"});
 
     // Written beside the bundle, then renamed into place: an existing bundle is replaced whole
     // or not at all.
@@ -248,7 +250,8 @@ void add_export_lv2_command(CLI::App& app) {
                           ">\n  a lv2:Plugin ;\n  lv2:binary <grafx_lv2.so> ;\n"
                           "  rdfs:seeAlso <plugin.ttl> .\n",
                       false);
-      write_text_file((partial / "plugin.ttl").string(), plugin_ttl(uri, name, ports), false);
+      write_text_file((partial / "plugin.ttl").string(), plugin_ttl(uri, name, source, stream),
+                      false);
       fs::copy_file(library, partial / "grafx_lv2.so");
       if (fs::exists(bundle)) fs::rename(bundle, old);
       fs::rename(partial, bundle);

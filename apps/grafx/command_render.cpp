@@ -183,26 +183,19 @@ void add_render_command(CLI::App& app) {
 
 void add_stream_command(CLI::App& app) {
   struct Args {
-    std::string source, parameters, output;
+    GraphSourceOptions what;
+    std::string output;
     std::vector<std::string> tracks;
-    int64_t block = 512, channels = 2, seed = 0;
+    int64_t block = 512, channels = 2;
     bool random_blocks = false, pad = false, pcm16 = false, force = false;
   };
   auto args     = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "stream", "Stream audio files through a graph block by block, as a plugin runs it");
-  cmd->add_option("source", args->source,
-                  "A fit folder (its console.json and parameters.safetensors) or a graph file")
-      ->required();
+  add_graph_source_options(*cmd, args->what);
   cmd->add_option("--tracks,--sources", args->tracks,
                   "One audio file per `in` node, in node id order (default for a fit folder: "
                   "the tracks it was fitted on)");
-  cmd->add_option("--params", args->parameters,
-                  "Parameter file (.safetensors); default: the fit folder's, or initial "
-                  "parameters for a graph file");
-  cmd->add_option("--seed", args->seed, "Seed of the initial parameters")
-      ->capture_default_str()
-      ->check(whole_number(0));
   cmd->add_option("--block", args->block, "Samples per block")
       ->capture_default_str()
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
@@ -218,7 +211,7 @@ void add_stream_command(CLI::App& app) {
       ->required();
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
-    const GraphSource source(args->source, args->parameters);
+    const GraphSource source(args->what);
     const Graph& graph              = source.graph;
     std::vector<std::string> tracks = args->tracks.empty() ? source.tracks : args->tracks;
     if (tracks.empty())
@@ -240,9 +233,9 @@ void add_stream_command(CLI::App& app) {
     SampleRate sample_rate = source.file.sample_rate;
     at::Tensor sources     = load_sources(tracks, args->channels, args->pad, sample_rate);
     Processors processors  = source.processors(sample_rate);
-    Parameters parameters  = source.parameters(processors, args->seed);
+    Parameters parameters  = source.parameters(processors);
     Stream stream(graph, processors, parameters, {sample_rate, args->block, args->channels});
-    std::mt19937_64 random(uint64_t(args->seed));
+    std::mt19937_64 random(uint64_t(args->what.seed));
     std::uniform_int_distribution<int64_t> sizes(1, args->block);
     const auto start         = std::chrono::steady_clock::now();
     auto seconds_since_start = [&] {

@@ -9,6 +9,7 @@
 #include <grafx/io/parameter_file.h>
 #include <grafx/render/parameters.h>
 
+#include "cli/fit_folder.h"
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
@@ -28,44 +29,18 @@ namespace {
 using testing::contains;
 using testing::run_grafx;
 
-constexpr SampleRate kRate    = 16000;
+constexpr SampleRate kRate    = testing::FitFolder::kRate;
 constexpr int64_t kLatency    = 2046;  // the track's EQ and the group's, in series
 constexpr int64_t kTracks     = 3;
 constexpr const char* kPlugin = "urn:grafx:mix";
 
 /// A fit folder as grafx fit leaves it (3 stereo tracks, EQs, dynamics, a delay, a reverb,
 /// dry/wet amounts), and the bundle exported from it.
-struct Exported {
-  testing::TempDir dir;
-  std::string folder = dir.file("fit"), bundles = dir.file("bundles");
-  std::string bundle = bundles + "/mix.lv2";
-  std::vector<std::string> tracks;
+struct Exported : testing::FitFolder {
+  std::string bundles = dir.file("bundles"), bundle = bundles + "/mix.lv2";
   testing::CommandResult exported;
   Exported() {
-    std::filesystem::create_directory(folder);
     std::filesystem::create_directory(bundles);
-    ConsoleOptions options;
-    options.n_tracks     = kTracks;
-    options.track_groups = {0, 0, 0};
-    options.chain        = {"eq", "compressor", "gain_pan", "delay", "reverb"};
-    options.dry_wet      = true;
-    Graph graph          = build_console(options, registry_node_types()).graph;
-    save_graph(graph, folder + "/console.json");
-    const Processors processors = make_processors(graph.types(), {kRate});
-    Parameters parameters       = create_parameters(graph, processors, {1, at::kFloat, false});
-    at::manual_seed(2);
-    for (auto& [type, named] : parameters)
-      for (auto& [name, t] : named) t = t + 0.3 * at::randn_like(t);
-    save_parameters(folder + "/parameters.safetensors", graph, parameters, false, kRate);
-    FitInputs inputs;
-    for (int k = 0; k < kTracks; ++k) {
-      tracks.push_back(dir.file("track" + std::to_string(k) + ".wav"));
-      write_audio(tracks.back(), 0.3 * at::randn({2, kRate}), kRate);
-    }
-    inputs.tracks      = tracks;
-    inputs.mix         = tracks.front();
-    inputs.sample_rate = kRate;
-    write_fit_record(folder, inputs, FitOptions(), false);
     exported = run_grafx({"export-lv2", folder, "-o", bundle});
   }
 
@@ -133,6 +108,14 @@ TEST(CliExportLv2, TheBundleLoadsAndPlaysTheFittedMixInDebiansHosts) {
   for (const char* port : {"in_1_left", "in_3_right", "out_left", "out_right", "latency",
                            "threshold_db", "gain_db_0_", "wet"})
     EXPECT_TRUE(contains(info.out, port)) << port;
+
+  // Its Turtle files hold to the LV2 specification (sord_validate against the installed one).
+  const auto validated =
+      e.host("lv2_validate " + e.bundle + "/manifest.ttl " + e.bundle + "/plugin.ttl");
+  EXPECT_EQ(validated.exit_code, 0) << validated.err;
+  EXPECT_TRUE(contains(validated.out + validated.err, "Found 0 errors"))
+      << validated.out << validated.err;
+  EXPECT_TRUE(contains(info.out, "Group:       urn:grafx:mix#in_1")) << info.out;
 
   // lv2apply renders the tracks through it as grafx render does, shifted by the latency.
   const at::Tensor rendered = e.padded_render(e.dir.file("tracks.wav"));

@@ -8,6 +8,7 @@
 #include <grafx/io/parameter_file.h>
 #include <grafx/render/parameters.h>
 
+#include "cli/fit_folder.h"
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
@@ -21,42 +22,8 @@ namespace grafx {
 namespace {
 
 using testing::contains;
+using testing::FitFolder;
 using testing::run_grafx;
-
-constexpr SampleRate kRate = 16000;
-
-/// A fit folder as grafx fit leaves it: a 3-track console with EQs on tracks and the group (two
-/// zero-phase filters in series), dynamics, a delay and a reverb, its parameters and its record.
-struct FitFolder {
-  testing::TempDir dir;
-  std::string folder = dir.file("fit");
-  std::vector<std::string> tracks;
-  FitFolder() {
-    std::filesystem::create_directory(folder);
-    ConsoleOptions options;
-    options.n_tracks     = 3;
-    options.track_groups = {0, 0, 0};
-    options.chain        = {"eq", "compressor", "gain_pan", "delay", "reverb"};
-    options.dry_wet      = true;
-    Graph graph          = build_console(options, registry_node_types()).graph;
-    save_graph(graph, folder + "/console.json");
-    const Processors processors = make_processors(graph.types(), {kRate});
-    Parameters parameters       = create_parameters(graph, processors, {1, at::kFloat, false});
-    at::manual_seed(2);
-    for (auto& [type, named] : parameters)
-      for (auto& [name, t] : named) t = t + 0.3 * at::randn_like(t);
-    save_parameters(folder + "/parameters.safetensors", graph, parameters, false, kRate);
-    FitInputs inputs;
-    for (int k = 0; k < 3; ++k) {
-      tracks.push_back(dir.file("track" + std::to_string(k) + ".wav"));
-      write_audio(tracks.back(), 0.3 * at::randn({2, kRate}), kRate);
-    }
-    inputs.tracks      = tracks;
-    inputs.mix         = tracks.front();
-    inputs.sample_rate = kRate;
-    write_fit_record(folder, inputs, FitOptions(), false);
-  }
-};
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 std::string read_text(const std::string& path) {
