@@ -1,12 +1,13 @@
 // The LV2 plugin of an exported graph (grafx export-lv2): one shared library for every bundle,
 // which reads its bundle's stream program (stream.program, Stream::save) and plugin URI
-// (plugin.uri) and runs the stream. Plain C++ and the LV2 headers: no LibTorch.
+// (plugin.uri) and runs the stream at the host's rate (render/host_stream.h: converted where
+// the host runs at another rate than the fit's). Plain C++ and the LV2 headers: no LibTorch.
 //
 // Ports, in the order the bundle's plugin.ttl declares them: each source's channels (audio
 // in), each output's channels (audio out), one control per stream parameter (physical units),
 // then the latency (control out, lv2:reportsLatency).
 
-#include <grafx/render/stream.h>
+#include <grafx/render/host_stream.h>
 
 #include <lv2/core/lv2.h>
 
@@ -49,14 +50,12 @@ struct Library {
 };
 
 struct Plugin {
-  grafx::Stream stream;
+  grafx::HostStream host;
   std::vector<const float*> inputs;  // ports, as the host connected them
   std::vector<float*> outputs;
   std::vector<const float*> controls;
   float* latency = nullptr;
   std::vector<float> control_values;  // as last applied
-  std::vector<const float*> block_inputs;
-  std::vector<float*> block_outputs;
 };
 
 LV2_Handle instantiate(const LV2_Descriptor* descriptor, double sample_rate,
@@ -64,22 +63,17 @@ LV2_Handle instantiate(const LV2_Descriptor* descriptor, double sample_rate,
   const std::string bundle = bundle_path ? bundle_path : "";
   try {
     grafx::Stream stream = grafx::Stream::load(read_file(bundle_file(bundle, "stream.program")));
-    if (double(stream.sample_rate()) != sample_rate) {
-      std::fprintf(stderr,
-                   "grafx: %s was exported at %lld Hz and runs at no other rate (the host "
-                   "runs at %g Hz): export it again from a fit at that rate\n",
-                   descriptor->URI, static_cast<long long>(stream.sample_rate()), sample_rate);
-      return nullptr;
-    }
-    auto plugin = std::make_unique<Plugin>(Plugin{std::move(stream)});
-    Plugin& p   = *plugin;
-    p.inputs.assign(size_t(p.stream.n_sources() * p.stream.source_channels()), nullptr);
-    p.outputs.assign(size_t(p.stream.n_outputs() * p.stream.output_channels()), nullptr);
-    p.controls.assign(p.stream.parameters().size(), nullptr);
-    for (const grafx::StreamParameter& parameter : p.stream.parameters())  // the ports' defaults
+    if (sample_rate != std::floor(sample_rate))
+      throw std::runtime_error("a host rate of a fraction of a hertz");
+    auto plugin = std::make_unique<Plugin>(
+        Plugin{grafx::HostStream(std::move(stream), int64_t(sample_rate))});
+    Plugin& p                  = *plugin;
+    const grafx::Stream& graph = p.host.stream();
+    p.inputs.assign(size_t(graph.n_sources() * graph.source_channels()), nullptr);
+    p.outputs.assign(size_t(graph.n_outputs() * graph.output_channels()), nullptr);
+    p.controls.assign(graph.parameters().size(), nullptr);
+    for (const grafx::StreamParameter& parameter : graph.parameters())  // the ports' defaults
       p.control_values.push_back(float(parameter.control.value));
-    p.block_inputs.resize(p.inputs.size());
-    p.block_outputs.resize(p.outputs.size());
     return plugin.release();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "grafx: %s: %s\n", descriptor->URI, e.what());
@@ -98,28 +92,21 @@ void connect_port(LV2_Handle handle, uint32_t port, void* data) {
   if (k == p.controls.size()) p.latency = static_cast<float*>(data);
 }
 
-void activate(LV2_Handle handle) { static_cast<Plugin*>(handle)->stream.reset(); }
+void activate(LV2_Handle handle) { static_cast<Plugin*>(handle)->host.reset(); }
 
 void run(LV2_Handle handle, uint32_t n_samples) {
   Plugin& p = *static_cast<Plugin*>(handle);
-  if (p.latency) *p.latency = float(p.stream.latency_samples());
+  if (p.latency) *p.latency = float(p.host.latency_samples());
   for (size_t k = 0; k < p.controls.size(); ++k)  // a changed control glides to its value
     if (p.controls[k] && *p.controls[k] != p.control_values[k]) {
       p.control_values[k] = *p.controls[k];
-      p.stream.set_parameter(k, double(p.control_values[k]));
+      p.host.stream().set_parameter(k, double(p.control_values[k]));
     }
   for (const float* port : p.inputs)
     if (!port) return;  // the host has not connected every port: nothing to do
   for (float* port : p.outputs)
     if (!port) return;
-  // Blocks of at most the stream's largest, however many samples the host asks for.
-  for (uint32_t start = 0; start < n_samples;) {
-    const uint32_t n = uint32_t(std::min<int64_t>(p.stream.max_block(), n_samples - start));
-    for (size_t k = 0; k < p.inputs.size(); ++k) p.block_inputs[k] = p.inputs[k] + start;
-    for (size_t k = 0; k < p.outputs.size(); ++k) p.block_outputs[k] = p.outputs[k] + start;
-    p.stream.process(p.block_inputs.data(), p.block_outputs.data(), n);
-    start += n;
-  }
+  p.host.process(p.inputs.data(), p.outputs.data(), n_samples);
 }
 
 void deactivate(LV2_Handle) {}

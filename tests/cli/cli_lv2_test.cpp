@@ -7,6 +7,7 @@
 #include <grafx/graph/graph_json.h>
 #include <grafx/io/audio.h>
 #include <grafx/io/parameter_file.h>
+#include <grafx/render/host_stream.h>
 #include <grafx/render/parameters.h>
 
 #include "cli/fit_folder.h"
@@ -167,8 +168,8 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
   auto simple = reinterpret_cast<LV2_Descriptor_Function>(dlsym(loaded.library, "lv2_descriptor"));
   ASSERT_NE(simple(0), nullptr);
   EXPECT_STREQ(simple(0)->URI, kPlugin);
-  // Another sample rate is refused (no instance), as is a bundle without its program.
-  EXPECT_EQ(loaded.plugin->instantiate(loaded.plugin, 44100, (e.bundle + "/").c_str(), nullptr),
+  // A rate of a fraction of a hertz is refused (no instance), as is a bundle without its program.
+  EXPECT_EQ(loaded.plugin->instantiate(loaded.plugin, 44100.5, (e.bundle + "/").c_str(), nullptr),
             nullptr);
   EXPECT_EQ(loaded.plugin->instantiate(loaded.plugin, kRate, e.dir.path().c_str(), nullptr),
             nullptr);
@@ -215,6 +216,32 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
   }
   EXPECT_LE(difference(played, rendered), 1e-5);
   loaded.plugin->deactivate(instance);
+  loaded.plugin->cleanup(instance);
+
+  // At another rate it converts, and plays what a HostStream of its program plays (whose
+  // conversions render_test checks against the offline render), with its latency.
+  instance = loaded.plugin->instantiate(loaded.plugin, 48000, (e.bundle + "/").c_str(), nullptr);
+  ASSERT_NE(instance, nullptr);
+  HostStream host(Stream::load(testing::read_file(e.bundle + "/stream.program")), 48000);
+  const at::Tensor fast = at::randn({2 * kTracks, 48000}) * 0.3;  // a second at 48 kHz
+  at::Tensor converted = at::zeros({2, 48000}), expected = at::zeros({2, 48000});
+  port = 0;
+  for (int64_t c = 0; c < 2 * kTracks; ++c)
+    loaded.plugin->connect_port(instance, port++, fast[c].data_ptr<float>());
+  for (int64_t c = 0; c < 2; ++c)
+    loaded.plugin->connect_port(instance, port++, converted[c].data_ptr<float>());
+  for (float& value : controls) loaded.plugin->connect_port(instance, port++, &value);
+  loaded.plugin->connect_port(instance, port++, &latency);
+  loaded.plugin->activate(instance);
+  loaded.plugin->run(instance, 48000);
+  std::vector<const float*> in;
+  for (int64_t c = 0; c < 2 * kTracks; ++c) in.push_back(fast[c].data_ptr<float>());
+  std::vector<float*> out = {expected[0].data_ptr<float>(), expected[1].data_ptr<float>()};
+  host.process(in.data(), out.data(), 48000);
+  EXPECT_TRUE(at::equal(converted, expected));
+  EXPECT_GT(converted.abs().max().item<double>(), 1e-2);
+  EXPECT_EQ(latency, float(host.latency_samples()));
+  EXPECT_GT(host.latency_samples(), kLatency * 3);  // the EQs' at 48 kHz, and the conversions'
   loaded.plugin->cleanup(instance);
 }
 

@@ -2,8 +2,10 @@
 // block by block equal the offline render shifted by the declared latency, for block sizes 1,
 // 7, 64, 512, 4096 and random ones; process() allocates nothing; bad blocks are contained.
 
+#include <grafx/dsp/stream_resampler.h>
 #include <grafx/error.h>
 #include <grafx/graph/console.h>
+#include <grafx/render/host_stream.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
 #include <grafx/render/stream.h>
@@ -406,6 +408,79 @@ TEST(Stream, ProgramsThatAreNotOneAreRefused) {
   std::string newer = program;
   newer[sizeof("grafx stream program\n") - 1] ^= 2;  // the version's first byte
   EXPECT_GRAFX_ERROR(Stream::load(newer), code, "another version");
+}
+
+// A host at another rate: the stream's inputs converted down, its outputs back up, equal the
+// conversion back of the offline render of the converted sources, by their latency.
+TEST(HostStream, RunsAtAHostsRateAsTheRenderOfTheConvertedSources) {
+  const Graph graph           = routed_console({"eq", "compressor", "gain_pan"});
+  const Processors processors = make_processors(graph.types(), {kRate});
+  const Parameters parameters = acting_parameters(graph, processors, 7);
+  const int64_t n_sources     = graph.count_per_type()[NodeTypes::kIn];
+  for (int64_t host_rate : {int64_t(kRate), int64_t(44100), int64_t(22050 * 3)}) {
+    HostStream host(Stream(graph, processors, parameters, {kRate, 512, 1}), host_rate);
+    EXPECT_EQ(host.converts(), host_rate != kRate);
+    // A quarter second of noise, then silence for the latency to play out.
+    const int64_t length = host_rate * 3 / 4, sound = host_rate / 4;
+    at::manual_seed(11);
+    at::Tensor sources = at::zeros({n_sources, 1, length}, at::kFloat);
+    sources.narrow(2, 0, sound).copy_(at::randn({n_sources, 1, sound}) * 0.3);
+    at::Tensor played = at::empty({1, host.stream().output_channels(), length}, at::kFloat);
+    std::mt19937 random(5);
+    std::vector<const float*> in(static_cast<size_t>(n_sources));
+    std::vector<float*> out(static_cast<size_t>(played.size(1)));
+    for (int64_t start = 0; start < length;) {  // calls of 0 to 3000 samples
+      const int64_t n = std::min<int64_t>(std::uniform_int_distribution<int64_t>(0, 3000)(random),
+                                          length - start);
+      for (int64_t k = 0; k < n_sources; ++k)
+        in[size_t(k)] = sources[k][0].data_ptr<float>() + start;
+      for (int64_t c = 0; c < played.size(1); ++c)
+        out[size_t(c)] = played[0][c].data_ptr<float>() + start;
+      host.process(in.data(), out.data(), n);
+      start += n;
+    }
+    // The reference: converted in double, rendered offline at the stream's rate, converted back.
+    at::Tensor expected;
+    int64_t shift = host.latency_samples();
+    if (!host.converts()) {
+      expected =
+          render(make_render_plan(to_tensor(graph)), processors, parameters, sources).outputs;
+    } else {
+      const dsp::ResamplerFilter filter(host_rate, kRate);
+      auto convert = [&](const at::Tensor& x, int64_t from, int64_t to) {
+        const at::Tensor d          = x.to(at::kDouble).contiguous();
+        const std::vector<double> y = dsp::StreamResampler::convert(
+            filter, from, to,
+            std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel()));
+        return at::tensor(y, at::kDouble).to(at::kFloat);
+      };
+      std::vector<at::Tensor> down;
+      for (int64_t k = 0; k < n_sources; ++k)
+        down.push_back(convert(sources[k][0], host_rate, kRate));
+      const at::Tensor rendered = render(make_render_plan(to_tensor(graph)), processors, parameters,
+                                         at::stack(down).unsqueeze(1))
+                                      .outputs;
+      std::vector<at::Tensor> back;
+      for (int64_t c = 0; c < rendered.size(1); ++c)
+        back.push_back(convert(rendered[0][c], kRate, host_rate));
+      expected = at::stack(back).unsqueeze(0);
+      shift -= (int64_t(filter.taps.size()) - 1) / (filter.common_rate / host_rate);  // in `back`
+    }
+    ASSERT_GE(shift, 0);
+    const int64_t compared = std::min(length - shift, expected.size(2));
+    ASSERT_GT(compared, sound) << host_rate;
+    const double peak  = expected.abs().max().item<double>();
+    const double error = (played.narrow(2, shift, compared) - expected.narrow(2, 0, compared))
+                             .abs()
+                             .max()
+                             .item<double>();
+    EXPECT_LE(error, 1e-5 * peak) << host_rate << " Hz, latency " << host.latency_samples();
+    EXPECT_GT(peak, 1e-2);
+  }
+  EXPECT_GRAFX_ERROR(HostStream(Stream(graph, processors, parameters, {kRate, 512, 1}), 0),
+                     "grafx.stream.options", "host rate");
+  EXPECT_GRAFX_ERROR(HostStream(Stream(graph, processors, parameters, {kRate, 512, 1}), 9999991),
+                     "grafx.stream.options", "cannot run at 9999991 Hz");
 }
 
 TEST(Stream, RefusesWhatItCannotStream) {

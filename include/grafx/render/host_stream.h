@@ -1,0 +1,58 @@
+#pragma once
+/// A stream as a host runs it (render/stream.h): any number of samples per call, cut into the
+/// stream's blocks, at the host's sample rate. Where the host runs at another rate than the
+/// stream was made for, each source channel is converted to the stream's rate and each output
+/// channel back (dsp/stream_resampler.h), and the latency, the stream's and the conversions',
+/// stays a whole number of host samples: the outputs equal the conversion back of the offline
+/// render of the converted sources, delayed by latency_samples() (a test checks this).
+///
+///   HostStream host(Stream::load(program), 44100);  // a stream made at 30 kHz
+///   host.process(inputs, outputs, n);               // any n; allocates nothing
+///
+/// Plain C++ (no LibTorch): the LV2 plugin runs it.
+
+#include <grafx/dsp/stream_resampler.h>
+#include <grafx/processors/node_stream.h>
+#include <grafx/render/stream.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace grafx {
+
+class HostStream {
+ public:
+  /// Throws RenderError [grafx.stream.options] for a host rate below 1 Hz or one whose ratio to
+  /// the stream's cannot be converted (their common rate above 2^32 Hz).
+  HostStream(Stream stream, int64_t host_rate);
+
+  /// n samples (any n ≥ 0) of each source channel into each output channel, as
+  /// Stream::process lays them out. Allocates nothing, throws nothing.
+  void process(const float* const* sources, float* const* outputs, int64_t n) noexcept;
+  /// Back to silence, as just made.
+  void reset() noexcept;
+  /// Host samples by which the outputs lag (those of the offline render, at the same rate).
+  int64_t latency_samples() const { return latency_; }
+  int64_t host_rate() const { return host_rate_; }
+  bool converts() const { return !down_.empty(); }
+  Stream& stream() { return stream_; }
+  const Stream& stream() const { return stream_; }
+
+ private:
+  Stream stream_;
+  int64_t host_rate_, latency_ = 0;
+  std::vector<const float*> sources_;  // pointers of one block
+  std::vector<float*> outputs_;
+  // Where the rates differ: per source channel, per output channel.
+  std::vector<dsp::StreamResampler> down_, up_;
+  std::vector<std::vector<float>> converted_, processed_;  // at the stream's rate
+  std::vector<DelayLine> align_;  // to a stream latency of whole host samples
+  std::vector<float> scratch_;
+  // Per output channel, a ring of host samples converted back, primed with silence so that a
+  // call always finds as many as it returns.
+  std::vector<std::vector<float>> ring_;
+  int64_t primed_ = 0, ring_start_ = 0, ring_count_ = 0;
+};
+
+}  // namespace grafx

@@ -1,0 +1,98 @@
+#include <grafx/error.h>
+#include <grafx/render/host_stream.h>
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+namespace grafx {
+
+HostStream::HostStream(Stream stream, int64_t host_rate)
+    : stream_(std::move(stream)), host_rate_(host_rate) {
+  const int64_t sources = stream_.n_sources() * stream_.source_channels();
+  const int64_t outputs = stream_.n_outputs() * stream_.output_channels();
+  sources_.resize(size_t(sources));
+  outputs_.resize(size_t(outputs));
+  const int64_t rate = stream_.sample_rate();
+  if (host_rate < 1)
+    throw RenderError("grafx.stream.options",
+                      "expected a host rate of 1 Hz or more, but got " + std::to_string(host_rate));
+  latency_ = stream_.latency_samples();
+  if (host_rate == rate) return;
+  std::shared_ptr<const dsp::ResamplerFilter> filter;
+  try {
+    filter = std::make_shared<dsp::ResamplerFilter>(host_rate, rate);
+  } catch (const std::invalid_argument& e) {
+    throw RenderError("grafx.stream.options", "a stream made at " + std::to_string(rate) +
+                                                  " Hz cannot run at " + std::to_string(host_rate) +
+                                                  " Hz: " + e.what());
+  }
+  for (int64_t k = 0; k < sources; ++k) down_.emplace_back(filter, host_rate, rate);
+  for (int64_t k = 0; k < outputs; ++k) up_.emplace_back(filter, rate, host_rate);
+  // Host samples per stream sample: M/L. The stream's latency is padded to a multiple of L
+  // samples, and the filter's round trip, (K − 1) samples of the common rate, is a multiple of
+  // its host samples (K − 1 a multiple of L): the whole latency is in whole host samples.
+  const int64_t g = std::gcd(host_rate, rate), l = rate / g, m = host_rate / g;
+  const int64_t padded = (stream_.latency_samples() + l - 1) / l * l;
+  align_.assign(size_t(outputs), DelayLine(padded - stream_.latency_samples()));
+  const int64_t block = stream_.max_block();  // host samples per step of process()
+  converted_.assign(size_t(sources), std::vector<float>(size_t(down_[0].max_outputs(block))));
+  processed_.assign(size_t(outputs), std::vector<float>(converted_[0].size()));
+  scratch_.assign(size_t(up_[0].max_outputs(int64_t(converted_[0].size()))), 0.0f);
+  // Outputs completed after N host samples, B(A(N)), run ahead of N by a pattern that repeats
+  // every m host samples: prime with the most it falls behind.
+  for (int64_t n = 1; n <= 2 * m + 2; ++n)
+    primed_ = std::max(primed_, n - up_[0].outputs_after(down_[0].outputs_after(n)));
+  ring_.assign(size_t(outputs), std::vector<float>(size_t(primed_ + block + scratch_.size() + 1)));
+  latency_ = primed_ + (int64_t(filter->taps.size()) - 1) / l + padded * m / l;
+  reset();
+}
+
+void HostStream::reset() noexcept {
+  stream_.reset();
+  for (auto& r : down_) r.reset();
+  for (auto& r : up_) r.reset();
+  for (DelayLine& d : align_) d.reset();
+  for (auto& ring : ring_) std::fill(ring.begin(), ring.end(), 0.0f);
+  ring_start_ = 0, ring_count_ = primed_;
+}
+
+void HostStream::process(const float* const* sources, float* const* outputs, int64_t n) noexcept {
+  const int64_t block = stream_.max_block();
+  for (int64_t start = 0; start < n;) {
+    const int64_t step = std::min(block, n - start);
+    if (down_.empty()) {  // the stream's own rate
+      for (size_t k = 0; k < sources_.size(); ++k) sources_[k] = sources[k] + start;
+      for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = outputs[k] + start;
+      stream_.process(sources_.data(), outputs_.data(), step);
+      start += step;
+      continue;
+    }
+    int64_t converted = 0;
+    for (size_t k = 0; k < down_.size(); ++k)
+      converted = down_[k].process(sources[k] + start, step, converted_[k].data());
+    for (int64_t at = 0; at < converted;) {  // the stream in its blocks
+      const int64_t piece = std::min(block, converted - at);
+      for (size_t k = 0; k < sources_.size(); ++k) sources_[k] = converted_[k].data() + at;
+      for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = processed_[k].data() + at;
+      stream_.process(sources_.data(), outputs_.data(), piece);
+      at += piece;
+    }
+    const int64_t size = int64_t(ring_.empty() ? 1 : ring_[0].size());
+    int64_t back       = 0;
+    for (size_t o = 0; o < up_.size(); ++o) {
+      align_[o].process(processed_[o].data(), processed_[o].data(), converted);
+      back = up_[o].process(processed_[o].data(), converted, scratch_.data());
+      for (int64_t i = 0; i < back; ++i)
+        ring_[o][size_t((ring_start_ + ring_count_ + i) % size)] = scratch_[size_t(i)];
+    }
+    ring_count_ += back;
+    for (size_t o = 0; o < ring_.size(); ++o)
+      for (int64_t i = 0; i < step; ++i)
+        outputs[o][start + i] = ring_[o][size_t((ring_start_ + i) % size)];
+    ring_start_ = (ring_start_ + step) % size, ring_count_ -= step;
+    start += step;
+  }
+}
+
+}  // namespace grafx
