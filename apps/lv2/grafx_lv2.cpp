@@ -12,6 +12,9 @@
 #include <lv2/core/lv2.h>
 
 #include <dlfcn.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cctype>
@@ -94,7 +97,21 @@ void connect_port(LV2_Handle handle, uint32_t port, void* data) {
 
 void activate(LV2_Handle handle) { static_cast<Plugin*>(handle)->host.reset(); }
 
+/// Flushes subnormal numbers to zero while it lives, as audio plugins do: a smoother's state
+/// decaying through them in silence would otherwise cost a hundred times as much per sample.
+class FlushSubnormals {
+ public:
+#if defined(__SSE__)
+  FlushSubnormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040); }  // FTZ and DAZ
+  ~FlushSubnormals() { _mm_setcsr(saved_); }
+
+ private:
+  unsigned saved_;
+#endif
+};
+
 void run(LV2_Handle handle, uint32_t n_samples) {
+  const FlushSubnormals flush;
   Plugin& p = *static_cast<Plugin*>(handle);
   if (p.latency) *p.latency = float(p.host.latency_samples());
   for (size_t k = 0; k < p.controls.size(); ++k)  // a changed control glides to its value

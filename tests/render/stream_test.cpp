@@ -171,7 +171,7 @@ TEST(StreamContract, ConsolesStreamAsTheyRenderOffline) {
 // follow curves on the song's clock, behind EQs (their latency) and bypassed nodes.
 TEST(StreamContract, AutomatedConsolesStreamAsTheyRenderOffline) {
   Graph graph = console({"eq", "compressor", "stereo_imager", "gain_pan"}, true);
-  for (const std::string& type : {"gain_pan", "stereo_imager", "send"})
+  for (const char* type : {"gain_pan", "stereo_imager", "send"})
     for (NodeId id : graph.nodes_of_type(type)) graph.set_automated(id, "log_gain");
   for (NodeId id : graph.nodes_of_type("compressor")) graph.set_automated(id, "log_threshold");
   for (NodeId id : graph.nodes_of_type("gain_pan")) graph.set_automated(id, "dry_wet");
