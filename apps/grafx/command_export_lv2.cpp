@@ -182,8 +182,8 @@ void add_export_lv2_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 8));
   cmd->add_option("--sample-rate", args->sample_rate,
-                  "The rate the plugin runs at (default: the parameter file's; the plugin "
-                  "runs at no other)")
+                  "The rate the parameters were made for, where their file records none (the "
+                  "stream runs at it; hosts at other rates convert to it and back)")
       ->check(CLI::Range(int64_t(1000), int64_t(768000)));
   cmd->add_option("--uri", args->uri, "The plugin's URI (default: urn:grafx:NAME)");
   cmd->add_option("--name", args->name, "The plugin's name in hosts (default: the bundle's)");
@@ -214,10 +214,12 @@ void add_export_lv2_command(CLI::App& app) {
     const GraphSource source(args->what);
     const SampleRate recorded = source.file.sample_rate;
     if (recorded > 0 && args->sample_rate > 0 && args->sample_rate != recorded)
-      throw RenderError("grafx.lv2.sample_rate",
-                        "the parameters were made for " + std::to_string(recorded) +
-                            " Hz, not --sample-rate " + std::to_string(args->sample_rate) +
-                            " (their time constants are in samples): fit at that rate");
+      throw RenderError(
+          "grafx.lv2.sample_rate",
+          "the parameters were made for " + std::to_string(recorded) + " Hz, not --sample-rate " +
+              std::to_string(args->sample_rate) +
+              " (their time constants are in samples); leave it out: hosts at any rate convert to "
+              "theirs");
     const SampleRate sample_rate = recorded > 0 ? recorded : args->sample_rate;
     if (sample_rate <= 0)
       throw RenderError("grafx.lv2.sample_rate",

@@ -216,7 +216,8 @@ void add_stream_command(CLI::App& app) {
     std::vector<std::string> tracks = args->tracks.empty() ? source.tracks : args->tracks;
     if (tracks.empty())
       throw RenderError("grafx.render.sources",
-                        "expected --tracks (one audio file per `in` node) for a graph file");
+                        "expected --tracks (one audio file per `in` node): " + args->what.source +
+                            " records no tracks (a graph file, or a pruned console's folder)");
     const int64_t n_inputs = graph.count_per_type()[NodeTypes::kIn];
     if (int64_t(tracks.size()) != n_inputs)
       throw RenderError("grafx.render.sources", source.graph_path + " has " +

@@ -35,7 +35,8 @@ GraphSource::GraphSource(const GraphSourceOptions& options)
       graph(load_graph_file(graph_path)),
       seed(options.seed) {
   graph.check();
-  if (folder) {
+  // A fit's folder records its tracks (a pruned console's folder does not: --tracks then).
+  if (folder && std::filesystem::exists(std::filesystem::path(options.source) / "fit.json")) {
     const FitInputs record = read_fit_record(options.source).inputs;
     tracks = record.tracks, track_names = record.track_names;
   }

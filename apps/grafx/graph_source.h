@@ -1,7 +1,7 @@
 #pragma once
-// What `grafx stream` and `grafx export-lv2` run: a fit folder (its console.json,
-// parameters.safetensors and record) or a graph file with a parameter file (or initial
-// parameters).
+// What `grafx stream` and `grafx export-lv2` run: the folder of a fit or a pruned console (its
+// console.json, parameters.safetensors and, a fit's, its record) or a graph file with a
+// parameter file (or initial parameters).
 
 #include <CLI/CLI.hpp>
 
@@ -28,7 +28,8 @@ struct GraphSource {
   std::string graph_path, parameter_path;  ///< parameter_path empty: initial parameters
   Graph graph;
   ParameterFile file;  ///< read from parameter_path
-  /// The graph's sources in `in` node id order: the fit's tracks and their names (a fit folder).
+  /// The graph's sources in `in` node id order: the fit's tracks and their names (the folder of
+  /// a fit; that of a pruned console records none).
   std::vector<std::string> tracks, track_names;
 
   int64_t seed = 0;

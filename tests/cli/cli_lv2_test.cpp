@@ -254,6 +254,21 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
   loaded.plugin->cleanup(instance);
 }
 
+// The folder of a pruned console holds no record of the fit's tracks: it exports all the same,
+// its inputs named after the graph's `in` nodes, and streams with --tracks.
+TEST(CliExportLv2, APrunedConsolesFolderExports) {
+  Exported e;
+  ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
+  std::filesystem::remove(e.folder + "/fit.json");
+  auto r = run_grafx({"export-lv2", e.folder, "-o", e.bundles + "/pruned.lv2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string ttl = testing::read_file(e.bundles + "/pruned.lv2/plugin.ttl");
+  EXPECT_TRUE(contains(ttl, "lv2:name \"track0 left\"")) << ttl.substr(0, 2000);
+  r = run_grafx({"stream", e.folder, "-o", e.dir.file("s.wav")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "records no tracks")) << r.err;
+}
+
 TEST(CliExportLv2, WhatCannotBeExportedIsRefusedInOneLine) {
   Exported e;
   ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
