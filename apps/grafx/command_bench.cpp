@@ -8,6 +8,7 @@
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/memory.h>
 #include <grafx/plan/render_plan.h>
+#include <grafx/render/host_stream.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
 #include <grafx/render/stream.h>
@@ -41,14 +42,17 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-/// Seconds of `stream` processing `sources` (K×C×L float32) block by block, and its slowest
-/// block's, from a reset.
-std::pair<double, double> time_stream(Stream& stream, const at::Tensor& sources, int64_t block) {
+/// Seconds of `process` (a stream's, from `reset`) over `sources` (K×C×L float32) in blocks,
+/// and its slowest block's.
+template <typename Process, typename Reset>
+std::pair<double, double> time_blocks(const Process& process, const Reset& reset,
+                                      const at::Tensor& sources, int64_t output_channels,
+                                      int64_t block) {
   const int64_t length = sources.size(2);
-  at::Tensor outputs   = at::empty({stream.n_outputs(), stream.output_channels(), length});
+  at::Tensor outputs   = at::empty({output_channels, length});
   std::vector<const float*> in(size_t(sources.size(0) * sources.size(1)));
-  std::vector<float*> out(size_t(outputs.size(0) * outputs.size(1)));
-  stream.reset();
+  std::vector<float*> out(static_cast<size_t>(output_channels));
+  reset();
   double total = 0, slowest = 0;
   for (int64_t start = 0; start < length; start += block) {
     for (size_t k = 0; k < in.size(); ++k)
@@ -56,7 +60,7 @@ std::pair<double, double> time_stream(Stream& stream, const at::Tensor& sources,
     for (size_t k = 0; k < out.size(); ++k)
       out[k] = outputs.data_ptr<float>() + int64_t(k) * length + start;
     const auto from = Clock::now();
-    stream.process(in.data(), out.data(), std::min(block, length - start));
+    process(in.data(), out.data(), std::min(block, length - start));
     const double seconds = milliseconds_since(from) / 1000;
     total += seconds;
     slowest = std::max(slowest, seconds);
@@ -66,8 +70,11 @@ std::pair<double, double> time_stream(Stream& stream, const at::Tensor& sources,
 
 /// grafx bench --stream: the real-time factor of streaming `graph` on one core per block size,
 /// beside the offline render's on one thread.
+/// With a host rate, the same stream in a host at that rate (HostStream: the sources converted
+/// to the stream's rate and the outputs back) too.
 void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double seconds,
-                  SampleRate sample_rate, int64_t repeats, const std::string& name, bool json) {
+                  SampleRate sample_rate, SampleRate host_rate, int64_t repeats,
+                  const std::string& name, bool json) {
   at::set_num_threads(1);
   const Processors processors = make_processors(graph.types(), {sample_rate});
   const Parameters parameters = create_parameters(graph, processors, {0, at::kFloat, false});
@@ -78,21 +85,42 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
   const int64_t largest    = *std::max_element(blocks.begin(), blocks.end());
   const auto made          = Clock::now();
   Stream stream(graph, processors, parameters, {sample_rate, largest, 2});
-  const double setup_ms       = milliseconds_since(made);
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (int64_t block : blocks) {
-    std::vector<double> totals, slowest;
-    time_stream(stream, sources, block);  // warm-up
-    for (int64_t r = 0; r < repeats; ++r) {
-      auto [total, worst] = time_stream(stream, sources, block);
-      totals.push_back(total), slowest.push_back(worst);
+  const double setup_ms = milliseconds_since(made);
+  // Rows of real-time factors per block size: of the stream at its rate, or in a host.
+  auto time_rows = [&](const auto& process, const auto& reset, const at::Tensor& input,
+                       SampleRate rate) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    const int64_t channels      = stream.n_outputs() * stream.output_channels();
+    for (int64_t block : blocks) {
+      std::vector<double> totals, slowest;
+      time_blocks(process, reset, input, channels, block);  // warm-up
+      for (int64_t r = 0; r < repeats; ++r) {
+        auto [total, worst] = time_blocks(process, reset, input, channels, block);
+        totals.push_back(total), slowest.push_back(worst);
+      }
+      const double total = median(totals);
+      rows.push_back({{"block", block},
+                      {"real_time_factor", seconds / total},
+                      {"mean_block_us", 1e6 * total / double((input.size(2) + block - 1) / block)},
+                      {"slowest_block_us", 1e6 * median(slowest)},
+                      {"block_period_us", 1e6 * double(block) / double(rate)}});
     }
-    const double total = median(totals);
-    rows.push_back({{"block", block},
-                    {"real_time_factor", seconds / total},
-                    {"mean_block_us", 1e6 * total / double((length + block - 1) / block)},
-                    {"slowest_block_us", 1e6 * median(slowest)},
-                    {"block_period_us", 1e6 * double(block) / double(sample_rate)}});
+    return rows;
+  };
+  const nlohmann::ordered_json rows = time_rows(
+      [&](const float* const* in, float* const* out, int64_t n) { stream.process(in, out, n); },
+      [&] { stream.reset(); }, sources, sample_rate);
+  nlohmann::ordered_json host_rows = nlohmann::ordered_json::array();
+  int64_t host_latency             = 0;
+  if (host_rate > 0 && host_rate != sample_rate) {
+    HostStream host(Stream(graph, processors, parameters, {sample_rate, largest, 2}), host_rate);
+    host_latency = host.latency_samples();
+    const at::Tensor fast =
+        0.1 *
+        at::randn({n_sources, 2, std::max<int64_t>(1, std::llround(seconds * double(host_rate)))});
+    host_rows = time_rows(
+        [&](const float* const* in, float* const* out, int64_t n) { host.process(in, out, n); },
+        [&] { host.reset(); }, fast, host_rate);
   }
   const RenderPlan plan = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
   std::vector<double> offline;
@@ -114,6 +142,9 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
                                      {"setup_ms", setup_ms},
                                      {"blocks", rows},
                                      {"offline_real_time_factor", offline_factor}};
+    if (!host_rows.empty())
+      result["host"] = {
+          {"rate", host_rate}, {"latency_samples", host_latency}, {"blocks", host_rows}};
     std::cout << result.dump() << "\n";
     return;
   }
@@ -123,12 +154,20 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
             << std::fixed << std::setprecision(1) << "  latency " << stream.latency_samples()
             << " samples (" << 1000.0 * double(stream.latency_samples()) / double(sample_rate)
             << " ms); stream made in " << setup_ms << " ms\n";
-  for (const auto& row : rows)
-    std::cout << "  blocks of " << std::setw(5) << row["block"].get<int64_t>() << "  "
-              << std::setw(7) << row["real_time_factor"].get<double>() << "x real time  "
-              << "(mean block " << row["mean_block_us"].get<double>() << " us, slowest "
-              << row["slowest_block_us"].get<double>() << " us, of "
-              << row["block_period_us"].get<double>() << " us)\n";
+  auto print = [](const nlohmann::ordered_json& table) {
+    for (const auto& row : table)
+      std::cout << "  blocks of " << std::setw(5) << row["block"].get<int64_t>() << "  "
+                << std::setw(7) << row["real_time_factor"].get<double>() << "x real time  "
+                << "(mean block " << row["mean_block_us"].get<double>() << " us, slowest "
+                << row["slowest_block_us"].get<double>() << " us, of "
+                << row["block_period_us"].get<double>() << " us)\n";
+  };
+  print(rows);
+  if (!host_rows.empty()) {
+    std::cout << "in a " << host_rate << " Hz host (converted to " << sample_rate
+              << " Hz and back), latency " << host_latency << " samples:\n";
+    print(host_rows);
+  }
   std::cout << "  offline render (1 thread) " << std::setw(7) << offline_factor << "x real time\n";
 }
 
@@ -138,7 +177,7 @@ void add_bench_command(CLI::App& app) {
   struct Args {
     std::string graph, method = "optimal";
     double seconds         = 3.8;
-    SampleRate sample_rate = 30000;
+    SampleRate sample_rate = 30000, host_rate = 0;
     int64_t repeats = 5, threads = 0;
     bool json = false, stream = false;
     std::vector<int64_t> blocks = {64, 512};
@@ -168,6 +207,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--stream", args->stream,
                 "Time streaming instead (grafx stream), on one core: the real-time factor per "
                 "block size, beside the offline render's on one thread");
+  cmd->add_option("--host-rate", args->host_rate,
+                  "With --stream, time it in a host at this rate too (converted to --sample-rate "
+                  "and back, as the LV2 plugin runs it)")
+      ->check(CLI::Range(int64_t(1000), int64_t(768000)));
   cmd->add_option("--blocks", args->blocks, "Block sizes of --stream")
       ->capture_default_str()
       ->delimiter(',')
@@ -179,8 +222,8 @@ void add_bench_command(CLI::App& app) {
     if (args->threads > 0) at::set_num_threads(int(args->threads));
     Graph graph = load_graph_file(args->graph);
     if (args->stream)
-      return bench_stream(graph, args->blocks, args->seconds, args->sample_rate, args->repeats,
-                          args->graph, args->json);
+      return bench_stream(graph, args->blocks, args->seconds, args->sample_rate, args->host_rate,
+                          args->repeats, args->graph, args->json);
     RenderPlan plan       = make_render_plan(to_tensor(graph), parse_schedule_method(args->method));
     Processors processors = make_processors(graph.types(), {args->sample_rate});
     const int64_t length  = std::max<int64_t>(1, std::llround(args->seconds * args->sample_rate));

@@ -24,6 +24,27 @@ double bessel_i0(double x) {
   return sum;
 }
 
+/// Σ c[r]·x[r] over n terms in 8 running sums, which the compiler keeps in vector registers
+/// (one sum would be a chain of dependent additions, 4–8 times slower).
+float dot(const float* c, const float* x, int64_t n) {
+  float sums[8] = {};
+  int64_t r     = 0;
+  for (; r + 8 <= n; r += 8)
+    for (int j = 0; j < 8; ++j) sums[j] += c[r + j] * x[r + j];
+  for (; r < n; ++r) sums[0] += c[r] * x[r];
+  return ((sums[0] + sums[4]) + (sums[1] + sums[5])) + ((sums[2] + sums[6]) + (sums[3] + sums[7]));
+}
+
+// On x86-64, process() has a second copy of its loop for AVX2, taken where the processor has it:
+// the eight sums in one vector instead of two, the same operations (no FMA), the same output.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define GRAFX_RESAMPLER_AVX2 1
+template <typename F>
+__attribute__((target("avx2"), flatten)) void with_avx2(const F& f) {
+  f();
+}
+#endif
+
 }  // namespace
 
 ResamplerFilter::ResamplerFilter(int64_t a, int64_t b) : rate_a(a), rate_b(b) {
@@ -72,6 +93,10 @@ StreamResampler::StreamResampler(std::shared_ptr<const ResamplerFilter> filter, 
       phases_[size_t(p * taps_per_phase_ + taps_per_phase_ - 1 - r)] =
           float(double(up_) * filter->taps[size_t(p + r * up_)]);
   history_.assign(size_t(2 * taps_per_phase_), 0.0f);
+#ifdef GRAFX_RESAMPLER_AVX2
+  __builtin_cpu_init();
+  avx2_ = __builtin_cpu_supports("avx2");
+#endif
 }
 
 void StreamResampler::reset() noexcept {
@@ -80,19 +105,20 @@ void StreamResampler::reset() noexcept {
 }
 
 int64_t StreamResampler::process(const float* in, int64_t n, float* out) noexcept {
-  const int64_t t = taps_per_phase_;
-  int64_t count   = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    history_[size_t(position_)] = history_[size_t(position_ + t)] = in[i];
-    position_ = position_ + 1 == t ? 0 : position_ + 1;
-    for (--wait_; wait_ == 0; wait_ = (phase_ += down_) / up_, phase_ %= up_) {
-      const float* window = history_.data() + position_;  // the last t inputs, oldest first
-      const float* c      = phases_.data() + phase_ * t;
-      float sum           = 0;
-      for (int64_t r = 0; r < t; ++r) sum += c[r] * window[r];
-      out[count++] = sum;
+  int64_t count = 0;
+  auto loop     = [&] {
+    const int64_t t = taps_per_phase_;
+    for (int64_t i = 0; i < n; ++i) {
+      history_[size_t(position_)] = history_[size_t(position_ + t)] = in[i];
+      position_ = position_ + 1 == t ? 0 : position_ + 1;
+      for (--wait_; wait_ == 0; wait_ = (phase_ += down_) / up_, phase_ %= up_)
+        out[count++] = dot(phases_.data() + phase_ * t, history_.data() + position_, t);
     }
-  }
+  };
+#ifdef GRAFX_RESAMPLER_AVX2
+  if (avx2_) return with_avx2(loop), count;
+#endif
+  loop();
   return count;
 }
 

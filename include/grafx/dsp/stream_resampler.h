@@ -58,6 +58,7 @@ class StreamResampler {
   std::vector<float> history_;    // the last taps_per_phase inputs, twice (contiguous windows)
   int64_t position_ = 0;          // where the next input goes in history_
   int64_t phase_ = 0, wait_ = 1;  // of the next output: p, and the inputs it still needs
+  bool avx2_ = false;             // process() takes its copy compiled for AVX2
 };
 
 }  // namespace grafx::dsp
