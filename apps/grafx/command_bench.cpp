@@ -204,13 +204,15 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", args->threads,
                   "CPU threads for LibTorch (default: grafx's --threads, all cores)")
       ->check(CLI::Range(1, 1024));
-  cmd->add_flag("--stream", args->stream,
-                "Time streaming instead (grafx stream), on one core: the real-time factor per "
-                "block size, beside the offline render's on one thread");
+  CLI::Option* stream =
+      cmd->add_flag("--stream", args->stream,
+                    "Time streaming instead (grafx stream), on one core: the real-time factor per "
+                    "block size, beside the offline render's on one thread");
   cmd->add_option("--host-rate", args->host_rate,
                   "With --stream, time it in a host at this rate too (converted to --sample-rate "
                   "and back, as the LV2 plugin runs it)")
-      ->check(CLI::Range(int64_t(1000), int64_t(768000)));
+      ->check(CLI::Range(int64_t(1000), int64_t(768000)))
+      ->needs(stream);
   cmd->add_option("--blocks", args->blocks, "Block sizes of --stream")
       ->capture_default_str()
       ->delimiter(',')

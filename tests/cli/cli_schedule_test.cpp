@@ -147,5 +147,38 @@ TEST(CliBench, TimesAndMemoryOfAGraph) {
   EXPECT_TRUE(contains(r.err, "[grafx.io.unreadable]")) << r.err;
 }
 
+// grafx bench --stream: real-time factors per block size, of the stream and in a host at
+// another rate.
+TEST(CliBench, StreamsPerBlockSizeAndInAHostAtAnotherRate) {
+  testing::TempDir dir;
+  const std::string console = dir.file("console.json");
+  ASSERT_EQ(run_grafx({"console", "--tracks", "2", "--groups", "1", "-o", console}).exit_code, 0);
+  auto r =
+      run_grafx({"bench", console, "--stream", "--seconds", "0.2", "--repeats", "1",
+                 "--sample-rate", "16000", "--host-rate", "44100", "--blocks", "64,512", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto result = nlohmann::json::parse(r.out);
+  ASSERT_EQ(result["blocks"].size(), 2u);
+  EXPECT_EQ(result["blocks"][1]["block"], 512);
+  EXPECT_EQ(result["host"]["rate"], 44100);
+  ASSERT_EQ(result["host"]["blocks"].size(), 2u);
+  for (const auto& row : result["host"]["blocks"]) EXPECT_GT(row["real_time_factor"], 0);
+  // More than the stream's own latency (2046 samples at 16 kHz), counted at 44.1 kHz.
+  EXPECT_GT(result["host"]["latency_samples"].get<int64_t>(), 2046 * 44100 / 16000);
+  r = run_grafx(
+      {"bench", console, "--stream", "--seconds", "0.2", "--repeats", "1", "--host-rate", "48000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "in a 48000 Hz host (converted to 30000 Hz and back)")) << r.out;
+  for (auto bad : std::vector<std::vector<std::string>>{{"--host-rate", "48000"},
+                                                        {"--stream", "--host-rate", "0"},
+                                                        {"--stream", "--blocks", "0"}}) {
+    std::vector<std::string> arguments{"bench", console};
+    arguments.insert(arguments.end(), bad.begin(), bad.end());
+    r = run_grafx(arguments);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "[grafx.cli.arguments]")) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace grafx
