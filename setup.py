@@ -108,6 +108,10 @@ class CMakeBuild(build_ext):
         shutil.copy2(built / module, package / module)
         (package / "bin").mkdir(exist_ok=True)
         shutil.copy2(program, package / "bin" / "grafx")
+        # The LV2 plugin library `grafx export-lv2` copies into bundles, at ../lib/grafx.
+        plugin = pathlib.Path("lib") / "grafx" / "grafx_lv2.so"
+        (package / plugin).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(program.parent.parent / plugin, package / plugin)
         (package / "_program.py").write_text(PROGRAM_FILE)
 
 

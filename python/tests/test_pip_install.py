@@ -150,6 +150,8 @@ def test_wheel_installs_and_renders_as_the_build_tree(venv, tmp_path):
                           *sources.rglob("py.typed")] if "__pycache__" not in p.parts}
     expected[module] = (BUILD_DIR / module.replace("grafx/", "python/grafx/")).read_bytes()
     expected["grafx/bin/grafx"] = GRAFX_BIN.read_bytes()
+    expected["grafx/lib/grafx/grafx_lv2.so"] = (
+        GRAFX_BIN.parent.parent / "lib" / "grafx" / "grafx_lv2.so").read_bytes()
     with zipfile.ZipFile(wheel) as archive:
         package = {n for n in archive.namelist() if n.startswith("grafx/")}
         assert package == set(expected) | {"grafx/_program.py"}
@@ -179,3 +181,10 @@ def test_wheel_installs_and_renders_as_the_build_tree(venv, tmp_path):
     program = pathlib.Path(installed[1])
     assert program == site / "grafx" / "bin" / "grafx" and os.access(program, os.X_OK)
     assert f"grafx {version}" in run([program, "--version"], elsewhere, clean_environment())
+    # The installed program finds the plugin library it copies into LV2 bundles.
+    run([program, "console", "--tracks", "1", "-o", elsewhere / "g.json"], elsewhere,
+        clean_environment())
+    run([program, "export-lv2", elsewhere / "g.json", "--sample-rate", "48000", "-o",
+         elsewhere / "g.lv2"], elsewhere, clean_environment())
+    assert (elsewhere / "g.lv2" / "grafx_lv2.so").read_bytes() == \
+        expected["grafx/lib/grafx/grafx_lv2.so"]
