@@ -126,6 +126,12 @@ std::unique_ptr<NodeStream> load_container_stream(StreamReader& in, int64_t max_
   if (!weights.empty() && weights.size() != members.size())
     in.corrupt("parallel members without their weights");
   const int64_t channels = in.read_count(1, 8);
+  // Its members' buffers, and delay lines that align parallel members to the slowest.
+  int64_t slowest = 0;
+  for (const auto& member : members) slowest = std::max(slowest, member->latency_samples());
+  for (const auto& member : members)
+    in.allocate(4.0 * double(member->outlet_channels().front()) *
+                double(max_block + (weights.empty() ? 0 : slowest - member->latency_samples())));
   return container_stream(std::move(members), std::move(weights), channels, max_block);
 }
 

@@ -37,6 +37,11 @@ int64_t StreamReader::read_count(int64_t minimum, int64_t maximum) {
   return n;
 }
 
+void StreamReader::allocate(double bytes) {
+  budget_ -= bytes;
+  if (!(budget_ >= 0)) corrupt("it would allocate more memory than its data could need");
+}
+
 void StreamReader::corrupt(const std::string& what) {
   throw RenderError("grafx.stream.program", "not a stream program of this version: " + what);
 }
@@ -153,9 +158,14 @@ std::unique_ptr<NodeStream> load_impulse_response_stream(StreamReader& in, int64
     path.taps = in.read_vector<float>();
     if (path.input < 0 || path.input >= n_inputs || path.output < 0 || path.output >= n_outputs)
       in.corrupt("a path between channels the node has not");
+    if (path.taps.empty()) in.corrupt("a path of no taps");
   }
   const int64_t latency = in.read_count(0, int64_t(1) << 40);
   const int64_t phase   = in.read_count(0, int64_t(1) << 40);
+  // The convolver's blocks per input and output, and spectra of about twice its taps.
+  double taps = 0;
+  for (const auto& path : paths) taps += double(path.taps.size());
+  in.allocate(16.0 * double(max_block + 64) * double(n_inputs + n_outputs) + 16.0 * taps);
   return impulse_response_stream(n_inputs, outlets, std::move(paths), latency, max_block, phase);
 }
 

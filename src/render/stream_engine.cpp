@@ -292,6 +292,14 @@ std::string Stream::save() const {
   return program + framing.bytes() + out.bytes();
 }
 
+namespace {
+
+/// Stream::load's work, after the framing: throws RenderError [grafx.stream.program], or what
+/// the forms' constructors throw for data they cannot be made of.
+std::unique_ptr<StreamState> read_state(StreamReader& in);
+
+}  // namespace
+
 Stream Stream::load(const std::string& program) {
   const size_t magic = sizeof kProgramMagic - 1;
   if (program.compare(0, magic, kProgramMagic) != 0)
@@ -305,6 +313,18 @@ Stream Stream::load(const std::string& program) {
   if (checksum(data, size) != sum) StreamReader::corrupt("its checksum differs from the one saved");
 
   StreamReader in(data, size);
+  try {
+    return Stream(read_state(in));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // a form's constructor refusing its data, or no memory
+    StreamReader::corrupt(e.what());
+  }
+}
+
+namespace {
+
+std::unique_ptr<StreamState> read_state(StreamReader& in) {
   auto state                = std::make_unique<StreamState>();
   StreamState& s            = *state;
   s.options.sample_rate     = in.read_count(1, 1 << 24);
@@ -320,7 +340,9 @@ Stream Stream::load(const std::string& program) {
   auto check_signal = [&](int64_t k) {
     if (k < 0 || k >= n_signals) in.corrupt("a signal the stream has not");
   };
-  s.nodes.resize(size_t(in.read_count(0, 1 << 20)));
+  const int64_t n_nodes = in.read_count(0, 1 << 20);
+  in.allocate(double(n_nodes) * double(sizeof(StreamNode)));
+  s.nodes.resize(size_t(n_nodes));
   for (StreamNode& node : s.nodes) {
     node.role = in.read<StreamNode::Role>();
     if (int32_t(node.role) < 0 || node.role > StreamNode::Role::kProcessor)
@@ -377,7 +399,9 @@ Stream Stream::load(const std::string& program) {
   for (int64_t o : s.outs)
     if (s.nodes[size_t(o)].latency > s.latency || s.nodes[size_t(o)].channels > s.output_channels)
       in.corrupt("an output later or wider than the stream's");
-  s.parameters.resize(size_t(in.read_count(0, 1 << 20)));
+  const int64_t n_parameters = in.read_count(0, 1 << 20);
+  in.allocate(double(n_parameters) * double(sizeof(StreamParameter)));
+  s.parameters.resize(size_t(n_parameters));
   for (StreamParameter& p : s.parameters) {
     p.node = NodeId(in.read<int64_t>()), p.node_name = in.read_string(), p.type = in.read_string();
     const std::vector<StreamControl> control = read_controls(in);
@@ -391,8 +415,22 @@ Stream Stream::load(const std::string& program) {
     s.parameter_of.push_back({node, index});
   }
   if (in.left() != 0) in.corrupt("data after its end");
+  // What wire() allocates: blocks of every signal and inlet, and the delay lines.
+  const double block = double(s.options.max_block);
+  for (const StreamSignal& signal : s.signals) in.allocate(4 * block * double(signal.channels));
+  for (const StreamNode& node : s.nodes) {
+    in.allocate(4 * (block * double(node.channels) * double(node.n_inlets + 1) + block));
+    for (const StreamFeed& feed : node.feeds)
+      in.allocate(4 * double(feed.delay) * double(s.signals[size_t(feed.signal)].channels));
+    in.allocate(4 * double(node.dry_delay) * double(node.channels) * double(node.outlets.size()));
+  }
+  for (int64_t o : s.outs)
+    in.allocate(4 * double(s.latency - s.nodes[size_t(o)].latency) *
+                double(s.nodes[size_t(o)].channels));
   s.wire();
-  return Stream(std::move(state));
+  return state;
 }
+
+}  // namespace
 
 }  // namespace grafx

@@ -51,15 +51,24 @@ class StreamWriter {
 };
 
 /// Reads what a StreamWriter wrote, in the same order. Throws RenderError
-/// [grafx.stream.program] where the data end early or a count cannot be right.
+/// [grafx.stream.program] where the data end early or a count cannot be right, and where what
+/// the data would have it allocate (counted by `allocate`) passes a budget of 1 GiB and 8 bytes
+/// per byte of data: a program whose counts were changed cannot take all memory.
 class StreamReader {
  public:
-  StreamReader(const char* data, size_t size) : data_(data), left_(size) {}
+  StreamReader(const char* data, size_t size)
+      : data_(data), left_(size), budget_(double(1 << 30) + 8.0 * double(size)) {}
   template <typename T>
   T read() {
-    T value;
-    std::memcpy(&value, take(sizeof value), sizeof value);
-    return value;
+    if constexpr (std::is_same_v<T, bool>) {  // a flag: 0 or 1, as written
+      const uint8_t flag = read<uint8_t>();
+      if (flag > 1) corrupt("a flag that is neither 0 nor 1");
+      return flag == 1;
+    } else {
+      T value;
+      std::memcpy(&value, take(sizeof value), sizeof value);
+      return value;
+    }
   }
   std::string read_string();
   template <typename T>
@@ -67,18 +76,21 @@ class StreamReader {
     const uint64_t n = read<uint64_t>();
     if (n > left_ / sizeof(T)) corrupt("a list longer than the data");
     std::vector<T> values(static_cast<size_t>(n));
-    std::memcpy(values.data(), take(size_t(n) * sizeof(T)), size_t(n) * sizeof(T));
+    if (n > 0) std::memcpy(values.data(), take(size_t(n) * sizeof(T)), size_t(n) * sizeof(T));
     return values;
   }
   /// A count that must lie in [minimum, maximum].
   int64_t read_count(int64_t minimum, int64_t maximum);
   size_t left() const { return left_; }
+  /// Counts `bytes` that a reader is about to allocate against the budget.
+  void allocate(double bytes);
   [[noreturn]] static void corrupt(const std::string& what);
 
  private:
   const char* take(size_t n);
   const char* data_;
   size_t left_;
+  double budget_;
 };
 
 /// An automation curve played back sample by sample on the song's clock, as the offline render
