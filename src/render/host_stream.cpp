@@ -19,6 +19,9 @@ HostStream::HostStream(Stream stream, int64_t host_rate)
                       "expected a host rate of 1 Hz or more, but got " + std::to_string(host_rate));
   latency_ = stream_.latency_samples();
   if (host_rate == rate) return;
+  if (sources == 0 || outputs == 0)
+    throw RenderError("grafx.stream.options",
+                      "a stream without sources or outputs runs at its own rate only");
   std::shared_ptr<const dsp::ResamplerFilter> filter;
   try {
     filter = std::make_shared<dsp::ResamplerFilter>(host_rate, rate);

@@ -24,7 +24,8 @@ namespace grafx {
 class HostStream {
  public:
   /// Throws RenderError [grafx.stream.options] for a host rate below 1 Hz or one whose ratio to
-  /// the stream's cannot be converted (their common rate above 2^32 Hz).
+  /// the stream's cannot be converted (their common rate above 2^32 Hz, or a stream without
+  /// sources or outputs).
   HostStream(Stream stream, int64_t host_rate);
 
   /// n samples (any n ≥ 0) of each source channel into each output channel, as
