@@ -10,8 +10,6 @@
 #include <grafx/files.h>
 #include <grafx/render/stream.h>
 
-#include <ATen/ATen.h>
-
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -54,7 +52,7 @@ std::string quoted(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
     if (c == '"' || c == '\\') out += '\\';
-    out += c == '\n' ? ' ' : c;
+    out += c == '\n' || c == '\r' ? ' ' : c;  // a short Turtle string holds no line breaks
   }
   return out + "\"";
 }
