@@ -16,7 +16,6 @@
 #include <xmmintrin.h>
 #endif
 
-#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>

@@ -2,6 +2,7 @@
 #include <grafx/files.h>
 #include <grafx/fit/fit_record.h>
 #include <grafx/fit/fit_settings.h>
+#include <grafx/hash.h>
 #include <grafx/io/audio.h>
 
 #include <ATen/ATen.h>
@@ -23,11 +24,10 @@ std::vector<std::string> content_hashes(const FitInputs& inputs) {
   for (const auto& path : paths) {
     std::ifstream file(path, std::ios::binary);
     if (!file) throw IoError("grafx.io.unreadable", path + ": cannot be read");
-    uint64_t hash = 14695981039346656037ull;  // FNV-1a
+    uint64_t hash = kFnv1aStart;
     std::vector<char> buffer(1 << 20);
     while (file.read(buffer.data(), std::streamsize(buffer.size())) || file.gcount() > 0) {
-      for (std::streamsize i = 0; i < file.gcount(); ++i)
-        hash = (hash ^ uint8_t(buffer[size_t(i)])) * 1099511628211ull;
+      hash = fnv1a(buffer.data(), size_t(file.gcount()), hash);
       if (!file) break;
     }
     std::ostringstream text;

@@ -117,8 +117,7 @@ class DynamicsStream : public NodeStream {
     out.write(f.channels), out.write(f.sample_rate);
     write_controls(out, f.controls);
     out.write(f.sets);
-    out.write(uint8_t(f.threshold_curve != nullptr));
-    if (f.threshold_curve) f.threshold_curve->save(out);
+    StreamCurve::save(out, f.threshold_curve);
     out.write(f.input_latency);
   }
 
@@ -163,8 +162,8 @@ std::unique_ptr<NodeStream> load_dynamics_stream(StreamReader& in, int64_t) {
   for (const DynamicsForm::Smoother& s : {f.level, f.gain})
     if (int32_t(s.kind) < 0 || s.kind > dsp::EnvelopeSmoothing::kNone)
       in.corrupt("an unknown smoother");
-  if (in.read<uint8_t>()) f.threshold_curve = StreamCurve::load(in);
-  f.input_latency = in.read_count(0, int64_t(1) << 40);
+  f.threshold_curve = StreamCurve::load(in);
+  f.input_latency   = in.read_count(0, int64_t(1) << 40);
   return dynamics_stream(std::move(f));
 }
 

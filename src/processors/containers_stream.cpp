@@ -16,10 +16,7 @@ class ContainerStream : public NodeStream {
  public:
   ContainerStream(std::vector<std::unique_ptr<NodeStream>> members, std::vector<float> weights,
                   int64_t channels, int64_t max_block)
-      : members_(std::move(members)),
-        weights_(std::move(weights)),
-        block_(max_block),
-        input_channels_(channels) {
+      : members_(std::move(members)), weights_(std::move(weights)), input_channels_(channels) {
     int64_t latency = 0;
     for (const auto& member : members_) {
       const int64_t out = member->outlet_channels().front();
@@ -100,9 +97,9 @@ class ContainerStream : public NodeStream {
   }
 
   std::vector<std::unique_ptr<NodeStream>> members_;
-  std::vector<float> weights_;  // parallel; empty in series
-  int64_t block_, input_channels_, channels_ = 1, latency_ = 0;
-  std::vector<int64_t> latencies_;  // of each member's output
+  std::vector<float> weights_;                           // parallel; empty in series
+  int64_t input_channels_, channels_ = 1, latency_ = 0;  // of its inlet, its outlet
+  std::vector<int64_t> latencies_;                       // of each member's output
   std::vector<std::vector<float>> buffers_;
   std::vector<OutletBuffers::value_type> outputs_;
   std::vector<InletBuffers::value_type> inputs_;

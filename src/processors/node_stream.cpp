@@ -233,8 +233,8 @@ class MatrixStream : public NodeStream {
     out.write(int64_t(values_.size()));
     write_controls(out, controls_);
     out.write(matrix_);
-    out.write(uint8_t(curve_ != nullptr));
-    if (curve_) curve_->save(out), out.write(raw_name_), out.write(input_latency_);
+    StreamCurve::save(out, curve_);
+    if (curve_) out.write(raw_name_), out.write(input_latency_);
   }
   static std::unique_ptr<NodeStream> load(StreamReader& in) {
     const int64_t n_inputs = in.read_count(1, 8), n_outputs = in.read_count(1, 8);
@@ -246,11 +246,10 @@ class MatrixStream : public NodeStream {
     if (int64_t(entries.size()) != n_inputs * n_outputs) in.corrupt("a matrix of another size");
     for (const MatrixEntry& e : entries)
       if (e.control >= n_values) in.corrupt("an entry of no value");
-    std::shared_ptr<const StreamCurve> curve;
+    std::shared_ptr<const StreamCurve> curve = StreamCurve::load(in);
     std::string raw_name;
     int64_t input_latency = 0;
-    if (in.read<uint8_t>()) {
-      curve         = StreamCurve::load(in);
+    if (curve) {
       raw_name      = in.read_string();
       input_latency = in.read_count(0, int64_t(1) << 40);
       if (curve->elements() < n_values || !controls.empty())
@@ -331,11 +330,14 @@ StreamCurve::StreamCurve(std::vector<float> points, int64_t elements, double sam
     positions_.push_back(double(i) * samples_per_point);
 }
 
-void StreamCurve::save(StreamWriter& out) const {
-  out.write(points_), out.write(elements_), out.write(samples_per_point_);
+void StreamCurve::save(StreamWriter& out, const std::shared_ptr<const StreamCurve>& curve) {
+  out.write(curve != nullptr);
+  if (curve)
+    out.write(curve->points_), out.write(curve->elements_), out.write(curve->samples_per_point_);
 }
 
 std::shared_ptr<const StreamCurve> StreamCurve::load(StreamReader& in) {
+  if (!in.read<bool>()) return nullptr;
   std::vector<float> points = in.read_vector<float>();
   const int64_t elements    = in.read_count(1, 1 << 16);
   const double spacing      = in.read<double>();

@@ -1,4 +1,5 @@
 #include <grafx/error.h>
+#include <grafx/hash.h>
 #include <grafx/render/parameters.h>
 
 #include "render/checks.h"
@@ -13,12 +14,6 @@
 
 namespace grafx {
 namespace {
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
 
 std::string number(double value) {
   std::ostringstream s;
@@ -64,8 +59,9 @@ Parameters create_parameters(const Graph& graph, const Processors& processors,
       if (!automated_parameter(spec.name).empty()) continue;  // with_curves below
       std::vector<int64_t> shape{counts[size_t(t)]};
       shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
+      const std::string key = type + "." + spec.name;  // each parameter its own stream
       at::Generator generator =
-          at::detail::createCPUGenerator(options.seed ^ fnv1a(type + "." + spec.name));
+          at::detail::createCPUGenerator(options.seed ^ fnv1a(key.data(), key.size()));
       at::Tensor values = at::randn(shape, generator, at::TensorOptions().dtype(at::kDouble));
       values            = (values * spec.init_std + spec.init_mean).to(options.dtype);
       parameters[type][spec.name] = values.set_requires_grad(options.requires_grad);

@@ -4,6 +4,7 @@
 // LV2 plugin runs this.
 
 #include <grafx/error.h>
+#include <grafx/hash.h>
 #include <grafx/render/stream.h>
 
 #include "render/stream_state.h"
@@ -245,13 +246,6 @@ namespace {
 constexpr char kProgramMagic[]     = "grafx stream program\n";
 constexpr uint32_t kProgramVersion = 1;
 
-/// FNV-1a, 64 bits: a program changed by a byte is told from one as saved.
-uint64_t checksum(const char* data, size_t n) {
-  uint64_t hash = 14695981039346656037ull;
-  for (size_t i = 0; i < n; ++i) hash = (hash ^ uint8_t(data[i])) * 1099511628211ull;
-  return hash;
-}
-
 }  // namespace
 
 std::string Stream::save() const {
@@ -270,11 +264,10 @@ std::string Stream::save() const {
     for (const StreamFeed& feed : node.feeds)
       out.write(feed.signal), out.write(feed.inlet), out.write(feed.delay);
     out.write(node.outlets);
-    out.write(uint8_t(node.stream != nullptr));
+    out.write(node.stream != nullptr);
     if (node.stream) node.stream->save(out);
     out.write(node.dry_wet), out.write(node.bypassed), out.write(node.wet.value());
-    out.write(uint8_t(node.wet_curve != nullptr));
-    if (node.wet_curve) node.wet_curve->save(out);
+    StreamCurve::save(out, node.wet_curve);
     out.write(node.passed), out.write(node.dry_delay);
   }
   out.write(s.outs), out.write(s.output_channels), out.write(s.latency);
@@ -288,7 +281,7 @@ std::string Stream::save() const {
   std::string program = kProgramMagic;
   StreamWriter framing;
   framing.write(kProgramVersion), framing.write(uint64_t(out.bytes().size()));
-  framing.write(checksum(out.bytes().data(), out.bytes().size()));
+  framing.write(fnv1a(out.bytes().data(), out.bytes().size()));
   return program + framing.bytes() + out.bytes();
 }
 
@@ -310,7 +303,7 @@ Stream Stream::load(const std::string& program) {
   const uint64_t size = framing.read<uint64_t>(), sum = framing.read<uint64_t>();
   if (size != framing.left()) StreamReader::corrupt("its size differs from the one saved");
   const char* data = program.data() + program.size() - size;
-  if (checksum(data, size) != sum) StreamReader::corrupt("its checksum differs from the one saved");
+  if (fnv1a(data, size) != sum) StreamReader::corrupt("its checksum differs from the one saved");
 
   StreamReader in(data, size);
   try {
@@ -360,7 +353,7 @@ std::unique_ptr<StreamState> read_state(StreamReader& in) {
     }
     node.outlets = in.read_vector<int64_t>();
     for (int64_t o : node.outlets) check_signal(o);
-    if (in.read<uint8_t>()) {
+    if (in.read<bool>()) {
       node.stream                         = load_node_stream(in, s.options.max_block);
       const std::vector<int64_t> channels = node.stream->outlet_channels();
       if (channels.size() != node.outlets.size()) in.corrupt("a node of other outlets");
@@ -369,8 +362,8 @@ std::unique_ptr<StreamState> read_state(StreamReader& in) {
           in.corrupt("a node of other channels");
     }
     node.dry_wet = in.read<bool>(), node.bypassed = in.read<bool>();
-    node.wet = Glide(in.read<float>());
-    if (in.read<uint8_t>()) node.wet_curve = StreamCurve::load(in);
+    node.wet          = Glide(in.read<float>());
+    node.wet_curve    = StreamCurve::load(in);
     node.passed       = in.read_vector<int64_t>();
     node.dry_delay    = in.read_count(0, int64_t(1) << 32);
     const bool source = node.role == StreamNode::Role::kSource;

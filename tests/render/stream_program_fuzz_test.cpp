@@ -10,6 +10,7 @@
 // waveshapers and gains with wet amounts; and with containers holding EQs.
 
 #include <grafx/error.h>
+#include <grafx/hash.h>
 #include <grafx/render/stream.h>
 
 #include <gtest/gtest.h>
@@ -47,12 +48,6 @@ std::string program_of(const std::string& chain) {
   return bytes;
 }
 
-uint64_t checksum(const char* data, size_t n) {  // FNV-1a, as Stream::save
-  uint64_t hash = 14695981039346656037ull;
-  for (size_t i = 0; i < n; ++i) hash = (hash ^ uint8_t(data[i])) * 1099511628211ull;
-  return hash;
-}
-
 /// Random changes of the payload (flipped bytes, huge numbers, cuts), the framing made right.
 std::string change(std::string program, std::mt19937_64& rng) {
   std::string payload = program.substr(kHeader);
@@ -75,7 +70,7 @@ std::string change(std::string program, std::mt19937_64& rng) {
         break;
     }
   }
-  const uint64_t size = payload.size(), sum = checksum(payload.data(), payload.size());
+  const uint64_t size = payload.size(), sum = fnv1a(payload.data(), payload.size());  // as saved
   program.resize(kHeader);
   std::memcpy(&program[kMagic + 4], &size, 8);
   std::memcpy(&program[kMagic + 12], &sum, 8);

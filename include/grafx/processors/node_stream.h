@@ -104,7 +104,9 @@ class StreamCurve {
   /// The raw value of `element` at song sample `sample`.
   float at(int64_t sample, int64_t element) const;
   int64_t elements() const { return elements_; }
-  void save(StreamWriter& out) const;
+  /// Writes a flag, then `curve` where there is one (forms follow curves only where a
+  /// parameter is automated); load reads it back, null where none was saved.
+  static void save(StreamWriter& out, const std::shared_ptr<const StreamCurve>& curve);
   static std::shared_ptr<const StreamCurve> load(StreamReader& in);
 
  private:
@@ -186,7 +188,6 @@ class DelayLine {
     }
   }
   void reset() { std::fill(buffer_.begin(), buffer_.end(), 0.0f), position_ = 0; }
-  int64_t delay() const { return int64_t(buffer_.size()); }
 
  private:
   std::vector<float> buffer_;
