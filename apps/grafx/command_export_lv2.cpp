@@ -5,19 +5,25 @@
 #include "commands.h"
 #include "graph_source.h"
 #include "output_folder.h"
+#include "stop_request.h"
 
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/render/stream.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <set>
 #include <sstream>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <unistd.h>
 
 namespace grafx::cli {
@@ -35,6 +41,23 @@ fs::path plugin_library() {
     throw IoError("grafx.lv2.library", "the plugin library " + library.string() +
                                            " is missing: build or install grafx with it");
   return library;
+}
+
+/// Removes the bundles half-written by exports that were killed (`prefix` + the pid of a
+/// process that is gone) from `folder`: they are never a user's bundle (a bundle replaced by an
+/// export is exchanged with the new one, then removed, under the same name).
+void remove_stale_partials(const fs::path& folder, const std::string& prefix) {
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    char* rest     = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &rest, 10);
+    if (pid > 0 && *rest == 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
+    }
+  }
 }
 
 /// An LV2 port symbol: letters, digits and underscores, not starting with a digit.
@@ -189,6 +212,7 @@ void add_export_lv2_command(CLI::App& app) {
       ->required();
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
+    StopRequest stop;  // Ctrl-C and SIGTERM end it before the bundle is written, writing nothing
     const fs::path bundle  = fs::path(args->output).lexically_normal();
     const std::string stem = bundle.filename().stem().string();
     if (bundle.extension() != ".lv2" || stem.empty())
@@ -232,13 +256,18 @@ void add_export_lv2_command(CLI::App& app) {
         uri.find(':') == std::string::npos)
       throw RenderError("grafx.lv2.uri", "--uri " + args->uri + ": expected an absolute URI");
 
-    // Written beside the bundle, then renamed into place: an existing bundle is replaced whole
-    // or not at all.
-    const fs::path partial =
-        parent / ("." + bundle.filename().string() + ".partial" + std::to_string(::getpid()));
-    const fs::path old =
-        parent / ("." + bundle.filename().string() + ".old" + std::to_string(::getpid()));
+    // Written beside the bundle, then renamed into place (an existing bundle exchanged with it
+    // in one step): a bundle is replaced whole or not at all.
+    const std::string hidden = "." + bundle.filename().string() + ".partial";
+    remove_stale_partials(parent, hidden);
+    const fs::path partial = parent / (hidden + std::to_string(::getpid()));
+    auto stopped           = [&] {
+      if (stop.requested())
+        throw IoError("grafx.lv2.interrupted",
+                                args->output + ": interrupted before the bundle was written; nothing was");
+    };
     try {
+      stopped();
       fs::remove_all(partial);
       fs::create_directory(partial);
       write_text_file((partial / "plugin.uri").string(), uri + "\n", false);
@@ -253,9 +282,19 @@ void add_export_lv2_command(CLI::App& app) {
       write_text_file((partial / "plugin.ttl").string(), plugin_ttl(uri, name, source, stream),
                       false);
       fs::copy_file(library, partial / "grafx_lv2.so");
-      if (fs::exists(bundle)) fs::rename(bundle, old);
-      fs::rename(partial, bundle);
-      fs::remove_all(old);
+      stopped();
+      if (!fs::exists(bundle)) {
+        fs::rename(partial, bundle);
+      } else if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, bundle.c_str(),
+                             RENAME_EXCHANGE) != 0) {
+        // A file system without exchanges: the old bundle steps aside under a name that a
+        // later export never removes, until the new one is in place.
+        const fs::path aside = partial.string() + "-replaced";
+        fs::rename(bundle, aside);
+        fs::rename(partial, bundle);
+        fs::remove_all(aside);
+      }
+      fs::remove_all(partial, ec);  // the bundle it replaced, where exchanged
     } catch (const fs::filesystem_error& e) {
       fs::remove_all(partial, ec);
       throw IoError("grafx.io.unwritable", args->output + ": " + e.code().message());

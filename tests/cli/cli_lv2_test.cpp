@@ -269,6 +269,30 @@ TEST(CliExportLv2, APrunedConsolesFolderExports) {
   EXPECT_TRUE(contains(r.err, "records no tracks")) << r.err;
 }
 
+// Ctrl-C while a large console's stream is made: nothing is written, the bundle there is kept,
+// and no half-written folder is left beside it (those of killed exports are removed).
+TEST(CliExportLv2, AnInterruptedExportWritesNothing) {
+  testing::TempDir dir;
+  ASSERT_EQ(
+      run_grafx({"console", "--tracks", "16", "--groups", "4", "-o", dir.file("g.json")}).exit_code,
+      0);
+  std::filesystem::create_directory(dir.file("kept.lv2"));
+  testing::write_file(dir.file("kept.lv2/manifest.ttl"), "kept");  // an earlier bundle
+  // And what an export killed while writing left (pid 999999 is no process's here).
+  std::filesystem::create_directory(dir.file(".kept.lv2.partial999999"));
+  auto r = run_grafx(
+      {"export-lv2", dir.file("g.json"), "--sample-rate", "192000", "-o", dir.file("kept.lv2"),
+       "--force"},
+      {},
+      {"timeout", "--preserve-status", "-s", "INT", "3"});  // after start-up, within 5 s of work
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "[grafx.lv2.interrupted]")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(testing::read_file(dir.file("kept.lv2/manifest.ttl")), "kept");
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_FALSE(contains(entry.path().filename().string(), ".partial")) << entry.path();
+}
+
 TEST(CliExportLv2, WhatCannotBeExportedIsRefusedInOneLine) {
   Exported e;
   ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
