@@ -17,6 +17,7 @@
 #include "bench_support.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <unistd.h>
 #include <chrono>

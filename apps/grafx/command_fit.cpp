@@ -176,8 +176,10 @@ void run_session(Fitter& fitter, Session& session) {
   fitter.save_checkpoint(checkpoint);
   session.summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  session.summary.fitted = fitter.render_mix();  // once, for the loss and for mix.wav
-  session.summary.after  = fitter.evaluate(session.summary.fitted);
+  const at::Tensor fitted = fitter.render_mix();  // once, for the loss and for mix.wav
+  session.summary.after   = fitter.evaluate(fitted);
+  session.summary.fitted  = fitted.to(at::kCPU);
+  fitter.move_to(at::kCPU);  // pictures, reports and pruning: on the CPU
   if (!std::isfinite(session.summary.after.total.item<double>()))
     throw FitError("grafx.fit.diverged",
                    "the fitted console's whole-song loss is not finite, so there are no results: "
@@ -256,6 +258,27 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
             return "expected at most 1e9 minutes, but got \"" + text + "\"";
           },
           "at most 1e9"));
+  cmd.add_option_function<std::string>(
+         "--device",
+         [&options](const std::string& name) {
+           const std::string what = "--device " + name;
+           try {
+             options.device = at::Device(name);
+           } catch (const c10::Error&) {
+             throw FitError("grafx.fit.options", what + ": expected cpu, cuda or cuda:N");
+           }
+           try {
+             at::empty({1}, at::TensorOptions().device(options.device));
+           } catch (const c10::Error&) {
+             throw FitError("grafx.fit.options",
+                            what +
+                                ": this LibTorch cannot use it (built without it, or no such "
+                                "device on this machine)");
+           }
+         },
+         "Where the fitting steps run: cpu, or a GPU (cuda, cuda:N) where LibTorch has one; "
+         "the report, pictures and pruning run on the CPU")
+      ->default_str("cpu");
   cmd.add_option_function<std::string>(
          "--init",
          [&options](const std::string& list) {

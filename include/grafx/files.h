@@ -4,6 +4,7 @@
 /// is complete), so that an interrupted or failed write never leaves a half-written file and
 /// an existing file is replaced only when the caller says so.
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -308,6 +309,12 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
   /// x R×L, b R×K×3, a R×K×2 (normalised: a0 = 1).
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& b,
                             const at::Tensor& a, bool reverse, const SavedDuals& duals) {
+    if (!x.device().is_cpu()) {  // the scan; its backward is recorded_backward's ATen pieces
+      ctx->saved_data["reverse"] = reverse;
+      ctx->save_for_backward({x, b, a});
+      duals.save(ctx);
+      return scan(x, b, a, reverse);
+    }
     const int64_t rows = x.size(0), length = x.size(1), n_sections = b.size(1);
     at::Tensor xc = cpu(x), bc = cpu(b), ac = cpu(a);
     bool keep        = x.requires_grad() || b.requires_grad() || a.requires_grad();
@@ -341,7 +348,7 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
     bool reverse = ctx->saved_data["reverse"].toBool();
     auto duals   = SavedDuals::of(ctx);  // forward over reverse: recomputed with the tangents
     if (!duals.empty()) return recorded_backward(duals[0], duals[1], duals[2], grads[0], reverse);
-    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined())
+    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined() || !x.device().is_cpu())
       return recorded_backward(x, b, a, grads[0], reverse);
 
     at::Tensor states  = ctx->saved_data["states"].toTensor();
@@ -393,6 +400,20 @@ struct BiquadCascade : public torch::autograd::Function<BiquadCascade> {
              bk.select(1, 2).unsqueeze(1) * shifted(w, -2, reverse);
     }
     return {grad, at::stack(grad_b, 1), at::stack(grad_a, 1), at::Tensor(), at::Tensor()};
+  }
+
+  /// The cascade on devices other than the CPU, values only: per section its numerator by
+  /// shifts and its poles by two_pole_scan, in float64 as the CPU kernel's states.
+  static at::Tensor scan(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a,
+                         bool reverse) {
+    at::Tensor y = x.to(at::kDouble), bd = b.to(at::kDouble), ad = a.to(at::kDouble);
+    for (int64_t k = 0; k < b.size(1); ++k) {
+      at::Tensor bk = bd.select(1, k), ak = ad.select(1, k);
+      at::Tensor u = bk.narrow(1, 0, 1) * y + bk.narrow(1, 1, 1) * shifted(y, 1, reverse) +
+                     bk.narrow(1, 2, 1) * shifted(y, 2, reverse);
+      y = two_pole_scan(u, -ak.select(1, 0), -ak.select(1, 1), reverse);
+    }
+    return y.to(x.scalar_type());
   }
 
   /// b = [1, 0, 0] per row (R×1×3): a section's all-pole part.
@@ -506,9 +527,17 @@ struct VaryingSection : public torch::autograd::Function<VaryingSection> {
   /// u R×L, b and a C×L×3, R a multiple of C.
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& u, const at::Tensor& b,
                             const at::Tensor& a, const SavedDuals& duals) {
+    at::Tensor v = u.device().is_cpu() ? loop(u, b, a) : scan(u, b, a);
+    ctx->save_for_backward({u, b, a, v});
+    duals.save(ctx);
+    return v;
+  }
+
+  /// The CPU kernel: varying_section_row, rows in parallel.
+  static at::Tensor loop(const at::Tensor& u, const at::Tensor& b, const at::Tensor& a) {
     at::Tensor uc = cpu(u), bc = cpu(b), ac = cpu(a);
     const int64_t rows = u.size(0), length = u.size(1), share = rows / b.size(0);
-    at::Tensor v = on_cpu(u, [&](at::Tensor& out) {
+    return on_cpu(u, [&](at::Tensor& out) {
       AT_DISPATCH_FLOATING_TYPES(u.scalar_type(), "biquad_cascade_time_varying", [&] {
         const scalar_t *up = uc.data_ptr<scalar_t>(), *bp = bc.data_ptr<scalar_t>(),
                        *ap = ac.data_ptr<scalar_t>();
@@ -520,9 +549,20 @@ struct VaryingSection : public torch::autograd::Function<VaryingSection> {
         });
       });
     });
-    ctx->save_for_backward({u, b, a, v});
-    duals.save(ctx);
-    return v;
+  }
+
+  /// The kernel of other devices, values only: the numerator by shifts and the poles by
+  /// two_pole_scan, per sample, in float64 as the CPU kernel's states.
+  static at::Tensor scan(const at::Tensor& u, const at::Tensor& b, const at::Tensor& a) {
+    const int64_t rows   = u.size(0);
+    at::Tensor ud        = u.to(at::kDouble);
+    at::Tensor bd        = per_signal_row(b.to(at::kDouble), rows),
+               ad        = per_signal_row(a.to(at::kDouble), rows);  // R×L×3
+    at::Tensor a0        = ad.select(2, 0);
+    at::Tensor numerator = bd.select(2, 0) * ud + bd.select(2, 1) * shifted(ud, 1, false) +
+                           bd.select(2, 2) * shifted(ud, 2, false);
+    return two_pole_scan(numerator / a0, -ad.select(2, 1) / a0, -ad.select(2, 2) / a0)
+        .to(u.scalar_type());
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -532,7 +572,7 @@ struct VaryingSection : public torch::autograd::Function<VaryingSection> {
       return recorded_backward(duals[0], duals[1], duals[2], section(duals[0], duals[1], duals[2]),
                                grads[0]);
     const at::Tensor &u = saved[0], &b = saved[1], &a = saved[2], &v = saved[3];
-    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined())
+    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined() || !u.device().is_cpu())
       return recorded_backward(u, b, a, v, grads[0]);
     const int64_t rows = u.size(0), length = u.size(1), n_coefficients = b.size(0);
     const int64_t share = rows / n_coefficients;
@@ -638,24 +678,26 @@ at::Tensor coefficient_rows(const at::Tensor& coefficients, const at::Tensor& x,
   return expanded.reshape({-1, shape[shape.size() - 2], 3});
 }
 
-}  // namespace
-
-at::Tensor biquad_cascade(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a,
-                          bool reverse) {
+/// biquad_cascade, or with `scan_only` its device kernel's values.
+at::Tensor fixed_cascade(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a,
+                         bool reverse, bool scan_only) {
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) > 0 && at::isFloatingType(x.scalar_type()),
               "biquad_cascade: expected a non-empty float or double signal [..., L], but got ",
               x.sizes(), " ", x.scalar_type());
   at::Tensor bs = coefficient_rows(b, x, "b"), as = coefficient_rows(a, x, "a");
   TORCH_CHECK(bs.size(1) == as.size(1), "biquad_cascade: expected as many sections in a as in b (",
               bs.size(1), "), but got ", as.size(1));
-  at::Tensor a0 = as.narrow(2, 0, 1);
-  at::Tensor y  = BiquadCascade::cascade(x.reshape({-1, x.size(-1)}), bs / a0,
-                                         as.narrow(2, 1, 2) / a0, reverse);
-  return y.view(x.sizes());
+  at::Tensor a0 = as.narrow(2, 0, 1), rows = x.reshape({-1, x.size(-1)});
+  if (scan_only) {
+    c10::NoGradGuard values_only;
+    return BiquadCascade::scan(rows, bs / a0, as.narrow(2, 1, 2) / a0, reverse).view(x.sizes());
+  }
+  return BiquadCascade::cascade(rows, bs / a0, as.narrow(2, 1, 2) / a0, reverse).view(x.sizes());
 }
 
-at::Tensor biquad_cascade_time_varying(const at::Tensor& x, const at::Tensor& b,
-                                       const at::Tensor& a) {
+/// biquad_cascade_time_varying, or with `scan_only` its device kernel's values.
+at::Tensor varying_cascade(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a,
+                           bool scan_only) {
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) > 0 && at::isFloatingType(x.scalar_type()),
               "biquad_cascade_time_varying: expected a non-empty float or double signal [..., L], "
               "but got ",
@@ -701,9 +743,34 @@ at::Tensor biquad_cascade_time_varying(const at::Tensor& x, const at::Tensor& b,
   std::vector<at::Tensor> b_sections = rows(both[0]).unbind(1),
                           a_sections = rows(both[1]).unbind(1);
   at::Tensor y                       = x.reshape({-1, length});
+  std::optional<c10::NoGradGuard> values_only;
+  if (scan_only) values_only.emplace();
   for (size_t k = 0; k < b_sections.size(); ++k)
-    y = VaryingSection::section(y, b_sections[k], a_sections[k]);
+    y = scan_only ? VaryingSection::scan(y, b_sections[k], a_sections[k])
+                  : VaryingSection::section(y, b_sections[k], a_sections[k]);
   return y.view(x.sizes());
+}
+
+}  // namespace
+
+at::Tensor biquad_cascade(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a,
+                          bool reverse) {
+  return fixed_cascade(x, b, a, reverse, false);
+}
+
+at::Tensor biquad_cascade_scan(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a,
+                               bool reverse) {
+  return fixed_cascade(x, b, a, reverse, true);
+}
+
+at::Tensor biquad_cascade_time_varying(const at::Tensor& x, const at::Tensor& b,
+                                       const at::Tensor& a) {
+  return varying_cascade(x, b, a, false);
+}
+
+at::Tensor biquad_cascade_time_varying_scan(const at::Tensor& x, const at::Tensor& b,
+                                            const at::Tensor& a) {
+  return varying_cascade(x, b, a, true);
 }
 
 at::Tensor biquad_response(const at::Tensor& b, const at::Tensor& a, const at::Tensor& omega) {

@@ -67,6 +67,48 @@ void ballistics_rows(const T* x, const T* rise, const T* fall, const T* initial,
   });
 }
 
+/// A⁰ … Aⁿ⁻¹ of per-row S×S matrices A [R, S, S]: [R, n, S, S], by doubling (log₂ n products).
+at::Tensor matrix_powers(const at::Tensor& a, int64_t n) {
+  const int64_t rows = a.size(0), size = a.size(1);
+  at::Tensor powers = at::eye(size, a.options()).expand({rows, 1, size, size});
+  for (at::Tensor step = a; powers.size(1) < n; step = at::matmul(step, step))
+    powers = at::cat({powers, at::matmul(step.unsqueeze(1), powers)}, 1);  // A^count · Aᵏ
+  return powers.narrow(1, 0, n);
+}
+
+/// s[n] = A·s[n−1] + v[n] with one S×S matrix per row (v R×L×S, A R×S×S, s[−1] = initial R×S),
+/// in chunks of T samples, each a few batched products on all rows and chunks at once: a chunk
+/// from a zero state is the block-Toeplitz matrix of A⁰ … A^(T−1) times its inputs; the chunks'
+/// end states are the same recurrence one level up with Aᵀ (L/T samples); each sample then adds
+/// A^(t+1) times its chunk's carried-in state. About 10 operations per level, where a chunk
+/// stepped sample by sample takes 3–7 per sample of the chunk.
+at::Tensor fixed_matrix_scan(const at::Tensor& v, const at::Tensor& a, const at::Tensor& initial,
+                             int64_t chunk) {
+  const int64_t rows = v.size(0), length = v.size(1), size = v.size(2);
+  const int64_t n_chunks = ceil_div(length, chunk), padded = n_chunks * chunk;
+  const at::Tensor powers = matrix_powers(a, chunk + 1);  // [R, T + 1, S, S]
+  const at::Tensor lag    = at::arange(chunk, v.options().dtype(at::kLong));
+  const at::Tensor apart  = lag.unsqueeze(1) - lag.unsqueeze(0);  // t − k
+  const at::Tensor toeplitz =
+      (powers.index_select(1, apart.clamp_min(0).flatten()).view({rows, chunk, chunk, size, size}) *
+       (apart >= 0).to(v.scalar_type()).view({1, chunk, chunk, 1, 1}))
+          .permute({0, 1, 3, 2, 4})
+          .reshape({rows, chunk * size, chunk * size});  // rows (t, i), columns (k, j)
+  const at::Tensor chunks =
+      at::constant_pad_nd(v, {0, 0, 0, padded - length}).view({rows, n_chunks, chunk * size});
+  const at::Tensor local =
+      at::matmul(chunks, toeplitz.transpose(1, 2)).view({rows, n_chunks, chunk, size});
+  at::Tensor carried_in = initial.unsqueeze(1);  // R×chunks×S
+  if (n_chunks > 1) {
+    at::Tensor ends = fixed_matrix_scan(local.select(2, chunk - 1).contiguous(),
+                                        powers.select(1, chunk), initial, chunk);
+    carried_in      = at::cat({carried_in, ends.narrow(1, 0, n_chunks - 1)}, 1);
+  }
+  const at::Tensor y =
+      local + at::einsum("rtij,rcj->rcti", {powers.narrow(1, 1, chunk), carried_in});
+  return y.reshape({rows, padded, size}).narrow(1, 0, length);
+}
+
 /// The recurrence on rows (x R×L, a R×1 or R×L, initial R) as a chunked scan of ATen operations,
 /// for any device: each chunk of T samples runs from a zero state (T steps, each one operation on
 /// all rows and chunks at once) while it multiplies up its coefficients; the chunks' end values
@@ -78,6 +120,9 @@ at::Tensor chunked_scan(const at::Tensor& x, const at::Tensor& a, const at::Tens
                         int64_t chunk) {
   const int64_t rows = x.size(0), length = x.size(1);
   const bool varying = a.size(1) > 1;
+  if (!varying)  // one coefficient per row: the chunks are products with its powers
+    return fixed_matrix_scan(x.unsqueeze(2), a.view({rows, 1, 1}), initial.unsqueeze(1), chunk)
+        .squeeze(2);
   if (length <= chunk) {  // one chunk: the steps themselves
     std::vector<at::Tensor> y;
     at::Tensor state = initial;
@@ -127,6 +172,57 @@ at::Tensor scan_rows(const at::Tensor& x, const at::Tensor& a, const at::Tensor&
   const at::Tensor y  = chunked_scan(wide(xs), wide(as), wide(initial), chunk).to(x.scalar_type());
   return reverse ? y.flip(1) : y;
 }
+
+/// The two-state form of chunked_scan: s[n] = M[n]·s[n−1] + v[n] with s, v R×L×2 and M R×L×2×2
+/// (or R×1×2×2, one matrix per row), s[−1] = initial (R×2). The same chunks and levels: each
+/// chunk runs from a zero state while it multiplies up its matrices, and the chunks' end states
+/// are the same recurrence one level up.
+at::Tensor chunked_matrix_scan(const at::Tensor& v, const at::Tensor& m, const at::Tensor& initial,
+                               int64_t chunk) {
+  const int64_t rows = v.size(0), length = v.size(1);
+  const bool varying = m.size(1) > 1;
+  if (!varying) return fixed_matrix_scan(v, m.select(1, 0), initial, chunk);
+  auto apply_matrix = [](const at::Tensor& matrix, const at::Tensor& state) {  // M·s, batched
+    return (matrix * state.unsqueeze(-2)).sum(-1);
+  };
+  if (length <= chunk) {
+    std::vector<at::Tensor> s;
+    at::Tensor state = initial;
+    for (int64_t n = 0; n < length; ++n) {
+      state = apply_matrix(m.select(1, varying ? n : 0), state) + v.select(1, n);
+      s.push_back(state);
+    }
+    return at::stack(s, 1);
+  }
+  const int64_t n_chunks = ceil_div(length, chunk), padded = n_chunks * chunk;
+  // Time-major [T, R, chunks, ...]; padding after the end is never read back.
+  const at::Tensor vs = at::constant_pad_nd(v, {0, 0, 0, padded - length})
+                            .view({rows, n_chunks, chunk, 2})
+                            .permute({2, 0, 1, 3})
+                            .contiguous();
+  const at::Tensor ms = varying ? at::constant_pad_nd(m, {0, 0, 0, 0, 0, padded - length})
+                                      .view({rows, n_chunks, chunk, 2, 2})
+                                      .permute({2, 0, 1, 3, 4})
+                                      .contiguous()
+                                : m.view({1, rows, 1, 2, 2}).expand({chunk, rows, 1, 2, 2});
+  at::Tensor local    = at::empty_like(vs),
+             product  = at::empty({chunk, rows, varying ? n_chunks : 1, 2, 2}, m.options());
+  local[0].copy_(vs[0]);
+  product[0].copy_(ms[0]);
+  for (int64_t t = 1; t < chunk; ++t) {
+    local[t].copy_(apply_matrix(ms[t], local[t - 1]) + vs[t]);
+    product[t].copy_((ms[t].unsqueeze(-1) * product[t - 1].unsqueeze(-3)).sum(-2));  // M_t·P
+  }
+  at::Tensor last_product = product[chunk - 1].expand({rows, n_chunks, 2, 2}).contiguous();
+  at::Tensor ends         = chunked_matrix_scan(local[chunk - 1], last_product, initial, chunk);
+  at::Tensor carried_in =
+      at::cat({initial.unsqueeze(1), ends.narrow(1, 0, n_chunks - 1)}, 1);  // R×chunks×2
+  at::Tensor s = local + apply_matrix(product, carried_in.unsqueeze(0));    // [T, R, chunks, 2]
+  return s.permute({1, 2, 0, 3}).reshape({rows, padded, 2}).narrow(1, 0, length);
+}
+
+/// Passes of ballistics_rows_scan before it hands a row set that has not settled to the loop.
+constexpr int kBranchPasses = 32;
 
 // ---- autograd Functions on rows: x R×L, a R×1 or R×L, initial R ----------------------------
 
@@ -223,17 +319,48 @@ struct Ballistics : public torch::autograd::Function<Ballistics> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& rise,
                             const at::Tensor& fall, const at::Tensor& initial,
                             const SavedDuals& duals) {
+    at::Tensor y =
+        x.device().is_cpu() ? loop(x, rise, fall, initial) : scan(x, rise, fall, initial);
+    ctx->save_for_backward({x, rise, fall, initial, y});
+    duals.save(ctx);
+    return y;
+  }
+
+  /// The CPU kernel: ballistics_rows on contiguous rows.
+  static at::Tensor loop(const at::Tensor& x, const at::Tensor& rise, const at::Tensor& fall,
+                         const at::Tensor& initial) {
     at::Tensor xc = cpu(x), rc = cpu(rise), fc = cpu(fall), ic = cpu(initial);
-    at::Tensor y = on_cpu(x, [&](at::Tensor& out) {
+    return on_cpu(x, [&](at::Tensor& out) {
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "ballistics", [&] {
         ballistics_rows<scalar_t>(xc.data_ptr<scalar_t>(), rc.data_ptr<scalar_t>(),
                                   fc.data_ptr<scalar_t>(), ic.data_ptr<scalar_t>(),
                                   out.data_ptr<scalar_t>(), x.size(0), x.size(1));
       });
     });
-    ctx->save_for_backward({x, rise, fall, initial, y});
-    duals.save(ctx);
-    return y;
+  }
+
+  /// The kernel of other devices: given which samples rise, ballistics is a linear recurrence,
+  /// which the chunked scan computes. Starting from "all falling", each pass takes the branches
+  /// the last pass's output implies and scans again, until they no longer change: the output then
+  /// satisfies the recursion with its own branches, which only the exact solution does. A pass
+  /// fixes at least the first wrong branch, and on real levels 5–8 passes settle (docs/dsp.md);
+  /// rows that have not settled after kBranchPasses run the loop on the host.
+  static at::Tensor scan(const at::Tensor& x, const at::Tensor& rise, const at::Tensor& fall,
+                         const at::Tensor& initial, int* passes = nullptr) {
+    at::Tensor alpha = fall.unsqueeze(1), rising;
+    at::Tensor y     = scan_rows((1 - alpha) * x, alpha, initial, false, kScanChunk);
+    for (int pass = 1; pass <= kBranchPasses; ++pass) {
+      at::Tensor now = x > previous(y, initial, false);
+      if (rising.defined() && at::equal(now, rising)) {
+        if (passes) *passes = pass;
+        return y;
+      }
+      rising = now;
+      alpha  = at::where(rising, rise.unsqueeze(1), fall.unsqueeze(1));
+      y      = scan_rows((1 - alpha) * x, alpha, initial, false, kScanChunk);
+    }
+    if (passes) *passes = 0;
+    return loop(x, rise, fall, initial);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -336,6 +463,42 @@ at::Tensor linear_recurrence_scan(const at::Tensor& x, const at::Tensor& a,
   auto [coefficients, start] = recurrence_rows_of(x, a, initial, "linear_recurrence_scan");
   c10::NoGradGuard values_only;
   return scan_rows(rows_of(x), coefficients, start, reverse, chunk).reshape(x.sizes());
+}
+
+at::Tensor ballistics_scan(const at::Tensor& x, const at::Tensor& alpha_rise,
+                           const at::Tensor& alpha_fall, const at::Tensor& initial, int* passes) {
+  check_signal(x, "ballistics_scan");
+  c10::NoGradGuard values_only;
+  return Ballistics::scan(rows_of(x), per_row(alpha_rise, x, "ballistics_scan: alpha_rise"),
+                          per_row(alpha_fall, x, "ballistics_scan: alpha_fall"),
+                          per_row(initial, x, "ballistics_scan: initial"), passes)
+      .view(x.sizes());
+}
+
+at::Tensor two_pole_scan(const at::Tensor& x, const at::Tensor& c1, const at::Tensor& c2,
+                         bool reverse, int64_t chunk) {
+  check_signal(x, "two_pole_scan");
+  TORCH_CHECK(chunk >= 2, "two_pole_scan: expected chunks of at least 2 samples, but got ", chunk);
+  const at::Tensor first  = recurrence_rows_of(x, c1, {}, "two_pole_scan: c1").first;
+  const at::Tensor second = recurrence_rows_of(x, c2, {}, "two_pole_scan: c2").first;
+  TORCH_CHECK(first.size(1) == second.size(1),
+              "two_pole_scan: expected c1 and c2 both per row or both per sample");
+  c10::NoGradGuard values_only;
+  // s[n] = (y[n], y[n−1]) = [[c1, c2], [1, 0]]·s[n−1] + (x[n], 0), in float64 as scan_rows.
+  auto in_order = [&](const at::Tensor& t) {
+    at::Tensor wide = t.to(at::kDouble);
+    return reverse && t.size(1) > 1 ? wide.flip(1) : wide;
+  };
+  const at::Tensor rows = in_order(rows_of(x));
+  const at::Tensor a1 = in_order(first), a2 = in_order(second);
+  const at::Tensor m =
+      at::stack({at::stack({a1, a2}, -1), at::stack({at::ones_like(a1), at::zeros_like(a2)}, -1)},
+                -2);  // R×L×2×2 (or R×1×2×2)
+  const at::Tensor v = at::stack({rows, at::zeros_like(rows)}, -1);
+  at::Tensor y       = chunked_matrix_scan(v, m, at::zeros({rows.size(0), 2}, v.options()), chunk)
+                     .select(2, 0)
+                     .to(x.scalar_type());
+  return (reverse ? y.flip(1) : y).reshape(x.sizes());
 }
 
 at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha) {

@@ -219,11 +219,14 @@ RenderOptions gain_staging(const NodeTypes& types) {
 
 double clip_gradient_norm(Parameters& parameters, double max_norm) {
   c10::NoGradGuard no_grad;
-  double squared = 0;
+  at::Tensor squared;  // summed where the gradients are, read once (one wait on a GPU)
   for (const auto& [type, named] : parameters)
     for (const auto& [name, p] : named)
-      if (p.grad().defined()) squared += p.grad().to(at::kDouble).pow(2).sum().item<double>();
-  const double norm = std::sqrt(squared);
+      if (p.grad().defined()) {
+        at::Tensor sum = p.grad().to(at::kDouble).pow(2).sum();
+        squared        = squared.defined() ? squared + sum : sum;
+      }
+  const double norm = squared.defined() ? std::sqrt(squared.item<double>()) : 0.0;
   if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
     for (auto& [type, named] : parameters)
       for (auto& [name, p] : named)
@@ -235,8 +238,8 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
                FitOptions options, Parameters initial)
     : graph_(with_automation(std::move(graph), options.automation, sample_rate,
                              tracks.defined() && tracks.dim() == 3 ? tracks.size(2) : 0)),
-      tracks_(checked_tracks(graph_, tracks, mix)),
-      mix_(mix.detach().contiguous()),
+      tracks_(checked_tracks(graph_, tracks, mix).to(at::kCPU)),  // initialised on the CPU
+      mix_(mix.detach().to(at::kCPU).contiguous()),
       sample_rate_(sample_rate),
       options_(completed(std::move(options), sample_rate, tracks_.size(2))),
       crop_samples_(std::llround(options_.crop_seconds * double(sample_rate))),
@@ -271,9 +274,26 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
     for (const auto& [type, named] : started)
       for (const auto& [name, p] : named) parameters_[type][name] = p;
   }
-  initial_parameters_ = cloned_parameters(parameters_);
   if (!initial.empty())
     check_parameters(graph_, processors_, parameters_, 0, tracks_.scalar_type());
+  bool elsewhere = options_.device != tracks_.device();
+  for (const auto& [type, named] : parameters_)
+    for (const auto& [name, p] : named) elsewhere = elsewhere || p.device() != options_.device;
+  if (elsewhere) move_to(options_.device);
+  initial_parameters_ = cloned_parameters(parameters_);
+}
+
+void Fitter::move_to(at::Device device) {
+  options_.device        = device;
+  const TensorDict state = optimizer_.state();
+  tracks_                = tracks_.to(device);
+  mix_                   = mix_.to(device);
+  for (auto& [type, named] : parameters_)
+    for (auto& [name, p] : named) p = p.detach().to(device).requires_grad_(true);
+  for (auto& [type, named] : initial_parameters_)
+    for (auto& [name, p] : named) p = p.to(device);
+  optimizer_ = AdamW(parameters_, grouped(options_, parameters_));
+  optimizer_.load_state(state);  // the moments and step count carry over
 }
 
 Graph Fitter::rendered_graph() const { return curves_live_ ? graph_ : without_automation(graph_); }
@@ -527,7 +547,14 @@ MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
   whole.skip_samples   = 0;
   // In chunks, rendered or cut from `fitted`: the spectrograms of a whole song would not fit
   // in memory (MixLossStream).
-  if (fitted.defined()) return MixLoss(whole).streamed_terms(fitted, mix_);
+  auto on_cpu = [](MixLossTerms terms) {  // a few numbers, for reports on any device
+    for (at::Tensor* t : {&terms.total, &terms.per_item, &terms.lr, &terms.mid, &terms.side,
+                          &terms.spectral_convergence, &terms.log_magnitude})
+      if (t->defined()) *t = t->to(at::kCPU);
+    return terms;
+  };
+  if (fitted.defined())
+    return on_cpu(MixLoss(whole).streamed_terms(fitted.to(mix_.device()), mix_));
   MixLossStream stream = MixLoss(whole).stream(mix_.size(-1));
   render_chunks(
       live_plan(), processors_, live(detached_parameters()), tracks_,
@@ -535,11 +562,12 @@ MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
         stream.add(outputs[0], mix_.narrow(-1, start, outputs.size(-1)));
       },
       whole_song());
-  return stream.finish();
+  return on_cpu(stream.finish());
 }
 
 std::map<std::string, std::string> Fitter::identity() const {
-  at::Tensor t = tracks_.to(at::kDouble), m = mix_.to(at::kDouble);
+  // On the CPU: the same sums on every device, so that a checkpoint resumes on another.
+  at::Tensor t = tracks_.to(at::kCPU, at::kDouble), m = mix_.to(at::kCPU, at::kDouble);
   // What the settings table does not hold: the graph, the data, and the settings as resolved
   // for them (crops and warm-ups in samples), each compared on resume.
   std::map<std::string, std::string> identity = {

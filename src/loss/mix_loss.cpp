@@ -8,6 +8,7 @@
 #include "loss/spectral.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <cmath>
@@ -230,7 +231,7 @@ void MixLossStream::add(const at::Tensor& estimate, const at::Tensor& target) {
   detail::check_signal_pair(estimate, target, kWhat);
   if (target_frames_) fail("this stream's target is given: add the estimate alone");
   const int64_t items = check_chunk(estimate), n = estimate.size(-1);
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   append(
       at::cat({estimate.detach().reshape({items, 2, n}), target.detach().reshape({items, 2, n})}));
 }
@@ -239,7 +240,7 @@ void MixLossStream::add(const at::Tensor& estimate) {
   if (!target_frames_) fail("this stream has no given target: add the estimate and the target");
   const int64_t items = check_chunk(estimate), n = estimate.size(-1);
   if (items != 1) fail("a given target compares one item at a time");
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   append(estimate.detach().reshape({1, 2, n}));
 }
 

@@ -104,9 +104,8 @@ std::pair<at::Tensor, at::Tensor> GraphicEq::band_filters(const at::Tensor& log_
   const double c   = kEdgeGainExponent;
   auto options     = log_gain.options();
   auto hz          = [&](const std::vector<double>& v) { return at::tensor(v, at::kDouble); };
-  at::Tensor omega = units::omega(hz(centres_hz_), sample_rate_).to(options.dtype());
-  at::Tensor width =
-      at::tan(units::omega(hz(bandwidths_hz_), sample_rate_) / 2).to(options.dtype());
+  at::Tensor omega = units::omega(hz(centres_hz_), sample_rate_).to(options);
+  at::Tensor width = at::tan(units::omega(hz(bandwidths_hz_), sample_rate_) / 2).to(options);
   // ρ = −expm1(−2c·x)/expm1(2(1−c)·x), and its first-order series near x = 0.
   at::Tensor small = log_gain.abs() < 1e-4;
   at::Tensor safe  = at::where(small, at::ones_like(log_gain), log_gain);

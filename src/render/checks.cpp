@@ -81,6 +81,11 @@ void match_channels(std::vector<at::Tensor>& signals, int64_t channel_dim,
 
 void check_finite_parameters(const Parameters& parameters,
                              const std::map<std::string, bool>& per_item) {
+  std::vector<at::Tensor> any_bad;  // one reduction each, read once (one wait on a GPU)
+  for (const auto& [type, tensors] : parameters)
+    for (const auto& [name, tensor] : tensors)
+      any_bad.push_back((~tensor.detach().isfinite()).any());
+  if (any_bad.empty() || !at::stack(any_bad).any().item<bool>()) return;
   for (const auto& [type, tensors] : parameters)
     for (const auto& [name, tensor] : tensors) {
       const bool items = per_item.count(type) && per_item.at(type);

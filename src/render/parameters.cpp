@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <iomanip>
@@ -94,7 +95,7 @@ Parameters with_curves(const Graph& graph, const Processors& processors, Paramet
 
 void set_physical(const Graph& graph, const Processor& processor, Parameters& parameters, NodeId id,
                   const TensorDict& settings) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   const std::string& type      = graph.type_name(id);
   const std::vector<NodeId> of = graph.nodes_of_type(type);
   const int64_t row            = std::find(of.begin(), of.end(), id) - of.begin();

@@ -146,6 +146,10 @@ TEST(CliFit, HostileOptionsFailAtOnceAndMakeNoFolder) {
       {{"--gradient-hook", "0=scale:nan"}, "\"nan\" is not a finite number"},
       {{"--gradient-hook", "0=clip:-1"}, "expected stop, scale:F or clip:M (M > 0)"},
       {{"--optimizer", "sgd"}, "--optimizer: expected one of adamw, adahessian, but got \"sgd\""},
+      {{"--device", "gpu7"}, "[grafx.fit.options] --device gpu7: expected cpu, cuda or cuda:N"},
+      {{"--device", ""}, "[grafx.fit.options] --device : expected cpu, cuda or cuda:N"},
+      // A GPU this machine lacks: refused before anything is fitted or written.
+      {{"--device", at::hasCUDA() ? "cuda:1000" : "cuda"}, "this LibTorch cannot use it"},
   };
   for (const auto& [options, message] : cases) {
     std::vector<std::string> args = {"fit",   "--tracks",          dir.file("a.wav"),

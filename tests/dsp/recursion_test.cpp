@@ -122,6 +122,42 @@ TEST(LinearRecurrenceScan, EqualsTheSequentialKernelInFloat32) {
   EXPECT_THROW(linear_recurrence_scan(x, alpha, {}, false, 1), c10::Error);
 }
 
+TEST(BallisticsScan, EqualsTheSequentialKernelInFloat32) {
+  // The device kernel (branches from the last pass, then the scan, until they settle) against
+  // the CPU loop on levels like a detector's: bursts of noise under a moving envelope, with fast
+  // and slow attacks and releases, a non-zero start, a constant level (every step a tie) and a
+  // level that only falls.
+  at::manual_seed(9);
+  const int64_t length = 60000;
+  at::Tensor time      = at::arange(length, at::kFloat) / 30000;
+  at::Tensor envelope  = at::sin(time * 7).abs().pow(3) + 0.05;
+  at::Tensor x         = at::randn({6, length}).abs() * envelope;
+  x[4].fill_(0.3);
+  x[5]               = at::exp(-time * 3);
+  at::Tensor rise    = at::tensor({0.3f, 0.9f, 0.99f, 0.5f, 0.9f, 0.99f});
+  at::Tensor fall    = at::tensor({0.999f, 0.9999f, 0.99f, 0.9f, 0.99f, 0.999f});
+  at::Tensor initial = at::tensor({0.0f, 0.5f, 1.0f, 0.0f, 0.0f, 2.0f});
+  auto wide          = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  at::Tensor truth   = ballistics(wide(x), wide(rise), wide(fall), wide(initial));
+  at::Tensor loop    = ballistics(x, rise, fall, initial);
+  int passes         = -1;
+  at::Tensor y       = ballistics_scan(x, rise, fall, initial, &passes);
+  ASSERT_EQ(y.sizes(), x.sizes());
+  EXPECT_GE(passes, 2);  // settled by the scans, not handed to the loop
+  EXPECT_LE(passes, 12);
+  // The scan computes in float64: it is as near the float64 result as the float32 loop is.
+  const double peak = truth.abs().max().item<double>();
+  EXPECT_LT(max_error(y, truth), max_error(loop, truth) + 1e-7 * peak);
+  EXPECT_LT(max_error(y, loop), 3e-6 * peak);
+  EXPECT_LT(max_error(ballistics_scan(wide(x), wide(rise), wide(fall), wide(initial)), truth),
+            1e-12 * peak);
+  // Short rows: one sample, and fewer than a chunk.
+  for (int64_t n : {1, 5})
+    EXPECT_LT(max_error(ballistics_scan(x.narrow(1, 0, n), rise, fall, initial),
+                        ballistics(x.narrow(1, 0, n), rise, fall, initial)),
+              1e-6);
+}
+
 TEST(Recursions, GradientsMatchFiniteDifferencesInFloat64) {
   at::manual_seed(4);
   at::Tensor x     = at::randn({2, 3, 200}, at::kDouble);

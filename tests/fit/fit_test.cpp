@@ -215,6 +215,27 @@ TEST(Fit, CheckpointsResumeExactly) {
                      "made for another graph");
 }
 
+// A fit moved to a device (here the CPU again, the one a test machine surely has) keeps its
+// optimizer's moments and step count: it continues as if it had not moved. Without them the
+// next steps differ.
+TEST(Fit, AMovedFitTakesTheStepsItWouldHaveTaken) {
+  Graph console  = gain_console();
+  at::Tensor x   = tracks(2);
+  at::Tensor mix = hidden_mix(console, x, at::full({3, 2}, 0.3f));
+  Fitter straight(console, x, mix, kRate, small_options(20)),
+      moved(console, x, mix, kRate, small_options(20));
+  for (int i = 0; i < 20; ++i) straight.step();
+  for (int i = 0; i < 10; ++i) moved.step();
+  moved.move_to(at::kCPU);
+  EXPECT_EQ(moved.optimizer().n_steps(), 10);
+  for (int i = 0; i < 10; ++i) moved.step();
+  EXPECT_TRUE(at::equal(moved.parameters().at("gain_pan").at("log_gain"),
+                        straight.parameters().at("gain_pan").at("log_gain")));
+  EXPECT_EQ(moved.history().back().loss, straight.history().back().loss);
+  // Its whole-song evaluation comes back on the CPU, as a report reads it.
+  EXPECT_TRUE(moved.evaluate().total.device().is_cpu());
+}
+
 // Checkpoints of version 2 kept the settings that change the steps under keys of their own (at
 // their defaults left out): they resume under version 3, and a changed setting is named as the
 // table names it.
@@ -346,9 +367,9 @@ TEST(Fit, ReportSetsEachSettingBesideTheReference) {
     EXPECT_TRUE(testing::contains(html, part)) << part;
   EXPECT_EQ(occurrences(html, "<audio "), 5) << "the target, the fitted mix and three tracks";
   EXPECT_EQ(occurrences(html, "class=\"colour-bar\""), 3);
-  for (const std::string& id :
+  for (const char* id :
        {"node3-area", "node5-area", "node7-area", "loss-area", "spectrogram-target"})
-    EXPECT_EQ(occurrences(html, "id=\"" + id), 1) << id;
+    EXPECT_EQ(occurrences(html, std::string("id=\"") + id), 1) << id;
 
   // A reference of another graph is refused before anything is written.
   summary.reference.erase("eq");

@@ -20,7 +20,9 @@
 /// from the sections' signals saved by the forward pass (K·L values per row, kept only when
 /// something needs a gradient). When the backward pass is itself recorded (create_graph), it
 /// is built from this function and ATen operations instead, so double backward works.
-/// Tensors on another device are copied to the CPU and back (no GPU kernel yet).
+/// On other devices both cascades run biquad_cascade_scan / biquad_cascade_time_varying_scan
+/// (each section's numerator by shifts, its poles by dsp::two_pole_scan, with no copy to the
+/// host) and their backward passes are the recorded form's ATen operations.
 ///
 ///   at::Tensor b = at::tensor({1.0, 2.0, 1.0}).view({1, 1, 1, 3}) * 0.25;
 ///   at::Tensor y = biquad_cascade(x, b, a);   // x N×2×L, b and a N×1×1×3
@@ -51,6 +53,13 @@ at::Tensor biquad_cascade(const at::Tensor& x, const at::Tensor& b, const at::Te
 /// rule. Costs 6·K·L coefficients per filter, where biquad_cascade needs 6·K.
 at::Tensor biquad_cascade_time_varying(const at::Tensor& x, const at::Tensor& b,
                                        const at::Tensor& a);
+
+/// The cascades' kernels on devices other than the CPU (see above), callable on the CPU where the
+/// tests compare them with the CPU kernels; values only.
+at::Tensor biquad_cascade_scan(const at::Tensor& x, const at::Tensor& b, const at::Tensor& a,
+                               bool reverse = false);
+at::Tensor biquad_cascade_time_varying_scan(const at::Tensor& x, const at::Tensor& b,
+                                            const at::Tensor& a);
 
 /// The cascade's complex response H(e^{jω}) at `omega` (rad/sample, [F]): `[..., F]` complex.
 at::Tensor biquad_response(const at::Tensor& b, const at::Tensor& a, const at::Tensor& omega);

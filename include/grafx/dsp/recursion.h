@@ -6,8 +6,8 @@
 /// have the leading shape `[...]` (one value per row). Rows run in parallel (at::parallel_for),
 /// each a tight loop over contiguous float or double samples. On other devices linear_recurrence
 /// (and so one_pole and every adjoint) runs linear_recurrence_scan, a chunked scan of ATen
-/// operations, with no copy to the host; ballistics, whose branch depends on its own state, still
-/// runs the CPU loop there (its rows copied over and back).
+/// operations, with no copy to the host, and ballistics runs ballistics_scan: the branches its
+/// output implies, then the scan of that linear recurrence, again until the branches settle.
 ///
 ///   one_pole(x, α):               y[n] = α·y[n−1] + (1 − α)·x[n],        y[−1] = 0
 ///   ballistics(x, α↑, α↓, y0):    α[n] = α↑ if x[n] > y[n−1] else α↓ (attack when rising,
@@ -54,6 +54,25 @@ at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha);
 
 at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise,
                       const at::Tensor& alpha_fall, const at::Tensor& initial);
+
+/// ballistics' kernel on devices other than the CPU: starting from "all falling", each pass takes
+/// the branches (x[n] > y[n−1]) that the last pass's output implies and runs the chunked scan of
+/// that linear recurrence, until the branches no longer change (5–8 passes on real levels; rows
+/// still changing after 32 passes run the CPU loop). The settled output satisfies the recursion
+/// with its own branches, as only the exact solution does. Callable on the CPU for the tests;
+/// values only (ballistics is the differentiable form on every device). `passes`, when given,
+/// receives the scans that settled it (0: it did not, and the loop ran).
+at::Tensor ballistics_scan(const at::Tensor& x, const at::Tensor& alpha_rise,
+                           const at::Tensor& alpha_fall, const at::Tensor& initial,
+                           int* passes = nullptr);
+
+/// y[n] = x[n] + c1[n]·y[n∓1] + c2[n]·y[n∓2] from a zero state (`reverse`: from n = L−1 down), c1
+/// and c2 per row ([...]) or per sample ([..., L]): the all-pole part of a biquad section
+/// (c = −a₁/a₀, −a₂/a₀) as a chunked scan of its two-sample state, in float64 whatever x's
+/// type. The biquad cascades' kernel on devices other than the CPU (dsp/biquad.h); callable on
+/// the CPU for the tests; values only.
+at::Tensor two_pole_scan(const at::Tensor& x, const at::Tensor& c1, const at::Tensor& c2,
+                         bool reverse = false, int64_t chunk = 64);
 
 /// Samples after which a recursion whose slowest pole has radius `pole_radius` (any shape; the
 /// largest element counts) has decayed below `tolerance` of its start: ⌈ln tolerance / ln r⌉,

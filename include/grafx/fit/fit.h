@@ -114,6 +114,10 @@ struct FitOptions {
   /// or a rate, start or weight out of range.
   FitAutomation automation;
   ScheduleOptions schedule = ScheduleMethod::kOptimal;
+  /// Where the steps run: the tracks, the mix, the parameters and the optimizer's moments move
+  /// there once the initialisation from the data (on the CPU) is done; renders of the whole song
+  /// and evaluations run there too. Any device LibTorch has (e.g. CUDA; docs/benchmarks.md).
+  at::Device device = at::kCPU;
 };
 
 /// Scales every gradient so that their global norm is at most `max_norm` (as PyTorch's
@@ -187,11 +191,17 @@ class Fitter {
   /// The target mix (C×L).
   const at::Tensor& target() const { return mix_; }
 
+  /// Moves the tracks, the mix, the parameters and the optimizer's moments to `device`; later
+  /// steps, renders and evaluations run there (FitOptions::device). A fit moved and continued
+  /// takes the steps it would have taken where it was.
+  void move_to(at::Device device);
+
   /// The whole song rendered with the current parameters (C×L), without gradients, in chunks
   /// (render/chunked.h): memory beyond the mix itself stays flat with the song's length.
   at::Tensor render_mix() const;
   /// The mix-matching loss of the whole song (no warm-up skip), with its terms; of `fitted`
-  /// when given (a render_mix() the caller has already made), else of a fresh render. Both
+  /// when given (a render_mix() the caller has already made), else of a fresh render; the terms
+  /// on the CPU whatever the fit's device. Both
   /// in chunks (MixLossStream): a 10-minute song evaluates in under 0.7 GB beyond its data
   /// (docs/benchmarks.md).
   MixLossTerms evaluate(const at::Tensor& fitted = {}) const;

@@ -1,0 +1,133 @@
+// The paper's consoles on a GPU beside the CPU, in one run: forward and forward+backward of the
+// full 8-track, 3-group console (`grafx console --tracks 8 --groups 3`: stereo 3.8 s at 30 kHz,
+// the shape ../tools/grafx-py/bench_console.py and bench/grafx_python_device.py give GRAFX), of
+// the same console built of biquad EQs and ballistics dynamics (the recursions' device
+// kernels), and fitting steps of fit_bench's console (with dry/wet; Fitter::step on 3.8 s crops,
+// loss, backward, AdamW). Each device's work ends with a synchronisation inside the timed span.
+// Where LibTorch has no CUDA device, the CPU rows alone and a note.
+//
+//   build/bin/device_bench [repeats=10]
+
+#include <grafx/fit/fit.h>
+#include <grafx/graph/console.h>
+#include <grafx/graph/graph_tensor.h>
+#include <grafx/program.h>
+#include <grafx/render/parameters.h>
+#include <grafx/render/render.h>
+
+#include "bench_support.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+
+#include <chrono>
+#include <iostream>
+
+using namespace grafx;
+
+namespace {
+
+constexpr int64_t kRate = 30000, kCrop = 114000;
+
+/// Waits for the device's queued work (a copy to the host is ordered after it).
+void synchronize(at::Device device) {
+  if (!device.is_cpu()) at::zeros({1}, at::TensorOptions().device(device)).item<float>();
+}
+
+Graph console(const std::vector<std::string>& chain, bool dry_wet) {
+  ConsoleOptions options;
+  options.n_tracks     = 8;
+  options.track_groups = ConsoleOptions::even_groups(8, 3);
+  options.chain        = chain;
+  options.dry_wet      = dry_wet;
+  return build_console(options, registry_node_types()).graph;
+}
+
+int run(int argc, char** argv) {
+  const int repeats = int(bench::parse_arguments(argc, argv, {{"repeats", 10, 1, 1000}})[0]);
+  bench::setup_threads();
+  std::cout << "# Devices\n\n" << bench::machine_description() << "\n\n";
+  std::vector<at::Device> devices = {at::kCPU};
+  if (at::hasCUDA())
+    devices.push_back(at::Device(at::kCUDA));
+  else
+    std::cout << "(this LibTorch has no CUDA device: CPU rows only)\n\n";
+  std::cout << "8 tracks, 3 subgroups, stereo crops of 3.8 s at 30 kHz, float32; medians of "
+            << repeats << " runs after a warm-up.\n\n";
+
+  const std::vector<std::string> iir_chain = {"parametric_eq",
+                                              "compressor_ballistics",
+                                              "noise_gate_ballistics",
+                                              "stereo_imager",
+                                              "gain_pan",
+                                              "delay",
+                                              "reverb"};
+  bench::Table table({"device", "console", "forward (ms)", "forward+backward (ms)"});
+  for (const auto& [label, graph] : std::vector<std::pair<std::string, Graph>>{
+           {"paper's chain e-c-n-s-g-d-r", console(default_console_chain(), false)},
+           {"biquad EQ, ballistics dynamics", console(iir_chain, false)}}) {
+    Processors processors = make_processors(graph.types(), {kRate});
+    RenderPlan plan       = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
+    at::manual_seed(0);
+    const at::Tensor sources = at::randn({8, 2, kCrop}) * 0.1;
+    for (at::Device device : devices) {
+      Parameters fixed = create_parameters(graph, processors, {0, at::kFloat, false}), trained;
+      for (auto& [type, named] : fixed)
+        for (auto& [name, p] : named) {
+          p                   = p.to(device);
+          trained[type][name] = p.detach().clone().requires_grad_(true);
+        }
+      const at::Tensor x = sources.to(device);
+      auto forward       = bench::time_it(
+          [&] {
+            render(plan, processors, fixed, x);
+            synchronize(device);
+          },
+          repeats, 0);
+      auto both = bench::time_it(
+          [&] {
+            render(plan, processors, trained, x).outputs.pow(2).mean().backward();
+            for (auto& [type, named] : trained)
+              for (auto& [name, p] : named) p.mutable_grad() = at::Tensor();
+            synchronize(device);
+          },
+          repeats, 0);
+      table.add_row({device.str(), label, bench::fixed(forward.median_ms, 1),
+                     bench::fixed(both.median_ms, 1)});
+    }
+  }
+  table.print(std::cout);
+
+  std::cout << "\nFitting steps (fit_bench's console with dry/wet, " << kCrop
+            << "-sample crops of a 10 s song, loss on the last 2.8 s), ms per step over " << repeats
+            << " steps after 2:\n\n";
+  bench::Table steps({"device", "step (ms)"});
+  const Graph fitted = console(default_console_chain(), true);
+  at::manual_seed(0);
+  const at::Tensor tracks = (at::randn({8, 1, 10 * kRate}) * 0.1).expand({8, 2, 10 * kRate});
+  const at::Tensor mix    = tracks.sum(0) * 0.5;
+  for (at::Device device : devices) {
+    FitOptions options;
+    options.n_steps       = repeats + 2;
+    options.adapt_threads = false;
+    options.device        = device;
+    Fitter fitter(fitted, tracks.contiguous(), mix, kRate, options);
+    fitter.step(), fitter.step();
+    synchronize(device);
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < repeats; ++i) fitter.step();
+    synchronize(device);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    steps.add_row({device.str(), bench::fixed(ms / repeats, 1)});
+  }
+  steps.print(std::cout);
+  return 0;
+}
+
+}  // namespace
+
+// Errors end the program as they end the grafx CLI: one line with a code, status 1.
+int main(int argc, char** argv) {
+  return grafx::run_program("device_bench", [&] { return run(argc, argv); });
+}
