@@ -67,7 +67,20 @@ void ballistics_rows(const T* x, const T* rise, const T* fall, const T* initial,
   });
 }
 
-/// A⁰ … Aⁿ⁻¹ of per-row S×S matrices A [R, S, S]: [R, n, S, S], by doubling (log₂ n products).
+// ---- scans for other devices: s[n] = A[n]·s[n−1] + v[n] with S×S matrices (S = 1 or 2) -----
+//
+// In chunks of T samples, all rows and chunks at once: each chunk runs from a zero state, the
+// chunks' end states are the same recurrence one level up (L/T samples), and each sample then
+// adds its chunk's carried-in state times the matrices' product since the chunk's start. Products
+// only, never a division, so a zero or tiny coefficient is exact. Signals v R×L×S, matrices
+// R×L×S×S (per sample) or R×S×S (per row), initial state R×S.
+
+/// M·s for batches of matrices [..., S, S] and states [..., S].
+at::Tensor times(const at::Tensor& matrix, const at::Tensor& state) {
+  return (matrix * state.unsqueeze(-2)).sum(-1);
+}
+
+/// A⁰ … Aⁿ⁻¹ of per-row matrices A [R, S, S]: [R, n, S, S], by doubling (log₂ n products).
 at::Tensor matrix_powers(const at::Tensor& a, int64_t n) {
   const int64_t rows = a.size(0), size = a.size(1);
   at::Tensor powers = at::eye(size, a.options()).expand({rows, 1, size, size});
@@ -76,14 +89,11 @@ at::Tensor matrix_powers(const at::Tensor& a, int64_t n) {
   return powers.narrow(1, 0, n);
 }
 
-/// s[n] = A·s[n−1] + v[n] with one S×S matrix per row (v R×L×S, A R×S×S, s[−1] = initial R×S),
-/// in chunks of T samples, each a few batched products on all rows and chunks at once: a chunk
-/// from a zero state is the block-Toeplitz matrix of A⁰ … A^(T−1) times its inputs; the chunks'
-/// end states are the same recurrence one level up with Aᵀ (L/T samples); each sample then adds
-/// A^(t+1) times its chunk's carried-in state. About 10 operations per level, where a chunk
-/// stepped sample by sample takes 3–7 per sample of the chunk.
-at::Tensor fixed_matrix_scan(const at::Tensor& v, const at::Tensor& a, const at::Tensor& initial,
-                             int64_t chunk) {
+/// One matrix per row: a chunk from a zero state is one product with the block-Toeplitz matrix
+/// of A⁰ … A^(T−1), and the level above runs with A to the power T. About ten operations per
+/// level.
+at::Tensor fixed_scan(const at::Tensor& v, const at::Tensor& a, const at::Tensor& initial,
+                      int64_t chunk) {
   const int64_t rows = v.size(0), length = v.size(1), size = v.size(2);
   const int64_t n_chunks = ceil_div(length, chunk), padded = n_chunks * chunk;
   const at::Tensor powers = matrix_powers(a, chunk + 1);  // [R, T + 1, S, S]
@@ -100,8 +110,8 @@ at::Tensor fixed_matrix_scan(const at::Tensor& v, const at::Tensor& a, const at:
       at::matmul(chunks, toeplitz.transpose(1, 2)).view({rows, n_chunks, chunk, size});
   at::Tensor carried_in = initial.unsqueeze(1);  // R×chunks×S
   if (n_chunks > 1) {
-    at::Tensor ends = fixed_matrix_scan(local.select(2, chunk - 1).contiguous(),
-                                        powers.select(1, chunk), initial, chunk);
+    at::Tensor ends = fixed_scan(local.select(2, chunk - 1).contiguous(), powers.select(1, chunk),
+                                 initial, chunk);
     carried_in      = at::cat({carried_in, ends.narrow(1, 0, n_chunks - 1)}, 1);
   }
   const at::Tensor y =
@@ -109,116 +119,68 @@ at::Tensor fixed_matrix_scan(const at::Tensor& v, const at::Tensor& a, const at:
   return y.reshape({rows, padded, size}).narrow(1, 0, length);
 }
 
-/// The recurrence on rows (x R×L, a R×1 or R×L, initial R) as a chunked scan of ATen operations,
-/// for any device: each chunk of T samples runs from a zero state (T steps, each one operation on
-/// all rows and chunks at once) while it multiplies up its coefficients; the chunks' end values
-/// are the same recurrence one level up (L/T samples, coefficients the chunks' products), and
-/// each sample then adds its chunk's carried-in state times its coefficients' product so far.
-/// About T·log_T(L) operations instead of L; products only, never a division, so a zero or
-/// tiny coefficient is exact.
-at::Tensor chunked_scan(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
+/// A matrix per sample: each chunk steps through its T samples (a few operations each, on all
+/// rows and chunks at once) while it multiplies up its matrices, whose products are the level
+/// above's matrices. About T·log_T(L) steps.
+at::Tensor varying_scan(const at::Tensor& v, const at::Tensor& m, const at::Tensor& initial,
                         int64_t chunk) {
-  const int64_t rows = x.size(0), length = x.size(1);
-  const bool varying = a.size(1) > 1;
-  if (!varying)  // one coefficient per row: the chunks are products with its powers
-    return fixed_matrix_scan(x.unsqueeze(2), a.view({rows, 1, 1}), initial.unsqueeze(1), chunk)
-        .squeeze(2);
+  const int64_t rows = v.size(0), length = v.size(1), size = v.size(2);
   if (length <= chunk) {  // one chunk: the steps themselves
-    std::vector<at::Tensor> y;
-    at::Tensor state = initial;
-    for (int64_t n = 0; n < length; ++n) {
-      state = a.select(1, varying ? n : 0) * state + x.select(1, n);
-      y.push_back(state);
-    }
-    return at::stack(y, 1);
-  }
-  const int64_t n_chunks = ceil_div(length, chunk), padded = n_chunks * chunk;
-  // Time-major [T, R, chunks]: each step reads and writes contiguous rows.
-  auto time_major = [&](const at::Tensor& t, double fill) {
-    return at::constant_pad_nd(t, {0, padded - length}, fill)
-        .view({rows, n_chunks, chunk})
-        .permute({2, 0, 1})
-        .contiguous();
-  };
-  const at::Tensor xs = time_major(x, 0.0);
-  const at::Tensor as =
-      varying ? time_major(a, 1.0) : a.view({1, rows, 1}).expand({chunk, rows, 1});
-  at::Tensor local   = at::empty_like(xs),
-             product = at::empty({chunk, rows, varying ? n_chunks : 1}, a.options());
-  local[0].copy_(xs[0]);
-  product[0].copy_(as[0]);
-  for (int64_t t = 1; t < chunk; ++t) {
-    at::Tensor local_t = local[t], product_t = product[t];
-    at::mul_out(local_t, as[t], local[t - 1]).add_(xs[t]);
-    at::mul_out(product_t, as[t], product[t - 1]);
-  }
-  // Each chunk's end value: the same recurrence over the chunks.
-  at::Tensor last_product = product[chunk - 1].expand({rows, n_chunks});
-  at::Tensor ends       = chunked_scan(local[chunk - 1], last_product.contiguous(), initial, chunk);
-  at::Tensor carried_in = at::cat({initial.unsqueeze(1), ends.narrow(1, 0, n_chunks - 1)}, 1);
-  at::Tensor y          = local.addcmul_(product, carried_in.unsqueeze(0));  // [T, R, chunks]
-  return y.permute({1, 2, 0}).reshape({rows, padded}).narrow(1, 0, length);
-}
-
-/// The chunked scan in float64 whatever the signal's type: a chunk's coefficient product enters
-/// the carries, whose errors a slow pole amplifies by 1/(1 − product) (~150× for α = 0.9999 and
-/// 64-sample chunks); in float32 that left the scan 3× farther from the exact result than the
-/// sequential loop, in float64 it is nearer.
-at::Tensor scan_rows(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
-                     bool reverse, int64_t chunk) {
-  auto wide           = [](const at::Tensor& t) { return t.to(at::kDouble); };
-  const at::Tensor xs = reverse ? x.flip(1) : x;
-  const at::Tensor as = reverse && a.size(1) > 1 ? a.flip(1) : a;
-  const at::Tensor y  = chunked_scan(wide(xs), wide(as), wide(initial), chunk).to(x.scalar_type());
-  return reverse ? y.flip(1) : y;
-}
-
-/// The two-state form of chunked_scan: s[n] = M[n]·s[n−1] + v[n] with s, v R×L×2 and M R×L×2×2
-/// (or R×1×2×2, one matrix per row), s[−1] = initial (R×2). The same chunks and levels: each
-/// chunk runs from a zero state while it multiplies up its matrices, and the chunks' end states
-/// are the same recurrence one level up.
-at::Tensor chunked_matrix_scan(const at::Tensor& v, const at::Tensor& m, const at::Tensor& initial,
-                               int64_t chunk) {
-  const int64_t rows = v.size(0), length = v.size(1);
-  const bool varying = m.size(1) > 1;
-  if (!varying) return fixed_matrix_scan(v, m.select(1, 0), initial, chunk);
-  auto apply_matrix = [](const at::Tensor& matrix, const at::Tensor& state) {  // M·s, batched
-    return (matrix * state.unsqueeze(-2)).sum(-1);
-  };
-  if (length <= chunk) {
     std::vector<at::Tensor> s;
     at::Tensor state = initial;
-    for (int64_t n = 0; n < length; ++n) {
-      state = apply_matrix(m.select(1, varying ? n : 0), state) + v.select(1, n);
-      s.push_back(state);
-    }
+    for (int64_t n = 0; n < length; ++n)
+      s.push_back(state = times(m.select(1, n), state) + v.select(1, n));
     return at::stack(s, 1);
   }
   const int64_t n_chunks = ceil_div(length, chunk), padded = n_chunks * chunk;
-  // Time-major [T, R, chunks, ...]; padding after the end is never read back.
+  // Time-major [T, R, chunks, ...]: each step reads and writes contiguous rows. The padding
+  // after the end is never read back.
   const at::Tensor vs = at::constant_pad_nd(v, {0, 0, 0, padded - length})
-                            .view({rows, n_chunks, chunk, 2})
+                            .view({rows, n_chunks, chunk, size})
                             .permute({2, 0, 1, 3})
                             .contiguous();
-  const at::Tensor ms = varying ? at::constant_pad_nd(m, {0, 0, 0, 0, 0, padded - length})
-                                      .view({rows, n_chunks, chunk, 2, 2})
-                                      .permute({2, 0, 1, 3, 4})
-                                      .contiguous()
-                                : m.view({1, rows, 1, 2, 2}).expand({chunk, rows, 1, 2, 2});
-  at::Tensor local    = at::empty_like(vs),
-             product  = at::empty({chunk, rows, varying ? n_chunks : 1, 2, 2}, m.options());
+  const at::Tensor ms = at::constant_pad_nd(m, {0, 0, 0, 0, 0, padded - length})
+                            .view({rows, n_chunks, chunk, size, size})
+                            .permute({2, 0, 1, 3, 4})
+                            .contiguous();
+  at::Tensor local = at::empty_like(vs), product = at::empty_like(ms);
   local[0].copy_(vs[0]);
   product[0].copy_(ms[0]);
   for (int64_t t = 1; t < chunk; ++t) {
-    local[t].copy_(apply_matrix(ms[t], local[t - 1]) + vs[t]);
+    local[t].copy_(times(ms[t], local[t - 1]) + vs[t]);
     product[t].copy_((ms[t].unsqueeze(-1) * product[t - 1].unsqueeze(-3)).sum(-2));  // M_t·P
   }
-  at::Tensor last_product = product[chunk - 1].expand({rows, n_chunks, 2, 2}).contiguous();
-  at::Tensor ends         = chunked_matrix_scan(local[chunk - 1], last_product, initial, chunk);
+  at::Tensor ends = varying_scan(local[chunk - 1], product[chunk - 1], initial, chunk);
   at::Tensor carried_in =
-      at::cat({initial.unsqueeze(1), ends.narrow(1, 0, n_chunks - 1)}, 1);  // R×chunks×2
-  at::Tensor s = local + apply_matrix(product, carried_in.unsqueeze(0));    // [T, R, chunks, 2]
-  return s.permute({1, 2, 0, 3}).reshape({rows, padded, 2}).narrow(1, 0, length);
+      at::cat({initial.unsqueeze(1), ends.narrow(1, 0, n_chunks - 1)}, 1);  // R×chunks×S
+  at::Tensor s = local + times(product, carried_in.unsqueeze(0));           // [T, R, chunks, S]
+  return s.permute({1, 2, 0, 3}).reshape({rows, padded, size}).narrow(1, 0, length);
+}
+
+/// The scan of matrices m R×L×S×S (per sample) or R×1×S×S (per row), in float64 whatever the
+/// signal's type: a chunk's product enters the carries, whose errors a slow pole amplifies by
+/// 1/(1 − product) (~150× for α = 0.9999 and 64-sample chunks); in float32 that left the scan
+/// 3× farther from the exact result than the sequential loop, in float64 it is nearer.
+/// `reverse` runs from the last sample to the first.
+at::Tensor matrix_scan(const at::Tensor& v, const at::Tensor& m, const at::Tensor& initial,
+                       bool reverse, int64_t chunk) {
+  auto in_order = [&](const at::Tensor& t) {
+    at::Tensor wide = t.to(at::kDouble);
+    return reverse && t.size(1) > 1 ? wide.flip(1) : wide;
+  };
+  const at::Tensor y =
+      m.size(1) > 1
+          ? varying_scan(in_order(v), in_order(m), initial.to(at::kDouble), chunk)
+          : fixed_scan(in_order(v), m.select(1, 0).to(at::kDouble), initial.to(at::kDouble), chunk);
+  return (reverse ? y.flip(1) : y).to(v.scalar_type());
+}
+
+/// linear_recurrence's scan: x R×L, a R×1 or R×L, initial R, as 1×1 matrices.
+at::Tensor scan_rows(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
+                     bool reverse, int64_t chunk) {
+  return matrix_scan(x.unsqueeze(2), a.view({a.size(0), a.size(1), 1, 1}), initial.unsqueeze(1),
+                     reverse, chunk)
+      .squeeze(2);
 }
 
 /// Passes of ballistics_rows_scan before it hands a row set that has not settled to the loop.
@@ -484,21 +446,15 @@ at::Tensor two_pole_scan(const at::Tensor& x, const at::Tensor& c1, const at::Te
   TORCH_CHECK(first.size(1) == second.size(1),
               "two_pole_scan: expected c1 and c2 both per row or both per sample");
   c10::NoGradGuard values_only;
-  // s[n] = (y[n], y[n−1]) = [[c1, c2], [1, 0]]·s[n−1] + (x[n], 0), in float64 as scan_rows.
-  auto in_order = [&](const at::Tensor& t) {
-    at::Tensor wide = t.to(at::kDouble);
-    return reverse && t.size(1) > 1 ? wide.flip(1) : wide;
-  };
-  const at::Tensor rows = in_order(rows_of(x));
-  const at::Tensor a1 = in_order(first), a2 = in_order(second);
-  const at::Tensor m =
-      at::stack({at::stack({a1, a2}, -1), at::stack({at::ones_like(a1), at::zeros_like(a2)}, -1)},
-                -2);  // R×L×2×2 (or R×1×2×2)
-  const at::Tensor v = at::stack({rows, at::zeros_like(rows)}, -1);
-  at::Tensor y       = chunked_matrix_scan(v, m, at::zeros({rows.size(0), 2}, v.options()), chunk)
-                     .select(2, 0)
-                     .to(x.scalar_type());
-  return (reverse ? y.flip(1) : y).reshape(x.sizes());
+  // s[n] = (y[n], y[n−1]) = [[c1, c2], [1, 0]]·s[n−1] + (x[n], 0).
+  const at::Tensor rows = rows_of(x);
+  const at::Tensor m    = at::stack({at::stack({first, second}, -1),
+                                     at::stack({at::ones_like(first), at::zeros_like(second)}, -1)},
+                                    -2);  // R×L×2×2 (or R×1×2×2)
+  const at::Tensor v    = at::stack({rows, at::zeros_like(rows)}, -1);
+  return matrix_scan(v, m, at::zeros({rows.size(0), 2}, v.options()), reverse, chunk)
+      .select(2, 0)
+      .reshape(x.sizes());
 }
 
 at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha) {
