@@ -265,8 +265,10 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
            try {
              options.device = at::Device(name);
            } catch (const c10::Error&) {
-             throw FitError("grafx.fit.options", what + ": expected cpu, cuda or cuda:N");
+             options.device = at::kMeta;  // refused below
            }
+           if (!options.device.is_cpu() && !options.device.is_cuda())  // meta: no arithmetic
+             throw FitError("grafx.fit.options", what + ": expected cpu, cuda or cuda:N");
            try {
              at::empty({1}, at::TensorOptions().device(options.device));
            } catch (const c10::Error&) {

@@ -148,6 +148,7 @@ TEST(CliFit, HostileOptionsFailAtOnceAndMakeNoFolder) {
       {{"--optimizer", "sgd"}, "--optimizer: expected one of adamw, adahessian, but got \"sgd\""},
       {{"--device", "gpu7"}, "[grafx.fit.options] --device gpu7: expected cpu, cuda or cuda:N"},
       {{"--device", ""}, "[grafx.fit.options] --device : expected cpu, cuda or cuda:N"},
+      {{"--device", "meta"}, "[grafx.fit.options] --device meta: expected cpu, cuda or cuda:N"},
       // A GPU this machine lacks: refused before anything is fitted or written.
       {{"--device", at::hasCUDA() ? "cuda:1000" : "cuda"}, "this LibTorch cannot use it"},
   };

@@ -116,7 +116,7 @@ struct FitOptions {
   ScheduleOptions schedule = ScheduleMethod::kOptimal;
   /// Where the steps run: the tracks, the mix, the parameters and the optimizer's moments move
   /// there once the initialisation from the data (on the CPU) is done; renders of the whole song
-  /// and evaluations run there too. Any device LibTorch has (e.g. CUDA; docs/benchmarks.md).
+  /// and evaluations run there too. The CPU or a CUDA device (docs/benchmarks.md).
   at::Device device = at::kCPU;
 };
 
