@@ -183,7 +183,7 @@ at::Tensor scan_rows(const at::Tensor& x, const at::Tensor& a, const at::Tensor&
       .squeeze(2);
 }
 
-/// Passes of ballistics_rows_scan before it hands a row set that has not settled to the loop.
+/// Passes of Ballistics::scan before it hands rows whose branches have not settled to the loop.
 constexpr int kBranchPasses = 32;
 
 // ---- autograd Functions on rows: x R×L, a R×1 or R×L, initial R ----------------------------
