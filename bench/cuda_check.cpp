@@ -95,11 +95,14 @@ Graph single_node(const std::string& type, SampleRate rate) {
 int run(int argc, char** argv) {
   grafx::bench::parse_arguments(argc, argv, {});
   const char* chosen = std::getenv("GRAFX_CHECK_DEVICE");
-  const at::Device device(chosen ? chosen : "cuda");
-  if (device.is_cuda() && !at::hasCUDA()) {
+  if (!chosen && !at::hasCUDA()) {
     std::cout << "cuda_check: this LibTorch has no CUDA device; nothing to compare\n";
     return 0;
   }
+  const at::Device device =
+      chosen
+          ? usable_device(chosen, "GRAFX_CHECK_DEVICE=" + std::string(chosen), "grafx.cli.device")
+          : at::Device(at::kCUDA);
   bool ok = true;
   // 1. The demo's hidden console.
   DemoSong song         = make_demo_song({});

@@ -14,6 +14,7 @@
 #include <grafx/fit/fit_record.h>
 #include <grafx/graph/console.h>
 #include <grafx/io/audio.h>
+#include <grafx/program.h>
 #include <grafx/report/fit_report.h>
 #include <grafx/report/prune_report.h>
 
@@ -261,22 +262,7 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
   cmd.add_option_function<std::string>(
          "--device",
          [&options](const std::string& name) {
-           const std::string what = "--device " + name;
-           try {
-             options.device = at::Device(name);
-           } catch (const c10::Error&) {
-             options.device = at::kMeta;  // refused below
-           }
-           if (!options.device.is_cpu() && !options.device.is_cuda())  // meta: no arithmetic
-             throw FitError("grafx.fit.options", what + ": expected cpu, cuda or cuda:N");
-           try {
-             at::empty({1}, at::TensorOptions().device(options.device));
-           } catch (const c10::Error&) {
-             throw FitError("grafx.fit.options",
-                            what +
-                                ": this LibTorch cannot use it (built without it, or no such "
-                                "device on this machine)");
-           }
+           options.device = usable_device(name, "--device " + name, "grafx.fit.options");
          },
          "Where the fitting steps run: cpu, or a GPU (cuda, cuda:N) where LibTorch has one; "
          "the report, pictures and pruning run on the CPU")

@@ -12,6 +12,8 @@
 /// exception (a LibTorch check, the standard library) as [grafx.internal] with its first line.
 /// A message of several lines is joined into one.
 
+#include <c10/core/Device.h>
+
 #include <functional>
 #include <string>
 
@@ -27,6 +29,14 @@ int report_current_error(const std::string& program,
 /// Runs `work` and returns its status; an exception it throws is reported as above. Freed memory
 /// is kept for reuse first (keep_freed_memory, grafx/memory.h).
 int run_program(const std::string& program, const std::function<int()>& work);
+
+/// The device `name` names ("cpu", "cuda", "cuda:N"), as programs take one from their users
+/// (`grafx fit --device`, cuda_check's GRAFX_CHECK_DEVICE), once this LibTorch has allocated on
+/// it. Throws Error `code`, "WHAT: expected cpu, cuda or cuda:N" for any other name (meta, for
+/// one, does no arithmetic), and "WHAT: this LibTorch cannot use it (...)" for a device it
+/// lacks.
+c10::Device usable_device(const std::string& name, const std::string& what,
+                          const std::string& code);
 
 /// Threads per core above which more threads only cost: LibTorch's pools then spend their time
 /// switching (1,024 threads on 2 cores took minutes for a second's work).

@@ -2,6 +2,7 @@
 #include <grafx/memory.h>
 #include <grafx/program.h>
 
+#include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -69,6 +70,25 @@ int run_program(const std::string& program, const std::function<int()>& work) {
   } catch (...) {
     return report_current_error(program);
   }
+}
+
+c10::Device usable_device(const std::string& name, const std::string& what,
+                          const std::string& code) {
+  c10::Device device = c10::kMeta;
+  try {
+    device = c10::Device(name);
+  } catch (const c10::Error&) {  // refused below
+  }
+  if (!device.is_cpu() && !device.is_cuda())
+    throw Error(code, what + ": expected cpu, cuda or cuda:N");
+  try {
+    at::empty({1}, at::TensorOptions().device(device));
+  } catch (const c10::Error&) {
+    throw Error(code, what +
+                          ": this LibTorch cannot use it (built without it, or no such device "
+                          "on this machine)");
+  }
+  return device;
 }
 
 int capped_threads(int requested, std::string* note) {
