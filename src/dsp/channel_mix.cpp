@@ -54,7 +54,8 @@ struct ChannelMix : public torch::autograd::Function<ChannelMix> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved    = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &matrix = saved[1];
-    if (c10::GradMode::is_enabled()) {  // a recorded backward pass: differentiable again
+    // A recorded backward pass (differentiable again), or one carrying tangents: ATen operations.
+    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined()) {
       at::Tensor grad_stereo = mix_with_aten(grads[0], matrix.transpose(1, 2));
       at::Tensor grad_x      = x.size(1) == 2 ? grad_stereo : grad_stereo.sum(1, true);
       at::Tensor grad_matrix =

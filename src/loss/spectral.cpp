@@ -77,7 +77,8 @@ struct BandPairProjection : public torch::autograd::Function<BandPairProjection>
     const auto saved        = ctx->get_saved_variables();
     const at::Tensor &bands = saved[0], &weights = saved[1];
     const at::Tensor g = grads[0].contiguous();
-    if (c10::GradMode::is_enabled())  // recorded: gathers, differentiable again
+    // Recorded, or carrying tangents: gathers, differentiable again.
+    if (c10::GradMode::is_enabled() || dsp::tangent_of(g).defined())
       return {g.index_select(1, bands[0]) * weights[0] + g.index_select(1, bands[1]) * weights[1],
               at::Tensor(), at::Tensor(), at::Tensor()};
     const int64_t rows = g.size(0), n_bands = g.size(1), bins = bands.size(1);

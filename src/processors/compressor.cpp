@@ -215,7 +215,9 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
                      &knee = saved[3], &amplitude = saved[4];
     const bool gate      = ctx->saved_data["gate"].toBool();
     const auto knee_type = Dynamics::Knee(ctx->saved_data["knee"].toInt());
-    if (!c10::GradMode::is_enabled() && per_item_on_cpu(envelope, {threshold, ratio, knee}))
+    // Recorded (create_graph), or carrying tangents (forward over reverse): ATen operations.
+    if (!c10::GradMode::is_enabled() && !dsp::tangent_of(grads[0]).defined() &&
+        per_item_on_cpu(envelope, {threshold, ratio, knee}))
       return backward_on_cpu(ctx, envelope, threshold, ratio, knee, amplitude, grads[0], gate,
                              knee_type);
     const at::Tensor shifted = envelope + kEnergyFloor;
