@@ -26,27 +26,6 @@ constexpr int64_t kScanChunk = 64;  // samples per chunk of the device scan
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/// y[n] = a·y[n∓1] + x[n] over rows of length L; `a` has one value per row or per sample.
-template <typename T, bool kVarying, bool kReverse>
-void recurrence_rows(const T* x, const T* a, const T* initial, T* y, int64_t n_rows,
-                     int64_t length) {
-  for_row_groups(n_rows, [&](int64_t first, int64_t count) {
-    T state[kInterleavedRows];
-    for (int64_t j = 0; j < count; ++j) state[j] = initial[first + j];
-    const T* xg = x + first * length;
-    const T* ag = a + first * (kVarying ? length : 1);
-    T* yg       = y + first * length;
-    for (int64_t i = 0; i < length; ++i) {
-      int64_t n = kReverse ? length - 1 - i : i;
-      for (int64_t j = 0; j < count; ++j) {
-        T coefficient      = kVarying ? ag[j * length + n] : ag[j];
-        state[j]           = coefficient * state[j] + xg[j * length + n];
-        yg[j * length + n] = state[j];
-      }
-    }
-  });
-}
-
 template <typename T>
 void ballistics_rows(const T* x, const T* rise, const T* fall, const T* initial, T* y,
                      int64_t n_rows, int64_t length) {

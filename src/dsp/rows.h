@@ -26,6 +26,28 @@ void for_row_groups(int64_t n_rows, const Step& step) {
   });
 }
 
+/// y[n] = a·y[n∓1] + x[n] over rows of length L; `a` has one value per row or per sample. y may
+/// be x (each sample is read before it is written).
+template <typename T, bool kVarying, bool kReverse>
+void recurrence_rows(const T* x, const T* a, const T* initial, T* y, int64_t n_rows,
+                     int64_t length) {
+  for_row_groups(n_rows, [&](int64_t first, int64_t count) {
+    T state[kInterleavedRows];
+    for (int64_t j = 0; j < count; ++j) state[j] = initial[first + j];
+    const T* xg = x + first * length;
+    const T* ag = a + first * (kVarying ? length : 1);
+    T* yg       = y + first * length;
+    for (int64_t i = 0; i < length; ++i) {
+      int64_t n = kReverse ? length - 1 - i : i;
+      for (int64_t j = 0; j < count; ++j) {
+        T coefficient      = kVarying ? ag[j * length + n] : ag[j];
+        state[j]           = coefficient * state[j] + xg[j * length + n];
+        yg[j * length + n] = state[j];
+      }
+    }
+  });
+}
+
 /// Samples per task of for_sample_blocks: every thread busy even for one item.
 constexpr int64_t kSampleBlock = 16384;
 

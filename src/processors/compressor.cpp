@@ -10,8 +10,10 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <functional>
@@ -19,6 +21,7 @@
 #include <limits>
 #include <map>
 #include <type_traits>
+#include <vector>
 
 namespace grafx {
 namespace {
@@ -105,9 +108,9 @@ struct CurveLoops {
       half_gain[i] = s * knee_point(kKnee, u, w).k * T(0.5);
     }
   }
-  /// grad_envelope, and adds the block's ∂/∂T, ∂/∂r (before ds/dr) and ∂/∂w to `sums`: in
-  /// vectors over 256 samples, then in double.
-  static void backward(const T* level, const T* shifted, const T* grad, const T* amplitude,
+  /// grad_envelope (which may be `grad`), and adds the block's ∂/∂T, ∂/∂r (before ds/dr) and
+  /// ∂/∂w to `sums`: in vectors over 256 samples, then in double.
+  static void backward(const T* level, const T* envelope, const T* grad, const T* amplitude,
                        T* grad_envelope, int64_t count, T threshold, T s, T w, double* sums) {
     for (int64_t start = 0; start < count; start += 256) {
       const int64_t end = std::min(count, start + 256);
@@ -118,7 +121,7 @@ struct CurveLoops {
         const KneePoint<T> p = knee_point(kKnee, u, w);
         const T grad_gain    = grad[i] * amplitude[i] * T(0.5);
         const T grad_u       = grad_gain * s * p.slope;
-        grad_envelope[i]     = (kGate ? -grad_u : grad_u) / shifted[i];
+        grad_envelope[i]     = (kGate ? -grad_u : grad_u) / (envelope[i] + T(kEnergyFloor));
         d_threshold += kGate ? grad_u : -grad_u;
         d_ratio += grad_gain * p.k;
         d_knee += grad_gain * s * p.k_w;
@@ -142,6 +145,33 @@ void with_curve_loops(Dynamics::Knee knee, bool gate, const Work& work) {
   if (knee == Knee::kHard) pick(std::integral_constant<Knee, Knee::kHard>{});
   if (knee == Knee::kQuadratic) pick(std::integral_constant<Knee, Knee::kQuadratic>{});
   if (knee == Knee::kExponential) pick(std::integral_constant<Knee, Knee::kExponential>{});
+}
+
+/// Per-task partial sums (`width` per task, tasks item by item) added in task order: [N, width].
+at::Tensor per_item_sums(const std::vector<double>& sums, int64_t items, int64_t width) {
+  const int64_t tasks = int64_t(sums.size()) / width;
+  return at::from_blob(const_cast<double*>(sums.data()), {items, tasks / items, width}, at::kDouble)
+      .sum(1);
+}
+
+/// The gradients of the curve's threshold, ratio and knee (inputs `first`, `first` + 1 and
+/// `first` + 2 of a Function), from per-item sums [N, ≥3] of ∂T, ∂s·(ds/dr)⁻¹ and ∂w.
+struct CurveGradients {
+  at::Tensor threshold, ratio, knee;
+};
+CurveGradients curve_gradients(torch::autograd::AutogradContext* ctx, size_t first,
+                               const at::Tensor& per_item, const at::Tensor& threshold,
+                               const at::Tensor& ratio, const at::Tensor& knee, bool gate,
+                               Dynamics::Knee knee_type) {
+  auto as = [&](int64_t column, const at::Tensor& like) {
+    return per_item.select(1, column).to(like.scalar_type()).view(like.sizes());
+  };
+  CurveGradients d;
+  if (ctx->needs_input_grad(first)) d.threshold = as(0, threshold);
+  if (ctx->needs_input_grad(first + 1))  // ds/dr: −1 (gate), −1/r² (compressor)
+    d.ratio = gate ? -as(1, ratio) : -as(1, ratio) / ratio.pow(2);
+  if (knee_type != Dynamics::Knee::kHard && ctx->needs_input_grad(first + 2)) d.knee = as(2, knee);
+  return d;
 }
 
 /// The curve's log-energy gain s·k(u) of envelope energies, in ATen operations.
@@ -188,8 +218,15 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
   static at::Tensor amplitude_on_cpu(const at::Tensor& envelope, const at::Tensor& threshold,
                                      const at::Tensor& ratio, const at::Tensor& knee, bool gate,
                                      Dynamics::Knee knee_type) {
-    const at::Tensor level = (envelope.contiguous() + kEnergyFloor).log();
-    at::Tensor half_gain   = at::empty_like(level);
+    return amplitude_of_level((envelope.contiguous() + kEnergyFloor).log_(), threshold, ratio, knee,
+                              gate, knee_type);
+  }
+
+  /// The amplitude gains of contiguous levels log(e + floor), N×1×L, on the CPU.
+  static at::Tensor amplitude_of_level(const at::Tensor& level, const at::Tensor& threshold,
+                                       const at::Tensor& ratio, const at::Tensor& knee, bool gate,
+                                       Dynamics::Knee knee_type) {
+    at::Tensor half_gain = at::empty_like(level);
     const at::Tensor t = threshold.contiguous(), r = ratio.contiguous(), w = knee.contiguous();
     AT_DISPATCH_FLOATING_TYPES(level.scalar_type(), "gain_computer", [&] {
       const scalar_t *lp = level.data_ptr<scalar_t>(), *tp = t.data_ptr<scalar_t>(),
@@ -250,7 +287,7 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
       torch::autograd::AutogradContext* ctx, const at::Tensor& envelope,
       const at::Tensor& threshold, const at::Tensor& ratio, const at::Tensor& knee,
       const at::Tensor& amplitude, const at::Tensor& grad, bool gate, Dynamics::Knee knee_type) {
-    const at::Tensor shifted = envelope.contiguous() + kEnergyFloor, level = shifted.log();
+    const at::Tensor e = envelope.contiguous(), level = (e + kEnergyFloor).log_();
     const at::Tensor g = grad.contiguous(), a = amplitude.contiguous();
     const at::Tensor t = threshold.contiguous(), r = ratio.contiguous(), w = knee.contiguous();
     const int64_t items = level.size(0), length = level.size(2);
@@ -258,7 +295,7 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
     at::Tensor grad_envelope = at::empty_like(level);
     std::vector<double> sums(size_t(tasks) * 3, 0.0);  // per task: ∂T, ∂r (before ds/dr), ∂w
     AT_DISPATCH_FLOATING_TYPES(level.scalar_type(), "gain_computer_backward", [&] {
-      const scalar_t *lp = level.data_ptr<scalar_t>(), *sp = shifted.data_ptr<scalar_t>(),
+      const scalar_t *lp = level.data_ptr<scalar_t>(), *ep = e.data_ptr<scalar_t>(),
                      *gp = g.data_ptr<scalar_t>(), *ap = a.data_ptr<scalar_t>(),
                      *tp = t.data_ptr<scalar_t>(), *rp = r.data_ptr<scalar_t>(),
                      *wp = w.data_ptr<scalar_t>();
@@ -268,24 +305,14 @@ struct GainComputer : public torch::autograd::Function<GainComputer> {
             items, length, [&](int64_t task, int64_t n, int64_t first, int64_t end) {
               const scalar_t s    = curve_scale(rp[n], gate);
               const int64_t start = n * length + first;
-              loops.backward(lp + start, sp + start, gp + start, ap + start, dp + start,
+              loops.backward(lp + start, ep + start, gp + start, ap + start, dp + start,
                              end - first, tp[n], s, wp[n], sums.data() + 3 * task);
             });
       });
     });
-    const at::Tensor per_item =
-        at::from_blob(sums.data(), {items, tasks / items, 3}, at::kDouble).sum(1);  // [N, 3]
-    auto as = [&](const at::Tensor& column, const at::Tensor& like) {
-      return column.to(like.scalar_type()).view(like.sizes());
-    };
-    at::Tensor grad_threshold, grad_ratio, grad_knee;
-    if (ctx->needs_input_grad(1)) grad_threshold = as(per_item.select(1, 0), threshold);
-    if (ctx->needs_input_grad(2))  // ds/dr: −1 (gate), −1/r² (compressor)
-      grad_ratio = gate ? -as(per_item.select(1, 1), ratio)
-                        : -as(per_item.select(1, 1), ratio) / ratio.pow(2);
-    if (knee_type != Dynamics::Knee::kHard && ctx->needs_input_grad(3))
-      grad_knee = as(per_item.select(1, 2), knee);
-    return {grad_envelope, grad_threshold, grad_ratio, grad_knee, at::Tensor(), at::Tensor()};
+    const at::Tensor per_item = per_item_sums(sums, items, 3);
+    CurveGradients d = curve_gradients(ctx, 1, per_item, threshold, ratio, knee, gate, knee_type);
+    return {grad_envelope, d.threshold, d.ratio, d.knee, at::Tensor(), at::Tensor()};
   }
 
   static at::Tensor amplitude_of(const at::Tensor& envelope, const at::Tensor& threshold,
@@ -309,6 +336,225 @@ at::Tensor amplitude_gains(const at::Tensor& envelope, const at::Tensor& thresho
       knee.defined() ? knee : at::zeros({envelope.size(0), 1, 1}, envelope.options());
   return GainComputer::apply(envelope, threshold, ratio, width, gate, int64_t(knee_type));
 }
+
+/// x·g of the dynamics that detect the mean square of `key` over channels and smooth it with one
+/// pole α: y = x·exp(s·k(u)/2), u from log(one_pole(mean_c key², α) + floor), in ATen operations
+/// and the kernels (SmoothedDynamics' composed form).
+at::Tensor one_pole_dynamics(const at::Tensor& x, const at::Tensor& key, const at::Tensor& alpha,
+                             const at::Tensor& threshold, const at::Tensor& ratio,
+                             const at::Tensor& knee, bool gate, Dynamics::Knee knee_type) {
+  const at::Tensor envelope = dsp::one_pole(key.pow(2).mean(1, true), alpha);
+  return x * amplitude_gains(envelope, threshold, ratio, knee, gate, knee_type);
+}
+
+/// The paper's compressor and gate (energy detection, one-pole level smoothing, no gain
+/// smoothing, one threshold per item) as one Function on the CPU. Autograd records about twenty
+/// operations for them and replays as many element-wise passes backward; here the forward pass
+/// is two loops, ATen's vectorised logarithm and exponential and the product, and the backward
+/// pass three loops: the curve's gradients of Σ_c ∂y_c·x_c; the adjoint recursion
+/// λ[n] = ∂ē[n] + α·λ[n+1], in place; the signals' gradients, with ∂α = Σ λ[n]·(ē[n−1] − e[n])
+/// (docs/benchmarks.md, "Roofline"). A backward pass that is recorded (create_graph) or whose
+/// gradient carries a tangent (forward over reverse) differentiates one_pole_dynamics instead.
+/// `key` is x itself unless `keyed` (a sidechain).
+struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
+  /// Whether it applies: CPU tensors of one floating dtype, no tangents, one value per item.
+  static bool applies(const at::Tensor& x, const at::Tensor& key,
+                      std::initializer_list<at::Tensor> per_item) {
+    if (!x.device().is_cpu() || x.dim() != 3 || key.dim() != 3 || key.size(0) != x.size(0) ||
+        key.size(2) != x.size(2) || key.scalar_type() != x.scalar_type() ||
+        !at::isFloatingType(x.scalar_type()) || dsp::tangent_of(x).defined() ||
+        dsp::tangent_of(key).defined())
+      return false;
+    for (const at::Tensor& t : per_item)
+      if (t.defined() && (t.numel() != x.size(0) || t.scalar_type() != x.scalar_type() ||
+                          !t.device().is_cpu() || dsp::tangent_of(t).defined()))
+        return false;
+    return true;
+  }
+
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const at::Tensor& key, const at::Tensor& alpha,
+                            const at::Tensor& threshold, const at::Tensor& ratio,
+                            const at::Tensor& knee, bool gate, int64_t knee_type, bool keyed) {
+    const at::Tensor k = key.contiguous(), a = alpha.reshape({-1}).contiguous();
+    const int64_t items = x.size(0), length = x.size(2), channels = k.size(1);
+    at::Tensor envelope = at::empty({items, 1, length}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "smoothed_dynamics", [&] {
+      const scalar_t *kp = k.data_ptr<scalar_t>(), *ap = a.data_ptr<scalar_t>();
+      scalar_t* ep = envelope.data_ptr<scalar_t>();
+      // (1 − α)·mean_c key², then ē[n] = α·ē[n−1] + that, in place.
+      dsp::for_sample_blocks(items, length, [&](int64_t, int64_t n, int64_t first, int64_t end) {
+        mean_square(kp + n * channels * length, channels, length, first, end, 1 - ap[n],
+                    ep + n * length);
+      });
+      const std::vector<scalar_t> silence(size_t(items), scalar_t(0));
+      dsp::recurrence_rows<scalar_t, false, false>(ep, ap, silence.data(), ep, items, length);
+    });
+    const at::Tensor level     = (envelope + kEnergyFloor).log_();
+    const at::Tensor amplitude = GainComputer::amplitude_of_level(level, threshold, ratio, knee,
+                                                                  gate, Dynamics::Knee(knee_type));
+    ctx->save_for_backward({x, key, alpha, threshold, ratio, knee, envelope, level, amplitude});
+    ctx->saved_data["gate"]  = gate;
+    ctx->saved_data["knee"]  = knee_type;
+    ctx->saved_data["keyed"] = keyed;
+    return x * amplitude;
+  }
+
+  /// e[first, end) of one item: scale·mean_c key_c² (key C×L, contiguous), as ATen's mean
+  /// computes it (the sum over channels, then the division).
+  template <typename T>
+  static void mean_square(const T* key, int64_t channels, int64_t length, int64_t first,
+                          int64_t end, T scale, T* e) {
+#pragma omp simd
+    for (int64_t i = first; i < end; ++i) e[i] = key[i] * key[i];
+    for (int64_t c = 1; c < channels; ++c) {
+      const T* row = key + c * length;
+#pragma omp simd
+      for (int64_t i = first; i < end; ++i) e[i] += row[i] * row[i];
+    }
+#pragma omp simd
+    for (int64_t i = first; i < end; ++i) e[i] = e[i] / T(channels) * scale;
+  }
+
+  /// d[first, end) of one item: Σ_c g_c·x_c (C×L each, contiguous).
+  template <typename T>
+  static void channel_products(const T* g, const T* x, int64_t channels, int64_t length,
+                               int64_t first, int64_t end, T* d) {
+#pragma omp simd
+    for (int64_t i = first; i < end; ++i) d[i] = g[i] * x[i];
+    for (int64_t c = 1; c < channels; ++c)
+#pragma omp simd
+      for (int64_t i = first; i < end; ++i) d[i] += g[c * length + i] * x[c * length + i];
+  }
+
+  /// One item's rows of the backward pass over samples [first, end), given λ: the gradients of
+  /// x (C×L) and, when the key is a sidechain (out_key set), of the key (K×L); returns ∂α's part.
+  template <typename T>
+  static double signal_gradients(const T* lambda, const T* envelope, const T* gain, const T* grad,
+                                 const T* x, const T* key, T* out, T* out_key, int64_t channels,
+                                 int64_t key_channels, int64_t length, int64_t first, int64_t end,
+                                 T alpha) {
+    const T scale = (1 - alpha) * 2 / T(key_channels);  // ∂ē/∂key_c = (1 − α)·2key_c/K
+    T detected[256], drive[256];
+    double d_alpha = 0;
+    for (int64_t start = first; start < end; start += 256) {
+      const int64_t count = std::min<int64_t>(256, end - start);
+      mean_square(key + start, key_channels, length, 0, count, T(1), detected);
+      // ∂α = Σ λ[n]·(ē[n−1] − e[n]), ē[−1] = 0: the first sample apart, so that the loop
+      // vectorises.
+      T part           = start == 0 ? -lambda[0] * detected[0] : T(0);
+      const int64_t i0 = start == 0 ? 1 : 0;
+#pragma omp simd reduction(+ : part)
+      for (int64_t i = i0; i < count; ++i)
+        part += lambda[start + i] * (envelope[start + i - 1] - detected[i]);
+#pragma omp simd
+      for (int64_t i = 0; i < count; ++i) drive[i] = lambda[start + i] * scale;
+      d_alpha += part;
+      for (int64_t c = 0; c < channels; ++c) {
+        const T *grad_c = grad + c * length + start, *x_c = x + c * length + start;
+        T* out_c = out + c * length + start;
+        if (out_key) {
+#pragma omp simd
+          for (int64_t i = 0; i < count; ++i) out_c[i] = grad_c[i] * gain[start + i];
+        } else {
+#pragma omp simd
+          for (int64_t i = 0; i < count; ++i)
+            out_c[i] = grad_c[i] * gain[start + i] + drive[i] * x_c[i];
+        }
+      }
+      for (int64_t c = 0; out_key && c < key_channels; ++c) {
+        const T* key_c = key + c * length + start;
+        T* out_c       = out_key + c * length + start;
+#pragma omp simd
+        for (int64_t i = 0; i < count; ++i) out_c[i] = drive[i] * key_c[i];
+      }
+    }
+    return d_alpha;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved    = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &key = saved[1], &alpha = saved[2], &threshold = saved[3],
+                     &ratio = saved[4], &knee = saved[5];
+    const bool gate = ctx->saved_data["gate"].toBool(), keyed = ctx->saved_data["keyed"].toBool();
+    const auto knee_type = Dynamics::Knee(ctx->saved_data["knee"].toInt());
+    if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined())
+      return composed_backward(ctx, saved, grads[0], gate, knee_type, keyed);
+
+    const at::Tensor &envelope = saved[6], &level = saved[7], &amplitude = saved[8];
+    const at::Tensor xc = x.contiguous(), kc = key.contiguous(), gy = grads[0].contiguous();
+    const at::Tensor a = alpha.reshape({-1}).contiguous(), t = threshold.reshape({-1}).contiguous(),
+                     r = ratio.reshape({-1}).contiguous(), w = knee.reshape({-1}).contiguous();
+    const int64_t items = x.size(0), channels = x.size(1), length = x.size(2),
+                  key_channels = kc.size(1);
+    const int64_t tasks        = dsp::sample_block_tasks(items, length);
+    at::Tensor lambda          = at::empty({items, length}, x.options());
+    at::Tensor grad_x = at::empty_like(xc), grad_key = keyed ? at::empty_like(kc) : at::Tensor();
+    std::vector<double> sums(size_t(tasks) * 4, 0.0);  // per task: ∂T, ∂r (before ds/dr), ∂w, ∂α
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "smoothed_dynamics_backward", [&] {
+      using T     = scalar_t;
+      const T *xp = xc.data_ptr<T>(), *kp = kc.data_ptr<T>(), *gp = gy.data_ptr<T>(),
+              *ep = envelope.data_ptr<T>(), *lp = level.data_ptr<T>(),
+              *mp = amplitude.data_ptr<T>(), *ap = a.data_ptr<T>(), *tp = t.data_ptr<T>(),
+              *rp = r.data_ptr<T>(), *wp = w.data_ptr<T>();
+      T *dp = lambda.data_ptr<T>(), *gxp = grad_x.data_ptr<T>();
+      T* gkp = keyed ? grad_key.data_ptr<T>() : nullptr;
+      // ∂ē: Σ_c ∂y_c·x_c into λ's rows, then the curve's backward in place.
+      with_curve_loops<T>(knee_type, gate, [&](auto loops) {
+        dsp::for_sample_blocks(
+            items, length, [&](int64_t task, int64_t n, int64_t first, int64_t end) {
+              T* d = dp + n * length;
+              channel_products(gp + n * channels * length, xp + n * channels * length, channels,
+                               length, first, end, d);
+              const int64_t start = n * length + first;
+              loops.backward(lp + start, ep + start, d + first, mp + start, d + first, end - first,
+                             tp[n], curve_scale(rp[n], gate), wp[n], sums.data() + 4 * task);
+            });
+      });
+      // λ[n] = ∂ē[n] + α·λ[n+1], in place.
+      const std::vector<T> none(size_t(items), T(0));
+      dsp::recurrence_rows<T, false, true>(dp, ap, none.data(), dp, items, length);
+      dsp::for_sample_blocks(
+          items, length, [&](int64_t task, int64_t n, int64_t first, int64_t end) {
+            sums[4 * size_t(task) + 3] += signal_gradients(
+                dp + n * length, ep + n * length, mp + n * length, gp + n * channels * length,
+                xp + n * channels * length, kp + n * key_channels * length,
+                gxp + n * channels * length, keyed ? gkp + n * key_channels * length : nullptr,
+                channels, key_channels, length, first, end, ap[n]);
+          });
+    });
+    const at::Tensor per_item = per_item_sums(sums, items, 4);
+    CurveGradients d = curve_gradients(ctx, 3, per_item, threshold, ratio, knee, gate, knee_type);
+    at::Tensor grad_alpha;
+    if (ctx->needs_input_grad(2))
+      grad_alpha = per_item.select(1, 3).to(alpha.scalar_type()).view(alpha.sizes());
+    return {grad_x, grad_key,     grad_alpha,   d.threshold, d.ratio,
+            d.knee, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+
+  /// The backward pass through one_pole_dynamics, recorded when the grad mode is on: gradients
+  /// that are differentiable again, or that carry the tangent of `grad`.
+  static torch::autograd::variable_list composed_backward(torch::autograd::AutogradContext* ctx,
+                                                          const std::vector<at::Tensor>& saved,
+                                                          const at::Tensor& grad, bool gate,
+                                                          Dynamics::Knee knee_type, bool keyed) {
+    const bool recorded = c10::GradMode::is_enabled();
+    c10::AutoGradMode recording(true);
+    std::vector<at::Tensor> wanted;
+    std::vector<size_t> slots;
+    for (size_t i = 0; i < 6; ++i)
+      if (ctx->needs_input_grad(i) && (keyed || i != 1) && saved[i].requires_grad())
+        wanted.push_back(saved[i]), slots.push_back(i);
+    torch::autograd::variable_list result(9);
+    if (wanted.empty()) return result;
+    const at::Tensor y   = one_pole_dynamics(saved[0], keyed ? saved[1] : saved[0], saved[2],
+                                             saved[3], saved[4], saved[5], gate, knee_type);
+    const auto gradients = torch::autograd::grad({y}, wanted, {grad}, recorded, recorded, true);
+    for (size_t j = 0; j < slots.size(); ++j) result[slots[j]] = gradients[j];
+    return result;
+  }
+};
 
 /// A smoother of a gain that starts from `unity` (1, or 0 for a log gain): one pole, or
 /// ballistics attacking while the gain falls (more reduction) and releasing while it rises.
@@ -542,9 +788,29 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
   const at::Tensor& x = inputs[0];
   // N×1×L: the level of the mid signal, of the sidechain for the sidechain types; an amplitude
   // detector smooths the mean absolute value and squares it, so levels stay energies.
-  const at::Tensor& key = inputs.back();
-  at::Tensor detected   = amplitude_detection_ ? key.abs().mean(1, true) : key.pow(2).mean(1, true);
-  at::Tensor envelope   = detected;
+  const at::Tensor& key           = inputs.back();
+  const bool gate                 = curve_ == Curve::kNoiseGate;
+  const at::Tensor& log_threshold = parameters.at("log_threshold");  // [N, 1], or [N, 1, L]
+  at::Tensor threshold            = log_threshold - kThresholdOffset;
+  if (log_threshold.dim() == 2) threshold = threshold.unsqueeze(-1);
+  at::Tensor ratio = (1 + parameters.at("log_ratio").exp()).unsqueeze(-1);
+  // The quadratic knee's half width, or the exponential knee's sharpness.
+  at::Tensor knee = knee_ == Knee::kHard ? at::Tensor() : parameters.at("log_knee").exp();
+  if (knee_ == Knee::kQuadratic) knee = knee / 2;
+  if (knee.defined()) knee = knee.unsqueeze(-1);
+  if (level_smoothing_ == dsp::EnvelopeSmoothing::kOnePole &&
+      gain_smoothing_ == dsp::EnvelopeSmoothing::kNone && !amplitude_detection_) {
+    const at::Tensor alpha = smoothing_alpha(parameters.at(kLevelSmoother.one_pole));
+    if (SmoothedDynamics::applies(x, key, {alpha, threshold, ratio, knee})) {
+      // A hard knee has no width: a placeholder, since a custom Function takes defined tensors.
+      const at::Tensor width = knee.defined() ? knee : at::zeros_like(ratio);
+      return {{SmoothedDynamics::apply(x, key, alpha, threshold, ratio, width, gate, int64_t(knee_),
+                                       inputs.size() > 1)},
+              {}};
+    }
+  }
+  at::Tensor detected = amplitude_detection_ ? key.abs().mean(1, true) : key.pow(2).mean(1, true);
+  at::Tensor envelope = detected;
   if (level_smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
     envelope = dsp::one_pole(detected, smoothing_alpha(parameters.at(kLevelSmoother.one_pole)));
   } else if (level_smoothing_ == dsp::EnvelopeSmoothing::kBallistics) {
@@ -554,17 +820,8 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
                         at::zeros_like(attack));
   }
   if (amplitude_detection_) envelope = envelope.pow(2);
-  const at::Tensor& log_threshold = parameters.at("log_threshold");  // [N, 1], or [N, 1, L]
-  at::Tensor threshold            = log_threshold - kThresholdOffset;
-  if (log_threshold.dim() == 2) threshold = threshold.unsqueeze(-1);
-  at::Tensor ratio = (1 + parameters.at("log_ratio").exp()).unsqueeze(-1);
-  // The quadratic knee's half width, or the exponential knee's sharpness.
-  at::Tensor knee = knee_ == Knee::kHard ? at::Tensor() : parameters.at("log_knee").exp();
-  if (knee_ == Knee::kQuadratic) knee = knee / 2;
-  if (knee.defined()) knee = knee.unsqueeze(-1);
   // The curve maps log energies, so the amplitude gain is half the log-energy gain (GRAFX applies
   // exp(gain) to the amplitude, which doubles every gain in dB: see compressor.h).
-  const bool gate = curve_ == Curve::kNoiseGate;
   at::Tensor amplitude_gain =
       gain_smoothing_in_log_
           ? smooth_gain(log_energy_gain(envelope, threshold, ratio, knee, gate, knee_) / 2,
