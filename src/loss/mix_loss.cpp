@@ -138,16 +138,17 @@ at::Tensor MixLoss::four_channels(const at::Tensor& stereo) {
 }
 
 at::Tensor MixLoss::mel_frames(const at::Tensor& padded, size_t r) const {
-  const std::string key = std::to_string(r);
-  at::Tensor magnitude =
-      detail::frame_magnitudes(padded, constant("window" + key, constants_->windows[r], padded),
-                               constants_->resolutions[r].hop_size, options_.eps);
-  // The mel triangles overlap their neighbours only: on the CPU, two weights per bin in one pass;
-  // elsewhere and with tangents (forward mode), the sparse product.
+  const std::string key          = std::to_string(r);
+  const at::Tensor window        = constant("window" + key, constants_->windows[r], padded);
+  const int64_t hop              = constants_->resolutions[r].hop_size;
   const detail::BandPairs& pairs = constants_->band_pairs[r];
-  if (pairs.bands.defined() && padded.device().is_cpu() && !dsp::tangent_of(magnitude).defined())
-    return detail::apply_band_pairs(magnitude, pairs.bands,
-                                    constant("pairs" + key, pairs.weights, padded), pairs.n_bands);
+  // The mel triangles overlap their neighbours only: on the CPU, frames to mel bands in one
+  // Function; elsewhere and with tangents (forward mode), magnitudes then the sparse product.
+  if (pairs.bands.defined() && padded.device().is_cpu() && !dsp::tangent_of(padded).defined())
+    return detail::mel_frame_magnitudes(padded, window, hop, options_.eps, pairs.bands,
+                                        constant("pairs" + key, pairs.weights, padded),
+                                        pairs.n_bands);
+  at::Tensor magnitude = detail::frame_magnitudes(padded, window, hop, options_.eps);
   // ConstantCache holds dense tensors: cache the parts, assemble the sparse tensor per call.
   const at::Tensor& filterbank = constants_->filterbanks[r];
   at::Tensor indices =

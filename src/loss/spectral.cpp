@@ -8,6 +8,7 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
@@ -102,6 +103,167 @@ struct BandPairProjection : public torch::autograd::Function<BandPairProjection>
   }
 };
 
+/// Frames of padded rows times the window: frames[r·T + t] = row_r[t·hop, t·hop + F)·window.
+template <typename T>
+void windowed_frames(const T* rows, const T* window, T* frames, int64_t n_rows, int64_t length,
+                     int64_t n_frames, int64_t size, int64_t hop) {
+  at::parallel_for(0, n_rows * n_frames, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t f = begin; f < end; ++f) {
+      const T* in = rows + (f / n_frames) * length + (f % n_frames) * hop;
+      T* out      = frames + f * size;
+#pragma omp simd
+      for (int64_t i = 0; i < size; ++i) out[i] = in[i] * window[i];
+    }
+  });
+}
+
+/// |X[k]| of one spectrum of `bins` complex values (interleaved real and imaginary parts), as
+/// sqrt(re² + im²): the loop vectorises (hypot, std::abs's, would not).
+template <typename T>
+void magnitudes(const c10::complex<T>* spectrum, int64_t bins, T* out) {
+  const T* parts = reinterpret_cast<const T*>(spectrum);
+#pragma omp simd
+  for (int64_t k = 0; k < bins; ++k)
+    out[k] = std::sqrt(parts[2 * k] * parts[2 * k] + parts[2 * k + 1] * parts[2 * k + 1]);
+}
+
+/// mel[f] = the band pairs' weights times max(|X_f[k]|, floor) of every bin k of spectra X.
+template <typename T>
+void mel_of_spectra(const c10::complex<T>* spectra, const int64_t* bands, const T* weights, T* mel,
+                    int64_t n_spectra, int64_t bins, int64_t n_bands, T floor) {
+  at::parallel_for(0, n_spectra, 16, [&](int64_t begin, int64_t end) {
+    std::vector<T> magnitude(static_cast<size_t>(bins));
+    for (int64_t f = begin; f < end; ++f) {
+      magnitudes(spectra + f * bins, bins, magnitude.data());
+      T* out = mel + f * n_bands;
+      for (int64_t k = 0; k < bins; ++k) {
+        const T m = std::max(magnitude[k], floor);
+        out[bands[k]] += weights[k] * m;
+        out[bands[bins + k]] += weights[bins + k] * m;
+      }
+    }
+  });
+}
+
+/// The adjoint of mel_of_spectra and of the real FFT of `size` points, per spectrum: the mel
+/// gradient through the band pairs, times X/|X| where |X| passed the floor, with every bin but DC
+/// and Nyquist halved (they stand for two bins of the full spectrum) and times `size` (undoing
+/// the inverse transform's 1/size), so that the inverse transform of the result is the frames'
+/// gradient.
+template <typename T>
+void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const int64_t* bands,
+                      const T* weights, c10::complex<T>* out, int64_t n_spectra, int64_t bins,
+                      int64_t n_bands, int64_t size, T floor) {
+  at::parallel_for(0, n_spectra, 16, [&](int64_t begin, int64_t end) {
+    std::vector<T> magnitude(static_cast<size_t>(bins)), scale(static_cast<size_t>(bins));
+    for (int64_t f = begin; f < end; ++f) {
+      const T* g = grad_mel + f * n_bands;
+      magnitudes(spectra + f * bins, bins, magnitude.data());
+      for (int64_t k = 0; k < bins; ++k) {
+        const T grad    = weights[k] * g[bands[k]] + weights[bins + k] * g[bands[bins + k]];
+        const bool edge = k == 0 || (size % 2 == 0 && k == bins - 1);
+        const T m       = magnitude[k];
+        scale[k]        = m >= floor && m > 0 ? grad / m * (edge ? T(size) : T(size) / 2) : T(0);
+      }
+      const T* x = reinterpret_cast<const T*>(spectra + f * bins);
+      T* h       = reinterpret_cast<T*>(out + f * bins);
+#pragma omp simd
+      for (int64_t k = 0; k < 2 * bins; ++k) h[k] = x[k] * scale[k / 2];
+    }
+  });
+}
+
+/// The adjoint of windowed_frames: grad_rows[r] = Σ_t frame gradients times the window, added at
+/// their frames' places (rows in parallel, each one's frames in order).
+template <typename T>
+void overlap_add(const T* grad_frames, const T* window, T* grad_rows, int64_t n_rows,
+                 int64_t length, int64_t n_frames, int64_t size, int64_t hop) {
+  at::parallel_for(0, n_rows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t t = 0; t < n_frames; ++t) {
+        const T* in = grad_frames + (r * n_frames + t) * size;
+        T* out      = grad_rows + r * length + t * hop;
+#pragma omp simd
+        for (int64_t i = 0; i < size; ++i) out[i] += in[i] * window[i];
+      }
+  });
+}
+
+/// frame_magnitudes then apply_band_pairs in one Function on the CPU, without their
+/// intermediate tensors: forward, the windowed frames, their real FFT, and magnitudes, floor and
+/// band pairs in one loop; backward, the band pairs' adjoint, the floor, X/|X| and the FFT's
+/// bin weights in one loop, the inverse FFT, and the window and overlap-add in one loop, where
+/// autograd replays about ten passes over the frames. A backward pass that is recorded
+/// (create_graph) or carries tangents differentiates the composition instead.
+struct MelFrames : public torch::autograd::Function<MelFrames> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& padded,
+                            const at::Tensor& window, int64_t hop, double eps,
+                            const at::Tensor& bands, const at::Tensor& weights, int64_t n_bands) {
+    const int64_t length = padded.size(-1), size = window.size(0), bins = size / 2 + 1;
+    const int64_t n_frames = (length - size) / hop + 1;
+    const at::Tensor rows  = padded.reshape({-1, length}).contiguous();
+    const at::Tensor w = window.contiguous(), b = bands.contiguous(), p = weights.contiguous();
+    const int64_t n_rows = rows.size(0);
+    at::Tensor frames    = at::empty({n_rows * n_frames, size}, rows.options());
+    at::Tensor mel       = at::zeros({n_rows * n_frames, n_bands}, rows.options());
+    at::Tensor spectra;
+    AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "mel_frames", [&] {
+      windowed_frames(rows.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
+                      frames.data_ptr<scalar_t>(), n_rows, length, n_frames, size, hop);
+      spectra = dsp::rfft_rows(frames, size);
+      mel_of_spectra(spectra.data_ptr<c10::complex<scalar_t>>(), b.data_ptr<int64_t>(),
+                     p.data_ptr<scalar_t>(), mel.data_ptr<scalar_t>(), n_rows * n_frames, bins,
+                     n_bands, scalar_t(std::sqrt(eps)));
+    });
+    ctx->save_for_backward({padded, w, b, p, spectra});
+    ctx->saved_data["hop"]     = hop;
+    ctx->saved_data["eps"]     = eps;
+    ctx->saved_data["n_bands"] = n_bands;
+    std::vector<int64_t> shape = padded.sizes().vec();
+    shape.back()               = n_frames;
+    shape.push_back(n_bands);
+    return mel.view(shape);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved         = ctx->get_saved_variables();
+    const at::Tensor &padded = saved[0], &window = saved[1], &bands = saved[2], &weights = saved[3],
+                     &spectra = saved[4];
+    const int64_t hop         = ctx->saved_data["hop"].toInt(),
+                  n_bands     = ctx->saved_data["n_bands"].toInt();
+    const double eps          = ctx->saved_data["eps"].toDouble();
+    const torch::autograd::variable_list none(6);
+    if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined()) {
+      const bool recorded = c10::GradMode::is_enabled();
+      c10::AutoGradMode recording(true);
+      const at::Tensor mel =
+          apply_band_pairs(frame_magnitudes(padded, window, hop, eps), bands, weights, n_bands);
+      torch::autograd::variable_list result = {
+          torch::autograd::grad({mel}, {padded}, {grads[0]}, recorded, recorded)[0]};
+      result.insert(result.end(), none.begin(), none.end());
+      return result;
+    }
+    const int64_t length = padded.size(-1), size = window.size(0), bins = size / 2 + 1;
+    const int64_t n_spectra = spectra.size(0), n_rows = n_spectra / ((length - size) / hop + 1);
+    const at::Tensor g   = grads[0].reshape({n_spectra, n_bands}).contiguous();
+    at::Tensor h         = at::empty_like(spectra);
+    at::Tensor grad_rows = at::zeros({n_rows, length}, padded.options());
+    AT_DISPATCH_FLOATING_TYPES(padded.scalar_type(), "mel_frames_backward", [&] {
+      spectra_gradient(g.data_ptr<scalar_t>(), spectra.data_ptr<c10::complex<scalar_t>>(),
+                       bands.data_ptr<int64_t>(), weights.data_ptr<scalar_t>(),
+                       h.data_ptr<c10::complex<scalar_t>>(), n_spectra, bins, n_bands, size,
+                       scalar_t(std::sqrt(eps)));
+      const at::Tensor grad_frames = dsp::irfft_rows(h, size).contiguous();
+      overlap_add(grad_frames.data_ptr<scalar_t>(), window.data_ptr<scalar_t>(),
+                  grad_rows.data_ptr<scalar_t>(), n_rows, length, n_spectra / n_rows, size, hop);
+    });
+    torch::autograd::variable_list result = {grad_rows.view(padded.sizes())};
+    result.insert(result.end(), none.begin(), none.end());
+    return result;
+  }
+};
+
 }  // namespace
 
 BandPairs band_pairs(const at::Tensor& filterbank) {
@@ -130,6 +292,12 @@ at::Tensor apply_band_pairs(const at::Tensor& magnitude, const at::Tensor& bands
   shape.back()               = n_bands;
   at::Tensor rows            = magnitude.reshape({-1, magnitude.size(-1)});
   return BandPairProjection::apply(rows, bands, weights, n_bands).view(shape);
+}
+
+at::Tensor mel_frame_magnitudes(const at::Tensor& padded, const at::Tensor& window,
+                                int64_t hop_size, double eps, const at::Tensor& bands,
+                                const at::Tensor& weights, int64_t n_bands) {
+  return MelFrames::apply(padded, window, hop_size, eps, bands, weights, n_bands);
 }
 
 void check_signal_pair(const at::Tensor& x, const at::Tensor& y, const std::string& what) {
