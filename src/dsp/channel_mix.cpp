@@ -124,4 +124,8 @@ at::Tensor mix_channels(const at::Tensor& x, const at::Tensor& matrix) {
   return ChannelMix::apply(x, matrix);
 }
 
+at::Tensor with_dry(const at::Tensor& matrix, const at::Tensor& wet) {
+  return at::lerp(at::eye(2, matrix.options()).expand_as(matrix), matrix, wet);
+}
+
 }  // namespace grafx::dsp

@@ -337,6 +337,25 @@ at::Tensor amplitude_gains(const at::Tensor& envelope, const at::Tensor& thresho
   return GainComputer::apply(envelope, threshold, ratio, width, gate, int64_t(knee_type));
 }
 
+/// The curve's threshold T, ratio r and knee w (the quadratic knee's half width, the exponential
+/// knee's sharpness; undefined for a hard knee) of raw parameters, each N×1×1 (T N×1×L where
+/// automated).
+struct CurveParameters {
+  at::Tensor threshold, ratio, knee;
+};
+CurveParameters curve_parameters(const TensorDict& parameters, Dynamics::Knee knee_type) {
+  const at::Tensor& log_threshold = parameters.at("log_threshold");  // [N, 1], or [N, 1, L]
+  CurveParameters c;
+  c.threshold = log_threshold - kThresholdOffset;
+  if (log_threshold.dim() == 2) c.threshold = c.threshold.unsqueeze(-1);
+  c.ratio = (1 + parameters.at("log_ratio").exp()).unsqueeze(-1);
+  if (knee_type == Dynamics::Knee::kHard) return c;
+  c.knee = parameters.at("log_knee").exp();
+  if (knee_type == Dynamics::Knee::kQuadratic) c.knee = c.knee / 2;
+  c.knee = c.knee.unsqueeze(-1);
+  return c;
+}
+
 /// x·g of the dynamics that detect the mean square of `key` over channels and smooth it with one
 /// pole α: y = x·exp(s·k(u)/2), u from log(one_pole(mean_c key², α) + floor), in ATen operations
 /// and the kernels (SmoothedDynamics' composed form).
@@ -353,9 +372,10 @@ at::Tensor one_pole_dynamics(const at::Tensor& x, const at::Tensor& key, const a
 /// is two loops, ATen's vectorised logarithm and exponential and the product, and the backward
 /// pass three loops: the curve's gradients of Σ_c ∂y_c·x_c; the adjoint recursion
 /// λ[n] = ∂ē[n] + α·λ[n+1], in place; the signals' gradients, with ∂α = Σ λ[n]·(ē[n−1] − e[n])
-/// (docs/benchmarks.md, "Roofline"). A backward pass that is recorded (create_graph) or whose
-/// gradient carries a tangent (forward over reverse) differentiates one_pole_dynamics instead.
-/// `key` is x itself unless `keyed` (a sidechain).
+/// (docs/benchmarks.md, "Roofline"). A node's dry/wet mix folds into the gain (1 + w·(g − 1)),
+/// sparing the render's mix a pass each way. A backward pass that is recorded (create_graph) or
+/// whose gradient carries a tangent (forward over reverse) differentiates one_pole_dynamics
+/// (and the mix) instead. `key` is x itself unless `keyed` (a sidechain).
 struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
   /// Whether it applies: CPU tensors of one floating dtype, no tangents, one value per item.
   static bool applies(const at::Tensor& x, const at::Tensor& key,
@@ -372,10 +392,13 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
     return true;
   }
 
+  /// y = x·g, or with `mixed` the dry/wet mix x·(1 + w·(g − 1)) with wet amounts w N×1×1 (a
+  /// placeholder otherwise).
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
                             const at::Tensor& key, const at::Tensor& alpha,
                             const at::Tensor& threshold, const at::Tensor& ratio,
-                            const at::Tensor& knee, bool gate, int64_t knee_type, bool keyed) {
+                            const at::Tensor& knee, const at::Tensor& wet, bool gate,
+                            int64_t knee_type, bool keyed, bool mixed) {
     const at::Tensor k = key.contiguous(), a = alpha.reshape({-1}).contiguous();
     const int64_t items = x.size(0), length = x.size(2), channels = k.size(1);
     at::Tensor envelope = at::empty({items, 1, length}, x.options());
@@ -393,11 +416,13 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
     const at::Tensor level     = (envelope + kEnergyFloor).log_();
     const at::Tensor amplitude = GainComputer::amplitude_of_level(level, threshold, ratio, knee,
                                                                   gate, Dynamics::Knee(knee_type));
-    ctx->save_for_backward({x, key, alpha, threshold, ratio, knee, envelope, level, amplitude});
+    ctx->save_for_backward(
+        {x, key, alpha, threshold, ratio, knee, wet, envelope, level, amplitude});
     ctx->saved_data["gate"]  = gate;
     ctx->saved_data["knee"]  = knee_type;
     ctx->saved_data["keyed"] = keyed;
-    return x * amplitude;
+    ctx->saved_data["mixed"] = mixed;
+    return x * (mixed ? at::lerp(at::ones_like(amplitude), amplitude, wet) : amplitude);
   }
 
   /// e[first, end) of one item: scale·mean_c key_c² (key C×L, contiguous), as ATen's mean
@@ -416,15 +441,24 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
     for (int64_t i = first; i < end; ++i) e[i] = e[i] / T(channels) * scale;
   }
 
-  /// d[first, end) of one item: Σ_c g_c·x_c (C×L each, contiguous).
+  /// d[first, end) of one item: Σ_c g_c·x_c (C×L each, contiguous), the gradient of the
+  /// applied gain; with `mixed`, then the gain's, w·d, returning ∂w = Σ d·(gain − 1).
   template <typename T>
-  static void channel_products(const T* g, const T* x, int64_t channels, int64_t length,
-                               int64_t first, int64_t end, T* d) {
+  static double gain_gradient(const T* g, const T* x, const T* gain, int64_t channels,
+                              int64_t length, int64_t first, int64_t end, bool mixed, T wet, T* d) {
 #pragma omp simd
     for (int64_t i = first; i < end; ++i) d[i] = g[i] * x[i];
     for (int64_t c = 1; c < channels; ++c)
 #pragma omp simd
       for (int64_t i = first; i < end; ++i) d[i] += g[c * length + i] * x[c * length + i];
+    if (!mixed) return 0;
+    T d_wet = 0;
+#pragma omp simd reduction(+ : d_wet)
+    for (int64_t i = first; i < end; ++i) {
+      d_wet += d[i] * (gain[i] - 1);
+      d[i] *= wet;
+    }
+    return d_wet;
   }
 
   /// One item's rows of the backward pass over samples [first, end), given λ: the gradients of
@@ -433,9 +467,9 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
   static double signal_gradients(const T* lambda, const T* envelope, const T* gain, const T* grad,
                                  const T* x, const T* key, T* out, T* out_key, int64_t channels,
                                  int64_t key_channels, int64_t length, int64_t first, int64_t end,
-                                 T alpha) {
+                                 T alpha, bool mixed, T wet) {
     const T scale = (1 - alpha) * 2 / T(key_channels);  // ∂ē/∂key_c = (1 − α)·2key_c/K
-    T detected[256], drive[256];
+    T detected[256], drive[256], applied[256];
     double d_alpha = 0;
     for (int64_t start = first; start < end; start += 256) {
       const int64_t count = std::min<int64_t>(256, end - start);
@@ -448,18 +482,20 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
       for (int64_t i = i0; i < count; ++i)
         part += lambda[start + i] * (envelope[start + i - 1] - detected[i]);
 #pragma omp simd
-      for (int64_t i = 0; i < count; ++i) drive[i] = lambda[start + i] * scale;
+      for (int64_t i = 0; i < count; ++i) {
+        drive[i]   = lambda[start + i] * scale;
+        applied[i] = mixed ? 1 + wet * (gain[start + i] - 1) : gain[start + i];
+      }
       d_alpha += part;
       for (int64_t c = 0; c < channels; ++c) {
         const T *grad_c = grad + c * length + start, *x_c = x + c * length + start;
         T* out_c = out + c * length + start;
         if (out_key) {
 #pragma omp simd
-          for (int64_t i = 0; i < count; ++i) out_c[i] = grad_c[i] * gain[start + i];
+          for (int64_t i = 0; i < count; ++i) out_c[i] = grad_c[i] * applied[i];
         } else {
 #pragma omp simd
-          for (int64_t i = 0; i < count; ++i)
-            out_c[i] = grad_c[i] * gain[start + i] + drive[i] * x_c[i];
+          for (int64_t i = 0; i < count; ++i) out_c[i] = grad_c[i] * applied[i] + drive[i] * x_c[i];
         }
       }
       for (int64_t c = 0; out_key && c < key_channels; ++c) {
@@ -477,12 +513,14 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
     const auto saved    = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &key = saved[1], &alpha = saved[2], &threshold = saved[3],
                      &ratio = saved[4], &knee = saved[5];
-    const bool gate = ctx->saved_data["gate"].toBool(), keyed = ctx->saved_data["keyed"].toBool();
+    const bool gate = ctx->saved_data["gate"].toBool(), keyed = ctx->saved_data["keyed"].toBool(),
+               mixed     = ctx->saved_data["mixed"].toBool();
     const auto knee_type = Dynamics::Knee(ctx->saved_data["knee"].toInt());
     if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined())
-      return composed_backward(ctx, saved, grads[0], gate, knee_type, keyed);
+      return composed_backward(ctx, saved, grads[0], gate, knee_type, keyed, mixed);
 
-    const at::Tensor &envelope = saved[6], &level = saved[7], &amplitude = saved[8];
+    const at::Tensor &envelope = saved[7], &level = saved[8], &amplitude = saved[9];
+    const at::Tensor wet = saved[6].reshape({-1}).contiguous();
     const at::Tensor xc = x.contiguous(), kc = key.contiguous(), gy = grads[0].contiguous();
     const at::Tensor a = alpha.reshape({-1}).contiguous(), t = threshold.reshape({-1}).contiguous(),
                      r = ratio.reshape({-1}).contiguous(), w = knee.reshape({-1}).contiguous();
@@ -491,25 +529,27 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
     const int64_t tasks        = dsp::sample_block_tasks(items, length);
     at::Tensor lambda          = at::empty({items, length}, x.options());
     at::Tensor grad_x = at::empty_like(xc), grad_key = keyed ? at::empty_like(kc) : at::Tensor();
-    std::vector<double> sums(size_t(tasks) * 4, 0.0);  // per task: ∂T, ∂r (before ds/dr), ∂w, ∂α
+    // Per task: ∂T, ∂r (before ds/dr), ∂w (the knee), ∂α, ∂wet.
+    std::vector<double> sums(size_t(tasks) * 5, 0.0);
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "smoothed_dynamics_backward", [&] {
       using T     = scalar_t;
       const T *xp = xc.data_ptr<T>(), *kp = kc.data_ptr<T>(), *gp = gy.data_ptr<T>(),
               *ep = envelope.data_ptr<T>(), *lp = level.data_ptr<T>(),
               *mp = amplitude.data_ptr<T>(), *ap = a.data_ptr<T>(), *tp = t.data_ptr<T>(),
-              *rp = r.data_ptr<T>(), *wp = w.data_ptr<T>();
+              *rp = r.data_ptr<T>(), *wp = w.data_ptr<T>(), *mixp = wet.data_ptr<T>();
       T *dp = lambda.data_ptr<T>(), *gxp = grad_x.data_ptr<T>();
       T* gkp = keyed ? grad_key.data_ptr<T>() : nullptr;
-      // ∂ē: Σ_c ∂y_c·x_c into λ's rows, then the curve's backward in place.
+      // ∂g into λ's rows, then the curve's backward in place.
       with_curve_loops<T>(knee_type, gate, [&](auto loops) {
         dsp::for_sample_blocks(
             items, length, [&](int64_t task, int64_t n, int64_t first, int64_t end) {
               T* d = dp + n * length;
-              channel_products(gp + n * channels * length, xp + n * channels * length, channels,
-                               length, first, end, d);
+              sums[5 * size_t(task) + 4] +=
+                  gain_gradient(gp + n * channels * length, xp + n * channels * length,
+                                mp + n * length, channels, length, first, end, mixed, mixp[n], d);
               const int64_t start = n * length + first;
               loops.backward(lp + start, ep + start, d + first, mp + start, d + first, end - first,
-                             tp[n], curve_scale(rp[n], gate), wp[n], sums.data() + 4 * task);
+                             tp[n], curve_scale(rp[n], gate), wp[n], sums.data() + 5 * task);
             });
       });
       // λ[n] = ∂ē[n] + α·λ[n+1], in place.
@@ -517,20 +557,23 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
       dsp::recurrence_rows<T, false, true>(dp, ap, none.data(), dp, items, length);
       dsp::for_sample_blocks(
           items, length, [&](int64_t task, int64_t n, int64_t first, int64_t end) {
-            sums[4 * size_t(task) + 3] += signal_gradients(
+            sums[5 * size_t(task) + 3] += signal_gradients(
                 dp + n * length, ep + n * length, mp + n * length, gp + n * channels * length,
                 xp + n * channels * length, kp + n * key_channels * length,
                 gxp + n * channels * length, keyed ? gkp + n * key_channels * length : nullptr,
-                channels, key_channels, length, first, end, ap[n]);
+                channels, key_channels, length, first, end, ap[n], mixed, mixp[n]);
           });
     });
-    const at::Tensor per_item = per_item_sums(sums, items, 4);
+    const at::Tensor per_item = per_item_sums(sums, items, 5);
     CurveGradients d = curve_gradients(ctx, 3, per_item, threshold, ratio, knee, gate, knee_type);
-    at::Tensor grad_alpha;
-    if (ctx->needs_input_grad(2))
-      grad_alpha = per_item.select(1, 3).to(alpha.scalar_type()).view(alpha.sizes());
-    return {grad_x, grad_key,     grad_alpha,   d.threshold, d.ratio,
-            d.knee, at::Tensor(), at::Tensor(), at::Tensor()};
+    auto column      = [&](int64_t i, const at::Tensor& like) {
+      return per_item.select(1, i).to(like.scalar_type()).view(like.sizes());
+    };
+    at::Tensor grad_alpha, grad_wet;
+    if (ctx->needs_input_grad(2)) grad_alpha = column(3, alpha);
+    if (mixed && ctx->needs_input_grad(6)) grad_wet = column(4, saved[6]);
+    return {grad_x,   grad_key,     grad_alpha,   d.threshold,  d.ratio,     d.knee,
+            grad_wet, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 
   /// The backward pass through one_pole_dynamics, recorded when the grad mode is on: gradients
@@ -538,18 +581,22 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
   static torch::autograd::variable_list composed_backward(torch::autograd::AutogradContext* ctx,
                                                           const std::vector<at::Tensor>& saved,
                                                           const at::Tensor& grad, bool gate,
-                                                          Dynamics::Knee knee_type, bool keyed) {
+                                                          Dynamics::Knee knee_type, bool keyed,
+                                                          bool mixed) {
     const bool recorded = c10::GradMode::is_enabled();
     c10::AutoGradMode recording(true);
     std::vector<at::Tensor> wanted;
     std::vector<size_t> slots;
-    for (size_t i = 0; i < 6; ++i)
-      if (ctx->needs_input_grad(i) && (keyed || i != 1) && saved[i].requires_grad())
+    for (size_t i = 0; i < 7; ++i)
+      if (ctx->needs_input_grad(i) && (keyed || i != 1) && (mixed || i != 6) &&
+          saved[i].requires_grad())
         wanted.push_back(saved[i]), slots.push_back(i);
-    torch::autograd::variable_list result(9);
+    torch::autograd::variable_list result(11);
     if (wanted.empty()) return result;
-    const at::Tensor y   = one_pole_dynamics(saved[0], keyed ? saved[1] : saved[0], saved[2],
-                                             saved[3], saved[4], saved[5], gate, knee_type);
+    const at::Tensor& x = saved[0];
+    at::Tensor y        = one_pole_dynamics(x, keyed ? saved[1] : x, saved[2], saved[3], saved[4],
+                                            saved[5], gate, knee_type);
+    if (mixed) y = at::lerp(x, y, saved[6]);
     const auto gradients = torch::autograd::grad({y}, wanted, {grad}, recorded, recorded, true);
     for (size_t j = 0; j < slots.size(); ++j) result[slots[j]] = gradients[j];
     return result;
@@ -782,33 +829,43 @@ std::vector<ParameterSpec> Dynamics::parameter_specs() const {
   return specs;
 }
 
+std::optional<ProcessorOutput> Dynamics::forward_mixed(const std::vector<at::Tensor>& inputs,
+                                                       const TensorDict& parameters,
+                                                       const at::Tensor& wet) const {
+  check_arguments(inputs, parameters);
+  if (std::optional<at::Tensor> y = fused(inputs, parameters, wet))
+    return ProcessorOutput{{*y}, {}};
+  return std::nullopt;
+}
+
+std::optional<at::Tensor> Dynamics::fused(const std::vector<at::Tensor>& inputs,
+                                          const TensorDict& parameters,
+                                          const at::Tensor& wet) const {
+  if (level_smoothing_ != dsp::EnvelopeSmoothing::kOnePole ||
+      gain_smoothing_ != dsp::EnvelopeSmoothing::kNone || amplitude_detection_)
+    return std::nullopt;
+  const at::Tensor &x = inputs[0], &key = inputs.back();
+  const auto [threshold, ratio, knee] = curve_parameters(parameters, knee_);
+  const at::Tensor alpha              = smoothing_alpha(parameters.at(kLevelSmoother.one_pole));
+  if (!SmoothedDynamics::applies(x, key, {alpha, threshold, ratio, knee, wet})) return std::nullopt;
+  // A hard knee has no width, and no mix no wet amount: placeholders, since a custom Function
+  // takes defined tensors.
+  const at::Tensor width = knee.defined() ? knee : at::zeros_like(ratio);
+  return SmoothedDynamics::apply(
+      x, key, alpha, threshold, ratio, width, wet.defined() ? wet : at::ones_like(ratio),
+      curve_ == Curve::kNoiseGate, int64_t(knee_), inputs.size() > 1, wet.defined());
+}
+
 ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
                                   const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
+  if (std::optional<at::Tensor> y = fused(inputs, parameters, {})) return {{*y}, {}};
   const at::Tensor& x = inputs[0];
   // N×1×L: the level of the mid signal, of the sidechain for the sidechain types; an amplitude
   // detector smooths the mean absolute value and squares it, so levels stay energies.
-  const at::Tensor& key           = inputs.back();
-  const bool gate                 = curve_ == Curve::kNoiseGate;
-  const at::Tensor& log_threshold = parameters.at("log_threshold");  // [N, 1], or [N, 1, L]
-  at::Tensor threshold            = log_threshold - kThresholdOffset;
-  if (log_threshold.dim() == 2) threshold = threshold.unsqueeze(-1);
-  at::Tensor ratio = (1 + parameters.at("log_ratio").exp()).unsqueeze(-1);
-  // The quadratic knee's half width, or the exponential knee's sharpness.
-  at::Tensor knee = knee_ == Knee::kHard ? at::Tensor() : parameters.at("log_knee").exp();
-  if (knee_ == Knee::kQuadratic) knee = knee / 2;
-  if (knee.defined()) knee = knee.unsqueeze(-1);
-  if (level_smoothing_ == dsp::EnvelopeSmoothing::kOnePole &&
-      gain_smoothing_ == dsp::EnvelopeSmoothing::kNone && !amplitude_detection_) {
-    const at::Tensor alpha = smoothing_alpha(parameters.at(kLevelSmoother.one_pole));
-    if (SmoothedDynamics::applies(x, key, {alpha, threshold, ratio, knee})) {
-      // A hard knee has no width: a placeholder, since a custom Function takes defined tensors.
-      const at::Tensor width = knee.defined() ? knee : at::zeros_like(ratio);
-      return {{SmoothedDynamics::apply(x, key, alpha, threshold, ratio, width, gate, int64_t(knee_),
-                                       inputs.size() > 1)},
-              {}};
-    }
-  }
+  const at::Tensor& key               = inputs.back();
+  const bool gate                     = curve_ == Curve::kNoiseGate;
+  const auto [threshold, ratio, knee] = curve_parameters(parameters, knee_);
   at::Tensor detected = amplitude_detection_ ? key.abs().mean(1, true) : key.pow(2).mean(1, true);
   at::Tensor envelope = detected;
   if (level_smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {

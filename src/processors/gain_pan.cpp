@@ -44,6 +44,17 @@ ProcessorOutput GainPan::forward(const std::vector<at::Tensor>& inputs,
   return {{dsp::mix_channels(inputs[0], log_gain.exp().diag_embed())}, {}};
 }
 
+std::optional<ProcessorOutput> GainPan::forward_mixed(const std::vector<at::Tensor>& inputs,
+                                                      const TensorDict& parameters,
+                                                      const at::Tensor& wet) const {
+  check_arguments(inputs, parameters);
+  units::check_mono_or_stereo(inputs[0], name());
+  const at::Tensor& log_gain = parameters.at("log_gain");
+  if (log_gain.dim() == 3) return std::nullopt;
+  return ProcessorOutput{
+      {dsp::mix_channels(inputs[0], dsp::with_dry(log_gain.exp().diag_embed(), wet))}, {}};
+}
+
 std::unique_ptr<NodeStream> GainPan::make_stream(const TensorDict& parameters,
                                                  const StreamSetup& setup) const {
   std::vector<StreamControl> controls;

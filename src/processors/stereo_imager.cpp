@@ -40,11 +40,24 @@ ProcessorOutput StereoImager::forward(const std::vector<at::Tensor>& inputs,
     const at::Tensor side = (x.narrow(1, 0, 1) - x.narrow(1, 1, 1)) * 0.5 * log_gain.exp();
     return {{at::cat({mid + side, mid - side}, 1)}, {}};
   }
+  return {{dsp::mix_channels(inputs[0], matrix_of(log_gain))}, {}};
+}
+
+std::optional<ProcessorOutput> StereoImager::forward_mixed(const std::vector<at::Tensor>& inputs,
+                                                           const TensorDict& parameters,
+                                                           const at::Tensor& wet) const {
+  check_arguments(inputs, parameters);
+  units::check_mono_or_stereo(inputs[0], name());
+  const at::Tensor& log_gain = parameters.at("log_gain");
+  if (log_gain.dim() == 3) return std::nullopt;
+  return ProcessorOutput{{dsp::mix_channels(inputs[0], dsp::with_dry(matrix_of(log_gain), wet))},
+                         {}};
+}
+
+at::Tensor StereoImager::matrix_of(const at::Tensor& log_gain) {
   // [L, R] -> mid (L + R)/2 and side g·(L − R)/2 -> [M + S, M − S]: one 2×2 matrix per item.
   at::Tensor side = log_gain.exp().view({-1, 1, 1}) * 0.5;  // N×1×1
-  at::Tensor matrix =
-      at::cat({at::cat({0.5 + side, 0.5 - side}, 2), at::cat({0.5 - side, 0.5 + side}, 2)}, 1);
-  return {{dsp::mix_channels(inputs[0], matrix)}, {}};
+  return at::cat({at::cat({0.5 + side, 0.5 - side}, 2), at::cat({0.5 - side, 0.5 + side}, 2)}, 1);
 }
 
 std::unique_ptr<NodeStream> StereoImager::make_stream(const TensorDict& parameters,

@@ -360,15 +360,19 @@ StepResult run_processor_step(const RenderPlan& plan, size_t k, const Processors
     for (int64_t node : step.nodes) automated.push_back(plan.node_automated[size_t(node)]);
     automate_rows(parameters, automated, B, plan.automation, options.time, flat_inputs[0].size(2));
   }
-  NodeMix node_mix    = node_mix_of(plan, step, parameters, B, tensor_options);
-  ProcessorOutput out = processors.at(type_name)->forward(flat_inputs, parameters);
+  NodeMix node_mix           = node_mix_of(plan, step, parameters, B, tensor_options);
+  const Processor& processor = *processors.at(type_name);
+  std::optional<ProcessorOutput> mixed;  // the dry/wet mix folded into the processor's pass
+  if (node_mix.wet.defined() && !node_mix.kept.defined() && node_mix.wet.size(-1) == 1)
+    mixed = processor.forward_mixed(flat_inputs, parameters, node_mix.wet);
+  ProcessorOutput out = mixed ? std::move(*mixed) : processor.forward(flat_inputs, parameters);
   if (options.extra_aux_losses)
     for (auto& [name, loss] : options.extra_aux_losses(type_name, flat_inputs, out.outputs))
       out.aux_losses[name] = loss;
   StepResult result;
   for (size_t o = 0; o < out.outputs.size(); ++o) {
     at::Tensor y = out.outputs[o];
-    if (node_mix.wet.defined() || node_mix.kept.defined()) {
+    if (!mixed && (node_mix.wet.defined() || node_mix.kept.defined())) {
       int64_t passed = plan.types.passed_inlet(step.type, int64_t(o));
       at::Tensor dry = passed >= 0 ? flat_inputs[size_t(passed)] : at::zeros_like(y);
       // w·f + (1 − w)·dry in one pass each way (∂/∂w = f − dry, without cancellation)

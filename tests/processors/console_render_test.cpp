@@ -86,18 +86,28 @@ void expect_batched_equals_naive(const Graph& graph, int64_t source_channels = 2
   }
 }
 
-Graph console_of(const std::vector<std::string>& chain) {
+Graph console_of(const std::vector<std::string>& chain, bool dry_wet = false) {
   NodeTypes types = console_node_types();
   for (const auto& name : chain) types.add(name);
   ConsoleOptions options;
   options.n_tracks     = 3;
   options.track_groups = {0, 1, 1};
   options.chain        = chain;
+  options.dry_wet      = dry_wet;
   return build_console(options, types).graph;
 }
 
 TEST(ConsoleRender, ThePapersChainBatchedEqualsNaive) {
   expect_batched_equals_naive(console_of(console_chain()));
+}
+
+TEST(ConsoleRender, DryWetMixesFoldedIntoTheProcessorsEqualTheMixAfter) {
+  // The dynamics, the imager and gain/pan fold a node's dry/wet mix into their gain or matrix
+  // (Processor::forward_mixed); the naive reference mixes after each node. Mono sources: the
+  // channel matrices take them as dual mono, the mix as a broadcast dry signal.
+  const Graph graph = console_of(console_chain(), true);
+  expect_batched_equals_naive(graph);
+  expect_batched_equals_naive(graph, 1);
 }
 
 TEST(ConsoleRender, TheVariantsBatchedEqualNaive) {

@@ -240,17 +240,19 @@ TEST(Dynamics, GainComputerGradientsEqualAutogradsOfTheCurve) {
     }
 }
 
-/// The outputs and gradients of one call of `dynamics` on the inputs and parameters `leaves`:
-/// gradients of Σ y·weights taken with `create_graph` or not; with `composed`, the inputs carry
-/// zero tangents, which makes the processor compose its dynamics of ATen operations and the
-/// kernels (the path for devices, automation and forward mode) instead of its fused Function.
+/// The outputs and gradients of one call of `dynamics` on the inputs, parameters and, with
+/// `mixed`, the wet amount (the last leaf) of `leaves`: gradients of Σ y·weights taken with
+/// `create_graph` or not; with `composed`, the inputs carry zero tangents, which makes the
+/// processor compose its dynamics of ATen operations and the kernels (the path for devices,
+/// automation and forward mode) instead of its fused Function, and the render's mix follows.
 struct Differentiated {
   at::Tensor y;
   std::vector<at::Tensor> gradients;
 };
 Differentiated differentiate(const Dynamics& dynamics, const std::vector<at::Tensor>& leaves,
                              const std::vector<std::string>& names, size_t n_inputs,
-                             const at::Tensor& weights, bool composed, bool create_graph) {
+                             const at::Tensor& weights, bool composed, bool create_graph,
+                             bool mixed) {
   std::optional<dsp::ForwardMode> mode;
   if (composed) mode.emplace();
   auto carried = [&](const at::Tensor& t) {
@@ -258,12 +260,22 @@ Differentiated differentiate(const Dynamics& dynamics, const std::vector<at::Ten
   };
   std::vector<at::Tensor> inputs;
   TensorDict p;
-  for (size_t i = 0; i < leaves.size(); ++i)
+  const size_t n_parameters = leaves.size() - (mixed ? 1 : 0);
+  for (size_t i = 0; i < n_parameters; ++i)
     if (i < n_inputs)
       inputs.push_back(carried(leaves[i]));
     else
       p[names[i - n_inputs]] = carried(leaves[i]);
-  at::Tensor y = dynamics.forward(inputs, p).outputs[0];
+  at::Tensor y;
+  if (!mixed) {
+    y = dynamics.forward(inputs, p).outputs[0];
+  } else if (composed) {
+    y = at::lerp(inputs[0], dynamics.forward(inputs, p).outputs[0], carried(leaves.back()));
+  } else {
+    std::optional<ProcessorOutput> out = dynamics.forward_mixed(inputs, p, leaves.back());
+    EXPECT_TRUE(out.has_value());
+    y = out ? out->outputs[0] : at::Tensor();
+  }
   if (composed) y = dsp::unpack_dual(y).first;
   return {y, torch::autograd::grad({(y * weights).sum()}, leaves, {}, true, create_graph)};
 }
@@ -274,7 +286,8 @@ TEST(Dynamics, TheFusedCompressorAndGateEqualTheirComposedForm) {
   // the same dynamics composed of ATen operations and the kernels, in float64: outputs,
   // gradients of every input and parameter, and second derivatives (a gradient of the first
   // gradients), for compressor and gate, each knee, with and without a sidechain; gradients
-  // the same to the bit on one thread and two; float32 near float64.
+  // the same to the bit on one thread and two; float32 near float64. Each alone and with a
+  // dry/wet mix folded in (the render's forward_mixed), against the mix after it.
   at::manual_seed(21);
   const int64_t n = 3, length = 5000;
   at::Tensor level = at::logspace(-3, 0, n, 10, at::kDouble).view({n, 1, 1});
@@ -283,71 +296,76 @@ TEST(Dynamics, TheFusedCompressorAndGateEqualTheirComposedForm) {
   TensorDict p     = parameters(0.5, std::log(3.0), 0.7, {1.0}, n);
   for (const char* knee : {"hard", "quadratic", "exponential"})
     for (auto curve : {Dynamics::Curve::kCompressor, Dynamics::Curve::kNoiseGate})
-      for (auto detector : {Dynamics::Detector::kSelf, Dynamics::Detector::kSidechain}) {
-        ProcessorConfig config{8000};
-        config.options = {{"knee", std::string(knee)}};
-        Dynamics dynamics(config, curve, EnvelopeSmoothing::kOnePole, detector);
-        const bool keyed = detector == Dynamics::Detector::kSidechain;
-        std::string what = std::string(knee) +
-                           (curve == Dynamics::Curve::kNoiseGate ? " gate" : " compressor") +
-                           (keyed ? " with a sidechain" : "");
-        std::vector<at::Tensor> leaves = {x.clone().requires_grad_(true)};
-        if (keyed) leaves.push_back(key.clone().requires_grad_(true));
-        const size_t n_inputs = leaves.size();
-        std::vector<std::string> names;
-        for (const auto& [name, t] : p)
-          if (name != "log_knee" || std::string(knee) != "hard") {
-            names.push_back(name);
-            leaves.push_back(t.clone().requires_grad_(true));
+      for (auto detector : {Dynamics::Detector::kSelf, Dynamics::Detector::kSidechain})
+        for (bool mixed : {false, true}) {
+          ProcessorConfig config{8000};
+          config.options = {{"knee", std::string(knee)}};
+          Dynamics dynamics(config, curve, EnvelopeSmoothing::kOnePole, detector);
+          const bool keyed = detector == Dynamics::Detector::kSidechain;
+          std::string what = std::string(knee) +
+                             (curve == Dynamics::Curve::kNoiseGate ? " gate" : " compressor") +
+                             (keyed ? " with a sidechain" : "") + (mixed ? ", mixed" : "");
+          std::vector<at::Tensor> leaves = {x.clone().requires_grad_(true)};
+          if (keyed) leaves.push_back(key.clone().requires_grad_(true));
+          const size_t n_inputs = leaves.size();
+          std::vector<std::string> names;
+          for (const auto& [name, t] : p)
+            if (name != "log_knee" || std::string(knee) != "hard") {
+              names.push_back(name);
+              leaves.push_back(t.clone().requires_grad_(true));
+            }
+          if (mixed)
+            leaves.push_back(
+                at::tensor({0.3, 0.7, 0.95}, at::kDouble).view({n, 1, 1}).requires_grad_());
+          const at::Tensor weights = at::randn_like(x);
+          auto run                 = [&](bool composed, bool create_graph) {
+            return differentiate(dynamics, leaves, names, n_inputs, weights, composed, create_graph,
+                                                 mixed);
+          };
+          const Differentiated fused = run(false, false), recorded = run(false, true),
+                               composed = run(true, true);
+          EXPECT_TRUE(at::allclose(fused.y, composed.y, 1e-12, 1e-14)) << what;
+          for (size_t i = 0; i < leaves.size(); ++i) {
+            EXPECT_TRUE(at::allclose(fused.gradients[i], composed.gradients[i], 1e-9, 1e-12))
+                << what << ", leaf " << i;
+            EXPECT_TRUE(at::allclose(recorded.gradients[i], composed.gradients[i], 1e-12, 1e-14))
+                << what << ", leaf " << i;
           }
-        const at::Tensor weights = at::randn_like(x);
-        auto run                 = [&](bool composed, bool create_graph) {
-          return differentiate(dynamics, leaves, names, n_inputs, weights, composed, create_graph);
-        };
-        const Differentiated fused = run(false, false), recorded = run(false, true),
-                             composed = run(true, true);
-        EXPECT_TRUE(at::allclose(fused.y, composed.y, 1e-12, 1e-14)) << what;
-        for (size_t i = 0; i < leaves.size(); ++i) {
-          EXPECT_TRUE(at::allclose(fused.gradients[i], composed.gradients[i], 1e-9, 1e-12))
-              << what << ", leaf " << i;
-          EXPECT_TRUE(at::allclose(recorded.gradients[i], composed.gradients[i], 1e-12, 1e-14))
-              << what << ", leaf " << i;
-        }
-        // Second derivatives: ∇(Σ_i ∇_i·v_i), from the recorded pass and from the composed one.
-        auto second = [&](const Differentiated& d) {
-          at::Tensor dot = at::zeros({}, at::kDouble);
+          // Second derivatives: ∇(Σ_i ∇_i·v_i), from the recorded pass and from the composed one.
+          auto second = [&](const Differentiated& d) {
+            at::Tensor dot = at::zeros({}, at::kDouble);
+            for (size_t i = 0; i < leaves.size(); ++i)
+              dot = dot + (d.gradients[i] * at::full_like(leaves[i], 0.3 + 0.1 * double(i))).sum();
+            return torch::autograd::grad({dot}, leaves, {}, true, false, true);
+          };
+          const auto ours = second(recorded), theirs = second(composed);
           for (size_t i = 0; i < leaves.size(); ++i)
-            dot = dot + (d.gradients[i] * at::full_like(leaves[i], 0.3 + 0.1 * double(i))).sum();
-          return torch::autograd::grad({dot}, leaves, {}, true, false, true);
-        };
-        const auto ours = second(recorded), theirs = second(composed);
-        for (size_t i = 0; i < leaves.size(); ++i)
-          EXPECT_TRUE(at::allclose(ours[i], theirs[i], 1e-9, 1e-12))
-              << what << ", second derivative of leaf " << i;
-        // Threads: partial sums kept per block of samples and added in block order.
-        const int threads = at::get_num_threads();
-        at::set_num_threads(1);
-        const Differentiated one_thread = run(false, false);
-        at::set_num_threads(2);
-        const Differentiated two_threads = run(false, false);
-        at::set_num_threads(threads);
-        for (size_t i = 0; i < leaves.size(); ++i)
-          EXPECT_TRUE(at::equal(one_thread.gradients[i], two_threads.gradients[i]))
-              << what << ", leaf " << i;
-        // float32: within float32's rounding of the float64 result.
-        std::vector<at::Tensor> singles;
-        for (const at::Tensor& t : leaves)
-          singles.push_back(t.detach().to(at::kFloat).requires_grad_(true));
-        const Differentiated single =
-            differentiate(dynamics, singles, names, n_inputs, weights.to(at::kFloat), false, false);
-        auto near = [](const at::Tensor& a, const at::Tensor& b) {
-          return (a.to(at::kDouble) - b).abs().max().item<double>() <=
-                 1e-4 * b.abs().max().item<double>() + 1e-12;
-        };
-        EXPECT_TRUE(near(single.y, fused.y)) << what;
-        for (size_t i = 0; i < leaves.size(); ++i)
-          EXPECT_TRUE(near(single.gradients[i], fused.gradients[i])) << what << ", leaf " << i;
-      }
+            EXPECT_TRUE(at::allclose(ours[i], theirs[i], 1e-9, 1e-12))
+                << what << ", second derivative of leaf " << i;
+          // Threads: partial sums kept per block of samples and added in block order.
+          const int threads = at::get_num_threads();
+          at::set_num_threads(1);
+          const Differentiated one_thread = run(false, false);
+          at::set_num_threads(2);
+          const Differentiated two_threads = run(false, false);
+          at::set_num_threads(threads);
+          for (size_t i = 0; i < leaves.size(); ++i)
+            EXPECT_TRUE(at::equal(one_thread.gradients[i], two_threads.gradients[i]))
+                << what << ", leaf " << i;
+          // float32: within float32's rounding of the float64 result.
+          std::vector<at::Tensor> singles;
+          for (const at::Tensor& t : leaves)
+            singles.push_back(t.detach().to(at::kFloat).requires_grad_(true));
+          const Differentiated single = differentiate(dynamics, singles, names, n_inputs,
+                                                      weights.to(at::kFloat), false, false, mixed);
+          auto near                   = [](const at::Tensor& a, const at::Tensor& b) {
+            return (a.to(at::kDouble) - b).abs().max().item<double>() <=
+                   1e-4 * b.abs().max().item<double>() + 1e-12;
+          };
+          EXPECT_TRUE(near(single.y, fused.y)) << what;
+          for (size_t i = 0; i < leaves.size(); ++i)
+            EXPECT_TRUE(near(single.gradients[i], fused.gradients[i])) << what << ", leaf " << i;
+        }
 }
 
 TEST(Dynamics, AmplitudeDetectionSmoothsTheMeanAbsoluteValue) {

@@ -17,5 +17,7 @@
 namespace grafx::dsp {
 
 at::Tensor mix_channels(const at::Tensor& x, const at::Tensor& matrix);
+/// w·M + (1 − w)·I: the matrix of a dry/wet mix of the product with M, wet amounts w N×1×1.
+at::Tensor with_dry(const at::Tensor& matrix, const at::Tensor& wet);
 
 }  // namespace grafx::dsp

@@ -81,6 +81,11 @@ class Dynamics : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  /// The mix folded into the gain where the paper's dynamics run as one Function (one-pole
+  /// level smoothing of the energy, no gain smoothing, one threshold per item, on the CPU).
+  std::optional<ProcessorOutput> forward_mixed(const std::vector<at::Tensor>& inputs,
+                                               const TensorDict& parameters,
+                                               const at::Tensor& wet) const override;
   TemporalSupport temporal_support(const TensorDict& parameters) const override;
   /// Sample by sample: the same detector, smoothers (dsp::ballistics_step) and knee as
   /// `forward`, in float32.
@@ -88,6 +93,11 @@ class Dynamics : public Processor {
                                           const StreamSetup& setup) const override;
 
  private:
+  /// The paper's dynamics as one Function on the CPU, mixed with `wet` where it is defined;
+  /// nothing where another form applies.
+  std::optional<at::Tensor> fused(const std::vector<at::Tensor>& inputs,
+                                  const TensorDict& parameters, const at::Tensor& wet) const;
+
   Curve curve_;
   dsp::EnvelopeSmoothing type_smoothing_;  // names the type
   dsp::EnvelopeSmoothing level_smoothing_;

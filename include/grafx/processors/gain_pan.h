@@ -26,6 +26,10 @@ class GainPan : public LinearProcessor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  /// The mix folded into its matrix (not when automated).
+  std::optional<ProcessorOutput> forward_mixed(const std::vector<at::Tensor>& inputs,
+                                               const TensorDict& parameters,
+                                               const at::Tensor& wet) const override;
   /// Sample by sample, its gains as controls a host may change (they glide).
   std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
                                           const StreamSetup& setup) const override;

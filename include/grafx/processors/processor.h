@@ -29,6 +29,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,16 @@ class Processor {
   /// Pure, batch-first processing (see the header comment).
   virtual ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                                   const TensorDict& parameters) const = 0;
+  /// forward with a node's dry/wet mix folded in: w·f(x) + (1 − w)·x of the first inlet, for
+  /// wet amounts w [N, 1, 1]; the render asks for it where nodes have a dry/wet mix and no
+  /// bypass. A processor whose output is a gain or a channel matrix applied to its input folds w
+  /// into them, sparing the mix's pass over the signal each way; the default returns nothing,
+  /// and the render mixes after forward.
+  virtual std::optional<ProcessorOutput> forward_mixed(const std::vector<at::Tensor>& inputs,
+                                                       const TensorDict& parameters,
+                                                       const at::Tensor& wet) const {
+    return std::nullopt;
+  }
   /// The temporal support of `forward` with these parameters (N×... raw values, as forward's),
   /// the widest over the N rows. A contract test renders every processor whole and in chunks.
   virtual TemporalSupport temporal_support(const TensorDict& parameters) const = 0;

@@ -23,12 +23,20 @@ class StereoImager : public LinearProcessor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  /// The mix folded into its matrix (not when automated).
+  std::optional<ProcessorOutput> forward_mixed(const std::vector<at::Tensor>& inputs,
+                                               const TensorDict& parameters,
+                                               const at::Tensor& wet) const override;
   /// Sample by sample, its gains as controls a host may change (they glide).
   std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
                                           const StreamSetup& setup) const override;
   TemporalSupport temporal_support(const TensorDict&) const override {
     return TemporalSupport::pointwise();
   }
+
+ private:
+  /// Its matrices N×2×2 of static side gains log_gain [N, 1].
+  static at::Tensor matrix_of(const at::Tensor& log_gain);
 };
 
 }  // namespace grafx
