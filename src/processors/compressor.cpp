@@ -356,14 +356,21 @@ CurveParameters curve_parameters(const TensorDict& parameters, Dynamics::Knee kn
   return c;
 }
 
-/// x·g of the dynamics that detect the mean square of `key` over channels and smooth it with one
-/// pole α: y = x·exp(s·k(u)/2), u from log(one_pole(mean_c key², α) + floor), in ATen operations
-/// and the kernels (SmoothedDynamics' composed form).
+/// x·g, or with wet amounts w (N×1×1) the dry/wet mix of x·g and x folded into the gain,
+/// x·(1 + w·(g − 1)): one form for every path, so that each gives the same output.
+at::Tensor applied(const at::Tensor& x, const at::Tensor& gain, const at::Tensor& wet) {
+  return x * (wet.defined() ? at::lerp(at::ones_like(gain), gain, wet) : gain);
+}
+
+/// `applied` for the dynamics that detect the mean square of `key` over channels and smooth it
+/// with one pole α: g = exp(s·k(u)/2), u from log(one_pole(mean_c key², α) + floor), in ATen
+/// operations and the kernels (SmoothedDynamics' composed form).
 at::Tensor one_pole_dynamics(const at::Tensor& x, const at::Tensor& key, const at::Tensor& alpha,
                              const at::Tensor& threshold, const at::Tensor& ratio,
-                             const at::Tensor& knee, bool gate, Dynamics::Knee knee_type) {
+                             const at::Tensor& knee, const at::Tensor& wet, bool gate,
+                             Dynamics::Knee knee_type) {
   const at::Tensor envelope = dsp::one_pole(key.pow(2).mean(1, true), alpha);
-  return x * amplitude_gains(envelope, threshold, ratio, knee, gate, knee_type);
+  return applied(x, amplitude_gains(envelope, threshold, ratio, knee, gate, knee_type), wet);
 }
 
 /// The paper's compressor and gate (energy detection, one-pole level smoothing, no gain
@@ -422,7 +429,7 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
     ctx->saved_data["knee"]  = knee_type;
     ctx->saved_data["keyed"] = keyed;
     ctx->saved_data["mixed"] = mixed;
-    return x * (mixed ? at::lerp(at::ones_like(amplitude), amplitude, wet) : amplitude);
+    return applied(x, amplitude, mixed ? wet : at::Tensor());
   }
 
   /// e[first, end) of one item: scale·mean_c key_c² (key C×L, contiguous), as ATen's mean
@@ -594,9 +601,9 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
     torch::autograd::variable_list result(11);
     if (wanted.empty()) return result;
     const at::Tensor& x = saved[0];
-    at::Tensor y        = one_pole_dynamics(x, keyed ? saved[1] : x, saved[2], saved[3], saved[4],
-                                            saved[5], gate, knee_type);
-    if (mixed) y = at::lerp(x, y, saved[6]);
+    const at::Tensor y =
+        one_pole_dynamics(x, keyed ? saved[1] : x, saved[2], saved[3], saved[4], saved[5],
+                          mixed ? saved[6] : at::Tensor(), gate, knee_type);
     const auto gradients = torch::autograd::grad({y}, wanted, {grad}, recorded, recorded, true);
     for (size_t j = 0; j < slots.size(); ++j) result[slots[j]] = gradients[j];
     return result;
@@ -833,39 +840,35 @@ std::optional<ProcessorOutput> Dynamics::forward_mixed(const std::vector<at::Ten
                                                        const TensorDict& parameters,
                                                        const at::Tensor& wet) const {
   check_arguments(inputs, parameters);
-  if (std::optional<at::Tensor> y = fused(inputs, parameters, wet))
-    return ProcessorOutput{{*y}, {}};
-  return std::nullopt;
-}
-
-std::optional<at::Tensor> Dynamics::fused(const std::vector<at::Tensor>& inputs,
-                                          const TensorDict& parameters,
-                                          const at::Tensor& wet) const {
-  if (level_smoothing_ != dsp::EnvelopeSmoothing::kOnePole ||
-      gain_smoothing_ != dsp::EnvelopeSmoothing::kNone || amplitude_detection_)
-    return std::nullopt;
-  const at::Tensor &x = inputs[0], &key = inputs.back();
-  const auto [threshold, ratio, knee] = curve_parameters(parameters, knee_);
-  const at::Tensor alpha              = smoothing_alpha(parameters.at(kLevelSmoother.one_pole));
-  if (!SmoothedDynamics::applies(x, key, {alpha, threshold, ratio, knee, wet})) return std::nullopt;
-  // A hard knee has no width, and no mix no wet amount: placeholders, since a custom Function
-  // takes defined tensors.
-  const at::Tensor width = knee.defined() ? knee : at::zeros_like(ratio);
-  return SmoothedDynamics::apply(
-      x, key, alpha, threshold, ratio, width, wet.defined() ? wet : at::ones_like(ratio),
-      curve_ == Curve::kNoiseGate, int64_t(knee_), inputs.size() > 1, wet.defined());
+  return ProcessorOutput{{processed(inputs, parameters, wet)}, {}};
 }
 
 ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
                                   const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
-  if (std::optional<at::Tensor> y = fused(inputs, parameters, {})) return {{*y}, {}};
+  return {{processed(inputs, parameters, {})}, {}};
+}
+
+at::Tensor Dynamics::processed(const std::vector<at::Tensor>& inputs, const TensorDict& parameters,
+                               const at::Tensor& wet) const {
   const at::Tensor& x = inputs[0];
   // N×1×L: the level of the mid signal, of the sidechain for the sidechain types; an amplitude
   // detector smooths the mean absolute value and squares it, so levels stay energies.
   const at::Tensor& key               = inputs.back();
   const bool gate                     = curve_ == Curve::kNoiseGate;
   const auto [threshold, ratio, knee] = curve_parameters(parameters, knee_);
+  if (level_smoothing_ == dsp::EnvelopeSmoothing::kOnePole &&
+      gain_smoothing_ == dsp::EnvelopeSmoothing::kNone && !amplitude_detection_) {
+    const at::Tensor alpha = smoothing_alpha(parameters.at(kLevelSmoother.one_pole));
+    if (SmoothedDynamics::applies(x, key, {alpha, threshold, ratio, knee, wet})) {
+      // A hard knee has no width, and no mix no wet amount: placeholders, since a custom
+      // Function takes defined tensors.
+      const at::Tensor width = knee.defined() ? knee : at::zeros_like(ratio);
+      return SmoothedDynamics::apply(x, key, alpha, threshold, ratio, width,
+                                     wet.defined() ? wet : at::ones_like(ratio), gate,
+                                     int64_t(knee_), inputs.size() > 1, wet.defined());
+    }
+  }
   at::Tensor detected = amplitude_detection_ ? key.abs().mean(1, true) : key.pow(2).mean(1, true);
   at::Tensor envelope = detected;
   if (level_smoothing_ == dsp::EnvelopeSmoothing::kOnePole) {
@@ -886,7 +889,7 @@ ProcessorOutput Dynamics::forward(const std::vector<at::Tensor>& inputs,
                 .exp()
           : smooth_gain(amplitude_gains(envelope, threshold, ratio, knee, gate, knee_),
                         gain_smoothing_, parameters, 1);
-  return {{x * amplitude_gain}, {}};
+  return applied(x, amplitude_gain, wet);
 }
 
 std::unique_ptr<NodeStream> Dynamics::make_stream(const TensorDict& parameters,

@@ -81,8 +81,7 @@ class Dynamics : public Processor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
-  /// The mix folded into the gain where the paper's dynamics run as one Function (one-pole
-  /// level smoothing of the energy, no gain smoothing, one threshold per item, on the CPU).
+  /// The mix folded into the gain.
   std::optional<ProcessorOutput> forward_mixed(const std::vector<at::Tensor>& inputs,
                                                const TensorDict& parameters,
                                                const at::Tensor& wet) const override;
@@ -93,10 +92,11 @@ class Dynamics : public Processor {
                                           const StreamSetup& setup) const override;
 
  private:
-  /// The paper's dynamics as one Function on the CPU, mixed with `wet` where it is defined;
-  /// nothing where another form applies.
-  std::optional<at::Tensor> fused(const std::vector<at::Tensor>& inputs,
-                                  const TensorDict& parameters, const at::Tensor& wet) const;
+  /// x·g, or with wet amounts `wet` the mix folded into the gain, x·(1 + w·(g − 1)): the paper's
+  /// dynamics (one-pole level smoothing of the energy, no gain smoothing, one threshold per
+  /// item) as one Function on the CPU, other forms composed of ATen operations and the kernels.
+  at::Tensor processed(const std::vector<at::Tensor>& inputs, const TensorDict& parameters,
+                       const at::Tensor& wet) const;
 
   Curve curve_;
   dsp::EnvelopeSmoothing type_smoothing_;  // names the type
