@@ -118,7 +118,9 @@ struct RenderOptions {
   /// instead of returning non-finite outputs. One reduction per step; `grafx render` uses it.
   bool check_finite_outputs = false;
   /// More auxiliary losses per processor call, from its inputs and its own outputs (before
-  /// dry/wet), each [rows] like the processor's (e.g. the fit's gain staging).
+  /// dry/wet, or after it where the processor folds the mix into its pass:
+  /// Processor::forward_mixed), each [rows] like the processor's (e.g. the fit's gain staging,
+  /// whose types fold none).
   std::function<TensorDict(const std::string& type, const std::vector<at::Tensor>& inputs,
                            const std::vector<at::Tensor>& outputs)>
       extra_aux_losses;
