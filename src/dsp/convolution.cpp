@@ -80,6 +80,74 @@ struct Blocks {
   }
 };
 
+/// The items in turn where each has filters of its own (the EQs' FIRs, the delays' and reverbs'
+/// responses), on the CPU: groups of whole items, each at least kRows transform rows, go through
+/// their transforms, products and cuts on one thread while the groups share the threads. A
+/// group's spectra stay in cache between its steps, and no transform's result is copied into a
+/// shared tensor (ATen's out= FFT copies its result). Groups are fixed by item index, so results
+/// do not depend on the number of threads.
+class ItemGroups {
+ public:
+  // pocketfft transforms float rows in vectors of four: fewer per call leaves lanes idle.
+  static constexpr int64_t kRows = 4;
+
+  ItemGroups(const Blocks& blocks, const at::Tensor& x, const at::Tensor& h)
+      : blocks_(blocks),
+        x_(x),
+        h_(h),
+        items_per_group_(ceil_div(kRows, x.size(1) * blocks.n_blocks)),
+        n_groups_(ceil_div(x.size(0), items_per_group_)) {}
+
+  bool apply() const { return x_.device().is_cpu() && h_.size(0) == x_.size(0) && n_groups_ > 1; }
+
+  /// Writes the convolution into y (N×C×n_outputs); returns the spectra of x and h per group.
+  std::pair<c10::List<at::Tensor>, c10::List<at::Tensor>> forward(const at::Tensor& y) const {
+    std::vector<at::Tensor> x_spectra(n_groups_), h_spectra(n_groups_);
+    for_each_group([&](int64_t g, int64_t first, int64_t n) {
+      x_spectra[g] = blocks_.block_spectra(x_.narrow(0, first, n));
+      h_spectra[g] = blocks_.filter_spectrum(h_.narrow(0, first, n));
+      y.narrow(0, first, n)
+          .copy_(blocks_.outputs(irfft_rows(x_spectra[g] * h_spectra[g], blocks_.fft_size)));
+    });
+    return {c10::List<at::Tensor>(x_spectra), c10::List<at::Tensor>(h_spectra)};
+  }
+
+  /// Writes the gradients of x and h (either undefined when not needed) for the output
+  /// gradient `grad`, from the spectra `forward` returned.
+  void backward(const at::Tensor& grad, const c10::List<at::Tensor>& x_spectra,
+                const c10::List<at::Tensor>& h_spectra, const at::Tensor& grad_x,
+                const at::Tensor& grad_h) const {
+    const int64_t size = blocks_.fft_size;
+    for_each_group([&](int64_t g, int64_t first, int64_t n) {
+      const at::Tensor spectra = rfft_rows(blocks_.blocks_of(grad.narrow(0, first, n)), size);
+      const at::Tensor h       = h_spectra.get(g);
+      if (grad_x.defined())
+        grad_x.narrow(0, first, n).copy_(blocks_.overlap_add(irfft_rows(spectra * h.conj(), size)));
+      if (grad_h.defined()) {
+        at::Tensor cross =
+            (spectra * x_spectra.get(g).conj()).sum(-2).sum_to_size(h.squeeze(-2).sizes());
+        grad_h.narrow(0, first, n).copy_(irfft_rows(cross, size).narrow(-1, 0, blocks_.taps));
+      }
+    });
+  }
+
+ private:
+  template <typename F>
+  void for_each_group(const F& f) const {
+    at::parallel_for(0, n_groups_, 1, [&](int64_t begin, int64_t end) {
+      c10::NoGradGuard no_grad;  // the grad mode is per thread, and workers start with their own
+      for (int64_t g = begin; g < end; ++g) {
+        const int64_t first = g * items_per_group_;
+        f(g, first, std::min(items_per_group_, x_.size(0) - first));
+      }
+    });
+  }
+
+  const Blocks& blocks_;
+  at::Tensor x_, h_;
+  int64_t items_per_group_, n_groups_;
+};
+
 /// Overlap-save convolution with a hand-written adjoint: the gradients are correlations with
 /// the saved spectra (one rfft of the output gradient, one irfft per gradient), a third of the
 /// transforms autograd would spend differentiating rfft and irfft.
@@ -88,12 +156,19 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
                             int64_t shift, int64_t n_outputs, int64_t fft_size,
                             const SavedDuals& duals) {
     Blocks blocks(x.size(2), h.size(2), shift, n_outputs, fft_size);
-    at::Tensor x_spectra = blocks.block_spectra(x), h_spectrum = blocks.filter_spectrum(h);
     ctx->save_for_backward({x, h});
     duals.save(ctx);
+    ctx->saved_data["geometry"] = std::vector<int64_t>{shift, n_outputs, fft_size};
+    if (ItemGroups groups(blocks, x, h); groups.apply()) {
+      at::Tensor y                 = at::empty({x.size(0), x.size(1), n_outputs}, x.options());
+      auto [x_spectra, h_spectra]  = groups.forward(y);
+      ctx->saved_data["x_spectra"] = x_spectra;
+      ctx->saved_data["h_spectra"] = h_spectra;
+      return y;
+    }
+    at::Tensor x_spectra = blocks.block_spectra(x), h_spectrum = blocks.filter_spectrum(h);
     ctx->saved_data["x_spectra"]  = x_spectra;
     ctx->saved_data["h_spectrum"] = h_spectrum;
-    ctx->saved_data["geometry"]   = std::vector<int64_t>{shift, n_outputs, fft_size};
     return blocks.outputs(irfft_rows(x_spectra * h_spectrum, fft_size));
   }
 
@@ -106,6 +181,14 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
     // With create_graph, or tangents to carry, the spectra are recomputed from x and h so that
     // the gradients are differentiable again; otherwise the forward's are reused.
     bool again = c10::GradMode::is_enabled() || !duals.empty();
+    if (!again && ctx->saved_data.count("h_spectra")) {
+      at::Tensor grad_x = ctx->needs_input_grad(0) ? at::empty_like(x) : at::Tensor();
+      at::Tensor grad_h = ctx->needs_input_grad(1) ? at::empty_like(h) : at::Tensor();
+      ItemGroups(blocks, x, h)
+          .backward(grads[0], ctx->saved_data["x_spectra"].toTensorList(),
+                    ctx->saved_data["h_spectra"].toTensorList(), grad_x, grad_h);
+      return {grad_x, grad_h, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
     at::Tensor x_spectra =
         again ? blocks.block_spectra(x) : ctx->saved_data["x_spectra"].toTensor();
     at::Tensor h_spectrum =

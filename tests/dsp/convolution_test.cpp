@@ -107,28 +107,34 @@ TEST(Convolution, Float32IsAccurate) {
 
 TEST(Convolution, GradientsEqualThoseOfDirectConvolution) {
   at::manual_seed(3);
-  at::Tensor x = at::randn({2, 2, 700}, at::kDouble), h = at::randn({2, 1, 129}, at::kDouble);
-  at::Tensor weights = at::randn({2, 2, 700}, at::kDouble);
-  auto gradients = [&](const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& f) {
-    at::Tensor xl = x.clone().requires_grad_(true), hl = h.clone().requires_grad_(true);
-    (f(xl, hl) * weights).sum().backward();
-    return std::make_pair(xl.grad(), hl.grad());
-  };
-  auto expected = gradients([](const at::Tensor& a, const at::Tensor& b) {
-    return conv1d_reference(a, b, ConvolutionMode::kZeroPhase);
-  });
-  for (auto path : {fft_convolve, convolve}) {
-    auto got = gradients([&](const at::Tensor& a, const at::Tensor& b) {
-      return path(a, b, ConvolutionMode::kZeroPhase);
+  // A filter shared by the channels, and one per row (whole signals then go in row groups,
+  // here a full group and a partial one).
+  for (int64_t h_channels : {1, 2}) {
+    SCOPED_TRACE("filter channels " + std::to_string(h_channels));
+    at::Tensor x       = at::randn({3, 2, 700}, at::kDouble),
+               h       = at::randn({3, h_channels, 129}, at::kDouble);
+    at::Tensor weights = at::randn({3, 2, 700}, at::kDouble);
+    auto gradients = [&](const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& f) {
+      at::Tensor xl = x.clone().requires_grad_(true), hl = h.clone().requires_grad_(true);
+      (f(xl, hl) * weights).sum().backward();
+      return std::make_pair(xl.grad(), hl.grad());
+    };
+    auto expected = gradients([](const at::Tensor& a, const at::Tensor& b) {
+      return conv1d_reference(a, b, ConvolutionMode::kZeroPhase);
     });
-    EXPECT_TRUE(at::allclose(got.first, expected.first, 1e-9, 1e-9));
-    EXPECT_TRUE(at::allclose(got.second, expected.second, 1e-9, 1e-9));
+    for (auto path : {fft_convolve, convolve}) {
+      auto got = gradients([&](const at::Tensor& a, const at::Tensor& b) {
+        return path(a, b, ConvolutionMode::kZeroPhase);
+      });
+      EXPECT_TRUE(at::allclose(got.first, expected.first, 1e-9, 1e-9));
+      EXPECT_TRUE(at::allclose(got.second, expected.second, 1e-9, 1e-9));
+    }
+    auto blocks = gradients([](const at::Tensor& a, const at::Tensor& b) {
+      return block_convolve(a, b, ConvolutionMode::kZeroPhase, 256);
+    });
+    EXPECT_TRUE(at::allclose(blocks.first, expected.first, 1e-9, 1e-9));
+    EXPECT_TRUE(at::allclose(blocks.second, expected.second, 1e-9, 1e-9));
   }
-  auto blocks = gradients([](const at::Tensor& a, const at::Tensor& b) {
-    return block_convolve(a, b, ConvolutionMode::kZeroPhase, 256);
-  });
-  EXPECT_TRUE(at::allclose(blocks.first, expected.first, 1e-9, 1e-9));
-  EXPECT_TRUE(at::allclose(blocks.second, expected.second, 1e-9, 1e-9));
   testing::expect_gradients_match(
       [](const std::vector<at::Tensor>& in) {
         return block_convolve(in[0], in[1], ConvolutionMode::kCausal, 64);
@@ -174,24 +180,37 @@ TEST(Convolution, PlanPrefersBlocksForShortFiltersOnLongSignals) {
 }
 
 TEST(Convolution, BackwardIsDifferentiableAgain) {
-  // d/dh of the gradient with respect to x, against finite differences of that gradient.
+  // d/dh of the gradient with respect to x, against finite differences of that gradient: in
+  // blocks with one filter for all, and whole signals with a filter per row (in item groups).
   at::manual_seed(4);
-  at::Tensor x = at::randn({1, 2, 300}, at::kDouble), weights = at::randn({1, 2, 300}, at::kDouble);
-  at::Tensor probe        = at::randn({1, 2, 300}, at::kDouble);
-  auto gradient_dot_probe = [&](const at::Tensor& h, bool create_graph) {
-    at::Tensor xl   = x.clone().requires_grad_(true);
-    at::Tensor loss = (block_convolve(xl, h, ConvolutionMode::kZeroPhase, 64) * weights).sum();
-    return (torch::autograd::grad({loss}, {xl}, {}, true, create_graph)[0] * probe).sum();
-  };
-  at::Tensor h      = at::randn({1, 1, 21}, at::kDouble).requires_grad_(true);
-  at::Tensor second = torch::autograd::grad({gradient_dot_probe(h, true)}, {h})[0];
-  for (int64_t k : {0, 10, 20}) {
-    at::Tensor plus = h.detach().clone(), minus = h.detach().clone();
-    plus[0][0][k] += 1e-6;
-    minus[0][0][k] -= 1e-6;
-    double numeric =
-        (gradient_dot_probe(plus, false) - gradient_dot_probe(minus, false)).item<double>() / 2e-6;
-    EXPECT_NEAR(second[0][0][k].item<double>(), numeric, 1e-6 * (1 + std::abs(numeric)));
+  at::Tensor x = at::randn({3, 2, 300}, at::kDouble), weights = at::randn({3, 2, 300}, at::kDouble);
+  at::Tensor probe = at::randn({3, 2, 300}, at::kDouble);
+  for (bool shared : {true, false}) {
+    auto convolve_path = [&](const at::Tensor& a, const at::Tensor& b) {
+      return shared ? block_convolve(a, b, ConvolutionMode::kZeroPhase, 64)
+                    : fft_convolve(a, b, ConvolutionMode::kZeroPhase);
+    };
+    auto gradient_dot_probe = [&](const at::Tensor& h, bool create_graph) {
+      at::Tensor xl   = x.clone().requires_grad_(true);
+      at::Tensor loss = (convolve_path(xl, h) * weights).sum();
+      return (torch::autograd::grad({loss}, {xl}, {}, true, create_graph)[0] * probe).sum();
+    };
+    at::Tensor h =
+        at::randn(shared ? std::vector<int64_t>{1, 1, 21} : std::vector<int64_t>{3, 2, 21},
+                  at::kDouble)
+            .requires_grad_(true);
+    at::Tensor second  = torch::autograd::grad({gradient_dot_probe(h, true)}, {h})[0];
+    const int64_t item = h.size(0) - 1, channel = h.size(1) - 1;
+    for (int64_t k : {0, 10, 20}) {
+      at::Tensor plus = h.detach().clone(), minus = h.detach().clone();
+      plus[item][channel][k] += 1e-6;
+      minus[item][channel][k] -= 1e-6;
+      double numeric =
+          (gradient_dot_probe(plus, false) - gradient_dot_probe(minus, false)).item<double>() /
+          2e-6;
+      EXPECT_NEAR(second[item][channel][k].item<double>(), numeric, 1e-6 * (1 + std::abs(numeric)))
+          << (shared ? "one filter" : "a filter per row") << ", tap " << k;
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <grafx/graph/random_graph.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
+#include <grafx/tensors.h>
 
 #include "support/test_processors.h"
 #include "support/test_support.h"
@@ -172,6 +173,23 @@ TEST(Render, ObserverSeesEveryStep) {
       EXPECT_TRUE(at::allclose(v.outputs[0] + v.outputs[1], v.inputs[0])) << "low + high = input";
     }
   }
+}
+
+// non_finite_rows sums each row first: NaN and ±∞ make the sum non-finite, and so do finite
+// values whose sum overflows; such rows are looked at closely. Checked against isfinite.
+TEST(Render, NonFiniteRowsAreFoundWhereverTheSumsOverflow) {
+  at::Tensor x         = at::full({3, 2, 70000}, 3e38);  // finite, and every row's sum overflows
+  x[2][1][69999]       = NAN;
+  x[1][0][3]           = INFINITY;
+  x[1][0][4]           = -INFINITY;  // with the one before, a NaN sum
+  const at::Tensor bad = ~x.isfinite();
+  EXPECT_TRUE(at::equal(non_finite_rows(x, 1), bad.flatten(1).any(1)));
+  EXPECT_TRUE(at::equal(non_finite_rows(x, 2), bad.any(2)));
+  EXPECT_FALSE(all_finite(x));
+  EXPECT_TRUE(all_finite(at::full({5}, 3e38)));
+  EXPECT_TRUE(all_finite(at::randn({2, 3, 100}, at::kDouble)));
+  EXPECT_TRUE(at::equal(non_finite_rows(at::randn({2, 3}), 1), at::zeros({2}, at::kBool)));
+  EXPECT_TRUE(non_finite_rows(at::full({}, NAN), 0).item<bool>());
 }
 
 TEST(Render, Errors) {
