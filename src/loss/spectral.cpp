@@ -103,18 +103,17 @@ struct BandPairProjection : public torch::autograd::Function<BandPairProjection>
   }
 };
 
-/// Frames of padded rows times the window: frames[r·T + t] = row_r[t·hop, t·hop + F)·window.
+/// Frames [first, first + count) of padded rows times the window, frame f = r·T + t being
+/// row_r[t·hop, t·hop + F)·window, written from `frames` on.
 template <typename T>
-void windowed_frames(const T* rows, const T* window, T* frames, int64_t n_rows, int64_t length,
-                     int64_t n_frames, int64_t size, int64_t hop) {
-  at::parallel_for(0, n_rows * n_frames, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t f = begin; f < end; ++f) {
-      const T* in = rows + (f / n_frames) * length + (f % n_frames) * hop;
-      T* out      = frames + f * size;
+void windowed_frames(const T* rows, const T* window, T* frames, int64_t first, int64_t count,
+                     int64_t length, int64_t n_frames, int64_t size, int64_t hop) {
+  for (int64_t f = first; f < first + count; ++f) {
+    const T* in = rows + (f / n_frames) * length + (f % n_frames) * hop;
+    T* out      = frames + (f - first) * size;
 #pragma omp simd
-      for (int64_t i = 0; i < size; ++i) out[i] = in[i] * window[i];
-    }
-  });
+    for (int64_t i = 0; i < size; ++i) out[i] = in[i] * window[i];
+  }
 }
 
 /// |X[k]| of one spectrum of `bins` complex values (interleaved real and imaginary parts), as
@@ -131,18 +130,16 @@ void magnitudes(const c10::complex<T>* spectrum, int64_t bins, T* out) {
 template <typename T>
 void mel_of_spectra(const c10::complex<T>* spectra, const int64_t* bands, const T* weights, T* mel,
                     int64_t n_spectra, int64_t bins, int64_t n_bands, T floor) {
-  at::parallel_for(0, n_spectra, 16, [&](int64_t begin, int64_t end) {
-    std::vector<T> magnitude(static_cast<size_t>(bins));
-    for (int64_t f = begin; f < end; ++f) {
-      magnitudes(spectra + f * bins, bins, magnitude.data());
-      T* out = mel + f * n_bands;
-      for (int64_t k = 0; k < bins; ++k) {
-        const T m = std::max(magnitude[k], floor);
-        out[bands[k]] += weights[k] * m;
-        out[bands[bins + k]] += weights[bins + k] * m;
-      }
+  std::vector<T> magnitude(static_cast<size_t>(bins));
+  for (int64_t f = 0; f < n_spectra; ++f) {
+    magnitudes(spectra + f * bins, bins, magnitude.data());
+    T* out = mel + f * n_bands;
+    for (int64_t k = 0; k < bins; ++k) {
+      const T m = std::max(magnitude[k], floor);
+      out[bands[k]] += weights[k] * m;
+      out[bands[bins + k]] += weights[bins + k] * m;
     }
-  });
+  }
 }
 
 /// The adjoint of mel_of_spectra and of the real FFT of `size` points, per spectrum: the mel
@@ -154,38 +151,54 @@ template <typename T>
 void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const int64_t* bands,
                       const T* weights, c10::complex<T>* out, int64_t n_spectra, int64_t bins,
                       int64_t n_bands, int64_t size, T floor) {
-  at::parallel_for(0, n_spectra, 16, [&](int64_t begin, int64_t end) {
-    std::vector<T> magnitude(static_cast<size_t>(bins)), scale(static_cast<size_t>(bins));
-    for (int64_t f = begin; f < end; ++f) {
-      const T* g = grad_mel + f * n_bands;
-      magnitudes(spectra + f * bins, bins, magnitude.data());
-      for (int64_t k = 0; k < bins; ++k) {
-        const T grad    = weights[k] * g[bands[k]] + weights[bins + k] * g[bands[bins + k]];
-        const bool edge = k == 0 || (size % 2 == 0 && k == bins - 1);
-        const T m       = magnitude[k];
-        scale[k]        = m >= floor && m > 0 ? grad / m * (edge ? T(size) : T(size) / 2) : T(0);
-      }
-      const T* x = reinterpret_cast<const T*>(spectra + f * bins);
-      T* h       = reinterpret_cast<T*>(out + f * bins);
-#pragma omp simd
-      for (int64_t k = 0; k < 2 * bins; ++k) h[k] = x[k] * scale[k / 2];
+  std::vector<T> magnitude(static_cast<size_t>(bins)), scale(static_cast<size_t>(bins));
+  for (int64_t f = 0; f < n_spectra; ++f) {
+    const T* g = grad_mel + f * n_bands;
+    magnitudes(spectra + f * bins, bins, magnitude.data());
+    for (int64_t k = 0; k < bins; ++k) {
+      const T grad    = weights[k] * g[bands[k]] + weights[bins + k] * g[bands[bins + k]];
+      const bool edge = k == 0 || (size % 2 == 0 && k == bins - 1);
+      const T m       = magnitude[k];
+      scale[k]        = m >= floor && m > 0 ? grad / m * (edge ? T(size) : T(size) / 2) : T(0);
     }
-  });
+    const T* x = reinterpret_cast<const T*>(spectra + f * bins);
+    T* h       = reinterpret_cast<T*>(out + f * bins);
+#pragma omp simd
+    for (int64_t k = 0; k < 2 * bins; ++k) h[k] = x[k] * scale[k / 2];
+  }
 }
 
 /// The adjoint of windowed_frames: grad_rows[r] = Σ_t frame gradients times the window, added at
-/// their frames' places (rows in parallel, each one's frames in order).
+/// their frames' places (rows in parallel, each one's frames in order). Frame f's gradient is
+/// row f mod `group` of groups[f / group].
 template <typename T>
-void overlap_add(const T* grad_frames, const T* window, T* grad_rows, int64_t n_rows,
-                 int64_t length, int64_t n_frames, int64_t size, int64_t hop) {
+void overlap_add(const std::vector<const T*>& groups, int64_t group, const T* window, T* grad_rows,
+                 int64_t n_rows, int64_t length, int64_t n_frames, int64_t size, int64_t hop) {
   at::parallel_for(0, n_rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
       for (int64_t t = 0; t < n_frames; ++t) {
-        const T* in = grad_frames + (r * n_frames + t) * size;
-        T* out      = grad_rows + r * length + t * hop;
+        const int64_t f = r * n_frames + t;
+        const T* in     = groups[size_t(f / group)] + (f % group) * size;
+        T* out          = grad_rows + r * length + t * hop;
 #pragma omp simd
         for (int64_t i = 0; i < size; ++i) out[i] += in[i] * window[i];
       }
+  });
+}
+
+/// Frames in groups of about 1 MiB of float32 (a multiple of four: pocketfft transforms rows in
+/// fours), each group's frames, transform and bands in turn on one thread while the groups share
+/// the threads: a group stays in cache between its steps, and no transform's result is copied
+/// into a shared tensor. Fixed by frame index, so results do not depend on the threads.
+int64_t frames_per_group(int64_t size) {
+  return std::max<int64_t>(4, ((int64_t(1) << 18) / size) / 4 * 4);
+}
+
+template <typename F>
+void for_each_group(int64_t n_spectra, int64_t group, const F& f) {
+  at::parallel_for(0, (n_spectra + group - 1) / group, 1, [&](int64_t begin, int64_t end) {
+    c10::NoGradGuard no_grad;  // the grad mode is per thread, and workers start with their own
+    for (int64_t g = begin; g < end; ++g) f(g, g * group, std::min(group, n_spectra - g * group));
   });
 }
 
@@ -203,19 +216,23 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
     const int64_t n_frames = (length - size) / hop + 1;
     const at::Tensor rows  = padded.reshape({-1, length}).contiguous();
     const at::Tensor w = window.contiguous(), b = bands.contiguous(), p = weights.contiguous();
-    const int64_t n_rows = rows.size(0);
-    at::Tensor frames    = at::empty({n_rows * n_frames, size}, rows.options());
-    at::Tensor mel       = at::zeros({n_rows * n_frames, n_bands}, rows.options());
-    at::Tensor spectra;
+    const int64_t n_rows = rows.size(0), n_spectra = n_rows * n_frames;
+    const int64_t group = frames_per_group(size);
+    at::Tensor mel      = at::zeros({n_spectra, n_bands}, rows.options());
+    std::vector<at::Tensor> spectra(size_t((n_spectra + group - 1) / group));
     AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "mel_frames", [&] {
-      windowed_frames(rows.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
-                      frames.data_ptr<scalar_t>(), n_rows, length, n_frames, size, hop);
-      spectra = dsp::rfft_rows(frames, size);
-      mel_of_spectra(spectra.data_ptr<c10::complex<scalar_t>>(), b.data_ptr<int64_t>(),
-                     p.data_ptr<scalar_t>(), mel.data_ptr<scalar_t>(), n_rows * n_frames, bins,
-                     n_bands, scalar_t(std::sqrt(eps)));
+      for_each_group(n_spectra, group, [&](int64_t g, int64_t first, int64_t count) {
+        at::Tensor frames = at::empty({count, size}, rows.options());
+        windowed_frames(rows.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
+                        frames.data_ptr<scalar_t>(), first, count, length, n_frames, size, hop);
+        spectra[size_t(g)] = dsp::rfft_rows(frames, size);
+        mel_of_spectra(spectra[size_t(g)].data_ptr<c10::complex<scalar_t>>(), b.data_ptr<int64_t>(),
+                       p.data_ptr<scalar_t>(), mel.data_ptr<scalar_t>() + first * n_bands, count,
+                       bins, n_bands, scalar_t(std::sqrt(eps)));
+      });
     });
-    ctx->save_for_backward({padded, w, b, p, spectra});
+    ctx->save_for_backward({padded, w, b, p});
+    ctx->saved_data["spectra"] = c10::List<at::Tensor>(spectra);
     ctx->saved_data["hop"]     = hop;
     ctx->saved_data["eps"]     = eps;
     ctx->saved_data["n_bands"] = n_bands;
@@ -228,11 +245,10 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved         = ctx->get_saved_variables();
-    const at::Tensor &padded = saved[0], &window = saved[1], &bands = saved[2], &weights = saved[3],
-                     &spectra = saved[4];
-    const int64_t hop         = ctx->saved_data["hop"].toInt(),
-                  n_bands     = ctx->saved_data["n_bands"].toInt();
-    const double eps          = ctx->saved_data["eps"].toDouble();
+    const at::Tensor &padded = saved[0], &window = saved[1], &bands = saved[2], &weights = saved[3];
+    const int64_t hop     = ctx->saved_data["hop"].toInt(),
+                  n_bands = ctx->saved_data["n_bands"].toInt();
+    const double eps      = ctx->saved_data["eps"].toDouble();
     const torch::autograd::variable_list none(6);
     if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined()) {
       const bool recorded = c10::GradMode::is_enabled();
@@ -245,18 +261,26 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
       return result;
     }
     const int64_t length = padded.size(-1), size = window.size(0), bins = size / 2 + 1;
-    const int64_t n_spectra = spectra.size(0), n_rows = n_spectra / ((length - size) / hop + 1);
-    const at::Tensor g   = grads[0].reshape({n_spectra, n_bands}).contiguous();
-    at::Tensor h         = at::empty_like(spectra);
-    at::Tensor grad_rows = at::zeros({n_rows, length}, padded.options());
+    const int64_t n_frames = (length - size) / hop + 1, n_spectra = grads[0].numel() / n_bands;
+    const int64_t group                 = frames_per_group(size);
+    const c10::List<at::Tensor> spectra = ctx->saved_data["spectra"].toTensorList();
+    const at::Tensor g                  = grads[0].reshape({n_spectra, n_bands}).contiguous();
+    at::Tensor grad_rows = at::zeros({n_spectra / n_frames, length}, padded.options());
+    std::vector<at::Tensor> grad_frames(spectra.size());
     AT_DISPATCH_FLOATING_TYPES(padded.scalar_type(), "mel_frames_backward", [&] {
-      spectra_gradient(g.data_ptr<scalar_t>(), spectra.data_ptr<c10::complex<scalar_t>>(),
-                       bands.data_ptr<int64_t>(), weights.data_ptr<scalar_t>(),
-                       h.data_ptr<c10::complex<scalar_t>>(), n_spectra, bins, n_bands, size,
-                       scalar_t(std::sqrt(eps)));
-      const at::Tensor grad_frames = dsp::irfft_rows(h, size).contiguous();
-      overlap_add(grad_frames.data_ptr<scalar_t>(), window.data_ptr<scalar_t>(),
-                  grad_rows.data_ptr<scalar_t>(), n_rows, length, n_spectra / n_rows, size, hop);
+      for_each_group(n_spectra, group, [&](int64_t k, int64_t first, int64_t count) {
+        const at::Tensor x = spectra.get(size_t(k));
+        at::Tensor h       = at::empty_like(x);
+        spectra_gradient(g.data_ptr<scalar_t>() + first * n_bands,
+                         x.data_ptr<c10::complex<scalar_t>>(), bands.data_ptr<int64_t>(),
+                         weights.data_ptr<scalar_t>(), h.data_ptr<c10::complex<scalar_t>>(), count,
+                         bins, n_bands, size, scalar_t(std::sqrt(eps)));
+        grad_frames[size_t(k)] = dsp::irfft_rows(h, size).contiguous();
+      });
+      std::vector<const scalar_t*> groups;
+      for (const at::Tensor& frames : grad_frames) groups.push_back(frames.data_ptr<scalar_t>());
+      overlap_add(groups, group, window.data_ptr<scalar_t>(), grad_rows.data_ptr<scalar_t>(),
+                  n_spectra / n_frames, length, n_frames, size, hop);
     });
     torch::autograd::variable_list result = {grad_rows.view(padded.sizes())};
     result.insert(result.end(), none.begin(), none.end());

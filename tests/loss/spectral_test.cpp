@@ -10,6 +10,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <cmath>
 #include <tuple>
@@ -154,8 +155,10 @@ TEST(Mel, FramesToBandsInOneFunctionEqualTheComposition) {
   // mel_frame_magnitudes (one Function: frames, FFT, floor, band pairs) against
   // apply_band_pairs of frame_magnitudes, recorded by autograd, in float64: values, gradients,
   // recorded gradients and second derivatives, for even and odd FFT sizes, with silent rows
-  // (every magnitude at the floor) and rows partly below it; float32 near float64.
+  // (every magnitude at the floor) and rows partly below it; float32 near float64. Long enough
+  // for several groups of frames and a partial one, whose results do not depend on the threads.
   at::manual_seed(17);
+  constexpr int64_t kLength = 40000;
   for (int64_t fft : {512, 1023}) {
     const StftResolution resolution{fft, fft / 4, fft};
     const at::Tensor window = padded_hann_window(resolution);
@@ -169,12 +172,12 @@ TEST(Mel, FramesToBandsInOneFunctionEqualTheComposition) {
     for (const at::Tensor& bank : {mel, halves}) {
       const BandPairs pairs = band_pairs(bank);
       const double eps      = 1e-4;
-      at::Tensor signal     = at::randn({2, 3, 4000}, at::kDouble) *
-                          at::linspace(0, 2, 4000, at::kDouble);  // from silence up
+      at::Tensor signal     = at::randn({2, 3, kLength}, at::kDouble) *
+                          at::linspace(0, 2, kLength, at::kDouble);  // from silence up
       signal[1][2].zero_();
       const at::Tensor padded = signal.clone().requires_grad_(true);
       const at::Tensor weights =
-          at::randn({2, 3, (4000 - fft) / (fft / 4) + 1, pairs.n_bands}, at::kDouble);
+          at::randn({2, 3, (kLength - fft) / (fft / 4) + 1, pairs.n_bands}, at::kDouble);
       auto fused = [&](const at::Tensor& x) {
         return mel_frame_magnitudes(x, window, fft / 4, eps, pairs.bands, pairs.weights,
                                     pairs.n_bands);
@@ -207,6 +210,12 @@ TEST(Mel, FramesToBandsInOneFunctionEqualTheComposition) {
                 1e-5 * ours.abs().max().item<double>());
       EXPECT_LT((g32.to(at::kDouble) - g1).abs().max().item<double>(),
                 1e-4 * g1.abs().max().item<double>());
+      const int threads = at::get_num_threads();
+      at::set_num_threads(1);
+      const at::Tensor one    = fused(padded);
+      const at::Tensor g1_one = torch::autograd::grad({(one * weights).sum()}, {padded})[0];
+      at::set_num_threads(threads);
+      EXPECT_TRUE(at::equal(one, ours) && at::equal(g1_one, g1)) << "FFT " << fft;
     }
   }
 }
