@@ -37,9 +37,11 @@ class ConstantCache {
 };
 
 /// Whether each row of `x` holds a NaN or an infinity: a bool tensor of x's first `kept`
-/// dimensions (a scalar for kept = 0), the rest reduced. Scanned in slices of the last
-/// dimension, so that the temporaries stay small however long x is (isfinite on a whole song at
-/// once allocates several bytes per sample).
+/// dimensions (a scalar for kept = 0), the rest reduced. Each row's sum first (one pass, no
+/// temporaries): where every sum is finite, so is every value. Only where a sum is not (NaN, ±∞,
+/// or finite values that overflow it) is x scanned, in slices of the last dimension, so that the
+/// temporaries stay small however long x is (isfinite on a whole song at once allocates several
+/// bytes per sample).
 at::Tensor non_finite_rows(const at::Tensor& x, int64_t kept);
 /// Whether every value of `x` is finite (in small slices, as non_finite_rows).
 bool all_finite(const at::Tensor& x);

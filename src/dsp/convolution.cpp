@@ -1,5 +1,6 @@
 #include <grafx/dsp/convolution.h>
 #include <grafx/dsp/parallel_fft.h>
+#include <grafx/dsp/signal.h>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -74,9 +75,11 @@ struct Blocks {
   at::Tensor overlap_add(const at::Tensor& block_grads) const {
     // One block is the whole padded signal: nothing overlaps (and nothing to zero and add).
     if (n_blocks == 1) return block_grads.squeeze(2).narrow(-1, left, length);
-    at::Tensor padded = at::unfold_backward(
-        block_grads, {block_grads.size(0), block_grads.size(1), padded_length}, 2, fft_size, hop);
-    return padded.narrow(-1, left, length);
+    const int64_t items = block_grads.size(0), channels = block_grads.size(1);
+    return dsp::overlap_add(block_grads.reshape({items * channels, n_blocks, fft_size}),
+                            padded_length, hop)
+        .view({items, channels, padded_length})
+        .narrow(-1, left, length);
   }
 };
 

@@ -2,12 +2,70 @@
 #include <grafx/dsp/signal.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "dsp/tangents.h"
 
 #include <algorithm>
 #include <random>
 #include <vector>
 
 namespace grafx::dsp {
+
+namespace {
+
+/// y[r, t·hop + i] += x[r, t, i], rows in parallel (each row's frames in order).
+template <typename T>
+void overlap_add_rows(const T* x, T* y, int64_t rows, int64_t n_frames, int64_t n, int64_t length,
+                      int64_t hop) {
+  at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t t = 0; t < n_frames; ++t) {
+        const T* frame = x + (r * n_frames + t) * n;
+        T* place       = y + r * length + t * hop;
+#pragma omp simd
+        for (int64_t i = 0; i < n; ++i) place[i] += frame[i];
+      }
+  });
+}
+
+struct OverlapAdd : public torch::autograd::Function<OverlapAdd> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& frames,
+                            int64_t length, int64_t hop) {
+    const int64_t rows = frames.size(0), n_frames = frames.size(1), n = frames.size(2);
+    ctx->saved_data["shape"] = std::vector<int64_t>{n_frames, n, hop};
+    if (!frames.device().is_cpu() || !at::isFloatingType(frames.scalar_type()))
+      return at::unfold_backward(frames, {rows, length}, 1, n, hop);
+    const at::Tensor in = frames.contiguous();
+    at::Tensor out      = at::zeros({rows, length}, frames.options());
+    AT_DISPATCH_FLOATING_TYPES(in.scalar_type(), "overlap_add", [&] {
+      overlap_add_rows(in.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), rows, n_frames, n, length,
+                       hop);
+    });
+    return out;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto shape      = ctx->saved_data["shape"].toIntVector();  // frames, n, hop
+    const int64_t covered = (shape[0] - 1) * shape[2] + shape[1];
+    return {grads[0].narrow(1, 0, covered).unfold(1, shape[1], shape[2]), at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor overlap_add(const at::Tensor& frames, int64_t length, int64_t hop) {
+  TORCH_CHECK(
+      frames.dim() == 3 && hop >= 1 && length >= (frames.size(1) - 1) * hop + frames.size(2),
+      "overlap_add: expected frames [R, T, n] and a length of at least (T − 1)·hop + n, "
+      "but got ",
+      frames.sizes(), ", hop ", hop, " and length ", length);
+  auto [primal, tangent] = unpack_dual(frames);  // linear: the tangent's overlap-add
+  if (!tangent.defined()) return OverlapAdd::apply(frames, length, hop);
+  return make_dual(OverlapAdd::apply(primal, length, hop), OverlapAdd::apply(tangent, length, hop));
+}
 
 at::Tensor to_mid_side(const at::Tensor& x) {
   at::Tensor left = x.narrow(1, 0, 1), right = x.narrow(1, 1, 1);
@@ -32,17 +90,11 @@ at::Tensor inverse_stft(const at::Tensor& spectra, const at::Tensor& window, int
               "], a hop in [1, ", n, "] and a positive length, but got ", spectra.sizes(),
               " and hop ", hop);
   const int64_t total = (n_frames - 1) * hop + n;
-  // Overlap-add as col2im of one row: frames [R, n, M] -> [R, 1, 1, total].
-  auto overlap_add = [&](const at::Tensor& columns) {
-    return at::col2im(columns, {1, total}, {1, n}, {1, 1}, {0, 0}, {1, hop})
-        .view({columns.size(0), total});
-  };
-  at::Tensor frames = irfft(spectra, n) * window;  // [..., M, n]
-  at::Tensor signal = overlap_add(frames.reshape({-1, n_frames, n}).transpose(1, 2));
-  at::Tensor envelope =
-      overlap_add(window.pow(2).view({1, n, 1}).expand({1, n, n_frames}).contiguous());
-  const int64_t kept = std::min(length, total - n / 2);
-  at::Tensor y       = (signal.narrow(1, n / 2, kept) / envelope.narrow(1, n / 2, kept));
+  at::Tensor frames   = irfft(spectra, n) * window;  // [..., M, n]
+  at::Tensor signal   = overlap_add(frames.reshape({-1, n_frames, n}), total, hop);
+  at::Tensor envelope = overlap_add(window.pow(2).expand({1, n_frames, n}), total, hop);
+  const int64_t kept  = std::min(length, total - n / 2);
+  at::Tensor y        = (signal.narrow(1, n / 2, kept) / envelope.narrow(1, n / 2, kept));
   if (kept < length) y = at::constant_pad_nd(y, {0, length - kept});
   std::vector<int64_t> shape(spectra.sizes().begin(), spectra.sizes().end() - 2);
   shape.push_back(length);

@@ -135,11 +135,11 @@ std::pair<at::Tensor, at::Tensor> MultitapDelay::impulse_responses(
   // starts at m·S, and its coloured taps start `half` samples early.
   const int64_t n = coloured.size(0), frame = coloured.size(2);
   const int64_t responses = dsp::n_impulse_responses(layout_);
-  at::Tensor frames =
-      coloured.view({n * responses, segments_, taps_per_segment_, frame}).sum(2).transpose(1, 2);
-  at::Tensor ir =
-      at::col2im(frames, {1, segments_ * segment_}, {1, frame}, {1, 1}, {0, half}, {1, segment_});
-  ir = ir.view({n, responses, segments_ * segment_});
+  at::Tensor frames = coloured.view({n * responses, segments_, taps_per_segment_, frame}).sum(2);
+  // Overlap-add over `half` samples more on each side, then the response's samples.
+  at::Tensor ir = dsp::overlap_add(frames, segments_ * segment_ + 2 * half, segment_)
+                      .narrow(1, half, segments_ * segment_)
+                      .reshape({n, responses, segments_ * segment_});
   if (pre_delay_ > 0) ir = at::constant_pad_nd(ir, {pre_delay_, 0});
   return {dsp::normalized_impulse_responses(ir, layout_), taps.radii_loss.sum(-1)};
 }

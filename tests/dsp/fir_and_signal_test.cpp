@@ -2,6 +2,7 @@
 
 #include <grafx/dsp/channel_mix.h>
 #include <grafx/dsp/fir.h>
+#include <grafx/dsp/forward_mode.h>
 #include <grafx/dsp/parallel_fft.h>
 #include <grafx/dsp/signal.h>
 
@@ -71,6 +72,44 @@ TEST(InverseStft, EqualsATensIstftAndItsGradientsFiniteDifferences) {
   testing::expect_gradients_match(
       [&](const auto& in) { return inverse_stft(at::complex(in[0], in[1]), window, 4, 40); },
       {at::randn({2, 12, 9}, at::kDouble), at::randn({2, 12, 9}, at::kDouble)});
+}
+
+TEST(OverlapAdd, EqualsPlainLoopsAndItsAdjointIsUnfold) {
+  // Against loops in double (frames longer and shorter than the hop, a length beyond the last
+  // frame); the gradient against <overlap_add(f), g> = <f, unfold(g)>; second derivatives and
+  // tangents (linear: the tangent's overlap-add); float32 against ATen's unfold_backward.
+  at::manual_seed(11);
+  for (auto [n, hop] : {std::pair<int64_t, int64_t>{8, 3}, {5, 5}, {3, 7}}) {
+    const int64_t frames = 6, length = (frames - 1) * hop + n + 4;
+    at::Tensor x        = at::randn({3, frames, n}, at::kDouble).requires_grad_(true);
+    at::Tensor expected = at::zeros({3, length}, at::kDouble);
+    for (int64_t r = 0; r < 3; ++r)
+      for (int64_t t = 0; t < frames; ++t)
+        for (int64_t i = 0; i < n; ++i) expected[r][t * hop + i] += x[r][t][i].item<double>();
+    const at::Tensor y = overlap_add(x, length, hop);
+    EXPECT_TRUE(at::allclose(y, expected, 1e-14, 1e-14)) << n << " " << hop;
+    const at::Tensor g    = at::randn({3, length}, at::kDouble).requires_grad_(true);
+    const at::Tensor grad = torch::autograd::grad({(y * g).sum()}, {x}, {}, true, true)[0];
+    EXPECT_TRUE(at::allclose(grad, g.narrow(1, 0, length - 4).unfold(1, n, hop), 1e-14, 1e-14));
+    // The recorded gradient differentiates again: d<grad, v>/dg = overlap_add(v).
+    const at::Tensor v = at::randn_like(x);
+    EXPECT_TRUE(at::allclose(torch::autograd::grad({(grad * v).sum()}, {g})[0],
+                             overlap_add(v, length, hop), 1e-14, 1e-14));
+    const at::Tensor dx = at::randn_like(x);
+    at::Tensor tangent;
+    {
+      ForwardMode mode;
+      tangent = unpack_dual(overlap_add(make_dual(x.detach(), dx), length, hop)).second;
+    }
+    EXPECT_TRUE(at::allclose(tangent, overlap_add(dx, length, hop), 1e-14, 1e-14));
+    const at::Tensor single = x.detach().to(at::kFloat);
+    EXPECT_TRUE(at::allclose(overlap_add(single, length, hop),
+                             at::unfold_backward(single, {3, length}, 1, n, hop), 1e-6, 1e-6));
+  }
+  EXPECT_EQ(overlap_add(at::randn({2, 4, 8}), 20, 4).size(1), 20);     // (4 − 1)·4 + 8 samples
+  EXPECT_THROW(overlap_add(at::randn({2, 4, 8}), 19, 4), c10::Error);  // one short
+  EXPECT_THROW(overlap_add(at::randn({2, 4, 8}), 40, 0), c10::Error);  // no hop
+  EXPECT_THROW(overlap_add(at::randn({4, 8}), 40, 4), c10::Error);     // no rows
 }
 
 TEST(ChannelMix, EqualsTheProductWrittenOutAndItsGradients) {

@@ -33,6 +33,11 @@ inline int64_t n_impulse_responses(ImpulseLayout layout) {
 /// into left/right first.
 at::Tensor normalized_impulse_responses(const at::Tensor& h, ImpulseLayout layout);
 
+/// Overlap-add of frames [R, T, n] placed every `hop` samples: [R, length], out[r, t·hop + i] =
+/// Σ frames[r, t, i], for length ≥ (T − 1)·hop + n (the adjoint of x.unfold(1, n, hop), which is
+/// its gradient, a view). On the CPU, rows in parallel in one pass; elsewhere at::unfold_backward.
+at::Tensor overlap_add(const at::Tensor& frames, int64_t length, int64_t hop);
+
 /// The inverse of a centred STFT, as at::istft(…, center=true, onesided, length) computes it:
 /// each frame's irfft (`spectra` [..., frames, bins], complex) times `window` [n], overlap-added
 /// every `hop` samples, divided by the window's squared overlap-add, the first n/2 samples cut
