@@ -172,8 +172,9 @@ void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const i
 /// their frames' places (rows in parallel, each one's frames in order). Frame f's gradient is
 /// row f mod `group` of groups[f / group].
 template <typename T>
-void overlap_add(const std::vector<const T*>& groups, int64_t group, const T* window, T* grad_rows,
-                 int64_t n_rows, int64_t length, int64_t n_frames, int64_t size, int64_t hop) {
+void windowed_overlap_add(const std::vector<const T*>& groups, int64_t group, const T* window,
+                          T* grad_rows, int64_t n_rows, int64_t length, int64_t n_frames,
+                          int64_t size, int64_t hop) {
   at::parallel_for(0, n_rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
       for (int64_t t = 0; t < n_frames; ++t) {
@@ -279,8 +280,9 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
       });
       std::vector<const scalar_t*> groups;
       for (const at::Tensor& frames : grad_frames) groups.push_back(frames.data_ptr<scalar_t>());
-      overlap_add(groups, group, window.data_ptr<scalar_t>(), grad_rows.data_ptr<scalar_t>(),
-                  n_spectra / n_frames, length, n_frames, size, hop);
+      windowed_overlap_add(groups, group, window.data_ptr<scalar_t>(),
+                           grad_rows.data_ptr<scalar_t>(), n_spectra / n_frames, length, n_frames,
+                           size, hop);
     });
     torch::autograd::variable_list result = {grad_rows.view(padded.sizes())};
     result.insert(result.end(), none.begin(), none.end());
