@@ -7,6 +7,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "dsp/rows.h"
 #include "dsp/tangents.h"
 
 #include <algorithm>
@@ -98,15 +99,18 @@ class ItemGroups {
       : blocks_(blocks),
         x_(x),
         h_(h),
-        items_per_group_(ceil_div(kRows, x.size(1) * blocks.n_blocks)),
-        n_groups_(ceil_div(x.size(0), items_per_group_)) {}
+        items_per_group_(ceil_div(kRows, x.size(1) * blocks.n_blocks)) {}
 
-  bool apply() const { return x_.device().is_cpu() && h_.size(0) == x_.size(0) && n_groups_ > 1; }
+  /// On the CPU, filters per item, and more than one group.
+  bool apply() const {
+    return x_.device().is_cpu() && h_.size(0) == x_.size(0) && x_.size(0) > items_per_group_;
+  }
 
   /// Writes the convolution into y (N×C×n_outputs); returns the spectra of x and h per group.
   std::pair<c10::List<at::Tensor>, c10::List<at::Tensor>> forward(const at::Tensor& y) const {
-    std::vector<at::Tensor> x_spectra(n_groups_), h_spectra(n_groups_);
-    for_each_group([&](int64_t g, int64_t first, int64_t n) {
+    const size_t n_groups = size_t(ceil_div(x_.size(0), items_per_group_));
+    std::vector<at::Tensor> x_spectra(n_groups), h_spectra(n_groups);
+    for_groups(x_.size(0), items_per_group_, [&](int64_t g, int64_t first, int64_t n) {
       x_spectra[g] = blocks_.block_spectra(x_.narrow(0, first, n));
       h_spectra[g] = blocks_.filter_spectrum(h_.narrow(0, first, n));
       y.narrow(0, first, n)
@@ -121,7 +125,7 @@ class ItemGroups {
                 const c10::List<at::Tensor>& h_spectra, const at::Tensor& grad_x,
                 const at::Tensor& grad_h) const {
     const int64_t size = blocks_.fft_size;
-    for_each_group([&](int64_t g, int64_t first, int64_t n) {
+    for_groups(x_.size(0), items_per_group_, [&](int64_t g, int64_t first, int64_t n) {
       const at::Tensor spectra = rfft_rows(blocks_.blocks_of(grad.narrow(0, first, n)), size);
       const at::Tensor h       = h_spectra.get(g);
       if (grad_x.defined())
@@ -135,20 +139,9 @@ class ItemGroups {
   }
 
  private:
-  template <typename F>
-  void for_each_group(const F& f) const {
-    at::parallel_for(0, n_groups_, 1, [&](int64_t begin, int64_t end) {
-      c10::NoGradGuard no_grad;  // the grad mode is per thread, and workers start with their own
-      for (int64_t g = begin; g < end; ++g) {
-        const int64_t first = g * items_per_group_;
-        f(g, first, std::min(items_per_group_, x_.size(0) - first));
-      }
-    });
-  }
-
   const Blocks& blocks_;
   at::Tensor x_, h_;
-  int64_t items_per_group_, n_groups_;
+  int64_t items_per_group_;
 };
 
 /// Overlap-save convolution with a hand-written adjoint: the gradients are correlations with

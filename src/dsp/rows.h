@@ -1,9 +1,10 @@
 #pragma once
-// Helpers of the library's CPU loops (private to the library: dsp and the processors): rows in
-// parallel groups, blocks of samples in parallel, CPU copies.
+// Helpers of the library's CPU loops (private to the library: dsp, the processors and the
+// losses): rows in parallel groups, blocks of samples in parallel, CPU copies.
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -16,14 +17,23 @@ namespace grafx::dsp {
 // signals are): their samples then compete for the same cache sets.
 constexpr int64_t kInterleavedRows = 4;
 
+/// Calls step(group, first, count) for the groups [first, first + count) of `size` of n
+/// items (the last one shorter), in parallel, recording no autograd graph on any thread (the
+/// grad mode is per thread, and workers start with their own). Groups are fixed by index, so
+/// results do not depend on the number of threads.
+template <typename Step>
+void for_groups(int64_t n, int64_t size, const Step& step) {
+  at::parallel_for(0, (n + size - 1) / size, 1, [&](int64_t begin, int64_t end) {
+    c10::NoGradGuard no_grad;
+    for (int64_t g = begin; g < end; ++g) step(g, g * size, std::min(size, n - g * size));
+  });
+}
+
 /// Calls step(first_row, n_rows) for groups of up to kInterleavedRows rows, in parallel.
 template <typename Step>
 void for_row_groups(int64_t n_rows, const Step& step) {
-  int64_t n_groups = (n_rows + kInterleavedRows - 1) / kInterleavedRows;
-  at::parallel_for(0, n_groups, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g)
-      step(g * kInterleavedRows, std::min(kInterleavedRows, n_rows - g * kInterleavedRows));
-  });
+  for_groups(n_rows, kInterleavedRows,
+             [&](int64_t, int64_t first, int64_t count) { step(first, count); });
 }
 
 /// y[n] = a·y[n∓1] + x[n] over rows of length L; `a` has one value per row or per sample. y may

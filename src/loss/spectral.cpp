@@ -4,6 +4,8 @@
 #include <grafx/dsp/parallel_fft.h>
 #include <grafx/error.h>
 
+#include "dsp/rows.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -195,14 +197,6 @@ int64_t frames_per_group(int64_t size) {
   return std::max<int64_t>(4, ((int64_t(1) << 18) / size) / 4 * 4);
 }
 
-template <typename F>
-void for_each_group(int64_t n_spectra, int64_t group, const F& f) {
-  at::parallel_for(0, (n_spectra + group - 1) / group, 1, [&](int64_t begin, int64_t end) {
-    c10::NoGradGuard no_grad;  // the grad mode is per thread, and workers start with their own
-    for (int64_t g = begin; g < end; ++g) f(g, g * group, std::min(group, n_spectra - g * group));
-  });
-}
-
 /// frame_magnitudes then apply_band_pairs in one Function on the CPU, without their
 /// intermediate tensors: forward, the windowed frames, their real FFT, and magnitudes, floor and
 /// band pairs in one loop; backward, the band pairs' adjoint, the floor, X/|X| and the FFT's
@@ -222,7 +216,7 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
     at::Tensor mel      = at::zeros({n_spectra, n_bands}, rows.options());
     std::vector<at::Tensor> spectra(size_t((n_spectra + group - 1) / group));
     AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "mel_frames", [&] {
-      for_each_group(n_spectra, group, [&](int64_t g, int64_t first, int64_t count) {
+      dsp::for_groups(n_spectra, group, [&](int64_t g, int64_t first, int64_t count) {
         at::Tensor frames = at::empty({count, size}, rows.options());
         windowed_frames(rows.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
                         frames.data_ptr<scalar_t>(), first, count, length, n_frames, size, hop);
@@ -269,7 +263,7 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
     at::Tensor grad_rows = at::zeros({n_spectra / n_frames, length}, padded.options());
     std::vector<at::Tensor> grad_frames(spectra.size());
     AT_DISPATCH_FLOATING_TYPES(padded.scalar_type(), "mel_frames_backward", [&] {
-      for_each_group(n_spectra, group, [&](int64_t k, int64_t first, int64_t count) {
+      dsp::for_groups(n_spectra, group, [&](int64_t k, int64_t first, int64_t count) {
         const at::Tensor x = spectra.get(size_t(k));
         at::Tensor h       = at::empty_like(x);
         spectra_gradient(g.data_ptr<scalar_t>() + first * n_bands,
