@@ -137,18 +137,19 @@ at::Tensor MixLoss::four_channels(const at::Tensor& stereo) {
   return at::stack({left, right, left + right, left - right}, 1).view({-1, stereo.size(2)});
 }
 
-at::Tensor MixLoss::mel_frames(const at::Tensor& padded, size_t r) const {
+at::Tensor MixLoss::mel_frames(const at::Tensor& signal, int64_t reflect_pad, size_t r) const {
   const std::string key          = std::to_string(r);
-  const at::Tensor window        = constant("window" + key, constants_->windows[r], padded);
+  const at::Tensor window        = constant("window" + key, constants_->windows[r], signal);
   const int64_t hop              = constants_->resolutions[r].hop_size;
   const detail::BandPairs& pairs = constants_->band_pairs[r];
   // The mel triangles overlap their neighbours only: on the CPU, frames to mel bands in one
   // Function; elsewhere and with tangents (forward mode), magnitudes then the sparse product.
-  if (pairs.bands.defined() && padded.device().is_cpu() && !dsp::tangent_of(padded).defined())
-    return detail::mel_frame_magnitudes(padded, window, hop, options_.eps, pairs.bands,
-                                        constant("pairs" + key, pairs.weights, padded),
+  if (pairs.bands.defined() && signal.device().is_cpu() && !dsp::tangent_of(signal).defined())
+    return detail::mel_frame_magnitudes(signal, reflect_pad, window, hop, options_.eps, pairs.bands,
+                                        constant("pairs" + key, pairs.weights, signal),
                                         pairs.n_bands);
-  at::Tensor magnitude = detail::frame_magnitudes(padded, window, hop, options_.eps);
+  const at::Tensor padded = detail::reflection_padded(signal, reflect_pad);
+  at::Tensor magnitude    = detail::frame_magnitudes(padded, window, hop, options_.eps);
   // ConstantCache holds dense tensors: cache the parts, assemble the sparse tensor per call.
   const at::Tensor& filterbank = constants_->filterbanks[r];
   at::Tensor indices =
@@ -170,11 +171,8 @@ std::vector<at::Tensor> MixLoss::mel_spectrograms(const at::Tensor& stereo) cons
           : stereo;
   at::Tensor channels = four_channels(x);
   std::vector<at::Tensor> mels;
-  for (size_t r = 0; r < constants_->resolutions.size(); ++r) {
-    const int64_t half = constants_->resolutions[r].fft_size / 2;
-    mels.push_back(
-        mel_frames(at::reflection_pad1d(channels.unsqueeze(1), {half, half}).squeeze(1), r));
-  }
+  for (size_t r = 0; r < constants_->resolutions.size(); ++r)
+    mels.push_back(mel_frames(channels, constants_->resolutions[r].fft_size / 2, r));
   return mels;
 }
 
@@ -330,7 +328,7 @@ void MixLossStream::compute_frames() {
               weighted_start_;
       at::Tensor padded =
           MixLoss::four_channels(weighted_.index_select(2, index.to(weighted_.device())));
-      at::Tensor mel     = loss_.mel_frames(padded, r).to(at::kDouble);  // [2·B·4, frames, bands]
+      at::Tensor mel = loss_.mel_frames(padded, 0, r).to(at::kDouble);  // [2·B·4, frames, bands]
       const int64_t rows = n_items_ * 4;
       at::Tensor x       = mel.narrow(0, 0, rows), y;
       if (target_frames_) {

@@ -13,8 +13,10 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <vector>
 
 namespace grafx::detail {
 
@@ -47,6 +49,62 @@ std::vector<double> solve_positive_definite(std::vector<double> a, std::vector<d
   return b;
 }
 
+/// Band pairs regrouped by band: band m weighs the bins [first[m], first[m] + count[m]) by
+/// weights[offset[m] ...] (0 for a bin of its span that is not its own). Each band's sum is then
+/// a dot product over contiguous bins, where adding every bin's pair into its bands made a chain
+/// of stores and loads through the same few outputs, bin after bin.
+template <typename T>
+struct BandSpans {
+  std::vector<int64_t> first, count, offset;
+  std::vector<T> weights;
+
+  BandSpans(const int64_t* bands, const T* pair_weights, int64_t bins, int64_t n_bands)
+      : first(size_t(n_bands), bins), count(size_t(n_bands), 0), offset(size_t(n_bands), 0) {
+    std::vector<int64_t> last(size_t(n_bands), -1);
+    for (int64_t j = 0; j < 2 * bins; ++j)
+      if (pair_weights[j] != 0) {
+        const size_t m = size_t(bands[j]);
+        first[m]       = std::min(first[m], j % bins);
+        last[m]        = std::max(last[m], j % bins);
+      }
+    int64_t total = 0;
+    for (size_t m = 0; m < size_t(n_bands); ++m) {
+      count[m]  = std::max<int64_t>(0, last[m] - first[m] + 1);
+      offset[m] = total;
+      total += count[m];
+    }
+    weights.assign(size_t(total), T(0));
+    for (int64_t j = 0; j < 2 * bins; ++j)
+      if (pair_weights[j] != 0) {
+        const size_t m = size_t(bands[j]);
+        weights[size_t(offset[m] + j % bins - first[m])] += pair_weights[j];
+      }
+  }
+
+  /// out[m] = Σ weights of band m times x over its bins, for every band m.
+  void project(const T* x, T* out) const {
+    for (size_t m = 0; m < first.size(); ++m) {
+      const T *w = weights.data() + offset[m], *in = x + first[m];
+      T sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t i = 0; i < count[m]; ++i) sum += w[i] * in[i];
+      out[m] = sum;
+    }
+  }
+
+  /// The adjoint of project: grad_x[k] = Σ over the bands m around bin k of their weight times
+  /// grad_out[m], for `bins` bins.
+  void adjoint(const T* grad_out, T* grad_x, int64_t bins) const {
+    std::fill(grad_x, grad_x + bins, T(0));
+    for (size_t m = 0; m < first.size(); ++m) {
+      const T *w = weights.data() + offset[m], g = grad_out[m];
+      T* out = grad_x + first[m];
+#pragma omp simd
+      for (int64_t i = 0; i < count[m]; ++i) out[i] += w[i] * g;
+    }
+  }
+};
+
 /// y[r, bands[j, k]] += weights[j, k]·x[r, k] over both pairs j of every bin k, and its adjoint
 /// g_x[r, k] = Σ_j weights[j, k]·g[r, bands[j, k]]: rows x [R, bins], y [R, n_bands].
 struct BandPairProjection : public torch::autograd::Function<BandPairProjection> {
@@ -55,21 +113,13 @@ struct BandPairProjection : public torch::autograd::Function<BandPairProjection>
     ctx->save_for_backward({bands, weights});
     const at::Tensor xc = x.contiguous(), b = bands.contiguous(), w = weights.contiguous();
     const int64_t rows = xc.size(0), bins = xc.size(1);
-    at::Tensor y = at::zeros({rows, n_bands}, x.options());
+    at::Tensor y = at::empty({rows, n_bands}, x.options());
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "band_pairs", [&] {
       const scalar_t* xp = xc.data_ptr<scalar_t>();
-      const scalar_t* wp = w.data_ptr<scalar_t>();
-      const int64_t* bp  = b.data_ptr<int64_t>();
       scalar_t* yp       = y.data_ptr<scalar_t>();
+      const BandSpans<scalar_t> spans(b.data_ptr<int64_t>(), w.data_ptr<scalar_t>(), bins, n_bands);
       at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const scalar_t* row = xp + r * bins;
-          scalar_t* out       = yp + r * n_bands;
-          for (int64_t k = 0; k < bins; ++k) {
-            out[bp[k]] += wp[k] * row[k];
-            out[bp[bins + k]] += wp[bins + k] * row[k];
-          }
-        }
+        for (int64_t r = begin; r < end; ++r) spans.project(xp + r * bins, yp + r * n_bands);
       });
     });
     return y;
@@ -105,16 +155,28 @@ struct BandPairProjection : public torch::autograd::Function<BandPairProjection>
   }
 };
 
-/// Frames [first, first + count) of padded rows times the window, frame f = r·T + t being
-/// row_r[t·hop, t·hop + F)·window, written from `frames` on.
+/// Sample i of a signal of `length` samples reflected at both ends (as reflection_pad1d: sample
+/// −i is sample i), for i within one length of the signal.
+inline int64_t reflected(int64_t i, int64_t length) {
+  return i < 0 ? -i : i >= length ? 2 * (length - 1) - i : i;
+}
+
+/// Frames [first, first + count) of rows reflected by `pad` samples at both ends, times the
+/// window, frame f = r·T + t being padded row_r[t·hop, t·hop + F)·window, written from `frames`
+/// on. Only the frames that reach past a row's ends read it sample by sample.
 template <typename T>
 void windowed_frames(const T* rows, const T* window, T* frames, int64_t first, int64_t count,
-                     int64_t length, int64_t n_frames, int64_t size, int64_t hop) {
+                     int64_t length, int64_t pad, int64_t n_frames, int64_t size, int64_t hop) {
   for (int64_t f = first; f < first + count; ++f) {
-    const T* in = rows + (f / n_frames) * length + (f % n_frames) * hop;
-    T* out      = frames + (f - first) * size;
+    const T* row        = rows + (f / n_frames) * length;
+    const int64_t start = (f % n_frames) * hop - pad;
+    T* out              = frames + (f - first) * size;
+    if (start >= 0 && start + size <= length) {
 #pragma omp simd
-    for (int64_t i = 0; i < size; ++i) out[i] = in[i] * window[i];
+      for (int64_t i = 0; i < size; ++i) out[i] = row[start + i] * window[i];
+    } else {
+      for (int64_t i = 0; i < size; ++i) out[i] = row[reflected(start + i, length)] * window[i];
+    }
   }
 }
 
@@ -128,19 +190,16 @@ void magnitudes(const c10::complex<T>* spectrum, int64_t bins, T* out) {
     out[k] = std::sqrt(parts[2 * k] * parts[2 * k] + parts[2 * k + 1] * parts[2 * k + 1]);
 }
 
-/// mel[f] = the band pairs' weights times max(|X_f[k]|, floor) of every bin k of spectra X.
+/// mel[f] = the bands' weights times max(|X_f[k]|, floor) of every bin k of spectra X.
 template <typename T>
-void mel_of_spectra(const c10::complex<T>* spectra, const int64_t* bands, const T* weights, T* mel,
+void mel_of_spectra(const c10::complex<T>* spectra, const BandSpans<T>& spans, T* mel,
                     int64_t n_spectra, int64_t bins, int64_t n_bands, T floor) {
   std::vector<T> magnitude(static_cast<size_t>(bins));
   for (int64_t f = 0; f < n_spectra; ++f) {
     magnitudes(spectra + f * bins, bins, magnitude.data());
-    T* out = mel + f * n_bands;
-    for (int64_t k = 0; k < bins; ++k) {
-      const T m = std::max(magnitude[k], floor);
-      out[bands[k]] += weights[k] * m;
-      out[bands[bins + k]] += weights[bins + k] * m;
-    }
+#pragma omp simd
+    for (int64_t k = 0; k < bins; ++k) magnitude[k] = std::max(magnitude[k], floor);
+    spans.project(magnitude.data(), mel + f * n_bands);
   }
 }
 
@@ -150,18 +209,20 @@ void mel_of_spectra(const c10::complex<T>* spectra, const int64_t* bands, const 
 /// the inverse transform's 1/size), so that the inverse transform of the result is the frames'
 /// gradient.
 template <typename T>
-void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const int64_t* bands,
-                      const T* weights, c10::complex<T>* out, int64_t n_spectra, int64_t bins,
-                      int64_t n_bands, int64_t size, T floor) {
-  std::vector<T> magnitude(static_cast<size_t>(bins)), scale(static_cast<size_t>(bins));
+void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const BandSpans<T>& spans,
+                      c10::complex<T>* out, int64_t n_spectra, int64_t bins, int64_t n_bands,
+                      int64_t size, T floor) {
+  const size_t n = size_t(bins);
+  std::vector<T> magnitude(n), scale(n), bin_weight(n, T(size) / 2);
+  bin_weight[0] = T(size);
+  if (size % 2 == 0) bin_weight[size_t(bins - 1)] = T(size);
   for (int64_t f = 0; f < n_spectra; ++f) {
-    const T* g = grad_mel + f * n_bands;
+    spans.adjoint(grad_mel + f * n_bands, scale.data(), bins);
     magnitudes(spectra + f * bins, bins, magnitude.data());
+#pragma omp simd
     for (int64_t k = 0; k < bins; ++k) {
-      const T grad    = weights[k] * g[bands[k]] + weights[bins + k] * g[bands[bins + k]];
-      const bool edge = k == 0 || (size % 2 == 0 && k == bins - 1);
-      const T m       = magnitude[k];
-      scale[k]        = m >= floor && m > 0 ? grad / m * (edge ? T(size) : T(size) / 2) : T(0);
+      const T m = magnitude[k];
+      scale[k]  = m >= floor && m > 0 ? scale[k] / m * bin_weight[k] : T(0);
     }
     const T* x = reinterpret_cast<const T*>(spectra + f * bins);
     T* h       = reinterpret_cast<T*>(out + f * bins);
@@ -171,20 +232,24 @@ void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const i
 }
 
 /// The adjoint of windowed_frames: grad_rows[r] = Σ_t frame gradients times the window, added at
-/// their frames' places (rows in parallel, each one's frames in order). Frame f's gradient is
-/// row f mod `group` of groups[f / group].
+/// their frames' places, reflections included (rows in parallel, each one's frames in order).
+/// Frame f's gradient is row f mod `group` of groups[f / group].
 template <typename T>
 void windowed_overlap_add(const std::vector<const T*>& groups, int64_t group, const T* window,
-                          T* grad_rows, int64_t n_rows, int64_t length, int64_t n_frames,
-                          int64_t size, int64_t hop) {
+                          T* grad_rows, int64_t n_rows, int64_t length, int64_t pad,
+                          int64_t n_frames, int64_t size, int64_t hop) {
   at::parallel_for(0, n_rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
       for (int64_t t = 0; t < n_frames; ++t) {
-        const int64_t f = r * n_frames + t;
-        const T* in     = groups[size_t(f / group)] + (f % group) * size;
-        T* out          = grad_rows + r * length + t * hop;
+        const int64_t f = r * n_frames + t, start = t * hop - pad;
+        const T* in = groups[size_t(f / group)] + (f % group) * size;
+        T* row      = grad_rows + r * length;
+        if (start >= 0 && start + size <= length) {
 #pragma omp simd
-        for (int64_t i = 0; i < size; ++i) out[i] += in[i] * window[i];
+          for (int64_t i = 0; i < size; ++i) row[start + i] += in[i] * window[i];
+        } else {
+          for (int64_t i = 0; i < size; ++i) row[reflected(start + i, length)] += in[i] * window[i];
+        }
       }
   });
 }
@@ -204,34 +269,37 @@ int64_t frames_per_group(int64_t size) {
 /// autograd replays about ten passes over the frames. A backward pass that is recorded
 /// (create_graph) or carries tangents differentiates the composition instead.
 struct MelFrames : public torch::autograd::Function<MelFrames> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& padded,
-                            const at::Tensor& window, int64_t hop, double eps,
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& signal,
+                            int64_t pad, const at::Tensor& window, int64_t hop, double eps,
                             const at::Tensor& bands, const at::Tensor& weights, int64_t n_bands) {
-    const int64_t length = padded.size(-1), size = window.size(0), bins = size / 2 + 1;
-    const int64_t n_frames = (length - size) / hop + 1;
-    const at::Tensor rows  = padded.reshape({-1, length}).contiguous();
+    const int64_t length = signal.size(-1), size = window.size(0), bins = size / 2 + 1;
+    const int64_t n_frames = (length + 2 * pad - size) / hop + 1;
+    const at::Tensor rows  = signal.reshape({-1, length}).contiguous();
     const at::Tensor w = window.contiguous(), b = bands.contiguous(), p = weights.contiguous();
     const int64_t n_rows = rows.size(0), n_spectra = n_rows * n_frames;
     const int64_t group = frames_per_group(size);
-    at::Tensor mel      = at::zeros({n_spectra, n_bands}, rows.options());
+    at::Tensor mel      = at::empty({n_spectra, n_bands}, rows.options());
     std::vector<at::Tensor> spectra(size_t((n_spectra + group - 1) / group));
     AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "mel_frames", [&] {
+      const BandSpans<scalar_t> spans(b.data_ptr<int64_t>(), p.data_ptr<scalar_t>(), bins, n_bands);
       dsp::for_groups(n_spectra, group, [&](int64_t g, int64_t first, int64_t count) {
         at::Tensor frames = at::empty({count, size}, rows.options());
         windowed_frames(rows.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
-                        frames.data_ptr<scalar_t>(), first, count, length, n_frames, size, hop);
+                        frames.data_ptr<scalar_t>(), first, count, length, pad, n_frames, size,
+                        hop);
         spectra[size_t(g)] = dsp::rfft_rows(frames, size);
-        mel_of_spectra(spectra[size_t(g)].data_ptr<c10::complex<scalar_t>>(), b.data_ptr<int64_t>(),
-                       p.data_ptr<scalar_t>(), mel.data_ptr<scalar_t>() + first * n_bands, count,
-                       bins, n_bands, scalar_t(std::sqrt(eps)));
+        mel_of_spectra(spectra[size_t(g)].data_ptr<c10::complex<scalar_t>>(), spans,
+                       mel.data_ptr<scalar_t>() + first * n_bands, count, bins, n_bands,
+                       scalar_t(std::sqrt(eps)));
       });
     });
-    ctx->save_for_backward({padded, w, b, p});
+    ctx->save_for_backward({signal, w, b, p});
     ctx->saved_data["spectra"] = c10::List<at::Tensor>(spectra);
+    ctx->saved_data["pad"]     = pad;
     ctx->saved_data["hop"]     = hop;
     ctx->saved_data["eps"]     = eps;
     ctx->saved_data["n_bands"] = n_bands;
-    std::vector<int64_t> shape = padded.sizes().vec();
+    std::vector<int64_t> shape = signal.sizes().vec();
     shape.back()               = n_frames;
     shape.push_back(n_bands);
     return mel.view(shape);
@@ -240,45 +308,49 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved         = ctx->get_saved_variables();
-    const at::Tensor &padded = saved[0], &window = saved[1], &bands = saved[2], &weights = saved[3];
-    const int64_t hop     = ctx->saved_data["hop"].toInt(),
+    const at::Tensor &signal = saved[0], &window = saved[1], &bands = saved[2], &weights = saved[3];
+    const int64_t hop = ctx->saved_data["hop"].toInt(), pad = ctx->saved_data["pad"].toInt(),
                   n_bands = ctx->saved_data["n_bands"].toInt();
     const double eps      = ctx->saved_data["eps"].toDouble();
-    const torch::autograd::variable_list none(6);
+    const torch::autograd::variable_list none(7);
     if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined()) {
       const bool recorded = c10::GradMode::is_enabled();
       c10::AutoGradMode recording(true);
       const at::Tensor mel =
-          apply_band_pairs(frame_magnitudes(padded, window, hop, eps), bands, weights, n_bands);
+          apply_band_pairs(frame_magnitudes(reflection_padded(signal, pad), window, hop, eps),
+                           bands, weights, n_bands);
       torch::autograd::variable_list result = {
-          torch::autograd::grad({mel}, {padded}, {grads[0]}, recorded, recorded)[0]};
+          torch::autograd::grad({mel}, {signal}, {grads[0]}, recorded, recorded)[0]};
       result.insert(result.end(), none.begin(), none.end());
       return result;
     }
-    const int64_t length = padded.size(-1), size = window.size(0), bins = size / 2 + 1;
-    const int64_t n_frames = (length - size) / hop + 1, n_spectra = grads[0].numel() / n_bands;
+    const int64_t length = signal.size(-1), size = window.size(0), bins = size / 2 + 1;
+    const int64_t n_frames              = (length + 2 * pad - size) / hop + 1,
+                  n_spectra             = grads[0].numel() / n_bands;
     const int64_t group                 = frames_per_group(size);
     const c10::List<at::Tensor> spectra = ctx->saved_data["spectra"].toTensorList();
     const at::Tensor g                  = grads[0].reshape({n_spectra, n_bands}).contiguous();
-    at::Tensor grad_rows = at::zeros({n_spectra / n_frames, length}, padded.options());
+    at::Tensor grad_rows = at::zeros({n_spectra / n_frames, length}, signal.options());
     std::vector<at::Tensor> grad_frames(spectra.size());
-    AT_DISPATCH_FLOATING_TYPES(padded.scalar_type(), "mel_frames_backward", [&] {
+    AT_DISPATCH_FLOATING_TYPES(signal.scalar_type(), "mel_frames_backward", [&] {
+      const BandSpans<scalar_t> spans(bands.data_ptr<int64_t>(), weights.data_ptr<scalar_t>(), bins,
+                                      n_bands);
       dsp::for_groups(n_spectra, group, [&](int64_t k, int64_t first, int64_t count) {
         const at::Tensor x = spectra.get(size_t(k));
         at::Tensor h       = at::empty_like(x);
         spectra_gradient(g.data_ptr<scalar_t>() + first * n_bands,
-                         x.data_ptr<c10::complex<scalar_t>>(), bands.data_ptr<int64_t>(),
-                         weights.data_ptr<scalar_t>(), h.data_ptr<c10::complex<scalar_t>>(), count,
-                         bins, n_bands, size, scalar_t(std::sqrt(eps)));
+                         x.data_ptr<c10::complex<scalar_t>>(), spans,
+                         h.data_ptr<c10::complex<scalar_t>>(), count, bins, n_bands, size,
+                         scalar_t(std::sqrt(eps)));
         grad_frames[size_t(k)] = dsp::irfft_rows(h, size).contiguous();
       });
       std::vector<const scalar_t*> groups;
       for (const at::Tensor& frames : grad_frames) groups.push_back(frames.data_ptr<scalar_t>());
       windowed_overlap_add(groups, group, window.data_ptr<scalar_t>(),
-                           grad_rows.data_ptr<scalar_t>(), n_spectra / n_frames, length, n_frames,
-                           size, hop);
+                           grad_rows.data_ptr<scalar_t>(), n_spectra / n_frames, length, pad,
+                           n_frames, size, hop);
     });
-    torch::autograd::variable_list result = {grad_rows.view(padded.sizes())};
+    torch::autograd::variable_list result = {grad_rows.view(signal.sizes())};
     result.insert(result.end(), none.begin(), none.end());
     return result;
   }
@@ -314,10 +386,14 @@ at::Tensor apply_band_pairs(const at::Tensor& magnitude, const at::Tensor& bands
   return BandPairProjection::apply(rows, bands, weights, n_bands).view(shape);
 }
 
-at::Tensor mel_frame_magnitudes(const at::Tensor& padded, const at::Tensor& window,
-                                int64_t hop_size, double eps, const at::Tensor& bands,
-                                const at::Tensor& weights, int64_t n_bands) {
-  return MelFrames::apply(padded, window, hop_size, eps, bands, weights, n_bands);
+at::Tensor mel_frame_magnitudes(const at::Tensor& signal, int64_t reflect_pad,
+                                const at::Tensor& window, int64_t hop_size, double eps,
+                                const at::Tensor& bands, const at::Tensor& weights,
+                                int64_t n_bands) {
+  TORCH_CHECK(reflect_pad >= 0 && reflect_pad < signal.size(-1),
+              "mel_frame_magnitudes: expected a reflection shorter than the signal's ",
+              signal.size(-1), " samples, but got ", reflect_pad);
+  return MelFrames::apply(signal, reflect_pad, window, hop_size, eps, bands, weights, n_bands);
 }
 
 void check_signal_pair(const at::Tensor& x, const at::Tensor& y, const std::string& what) {
@@ -380,11 +456,16 @@ at::Tensor padded_hann_window(const StftResolution& resolution) {
   return at::constant_pad_nd(window, {left, resolution.fft_size - resolution.window_size - left});
 }
 
+at::Tensor reflection_padded(const at::Tensor& x, int64_t pad) {
+  if (pad == 0) return x;
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() += 2 * pad;
+  return at::reflection_pad1d(x.reshape({-1, 1, x.size(-1)}), {pad, pad}).view(shape);
+}
+
 at::Tensor stft_magnitude(const at::Tensor& x, const at::Tensor& window, int64_t hop_size,
                           double eps) {
-  const int64_t fft_size = window.size(0);
-  at::Tensor padded = at::reflection_pad1d(x.unsqueeze(1), {fft_size / 2, fft_size / 2}).squeeze(1);
-  return frame_magnitudes(padded, window, hop_size, eps);
+  return frame_magnitudes(reflection_padded(x, window.size(0) / 2), window, hop_size, eps);
 }
 
 at::Tensor frame_magnitudes(const at::Tensor& padded, const at::Tensor& window, int64_t hop_size,

@@ -78,14 +78,19 @@ BandPairs band_pairs(const at::Tensor& filterbank);
 at::Tensor apply_band_pairs(const at::Tensor& magnitude, const at::Tensor& bands,
                             const at::Tensor& weights, int64_t n_bands);
 
-/// apply_band_pairs of frame_magnitudes in one Function: [..., L] padded signals →
-/// [..., frames, n_bands], without the frames' intermediate tensors (the windowed frames, their
-/// magnitudes, the floor's mask, and their gradients): a third of the loss's time on a fit
-/// step's crops (docs/benchmarks.md, "Roofline"). CPU only, without tangents; a backward pass
-/// that is recorded (create_graph) or carries tangents differentiates the composition.
-at::Tensor mel_frame_magnitudes(const at::Tensor& padded, const at::Tensor& window,
-                                int64_t hop_size, double eps, const at::Tensor& bands,
-                                const at::Tensor& weights, int64_t n_bands);
+/// [..., L + 2·pad]: x reflected by `pad` samples at both ends (reflection_pad1d), pad < L.
+at::Tensor reflection_padded(const at::Tensor& x, int64_t pad);
+
+/// apply_band_pairs of frame_magnitudes of reflection_padded(signal, reflect_pad) in one
+/// Function: [..., L] signals → [..., frames, n_bands], without the padded signals and the
+/// frames' intermediate tensors (the windowed frames, their magnitudes, the floor's mask, and
+/// their gradients): a third of the loss's time on a fit step's crops (docs/benchmarks.md,
+/// "Roofline"). CPU only, without tangents; a backward pass that is recorded (create_graph) or
+/// carries tangents differentiates the composition.
+at::Tensor mel_frame_magnitudes(const at::Tensor& signal, int64_t reflect_pad,
+                                const at::Tensor& window, int64_t hop_size, double eps,
+                                const at::Tensor& bands, const at::Tensor& weights,
+                                int64_t n_bands);
 
 /// Slaney mel scale of librosa (htk=False) and its inverse.
 double hz_to_mel(double frequency_hz);

@@ -152,11 +152,12 @@ TEST(Mel, BandPairsEqualTheSparseProductAndItsGradients) {
 }
 
 TEST(Mel, FramesToBandsInOneFunctionEqualTheComposition) {
-  // mel_frame_magnitudes (one Function: frames, FFT, floor, band pairs) against
-  // apply_band_pairs of frame_magnitudes, recorded by autograd, in float64: values, gradients,
-  // recorded gradients and second derivatives, for even and odd FFT sizes, with silent rows
-  // (every magnitude at the floor) and rows partly below it; float32 near float64. Long enough
-  // for several groups of frames and a partial one, whose results do not depend on the threads.
+  // mel_frame_magnitudes (one Function: reflection, frames, FFT, floor, band pairs) against
+  // apply_band_pairs of frame_magnitudes of ATen's reflection_pad1d, recorded by autograd, in
+  // float64: values, gradients, recorded gradients and second derivatives, for even and odd FFT
+  // sizes, without reflection and with half a frame's, with silent rows (every magnitude at the
+  // floor) and rows partly below it; float32 near float64. Long enough for several groups of
+  // frames and a partial one, whose results do not depend on the threads.
   at::manual_seed(17);
   constexpr int64_t kLength = 40000;
   for (int64_t fft : {512, 1023}) {
@@ -169,54 +170,57 @@ TEST(Mel, FramesToBandsInOneFunctionEqualTheComposition) {
     at::Tensor halves  = at::zeros({2, bins}, at::kDouble);
     halves[0].narrow(0, 0, bins / 2).fill_(1.0);
     halves[1].narrow(0, bins / 3, bins - bins / 3).fill_(0.5);
-    for (const at::Tensor& bank : {mel, halves}) {
-      const BandPairs pairs = band_pairs(bank);
-      const double eps      = 1e-4;
-      at::Tensor signal     = at::randn({2, 3, kLength}, at::kDouble) *
-                          at::linspace(0, 2, kLength, at::kDouble);  // from silence up
-      signal[1][2].zero_();
-      const at::Tensor padded = signal.clone().requires_grad_(true);
-      const at::Tensor weights =
-          at::randn({2, 3, (kLength - fft) / (fft / 4) + 1, pairs.n_bands}, at::kDouble);
-      auto fused = [&](const at::Tensor& x) {
-        return mel_frame_magnitudes(x, window, fft / 4, eps, pairs.bands, pairs.weights,
-                                    pairs.n_bands);
-      };
-      auto composed = [&](const at::Tensor& x) {
-        return apply_band_pairs(frame_magnitudes(x, window, fft / 4, eps), pairs.bands,
-                                pairs.weights, pairs.n_bands);
-      };
-      const at::Tensor ours = fused(padded), theirs = composed(padded);
-      ASSERT_EQ(ours.sizes(), weights.sizes());
-      EXPECT_TRUE(at::allclose(ours, theirs, 1e-12, 1e-12)) << "FFT " << fft;
-      const at::Tensor g1 = torch::autograd::grad({(ours * weights).sum()}, {padded})[0];
-      const at::Tensor g2 =
-          torch::autograd::grad({(theirs * weights).sum()}, {padded}, {}, true, true)[0];
-      EXPECT_TRUE(at::allclose(g1, g2, 1e-10, 1e-12)) << "FFT " << fft;
-      const at::Tensor g3 =
-          torch::autograd::grad({(fused(padded) * weights).sum()}, {padded}, {}, true, true)[0];
-      EXPECT_TRUE(at::allclose(g3, g2, 1e-12, 1e-12)) << "FFT " << fft;
-      const at::Tensor v  = at::randn_like(signal);
-      const at::Tensor h1 = torch::autograd::grad({(g3 * v).sum()}, {padded})[0];
-      const at::Tensor h2 = torch::autograd::grad({(g2 * v).sum()}, {padded})[0];
-      EXPECT_TRUE(at::allclose(h1, h2, 1e-10, 1e-12)) << "FFT " << fft;
-      const at::Tensor single = signal.detach().to(at::kFloat).requires_grad_(true);
-      const at::Tensor y32 =
-          mel_frame_magnitudes(single, window.to(at::kFloat), fft / 4, eps, pairs.bands,
-                               pairs.weights.to(at::kFloat), pairs.n_bands);
-      const at::Tensor g32 =
-          torch::autograd::grad({(y32 * weights.to(at::kFloat)).sum()}, {single})[0];
-      EXPECT_LT((y32.to(at::kDouble) - ours).abs().max().item<double>(),
-                1e-5 * ours.abs().max().item<double>());
-      EXPECT_LT((g32.to(at::kDouble) - g1).abs().max().item<double>(),
-                1e-4 * g1.abs().max().item<double>());
-      const int threads = at::get_num_threads();
-      at::set_num_threads(1);
-      const at::Tensor one    = fused(padded);
-      const at::Tensor g1_one = torch::autograd::grad({(one * weights).sum()}, {padded})[0];
-      at::set_num_threads(threads);
-      EXPECT_TRUE(at::equal(one, ours) && at::equal(g1_one, g1)) << "FFT " << fft;
-    }
+    for (const at::Tensor& bank : {mel, halves})
+      for (int64_t pad : {int64_t(0), fft / 2}) {
+        const BandPairs pairs = band_pairs(bank);
+        const double eps      = 1e-4;
+        at::Tensor signal     = at::randn({2, 3, kLength}, at::kDouble) *
+                            at::linspace(0, 2, kLength, at::kDouble);  // from silence up
+        signal[1][2].zero_();
+        const at::Tensor padded  = signal.clone().requires_grad_(true);
+        const at::Tensor weights = at::randn(
+            {2, 3, (kLength + 2 * pad - fft) / (fft / 4) + 1, pairs.n_bands}, at::kDouble);
+        auto fused = [&](const at::Tensor& x) {
+          return mel_frame_magnitudes(x, pad, window, fft / 4, eps, pairs.bands, pairs.weights,
+                                      pairs.n_bands);
+        };
+        auto composed = [&](const at::Tensor& x) {
+          const at::Tensor padded =
+              at::reflection_pad1d(x.view({6, 1, kLength}), {pad, pad}).view({2, 3, -1});
+          return apply_band_pairs(frame_magnitudes(padded, window, fft / 4, eps), pairs.bands,
+                                  pairs.weights, pairs.n_bands);
+        };
+        const at::Tensor ours = fused(padded), theirs = composed(padded);
+        ASSERT_EQ(ours.sizes(), weights.sizes());
+        EXPECT_TRUE(at::allclose(ours, theirs, 1e-12, 1e-12)) << "FFT " << fft;
+        const at::Tensor g1 = torch::autograd::grad({(ours * weights).sum()}, {padded})[0];
+        const at::Tensor g2 =
+            torch::autograd::grad({(theirs * weights).sum()}, {padded}, {}, true, true)[0];
+        EXPECT_TRUE(at::allclose(g1, g2, 1e-10, 1e-12)) << "FFT " << fft;
+        const at::Tensor g3 =
+            torch::autograd::grad({(fused(padded) * weights).sum()}, {padded}, {}, true, true)[0];
+        EXPECT_TRUE(at::allclose(g3, g2, 1e-12, 1e-12)) << "FFT " << fft;
+        const at::Tensor v  = at::randn_like(signal);
+        const at::Tensor h1 = torch::autograd::grad({(g3 * v).sum()}, {padded})[0];
+        const at::Tensor h2 = torch::autograd::grad({(g2 * v).sum()}, {padded})[0];
+        EXPECT_TRUE(at::allclose(h1, h2, 1e-10, 1e-12)) << "FFT " << fft;
+        const at::Tensor single = signal.detach().to(at::kFloat).requires_grad_(true);
+        const at::Tensor y32 =
+            mel_frame_magnitudes(single, pad, window.to(at::kFloat), fft / 4, eps, pairs.bands,
+                                 pairs.weights.to(at::kFloat), pairs.n_bands);
+        const at::Tensor g32 =
+            torch::autograd::grad({(y32 * weights.to(at::kFloat)).sum()}, {single})[0];
+        EXPECT_LT((y32.to(at::kDouble) - ours).abs().max().item<double>(),
+                  1e-5 * ours.abs().max().item<double>());
+        EXPECT_LT((g32.to(at::kDouble) - g1).abs().max().item<double>(),
+                  1e-4 * g1.abs().max().item<double>());
+        const int threads = at::get_num_threads();
+        at::set_num_threads(1);
+        const at::Tensor one    = fused(padded);
+        const at::Tensor g1_one = torch::autograd::grad({(one * weights).sum()}, {padded})[0];
+        at::set_num_threads(threads);
+        EXPECT_TRUE(at::equal(one, ours) && at::equal(g1_one, g1)) << "FFT " << fft;
+      }
   }
 }
 

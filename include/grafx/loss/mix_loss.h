@@ -107,8 +107,9 @@ class MixLoss {
   std::vector<at::Tensor> mel_spectrograms(const at::Tensor& stereo) const;
   /// The L, R, M, S channels of B×2×T signals as [B·4, T].
   static at::Tensor four_channels(const at::Tensor& stereo);
-  /// Mel magnitudes [rows, frames, n_mels] of padded [rows, T] signals at resolution r.
-  at::Tensor mel_frames(const at::Tensor& padded, size_t r) const;
+  /// Mel magnitudes [rows, frames, n_mels] at resolution r of [rows, T] signals reflected by
+  /// `reflect_pad` samples at both ends (0: signals padded already).
+  at::Tensor mel_frames(const at::Tensor& signal, int64_t reflect_pad, size_t r) const;
   /// A cached constant in the dtype and device of `like`.
   at::Tensor constant(const std::string& key, const at::Tensor& value,
                       const at::Tensor& like) const;
