@@ -50,7 +50,11 @@ int run(int argc, char** argv) {
     RenderPlan plan             = make_render_plan(to_tensor(console), method);
     MixLossOptions loss_options = fitter.options().loss;
     MixLoss loss(loss_options);
-    at::Tensor x = tracks.narrow(2, 0, 114000), y = mix.narrow(1, 0, 114000).unsqueeze(0);
+    // A crop on the grid of the loss's frames, as the fitter draws them.
+    const MixLossTargetFrames song = loss.song_frames(mix);
+    const int64_t grid = loss.frame_alignment(), skip = loss_options.skip_samples;
+    const std::vector<int64_t> start = {(grid - skip % grid) % grid};
+    at::Tensor x                     = tracks.narrow(2, start[0], 114000);
     Parameters parameters;  // a copy of the fitter's, for timing the parts on their own
     for (const auto& [type, named] : fitter.parameters())
       for (const auto& [name, p] : named)
@@ -65,7 +69,7 @@ int run(int argc, char** argv) {
       auto t0          = clock::now();
       RenderResult r   = render(plan, fitter.processors(), parameters, x);
       auto t1          = clock::now();
-      at::Tensor value = loss(r.outputs[0].unsqueeze(0), y);
+      at::Tensor value = loss.crop_terms(r.outputs[0].unsqueeze(0), mix, song, start).total;
       auto t2          = clock::now();
       value.backward();
       auto t3 = clock::now();

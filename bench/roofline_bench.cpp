@@ -308,17 +308,21 @@ int run(int argc, char** argv) {
     parts.push_back(plumbing);
   }
 
-  // The loss on the render's output, as a fit step computes it.
+  // The loss on the render's output, as a fit step computes it: a crop on the grid of the
+  // loss's frames, whose target frames are the song's but for a few at its ends.
   MixLoss loss(fitter.options().loss);
   {
-    at::Tensor estimate = at::randn({1, 2, crop}) * 0.1;
-    at::Tensor leaf     = estimate.clone().requires_grad_(true);
-    auto moved          = [&] {  // both signals read, forward and back
-      return std::make_pair(2.0 * double(target.numel()), 2.0 * double(target.numel()));
+    const MixLossTargetFrames song = loss.song_frames(mix);
+    const int64_t grid = loss.frame_alignment(), skip = loss.options().skip_samples;
+    const std::vector<int64_t> start = {(grid - skip % grid) % grid};
+    at::Tensor estimate              = at::randn({1, 2, crop}) * 0.1;
+    at::Tensor leaf                  = estimate.clone().requires_grad_(true);
+    auto moved                       = [&] {  // the estimate read, forward and back
+      return std::make_pair(double(target.numel()), double(target.numel()));
     };
     parts.push_back(measure(
-        "mix loss", [&] { return loss(leaf, target); }, [&] { leaf.mutable_grad() = at::Tensor(); },
-        moved, repeats, fft_times, ms_per_float));
+        "mix loss", [&] { return loss.crop_terms(leaf, mix, song, start).total; },
+        [&] { leaf.mutable_grad() = at::Tensor(); }, moved, repeats, fft_times, ms_per_float));
   }
 
   // A whole fit step (crop, render, loss, backward, update), and the update's floor: AdamW reads

@@ -288,6 +288,7 @@ void Fitter::move_to(at::Device device) {
   const TensorDict state = optimizer_.state();
   tracks_                = tracks_.to(device);
   mix_                   = mix_.to(device);
+  song_frames_.reset();  // made again on the device at the next step
   for (auto& [type, named] : parameters_)
     for (auto& [name, p] : named) p = p.detach().to(device).requires_grad_(true);
   for (auto& [type, named] : initial_parameters_)
@@ -345,8 +346,13 @@ ChunkOptions Fitter::whole_song() const {
 int64_t Fitter::crop_start(int64_t step, int64_t crop) const {
   const int64_t choices = tracks_.size(2) - crop_samples_ + 1;
   // Crop 0 as before crops per step existed, so that one crop per step fits as it did.
-  const uint64_t key = splitmix64(uint64_t(step)) ^ (crop ? splitmix64(~uint64_t(crop)) : 0);
-  return int64_t(splitmix64(options_.seed ^ key) % uint64_t(choices));
+  const uint64_t key  = splitmix64(uint64_t(step)) ^ (crop ? splitmix64(~uint64_t(crop)) : 0);
+  const uint64_t draw = splitmix64(options_.seed ^ key);
+  // The first start whose loss (after the skipped samples) starts on the grid, and how many.
+  const int64_t grid = loss_.frame_alignment(), skip = loss_.options().skip_samples;
+  const int64_t first = (grid - skip % grid) % grid;
+  if (first >= choices) return int64_t(draw % uint64_t(choices));
+  return first + grid * int64_t(draw % uint64_t((choices - 1 - first) / grid + 1));
 }
 
 double LearningRateSchedule::factor(int64_t step, double done) const {
@@ -370,23 +376,20 @@ FitRecord Fitter::step(double done) {
     RenderOptions options       = render_options_;
     options.time.sample_rate    = sample_rate_;  // the crops' place on the curves
     RenderResult rendered;
+    std::vector<int64_t> starts;
+    for (int64_t b = 0; b < options_.crops_per_step; ++b) starts.push_back(crop_start(s, b));
+    if (!song_frames_) song_frames_ = loss_.song_frames(mix_);
     if (options_.crops_per_step == 1) {
-      const int64_t start       = crop_start(s, 0);
-      options.time.first_sample = start;
+      options.time.first_sample = starts[0];
       rendered                  = render(live_plan(), processors_, parameters,
-                                         tracks_.narrow(2, start, crop_samples_), options);
-      terms                     = loss_.terms(rendered.outputs[0].unsqueeze(0),
-                                              mix_.narrow(1, start, crop_samples_).unsqueeze(0));
+                                         tracks_.narrow(2, starts[0], crop_samples_), options);
+      terms = loss_.crop_terms(rendered.outputs[0].unsqueeze(0), mix_, *song_frames_, starts);
     } else {  // one batched render of every crop, B×K×C×T
-      std::vector<at::Tensor> sources, targets;
-      for (int64_t b = 0; b < options_.crops_per_step; ++b) {
-        const int64_t start = crop_start(s, b);
-        sources.push_back(tracks_.narrow(2, start, crop_samples_));
-        targets.push_back(mix_.narrow(1, start, crop_samples_));
-        options.time.item_first_samples.push_back(start);
-      }
+      std::vector<at::Tensor> sources;
+      for (int64_t start : starts) sources.push_back(tracks_.narrow(2, start, crop_samples_));
+      options.time.item_first_samples = starts;
       rendered = render(live_plan(), processors_, parameters, at::stack(sources), options);
-      terms    = loss_.terms(rendered.outputs.select(1, 0), at::stack(targets));
+      terms    = loss_.crop_terms(rendered.outputs.select(1, 0), mix_, *song_frames_, starts);
     }
     TensorDict aux;  // every type's aux losses, by name, averaged over the crops
     for (const auto& [type, named] : rendered.aux_losses)

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <sstream>
 
 namespace grafx {
@@ -98,8 +99,102 @@ MixLossTerms MixLoss::terms(const at::Tensor& estimate, const at::Tensor& target
   };
   // Two calls rather than one on the concatenation: the backward pass then runs over the
   // estimate's rows only (a target without gradient records no graph).
-  std::vector<at::Tensor> x_mels = mel_spectrograms(crop(estimate)),
-                          y_mels = mel_spectrograms(crop(target));
+  return compared(mel_spectrograms(crop(estimate)), mel_spectrograms(crop(target)), n_items);
+}
+
+int64_t MixLoss::frame_alignment() const {
+  int64_t alignment = 1;
+  for (const auto& resolution : constants_->resolutions)
+    alignment = std::lcm(alignment, resolution.hop_size);
+  return alignment;
+}
+
+MixLossTargetFrames MixLoss::song_frames(const at::Tensor& song) const {
+  MixLossOptions whole = options_;
+  whole.skip_samples   = 0;
+  return MixLoss(whole).target_frames(song);
+}
+
+MixLossTerms MixLoss::crop_terms(const at::Tensor& estimate, const at::Tensor& song,
+                                 const MixLossTargetFrames& frames,
+                                 const std::vector<int64_t>& starts) const {
+  auto fail = [](const std::string& message) {
+    throw LossError("grafx.loss.shape", std::string(kWhat) + " of crops: " + message);
+  };
+  if (estimate.dim() != 3 || estimate.size(0) != int64_t(starts.size()) || starts.empty())
+    fail("expected one B×2×T estimate per crop start, but got " + std::to_string(estimate.dim()) +
+         " dimensions for " + std::to_string(starts.size()) + " starts");
+  if (song.dim() != 2 || frames.n_samples != song.size(1) ||
+      frames.mels.size() != constants_->resolutions.size())
+    fail("expected a 2×L song and its frames (song_frames)");
+  const int64_t n = estimate.size(2);
+  for (int64_t start : starts)
+    if (start < 0 || start + n > song.size(1))
+      fail("a crop of " + std::to_string(n) + " samples from sample " + std::to_string(start) +
+           " does not lie within the song's " + std::to_string(song.size(1)));
+  std::vector<at::Tensor> crops;
+  for (int64_t start : starts) crops.push_back(song.narrow(1, start, n));
+  const at::Tensor target = at::stack(crops);
+  detail::check_signal_pair(estimate, target, kWhat);
+  const int64_t skip = options_.skip_samples;
+  detail::check_length(
+      n, skip, *std::max_element(options_.fft_sizes.begin(), options_.fft_sizes.end()), kWhat);
+  const int64_t length     = n - skip;
+  const at::Tensor regions = target.narrow(2, skip, length);
+  // How far the A-weighting reads either side of a sample.
+  const int64_t reach = options_.a_weighting ? constants_->a_weighting.size(0) / 2 : 0;
+  std::vector<at::Tensor> y_mels;
+  at::Tensor channels;  // the regions' four channels, weighted, where a resolution needs them all
+  for (size_t r = 0; r < constants_->resolutions.size(); ++r) {
+    const int64_t hop = constants_->resolutions[r].hop_size,
+                  fft = constants_->resolutions[r].fft_size, half = fft / 2,
+                  n_frames = 1 + length / hop;
+    // Frame f reads the region's samples [f·hop − half, f·hop − half + fft), and its weighting
+    // `reach` more on each side. Where those all lie inside the region (no reflection, no zeros
+    // beyond it), it is the song's frame (start + skip)/hop + f, if the crop is on the grid.
+    const int64_t inner_first = (half + reach + hop - 1) / hop,
+                  inner_end   = std::min(n_frames, length + half - fft - reach >= 0
+                                                       ? (length + half - fft - reach) / hop + 1
+                                                       : 0);
+    bool from_song            = fft % 2 == 0 && inner_first < inner_end;
+    for (int64_t start : starts) from_song = from_song && (start + skip) % hop == 0;
+    if (!from_song) {
+      if (!channels.defined()) channels = four_channels(a_weighted(regions));
+      y_mels.push_back(mel_frames(channels, half, r));
+      continue;
+    }
+    std::vector<at::Tensor> inner;
+    for (int64_t start : starts)
+      inner.push_back(
+          frames.mels[r].narrow(1, (start + skip) / hop + inner_first, inner_end - inner_first));
+    y_mels.push_back(at::cat({edge_frames(regions, r, 0, inner_first), at::cat(inner),
+                              edge_frames(regions, r, inner_end, n_frames)},
+                             1));
+  }
+  return compared(mel_spectrograms(estimate.narrow(2, skip, length)), y_mels, estimate.size(0));
+}
+
+at::Tensor MixLoss::edge_frames(const at::Tensor& regions, size_t r, int64_t first_frame,
+                                int64_t end_frame) const {
+  const int64_t length = regions.size(2), hop = constants_->resolutions[r].hop_size,
+                fft = constants_->resolutions[r].fft_size;
+  if (first_frame >= end_frame)
+    return at::empty({regions.size(0) * 4, 0, constants_->filterbanks[r].size(0)},
+                     regions.options());
+  const int64_t reach = options_.a_weighting ? constants_->a_weighting.size(0) / 2 : 0;
+  // The samples the frames read, reflected at the region's ends, and the weighted piece that
+  // holds them: weighted exactly as the whole region is, from `reach` samples more each side.
+  at::Tensor index =
+      at::arange(first_frame * hop - fft / 2, (end_frame - 1) * hop - fft / 2 + fft, at::kLong);
+  index = at::where(index < 0, -index, at::where(index >= length, 2 * (length - 1) - index, index));
+  const int64_t low = index.min().item<int64_t>(), high = index.max().item<int64_t>() + 1;
+  const int64_t from = std::max<int64_t>(0, low - reach), to = std::min(length, high + reach);
+  const at::Tensor piece = a_weighted(regions.narrow(2, from, to - from));
+  return mel_frames(four_channels(piece.index_select(2, (index - from).to(piece.device()))), 0, r);
+}
+
+MixLossTerms MixLoss::compared(const std::vector<at::Tensor>& x_mels,
+                               const std::vector<at::Tensor>& y_mels, int64_t n_items) const {
   std::vector<at::Tensor> convergence, log_distance;  // per resolution, B×4
   for (size_t r = 0; r < x_mels.size(); ++r) {
     convergence.push_back(
@@ -160,16 +255,20 @@ at::Tensor MixLoss::mel_frames(const at::Tensor& signal, int64_t reflect_pad, si
   return detail::apply_filterbank(magnitude, mel);
 }
 
+at::Tensor MixLoss::a_weighted(const at::Tensor& stereo) const {
+  // Zero-phase mode: the linear-phase FIR's centre tap is lag 0.
+  return options_.a_weighting
+             ? dsp::convolve(
+                   stereo,
+                   constant("a_weighting", constants_->a_weighting, stereo).view({1, 1, -1}),
+                   dsp::ConvolutionMode::kZeroPhase)
+             : stereo;
+}
+
 std::vector<at::Tensor> MixLoss::mel_spectrograms(const at::Tensor& stereo) const {
   // A-weighting is linear, so filtering L and R before forming M and S equals filtering all four
-  // channels, at half the cost. Zero-phase mode: the linear-phase FIR's centre tap is lag 0.
-  at::Tensor x =
-      options_.a_weighting
-          ? dsp::convolve(stereo,
-                          constant("a_weighting", constants_->a_weighting, stereo).view({1, 1, -1}),
-                          dsp::ConvolutionMode::kZeroPhase)
-          : stereo;
-  at::Tensor channels = four_channels(x);
+  // channels, at half the cost.
+  at::Tensor channels = four_channels(a_weighted(stereo));
   std::vector<at::Tensor> mels;
   for (size_t r = 0; r < constants_->resolutions.size(); ++r)
     mels.push_back(mel_frames(channels, constants_->resolutions[r].fft_size / 2, r));

@@ -288,8 +288,8 @@ void check_finite_outputs(const RenderPlan& plan, size_t k,
   const PlanStep& step = plan.steps[k];
   if (step.type == NodeTypes::kIn) return;
   for (size_t o = 0; o < outputs.size(); ++o) {
-    const at::Tensor& y = outputs[o];                                         // [B, m, C, L]
-    at::Tensor bad      = (~y.detach().isfinite()).flatten(2).any(2).any(0);  // [m]
+    const at::Tensor& y = outputs[o];                    // [B, m, C, L]
+    at::Tensor bad      = non_finite_rows(y, 2).any(0);  // [m]
     if (!bad.any().item<bool>()) continue;
     NodeId id = plan.node_ids[size_t(step.nodes[size_t(bad.nonzero()[0][0].item<int64_t>())])];
     throw RenderError("grafx.render.non_finite",

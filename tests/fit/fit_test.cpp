@@ -23,6 +23,7 @@
 #include <cmath>
 #include <functional>
 #include <iostream>
+#include <set>
 
 namespace grafx {
 namespace {
@@ -429,7 +430,15 @@ TEST(Fit, SeveralCropsPerStepAreOneBatchWhoseLossIsTheirMean) {
   Fitter batched(console, x, mix, kRate, options);
   Fitter single(console, x, mix, kRate, small_options(1));
   EXPECT_EQ(batched.crop_start(0, 0), single.crop_start(0, 0)) << "crop 0 as with one crop";
-  EXPECT_NE(batched.crop_start(0, 1), batched.crop_start(0, 2));
+  std::set<int64_t> starts;
+  for (int64_t step = 0; step < 4; ++step)
+    for (int64_t b = 0; b < 3; ++b) {
+      const int64_t start = batched.crop_start(step, b);
+      starts.insert(start);
+      // The crop's loss starts on the grid of the loss's frames.
+      EXPECT_EQ((start + batched.options().loss.skip_samples) % MixLoss().frame_alignment(), 0);
+    }
+  EXPECT_GE(starts.size(), 6u) << "crops differ";
   // The loss of each crop rendered on its own, averaged.
   const int64_t crop          = int64_t(1.0 * kRate);
   MixLossOptions loss_options = batched.options().loss;

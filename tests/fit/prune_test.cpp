@@ -87,9 +87,11 @@ TEST(Prune, RemovesMostOfWhatTheHiddenConsoleDidNotUse) {
   std::cout << "removed " << removed.size() << " of " << pruner.initial_processors()
             << " processors, " << removed_unused << " of the " << unused.size() << " unused; loss "
             << fitted << " fitted, " << pruned << " pruned\n";
-  // Two thirds at least: with this seed 11 or 12 of the 16 go, as the rounding of a sum or a
-  // fused multiply-add moves a trial's loss across the tolerance; none of those the mix uses.
-  EXPECT_GE(double(removed_unused), 2.0 / 3.0 * double(unused.size()));
+  // Ten of the 16 at least, none of those the mix uses. Over seeds 0 to 5, 10 to 12 go, both
+  // with crops anywhere (11.2 on average) and with crops on the loss's frame grid (10.7), as the
+  // crops, the rounding of a sum or a fused multiply-add move a trial's loss across the
+  // tolerance.
+  EXPECT_GE(removed_unused, 10);
   EXPECT_EQ(int64_t(removed.size()), removed_unused);
   EXPECT_LE(pruned, fitted + options.tolerance);
   ASSERT_EQ(pruner.rounds().size(), 8u);

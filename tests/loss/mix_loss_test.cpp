@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace grafx {
@@ -334,6 +336,73 @@ TEST(MixLossStream, AGivenTargetsFramesGiveTheSameTerms) {
     EXPECT_GRAFX_ERROR(stream.add(x.narrow(-1, 0, 10), y.narrow(-1, 0, 10)), "grafx.loss.shape",
                        "target is given");
   }
+}
+
+TEST(MixLoss, CropsOfASongTakeTheirTargetFramesFromTheSong) {
+  // crop_terms against terms of the crops themselves, values and gradients: crops on the frame
+  // grid (the song's frames inside, the crop's own at its ends: reflection, the weighting's
+  // zeros, a crop at the song's start and one at its end) and off it (every frame the crop's).
+  // Doubling the song's frames changes the terms of crops on the grid only: they are used.
+  const int64_t n_song = 40000, n = 12000;
+  at::Tensor song = target_signal(n_song)[0];
+  for (auto dtype : {at::kDouble, at::kFloat})
+    for (int64_t skip : {int64_t(0), int64_t(3000)})
+      for (bool weighting : {true, false}) {
+        MixLossOptions options;
+        options.skip_samples = skip;
+        options.a_weighting  = weighting;
+        MixLoss loss(options);
+        const int64_t grid = loss.frame_alignment();
+        ASSERT_EQ(grid, 1024);
+        const at::Tensor y               = song.to(dtype);
+        const MixLossTargetFrames frames = loss.song_frames(y),
+                                  doubled{
+                                      {frames.mels[0] * 2, frames.mels[1] * 2, frames.mels[2] * 2},
+                                      frames.n_samples};
+        auto on_grid = [&](int64_t k) { return k * grid - skip % grid; };
+        for (const std::vector<int64_t>& starts :
+             std::vector<std::vector<int64_t>>{{on_grid(skip > 0 ? 1 : 0)},
+                                               {on_grid(7), on_grid(3), on_grid(20)},
+                                               {(n_song - n) / grid * grid - skip % grid},
+                                               {on_grid(5) + 64},
+                                               {on_grid(2), on_grid(4) + 1}}) {
+          const bool all_on_grid = std::all_of(starts.begin(), starts.end(),
+                                               [&](int64_t s) { return (s + skip) % grid == 0; });
+          SCOPED_TRACE(std::string(dtype == at::kDouble ? "float64" : "float32") + ", skip " +
+                       std::to_string(skip) + (weighting ? ", A-weighted" : "") + ", first start " +
+                       std::to_string(starts[0]));
+          std::vector<at::Tensor> crops, estimates;
+          for (size_t b = 0; b < starts.size(); ++b) {
+            crops.push_back(y.narrow(1, starts[b], n));
+            estimates.push_back(0.7 * y.narrow(1, starts[b], n) +
+                                0.05 * estimate_signal(n)[0].to(dtype) * double(b + 1));
+          }
+          const at::Tensor x        = at::stack(estimates).requires_grad_(true);
+          const MixLossTerms ours   = loss.crop_terms(x, y, frames, starts),
+                             theirs = loss.terms(x, at::stack(crops));
+          const double tolerance    = dtype == at::kDouble ? 1e-10 : 2e-5;
+          expect_terms_near(ours, theirs, tolerance);
+          const at::Tensor g1 = torch::autograd::grad({ours.total}, {x})[0],
+                           g2 = torch::autograd::grad({theirs.total}, {x})[0];
+          EXPECT_LE((g1 - g2).abs().max().item<double>(),
+                    10 * tolerance * g2.abs().max().item<double>());
+          const double changed =
+              (loss.crop_terms(x, y, doubled, starts).total - ours.total).abs().item<double>();
+          if (all_on_grid)
+            EXPECT_GT(changed, 1e-3);
+          else
+            EXPECT_EQ(changed, 0.0);
+        }
+      }
+  MixLoss loss;
+  const MixLossTargetFrames frames = loss.song_frames(song);
+  const at::Tensor x               = estimate_signal(n);
+  EXPECT_GRAFX_ERROR(loss.crop_terms(x, song, frames, {n_song - n + 1}), "grafx.loss.shape",
+                     "does not lie within the song's 40000");
+  EXPECT_GRAFX_ERROR(loss.crop_terms(x, song, frames, {0, 1024}), "grafx.loss.shape",
+                     "one B×2×T estimate per crop start");
+  EXPECT_GRAFX_ERROR(loss.crop_terms(x, song.narrow(1, 0, 30000), frames, {0}), "grafx.loss.shape",
+                     "its frames");
 }
 
 TEST(MixLossStream, RejectsChunksThatDoNotAddUp) {

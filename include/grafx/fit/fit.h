@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -172,7 +173,9 @@ class Fitter {
   const FitOptions& options() const { return options_; }
   const AdamW& optimizer() const { return optimizer_; }
   /// Where crop `crop` of step `step` starts: a function of the seed, the step and the crop
-  /// alone, so that a resumed fit sees the same crops as an uninterrupted one.
+  /// alone, so that a resumed fit sees the same crops as an uninterrupted one. Its loss starts
+  /// on the grid of the loss's frames (MixLoss::frame_alignment) where the song has room for
+  /// such crops, so that the target's frames come from the song's, made once.
   int64_t crop_start(int64_t step, int64_t crop) const;
   /// What the initialisation from the data did (empty when the parameters were given).
   const DataInitialisation& initialisation() const { return initialisation_; }
@@ -252,6 +255,7 @@ class Fitter {
   RenderOptions render_options_;  // gain staging
   Parameters parameters_;
   MixLoss loss_;
+  std::optional<MixLossTargetFrames> song_frames_;  // the mix's frames, made at the first step
   AdamW optimizer_;
   DataInitialisation initialisation_;
   Parameters initial_parameters_;

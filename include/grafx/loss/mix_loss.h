@@ -99,12 +99,38 @@ class MixLoss {
   /// The mel frames of one stereo target (2×L), computed in chunks.
   MixLossTargetFrames target_frames(const at::Tensor& target) const;
 
+  /// The frames of a whole song (2×L) for crop_terms: target_frames with no samples skipped.
+  MixLossTargetFrames song_frames(const at::Tensor& song) const;
+  /// terms(estimate, target) where the target is crops of `song` (2×L) starting at `starts`,
+  /// one per item of the estimate (B×2×T), with its frames taken from `frames`
+  /// (song_frames(song)) where a crop's frame reads the song's samples only: every frame but a
+  /// few at the crop's ends, when the crop's loss starts (start + skip_samples) at a multiple
+  /// of frame_alignment(). Elsewhere, and for crops off that grid, the crop's frames are made
+  /// from its samples. Equal to terms of the crops up to float rounding; a fit's crops on the
+  /// grid save it the target's transforms. Throws LossError [grafx.loss.shape] for crops
+  /// outside the song, as terms does for bad signals.
+  MixLossTerms crop_terms(const at::Tensor& estimate, const at::Tensor& song,
+                          const MixLossTargetFrames& frames,
+                          const std::vector<int64_t>& starts) const;
+  /// The least common multiple of the resolutions' hop sizes: crops whose loss starts at a
+  /// multiple of it find their target's frames among the song's.
+  int64_t frame_alignment() const;
+
  private:
   friend class MixLossStream;
   struct Constants;
+  /// B×2×T signals A-weighted (when the options say so), zero-phase, zeros beyond their ends.
+  at::Tensor a_weighted(const at::Tensor& stereo) const;
   /// Mel magnitudes of the L, R, M, S channels of B×2×T signals: one [B·4, frames, n_mels]
   /// per resolution, each from one batched STFT.
   std::vector<at::Tensor> mel_spectrograms(const at::Tensor& stereo) const;
+  /// Frames [first_frame, end_frame) at resolution r of mel_spectrograms(regions), made from
+  /// the samples they read alone: [B·4, frames, n_mels].
+  at::Tensor edge_frames(const at::Tensor& regions, size_t r, int64_t first_frame,
+                         int64_t end_frame) const;
+  /// The terms of estimates' and targets' mel frames (mel_spectrograms), B items.
+  MixLossTerms compared(const std::vector<at::Tensor>& x_mels,
+                        const std::vector<at::Tensor>& y_mels, int64_t n_items) const;
   /// The L, R, M, S channels of B×2×T signals as [B·4, T].
   static at::Tensor four_channels(const at::Tensor& stereo);
   /// Mel magnitudes [rows, frames, n_mels] at resolution r of [rows, T] signals reflected by
