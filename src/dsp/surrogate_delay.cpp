@@ -60,10 +60,19 @@ SurrogateDelay surrogate_delay(const at::Tensor& z, int64_t n,
   at::Tensor pole =
       at::view_as_complex((options.normalize_gradients ? normalized_gradient(z) : z).contiguous());
   at::Tensor radius = pole.abs();
-  pole         = pole * (radius.tanh() / (radius + kEpsilon)) + kEpsilon;  // inside the unit disk
-  at::Tensor k = at::arange(n / 2 + 1, z.options());
-  at::Tensor soft         = irfft(at::exp(pole.log().unsqueeze(-1) * k), n);
-  delay.impulse_responses = options.straight_through ? straight_through_one_hot(soft) : soft;
+  pole = pole * (radius.tanh() / (radius + kEpsilon)) + kEpsilon;  // inside the unit disk
+  // pole^k = exp(k·log pole) for k = 0 … K − 1, as GRAFX computes it, but as the products
+  // pole^(B·j) · pole^i of two tables of about √K powers each (k = B·j + i, 0 <= i < B): two
+  // small complex exponentials and one product per power, where a complex exponential per power
+  // was most of the delay's forward pass.
+  const int64_t powers = n / 2 + 1, block = int64_t(std::ceil(std::sqrt(double(powers)))),
+                blocks      = (powers + block - 1) / block;
+  const at::Tensor log_pole = pole.log().unsqueeze(-1);
+  const at::Tensor within   = at::exp(log_pole * at::arange(block, z.options()));
+  const at::Tensor across   = at::exp(log_pole * at::arange(blocks, z.options()).mul_(block));
+  const at::Tensor all      = (across.unsqueeze(-1) * within.unsqueeze(-2)).flatten(-2);
+  at::Tensor soft           = irfft(all.narrow(-1, 0, powers), n);
+  delay.impulse_responses   = options.straight_through ? straight_through_one_hot(soft) : soft;
   return delay;
 }
 

@@ -17,8 +17,12 @@ at::Tensor gain_staging_loss(const at::Tensor& input, const at::Tensor& output) 
     s << "gain staging loss: expected input and output of shape N×C×L, but got " << input.sizes();
     throw LossError("grafx.loss.shape", s.str());
   }
-  // GRAFX's eps: a silent node costs nothing instead of giving log(0).
-  auto log_energy = [](const at::Tensor& x) { return (x.square().mean({1, 2}) + 1e-7).log(); };
+  // GRAFX's eps: a silent node costs nothing instead of giving log(0). The sum of x·x: autograd
+  // replays x.square().mean() in about five passes (pow's backward raises x to the power 1),
+  // this in three, about twice as fast on a fit step's signals; the 2-norm, as fast, has no
+  // second derivative at a silent signal.
+  const double n  = double(input.size(1) * input.size(2));
+  auto log_energy = [n](const at::Tensor& x) { return ((x * x).sum({1, 2}) / n + 1e-7).log(); };
   return (log_energy(output) - log_energy(input)).abs();
 }
 

@@ -36,6 +36,28 @@ TEST(SurrogateDelay, TheHardDelayIsThePeakOfTheSoftSurrogate) {
   EXPECT_GT(sharp[0][17].item<double>(), 0.99);
 }
 
+TEST(SurrogateDelay, TheSoftSurrogateIsTheInverseTransformOfThePolesPowers) {
+  // GRAFX's formula, irfft(exp(k·log p)) with p the pole in the unit disk, computed here in
+  // float64 against the surrogate's blocks of powers, in float64 and float32, for lengths whose
+  // powers fill their last block and lengths whose powers do not.
+  at::manual_seed(3);
+  for (int64_t n : {2, 3, 64, 101, 3000}) {
+    const at::Tensor z        = at::randn({2, 5, 2}, at::kDouble);
+    at::Tensor pole           = at::view_as_complex(z);
+    at::Tensor radius         = pole.abs();
+    pole                      = pole * (radius.tanh() / (radius + 1e-7)) + 1e-7;
+    const at::Tensor k        = at::arange(n / 2 + 1, at::kDouble);
+    const at::Tensor expected = at::fft_irfft(at::exp(pole.log().unsqueeze(-1) * k), n);
+    const SurrogateDelayOptions soft{false, false};
+    EXPECT_TRUE(at::allclose(surrogate_delay(z, n, soft).impulse_responses, expected, 1e-12, 1e-12))
+        << "n = " << n;
+    const at::Tensor single = surrogate_delay(z.to(at::kFloat), n, soft).impulse_responses;
+    EXPECT_LT((single.to(at::kDouble) - expected).abs().max().item<double>(),
+              2e-5 * expected.abs().max().item<double>())
+        << "n = " << n;
+  }
+}
+
 TEST(SurrogateDelay, SoftGradientsMatchFiniteDifferences) {
   at::manual_seed(2);
   SurrogateDelayOptions soft_options{false, false};
