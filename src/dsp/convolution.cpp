@@ -84,6 +84,61 @@ struct Blocks {
   }
 };
 
+/// o += x·conj(y), or o = x·conj(y) when not `add`, over `bins` complex values (interleaved
+/// real and imaginary parts).
+template <typename T, bool kAdd>
+void conjugate_product(const T* x, const T* y, T* o, int64_t bins) {
+#pragma omp simd
+  for (int64_t f = 0; f < bins; ++f) {
+    const T re   = x[2 * f] * y[2 * f] + x[2 * f + 1] * y[2 * f + 1],
+            im   = x[2 * f + 1] * y[2 * f] - x[2 * f] * y[2 * f + 1];
+    o[2 * f]     = kAdd ? o[2 * f] + re : re;
+    o[2 * f + 1] = kAdd ? o[2 * f + 1] + im : im;
+  }
+}
+
+/// Calls product(a row, the b row it meets, the output row) for spectra a (N×C×B×F) and b
+/// (N×Cb×Bb×F, Cb 1 or C, Bb 1 or B) and an output of N×Co×Bo×F (Co 1 or C, Bo 1 or B), all
+/// complex and contiguous, row by row in order: b and the output repeat over the channels and
+/// blocks where they have one.
+template <typename T, typename Product>
+void for_spectra_rows(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                      const Product& product) {
+  const int64_t items = a.size(0), channels = a.size(1), blocks = a.size(2), bins = a.size(3);
+  const T *ap = reinterpret_cast<const T*>(a.data_ptr()),
+          *bp = reinterpret_cast<const T*>(b.data_ptr());
+  T* op       = reinterpret_cast<T*>(out.data_ptr());
+  auto row    = [&](const at::Tensor& t, int64_t i, int64_t c, int64_t k) {
+    const int64_t tc = t.size(1) == 1 ? 0 : c, tk = t.size(2) == 1 ? 0 : k;
+    return ((i * t.size(1) + tc) * t.size(2) + tk) * 2 * bins;
+  };
+  for (int64_t i = 0; i < items; ++i)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t k = 0; k < blocks; ++k)
+        product(ap + row(a, i, c, k), bp + row(b, i, c, k), op + row(out, i, c, k), bins);
+}
+
+/// a·conj(h) for spectra a (N×C×B×F) and a filter's h (N×Ch×1×F, Ch 1 or C), complex and
+/// contiguous: in one pass, where ATen's product first copies conj(h).
+at::Tensor times_conjugate(const at::Tensor& a, const at::Tensor& h) {
+  at::Tensor out = at::empty_like(a);
+  AT_DISPATCH_FLOATING_TYPES(c10::toRealValueType(a.scalar_type()), "times_conjugate", [&] {
+    for_spectra_rows<scalar_t>(a, h, out, conjugate_product<scalar_t, false>);
+  });
+  return out;
+}
+
+/// Σ a·conj(b) over the blocks and, for out_channels 1, the channels, of spectra a and b
+/// (N×C×B×F, complex, contiguous): N×out_channels×1×F, in one pass, where ATen's product copies
+/// conj(b) and reduces in two more passes.
+at::Tensor summed_cross_spectra(const at::Tensor& a, const at::Tensor& b, int64_t out_channels) {
+  at::Tensor out = at::zeros({a.size(0), out_channels, 1, a.size(3)}, a.options());
+  AT_DISPATCH_FLOATING_TYPES(c10::toRealValueType(a.scalar_type()), "summed_cross_spectra", [&] {
+    for_spectra_rows<scalar_t>(a, b, out, conjugate_product<scalar_t, true>);
+  });
+  return out;
+}
+
 /// The items in turn where each has filters of its own (the EQs' FIRs, the delays' and reverbs'
 /// responses), on the CPU: groups of whole items, each at least kRows transform rows, go through
 /// their transforms, products and cuts on one thread while the groups share the threads. A
@@ -126,13 +181,15 @@ class ItemGroups {
                 const at::Tensor& grad_h) const {
     const int64_t size = blocks_.fft_size;
     for_groups(x_.size(0), items_per_group_, [&](int64_t g, int64_t first, int64_t n) {
-      const at::Tensor spectra = rfft_rows(blocks_.blocks_of(grad.narrow(0, first, n)), size);
-      const at::Tensor h       = h_spectra.get(g);
+      const at::Tensor spectra =
+          rfft_rows(blocks_.blocks_of(grad.narrow(0, first, n)), size).contiguous();
+      const at::Tensor h = h_spectra.get(g).contiguous();
       if (grad_x.defined())
-        grad_x.narrow(0, first, n).copy_(blocks_.overlap_add(irfft_rows(spectra * h.conj(), size)));
+        grad_x.narrow(0, first, n)
+            .copy_(blocks_.overlap_add(irfft_rows(times_conjugate(spectra, h), size)));
       if (grad_h.defined()) {
-        at::Tensor cross =
-            (spectra * x_spectra.get(g).conj()).sum(-2).sum_to_size(h.squeeze(-2).sizes());
+        const at::Tensor cross =
+            summed_cross_spectra(spectra, x_spectra.get(g).contiguous(), h.size(1)).squeeze(2);
         grad_h.narrow(0, first, n).copy_(irfft_rows(cross, size).narrow(-1, 0, blocks_.taps));
       }
     });

@@ -151,6 +151,16 @@ ProcessorOutput MultitapDelay::forward(const std::vector<at::Tensor>& inputs,
   return {{units::convolve_impulse_responses(inputs[0], ir, layout_, name())}, {{"radii", radii}}};
 }
 
+std::optional<ProcessorOutput> MultitapDelay::forward_mixed(const std::vector<at::Tensor>& inputs,
+                                                            const TensorDict& parameters,
+                                                            const at::Tensor& wet) const {
+  check_arguments(inputs, parameters);
+  auto [ir, radii] = impulse_responses(parameters);
+  return ProcessorOutput{{units::convolve_impulse_responses(
+                             inputs[0], units::with_dry_path(ir, wet, 0), layout_, name())},
+                         {{"radii", radii}}};
+}
+
 TemporalSupport MultitapDelay::temporal_support(const TensorDict&) const {
   // The impulse response's length.
   return TemporalSupport::causal(pre_delay_ + segments_ * segment_ - 1);

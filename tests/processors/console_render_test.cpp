@@ -110,6 +110,26 @@ TEST(ConsoleRender, DryWetMixesFoldedIntoTheProcessorsEqualTheMixAfter) {
   expect_batched_equals_naive(graph, 1);
 }
 
+TEST(ConsoleRender, TheDelaysMixFoldedIntoItsResponsesEqualsTheMixAfterInEveryLayout) {
+  // The delay folds its mix into its responses (w·h + (1 − w)·δ): in each channel layout, with
+  // stereo and mono sources, against the naive render's mix after the node.
+  for (const char* layout : {"stereo", "midside", "mono"}) {
+    SCOPED_TRACE(layout);
+    NodeTypes types = console_node_types();
+    types.add(
+        {"delay_" + std::string(layout), {"main"}, {"main"}, "delay", {{"channels", layout}}});
+    types.add("gain_pan");
+    ConsoleOptions options;
+    options.n_tracks     = 3;
+    options.track_groups = {0, 1, 1};
+    options.chain        = {"delay_" + std::string(layout), "gain_pan"};
+    options.dry_wet      = true;
+    const Graph graph    = build_console(options, types).graph;
+    expect_batched_equals_naive(graph);
+    expect_batched_equals_naive(graph, 1);
+  }
+}
+
 TEST(ConsoleRender, TheVariantsBatchedEqualNaive) {
   expect_batched_equals_naive(
       console_of({"eq_midside", "compressor_ballistics", "noise_gate_ballistics", "eq_stereo",

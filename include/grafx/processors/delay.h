@@ -70,6 +70,10 @@ class MultitapDelay : public LinearProcessor {
   std::vector<ParameterSpec> parameter_specs() const override;
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
+  /// The mix folded into the responses: w·h + (1 − w)·δ, no pass over the signal.
+  std::optional<ProcessorOutput> forward_mixed(const std::vector<at::Tensor>& inputs,
+                                               const TensorDict& parameters,
+                                               const at::Tensor& wet) const override;
   TemporalSupport temporal_support(const TensorDict& parameters) const override;
 
   /// The impulse responses N×C×K as convolved (energy-normalised; left/right, mid/side or one)
