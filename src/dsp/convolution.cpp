@@ -52,11 +52,11 @@ struct Blocks {
 
   /// rfft of every block of x: N×C×B×F.
   at::Tensor block_spectra(const at::Tensor& x) const {
-    at::Tensor padded = at::constant_pad_nd(x, {left, padded_length - left - length});
+    at::Tensor padded = zero_padded(x, left, padded_length - left - length);
     return rfft_rows(padded.unfold(-1, fft_size, hop), fft_size);
   }
   at::Tensor filter_spectrum(const at::Tensor& h) const {
-    return rfft_rows(h, fft_size).unsqueeze(-2);
+    return rfft_rows(zero_padded(h, 0, fft_size - h.size(-1)), fft_size).unsqueeze(-2);
   }
 
   /// The valid part of each block's circular convolution, in order: N×C×n_outputs.
@@ -67,7 +67,7 @@ struct Blocks {
   /// The adjoint of `outputs`: a gradient of the outputs placed at the valid part of each block.
   at::Tensor blocks_of(const at::Tensor& grad) const {
     if (n_blocks == 1)  // the whole signal: one pad
-      return at::constant_pad_nd(grad, {taps - 1, hop - n_outputs}).unsqueeze(2);
+      return zero_padded(grad, taps - 1, hop - n_outputs).unsqueeze(2);
     at::Tensor padded = at::constant_pad_nd(grad, {0, n_blocks * hop - n_outputs});
     return at::constant_pad_nd(padded.view({grad.size(0), grad.size(1), n_blocks, hop}),
                                {taps - 1, 0});

@@ -56,6 +56,20 @@ struct OverlapAdd : public torch::autograd::Function<OverlapAdd> {
 
 }  // namespace
 
+at::Tensor zero_padded(const at::Tensor& x, int64_t left, int64_t right) {
+  TORCH_CHECK(left >= 0 && right >= 0, "zero_padded: expected pads of at least 0, but got ", left,
+              " and ", right);
+  if (left == 0 && right == 0) return x;
+  std::vector<int64_t> shape = x.sizes().vec();
+  const int64_t length       = shape.back();
+  shape.back() += left + right;
+  at::Tensor out = at::empty(shape, x.options());
+  out.narrow(-1, 0, left).zero_();
+  out.narrow(-1, left + length, right).zero_();
+  out.narrow(-1, left, length).copy_(x);  // recorded (CopySlices) where x has a gradient
+  return out;
+}
+
 at::Tensor overlap_add(const at::Tensor& frames, int64_t length, int64_t hop) {
   TORCH_CHECK(
       frames.dim() == 3 && hop >= 1 && length >= (frames.size(1) - 1) * hop + frames.size(2),

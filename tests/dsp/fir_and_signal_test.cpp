@@ -74,6 +74,21 @@ TEST(InverseStft, EqualsATensIstftAndItsGradientsFiniteDifferences) {
       {at::randn({2, 12, 9}, at::kDouble), at::randn({2, 12, 9}, at::kDouble)});
 }
 
+TEST(ZeroPadded, EqualsConstantPadAndItsGradientIsTheCut) {
+  // Against ATen's constant_pad_nd, pads on either side, both or none; the gradient is the
+  // output gradient cut back, recorded where x has a gradient; negative pads are refused.
+  at::manual_seed(5);
+  const at::Tensor x = at::randn({2, 3, 17}, at::kDouble).requires_grad_(true);
+  for (auto [left, right] :
+       std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {5, 0}, {0, 9}, {4, 11}}) {
+    const at::Tensor y = zero_padded(x, left, right);
+    EXPECT_TRUE(at::equal(y, at::constant_pad_nd(x, {left, right}))) << left << ", " << right;
+    const at::Tensor g = at::randn_like(y);
+    EXPECT_TRUE(at::equal(torch::autograd::grad({y}, {x}, {g})[0], g.narrow(-1, left, 17)));
+  }
+  EXPECT_THROW(zero_padded(x, -1, 2), c10::Error);
+}
+
 TEST(OverlapAdd, EqualsPlainLoopsAndItsAdjointIsUnfold) {
   // Against loops in double (frames longer and shorter than the hop, a length beyond the last
   // frame); the gradient against <overlap_add(f), g> = <f, unfold(g)>; second derivatives and

@@ -12,6 +12,7 @@
 #include <grafx/processors/registry.h>
 #include <grafx/processors/reverb.h>
 
+#include "support/gradient_check.h"
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
@@ -272,6 +273,31 @@ TEST(NoiseReverb, ChannelLayoutsUseTheTwoNoisesAsGrafxDoes) {
   EXPECT_TRUE(at::allclose(midside.forward({x}, p).outputs[0],
                            dsp::from_mid_side(stereo.forward({dsp::to_mid_side(x)}, p).outputs[0]),
                            1e-10, 1e-12));
+}
+
+TEST(NoiseReverb, TheMaskedNoisesGradientsMatchFiniteDifferences) {
+  // The masked noise spectrum is one Function on the CPU (its backward one pass over the
+  // spectrum): the impulse responses' gradients in every parameter, the gain envelope's included,
+  // against central differences in float64, in stereo and mono (the first noise alone).
+  for (const char* layout : {"pseudo_midside", "mono"}) {
+    SCOPED_TRACE(layout);
+    NoiseReverb reverb(with_options({{"gain_envelope", true}, {"channels", layout}}));
+    const std::vector<ParameterSpec> specs = reverb.parameter_specs();
+    at::manual_seed(9);
+    std::vector<at::Tensor> inputs;
+    for (const ParameterSpec& spec : specs) {
+      std::vector<int64_t> shape = {2};
+      shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
+      inputs.push_back(at::randn(shape, at::kDouble) * 0.5);
+    }
+    testing::expect_gradients_match(
+        [&](const std::vector<at::Tensor>& p) {
+          TensorDict parameters;
+          for (size_t i = 0; i < specs.size(); ++i) parameters[specs[i].name] = p[i];
+          return reverb.impulse_responses(parameters, at::TensorOptions(at::kDouble));
+        },
+        inputs);
+  }
 }
 
 TEST(NoiseReverb, AGainEnvelopeFallingLinearlyIsAFasterDecay) {

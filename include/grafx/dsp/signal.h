@@ -33,6 +33,11 @@ inline int64_t n_impulse_responses(ImpulseLayout layout) {
 /// into left/right first.
 at::Tensor normalized_impulse_responses(const at::Tensor& h, ImpulseLayout layout);
 
+/// x with `left` and `right` zeros (≥ 0) around its last dimension, as at::constant_pad_nd, but
+/// writing each sample once: ATen fills the whole result with zeros before copying x in, a
+/// pass more over the signal (the convolutions' transforms pad signals by half).
+at::Tensor zero_padded(const at::Tensor& x, int64_t left, int64_t right);
+
 /// Overlap-add of frames [R, T, n] placed every `hop` samples: [R, length], out[r, t·hop + i] =
 /// Σ frames[r, t, i], for length ≥ (T − 1)·hop + n (the adjoint of x.unfold(1, n, hop), which is
 /// its gradient, a view). On the CPU, rows in parallel in one pass; elsewhere at::unfold_backward.
