@@ -231,9 +231,10 @@ struct OverlapSave : public torch::autograd::Function<OverlapSave> {
     at::Tensor x = duals.empty() ? saved[0] : duals[0], h = duals.empty() ? saved[1] : duals[1];
     auto geometry = ctx->saved_data["geometry"].toIntVector();
     Blocks blocks(x.size(2), h.size(2), geometry[0], geometry[1], geometry[2]);
-    // With create_graph, or tangents to carry, the spectra are recomputed from x and h so that
-    // the gradients are differentiable again; otherwise the forward's are reused.
-    bool again = c10::GradMode::is_enabled() || !duals.empty();
+    // With create_graph, or tangents to carry (of x and h, or of the output gradient), the
+    // spectra are recomputed from x and h in ATen operations so that the gradients are
+    // differentiable again and carry the tangents; otherwise the forward's are reused.
+    bool again = c10::GradMode::is_enabled() || !duals.empty() || tangent_of(grads[0]).defined();
     if (!again && ctx->saved_data.count("h_spectra")) {
       at::Tensor grad_x = ctx->needs_input_grad(0) ? at::empty_like(x) : at::Tensor();
       at::Tensor grad_h = ctx->needs_input_grad(1) ? at::empty_like(h) : at::Tensor();

@@ -66,7 +66,7 @@ at::Tensor zero_padded(const at::Tensor& x, int64_t left, int64_t right) {
   at::Tensor out = at::empty(shape, x.options());
   out.narrow(-1, 0, left).zero_();
   out.narrow(-1, left + length, right).zero_();
-  out.narrow(-1, left, length).copy_(x);  // recorded (CopySlices) where x has a gradient
+  out.narrow(-1, left, length).copy_(x);  // recorded (CopySlices); a tangent goes along
   return out;
 }
 

@@ -76,7 +76,8 @@ TEST(InverseStft, EqualsATensIstftAndItsGradientsFiniteDifferences) {
 
 TEST(ZeroPadded, EqualsConstantPadAndItsGradientIsTheCut) {
   // Against ATen's constant_pad_nd, pads on either side, both or none; the gradient is the
-  // output gradient cut back, recorded where x has a gradient; negative pads are refused.
+  // output gradient cut back, recorded where x has a gradient; a tangent is padded alike;
+  // negative pads are refused.
   at::manual_seed(5);
   const at::Tensor x = at::randn({2, 3, 17}, at::kDouble).requires_grad_(true);
   for (auto [left, right] :
@@ -85,6 +86,13 @@ TEST(ZeroPadded, EqualsConstantPadAndItsGradientIsTheCut) {
     EXPECT_TRUE(at::equal(y, at::constant_pad_nd(x, {left, right}))) << left << ", " << right;
     const at::Tensor g = at::randn_like(y);
     EXPECT_TRUE(at::equal(torch::autograd::grad({y}, {x}, {g})[0], g.narrow(-1, left, 17)));
+    const at::Tensor dx = at::randn_like(x);
+    at::Tensor tangent;
+    {
+      ForwardMode mode;
+      tangent = unpack_dual(zero_padded(make_dual(x.detach(), dx), left, right)).second;
+    }
+    EXPECT_TRUE(at::equal(tangent, at::constant_pad_nd(dx, {left, right})));
   }
   EXPECT_THROW(zero_padded(x, -1, 2), c10::Error);
 }

@@ -35,7 +35,8 @@ at::Tensor normalized_impulse_responses(const at::Tensor& h, ImpulseLayout layou
 
 /// x with `left` and `right` zeros (≥ 0) around its last dimension, as at::constant_pad_nd, but
 /// writing each sample once: ATen fills the whole result with zeros before copying x in, a
-/// pass more over the signal (the convolutions' transforms pad signals by half).
+/// pass more over the signal (the convolutions' transforms pad signals by half). Differentiable,
+/// in reverse and forward mode.
 at::Tensor zero_padded(const at::Tensor& x, int64_t left, int64_t right);
 
 /// Overlap-add of frames [R, T, n] placed every `hop` samples: [R, length], out[r, t·hop + i] =
