@@ -38,6 +38,13 @@ void check_options(const MixLossOptions& o) {
          std::to_string(o.mid_weight) + ", " + std::to_string(o.side_weight));
 }
 
+/// Samples [from, to) of a signal of `length` samples reflected at both ends (sample −i is
+/// sample i), as indices into it: the samples that frames reaching past its ends read (CPU).
+at::Tensor reflected_range(int64_t from, int64_t to, int64_t length) {
+  const at::Tensor index = at::arange(from, to, at::kLong);
+  return at::where(index < 0, -index, at::where(index >= length, 2 * (length - 1) - index, index));
+}
+
 }  // namespace
 
 struct MixLoss::Constants {
@@ -184,9 +191,8 @@ at::Tensor MixLoss::edge_frames(const at::Tensor& regions, size_t r, int64_t fir
   const int64_t reach = options_.a_weighting ? constants_->a_weighting.size(0) / 2 : 0;
   // The samples the frames read, reflected at the region's ends, and the weighted piece that
   // holds them: weighted exactly as the whole region is, from `reach` samples more each side.
-  at::Tensor index =
-      at::arange(first_frame * hop - fft / 2, (end_frame - 1) * hop - fft / 2 + fft, at::kLong);
-  index = at::where(index < 0, -index, at::where(index >= length, 2 * (length - 1) - index, index));
+  const at::Tensor index =
+      reflected_range(first_frame * hop - fft / 2, (end_frame - 1) * hop - fft / 2 + fft, length);
   const int64_t low = index.min().item<int64_t>(), high = index.max().item<int64_t>() + 1;
   const int64_t from = std::max<int64_t>(0, low - reach), to = std::min(length, high + reach);
   const at::Tensor piece = a_weighted(regions.narrow(2, from, to - from));
@@ -421,10 +427,8 @@ void MixLossStream::compute_frames() {
     const int64_t per_block = std::max<int64_t>(1, (int64_t(1) << 16) / hop);
     for (int64_t f0 = next_frame_[r]; f0 < ready; f0 += per_block) {
       const int64_t f1 = std::min(ready, f0 + per_block);
-      at::Tensor index = at::arange(f0 * hop - half, (f1 - 1) * hop + half, at::kLong);
-      index            = at::where(index < 0, -index,
-                                   at::where(index >= length_, 2 * (length_ - 1) - index, index)) -
-              weighted_start_;
+      const at::Tensor index =
+          reflected_range(f0 * hop - half, (f1 - 1) * hop + half, length_) - weighted_start_;
       at::Tensor padded =
           MixLoss::four_channels(weighted_.index_select(2, index.to(weighted_.device())));
       at::Tensor mel = loss_.mel_frames(padded, 0, r).to(at::kDouble);  // [2·B·4, frames, bands]
