@@ -157,7 +157,7 @@ std::optional<ProcessorOutput> MultitapDelay::forward_mixed(const std::vector<at
   check_arguments(inputs, parameters);
   auto [ir, radii] = impulse_responses(parameters);
   return ProcessorOutput{{units::convolve_impulse_responses(
-                             inputs[0], units::with_dry_path(ir, wet, 0), layout_, name())},
+                             inputs[0], units::with_dry_path(ir, wet), layout_, name())},
                          {{"radii", radii}}};
 }
 

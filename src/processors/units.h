@@ -150,14 +150,13 @@ inline dsp::ImpulseLayout impulse_layout(const ProcessorOptions& options) {
   return dsp::ImpulseLayout::kPseudoMidSide;
 }
 
-/// Responses h (N×R×K) with a node's dry/wet mix folded in, w·h + (1 − w)·δ[k − lag] for wet
-/// amounts w (N×1×1), `lag` the tap that passes the input as it is: every layout of
-/// convolve_impulse_responses then puts out w·f(x) + (1 − w)·x (its channel matrices are
-/// linear and invert each other), and the mix costs a pass over the responses, not two over the
-/// signal each way.
-inline at::Tensor with_dry_path(const at::Tensor& h, const at::Tensor& wet, int64_t lag) {
+/// Causal responses h (N×R×K) with a node's dry/wet mix folded in, w·h + (1 − w)·δ for wet
+/// amounts w (N×1×1): every layout of convolve_impulse_responses then puts out
+/// w·f(x) + (1 − w)·x (its channel matrices are linear and invert each other), and the mix costs
+/// a pass over the responses, not two over the signal each way.
+inline at::Tensor with_dry_path(const at::Tensor& h, const at::Tensor& wet) {
   at::Tensor mixed = h * wet;
-  mixed.narrow(-1, lag, 1).add_(1 - wet);
+  mixed.narrow(-1, 0, 1).add_(1 - wet);
   return mixed;
 }
 
