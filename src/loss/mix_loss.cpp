@@ -315,15 +315,17 @@ MixLossStream::MixLossStream(MixLoss loss, std::shared_ptr<const MixLossTargetFr
 }
 
 MixLossTargetFrames MixLoss::target_frames(const at::Tensor& target) const {
-  // A stream of the target against itself, keeping the target's frames as they are made.
+  // A stream of the target alone that keeps its frames as they are made (and compares none).
   const int64_t n = target.size(-1);
   MixLossStream stream(*this, n);
   MixLossStream::Collected collected;
   collected.mels.resize(options_.fft_sizes.size());
   stream.collected_ = &collected;
+  c10::NoGradGuard no_grad;
   for (int64_t start = 0; start < n; start += kStreamChunk) {
     at::Tensor piece = target.narrow(-1, start, std::min(kStreamChunk, n - start));
-    stream.add(piece, piece);
+    if (stream.check_chunk(piece) != 1) MixLossStream::fail("a target is one item");
+    stream.append(piece.detach().reshape({1, 2, piece.size(-1)}));
   }
   MixLossTargetFrames frames;
   frames.n_samples = n;
@@ -431,14 +433,18 @@ void MixLossStream::compute_frames() {
           reflected_range(f0 * hop - half, (f1 - 1) * hop + half, length_) - weighted_start_;
       at::Tensor padded =
           MixLoss::four_channels(weighted_.index_select(2, index.to(weighted_.device())));
-      at::Tensor mel = loss_.mel_frames(padded, 0, r).to(at::kDouble);  // [2·B·4, frames, bands]
+      at::Tensor mel = loss_.mel_frames(padded, 0, r);  // [2·B·4, frames, bands]
+      if (collected_) {                                 // the target's rows alone
+        collected_->mels[r].push_back(mel);
+        continue;
+      }
+      mel                = mel.to(at::kDouble);
       const int64_t rows = n_items_ * 4;
       at::Tensor x       = mel.narrow(0, 0, rows), y;
       if (target_frames_) {
         y = target_frames_->mels[r].narrow(1, f0, f1 - f0).to(at::kDouble);
       } else {
         y = mel.narrow(0, rows, rows);
-        if (collected_) collected_->mels[r].push_back(y.to(dtype_));
       }
       auto add_to = [](at::Tensor& sum, const at::Tensor& value) {
         sum = sum.defined() ? sum + value : value;
