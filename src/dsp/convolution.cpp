@@ -68,9 +68,8 @@ struct Blocks {
   at::Tensor blocks_of(const at::Tensor& grad) const {
     if (n_blocks == 1)  // the whole signal: one pad
       return zero_padded(grad, taps - 1, hop - n_outputs).unsqueeze(2);
-    at::Tensor padded = at::constant_pad_nd(grad, {0, n_blocks * hop - n_outputs});
-    return at::constant_pad_nd(padded.view({grad.size(0), grad.size(1), n_blocks, hop}),
-                               {taps - 1, 0});
+    at::Tensor padded = zero_padded(grad, 0, n_blocks * hop - n_outputs);
+    return zero_padded(padded.view({grad.size(0), grad.size(1), n_blocks, hop}), taps - 1, 0);
   }
   /// The adjoint of `block_spectra`'s blocks: overlap-add, then the samples of x.
   at::Tensor overlap_add(const at::Tensor& block_grads) const {

@@ -139,16 +139,10 @@ struct BandPairProjection : public torch::autograd::Function<BandPairProjection>
     at::Tensor grad = at::empty({rows, bins}, g.options());
     AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "band_pairs_backward", [&] {
       const scalar_t* gp = g.data_ptr<scalar_t>();
-      const scalar_t* wp = w.data_ptr<scalar_t>();
-      const int64_t* bp  = b.data_ptr<int64_t>();
       scalar_t* dp       = grad.data_ptr<scalar_t>();
+      const BandSpans<scalar_t> spans(b.data_ptr<int64_t>(), w.data_ptr<scalar_t>(), bins, n_bands);
       at::parallel_for(0, rows, 16, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          const scalar_t* in = gp + r * n_bands;
-          scalar_t* out      = dp + r * bins;
-          for (int64_t k = 0; k < bins; ++k)
-            out[k] = wp[k] * in[bp[k]] + wp[bins + k] * in[bp[bins + k]];
-        }
+        for (int64_t r = begin; r < end; ++r) spans.adjoint(gp + r * n_bands, dp + r * bins, bins);
       });
     });
     return {grad, at::Tensor(), at::Tensor(), at::Tensor()};
