@@ -357,9 +357,10 @@ CurveParameters curve_parameters(const TensorDict& parameters, Dynamics::Knee kn
 }
 
 /// x·g, or with wet amounts w (N×1×1) the dry/wet mix of x·g and x folded into the gain,
-/// x·(1 + w·(g − 1)): one form for every path, so that each gives the same output.
+/// x·(1 + w·(g − 1)): one form for every path, the same operations in the same order as
+/// SmoothedDynamics' loops, so that each path gives the same output to the bit.
 at::Tensor applied(const at::Tensor& x, const at::Tensor& gain, const at::Tensor& wet) {
-  return x * (wet.defined() ? at::lerp(at::ones_like(gain), gain, wet) : gain);
+  return x * (wet.defined() ? (gain - 1) * wet + 1 : gain);
 }
 
 /// `applied` for the dynamics that detect the mean square of `key` over channels and smooth it
@@ -376,13 +377,14 @@ at::Tensor one_pole_dynamics(const at::Tensor& x, const at::Tensor& key, const a
 /// The paper's compressor and gate (energy detection, one-pole level smoothing, no gain
 /// smoothing, one threshold per item) as one Function on the CPU. Autograd records about twenty
 /// operations for them and replays as many element-wise passes backward; here the forward pass
-/// is two loops, ATen's vectorised logarithm and exponential and the product, and the backward
-/// pass three loops: the curve's gradients of Σ_c ∂y_c·x_c; the adjoint recursion
-/// λ[n] = ∂ē[n] + α·λ[n+1], in place; the signals' gradients, with ∂α = Σ λ[n]·(ē[n−1] − e[n])
-/// (docs/benchmarks.md, "Roofline"). A node's dry/wet mix folds into the gain (1 + w·(g − 1)),
-/// sparing the render's mix a pass each way. A backward pass that is recorded (create_graph) or
-/// whose gradient carries a tangent (forward over reverse) differentiates one_pole_dynamics
-/// (and the mix) instead. `key` is x itself unless `keyed` (a sidechain).
+/// is two loops, ATen's vectorised logarithm and exponential and one loop applying the gain,
+/// and the backward pass three loops: the curve's gradients of Σ_c ∂y_c·x_c; the adjoint
+/// recursion λ[n] = ∂ē[n] + α·λ[n+1], in place; the signals' gradients, with
+/// ∂α = Σ λ[n]·(ē[n−1] − e[n]) (docs/benchmarks.md, "Roofline"). A node's dry/wet mix folds into
+/// the gain (1 + w·(g − 1)), sparing the render's mix a pass each way. A backward pass that is
+/// recorded (create_graph) or whose gradient carries a tangent (forward over reverse)
+/// differentiates one_pole_dynamics (and the mix) instead. `key` is x itself unless `keyed` (a
+/// sidechain).
 struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
   /// Whether it applies: CPU tensors of one floating dtype, no tangents, one value per item.
   static bool applies(const at::Tensor& x, const at::Tensor& key,
@@ -429,7 +431,37 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
     ctx->saved_data["knee"]  = knee_type;
     ctx->saved_data["keyed"] = keyed;
     ctx->saved_data["mixed"] = mixed;
-    return applied(x, amplitude, mixed ? wet : at::Tensor());
+    // `applied` in one pass (in ATen operations, three passes more).
+    const at::Tensor xc = x.contiguous(), w = wet.reshape({-1}).contiguous();
+    at::Tensor y = at::empty_like(xc);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "smoothed_dynamics_gain", [&] {
+      const scalar_t *xp = xc.data_ptr<scalar_t>(), *gp = amplitude.data_ptr<scalar_t>(),
+                     *wp     = w.data_ptr<scalar_t>();
+      scalar_t* yp           = y.data_ptr<scalar_t>();
+      const int64_t channels = x.size(1);
+      dsp::for_sample_blocks(items, length, [&](int64_t, int64_t n, int64_t first, int64_t end) {
+        apply_gain(xp + n * channels * length, gp + n * length, yp + n * channels * length,
+                   channels, length, first, end, mixed, wp[n]);
+      });
+    });
+    return y;
+  }
+
+  /// y[first, end) of one item: x·g, or with `mixed` x·(1 + w·(g − 1)), for x C×L (contiguous).
+  template <typename T>
+  static void apply_gain(const T* x, const T* gain, T* y, int64_t channels, int64_t length,
+                         int64_t first, int64_t end, bool mixed, T wet) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const T* xc = x + c * length;
+      T* yc       = y + c * length;
+      if (mixed) {
+#pragma omp simd
+        for (int64_t i = first; i < end; ++i) yc[i] = xc[i] * ((gain[i] - 1) * wet + 1);
+      } else {
+#pragma omp simd
+        for (int64_t i = first; i < end; ++i) yc[i] = xc[i] * gain[i];
+      }
+    }
   }
 
   /// e[first, end) of one item: scale·mean_c key_c² (key C×L, contiguous), as ATen's mean
@@ -491,7 +523,7 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
 #pragma omp simd
       for (int64_t i = 0; i < count; ++i) {
         drive[i]   = lambda[start + i] * scale;
-        applied[i] = mixed ? 1 + wet * (gain[start + i] - 1) : gain[start + i];
+        applied[i] = mixed ? (gain[start + i] - 1) * wet + 1 : gain[start + i];
       }
       d_alpha += part;
       for (int64_t c = 0; c < channels; ++c) {

@@ -1,4 +1,3 @@
-#include <grafx/dsp/convolution.h>
 #include <grafx/dsp/fir.h>
 #include <grafx/dsp/signal.h>
 #include <grafx/dsp/surrogate_delay.h>
@@ -118,28 +117,20 @@ std::vector<ParameterSpec> MultitapDelay::parameter_specs() const {
 
 std::pair<at::Tensor, at::Tensor> MultitapDelay::impulse_responses(
     const TensorDict& parameters) const {
-  dsp::SurrogateDelay taps = dsp::surrogate_delay(parameters.at("delay_z"), segment_);
-  at::Tensor coloured      = taps.impulse_responses;  // N×T×S
-  int64_t half             = 0;  // samples a coloured tap starts before its delay
+  // The soft surrogates: segmented_taps takes their peaks forward (straight through).
+  const dsp::SurrogateDelay taps =
+      dsp::surrogate_delay(parameters.at("delay_z"), segment_, {false, true});
+  at::Tensor colour;  // N×T×(2B − 1), lag 0 at tap B − 1; undefined for bare taps
   if (colour_) {
     at::Tensor log_magnitude = parameters.at("log_fir_magnitude");
     const int64_t bins       = colour_bins_;
     at::Tensor window        = constants_.get("window", log_magnitude.options(), [bins] {
       return dsp::zero_phase_window(bins, at::TensorOptions(at::kDouble));
     });
-    at::Tensor colour        = dsp::zero_phase_fir(log_magnitude, window);  // N×T×(2B − 1)
-    coloured                 = dsp::convolve(coloured, colour, dsp::ConvolutionMode::kFull);
-    half                     = colour_bins_ - 1;  // the colour filter's centre is lag 0
+    colour                   = dsp::zero_phase_fir(log_magnitude, window);
   }
-  // Sum the taps of each segment, then overlap-add the segments of each response: segment m
-  // starts at m·S, and its coloured taps start `half` samples early.
-  const int64_t n = coloured.size(0), frame = coloured.size(2);
-  const int64_t responses = dsp::n_impulse_responses(layout_);
-  at::Tensor frames = coloured.view({n * responses, segments_, taps_per_segment_, frame}).sum(2);
-  // Overlap-add over `half` samples more on each side, then the response's samples.
-  at::Tensor ir = dsp::overlap_add(frames, segments_ * segment_ + 2 * half, segment_)
-                      .narrow(1, half, segments_ * segment_)
-                      .reshape({n, responses, segments_ * segment_});
+  at::Tensor ir = dsp::segmented_taps(taps.impulse_responses, colour, segments_, taps_per_segment_,
+                                      colour_ ? colour_bins_ - 1 : 0);
   if (pre_delay_ > 0) ir = at::constant_pad_nd(ir, {pre_delay_, 0});
   return {dsp::normalized_impulse_responses(ir, layout_), taps.radii_loss.sum(-1)};
 }

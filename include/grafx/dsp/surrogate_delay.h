@@ -49,4 +49,21 @@ at::Tensor normalized_gradient(const at::Tensor& z);
 /// Forward one_hot(argmax(soft, −1)) in soft's dtype; backward passes the gradient through.
 at::Tensor straight_through_one_hot(const at::Tensor& soft);
 
+/// Impulse responses made of `segments` consecutive segments of n samples (n = soft.size(−1)),
+/// each the sum of `per_segment` coloured taps (a multitap delay's): tap
+/// t = (r·segments + m)·per_segment + p of response r and segment m is the straight-through
+/// one-hot of its soft surrogate `soft[:, t]` convolved with its FIR `colour[:, t]` (K taps, lag 0
+/// at tap `centre`; undefined: a bare tap, K = 1), so colour[:, t, k] lands at sample
+/// m·n + argmax(soft[:, t]) + k − centre of response r, and samples outside the response are
+/// dropped. soft N×T×n, colour N×T×K -> N×R×(segments·n).
+///
+/// The same as straight_through_one_hot, convolve (full) and overlap_add, but on the CPU by
+/// placing each tap's FIR where its delay puts it, and backward in two loops (the gradient of
+/// each one-hot is the output gradient's correlation with its FIR, and each FIR's the output
+/// gradient under it), where the composed form convolves thousands of short rows by FFT both
+/// ways. Tangents, other devices and recorded backward passes (create_graph) take the composed
+/// form.
+at::Tensor segmented_taps(const at::Tensor& soft, const at::Tensor& colour, int64_t segments,
+                          int64_t per_segment, int64_t centre);
+
 }  // namespace grafx::dsp
