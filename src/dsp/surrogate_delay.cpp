@@ -134,22 +134,10 @@ struct SegmentedTaps : public torch::autograd::Function<SegmentedTaps> {
     const auto saved       = ctx->get_saved_variables();
     const auto geometry    = ctx->saved_data["geometry"].toIntVector();
     const at::Tensor &soft = saved[0], &colour = saved[1];
-    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined()) {
-      // Recorded, or carrying a tangent: the composed form's gradients.
-      c10::AutoGradMode recording(true);
-      std::vector<at::Tensor> wanted;
-      std::vector<size_t> slots;
-      for (size_t i = 0; i < 2; ++i)
-        if (ctx->needs_input_grad(i)) wanted.push_back(saved[i]), slots.push_back(i);
-      variable_list result(5);
-      const at::Tensor y =
-          composed_segmented_taps(soft, colour, geometry[0], geometry[1], geometry[2]);
-      const bool recorded = c10::GradMode::is_enabled();
-      const auto gradients =
-          torch::autograd::grad({y}, wanted, {grads[0]}, recorded, recorded, true);
-      for (size_t j = 0; j < slots.size(); ++j) result[slots[j]] = gradients[j];
-      return result;
-    }
+    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined())
+      return composed_backward(ctx, {soft, colour}, 5, grads[0], [&] {
+        return composed_segmented_taps(soft, colour, geometry[0], geometry[1], geometry[2]);
+      });
     const at::Tensor grad = grads[0].contiguous(), c = colour.contiguous();
     const TapGeometry g{soft.size(0), soft.size(1), soft.size(2), c.size(2),
                         geometry[0],  geometry[1],  geometry[2]};

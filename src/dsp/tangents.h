@@ -4,6 +4,8 @@
 #include <grafx/dsp/forward_mode.h>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <vector>
@@ -37,6 +39,31 @@ inline at::Tensor add_lazy(const at::Tensor& a, const at::Tensor& b) {
 /// A tangent, or zeros shaped like its primal where it has none.
 inline at::Tensor or_zeros(const at::Tensor& tangent, const at::Tensor& primal) {
   return tangent.defined() ? tangent : at::zeros_like(primal);
+}
+
+/// The backward pass of a hand-written Function where its own loops cannot serve: recorded
+/// (create_graph: the gradients must be differentiable again) or carrying the tangent of
+/// `grad` (forward over reverse). Recomputes the Function's composed form, `composed()`, from
+/// its saved inputs under autograd and returns its gradients, one slot per Function input
+/// (`slots`); `inputs[i]` is input i, or undefined where no gradient is wanted.
+template <typename Composed>
+torch::autograd::variable_list composed_backward(torch::autograd::AutogradContext* ctx,
+                                                 const std::vector<at::Tensor>& inputs,
+                                                 size_t slots, const at::Tensor& grad,
+                                                 Composed composed) {
+  const bool recorded = c10::GradMode::is_enabled();
+  c10::AutoGradMode recording(true);
+  std::vector<at::Tensor> wanted;
+  std::vector<size_t> wanted_slots;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && inputs[i].requires_grad() && ctx->needs_input_grad(i))
+      wanted.push_back(inputs[i]), wanted_slots.push_back(i);
+  torch::autograd::variable_list result(slots);
+  if (wanted.empty()) return result;
+  const at::Tensor y   = composed();
+  const auto gradients = torch::autograd::grad({y}, wanted, {grad}, recorded, recorded, true);
+  for (size_t j = 0; j < wanted_slots.size(); ++j) result[wanted_slots[j]] = gradients[j];
+  return result;
 }
 
 }  // namespace grafx::dsp

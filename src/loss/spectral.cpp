@@ -5,6 +5,7 @@
 #include <grafx/error.h>
 
 #include "dsp/rows.h"
+#include "dsp/tangents.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -306,18 +307,11 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
     const int64_t hop = ctx->saved_data["hop"].toInt(), pad = ctx->saved_data["pad"].toInt(),
                   n_bands = ctx->saved_data["n_bands"].toInt();
     const double eps      = ctx->saved_data["eps"].toDouble();
-    const torch::autograd::variable_list none(7);
-    if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined()) {
-      const bool recorded = c10::GradMode::is_enabled();
-      c10::AutoGradMode recording(true);
-      const at::Tensor mel =
-          apply_band_pairs(frame_magnitudes(reflection_padded(signal, pad), window, hop, eps),
-                           bands, weights, n_bands);
-      torch::autograd::variable_list result = {
-          torch::autograd::grad({mel}, {signal}, {grads[0]}, recorded, recorded)[0]};
-      result.insert(result.end(), none.begin(), none.end());
-      return result;
-    }
+    if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined())
+      return dsp::composed_backward(ctx, {signal}, 8, grads[0], [&] {
+        return apply_band_pairs(frame_magnitudes(reflection_padded(signal, pad), window, hop, eps),
+                                bands, weights, n_bands);
+      });
     const int64_t length = signal.size(-1), size = window.size(0), bins = size / 2 + 1;
     const int64_t n_frames              = (length + 2 * pad - size) / hop + 1,
                   n_spectra             = grads[0].numel() / n_bands;
@@ -344,8 +338,8 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
                            grad_rows.data_ptr<scalar_t>(), n_spectra / n_frames, length, pad,
                            n_frames, size, hop);
     });
-    torch::autograd::variable_list result = {grad_rows.view(signal.sizes())};
-    result.insert(result.end(), none.begin(), none.end());
+    torch::autograd::variable_list result(8);
+    result[0] = grad_rows.view(signal.sizes());
     return result;
   }
 };

@@ -5,6 +5,7 @@
 #include "processors/stream_forms.h"
 
 #include "dsp/rows.h"
+#include "dsp/tangents.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -555,8 +556,15 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
     const bool gate = ctx->saved_data["gate"].toBool(), keyed = ctx->saved_data["keyed"].toBool(),
                mixed     = ctx->saved_data["mixed"].toBool();
     const auto knee_type = Dynamics::Knee(ctx->saved_data["knee"].toInt());
-    if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined())
-      return composed_backward(ctx, saved, grads[0], gate, knee_type, keyed, mixed);
+    if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined()) {
+      const at::Tensor none;
+      return dsp::composed_backward(
+          ctx, {x, keyed ? key : none, alpha, threshold, ratio, knee, mixed ? saved[6] : none}, 11,
+          grads[0], [&] {
+            return one_pole_dynamics(x, keyed ? key : x, alpha, threshold, ratio, knee,
+                                     mixed ? saved[6] : none, gate, knee_type);
+          });
+    }
 
     const at::Tensor &envelope = saved[7], &level = saved[8], &amplitude = saved[9];
     const at::Tensor wet = saved[6].reshape({-1}).contiguous();
@@ -613,32 +621,6 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
     if (mixed && ctx->needs_input_grad(6)) grad_wet = column(4, saved[6]);
     return {grad_x,   grad_key,     grad_alpha,   d.threshold,  d.ratio,     d.knee,
             grad_wet, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
-  }
-
-  /// The backward pass through one_pole_dynamics, recorded when the grad mode is on: gradients
-  /// that are differentiable again, or that carry the tangent of `grad`.
-  static torch::autograd::variable_list composed_backward(torch::autograd::AutogradContext* ctx,
-                                                          const std::vector<at::Tensor>& saved,
-                                                          const at::Tensor& grad, bool gate,
-                                                          Dynamics::Knee knee_type, bool keyed,
-                                                          bool mixed) {
-    const bool recorded = c10::GradMode::is_enabled();
-    c10::AutoGradMode recording(true);
-    std::vector<at::Tensor> wanted;
-    std::vector<size_t> slots;
-    for (size_t i = 0; i < 7; ++i)
-      if (ctx->needs_input_grad(i) && (keyed || i != 1) && (mixed || i != 6) &&
-          saved[i].requires_grad())
-        wanted.push_back(saved[i]), slots.push_back(i);
-    torch::autograd::variable_list result(11);
-    if (wanted.empty()) return result;
-    const at::Tensor& x = saved[0];
-    const at::Tensor y =
-        one_pole_dynamics(x, keyed ? saved[1] : x, saved[2], saved[3], saved[4], saved[5],
-                          mixed ? saved[6] : at::Tensor(), gate, knee_type);
-    const auto gradients = torch::autograd::grad({y}, wanted, {grad}, recorded, recorded, true);
-    for (size_t j = 0; j < slots.size(); ++j) result[slots[j]] = gradients[j];
-    return result;
   }
 };
 

@@ -5,6 +5,8 @@
 
 #include "processors/units.h"
 
+#include "dsp/tangents.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -130,21 +132,10 @@ struct MaskedNoise : public torch::autograd::Function<MaskedNoise> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined()) {
-      const bool recorded = c10::GradMode::is_enabled();
-      c10::AutoGradMode recording(true);
-      std::vector<at::Tensor> wanted;
-      std::vector<size_t> slots;
-      for (size_t i = 0; i < 3; ++i)
-        if (ctx->needs_input_grad(i) && saved[i].requires_grad())
-          wanted.push_back(saved[i]), slots.push_back(i);
-      torch::autograd::variable_list result(4);
-      if (wanted.empty()) return result;
-      const at::Tensor s   = masked_noise_composed(saved[0], saved[1], saved[2], saved[3]);
-      const auto gradients = torch::autograd::grad({s}, wanted, {grads[0]}, recorded, recorded);
-      for (size_t j = 0; j < slots.size(); ++j) result[slots[j]] = gradients[j];
-      return result;
-    }
+    if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined())
+      return dsp::composed_backward(ctx, {saved[0], saved[1], saved[2]}, 4, grads[0], [&] {
+        return masked_noise_composed(saved[0], saved[1], saved[2], saved[3]);
+      });
     const at::Tensor& spectrum = saved[4];
     const at::Tensor g         = grads[0].resolve_conj().contiguous();
     const int64_t items = spectrum.size(0), channels = spectrum.size(1), frames = spectrum.size(2),
