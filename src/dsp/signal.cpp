@@ -54,6 +54,214 @@ struct OverlapAdd : public torch::autograd::Function<OverlapAdd> {
   }
 };
 
+/// Where the frames of an inverse STFT land: frame t's sample i is output sample
+/// t·hop + i − n/2 (the centring cut), kept where it falls in [0, kept).
+struct StftGeometry {
+  int64_t rows, n_frames, n, hop, length, kept;
+
+  StftGeometry(const at::Tensor& spectra, int64_t n, int64_t hop, int64_t length)
+      : rows(spectra.numel() / (spectra.size(-2) * spectra.size(-1))),
+        n_frames(spectra.size(-2)),
+        n(n),
+        hop(hop),
+        length(length),
+        kept(std::min(length, (n_frames - 1) * hop + n - n / 2)) {}
+
+  /// 1 / the window's squared overlap-add at each kept output sample, in the frames' order.
+  template <typename T>
+  std::vector<T> inverse_envelope(const T* w) const {
+    std::vector<T> envelope(size_t(kept), T(0));
+    for_kept([&](int64_t, int64_t i, int64_t j, int64_t count) {
+      for (int64_t k = 0; k < count; ++k) envelope[size_t(j + k)] += w[i + k] * w[i + k];
+    });
+    for (T& e : envelope) e = T(1) / e;
+    return envelope;
+  }
+
+  /// Calls span(t, i, j, count) for each frame t: its samples [i, i + count) land at output
+  /// samples [j, j + count), the part of the frame that is kept (count may be 0).
+  template <typename Span>
+  void for_kept(const Span& span) const {
+    for (int64_t t = 0; t < n_frames; ++t) {
+      const int64_t start = t * hop - n / 2, i = std::clamp<int64_t>(-start, 0, n),
+                    end = std::clamp<int64_t>(kept - start, i, n);
+      span(t, i, start + i, end - i);
+    }
+  }
+};
+
+/// Row r of an inverse STFT from its frames f [rows, frames, n]: the kept samples of every
+/// frame times the window, overlap-added, divided by the envelope (`scale`).
+template <typename T>
+void inverse_stft_row(const StftGeometry& g, const T* f, const T* w, const T* scale, int64_t r,
+                      T* row) {
+  std::fill(row, row + g.length, T(0));
+  g.for_kept([&](int64_t t, int64_t i, int64_t j, int64_t count) {
+    const T *frame = f + (r * g.n_frames + t) * g.n + i, *wi = w + i;
+    T* place = row + j;
+#pragma omp simd
+    for (int64_t k = 0; k < count; ++k) place[k] += wi[k] * frame[k];
+  });
+#pragma omp simd
+  for (int64_t j = 0; j < g.kept; ++j) row[j] *= scale[j];
+}
+
+/// inverse_stft_row's adjoint for row r of the output gradient: its kept samples times `scale`
+/// into `scaled`, then framed by the window into frames [rows, frames, n] (zero where cut).
+template <typename T>
+void inverse_stft_row_adjoint(const StftGeometry& g, const T* grad, const T* w, const T* scale,
+                              int64_t r, T* scaled, T* frames) {
+  const T* row = grad + r * g.length;
+#pragma omp simd
+  for (int64_t j = 0; j < g.kept; ++j) scaled[j] = row[j] * scale[j];
+  g.for_kept([&](int64_t t, int64_t i, int64_t j, int64_t count) {
+    T* frame    = frames + (r * g.n_frames + t) * g.n;
+    const T *wi = w + i, *from = scaled + j;
+    std::fill(frame, frame + i, T(0));
+#pragma omp simd
+    for (int64_t k = 0; k < count; ++k) frame[i + k] = wi[k] * from[k];
+    std::fill(frame + i + count, frame + g.n, T(0));
+  });
+}
+
+/// inverse_stft on the CPU as one Function: forward, the frames' irfft (split across threads)
+/// and one pass per row that overlap-adds them windowed and divides by the envelope; backward,
+/// one pass per row that frames the output gradient times the window, 1/envelope and irfft's
+/// adjoint scale 2/n, then the frames' rfft. The composed form makes about eight passes over
+/// the frames or the signal each way, with pads and cuts.
+struct InverseStft : public torch::autograd::Function<InverseStft> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& spectra,
+                            const at::Tensor& window, int64_t hop, int64_t length) {
+    const StftGeometry g(spectra, window.size(0), hop, length);
+    const at::Tensor frames = irfft_rows(spectra, g.n).contiguous();
+    const at::Tensor w      = window.to(frames.scalar_type()).contiguous();
+    at::Tensor y            = at::empty({g.rows, length}, frames.options());
+    AT_DISPATCH_FLOATING_TYPES(y.scalar_type(), "inverse_stft", [&] {
+      const scalar_t *f = frames.data_ptr<scalar_t>(), *wp = w.data_ptr<scalar_t>();
+      const std::vector<scalar_t> scale = g.inverse_envelope(wp);
+      scalar_t* out                     = y.data_ptr<scalar_t>();
+      at::parallel_for(0, g.rows, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r)
+          inverse_stft_row(g, f, wp, scale.data(), r, out + r * length);
+      });
+    });
+    ctx->save_for_backward({spectra, window});
+    ctx->saved_data["geometry"] = std::vector<int64_t>{hop, length};
+    return y;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved          = ctx->get_saved_variables();
+    const auto geometry       = ctx->saved_data["geometry"].toIntVector();
+    const at::Tensor &spectra = saved[0], &window = saved[1];
+    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined())
+      return composed_backward(ctx, {spectra}, 4, grads[0], [&](const auto& in) {
+        return composed_inverse_stft(in[0], window, geometry[0], geometry[1]);
+      });
+    const StftGeometry g(spectra, window.size(0), geometry[0], geometry[1]);
+    const at::Tensor grad = grads[0].contiguous();
+    const at::Tensor w    = window.to(grad.scalar_type()).contiguous();
+    at::Tensor frames     = at::empty({g.rows, g.n_frames, g.n}, grad.options());
+    AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "inverse_stft_backward", [&] {
+      const scalar_t *gp = grad.data_ptr<scalar_t>(), *wp = w.data_ptr<scalar_t>();
+      std::vector<scalar_t> scale = g.inverse_envelope(wp);
+      for (scalar_t& s : scale) s *= scalar_t(2) / scalar_t(g.n);  // irfft's adjoint (DC below)
+      scalar_t* fp = frames.data_ptr<scalar_t>();
+      at::parallel_for(0, g.rows, 1, [&](int64_t begin, int64_t end) {
+        std::vector<scalar_t> scaled(size_t(g.kept));
+        for (int64_t r = begin; r < end; ++r)
+          inverse_stft_row_adjoint(g, gp, wp, scale.data(), r, scaled.data(), fp);
+      });
+    });
+    at::Tensor grad_spectra = rfft_rows(frames, g.n);
+    grad_spectra.narrow(-1, 0, 1).mul_(0.5);  // DC and Nyquist appear once in the full spectrum
+    if (g.n % 2 == 0) grad_spectra.narrow(-1, g.n / 2, 1).mul_(0.5);
+    return {grad_spectra.view(spectra.sizes()), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+/// Rows r of dry_wet's backward: ∂dry, ∂processed where wanted, and Σ g·(processed − dry).
+template <typename T>
+double dry_wet_row_adjoint(const T* g, const T* dry, const T* processed, T w, T* grad_dry,
+                           T* grad_processed, int64_t length) {
+  double sum   = 0;
+  const T kept = T(1) - w;
+  if (grad_dry && grad_processed) {  // the usual case, in one loop
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < length; ++i) {
+      grad_dry[i]       = g[i] * kept;
+      grad_processed[i] = g[i] * w;
+      sum += double(g[i] * (processed[i] - dry[i]));
+    }
+    return sum;
+  }
+  if (grad_dry) {
+#pragma omp simd
+    for (int64_t i = 0; i < length; ++i) grad_dry[i] = g[i] * kept;
+  }
+  if (grad_processed) {
+#pragma omp simd
+    for (int64_t i = 0; i < length; ++i) grad_processed[i] = g[i] * w;
+  }
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < length; ++i) sum += double(g[i] * (processed[i] - dry[i]));
+  return sum;
+}
+
+struct DryWet : public torch::autograd::Function<DryWet> {
+  static bool applies(const at::Tensor& dry, const at::Tensor& processed, const at::Tensor& wet) {
+    return dry.device().is_cpu() && dry.dim() == 3 && dry.sizes() == processed.sizes() &&
+           wet.dim() == 3 && wet.size(0) == dry.size(0) && wet.size(1) == 1 && wet.size(2) == 1 &&
+           at::isFloatingType(dry.scalar_type()) && processed.scalar_type() == dry.scalar_type() &&
+           wet.scalar_type() == dry.scalar_type() && !tangent_of(dry).defined() &&
+           !tangent_of(processed).defined() && !tangent_of(wet).defined();
+  }
+
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& dry,
+                            const at::Tensor& processed, const at::Tensor& wet) {
+    ctx->save_for_backward({dry, processed, wet});
+    return at::lerp(dry, processed, wet);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined())
+      return composed_backward(ctx, {saved[0], saved[1], saved[2]}, 3, grads[0],
+                               [](const auto& in) { return at::lerp(in[0], in[1], in[2]); });
+    const at::Tensor g = grads[0].contiguous(), dry = saved[0].contiguous(),
+                     processed = saved[1].contiguous(), wet = saved[2].contiguous();
+    const int64_t items = dry.size(0), channels = dry.size(1), length = dry.size(2),
+                  rows        = items * channels;
+    at::Tensor grad_dry       = ctx->needs_input_grad(0) ? at::empty_like(dry) : at::Tensor();
+    at::Tensor grad_processed = ctx->needs_input_grad(1) ? at::empty_like(dry) : at::Tensor();
+    std::vector<double> sums(size_t(rows), 0.0);
+    AT_DISPATCH_FLOATING_TYPES(dry.scalar_type(), "dry_wet_backward", [&] {
+      using T     = scalar_t;
+      const T *gp = g.data_ptr<T>(), *dp = dry.data_ptr<T>(), *pp = processed.data_ptr<T>(),
+              *wp = wet.data_ptr<T>();
+      T* gd       = grad_dry.defined() ? grad_dry.data_ptr<T>() : nullptr;
+      T* gq       = grad_processed.defined() ? grad_processed.data_ptr<T>() : nullptr;
+      at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t at = r * length;
+          sums[size_t(r)] =
+              dry_wet_row_adjoint(gp + at, dp + at, pp + at, wp[r / channels],
+                                  gd ? gd + at : nullptr, gq ? gq + at : nullptr, length);
+        }
+      });
+    });
+    at::Tensor grad_wet;
+    if (ctx->needs_input_grad(2)) {
+      std::vector<double> per_item(size_t(items), 0.0);
+      for (int64_t r = 0; r < rows; ++r) per_item[size_t(r / channels)] += sums[size_t(r)];
+      grad_wet = at::tensor(per_item, at::kDouble).to(wet.scalar_type()).view(wet.sizes());
+    }
+    return {grad_dry, grad_processed, grad_wet};
+  }
+};
+
 }  // namespace
 
 at::Tensor zero_padded(const at::Tensor& x, int64_t left, int64_t right) {
@@ -97,22 +305,37 @@ at::Tensor normalize_energy(const at::Tensor& h) {
 
 at::Tensor inverse_stft(const at::Tensor& spectra, const at::Tensor& window, int64_t hop,
                         int64_t length) {
-  const int64_t n = window.size(0), n_frames = spectra.size(-2);
+  const int64_t n = window.size(0);
   TORCH_CHECK(spectra.dim() >= 2 && spectra.is_complex() && spectra.size(-1) == n / 2 + 1 &&
                   hop >= 1 && hop <= n && length >= 1,
               "inverse_stft: expected complex spectra [..., frames, ", n / 2 + 1,
               "], a hop in [1, ", n, "] and a positive length, but got ", spectra.sizes(),
               " and hop ", hop);
+  std::vector<int64_t> shape(spectra.sizes().begin(), spectra.sizes().end() - 2);
+  shape.push_back(length);
+  const bool fused = spectra.device().is_cpu() && window.device().is_cpu() &&
+                     !window.requires_grad() && !tangent_of(spectra).defined() &&
+                     !tangent_of(window).defined();
+  return (fused ? InverseStft::apply(spectra, window, hop, length)
+                : composed_inverse_stft(spectra, window, hop, length))
+      .view(shape);
+}
+
+at::Tensor composed_inverse_stft(const at::Tensor& spectra, const at::Tensor& window, int64_t hop,
+                                 int64_t length) {
+  const int64_t n = window.size(0), n_frames = spectra.size(-2);
   const int64_t total = (n_frames - 1) * hop + n;
   at::Tensor frames   = irfft(spectra, n) * window;  // [..., M, n]
   at::Tensor signal   = overlap_add(frames.reshape({-1, n_frames, n}), total, hop);
   at::Tensor envelope = overlap_add(window.pow(2).expand({1, n_frames, n}), total, hop);
   const int64_t kept  = std::min(length, total - n / 2);
   at::Tensor y        = (signal.narrow(1, n / 2, kept) / envelope.narrow(1, n / 2, kept));
-  if (kept < length) y = at::constant_pad_nd(y, {0, length - kept});
-  std::vector<int64_t> shape(spectra.sizes().begin(), spectra.sizes().end() - 2);
-  shape.push_back(length);
-  return y.view(shape);
+  return kept < length ? at::constant_pad_nd(y, {0, length - kept}) : y;
+}
+
+at::Tensor dry_wet(const at::Tensor& dry, const at::Tensor& processed, const at::Tensor& wet) {
+  return DryWet::applies(dry, processed, wet) ? DryWet::apply(dry, processed, wet)
+                                              : at::lerp(dry, processed, wet);
 }
 
 at::Tensor uniform_noise(int64_t n_channels, int64_t length, uint64_t seed) {

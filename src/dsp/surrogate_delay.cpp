@@ -135,8 +135,8 @@ struct SegmentedTaps : public torch::autograd::Function<SegmentedTaps> {
     const auto geometry    = ctx->saved_data["geometry"].toIntVector();
     const at::Tensor &soft = saved[0], &colour = saved[1];
     if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined())
-      return composed_backward(ctx, {soft, colour}, 5, grads[0], [&] {
-        return composed_segmented_taps(soft, colour, geometry[0], geometry[1], geometry[2]);
+      return composed_backward(ctx, {soft, colour}, 5, grads[0], [&](const auto& in) {
+        return composed_segmented_taps(in[0], in[1], geometry[0], geometry[1], geometry[2]);
       });
     const at::Tensor grad = grads[0].contiguous(), c = colour.contiguous();
     const TapGeometry g{soft.size(0), soft.size(1), soft.size(2), c.size(2),

@@ -43,9 +43,11 @@ inline at::Tensor or_zeros(const at::Tensor& tangent, const at::Tensor& primal) 
 
 /// The backward pass of a hand-written Function where its own loops cannot serve: recorded
 /// (create_graph: the gradients must be differentiable again) or carrying the tangent of
-/// `grad` (forward over reverse). Recomputes the Function's composed form, `composed()`, from
-/// its saved inputs under autograd and returns its gradients, one slot per Function input
-/// (`slots`); `inputs[i]` is input i, or undefined where no gradient is wanted.
+/// `grad` (forward over reverse). Recomputes the Function's composed form from its saved
+/// inputs under autograd, `composed(in)`, and returns its gradients, one slot per Function
+/// input (`slots`). `inputs[i]` is input i, or undefined where no gradient is wanted; `in` holds
+/// an alias of each wanted one (else the input itself), so that an input passed twice (dry and
+/// wet of a pass-through, x as its own key) gets each slot's part, not their sum twice.
 template <typename Composed>
 torch::autograd::variable_list composed_backward(torch::autograd::AutogradContext* ctx,
                                                  const std::vector<at::Tensor>& inputs,
@@ -53,14 +55,16 @@ torch::autograd::variable_list composed_backward(torch::autograd::AutogradContex
                                                  Composed composed) {
   const bool recorded = c10::GradMode::is_enabled();
   c10::AutoGradMode recording(true);
-  std::vector<at::Tensor> wanted;
+  std::vector<at::Tensor> in = inputs, wanted;
   std::vector<size_t> wanted_slots;
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].defined() && inputs[i].requires_grad() && ctx->needs_input_grad(i))
-      wanted.push_back(inputs[i]), wanted_slots.push_back(i);
+    if (inputs[i].defined() && inputs[i].requires_grad() && ctx->needs_input_grad(i)) {
+      in[i] = inputs[i].view_as(inputs[i]);
+      wanted.push_back(in[i]), wanted_slots.push_back(i);
+    }
   torch::autograd::variable_list result(slots);
   if (wanted.empty()) return result;
-  const at::Tensor y   = composed();
+  const at::Tensor y   = composed(in);
   const auto gradients = torch::autograd::grad({y}, wanted, {grad}, recorded, recorded, true);
   for (size_t j = 0; j < wanted_slots.size(); ++j) result[wanted_slots[j]] = gradients[j];
   return result;

@@ -308,8 +308,8 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
                   n_bands = ctx->saved_data["n_bands"].toInt();
     const double eps      = ctx->saved_data["eps"].toDouble();
     if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined())
-      return dsp::composed_backward(ctx, {signal}, 8, grads[0], [&] {
-        return apply_band_pairs(frame_magnitudes(reflection_padded(signal, pad), window, hop, eps),
+      return dsp::composed_backward(ctx, {signal}, 8, grads[0], [&](const auto& in) {
+        return apply_band_pairs(frame_magnitudes(reflection_padded(in[0], pad), window, hop, eps),
                                 bands, weights, n_bands);
       });
     const int64_t length = signal.size(-1), size = window.size(0), bins = size / 2 + 1;

@@ -560,9 +560,9 @@ struct SmoothedDynamics : public torch::autograd::Function<SmoothedDynamics> {
       const at::Tensor none;
       return dsp::composed_backward(
           ctx, {x, keyed ? key : none, alpha, threshold, ratio, knee, mixed ? saved[6] : none}, 11,
-          grads[0], [&] {
-            return one_pole_dynamics(x, keyed ? key : x, alpha, threshold, ratio, knee,
-                                     mixed ? saved[6] : none, gate, knee_type);
+          grads[0], [&](const auto& in) {
+            return one_pole_dynamics(in[0], keyed ? in[1] : in[0], in[2], in[3], in[4], in[5],
+                                     in[6], gate, knee_type);
           });
     }
 

@@ -133,9 +133,9 @@ struct MaskedNoise : public torch::autograd::Function<MaskedNoise> {
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined())
-      return dsp::composed_backward(ctx, {saved[0], saved[1], saved[2]}, 4, grads[0], [&] {
-        return masked_noise_composed(saved[0], saved[1], saved[2], saved[3]);
-      });
+      return dsp::composed_backward(
+          ctx, {saved[0], saved[1], saved[2]}, 4, grads[0],
+          [&](const auto& in) { return masked_noise_composed(in[0], in[1], in[2], saved[3]); });
     const at::Tensor& spectrum = saved[4];
     const at::Tensor g         = grads[0].resolve_conj().contiguous();
     const int64_t items = spectrum.size(0), channels = spectrum.size(1), frames = spectrum.size(2),

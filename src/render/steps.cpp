@@ -3,6 +3,7 @@
 #include "render/automation.h"
 #include "render/checks.h"
 
+#include <grafx/dsp/signal.h>
 #include <grafx/error.h>
 
 #include <algorithm>
@@ -376,7 +377,7 @@ StepResult run_processor_step(const RenderPlan& plan, size_t k, const Processors
       int64_t passed = plan.types.passed_inlet(step.type, int64_t(o));
       at::Tensor dry = passed >= 0 ? flat_inputs[size_t(passed)] : at::zeros_like(y);
       // w·f + (1 − w)·dry in one pass each way (∂/∂w = f − dry, without cancellation)
-      if (node_mix.wet.defined()) y = at::lerp(dry, y, node_mix.wet);
+      if (node_mix.wet.defined()) y = dsp::dry_wet(dry, y, node_mix.wet);
       if (node_mix.kept.defined()) y = at::where(node_mix.kept, y, dry);
     }
     result.outputs.push_back(y.view({B, m, y.size(1), y.size(2)}));

@@ -74,6 +74,85 @@ TEST(InverseStft, EqualsATensIstftAndItsGradientsFiniteDifferences) {
       {at::randn({2, 12, 9}, at::kDouble), at::randn({2, 12, 9}, at::kDouble)});
 }
 
+TEST(InverseStft, FusedFunctionEqualsTheComposedForm) {
+  // The CPU Function (one overlap-add pass forward, one framing pass back) against the composed
+  // ATen form: outputs, gradients and recorded (create_graph) gradients in float32, the output
+  // cut and zero-padded, and cut where whole frames lie past the length. A window that wants a
+  // gradient takes the composed form, and gets one.
+  at::manual_seed(11);
+  for (auto [hop, length] :
+       std::vector<std::pair<int64_t, int64_t>>{{96, 2000}, {96, 4000}, {192, 900}}) {
+    const at::Tensor window  = at::hann_window(384, true, at::kFloat);
+    const at::Tensor spectra = at::randn({2, 2, 30, 193}, at::kComplexFloat).requires_grad_(true);
+    // The gradient of a linear map depends on the output gradient alone: it wants one.
+    const at::Tensor grad  = at::randn({2, 2, length}).requires_grad_(true);
+    const at::Tensor fused = inverse_stft(spectra, window, hop, length);
+    const at::Tensor composed =
+        composed_inverse_stft(spectra, window, hop, length).view({2, 2, length});
+    // Relative to the largest value: the envelope's tail, past the last full overlap, is small
+    // and divides.
+    auto relative = [](const at::Tensor& a, const at::Tensor& b) {
+      return ((a - b).abs().max() / b.abs().max()).item<double>();
+    };
+    EXPECT_LT(relative(fused, composed), 1e-6) << hop << " " << length;
+    for (bool recorded : {false, true}) {
+      const at::Tensor ours = torch::autograd::grad({fused}, {spectra}, {grad}, true, recorded)[0];
+      const at::Tensor theirs = torch::autograd::grad({composed}, {spectra}, {grad}, true)[0];
+      EXPECT_EQ(ours.requires_grad(), recorded);
+      EXPECT_LT(relative(ours, theirs), 1e-6) << hop << " " << length;
+    }
+    const at::Tensor learnt = window.clone().requires_grad_(true);
+    const at::Tensor y      = inverse_stft(spectra, learnt, hop, length);
+    EXPECT_LT(relative(y, composed), 1e-6);
+    EXPECT_TRUE(torch::autograd::grad({y}, {learnt}, {grad})[0].abs().sum().item<double>() > 0);
+  }
+}
+
+TEST(DryWet, IsATensLerpToTheBitAndItsGradientsAutogradsThroughIt) {
+  // Forward: at::lerp itself. Backward (one pass, per-item sums): against autograd through
+  // at::lerp in float64, every input or some wanting gradients; recorded (create_graph)
+  // gradients differentiate again as lerp's; a wet amount per sample takes at::lerp whole.
+  at::manual_seed(12);
+  const at::Tensor dry = at::randn({3, 2, 1000}, at::kDouble), processed = at::randn_like(dry),
+                   wet = at::rand({3, 1, 1}, at::kDouble), grad = at::randn_like(dry);
+  for (int wanted = 1; wanted < 8; ++wanted) {
+    std::vector<at::Tensor> ours, theirs;
+    for (const at::Tensor& t : {dry, processed, wet})
+      ours.push_back(t.clone().requires_grad_(bool(wanted & (1 << ours.size()))));
+    for (const at::Tensor& t : ours) theirs.push_back(t.detach().requires_grad_(t.requires_grad()));
+    const at::Tensor y        = dry_wet(ours[0], ours[1], ours[2]),
+                     expected = at::lerp(theirs[0], theirs[1], theirs[2]);
+    EXPECT_TRUE(at::equal(y, expected));
+    std::vector<at::Tensor> a, b;
+    for (size_t i = 0; i < 3; ++i)
+      if (ours[i].requires_grad()) a.push_back(ours[i]), b.push_back(theirs[i]);
+    const auto ga = torch::autograd::grad({y}, a, {grad}),
+               gb = torch::autograd::grad({expected}, b, {grad});
+    for (size_t i = 0; i < ga.size(); ++i)
+      EXPECT_TRUE(at::allclose(ga[i], gb[i], 1e-12, 1e-12)) << wanted << " " << i;
+  }
+  // Recorded: the wet amount's gradient differentiated by the processed signal is g.
+  const at::Tensor p = processed.clone().requires_grad_(true), w = wet.clone().requires_grad_(true);
+  const at::Tensor grad_wet =
+      torch::autograd::grad({dry_wet(dry, p, w)}, {w}, {grad}, true, true)[0];
+  const at::Tensor second = torch::autograd::grad({grad_wet.sum()}, {p})[0];
+  EXPECT_TRUE(at::allclose(second, grad, 1e-12, 1e-12));
+  // One signal as dry and processed (a pass-through), recorded: ∂ = g·(1 − w) + g·w, once.
+  for (bool recorded : {false, true}) {
+    const at::Tensor t = dry.clone().requires_grad_(true);
+    EXPECT_TRUE(
+        at::allclose(torch::autograd::grad({dry_wet(t, t, wet)}, {t}, {grad}, true, recorded)[0],
+                     grad, 1e-12, 1e-12))
+        << recorded;
+  }
+  // A wet amount per sample: at::lerp's own gradients.
+  const at::Tensor per_sample = at::rand({3, 1, 1000}, at::kDouble).requires_grad_(true);
+  const at::Tensor y          = dry_wet(dry, processed, per_sample);
+  EXPECT_TRUE(at::equal(y, at::lerp(dry, processed, per_sample)));
+  EXPECT_TRUE(at::allclose(torch::autograd::grad({y}, {per_sample}, {grad})[0],
+                           (grad * (processed - dry)).sum(1, true), 1e-12, 1e-12));
+}
+
 TEST(ZeroPadded, EqualsConstantPadAndItsGradientIsTheCut) {
   // Against ATen's constant_pad_nd, pads on either side, both or none; the gradient is the
   // output gradient cut back, recorded where x has a gradient; a tangent is padded alike;

@@ -54,9 +54,14 @@ Rendered render_and_backward(RenderFunction&& render_function, const Parameters&
 /// Outputs, aux losses and gradients agree to `tolerance` relative to each one's largest value;
 /// parameter gradients, sums over all samples whose order differs between renderers (a
 /// gradient flowing to several readers is summed per reader in one, per piece in another), to
-/// twice that in float32.
+/// twice that in float32. A dry/wet amount's gradient, Σ g·(f − dry) over every sample, sums
+/// terms that cancel where a processor changes little: the naive render's float sums and the
+/// batched render's (double per row, dsp::dry_wet) differ by float32's error of that sum (the
+/// naive's own error against a float64 render measured up to 4e-4), so in float32 they agree to
+/// 1e-4; the float64 seeds hold them to `tolerance`.
 void expect_equal(const Rendered& a, const Rendered& b, const std::string& what, double tolerance) {
-  const double sums = a.outputs.scalar_type() == at::kFloat ? 2 * tolerance : tolerance;
+  const bool single = a.outputs.scalar_type() == at::kFloat;
+  const double sums = single ? 2 * tolerance : tolerance, mixes = single ? 1e-4 : tolerance;
   EXPECT_LT(relative_error(a.outputs, b.outputs), tolerance) << what << ": outputs";
   EXPECT_LT(relative_error(a.source_gradient, b.source_gradient), tolerance)
       << what << ": source gradient";
@@ -69,7 +74,8 @@ void expect_equal(const Rendered& a, const Rendered& b, const std::string& what,
         const at::Tensor& given = mine.defined() ? mine : g;
         EXPECT_EQ(given.abs().max().item<double>(), 0.0) << what << ": " << type << "." << name;
       } else if (g.defined()) {
-        EXPECT_LT(relative_error(mine, g), sums) << what << ": " << type << "." << name;
+        EXPECT_LT(relative_error(mine, g), is_wet_amount(name) ? mixes : sums)
+            << what << ": " << type << "." << name;
       }
     }
   for (const auto& [type, named] : b.aux)

@@ -44,6 +44,13 @@ at::Tensor zero_padded(const at::Tensor& x, int64_t left, int64_t right);
 /// its gradient, a view). On the CPU, rows in parallel in one pass; elsewhere at::unfold_backward.
 at::Tensor overlap_add(const at::Tensor& frames, int64_t length, int64_t hop);
 
+/// A dry/wet mix, at::lerp(dry, processed, wet): dry and processed N×C×L, wet N×1×1 (or any
+/// shape at::lerp broadcasts). Forward, at::lerp itself (its two-sided form, to the bit); its
+/// backward on the CPU for a wet amount per item in one pass over the output gradient and both
+/// signals (∂dry = g·(1 − w), ∂processed = g·w, ∂w = Σ g·(processed − dry), summed per row and
+/// then per item in order: the same on any threads), where autograd's takes five.
+at::Tensor dry_wet(const at::Tensor& dry, const at::Tensor& processed, const at::Tensor& wet);
+
 /// The inverse of a centred STFT, as at::istft(…, center=true, onesided, length) computes it:
 /// each frame's irfft (`spectra` [..., frames, bins], complex) times `window` [n], overlap-added
 /// every `hop` samples, divided by the window's squared overlap-add, the first n/2 samples cut
@@ -51,6 +58,13 @@ at::Tensor overlap_add(const at::Tensor& frames, int64_t length, int64_t hop);
 /// (dsp::irfft), where ATen's run on one thread and differentiate by a complex FFT.
 at::Tensor inverse_stft(const at::Tensor& spectra, const at::Tensor& window, int64_t hop,
                         int64_t length);
+
+/// inverse_stft by composed ATen operations, [rows, length] with rows the product of the
+/// spectra's leading dimensions: what inverse_stft computes on other devices, for tangents, for
+/// a window that wants a gradient and for recorded backward passes; on the CPU it makes about
+/// eight passes over the frames or the signal each way where inverse_stft's Function makes one.
+at::Tensor composed_inverse_stft(const at::Tensor& spectra, const at::Tensor& window, int64_t hop,
+                                 int64_t length);
 
 /// Uniform noise in [−1, 1), `n_channels`×`length` doubles on the CPU, from a 64-bit Mersenne
 /// Twister seeded with `seed` (53 random bits per sample): the same numbers on every run and
