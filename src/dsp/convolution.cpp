@@ -83,10 +83,10 @@ struct Blocks {
   }
 };
 
-/// o += x·conj(y), or o = x·conj(y) when not `add`, over `bins` complex values (interleaved
+/// o += x·conj(y) (kAdd), or o = x·conj(y), over `bins` complex values (interleaved
 /// real and imaginary parts).
 template <typename T, bool kAdd>
-void conjugate_product(const T* x, const T* y, T* o, int64_t bins) {
+void conjugate_product_into(const T* x, const T* y, T* o, int64_t bins) {
 #pragma omp simd
   for (int64_t f = 0; f < bins; ++f) {
     const T re   = x[2 * f] * y[2 * f] + x[2 * f + 1] * y[2 * f + 1],
@@ -96,10 +96,19 @@ void conjugate_product(const T* x, const T* y, T* o, int64_t bins) {
   }
 }
 
-/// Calls product(a row, the b row it meets, the output row) for spectra a (N×C×B×F) and b
-/// (N×Cb×Bb×F, Cb 1 or C, Bb 1 or B) and an output of N×Co×Bo×F (Co 1 or C, Bo 1 or B), all
+/// o = x·conj(y) where o is met first, o += x·conj(y) after.
+template <typename T>
+void conjugate_product(const T* x, const T* y, T* o, int64_t bins, bool first) {
+  if (first)
+    conjugate_product_into<T, false>(x, y, o, bins);
+  else
+    conjugate_product_into<T, true>(x, y, o, bins);
+}
+
+/// Calls product(a row, the b row it meets, the output row, first) for spectra a (N×C×B×F) and
+/// b (N×Cb×Bb×F, Cb 1 or C, Bb 1 or B) and an output of N×Co×Bo×F (Co 1 or C, Bo 1 or B), all
 /// complex and contiguous, row by row in order: b and the output repeat over the channels and
-/// blocks where they have one.
+/// blocks where they have one; `first` says the output row is met for the first time.
 template <typename T, typename Product>
 void for_spectra_rows(const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                       const Product& product) {
@@ -114,7 +123,8 @@ void for_spectra_rows(const at::Tensor& a, const at::Tensor& b, const at::Tensor
   for (int64_t i = 0; i < items; ++i)
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t k = 0; k < blocks; ++k)
-        product(ap + row(a, i, c, k), bp + row(b, i, c, k), op + row(out, i, c, k), bins);
+        product(ap + row(a, i, c, k), bp + row(b, i, c, k), op + row(out, i, c, k), bins,
+                (out.size(1) > 1 || c == 0) && (out.size(2) > 1 || k == 0));
 }
 
 /// a·conj(h) for spectra a (N×C×B×F) and a filter's h (N×Ch×1×F, Ch 1 or C), complex and
@@ -122,7 +132,7 @@ void for_spectra_rows(const at::Tensor& a, const at::Tensor& b, const at::Tensor
 at::Tensor times_conjugate(const at::Tensor& a, const at::Tensor& h) {
   at::Tensor out = at::empty_like(a);
   AT_DISPATCH_FLOATING_TYPES(c10::toRealValueType(a.scalar_type()), "times_conjugate", [&] {
-    for_spectra_rows<scalar_t>(a, h, out, conjugate_product<scalar_t, false>);
+    for_spectra_rows<scalar_t>(a, h, out, conjugate_product<scalar_t>);
   });
   return out;
 }
@@ -131,9 +141,9 @@ at::Tensor times_conjugate(const at::Tensor& a, const at::Tensor& h) {
 /// (N×C×B×F, complex, contiguous): N×out_channels×1×F, in one pass, where ATen's product copies
 /// conj(b) and reduces in two more passes.
 at::Tensor summed_cross_spectra(const at::Tensor& a, const at::Tensor& b, int64_t out_channels) {
-  at::Tensor out = at::zeros({a.size(0), out_channels, 1, a.size(3)}, a.options());
+  at::Tensor out = at::empty({a.size(0), out_channels, 1, a.size(3)}, a.options());
   AT_DISPATCH_FLOATING_TYPES(c10::toRealValueType(a.scalar_type()), "summed_cross_spectra", [&] {
-    for_spectra_rows<scalar_t>(a, b, out, conjugate_product<scalar_t, true>);
+    for_spectra_rows<scalar_t>(a, b, out, conjugate_product<scalar_t>);
   });
   return out;
 }
