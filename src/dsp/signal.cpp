@@ -93,11 +93,10 @@ struct StftGeometry {
 /// Row r of an inverse STFT from its frames f [rows, frames, n]: the kept samples of every
 /// frame times the window, overlap-added, divided by the envelope (`scale`).
 template <typename T>
-void inverse_stft_row(const StftGeometry& g, const T* f, const T* w, const T* scale, int64_t r,
-                      T* row) {
+void inverse_stft_row(const StftGeometry& g, const T* f, const T* w, const T* scale, T* row) {
   std::fill(row, row + g.length, T(0));
   g.for_kept([&](int64_t t, int64_t i, int64_t j, int64_t count) {
-    const T *frame = f + (r * g.n_frames + t) * g.n + i, *wi = w + i;
+    const T *frame = f + t * g.n + i, *wi = w + i;
     T* place = row + j;
 #pragma omp simd
     for (int64_t k = 0; k < count; ++k) place[k] += wi[k] * frame[k];
@@ -106,16 +105,15 @@ void inverse_stft_row(const StftGeometry& g, const T* f, const T* w, const T* sc
   for (int64_t j = 0; j < g.kept; ++j) row[j] *= scale[j];
 }
 
-/// inverse_stft_row's adjoint for row r of the output gradient: its kept samples times `scale`
-/// into `scaled`, then framed by the window into frames [rows, frames, n] (zero where cut).
+/// inverse_stft_row's adjoint for a row of the output gradient: its kept samples times `scale`
+/// into `scaled`, then framed by the window into the row's frames [frames, n] (zero where cut).
 template <typename T>
-void inverse_stft_row_adjoint(const StftGeometry& g, const T* grad, const T* w, const T* scale,
-                              int64_t r, T* scaled, T* frames) {
-  const T* row = grad + r * g.length;
+void inverse_stft_row_adjoint(const StftGeometry& g, const T* row, const T* w, const T* scale,
+                              T* scaled, T* frames) {
 #pragma omp simd
   for (int64_t j = 0; j < g.kept; ++j) scaled[j] = row[j] * scale[j];
   g.for_kept([&](int64_t t, int64_t i, int64_t j, int64_t count) {
-    T* frame    = frames + (r * g.n_frames + t) * g.n;
+    T* frame    = frames + t * g.n;
     const T *wi = w + i, *from = scaled + j;
     std::fill(frame, frame + i, T(0));
 #pragma omp simd
@@ -124,25 +122,28 @@ void inverse_stft_row_adjoint(const StftGeometry& g, const T* grad, const T* w, 
   });
 }
 
-/// inverse_stft on the CPU as one Function: forward, the frames' irfft (split across threads)
-/// and one pass per row that overlap-adds them windowed and divides by the envelope; backward,
-/// one pass per row that frames the output gradient times the window, 1/envelope and irfft's
-/// adjoint scale 2/n, then the frames' rfft. The composed form makes about eight passes over
-/// the frames or the signal each way, with pads and cuts.
+/// inverse_stft on the CPU as one Function, row by row on every thread: forward, a row's
+/// frames by irfft, overlap-added windowed and divided by the envelope while they are in cache;
+/// backward, a row's output gradient framed times the window, 1/envelope and irfft's adjoint
+/// scale 2/n, then their rfft. The composed form makes about eight passes over all the frames or
+/// the signal each way, with pads and cuts, and ATen's split transforms copy their results.
 struct InverseStft : public torch::autograd::Function<InverseStft> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& spectra,
                             const at::Tensor& window, int64_t hop, int64_t length) {
     const StftGeometry g(spectra, window.size(0), hop, length);
-    const at::Tensor frames = irfft_rows(spectra, g.n).contiguous();
-    const at::Tensor w      = window.to(frames.scalar_type()).contiguous();
-    at::Tensor y            = at::empty({g.rows, length}, frames.options());
+    const at::Tensor rows = spectra.reshape({g.rows, g.n_frames, spectra.size(-1)});
+    const at::Tensor w    = window.to(c10::toRealValueType(spectra.scalar_type())).contiguous();
+    at::Tensor y          = at::empty({g.rows, length}, w.options());
     AT_DISPATCH_FLOATING_TYPES(y.scalar_type(), "inverse_stft", [&] {
-      const scalar_t *f = frames.data_ptr<scalar_t>(), *wp = w.data_ptr<scalar_t>();
+      const scalar_t* wp                = w.data_ptr<scalar_t>();
       const std::vector<scalar_t> scale = g.inverse_envelope(wp);
       scalar_t* out                     = y.data_ptr<scalar_t>();
       at::parallel_for(0, g.rows, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r)
-          inverse_stft_row(g, f, wp, scale.data(), r, out + r * length);
+        c10::NoGradGuard no_grad;  // per thread: workers start with the grad mode on
+        for (int64_t r = begin; r < end; ++r) {
+          const at::Tensor frames = irfft_rows(rows[r], g.n).contiguous();
+          inverse_stft_row(g, frames.data_ptr<scalar_t>(), wp, scale.data(), out + r * length);
+        }
       });
     });
     ctx->save_for_backward({spectra, window});
@@ -160,23 +161,28 @@ struct InverseStft : public torch::autograd::Function<InverseStft> {
         return composed_inverse_stft(in[0], window, geometry[0], geometry[1]);
       });
     const StftGeometry g(spectra, window.size(0), geometry[0], geometry[1]);
-    const at::Tensor grad = grads[0].contiguous();
-    const at::Tensor w    = window.to(grad.scalar_type()).contiguous();
-    at::Tensor frames     = at::empty({g.rows, g.n_frames, g.n}, grad.options());
+    const at::Tensor grad   = grads[0].contiguous();
+    const at::Tensor w      = window.to(grad.scalar_type()).contiguous();
+    at::Tensor grad_spectra = at::empty({g.rows, g.n_frames, g.n / 2 + 1},
+                                        spectra.options().dtype(spectra.scalar_type()));
     AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "inverse_stft_backward", [&] {
       const scalar_t *gp = grad.data_ptr<scalar_t>(), *wp = w.data_ptr<scalar_t>();
       std::vector<scalar_t> scale = g.inverse_envelope(wp);
       for (scalar_t& s : scale) s *= scalar_t(2) / scalar_t(g.n);  // irfft's adjoint (DC below)
-      scalar_t* fp = frames.data_ptr<scalar_t>();
       at::parallel_for(0, g.rows, 1, [&](int64_t begin, int64_t end) {
+        c10::NoGradGuard no_grad;
         std::vector<scalar_t> scaled(size_t(g.kept));
-        for (int64_t r = begin; r < end; ++r)
-          inverse_stft_row_adjoint(g, gp, wp, scale.data(), r, scaled.data(), fp);
+        at::Tensor frames = at::empty({g.n_frames, g.n}, grad.options());
+        for (int64_t r = begin; r < end; ++r) {
+          inverse_stft_row_adjoint(g, gp + r * g.length, wp, scale.data(), scaled.data(),
+                                   frames.data_ptr<scalar_t>());
+          at::Tensor row = grad_spectra[r];
+          row.copy_(rfft_rows(frames, g.n));
+          row.narrow(-1, 0, 1).mul_(0.5);  // DC and Nyquist appear once in the full spectrum
+          if (g.n % 2 == 0) row.narrow(-1, g.n / 2, 1).mul_(0.5);
+        }
       });
     });
-    at::Tensor grad_spectra = rfft_rows(frames, g.n);
-    grad_spectra.narrow(-1, 0, 1).mul_(0.5);  // DC and Nyquist appear once in the full spectrum
-    if (g.n % 2 == 0) grad_spectra.narrow(-1, g.n / 2, 1).mul_(0.5);
     return {grad_spectra.view(spectra.sizes()), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
