@@ -163,8 +163,7 @@ struct InverseStft : public torch::autograd::Function<InverseStft> {
     const StftGeometry g(spectra, window.size(0), geometry[0], geometry[1]);
     const at::Tensor grad   = grads[0].contiguous();
     const at::Tensor w      = window.to(grad.scalar_type()).contiguous();
-    at::Tensor grad_spectra = at::empty({g.rows, g.n_frames, g.n / 2 + 1},
-                                        spectra.options().dtype(spectra.scalar_type()));
+    at::Tensor grad_spectra = at::empty({g.rows, g.n_frames, g.n / 2 + 1}, spectra.options());
     AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "inverse_stft_backward", [&] {
       const scalar_t *gp = grad.data_ptr<scalar_t>(), *wp = w.data_ptr<scalar_t>();
       std::vector<scalar_t> scale = g.inverse_envelope(wp);
@@ -187,7 +186,7 @@ struct InverseStft : public torch::autograd::Function<InverseStft> {
   }
 };
 
-/// Rows r of dry_wet's backward: ∂dry, ∂processed where wanted, and Σ g·(processed − dry).
+/// A row of dry_wet's backward: ∂dry, ∂processed where wanted, and Σ g·(processed − dry).
 template <typename T>
 double dry_wet_row_adjoint(const T* g, const T* dry, const T* processed, T w, T* grad_dry,
                            T* grad_processed, int64_t length) {
