@@ -2,6 +2,7 @@
 #include <grafx/dsp/forward_mode.h>
 
 #include "dsp/rows.h"
+#include "dsp/tangents.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -119,9 +120,7 @@ at::Tensor mix_channels(const at::Tensor& x, const at::Tensor& matrix) {
                   matrix.size(2) == 2 && matrix.scalar_type() == x.scalar_type(),
               "mix_channels: expected matrices ", x.size(0), "×2×2 of ", x.scalar_type(),
               ", but got ", matrix.sizes(), " ", matrix.scalar_type());
-  if (!x.device().is_cpu() || tangent_of(x).defined() || tangent_of(matrix).defined())
-    return mix_with_aten(x, matrix);
-  return ChannelMix::apply(x, matrix);
+  return plain_on_cpu({x, matrix}) ? ChannelMix::apply(x, matrix) : mix_with_aten(x, matrix);
 }
 
 at::Tensor with_dry(const at::Tensor& matrix, const at::Tensor& wet) {

@@ -216,11 +216,10 @@ double dry_wet_row_adjoint(const T* g, const T* dry, const T* processed, T w, T*
 
 struct DryWet : public torch::autograd::Function<DryWet> {
   static bool applies(const at::Tensor& dry, const at::Tensor& processed, const at::Tensor& wet) {
-    return dry.device().is_cpu() && dry.dim() == 3 && dry.sizes() == processed.sizes() &&
-           wet.dim() == 3 && wet.size(0) == dry.size(0) && wet.size(1) == 1 && wet.size(2) == 1 &&
-           at::isFloatingType(dry.scalar_type()) && processed.scalar_type() == dry.scalar_type() &&
-           wet.scalar_type() == dry.scalar_type() && !tangent_of(dry).defined() &&
-           !tangent_of(processed).defined() && !tangent_of(wet).defined();
+    return plain_on_cpu({dry, processed, wet}) && dry.dim() == 3 &&
+           dry.sizes() == processed.sizes() && wet.dim() == 3 && wet.size(0) == dry.size(0) &&
+           wet.size(1) == 1 && wet.size(2) == 1 && at::isFloatingType(dry.scalar_type()) &&
+           processed.scalar_type() == dry.scalar_type() && wet.scalar_type() == dry.scalar_type();
   }
 
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& dry,
@@ -318,9 +317,7 @@ at::Tensor inverse_stft(const at::Tensor& spectra, const at::Tensor& window, int
               " and hop ", hop);
   std::vector<int64_t> shape(spectra.sizes().begin(), spectra.sizes().end() - 2);
   shape.push_back(length);
-  const bool fused = spectra.device().is_cpu() && window.device().is_cpu() &&
-                     !window.requires_grad() && !tangent_of(spectra).defined() &&
-                     !tangent_of(window).defined();
+  const bool fused = plain_on_cpu({spectra, window}) && !window.requires_grad();
   return (fused ? InverseStft::apply(spectra, window, hop, length)
                 : composed_inverse_stft(spectra, window, hop, length))
       .view(shape);

@@ -6,7 +6,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
-#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "dsp/tangents.h"
@@ -214,10 +213,8 @@ at::Tensor segmented_taps(const at::Tensor& soft, const at::Tensor& colour, int6
               colour.sizes(), " for ", soft.sizes());
   TORCH_CHECK(centre >= 0 && centre < fir, "segmented_taps: expected a centre in [0, ", fir,
               "), but got ", centre);
-  const bool on_cpu =
-      soft.device().is_cpu() && !tangent_of(soft).defined() &&
-      (!colour.defined() || (colour.device().is_cpu() && !tangent_of(colour).defined()));
-  if (!on_cpu) return composed_segmented_taps(soft, colour, segments, per_segment, centre);
+  if (!plain_on_cpu({soft, colour}))
+    return composed_segmented_taps(soft, colour, segments, per_segment, centre);
   const at::Tensor fir_taps =
       colour.defined() ? colour : at::ones({soft.size(0), soft.size(1), 1}, soft.options());
   return SegmentedTaps::apply(soft, fir_taps, segments, per_segment, centre);

@@ -8,6 +8,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <initializer_list>
 #include <vector>
 
 namespace grafx::dsp {
@@ -39,6 +40,14 @@ inline at::Tensor add_lazy(const at::Tensor& a, const at::Tensor& b) {
 /// A tangent, or zeros shaped like its primal where it has none.
 inline at::Tensor or_zeros(const at::Tensor& tangent, const at::Tensor& primal) {
   return tangent.defined() ? tangent : at::zeros_like(primal);
+}
+
+/// Every defined tensor on the CPU, none carrying a tangent: where a kernel's hand-written CPU
+/// Function serves (elsewhere, its composed ATen form).
+inline bool plain_on_cpu(std::initializer_list<at::Tensor> tensors) {
+  for (const at::Tensor& t : tensors)
+    if (t.defined() && (!t.device().is_cpu() || tangent_of(t).defined())) return false;
+  return true;
 }
 
 /// The backward pass of a hand-written Function where its own loops cannot serve: recorded

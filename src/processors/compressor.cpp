@@ -11,7 +11,6 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
-#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>

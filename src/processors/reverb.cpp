@@ -11,7 +11,6 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
-#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
@@ -102,12 +101,6 @@ void mask_gradients(const T* spectrum, const T* grad, T* d_initial, T* d_decay, 
 /// backward pass that is recorded (create_graph) or carries tangents differentiates the
 /// composition instead.
 struct MaskedNoise : public torch::autograd::Function<MaskedNoise> {
-  static bool applies(std::initializer_list<at::Tensor> inputs) {
-    for (const at::Tensor& t : inputs)
-      if (!t.device().is_cpu() || dsp::tangent_of(t).defined()) return false;
-    return true;
-  }
-
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& initial,
                             const at::Tensor& decay, const at::Tensor& envelope,
                             const at::Tensor& noise) {
@@ -156,7 +149,7 @@ struct MaskedNoise : public torch::autograd::Function<MaskedNoise> {
 /// masked_noise_composed, by MaskedNoise where it applies.
 at::Tensor masked_noise(const at::Tensor& initial, const at::Tensor& decay,
                         const at::Tensor& envelope, const at::Tensor& noise) {
-  return MaskedNoise::applies({initial, decay, envelope, noise})
+  return dsp::plain_on_cpu({initial, decay, envelope, noise})
              ? MaskedNoise::apply(initial, decay, envelope, noise)
              : masked_noise_composed(initial, decay, envelope, noise);
 }
