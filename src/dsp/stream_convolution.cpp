@@ -52,10 +52,26 @@ constexpr double kOutputSample = 0.2;
 constexpr double kOutputRun    = 10;
 constexpr double kProduct      = 0.38;
 
-/// A path as the plan sees it: its channels and its number of taps.
+/// A path as the plan sees it: its channels, its number of taps and where they are non-zero:
+/// `filled[c]` is the number of runs of kBlock taps before run c with a non-zero tap (a delay's
+/// few coloured taps leave most partitions of its long response all zero, which cost nothing).
 struct Reach {
   int64_t input, output, length;
+  std::vector<int64_t> filled;
 };
+
+/// `filled` of Reach for `taps`.
+std::vector<int64_t> filled_runs(const std::vector<float>& taps) {
+  const int64_t length = int64_t(taps.size()), runs = (length + kBlock - 1) / kBlock;
+  std::vector<int64_t> filled(size_t(runs + 1), 0);
+  for (int64_t r = 0; r < runs; ++r) {
+    const auto first = taps.begin() + r * kBlock,
+               end   = taps.begin() + std::min(length, (r + 1) * kBlock);
+    filled[size_t(r + 1)] =
+        filled[size_t(r)] + (std::find_if(first, end, [](float t) { return t != 0.0f; }) != end);
+  }
+  return filled;
+}
 
 struct LevelPlan {
   int64_t size, count, offset;
@@ -67,14 +83,25 @@ int64_t partitions(int64_t length, int64_t offset, int64_t size, int64_t count) 
   return length <= offset ? 0 : std::min(count, (length - offset + size - 1) / size);
 }
 
+/// Those of them with a non-zero tap (offsets and sizes are multiples of kBlock).
+int64_t filled_partitions(const Reach& p, int64_t offset, int64_t size, int64_t count) {
+  const int64_t runs = int64_t(p.filled.size()) - 1, n = partitions(p.length, offset, size, count);
+  int64_t filled = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t first = (offset + j * size) / kBlock, end = std::min(runs, first + size / kBlock);
+    filled += p.filled[size_t(end)] > p.filled[size_t(first)];
+  }
+  return filled;
+}
+
 /// The model cost of a level: a forward transform per input and an inverse one per output that
-/// has partitions in it, and the paths' products. `seen` is scratch (a flag per channel).
+/// has non-zero partitions in it, and their products. `seen` is scratch (a flag per channel).
 double level_cost(const std::vector<Reach>& paths, int64_t n_inputs, int64_t offset, int64_t size,
                   int64_t count, std::vector<char>& seen) {
   std::fill(seen.begin(), seen.end(), char(0));
   int64_t inputs = 0, outputs = 0, products = 0;
   for (const Reach& p : paths) {
-    const int64_t c = partitions(p.length, offset, size, count);
+    const int64_t c = filled_partitions(p, offset, size, count);
     if (c == 0) continue;
     products += c;
     char &in = seen[size_t(p.input)], &out = seen[size_t(n_inputs + p.output)];
@@ -455,18 +482,22 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
   std::vector<int64_t> head_taps(paths.size());
   for (size_t i = 0; i < paths.size(); ++i) {
     const int64_t length = int64_t(paths[i].taps.size());
-    double alone         = 0;
-    if (length > kBlock && length <= kDirectOnly)
-      plan_levels({{0, 0, length}}, 1, 1, kBlock, alone);
+    Reach reach{paths[i].input, paths[i].output, length, filled_runs(paths[i].taps)};
+    double alone = 0;
+    if (length > kBlock && length <= kDirectOnly) plan_levels({reach}, 1, 1, kBlock, alone);
     head_taps[i] =
         length <= kBlock || (length <= kDirectOnly && kDirectTap * double(length - kBlock) <= alone)
             ? length
             : kBlock;
-    if (head_taps[i] < length) reaches.push_back({paths[i].input, paths[i].output, length});
+    if (head_taps[i] < length) reaches.push_back(std::move(reach));
   }
+  const auto zeros = [](auto first, auto end) {
+    return std::all_of(first, end, [](float t) { return t == 0.0f; });
+  };
   for (int64_t o = 0; o < n_outputs; ++o)  // grouped by output, which they add to in turn
     for (size_t i = 0; i < paths.size(); ++i)
-      if (paths[i].output == o) {
+      if (paths[i].output == o &&
+          !zeros(paths[i].taps.begin(), paths[i].taps.begin() + head_taps[i])) {
         heads_.push_back({paths[i].input, o, head_taps[i], int64_t(head_taps_.size())});
         head_taps_.insert(head_taps_.end(), paths[i].taps.begin(),
                           paths[i].taps.begin() + head_taps[i]);
@@ -494,17 +525,24 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
   for (const LevelPlan& p : plan) {
     Level& level = levels_.emplace_back();
     level.size = p.size, level.count = p.count, level.offset = p.offset;
-    const auto parts = [&](size_t k) {  // path k's partitions in the level
-      const int64_t length = int64_t(paths[k].taps.size());
-      return head_taps[k] == length ? 0 : partitions(length, p.offset, p.size, p.count);
+    // Path k's partition j in the level: taps [first, end), none if all zero.
+    const auto partition = [&](size_t k, int64_t j) {
+      const std::vector<float>& taps = paths[k].taps;
+      const int64_t length           = int64_t(taps.size());
+      const int64_t first = p.offset + j * p.size, end = std::min(length, first + p.size);
+      const bool none = head_taps[k] == length ||
+                        j >= partitions(length, p.offset, p.size, p.count) ||
+                        zeros(taps.begin() + first, taps.begin() + end);
+      return none ? std::pair<int64_t, int64_t>{0, 0} : std::pair<int64_t, int64_t>{first, end};
     };
-    // The inputs' rings, as deep as their paths' partitions.
+    // The inputs' rings, as deep as their paths' last non-zero partitions.
     std::vector<int64_t> slot(size_t(n_inputs), -1);  // each channel's Input in the level
     int64_t spectra = 0;
     for (int64_t i = 0; i < n_inputs; ++i) {
       int64_t depth = 0;
       for (size_t k = 0; k < paths.size(); ++k)
-        if (paths[k].input == i) depth = std::max(depth, parts(k));
+        for (int64_t j = depth; paths[k].input == i && j < p.count; ++j)
+          if (partition(k, j).second > 0) depth = j + 1;
       if (depth == 0) continue;
       slot[size_t(i)] = int64_t(level.inputs.size());
       level.inputs.push_back({i, depth, spectra, 0});
@@ -517,10 +555,10 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
       for (size_t k = 0; k < paths.size(); ++k) {
         if (paths[k].output != o) continue;
         const std::vector<float>& taps = paths[k].taps;
-        for (int64_t j = 0; j < parts(k); ++j) {
+        for (int64_t j = 0; j < p.count; ++j) {
+          const auto [from, end] = partition(k, j);
+          if (end == 0) continue;
           std::fill(re.begin(), re.end(), 0.0), std::fill(im.begin(), im.end(), 0.0);
-          const int64_t from = p.offset + j * p.size;
-          const int64_t end  = std::min(int64_t(taps.size()), from + p.size);
           for (int64_t t = from; t < end; ++t)
             ((t - from) % 2 ? im : re)[size_t((t - from) / 2)] = taps[size_t(t)];
           real_forward(re.data(), im.data(), p.size, w);
@@ -536,7 +574,14 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
       if (int64_t(level.terms.size()) > first)
         level.outputs.push_back({o, first, int64_t(level.terms.size())});
     }
+    if (level.terms.empty()) levels_.pop_back();  // all its partitions are zero
   }
+}
+
+int64_t StreamConvolverMatrix::partition_products() const {
+  int64_t products = 0;
+  for (const Level& level : levels_) products += int64_t(level.terms.size());
+  return products;
 }
 
 void StreamConvolverMatrix::reset() noexcept {

@@ -157,4 +157,9 @@ TemporalSupport MultitapDelay::temporal_support(const TensorDict&) const {
   return TemporalSupport::causal(pre_delay_ + segments_ * segment_ - 1);
 }
 
+at::Tensor MultitapDelay::response_support(const TensorDict& raw) const {
+  const at::Tensor ir = impulse_responses(raw).first;  // [1, C, K], lag 0 first: causal
+  return ir.ne(0).flatten(0, 1).any(0);
+}
+
 }  // namespace grafx

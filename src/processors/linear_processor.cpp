@@ -11,7 +11,7 @@
 
 namespace grafx {
 
-std::unique_ptr<NodeStream> stream_by_impulse_responses(const Processor& processor,
+std::unique_ptr<NodeStream> stream_by_impulse_responses(const LinearProcessor& processor,
                                                         const TensorDict& parameters,
                                                         const StreamSetup& setup) {
   auto refuse = [&](const std::string& why) {
@@ -27,7 +27,11 @@ std::unique_ptr<NodeStream> stream_by_impulse_responses(const Processor& process
   const int64_t minute          = 60 * int64_t(setup.sample_rate);
   if (support.past_samples > minute || support.future_samples > minute)
     refuse("its impulse response lasts over a minute (or never decays), too long to stream");
-  const int64_t length   = support.past_samples + support.future_samples + 1;
+  const int64_t length     = support.past_samples + support.future_samples + 1;
+  const at::Tensor nonzero = processor.response_support(raw);
+  if (nonzero.defined() && (nonzero.dim() != 1 || nonzero.size(0) != length))
+    refuse("its response support has " + std::to_string(nonzero.numel()) + " values for " +
+           std::to_string(length) + " samples");
   const int64_t channels = setup.inlet_channels.empty() ? 1 : setup.inlet_channels.front();
   const int64_t n_inlets = int64_t(processor.inlets().size());
   const int64_t rows     = n_inlets * channels;  // one impulse per inlet channel
@@ -48,7 +52,9 @@ std::unique_ptr<NodeStream> stream_by_impulse_responses(const Processor& process
   std::vector<int64_t> outlet_channels;
   int64_t output = 0;  // index of the outlet channel among all outlets'
   for (const at::Tensor& outlet : responses.outputs) {
-    const at::Tensor y = outlet.contiguous();  // [rows, outlet channels, length]
+    // [rows, outlet channels, length]
+    const at::Tensor y =
+        nonzero.defined() ? outlet.masked_fill(nonzero.logical_not(), 0.0f) : outlet.contiguous();
     outlet_channels.push_back(y.size(1));
     for (int64_t d = 0; d < y.size(1); ++d, ++output)
       for (int64_t r = 0; r < rows; ++r) {
@@ -75,6 +81,8 @@ StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, i
   control.maximum     = std::max(std::min(maximum, spec.physical_max), control.value);
   return control;
 }
+
+at::Tensor LinearProcessor::response_support(const TensorDict&) const { return {}; }
 
 std::unique_ptr<NodeStream> LinearProcessor::make_stream(const TensorDict& parameters,
                                                          const StreamSetup& setup) const {

@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -115,6 +116,56 @@ TEST(StreamConvolver, DelaysWithoutLatency) {
       error = std::max(error, std::abs(double(y[size_t(n)]) - (n >= d ? x[size_t(n - d)] : 0.0)));
     EXPECT_LE(error, 1e-6) << "delay " << d;
   }
+}
+
+/// A multitap delay's response: in each of 20 segments of 4,800 taps, a coloured tap (39
+/// non-zero taps) at a random place; zeros elsewhere, or `floor` (a dense response as costly
+/// as any other).
+std::vector<float> coloured_taps(uint32_t seed, float floor = 0.0f) {
+  std::mt19937 generator(seed);
+  std::uniform_int_distribution<int64_t> place(0, 4800 - 39);
+  std::vector<float> h(96000, floor);
+  const std::vector<float> colour = noise(20 * 39, seed + 1);
+  for (int64_t s = 0; s < 20; ++s) {
+    const int64_t at = s * 4800 + place(generator);
+    std::copy(colour.begin() + s * 39, colour.begin() + (s + 1) * 39, h.begin() + at);
+  }
+  return h;
+}
+
+TEST(StreamConvolver, SparseResponsesSkipTheirZeroPartitions) {
+  // Partitions of zeros cost nothing, so the plan takes small ones; the output is still the
+  // direct convolution's, and as close as a dense response's.
+  const int64_t samples         = 96000 + 3 * 8192;
+  const std::vector<float> x    = noise(samples, 31);
+  const std::vector<int64_t> at = checked_samples(96000, samples);
+  for (uint32_t seed : {1u, 2u}) {
+    const std::vector<float> h = coloured_taps(seed);
+    std::vector<double> expected(at.size());
+    double peak = 0;
+    for (size_t i = 0; i < at.size(); ++i)
+      expected[i] = direct(h, x, at[i]), peak = std::max(peak, std::abs(expected[i]));
+    for (int64_t block : {1, 64, 512, -777}) {
+      StreamConvolver convolver(h, std::abs(block));
+      const std::vector<float> y = run(convolver, x, block_sizes(samples, block, seed));
+      double error               = 0;
+      for (size_t i = 0; i < at.size(); ++i)
+        error = std::max(error, std::abs(double(y[size_t(at[i])]) - expected[i]));
+      EXPECT_LE(error, 1e-6 * peak) << "seed " << seed << ", blocks " << block;
+    }
+    // 20 taps of 39 lie in 20 to 40 runs of 64 taps; the same response without its zeros
+    // (a floor far below float32's resolution of it) has the dense plan.
+    const int64_t sparse = StreamConvolver(h, 512).partition_products(),
+                  dense  = StreamConvolver(coloured_taps(seed, 1e-12f), 512).partition_products();
+    EXPECT_LE(sparse, 40) << "seed " << seed;
+    EXPECT_GT(dense, 25) << "seed " << seed;
+    std::cout << "seed " << seed << ": " << sparse << " products a sample, " << dense << " dense\n";
+  }
+  // All zeros: no products, zeros out.
+  StreamConvolver silent(std::vector<float>(5000, 0.0f), 64);
+  EXPECT_EQ(silent.partition_products(), 0);
+  std::vector<float> y = run(silent, x, block_sizes(20000, 64, 3));
+  EXPECT_TRUE(std::all_of(y.begin(), y.begin() + 20000, [](float v) { return v == 0.0f; }));
 }
 
 TEST(StreamConvolver, ResetEqualsAFreshConvolver) {

@@ -74,6 +74,35 @@ TEST(MultitapDelay, ColouredTapsSpillAcrossSegmentBorders) {
   EXPECT_TRUE(at::allclose(ir, expected, 1e-9, 1e-12));
 }
 
+TEST(MultitapDelay, ResponseSupportHoldsItsTapsAndOnlyRoundingsLieOutside) {
+  // Where the response may be non-zero: the coloured taps' spans, a few percent of the lags.
+  // The response measured as the stream measures it (forward on impulses, float32, through
+  // FFTs) is only roundings elsewhere.
+  MultitapDelay delay({kRate});
+  const int64_t segment = delay.segment_length(), length = 20 * segment;
+  at::manual_seed(3);
+  TensorDict raw{
+      {"delay_z", dsp::delay_to_z(delays_for_test(segment), segment).unsqueeze(0).to(at::kFloat)},
+      {"log_fir_magnitude", at::randn({1, 40, 20}, at::kFloat) * 0.5}};
+  const at::Tensor support = delay.response_support(raw);
+  ASSERT_EQ(support.sizes(), at::IntArrayRef({length}));
+  EXPECT_LE(support.sum().item<int64_t>(), 40 * 39);
+  at::Tensor impulses = at::zeros({2, 2, length}, at::kFloat);
+  impulses[0][0][0] = 1, impulses[1][1][0] = 1;
+  TensorDict both;
+  for (const auto& [name, value] : raw)
+    both[name] = value.expand({2, value.size(1), value.size(2)});
+  const at::Tensor response = delay.forward({impulses}, both).outputs[0];
+  const double peak         = response.abs().max().item<double>();
+  const double outside = response.masked_select(support.logical_not()).abs().max().item<double>();
+  EXPECT_LE(outside, 1e-6 * peak);
+  EXPECT_GT(outside, 0.0);  // the roundings the mask removes (else this test checks nothing)
+  // Every non-zero tap of the exact response lies inside.
+  const at::Tensor exact = delay.impulse_responses(raw).first[0];
+  EXPECT_TRUE(at::equal(exact.ne(0).any(0).logical_and(support.logical_not()).any(),
+                        at::zeros({}, at::kBool)));
+}
+
 TEST(NoiseReverb, ImpulseResponsesAreNormalisedAndDecayAsTheMask) {
   NoiseReverb reverb({kRate});
   int64_t n_bins = 193;

@@ -75,6 +75,8 @@ class MultitapDelay : public LinearProcessor {
                                                const TensorDict& parameters,
                                                const at::Tensor& wet) const override;
   TemporalSupport temporal_support(const TensorDict& parameters) const override;
+  /// Its taps' spans: a few dozen coloured taps in a response of seconds.
+  at::Tensor response_support(const TensorDict& raw) const override;
 
   /// The impulse responses N×C×K as convolved (energy-normalised; left/right, mid/side or one)
   /// and the radii loss [N].

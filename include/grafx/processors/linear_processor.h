@@ -22,7 +22,8 @@ StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, i
 /// decayed below TemporalSupport::kDecayTolerance. Throws ProcessorError
 /// [grafx.stream.unsupported] for a response that never decays (a pole on the unit circle) or
 /// lasts over a minute.
-std::unique_ptr<NodeStream> stream_by_impulse_responses(const Processor& processor,
+class LinearProcessor;
+std::unique_ptr<NodeStream> stream_by_impulse_responses(const LinearProcessor& processor,
                                                         const TensorDict& parameters,
                                                         const StreamSetup& setup);
 
@@ -31,6 +32,13 @@ class LinearProcessor : public Processor {
  public:
   std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
                                           const StreamSetup& setup) const override;
+
+  /// Where its impulse responses can be non-zero, for raw parameters of one item (float32):
+  /// a boolean per sample of the measured responses (past + future + 1 of its temporal
+  /// support, the impulse at `future`), or undefined (the default) where that is not known.
+  /// The measured responses are set to exact zeros elsewhere, where the transforms of its
+  /// forward pass leave roundings, so that the stream skips those partitions (a delay's).
+  virtual at::Tensor response_support(const TensorDict& raw) const;
 };
 
 }  // namespace grafx
