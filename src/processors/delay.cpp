@@ -158,8 +158,7 @@ TemporalSupport MultitapDelay::temporal_support(const TensorDict&) const {
 }
 
 at::Tensor MultitapDelay::response_support(const TensorDict& raw) const {
-  const at::Tensor ir = impulse_responses(raw).first;  // [1, C, K], lag 0 first: causal
-  return ir.ne(0).flatten(0, 1).any(0);
+  return nonzero_lags(impulse_responses(raw).first);  // [1, C, K], causal
 }
 
 }  // namespace grafx

@@ -170,4 +170,8 @@ TemporalSupport FilteredNoiseReverb::temporal_support(const TensorDict&) const {
   return TemporalSupport::causal(length_ - 1);  // the impulse response's length
 }
 
+at::Tensor FilteredNoiseReverb::response_support(const TensorDict& raw) const {
+  return until_decayed(impulse_responses(raw, at::kFloat));
+}
+
 }  // namespace grafx

@@ -84,6 +84,21 @@ StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, i
 
 at::Tensor LinearProcessor::response_support(const TensorDict&) const { return {}; }
 
+at::Tensor LinearProcessor::nonzero_lags(const at::Tensor& responses) {
+  return responses.ne(0).reshape({-1, responses.size(-1)}).any(0);
+}
+
+at::Tensor LinearProcessor::until_decayed(const at::Tensor& responses) {
+  const at::Tensor magnitude = responses.abs().reshape({-1, responses.size(-1)}).amax(0);
+  const at::Tensor above =
+      magnitude.gt(TemporalSupport::kDecayTolerance * magnitude.max().item<double>());
+  const int64_t length = responses.size(-1);
+  int64_t last         = length - 1;
+  const bool* a        = above.contiguous().data_ptr<bool>();
+  while (last >= 0 && !a[last]) --last;
+  return at::arange(length).le(last);
+}
+
 std::unique_ptr<NodeStream> LinearProcessor::make_stream(const TensorDict& parameters,
                                                          const StreamSetup& setup) const {
   return stream_by_impulse_responses(*this, parameters, setup);

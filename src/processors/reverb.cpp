@@ -275,4 +275,8 @@ TemporalSupport NoiseReverb::temporal_support(const TensorDict&) const {
   return TemporalSupport::causal(length_ - 1);  // the impulse response's length
 }
 
+at::Tensor NoiseReverb::response_support(const TensorDict& raw) const {
+  return until_decayed(impulse_responses(raw, at::kFloat));
+}
+
 }  // namespace grafx

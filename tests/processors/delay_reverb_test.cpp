@@ -9,6 +9,7 @@
 #include <grafx/dsp/surrogate_delay.h>
 #include <grafx/processors/delay.h>
 #include <grafx/processors/filtered_noise_reverb.h>
+#include <grafx/processors/linear_processor.h>
 #include <grafx/processors/registry.h>
 #include <grafx/processors/reverb.h>
 
@@ -130,6 +131,51 @@ TEST(NoiseReverb, ImpulseResponsesAreNormalisedAndDecayAsTheMask) {
           .unsqueeze(0);
   ir = reverb.impulse_responses(p, at::kDouble)[0];
   EXPECT_TRUE(at::allclose(ir[0], ir[1], 1e-12, 1e-12));
+}
+
+TEST(LinearProcessor, ResponseSupportsAreNonZeroLagsOrUntilDecayed) {
+  // Decays of 0.9^t and 0.5·0.95^t (alternating signs): above 1e-9 of the peak (1) until
+  // t = 196 and t = 390, so the responses matter until 390.
+  const at::Tensor t = at::arange(1000, at::kDouble);
+  at::Tensor responses =
+      at::stack({at::pow(0.9, t), 0.5 * at::pow(-0.95, t)}).unsqueeze(0).to(at::kFloat);
+  at::Tensor support = LinearProcessor::until_decayed(responses);
+  EXPECT_EQ(support.sum().item<int64_t>(), 391);
+  EXPECT_TRUE(support.narrow(0, 0, 391).all().item<bool>());
+  // The lags where any response is non-zero.
+  responses.zero_();
+  responses[0][0][3] = 1, responses[0][1][7] = -1e-30f;
+  support = LinearProcessor::nonzero_lags(responses);
+  EXPECT_EQ(support.sum().item<int64_t>(), 2);
+  EXPECT_TRUE(support[3].item<bool>() && support[7].item<bool>());
+}
+
+TEST(NoiseReverb, ResponseSupportEndsWhereTheResponseHasDecayed) {
+  NoiseReverb reverb({kRate});
+  const int64_t n_bins = 193;
+  auto last_lag        = [&](double decay_raw) {
+    TensorDict raw{{"init_log_magnitude", at::zeros({1, 2, n_bins}, at::kFloat)},
+                   {"delta_log_magnitude", at::full({1, 2, n_bins}, decay_raw, at::kFloat)}};
+    const at::Tensor support = reverb.response_support(raw);
+    EXPECT_EQ(support.size(0), 8000);
+    const int64_t kept = support.sum().item<int64_t>();
+    EXPECT_TRUE(support.narrow(0, 0, kept).all().item<bool>());  // a prefix
+    // In float64, the response after the cut is below the tolerance (with float32's slack).
+    TensorDict p;
+    for (const auto& [name, value] : raw) p[name] = value.to(at::kDouble);
+    const at::Tensor ir = reverb.impulse_responses(p, at::kDouble).abs();
+    const double peak   = ir.max().item<double>();
+    if (kept < 8000) {
+      EXPECT_LE(ir.narrow(-1, kept, 8000 - kept).max().item<double>(), 2e-9 * peak);
+    }
+    return kept - 1;
+  };
+  // A fast decay (softplus(6)/8 nepers a hop of 192) falls below 1e-9 (20.7 nepers) after
+  // about 28 hops; a slow one keeps all 2 s.
+  const int64_t fast = last_lag(6.0);
+  EXPECT_GT(fast, 20 * 192);
+  EXPECT_LT(fast, 34 * 192);
+  EXPECT_EQ(last_lag(-2.0), 7999);
 }
 
 TEST(NoiseReverb, ConvolvesCausallyWithItsImpulseResponse) {

@@ -60,6 +60,8 @@ class FilteredNoiseReverb : public LinearProcessor {
   ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
                           const TensorDict& parameters) const override;
   TemporalSupport temporal_support(const TensorDict& parameters) const override;
+  /// Until its responses have decayed (a short decay leaves most of the 2 s silent).
+  at::Tensor response_support(const TensorDict& raw) const override;
 
   /// The impulse responses N×C×K as convolved (energy-normalised): mid/side, left/right, or one.
   at::Tensor impulse_responses(const TensorDict& parameters,

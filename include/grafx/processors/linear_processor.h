@@ -19,7 +19,8 @@ StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, i
 /// `forward` over past + future + 1 samples of its temporal support (in float32, as the offline
 /// render of float32 audio), then convolved block by block (grafx/dsp/stream_convolution.h)
 /// with a latency of its future support. Recursive filters are cut where their response has
-/// decayed below TemporalSupport::kDecayTolerance. Throws ProcessorError
+/// decayed below TemporalSupport::kDecayTolerance; responses are set to zero outside the
+/// processor's response_support. Throws ProcessorError
 /// [grafx.stream.unsupported] for a response that never decays (a pole on the unit circle) or
 /// lasts over a minute.
 class LinearProcessor;
@@ -33,12 +34,21 @@ class LinearProcessor : public Processor {
   std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,
                                           const StreamSetup& setup) const override;
 
-  /// Where its impulse responses can be non-zero, for raw parameters of one item (float32):
-  /// a boolean per sample of the measured responses (past + future + 1 of its temporal
-  /// support, the impulse at `future`), or undefined (the default) where that is not known.
-  /// The measured responses are set to exact zeros elsewhere, where the transforms of its
-  /// forward pass leave roundings, so that the stream skips those partitions (a delay's).
+  /// Where its impulse responses matter, for raw parameters of one item (float32): a boolean
+  /// per sample of the measured responses (past + future + 1 of its temporal support, the
+  /// impulse at `future`), or undefined (the default) where that is not known. The measured
+  /// responses are set to exact zeros elsewhere, where the transforms of its forward pass leave
+  /// roundings, so that the stream skips those partitions: a delay's response outside its taps
+  /// (nonzero_lags), a reverb's after it has decayed (until_decayed).
   virtual at::Tensor response_support(const TensorDict& raw) const;
+
+  /// For response_support, from responses [..., K] with lag 0 at sample 0: the lags where any
+  /// of them is non-zero.
+  static at::Tensor nonzero_lags(const at::Tensor& responses);
+  /// For response_support: the lags up to the last where any of `responses` [..., K] is above
+  /// TemporalSupport::kDecayTolerance of their peak, as recursive filters are cut (what is cut
+  /// off is far below float32's resolution of the output).
+  static at::Tensor until_decayed(const at::Tensor& responses);
 };
 
 }  // namespace grafx
