@@ -53,8 +53,9 @@ std::unique_ptr<NodeStream> stream_by_impulse_responses(const LinearProcessor& p
   int64_t output = 0;  // index of the outlet channel among all outlets'
   for (const at::Tensor& outlet : responses.outputs) {
     // [rows, outlet channels, length]
-    const at::Tensor y =
-        nonzero.defined() ? outlet.masked_fill(nonzero.logical_not(), 0.0f) : outlet.contiguous();
+    const at::Tensor y = nonzero.defined()
+                             ? outlet.masked_fill(nonzero.logical_not(), 0.0f).contiguous()
+                             : outlet.contiguous();
     outlet_channels.push_back(y.size(1));
     for (int64_t d = 0; d < y.size(1); ++d, ++output)
       for (int64_t r = 0; r < rows; ++r) {
