@@ -12,7 +12,9 @@
 //      4000-tap frequency sampling, against autograd through a per-sample loop, and with
 //      coefficients per sample (automated gains);
 //   7. streamed convolution of a multitap delay's sparse response, against the same response
-//      made dense (its zeros replaced by a floor far below float32's resolution of it).
+//      made dense (its zeros replaced by a floor far below float32's resolution of it);
+//   8. streamed convolutions of an EQ and a reverb planned for calls of 64 or 512 samples,
+//      called in blocks of either size.
 // Float32, forward and forward+backward (gradients for the signals and the filters).
 
 #include <grafx/dsp/biquad.h>
@@ -327,14 +329,37 @@ std::vector<dsp::StreamConvolverMatrix::Path> delay_paths(float floor) {
   return paths;
 }
 
+/// Nanoseconds per sample of streaming the stereo signal `in` (its `samples` left, then right)
+/// through `matrix` from silence, in calls of `block` samples.
+double stereo_ns_per_sample(dsp::StreamConvolverMatrix& matrix, int64_t block,
+                            const std::vector<float>& in, int64_t samples,
+                            std::vector<float>& out) {
+  matrix.reset();
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t done = 0; done < samples; done += block) {
+    const float* x[2] = {in.data() + done, in.data() + samples + done};
+    float* y[2]       = {out.data() + done, out.data() + samples + done};
+    matrix.process(x, y, std::min(block, samples - done));
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  return std::chrono::duration<double, std::nano>(elapsed).count() / double(samples);
+}
+
+/// `samples` of stereo white noise in [−1, 1], left then right.
+std::vector<float> stereo_noise(int64_t samples) {
+  std::vector<float> in(size_t(2 * samples));
+  std::mt19937 generator(8);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (float& v : in) v = uniform(generator);
+  return in;
+}
+
 void stream_delay() {
   std::cout << "\n### Streamed convolution of a stereo delay's response (2 × 96,000 taps, 20 "
                "coloured taps of 39 each; 48 kHz, blocks of 512, one core)\n\n";
   constexpr int64_t kBlock = 512, kSeconds = 10, kSamples = kSeconds * 48000;
-  std::vector<float> in(size_t(2 * kSamples)), out(size_t(2 * kSamples));
-  std::mt19937 generator(8);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (float& v : in) v = uniform(generator);
+  const std::vector<float> in = stereo_noise(kSamples);
+  std::vector<float> out(in.size());
   struct Case {
     std::string name;
     dsp::StreamConvolverMatrix matrix;
@@ -344,23 +369,58 @@ void stream_delay() {
   cases.push_back({"dense: zeros replaced by 1e-12", {2, 2, delay_paths(1e-12f), kBlock}});
   cases.push_back({"sparse: partitions of zeros skipped", {2, 2, delay_paths(0.0f), kBlock}});
   for (int round = 0; round < 3; ++round)  // alternating, the best of three
-    for (Case& c : cases) {
-      c.matrix.reset();
-      const auto start = std::chrono::steady_clock::now();
-      for (int64_t done = 0; done < kSamples; done += kBlock) {
-        const float* x[2] = {in.data() + done, in.data() + kSamples + done};
-        float* y[2]       = {out.data() + done, out.data() + kSamples + done};
-        c.matrix.process(x, y, std::min(kBlock, kSamples - done));
-      }
-      const double ns =
-          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
-              .count();
-      c.best_ns = std::min(c.best_ns, ns / double(kSamples));
-    }
+    for (Case& c : cases)
+      c.best_ns = std::min(c.best_ns, stereo_ns_per_sample(c.matrix, kBlock, in, kSamples, out));
   Table table(
       {"response", "spectral products a sample (both paths)", "ns per stereo sample", "real time"});
   for (const Case& c : cases)
     table.add_row({c.name, std::to_string(c.matrix.partition_products()), fixed(c.best_ns, 1),
+                   fixed(1e9 / 48000 / c.best_ns, 0) + "×"});
+  table.print(std::cout);
+}
+
+/// A stereo EQ's and a reverb's responses, planned for calls of 64 or of 512 samples (a first
+/// level of partitions of 512 from tap 0 on, recomputed in every call, where that is cheaper)
+/// and called in blocks of either size.
+void stream_calls() {
+  std::cout << "\n### Streamed convolutions planned for the calls (48 kHz, one core): a stereo "
+               "EQ (2 paths of 2,047 taps) and a reverb (2 × 2 paths of 46,000 taps decaying "
+               "60 dB a second)\n\n";
+  constexpr int64_t kSamples  = 4 * 48000;
+  const std::vector<float> in = stereo_noise(kSamples);
+  std::vector<float> out(in.size());
+  std::mt19937 generator(9);
+  std::normal_distribution<float> tap(0.0f, 0.1f);
+  const auto taps = [&](int64_t n, double decay_samples) {
+    std::vector<float> h(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k)
+      h[size_t(k)] = tap(generator) * float(std::exp(-k / decay_samples));
+    return h;
+  };
+  using Path                     = dsp::StreamConvolverMatrix::Path;
+  const std::vector<Path> eq     = {{0, 0, taps(2047, 1e30)}, {1, 1, taps(2047, 1e30)}};
+  const std::vector<Path> reverb = {{0, 0, taps(46000, 6950)},
+                                    {0, 1, taps(46000, 6950)},
+                                    {1, 0, taps(46000, 6950)},
+                                    {1, 1, taps(46000, 6950)}};
+  struct Case {
+    std::string name;
+    int64_t planned, calls;
+    dsp::StreamConvolverMatrix matrix;
+    double best_ns = 1e300;
+  };
+  std::vector<Case> cases;
+  for (const auto& [name, paths] : {std::pair{"EQ", eq}, std::pair{"reverb", reverb}})
+    for (const auto& [planned, calls] : {std::pair{64, 64}, {64, 512}, {512, 512}, {512, 64}})
+      cases.push_back({name, planned, calls, {2, 2, paths, planned}});
+  for (int round = 0; round < 3; ++round)  // alternating, the best of three
+    for (Case& c : cases)
+      c.best_ns = std::min(c.best_ns, stereo_ns_per_sample(c.matrix, c.calls, in, kSamples, out));
+  Table table({"response", "planned for calls of", "called in blocks of",
+               "spectral products a sample", "ns per stereo sample", "real time"});
+  for (const Case& c : cases)
+    table.add_row({c.name, std::to_string(c.planned), std::to_string(c.calls),
+                   std::to_string(c.matrix.partition_products()), fixed(c.best_ns, 1),
                    fixed(1e9 / 48000 / c.best_ns, 0) + "×"});
   table.print(std::cout);
 }
@@ -390,6 +450,7 @@ int run(int argc, char** argv) {
       {"mix", dry_wet},
       {"biquad", biquads},
       {"stream", stream_delay},
+      {"stream-calls", stream_calls},
   };
   std::vector<std::string> chosen(argv + 1, argv + argc);
   for (const auto& name : chosen) {
@@ -397,7 +458,7 @@ int run(int argc, char** argv) {
     for (const auto& section : sections) known = known || section.first == name;
     if (!known) {
       std::cerr << "usage: dsp_bench [SECTION...]  (sections: fft eq reverb envelope istft mix "
-                   "biquad stream; "
+                   "biquad stream stream-calls; "
                    "default: all)\n";
       return name == "--help" || name == "-h" ? 0 : 2;
     }

@@ -82,20 +82,29 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
   const int64_t n_sources     = graph.count_per_type()[NodeTypes::kIn];
   at::manual_seed(0);
   const at::Tensor sources = 0.1 * at::randn({n_sources, 2, length});
-  const int64_t largest    = *std::max_element(blocks.begin(), blocks.end());
-  const auto made          = Clock::now();
-  Stream stream(graph, processors, parameters, {sample_rate, largest, 2});
-  const double setup_ms = milliseconds_since(made);
-  // Rows of real-time factors per block size: of the stream at its rate, or in a host.
-  auto time_rows = [&](const auto& process, const auto& reset, const at::Tensor& input,
-                       SampleRate rate) {
+  // A stream per block size, made for it as a host makes its plugin for its block size (its
+  // convolutions are planned for calls of that many samples).
+  const auto make_stream = [&](int64_t block) {
+    return Stream(graph, processors, parameters, {sample_rate, block, 2});
+  };
+  const auto made            = Clock::now();
+  const Stream first         = make_stream(blocks[0]);
+  const double setup_ms      = milliseconds_since(made);
+  const int64_t latency      = first.latency_samples();
+  const int64_t output_count = first.n_outputs() * first.output_channels();
+  // Rows of real-time factors per block size: of a stream at its rate, or in a host.
+  auto time_rows = [&](const auto& make, const at::Tensor& input, SampleRate rate) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-    const int64_t channels      = stream.n_outputs() * stream.output_channels();
     for (int64_t block : blocks) {
+      auto streamed      = make(block);
+      const auto process = [&](const float* const* in, float* const* out, int64_t n) {
+        streamed.process(in, out, n);
+      };
+      const auto reset = [&] { streamed.reset(); };
       std::vector<double> totals, slowest;
-      time_blocks(process, reset, input, channels, block);  // warm-up
+      time_blocks(process, reset, input, output_count, block);  // warm-up
       for (int64_t r = 0; r < repeats; ++r) {
-        auto [total, worst] = time_blocks(process, reset, input, channels, block);
+        auto [total, worst] = time_blocks(process, reset, input, output_count, block);
         totals.push_back(total), slowest.push_back(worst);
       }
       const double total = median(totals);
@@ -107,20 +116,19 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
     }
     return rows;
   };
-  const nlohmann::ordered_json rows = time_rows(
-      [&](const float* const* in, float* const* out, int64_t n) { stream.process(in, out, n); },
-      [&] { stream.reset(); }, sources, sample_rate);
-  nlohmann::ordered_json host_rows = nlohmann::ordered_json::array();
-  int64_t host_latency             = 0;
+  const nlohmann::ordered_json rows = time_rows(make_stream, sources, sample_rate);
+  nlohmann::ordered_json host_rows  = nlohmann::ordered_json::array();
+  int64_t host_latency              = 0;
   if (host_rate > 0 && host_rate != sample_rate) {
-    HostStream host(Stream(graph, processors, parameters, {sample_rate, largest, 2}), host_rate);
-    host_latency = host.latency_samples();
+    const auto make_host = [&](int64_t block) {  // for calls of `block` host samples
+      return HostStream(make_stream(HostStream::stream_block(block, sample_rate, host_rate)),
+                        host_rate);
+    };
+    host_latency = make_host(blocks[0]).latency_samples();
     const at::Tensor fast =
         0.1 *
         at::randn({n_sources, 2, std::max<int64_t>(1, std::llround(seconds * double(host_rate)))});
-    host_rows = time_rows(
-        [&](const float* const* in, float* const* out, int64_t n) { host.process(in, out, n); },
-        [&] { host.reset(); }, fast, host_rate);
+    host_rows = time_rows(make_host, fast, host_rate);
   }
   const RenderPlan plan = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
   std::vector<double> offline;
@@ -138,7 +146,7 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
                                      {"nodes", graph.n_nodes()},
                                      {"sample_rate", sample_rate},
                                      {"seconds", seconds},
-                                     {"latency_samples", stream.latency_samples()},
+                                     {"latency_samples", latency},
                                      {"setup_ms", setup_ms},
                                      {"blocks", rows},
                                      {"offline_real_time_factor", offline_factor}};
@@ -151,9 +159,9 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
   std::cout << name << ": " << graph.n_nodes() << " nodes, streamed on one core\n"
             << n_sources << " stereo sources of " << seconds << " s at " << sample_rate
             << " Hz, initial parameters; medians of " << repeats << " runs after a warm-up\n"
-            << std::fixed << std::setprecision(1) << "  latency " << stream.latency_samples()
-            << " samples (" << 1000.0 * double(stream.latency_samples()) / double(sample_rate)
-            << " ms); stream made in " << setup_ms << " ms\n";
+            << std::fixed << std::setprecision(1) << "  latency " << latency << " samples ("
+            << 1000.0 * double(latency) / double(sample_rate) << " ms); stream made in " << setup_ms
+            << " ms\n";
   auto print = [](const nlohmann::ordered_json& table) {
     for (const auto& row : table)
       std::cout << "  blocks of " << std::setw(5) << row["block"].get<int64_t>() << "  "

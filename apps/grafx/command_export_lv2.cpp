@@ -171,6 +171,9 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
   std::ostringstream ttl;
   ttl << "@prefix doap: <http://usefulinc.com/ns/doap#> .\n"
          "@prefix lv2: <http://lv2plug.in/ns/lv2core#> .\n"
+         "@prefix bufsz: <http://lv2plug.in/ns/ext/buf-size#> .\n"
+         "@prefix opts: <http://lv2plug.in/ns/ext/options#> .\n"
+         "@prefix urid: <http://lv2plug.in/ns/ext/urid#> .\n"
          "@prefix pg: <http://lv2plug.in/ns/ext/port-groups#> .\n"
          "@prefix pprops: <http://lv2plug.in/ns/ext/port-props#> .\n"
          "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
@@ -179,7 +182,8 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
       << "  a lv2:Plugin, lv2:MixerPlugin ;\n"
       << "  doap:name " << quoted(name) << " ;\n"
       << "  rdfs:comment " << quoted("A graph exported by grafx export-lv2") << " ;\n"
-      << "  lv2:optionalFeature lv2:hardRTCapable ;\n"
+      << "  lv2:optionalFeature lv2:hardRTCapable, opts:options, urid:map ;\n"
+      << "  opts:supportedOption bufsz:nominalBlockLength, bufsz:maxBlockLength ;\n"
       << "  pg:mainOutput <" << uri << "#" << (stream.n_outputs() > 1 ? "out_1" : "out") << "> ;\n"
       << "  lv2:port" << ports.str() << " .\n"
       << groups.str();
@@ -247,7 +251,7 @@ void add_export_lv2_command(CLI::App& app) {
       throw RenderError("grafx.lv2.sample_rate",
                         "the parameters record no sample rate: give --sample-rate");
     const Processors processors = source.processors(sample_rate);
-    // Blocks as hosts call plugins: larger calls run in blocks of this size.
+    // The program's blocks; the plugin makes its stream again for the host's (grafx_lv2.cpp).
     const Stream stream(source.graph, processors, source.parameters(processors),
                         {sample_rate, 4096, args->channels});
     const std::string uri  = args->uri.empty() ? "urn:grafx:" + symbol_of(stem) : args->uri;
@@ -274,6 +278,9 @@ void add_export_lv2_command(CLI::App& app) {
       write_text_file((partial / "stream.program").string(), stream.save(), false);
       write_text_file((partial / "manifest.ttl").string(),
                       "@prefix lv2: <http://lv2plug.in/ns/lv2core#> .\n"
+                      "@prefix bufsz: <http://lv2plug.in/ns/ext/buf-size#> .\n"
+                      "@prefix opts: <http://lv2plug.in/ns/ext/options#> .\n"
+                      "@prefix urid: <http://lv2plug.in/ns/ext/urid#> .\n"
                       "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n\n<" +
                           uri +
                           ">\n  a lv2:Plugin ;\n  lv2:binary <grafx_lv2.so> ;\n"

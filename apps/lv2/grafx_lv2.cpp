@@ -9,7 +9,11 @@
 
 #include <grafx/render/host_stream.h>
 
+#include <lv2/atom/atom.h>
+#include <lv2/buf-size/buf-size.h>
 #include <lv2/core/lv2.h>
+#include <lv2/options/options.h>
+#include <lv2/urid/urid.h>
 
 #include <dlfcn.h>
 #if defined(__SSE__)
@@ -19,6 +23,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -60,13 +65,48 @@ struct Plugin {
   std::vector<float> control_values;  // as last applied
 };
 
+/// The blocks a host that does not say its block length runs: its calls of any size are split
+/// into blocks of up to 64 samples, for which the convolutions take a head in direct form,
+/// which costs no more in calls of one sample (dsp/stream_convolution.h).
+constexpr int64_t kUnknownHostBlock = 64;
+
+/// The block length the host calls run() with, from its options (buf-size: the nominal one,
+/// else the maximum), or kUnknownHostBlock.
+int64_t host_block(const LV2_Feature* const* features) {
+  const LV2_URID_Map* map           = nullptr;
+  const LV2_Options_Option* options = nullptr;
+  for (const LV2_Feature* const* f = features; f && *f; ++f)
+    if (std::strcmp((*f)->URI, LV2_URID__map) == 0)
+      map = static_cast<const LV2_URID_Map*>((*f)->data);
+    else if (std::strcmp((*f)->URI, LV2_OPTIONS__options) == 0)
+      options = static_cast<const LV2_Options_Option*>((*f)->data);
+  if (!map || !options) return kUnknownHostBlock;
+  const LV2_URID nominal = map->map(map->handle, LV2_BUF_SIZE__nominalBlockLength);
+  const LV2_URID most    = map->map(map->handle, LV2_BUF_SIZE__maxBlockLength);
+  const LV2_URID integer = map->map(map->handle, LV2_ATOM__Int);
+  int64_t nominal_length = 0, max_length = 0;
+  for (const LV2_Options_Option* o = options; o->key != 0; ++o)
+    if (o->type == integer && o->size == sizeof(int32_t) && o->value) {
+      const int32_t length = *static_cast<const int32_t*>(o->value);
+      if (o->key == nominal) nominal_length = length;
+      if (o->key == most) max_length = length;
+    }
+  const int64_t length = nominal_length > 0 ? nominal_length : max_length;
+  return length > 0 && length <= (int64_t(1) << 20) ? length : kUnknownHostBlock;
+}
+
 LV2_Handle instantiate(const LV2_Descriptor* descriptor, double sample_rate,
-                       const char* bundle_path, const LV2_Feature* const*) {
+                       const char* bundle_path, const LV2_Feature* const* features) {
   const std::string bundle = bundle_path ? bundle_path : "";
   try {
-    grafx::Stream stream = grafx::Stream::load(read_file(bundle_file(bundle, "stream.program")));
     if (sample_rate != std::floor(sample_rate))
       throw std::runtime_error("a host rate of a fraction of a hertz");
+    // The stream made for the host's blocks (its convolutions are planned for calls of them).
+    const std::string program = read_file(bundle_file(bundle, "stream.program"));
+    grafx::Stream stream      = grafx::Stream::load(
+             program, grafx::HostStream::stream_block(host_block(features),
+                                                      grafx::Stream::program_sample_rate(program),
+                                                      int64_t(sample_rate)));
     auto plugin = std::make_unique<Plugin>(
         Plugin{grafx::HostStream(std::move(stream), int64_t(sample_rate))});
     Plugin& p                  = *plugin;

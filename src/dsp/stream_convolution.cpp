@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -113,41 +114,117 @@ double level_cost(const std::vector<Reach>& paths, int64_t n_inputs, int64_t off
   return input * double(inputs) + output * double(outputs) + kProduct * double(products);
 }
 
-/// The cheapest levels covering taps [block, longest path) of all paths: each level's partitions
-/// are as large as its first tap allows (larger partitions are cheaper per tap), so what remains
-/// to choose is the number of partitions of each level, and the cheapest choices from tap s on
-/// depend on s alone. `cost` receives the model cost.
-std::vector<LevelPlan> plan_levels(const std::vector<Reach>& paths, int64_t n_inputs,
-                                   int64_t n_outputs, int64_t block, double& cost) {
-  int64_t length = 0;
-  for (const Reach& p : paths) length = std::max(length, p.length);
-  const int64_t n = (length + block - 1) / block;  // offsets block·i, i < n, fall inside
-  std::vector<double> best(size_t(std::max<int64_t>(n + 1, 2)), 0.0);
-  std::vector<int64_t> choice(best.size(), 0);
-  std::vector<char> seen(size_t(n_inputs + n_outputs));
-  for (int64_t i = n - 1; i >= 1; --i) {
-    const int64_t offset = block * i;
-    const int64_t size   = std::min(kLargestPartition, power_of_two_at_most(offset));
-    const int64_t last   = (length - offset + size - 1) / size;  // partitions to cover the rest
-    best[size_t(i)]      = level_cost(paths, n_inputs, offset, size, last, seen);
-    choice[size_t(i)]    = last;
-    // Fewer partitions leave the rest to a level of larger ones (never two levels of one size).
-    if (size < kLargestPartition)
-      for (int64_t count = 1; count < last && count <= kMostPartitions; ++count) {
-        const double c = level_cost(paths, n_inputs, offset, size, count, seen) +
-                         best[size_t((offset + count * size) / block)];
-        if (c < best[size_t(i)]) best[size_t(i)] = c, choice[size_t(i)] = count;
-      }
+/// The cheapest levels covering taps [s, longest path) of all paths, for every s = i·kBlock,
+/// i ≥ 1: each level's partitions are as large as its first tap allows (larger partitions are
+/// cheaper per tap), so what remains to choose is the number of partitions of each level, and
+/// the cheapest choices from tap s on depend on s alone (dynamic programming, from the end).
+class LevelChoices {
+ public:
+  LevelChoices(const std::vector<Reach>& paths, int64_t n_inputs, int64_t n_outputs) {
+    for (const Reach& p : paths) length_ = std::max(length_, p.length);
+    const int64_t n = (length_ + kBlock - 1) / kBlock;  // offsets kBlock·i, i < n, fall inside
+    cost_.assign(size_t(std::max<int64_t>(n + 1, 2)), 0.0);
+    count_.assign(cost_.size(), 0);
+    std::vector<char> seen(size_t(n_inputs + n_outputs));
+    for (int64_t i = n - 1; i >= 1; --i) {
+      const int64_t offset = kBlock * i, size = size_at(offset);
+      const int64_t last = (length_ - offset + size - 1) / size;  // to cover the rest
+      cost_[size_t(i)]   = level_cost(paths, n_inputs, offset, size, last, seen);
+      count_[size_t(i)]  = last;
+      // Fewer partitions leave the rest to a level of larger ones (never two levels of one size).
+      if (size < kLargestPartition)
+        for (int64_t count = 1; count < last && count <= kMostPartitions; ++count) {
+          const double c = level_cost(paths, n_inputs, offset, size, count, seen) +
+                           cost_[size_t((offset + count * size) / kBlock)];
+          if (c < cost_[size_t(i)]) cost_[size_t(i)] = c, count_[size_t(i)] = count;
+        }
+    }
   }
-  cost = best[1];
+
+  /// The model cost of the levels from `offset` (a multiple of kBlock, ≥ kBlock) on.
+  double cost_from(int64_t offset) const {
+    return offset >= length_ ? 0.0 : cost_[size_t(offset / kBlock)];
+  }
+
+  std::vector<LevelPlan> levels_from(int64_t offset) const {
+    std::vector<LevelPlan> levels;
+    while (offset < length_) {
+      const int64_t size = size_at(offset), count = count_[size_t(offset / kBlock)];
+      levels.push_back({size, count, offset});
+      offset += count * size;
+    }
+    return levels;
+  }
+
+ private:
+  static int64_t size_at(int64_t offset) {
+    return std::min(kLargestPartition, power_of_two_at_most(offset));
+  }
+
+  int64_t length_ = 0;
+  std::vector<double> cost_;
+  std::vector<int64_t> count_;
+};
+
+/// The model cost of a first level of `count` partitions of `size` taps from tap 0, for calls
+/// of `call` samples: every chunk of a call between the level's block ends transforms the
+/// level's inputs (the block so far, zeros after it) and outputs and does the products of the
+/// newest block; those of the older blocks are done once a block. Calls of `call` samples from
+/// the start of the stream make 1 + (call − gcd(call, size))/size chunks each.
+double first_level_cost(const std::vector<Reach>& paths, int64_t n_inputs, int64_t size,
+                        int64_t count, int64_t call, std::vector<char>& seen) {
+  std::fill(seen.begin(), seen.end(), char(0));
+  int64_t inputs = 0, outputs = 0, newest = 0, older = 0;
+  for (const Reach& p : paths) {
+    const int64_t first = filled_partitions(p, 0, size, 1);
+    const int64_t rest  = filled_partitions(p, 0, size, count) - first;
+    if (first + rest == 0) continue;
+    newest += first, older += rest;
+    char &in = seen[size_t(p.input)], &out = seen[size_t(n_inputs + p.output)];
+    inputs += !in, outputs += !out, in = out = 1;
+  }
+  const double log2 = std::log2(double(2 * size));
+  const double chunk =
+      double(inputs) * (double(size) * (kForwardLog2 * log2 + kInputSample) + kInputRun) +
+      double(outputs) * (double(size) * (kInverseLog2 * log2 + kOutputSample) + kOutputRun) +
+      double(newest * size) * kProduct;
+  const double chunks_per_sample =
+      double(size + call - std::gcd(call, size)) / (double(size) * double(call));
+  return chunk * chunks_per_sample + kProduct * double(older);
+}
+
+/// The plan of the paths in levels: the first level (count 0: none, the first kBlock taps
+/// in direct form instead) and the levels after it, the cheapest for calls of `call` samples.
+struct Plan {
+  LevelPlan first{0, 0, 0};
   std::vector<LevelPlan> levels;
-  for (int64_t offset = block; offset < length;) {
-    const int64_t size  = std::min(kLargestPartition, power_of_two_at_most(offset));
-    const int64_t count = choice[size_t(offset / block)];
-    levels.push_back({size, count, offset});
-    offset += count * size;
+};
+
+Plan plan_paths(const std::vector<Reach>& paths, int64_t n_inputs, int64_t n_outputs,
+                int64_t call) {
+  const LevelChoices choices(paths, n_inputs, n_outputs);
+  int64_t heads = 0, length = 0;  // direct form: the first kBlock taps of the paths, where filled
+  for (const Reach& p : paths) {
+    heads += p.filled[1] > 0;
+    length = std::max(length, p.length);
   }
-  return levels;
+  double best = kDirectTap * double(kBlock * heads) + choices.cost_from(kBlock);
+  Plan plan{{0, 0, 0}, {}};
+  std::vector<char> seen(size_t(n_inputs + n_outputs));
+  // From 2H on: a first level of H taps is no cheaper than direct form and a level of H (as
+  // measured), and costs a transform a sample in calls of one sample where they cost none.
+  for (int64_t size = 2 * kBlock; size <= std::min(kLargestPartition, power_of_two_at_least(call));
+       size *= 2) {
+    const int64_t most = std::min(kMostPartitions, (length + size - 1) / size);
+    for (int64_t count = 1; count <= most; ++count) {
+      const double c = first_level_cost(paths, n_inputs, size, count, call, seen) +
+                       choices.cost_from(count * size);
+      if (c < best) best = c, plan.first = {size, count, 0};
+    }
+  }
+  plan.levels =
+      choices.levels_from(plan.first.count > 0 ? plan.first.count * plan.first.size : kBlock);
+  return plan;
 }
 
 // ---- FFTs ----------------------------------------------------------------------------------
@@ -175,12 +252,19 @@ struct Twiddles {
   const T* split_im;
 };
 
+/// The `Twiddles` in a table that fill_twiddles filled.
+template <typename T>
+Twiddles<T> twiddles_of(const std::vector<T>& table) {
+  const int64_t m = int64_t(table.size()) / 6;
+  const T* t      = table.data();
+  return {t, t + m, t + 2 * m, t + 3 * m, t + 4 * m, t + 5 * m};
+}
+
 /// `Twiddles` for transforms of up to m complex points in one table (computed in double).
 template <typename T>
 Twiddles<T> fill_twiddles(int64_t m, std::vector<T>& table) {
   table.assign(size_t(6 * m), T(0));
-  T* t = table.data();
-  const Twiddles<T> w{t, t + m, t + 2 * m, t + 3 * m, t + 4 * m, t + 5 * m};
+  T* t        = table.data();
   T *stage_re = t, *stage_im = t + m, *cube_re = t + 2 * m, *cube_im = t + 3 * m;
   T *split_re = t + 4 * m, *split_im = t + 5 * m;
   for (int64_t h = 1; h < m; h *= 2)
@@ -199,7 +283,7 @@ Twiddles<T> fill_twiddles(int64_t m, std::vector<T>& table) {
       const double angle = -2.0 * M_PI * double(reversed) / double(4 * octave);
       split_re[p] = T(std::cos(angle)), split_im[p] = T(std::sin(angle));
     }
-  return w;
+  return twiddles_of(table);
 }
 
 // The stages of the complex transforms, on blocks of 2h points. Radix 4 is the composition of
@@ -476,27 +560,31 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
     check(!p.taps.empty(), "expected at least one tap in each path");
   }
   // A path is direct form alone where that is cheaper than levels for it alone (in a matrix
-  // levels cost it less, but direct form is cheap for at most kDirectOnly taps anyway), or
-  // else direct form for its first kBlock taps and levels for the rest.
+  // levels cost it less, but direct form is cheap for at most kDirectOnly taps anyway), or else
+  // in the levels: the first kBlock taps in direct form and levels for the rest, or a first
+  // level from tap 0 on, whichever is cheaper for calls of max_block samples.
   std::vector<Reach> reaches;  // of the paths in levels
-  std::vector<int64_t> head_taps(paths.size());
+  std::vector<char> in_levels(paths.size(), 0);
   for (size_t i = 0; i < paths.size(); ++i) {
     const int64_t length = int64_t(paths[i].taps.size());
     Reach reach{paths[i].input, paths[i].output, length, filled_runs(paths[i].taps)};
-    double alone = 0;
-    if (length > kBlock && length <= kDirectOnly) plan_levels({reach}, 1, 1, kBlock, alone);
-    head_taps[i] =
-        length <= kBlock || (length <= kDirectOnly && kDirectTap * double(length - kBlock) <= alone)
-            ? length
-            : kBlock;
-    if (head_taps[i] < length) reaches.push_back(std::move(reach));
+    in_levels[i] = length > kDirectOnly ||
+                   (length > kBlock && kDirectTap * double(length - kBlock) >
+                                           LevelChoices({reach}, 1, 1).cost_from(kBlock));
+    if (in_levels[i]) reaches.push_back(std::move(reach));
   }
+  const Plan plan = reaches.empty() ? Plan{} : plan_paths(reaches, n_inputs, n_outputs, max_block);
+  std::vector<int64_t> head_taps(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i)
+    head_taps[i] = !in_levels[i]          ? int64_t(paths[i].taps.size())
+                   : plan.first.count > 0 ? 0
+                                          : kBlock;
   const auto zeros = [](auto first, auto end) {
     return std::all_of(first, end, [](float t) { return t == 0.0f; });
   };
   for (int64_t o = 0; o < n_outputs; ++o)  // grouped by output, which they add to in turn
     for (size_t i = 0; i < paths.size(); ++i)
-      if (paths[i].output == o &&
+      if (paths[i].output == o && head_taps[i] > 0 &&
           !zeros(paths[i].taps.begin(), paths[i].taps.begin() + head_taps[i])) {
         heads_.push_back({paths[i].input, o, head_taps[i], int64_t(head_taps_.size())});
         head_taps_.insert(head_taps_.end(), paths[i].taps.begin(),
@@ -506,15 +594,9 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
   head_inputs_.assign(size_t(n_inputs * (history_ + kBlock)), 0.0f);
   if (reaches.empty()) return;
 
-  double cost                       = 0;
-  const std::vector<LevelPlan> plan = plan_levels(reaches, n_inputs, n_outputs, kBlock, cost);
-  int64_t largest = 0, reach = 0;
-  for (const LevelPlan& p : plan)
+  int64_t largest = plan.first.size, reach = 0;
+  for (const LevelPlan& p : plan.levels)
     largest = std::max(largest, p.size), reach = std::max(reach, p.offset + p.size);
-  input_ring_  = 2 * largest;
-  output_ring_ = std::max(kBlock, power_of_two_at_least(reach));
-  inputs_.assign(size_t(n_inputs * input_ring_), 0.0f);
-  outputs_.assign(size_t(n_outputs * output_ring_), 0.0f);
   work_.assign(size_t(2 * (largest + kPad)), 0.0f);
   fill_twiddles(largest, twiddles_);
 
@@ -522,16 +604,15 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
   std::vector<double> table;
   const Twiddles<double> w = fill_twiddles(largest, table);
   std::vector<double> re(static_cast<size_t>(largest)), im(static_cast<size_t>(largest));
-  for (const LevelPlan& p : plan) {
-    Level& level = levels_.emplace_back();
+  const auto make_level = [&](const LevelPlan& p) {
+    Level level;
     level.size = p.size, level.count = p.count, level.offset = p.offset;
     // Path k's partition j in the level: taps [first, end), none if all zero.
     const auto partition = [&](size_t k, int64_t j) {
       const std::vector<float>& taps = paths[k].taps;
       const int64_t length           = int64_t(taps.size());
       const int64_t first = p.offset + j * p.size, end = std::min(length, first + p.size);
-      const bool none = head_taps[k] == length ||
-                        j >= partitions(length, p.offset, p.size, p.count) ||
+      const bool none = !in_levels[k] || j >= partitions(length, p.offset, p.size, p.count) ||
                         zeros(taps.begin() + first, taps.begin() + end);
       return none ? std::pair<int64_t, int64_t>{0, 0} : std::pair<int64_t, int64_t>{first, end};
     };
@@ -549,18 +630,17 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
       spectra += 2 * (p.size + kPad) * depth;
     }
     level.spectra.assign(size_t(spectra), 0.0f);
-    // The terms of each output, path by path.
+    // The terms of each output, by age (the newest block's first), path by path.
     for (int64_t o = 0; o < n_outputs; ++o) {
-      const int64_t first = int64_t(level.terms.size());
-      for (size_t k = 0; k < paths.size(); ++k) {
-        if (paths[k].output != o) continue;
-        const std::vector<float>& taps = paths[k].taps;
-        for (int64_t j = 0; j < p.count; ++j) {
+      Level::Output output{o, int64_t(level.terms.size()), 0, 0};
+      for (int64_t j = 0; j < p.count; ++j) {
+        if (j == 1) output.older = int64_t(level.terms.size());
+        for (size_t k = 0; k < paths.size(); ++k) {
           const auto [from, end] = partition(k, j);
-          if (end == 0) continue;
+          if (paths[k].output != o || end == 0) continue;
           std::fill(re.begin(), re.end(), 0.0), std::fill(im.begin(), im.end(), 0.0);
           for (int64_t t = from; t < end; ++t)
-            ((t - from) % 2 ? im : re)[size_t((t - from) / 2)] = taps[size_t(t)];
+            ((t - from) % 2 ? im : re)[size_t((t - from) / 2)] = paths[k].taps[size_t(t)];
           real_forward(re.data(), im.data(), p.size, w);
           level.terms.push_back({slot[size_t(paths[k].input)], j, int64_t(level.filters.size())});
           for (int64_t b = 0; b < p.size; ++b)
@@ -571,17 +651,32 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
           level.filters.insert(level.filters.end(), size_t(kPad), 0.0f);
         }
       }
-      if (int64_t(level.terms.size()) > first)
-        level.outputs.push_back({o, first, int64_t(level.terms.size())});
+      output.end = int64_t(level.terms.size());
+      if (p.count == 1) output.older = output.end;
+      if (output.end > output.first) level.outputs.push_back(output);
     }
-    if (level.terms.empty()) levels_.pop_back();  // all its partitions are zero
+    return level;
+  };
+  if (plan.first.count > 0) {
+    first_ = make_level(plan.first);
+    first_windows_.assign(first_.inputs.size() * size_t(2 * first_.size), 0.0f);
+    first_older_.assign(first_.outputs.size() * size_t(2 * (first_.size + kPad)), 0.0f);
   }
+  for (const LevelPlan& p : plan.levels)
+    if (Level level = make_level(p); !level.terms.empty())  // else all its partitions are zero
+      levels_.push_back(std::move(level));
+  int64_t levels_largest = 0;
+  for (const Level& level : levels_) levels_largest = std::max(levels_largest, level.size);
+  input_ring_  = 2 * levels_largest;
+  output_ring_ = std::max(kBlock, power_of_two_at_least(reach));
+  inputs_.assign(size_t(n_inputs * input_ring_), 0.0f);
+  outputs_.assign(size_t(n_outputs * output_ring_), 0.0f);
 }
 
 int64_t StreamConvolverMatrix::partition_products() const {
   int64_t products = 0;
   for (const Level& level : levels_) products += int64_t(level.terms.size());
-  return products;
+  return products + int64_t(first_.terms.size());
 }
 
 void StreamConvolverMatrix::reset() noexcept {
@@ -589,10 +684,14 @@ void StreamConvolverMatrix::reset() noexcept {
   std::fill(head_inputs_.begin(), head_inputs_.end(), 0.0f);
   std::fill(inputs_.begin(), inputs_.end(), 0.0f);
   std::fill(outputs_.begin(), outputs_.end(), 0.0f);
-  for (Level& level : levels_) {
+  std::fill(first_windows_.begin(), first_windows_.end(), 0.0f);
+  std::fill(first_older_.begin(), first_older_.end(), 0.0f);
+  const auto forget = [](Level& level) {
     for (Level::Input& input : level.inputs) input.newest = 0;
     std::fill(level.spectra.begin(), level.spectra.end(), 0.0f);
-  }
+  };
+  forget(first_);
+  for (Level& level : levels_) forget(level);
 }
 
 void StreamConvolverMatrix::process(const float* const* inputs, float* const* outputs,
@@ -629,6 +728,7 @@ inline void StreamConvolverMatrix::process_chunks(const float* const* inputs, fl
       std::memmove(x, x + kBlock, size_t(history_) * 4);
     }
   }
+  if (first_.count > 0) run_first_level(inputs, outputs, n, begin);
   if (levels_.empty()) return;
   // A level's contributions to the outputs of a chunk were added to `outputs_` at or before its
   // start. The clock starts at the phase, every buffer silent: as if that much silence had come
@@ -652,11 +752,91 @@ inline void StreamConvolverMatrix::process_chunks(const float* const* inputs, fl
   }
 }
 
+inline void StreamConvolverMatrix::sum_products(const Level& level, int64_t first, int64_t end,
+                                                bool accumulate, float* ar, float* ai) noexcept {
+  const int64_t size = level.size, im_at = size + kPad;
+  const auto spectrum_of = [&](const Level::Term& term) {
+    const Level::Input& input = level.inputs[size_t(term.input)];
+    const int64_t slot        = (input.newest - term.age + input.depth) % input.depth;
+    return level.spectra.data() + input.first + 2 * im_at * slot;
+  };
+  for (int64_t k = first; k < end; k += 2) {  // two a pass
+    const Level::Term &a = level.terms[size_t(k)],
+                      &b = level.terms[size_t(std::min(k + 1, end - 1))];
+    const float *x = spectrum_of(a), *g = level.filters.data() + a.filter, *u = spectrum_of(b),
+                *v = level.filters.data() + b.filter;
+    const bool add = accumulate || k > first, pair = k + 1 < end;
+    if (add && pair)
+      multiply<true, true>(x, g, u, v, ar, ai, size, im_at);
+    else if (add)
+      multiply<true, false>(x, g, u, v, ar, ai, size, im_at);
+    else if (pair)
+      multiply<false, true>(x, g, u, v, ar, ai, size, im_at);
+    else
+      multiply<false, false>(x, g, u, v, ar, ai, size, im_at);
+  }
+}
+
+inline void StreamConvolverMatrix::run_first_level(const float* const* inputs,
+                                                   float* const* outputs, int64_t n,
+                                                   int64_t begin) noexcept {
+  Level& level       = first_;
+  const int64_t size = level.size, im_at = size + kPad;
+  const Twiddles<float> w = twiddles_of(twiddles_);
+  float* ar               = work_.data();
+  float* ai               = work_.data() + int64_t(work_.size()) / 2;
+  for (int64_t done = 0; done < n;) {
+    const int64_t at = (begin + done) % size, count = std::min(n - done, size - at);
+    // Each input's last block and its current one so far (zeros after it), transformed.
+    for (size_t k = 0; k < level.inputs.size(); ++k) {
+      const Level::Input& input = level.inputs[k];
+      float* window             = first_windows_.data() + int64_t(k) * 2 * size;
+      std::memcpy(window + size + at, inputs[input.channel] + done, size_t(count) * 4);
+      float* xr = level.spectra.data() + input.first + 2 * im_at * input.newest;
+      deinterleave(window, xr, xr + im_at, size);
+      real_forward(xr, xr + im_at, size, w);
+    }
+    // Each output: the older blocks' products (summed once a block) and the current one's,
+    // transformed back; by overlap-save, the chunk's outputs are those of the block so far.
+    for (size_t k = 0; k < level.outputs.size(); ++k) {
+      const Level::Output& output = level.outputs[k];
+      const float* older          = first_older_.data() + int64_t(k) * 2 * im_at;
+      const bool has_older        = output.older < output.end;
+      if (has_older) {
+        std::memcpy(ar, older, size_t(size) * 4);
+        std::memcpy(ai, older + im_at, size_t(size) * 4);
+      }
+      sum_products(level, output.first, output.older, has_older, ar, ai);
+      real_inverse(ar, ai, size, w);
+      float* y = outputs[output.channel] + done;
+      for (int64_t r = 0; r < count; ++r) {  // sample t of the 2B is at t/2 of ar (even t), ai
+        const int64_t t = size + at + r;
+        y[r] += t % 2 == 0 ? ar[t / 2] : ai[t / 2];
+      }
+    }
+    done += count;
+    if (at + count < size) continue;
+    // The block is complete: it becomes the last one, and the next block's older products are
+    // summed.
+    for (size_t k = 0; k < level.inputs.size(); ++k) {
+      Level::Input& input = level.inputs[k];
+      input.newest        = (input.newest + 1) % input.depth;
+      float* window       = first_windows_.data() + int64_t(k) * 2 * size;
+      std::memcpy(window, window + size, size_t(size) * 4);
+      std::fill(window + size, window + 2 * size, 0.0f);
+    }
+    for (size_t k = 0; k < level.outputs.size(); ++k) {
+      float* older = first_older_.data() + int64_t(k) * 2 * im_at;
+      sum_products(level, level.outputs[k].older, level.outputs[k].end, false, older,
+                   older + im_at);
+    }
+  }
+}
+
 inline void StreamConvolverMatrix::run_level(Level& level, int64_t now) noexcept {
-  const int64_t size = level.size, half = size / 2, m = int64_t(twiddles_.size()) / 6;
-  const int64_t im_at = size + kPad;  // of a spectrum's imaginary parts
-  const float* t      = twiddles_.data();
-  const Twiddles<float> w{t, t + m, t + 2 * m, t + 3 * m, t + 4 * m, t + 5 * m};
+  const int64_t size = level.size, half = size / 2;
+  const int64_t im_at     = size + kPad;  // of a spectrum's imaginary parts
+  const Twiddles<float> w = twiddles_of(twiddles_);
   // Each input's spectrum of its last 2B samples, into its delay line.
   for (Level::Input& input : level.inputs) {
     input.newest    = (input.newest + 1) % input.depth;
@@ -667,32 +847,11 @@ inline void StreamConvolverMatrix::run_level(Level& level, int64_t now) noexcept
                    xr + im_at + part * half, half);
     real_forward(xr, xr + im_at, size, w);
   }
-  // Each output's products, two a pass, transformed back.
-  float* ar              = work_.data();
-  float* ai              = work_.data() + int64_t(work_.size()) / 2;
-  const auto spectrum_of = [&](const Level::Term& term) {
-    const Level::Input& input = level.inputs[size_t(term.input)];
-    const int64_t slot        = (input.newest - term.age + input.depth) % input.depth;
-    return level.spectra.data() + input.first + 2 * im_at * slot;
-  };
-  const auto filter_of = [&](const Level::Term& term) {
-    return level.filters.data() + term.filter;
-  };
+  // Each output's products, transformed back.
+  float* ar = work_.data();
+  float* ai = work_.data() + int64_t(work_.size()) / 2;
   for (const Level::Output& output : level.outputs) {
-    for (int64_t k = output.first; k < output.end; k += 2) {
-      const Level::Term &a = level.terms[size_t(k)],
-                        &b = level.terms[size_t(std::min(k + 1, output.end - 1))];
-      const float *x = spectrum_of(a), *g = filter_of(a), *u = spectrum_of(b), *v = filter_of(b);
-      const bool accumulate = k > output.first, pair = k + 1 < output.end;
-      if (accumulate && pair)
-        multiply<true, true>(x, g, u, v, ar, ai, size, im_at);
-      else if (accumulate)
-        multiply<true, false>(x, g, u, v, ar, ai, size, im_at);
-      else if (pair)
-        multiply<false, true>(x, g, u, v, ar, ai, size, im_at);
-      else
-        multiply<false, false>(x, g, u, v, ar, ai, size, im_at);
-    }
+    sum_products(level, output.first, output.end, false, ar, ai);
     real_inverse(ar, ai, size, w);
     // Overlap-save: the last B of the 2B samples are exact. They are the outputs from
     // time − B + offset on, no earlier than the next sample since offset ≥ B. The ring wraps at

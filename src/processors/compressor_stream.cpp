@@ -3,6 +3,9 @@
 
 #include "processors/stream_forms.h"
 
+#include <grafx/dsp/float_math.h>
+
+#include <algorithm>
 #include <cmath>
 
 namespace grafx {
@@ -34,6 +37,18 @@ class StreamSmoother {
   float state_ = 0;
 };
 
+/// The gain computer's log(gain): s·k(±(log(e + floor) − T), w)/2 for m samples.
+template <dsp::Knee kKnee>
+void half_log_gains(const float* __restrict levels, const float* __restrict thresholds,
+                    const float* __restrict scales, const float* __restrict widths, float sign,
+                    float* __restrict half, int64_t m) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float level = dsp::log_float(levels[i] + float(dsp::kEnergyFloor));
+    half[i] =
+        scales[i] * dsp::knee_point(kKnee, sign * (level - thresholds[i]), widths[i]).k * 0.5f;
+  }
+}
+
 /// A Dynamics node, sample by sample: the steps of Dynamics::forward in the same order.
 class DynamicsStream : public NodeStream {
  public:
@@ -51,31 +66,28 @@ class DynamicsStream : public NodeStream {
 
   std::vector<int64_t> outlet_channels() const override { return {form_.channels}; }
 
+  // In chunks of kChunk samples, in passes: the recursions (the level's smoother, the gain's)
+  // sample by sample, and between them the gain computer, independent per sample, as loops that
+  // vectorise (dsp/float_math.h; this file is compiled with -fno-trapping-math, which lets GCC
+  // turn their selects into vector blends). The same steps as Dynamics::forward, in its order.
   void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {
-    const auto &x = inlets.front(), &key = inlets.back();
-    const auto& y        = outlets.front();
-    const float channels = float(key.size());
-    for (int64_t i = 0; i < n; ++i) {
-      float detected = 0;
-      for (const float* k : key)
-        detected += form_.amplitude_detection ? std::abs(k[i]) : k[i] * k[i];
-      float envelope = level_(detected / channels);
-      if (form_.amplitude_detection) envelope = envelope * envelope;
-      const float level     = std::log(envelope + float(dsp::kEnergyFloor));
-      const float threshold = form_.threshold_curve
-                                  ? form_.threshold_curve->at(clock_ - form_.input_latency, 0) -
-                                        float(dsp::kThresholdOffset)
-                                  : threshold_.next();
-      const float scale     = scale_.next();
-      const float u         = form_.gate ? threshold - level : level - threshold;
-      const float k         = dsp::knee_point(form_.knee, u, width_.next()).k;
-      const float gain      = form_.log_domain ? std::exp(smoothed_gain(scale * k / 2, 0))
-                                               : smoothed_gain(std::exp(scale * k * 0.5f), 1);
-      for (size_t c = 0; c < y.size(); ++c) y[c][i] = x[c][i] * gain;
-      ++clock_;
+    for (int64_t start = 0; start < n; start += kChunk) {
+      const int64_t m = std::min(kChunk, n - start);
+      detect(inlets.back(), start, m);
+      compute_gains(m);
+      if (gain_.smooths()) {
+        const float unity = form_.log_domain ? 0.0f : 1.0f;
+        for (int64_t i = 0; i < m; ++i) gains_[i] = unity - gain_(unity - gains_[i]);
+      }
+      if (form_.log_domain)
+        for (int64_t i = 0; i < m; ++i) gains_[i] = dsp::exp_float(gains_[i]);
+      for (size_t c = 0; c < outlets.front().size(); ++c) {
+        const float* x = inlets.front()[c] + start;
+        float* y       = outlets.front()[c] + start;
+        for (int64_t i = 0; i < m; ++i) y[i] = x[i] * gains_[i];
+      }
     }
   }
-
   void reset() override { level_.reset(), gain_.reset(), clock_ = 0; }
 
   void apply_control(size_t index, double value) override {
@@ -122,16 +134,53 @@ class DynamicsStream : public NodeStream {
   }
 
  private:
-  /// smooth_gain's value: negated around its unity, a falling gain rises, and ballistics'
-  /// attack applies (one pole is symmetric, so the same).
-  float smoothed_gain(float gain, float unity) {
-    return gain_.smooths() ? unity - gain_(unity - gain) : gain;
+  static constexpr int64_t kChunk = 64;
+
+  /// The key's level (energy, or amplitude squared) through its smoother, into levels_, and
+  /// the threshold, scale and knee width of each sample (gliding, or the threshold's curve).
+  void detect(const std::vector<const float*>& key, int64_t start, int64_t m) {
+    const float channels = float(key.size());
+    for (int64_t i = 0; i < m; ++i) {
+      float detected = 0;
+      for (const float* k : key)
+        detected +=
+            form_.amplitude_detection ? std::abs(k[start + i]) : k[start + i] * k[start + i];
+      const float envelope = level_(detected / channels);
+      levels_[i]           = form_.amplitude_detection ? envelope * envelope : envelope;
+      thresholds_[i]       = form_.threshold_curve
+                                 ? form_.threshold_curve->at(clock_ - form_.input_latency, 0) -
+                                 float(dsp::kThresholdOffset)
+                                 : threshold_.next();
+      scales_[i] = scale_.next(), widths_[i] = width_.next();
+      ++clock_;
+    }
+  }
+
+  /// The gain computer: gains_ from levels_, log(gain) where it is smoothed in the log domain.
+  void compute_gains(int64_t m) {
+    const float sign = form_.gate ? -1.0f : 1.0f;  // u = ±(level − T)
+    switch (form_.knee) {  // a loop per knee: those of the hard and quadratic ones vectorise
+      case dsp::Knee::kHard:
+        half_log_gains<dsp::Knee::kHard>(levels_, thresholds_, scales_, widths_, sign, gains_, m);
+        break;
+      case dsp::Knee::kQuadratic:
+        half_log_gains<dsp::Knee::kQuadratic>(levels_, thresholds_, scales_, widths_, sign, gains_,
+                                              m);
+        break;
+      case dsp::Knee::kExponential:
+        half_log_gains<dsp::Knee::kExponential>(levels_, thresholds_, scales_, widths_, sign,
+                                                gains_, m);
+        break;
+    }
+    if (!form_.log_domain)
+      for (int64_t i = 0; i < m; ++i) gains_[i] = dsp::exp_float(gains_[i]);
   }
 
   DynamicsForm form_;
   Glide threshold_, scale_, width_;  // T, s, w, gliding where a host changes them
   StreamSmoother level_, gain_;
   int64_t glide_, clock_ = 0;
+  float levels_[kChunk], thresholds_[kChunk], scales_[kChunk], widths_[kChunk], gains_[kChunk];
 };
 
 }  // namespace

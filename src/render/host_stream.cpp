@@ -18,6 +18,7 @@ HostStream::HostStream(Stream stream, int64_t host_rate)
     throw RenderError("grafx.stream.options",
                       "expected a host rate of 1 Hz or more, but got " + std::to_string(host_rate));
   latency_ = stream_.latency_samples();
+  step_    = stream_.max_block();
   if (host_rate == rate) return;
   if (sources == 0 || outputs == 0)
     throw RenderError("grafx.stream.options",
@@ -38,15 +39,16 @@ HostStream::HostStream(Stream stream, int64_t host_rate)
   const int64_t g = std::gcd(host_rate, rate), l = rate / g, m = host_rate / g;
   const int64_t padded = (stream_.latency_samples() + l - 1) / l * l;
   align_.assign(size_t(outputs), DelayLine(padded - stream_.latency_samples()));
-  const int64_t block = stream_.max_block();  // host samples per step of process()
-  converted_.assign(size_t(sources), std::vector<float>(size_t(down_[0].max_outputs(block))));
+  // Steps of as many host samples as convert to one block of the stream (n·L/M + 1 at most).
+  step_ = std::max<int64_t>(1, (stream_.max_block() - 1) * m / l);
+  converted_.assign(size_t(sources), std::vector<float>(size_t(down_[0].max_outputs(step_))));
   processed_.assign(size_t(outputs), std::vector<float>(converted_[0].size()));
   scratch_.assign(size_t(up_[0].max_outputs(int64_t(converted_[0].size()))), 0.0f);
   // Outputs completed after N host samples, B(A(N)), run ahead of N by a pattern that repeats
   // every m host samples: prime with the most it falls behind.
   for (int64_t n = 1; n <= 2 * m + 2; ++n)
     primed_ = std::max(primed_, n - up_[0].outputs_after(down_[0].outputs_after(n)));
-  ring_.assign(size_t(outputs), std::vector<float>(size_t(primed_ + block + scratch_.size() + 1)));
+  ring_.assign(size_t(outputs), std::vector<float>(size_t(primed_ + step_ + scratch_.size() + 1)));
   latency_ = primed_ + (int64_t(filter->taps.size()) - 1) / l + padded * m / l;
   reset();
 }
@@ -60,10 +62,17 @@ void HostStream::reset() noexcept {
   ring_start_ = 0, ring_count_ = primed_;
 }
 
+int64_t HostStream::stream_block(int64_t host_block, int64_t stream_rate, int64_t host_rate) {
+  if (host_block < 1 || stream_rate < 1 || host_rate < 1 || stream_rate == host_rate)
+    return host_block;
+  const int64_t g = std::gcd(host_rate, stream_rate), l = stream_rate / g, m = host_rate / g;
+  return std::min<int64_t>((host_block * l + m - 1) / m + 1, 1 << 20);  // (block − 1)·M/L ≥ it
+}
+
 void HostStream::process(const float* const* sources, float* const* outputs, int64_t n) noexcept {
   const int64_t block = stream_.max_block();
   for (int64_t start = 0; start < n;) {
-    const int64_t step = std::min(block, n - start);
+    const int64_t step = std::min(step_, n - start);
     if (down_.empty()) {  // the stream's own rate
       for (size_t k = 0; k < sources_.size(); ++k) sources_[k] = sources[k] + start;
       for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = outputs[k] + start;

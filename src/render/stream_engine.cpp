@@ -289,11 +289,11 @@ namespace {
 
 /// Stream::load's work, after the framing: throws RenderError [grafx.stream.program], or what
 /// the forms' constructors throw for data they cannot be made of.
-std::unique_ptr<StreamState> read_state(StreamReader& in);
+std::unique_ptr<StreamState> read_state(StreamReader& in, int64_t max_block);
 
-}  // namespace
-
-Stream Stream::load(const std::string& program) {
+/// The reader of a program's state, after its framing (magic, version, size, checksum) is
+/// checked.
+StreamReader program_state(const std::string& program) {
   const size_t magic = sizeof kProgramMagic - 1;
   if (program.compare(0, magic, kProgramMagic) != 0)
     StreamReader::corrupt("it does not start as one");
@@ -304,10 +304,24 @@ Stream Stream::load(const std::string& program) {
   if (size != framing.left()) StreamReader::corrupt("its size differs from the one saved");
   const char* data = program.data() + program.size() - size;
   if (fnv1a(data, size) != sum) StreamReader::corrupt("its checksum differs from the one saved");
+  return StreamReader(data, size);
+}
 
-  StreamReader in(data, size);
+}  // namespace
+
+SampleRate Stream::program_sample_rate(const std::string& program) {
+  return program_state(program).read_count(1, 1 << 24);  // as read_state reads it
+}
+
+Stream Stream::load(const std::string& program, int64_t max_block) {
+  if (max_block < 0 || max_block > (int64_t(1) << 20))
+    throw RenderError(
+        "grafx.stream.options",
+        "expected a maximum block of 1 to 1048576 samples (or 0: as saved), but got " +
+            std::to_string(max_block));
+  StreamReader in = program_state(program);
   try {
-    return Stream(read_state(in));
+    return Stream(read_state(in, max_block));
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {  // a form's constructor refusing its data, or no memory
@@ -317,11 +331,12 @@ Stream Stream::load(const std::string& program) {
 
 namespace {
 
-std::unique_ptr<StreamState> read_state(StreamReader& in) {
-  auto state                = std::make_unique<StreamState>();
-  StreamState& s            = *state;
-  s.options.sample_rate     = in.read_count(1, 1 << 24);
-  s.options.max_block       = in.read_count(1, 1 << 20);
+std::unique_ptr<StreamState> read_state(StreamReader& in, int64_t max_block) {
+  auto state            = std::make_unique<StreamState>();
+  StreamState& s        = *state;
+  s.options.sample_rate = in.read_count(1, 1 << 24);
+  s.options.max_block   = in.read_count(1, 1 << 20);
+  if (max_block > 0) s.options.max_block = max_block;
   s.options.source_channels = in.read_count(1, 8);
   s.n_sources               = in.read_count(0, 1 << 16);
   s.signals.resize(size_t(in.read_count(0, 1 << 20)));

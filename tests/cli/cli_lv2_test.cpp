@@ -14,7 +14,11 @@
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
+#include <lv2/atom/atom.h>
+#include <lv2/buf-size/buf-size.h>
 #include <lv2/core/lv2.h>
+#include <lv2/options/options.h>
+#include <lv2/urid/urid.h>
 
 #include <dlfcn.h>
 #if defined(__SSE__)
@@ -204,28 +208,65 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
   float latency = -1;
   loaded.plugin->connect_port(instance, port++, &latency);
   loaded.plugin->activate(instance);
-  // A call of no samples does nothing; calls longer than the stream's blocks (4096) are split.
+  // A call of no samples does nothing; calls longer than the stream's blocks (64, for a host that
+  // does not say its block length) are split.
   loaded.plugin->run(instance, 0);
   EXPECT_EQ(played[0][0].item<float>(), 7.0f);
   EXPECT_EQ(latency, float(kLatency));
-  for (int64_t start = 0; start < length; start += 5000) {
-    const uint32_t n = uint32_t(std::min<int64_t>(5000, length - start));
-    for (int64_t c = 0; c < 2 * kTracks; ++c)
-      loaded.plugin->connect_port(instance, uint32_t(c), tracks[c].data_ptr<float>() + start);
-    for (int64_t c = 0; c < 2; ++c)
-      loaded.plugin->connect_port(instance, uint32_t(2 * kTracks + c),
-                                  played[c].data_ptr<float>() + start);
-    loaded.plugin->run(instance, n);
-  }
+  // The tracks through `instance` into `played`, in calls of `block` samples.
+  const auto play = [&](int64_t block) {
+    for (int64_t start = 0; start < length; start += block) {
+      for (int64_t c = 0; c < 2 * kTracks; ++c)
+        loaded.plugin->connect_port(instance, uint32_t(c), tracks[c].data_ptr<float>() + start);
+      for (int64_t c = 0; c < 2; ++c)
+        loaded.plugin->connect_port(instance, uint32_t(2 * kTracks + c),
+                                    played[c].data_ptr<float>() + start);
+      loaded.plugin->run(instance, uint32_t(std::min<int64_t>(block, length - start)));
+    }
+  };
+  play(5000);
   EXPECT_LE(difference(played, rendered), 1e-5);
   loaded.plugin->deactivate(instance);
   loaded.plugin->cleanup(instance);
 
+  // A host that says its block length (buf-size options, URIDs of its map) gets a stream made
+  // for it, and plays the same in calls of that length.
+  std::vector<std::string> uris;
+  LV2_URID_Map map{&uris, [](LV2_URID_Map_Handle handle, const char* uri) {
+                     auto& known = *static_cast<std::vector<std::string>*>(handle);
+                     auto at     = std::find(known.begin(), known.end(), uri);
+                     if (at == known.end()) at = known.insert(known.end(), uri);
+                     return LV2_URID(at - known.begin() + 1);
+                   }};
+  const int32_t nominal              = 512;
+  const LV2_Options_Option options[] = {
+      {LV2_OPTIONS_INSTANCE, 0, map.map(map.handle, LV2_BUF_SIZE__nominalBlockLength),
+       sizeof(int32_t), map.map(map.handle, LV2_ATOM__Int), &nominal},
+      {LV2_OPTIONS_INSTANCE, 0, 0, 0, 0, nullptr}};
+  const LV2_Feature map_feature{LV2_URID__map, &map},
+      options_feature{LV2_OPTIONS__options, (void*)options};
+  const LV2_Feature* features[] = {&map_feature, &options_feature, nullptr};
+  instance = loaded.plugin->instantiate(loaded.plugin, kRate, (e.bundle + "/").c_str(), features);
+  ASSERT_NE(instance, nullptr);
+  played.fill_(7.0f);
+  port = 2 * kTracks + 2;
+  for (float& value : controls) loaded.plugin->connect_port(instance, port++, &value);
+  loaded.plugin->connect_port(instance, port++, &latency);
+  loaded.plugin->activate(instance);
+  play(nominal);
+  EXPECT_LE(difference(played, rendered), 1e-5);
+  EXPECT_EQ(latency, float(kLatency));
+  loaded.plugin->cleanup(instance);
+
   // At another rate it converts, and plays what a HostStream of its program plays (whose
-  // conversions render_test checks against the offline render), with its latency.
+  // conversions render_test checks against the offline render), with its latency: a host that
+  // does not say its block length gets blocks of 64 samples.
   instance = loaded.plugin->instantiate(loaded.plugin, 48000, (e.bundle + "/").c_str(), nullptr);
   ASSERT_NE(instance, nullptr);
-  HostStream host(Stream::load(testing::read_file(e.bundle + "/stream.program")), 48000);
+  const std::string program = testing::read_file(e.bundle + "/stream.program");
+  HostStream host(Stream::load(program, HostStream::stream_block(
+                                            64, Stream::program_sample_rate(program), 48000)),
+                  48000);
   const at::Tensor fast = at::randn({2 * kTracks, 48000}) * 0.3;  // a second at 48 kHz
   at::Tensor converted = at::zeros({2, 48000}), expected = at::zeros({2, 48000});
   port = 0;

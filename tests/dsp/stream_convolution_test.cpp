@@ -309,13 +309,40 @@ TEST(StreamConvolverMatrix, DiagonalAndMonoToStereoEqualDirectSums) {
 }
 
 TEST(StreamConvolverMatrix, PathsOfDifferentLengthsShareTheLevels) {
-  // 1 tap, a head and one tap in the first level, direct form alone beyond the head (150),
+  // 1 tap, a head and one tap in the levels, direct form alone beyond the head (150),
   // shorter and longer than the second level; two paths between the same channels add up;
   // input 2 and output 1 have no paths.
   expect_direct_sums(
       3, 3,
       noise_paths({{0, 0, 30001}, {1, 0, 1}, {0, 2, 65}, {1, 2, 2047}, {1, 2, 150}, {0, 0, 300}}),
       30001 + 3 * 8192);
+}
+
+TEST(StreamConvolverMatrix, CallsOfManySamplesTakeAFirstLevel) {
+  // Planned for calls of 512 samples, a stereo EQ's 2,047 taps are 4 partitions of 512 from tap
+  // 0 on, recomputed in each call (8 products a sample); planned for calls of 64, a head of 64
+  // taps in direct form and levels of 64 and 256 (20 products). Calls of other sizes than
+  // planned, smaller or not aligned on its blocks, give the same convolution.
+  const std::vector<Path> paths = noise_paths({{0, 0, 2047}, {1, 1, 2047}});
+  EXPECT_EQ(StreamConvolverMatrix(2, 2, paths, 512).partition_products(), 8);
+  EXPECT_EQ(StreamConvolverMatrix(2, 2, paths, 64).partition_products(), 20);
+  const int64_t samples         = 20000;
+  const Channels x              = {noise(samples, 21), noise(samples, 22)};
+  const std::vector<int64_t> at = checked_samples(2047, samples);
+  for (const std::vector<int64_t>& sizes :
+       {block_sizes(samples, 7, 1), block_sizes(samples, 500, 2), block_sizes(samples, -4096, 3)}) {
+    StreamConvolverMatrix matrix(2, 2, paths, 4096);
+    const Channels y = run(matrix, x, sizes);
+    for (size_t o = 0; o < 2; ++o) {
+      double peak = 0, error = 0;
+      for (int64_t t : at) {
+        const double expected = direct(paths[o].taps, x[o], t);
+        peak                  = std::max(peak, std::abs(expected));
+        error                 = std::max(error, std::abs(double(y[o][size_t(t)]) - expected));
+      }
+      EXPECT_LE(error, 1e-6 * peak) << "calls of " << sizes[0] << ", output " << o;
+    }
+  }
 }
 
 TEST(StreamConvolverMatrix, ResetEqualsAFreshMatrix) {
@@ -352,23 +379,38 @@ TEST(StreamConvolverMatrix, AnyPhaseEqualsDirectSums) {
 }
 
 TEST(StreamConvolverMatrix, APhaseIsSilenceBeforeTheStream) {
-  // To the bit: phase 0 is the matrix without a phase, so are multiples of 32768 (the largest
-  // partition), and phase φ is a matrix of phase 0 that was fed φ zeros first.
+  // Phase 0 is the matrix without a phase, so are multiples of 32768 (the largest partition),
+  // to the bit, and phase φ is a matrix of phase 0 that was fed φ zeros first: to the bit where
+  // the plan has no first level (calls of one sample), within roundings where it has one
+  // (calls of 300 samples: its blocks, aligned on the stream, fall elsewhere in the signal).
   const std::vector<Path> paths =
       noise_paths({{0, 0, 65}, {0, 1, 2047}, {1, 0, 30001}, {1, 1, 150}});
-  const Channels x                 = {noise(40000, 14), noise(40000, 15)};
-  const std::vector<int64_t> sizes = block_sizes(40000, -300, 16);
-  StreamConvolverMatrix plain(2, 2, paths, 300);
-  const Channels y = run(plain, x, sizes);
-  for (int64_t phase : {int64_t(0), int64_t(32768), int64_t(-32768), int64_t(32768) << 20}) {
-    StreamConvolverMatrix shifted(2, 2, paths, 300, phase);
-    EXPECT_EQ(run(shifted, x, sizes), y) << "phase " << phase;
-  }
-  for (int64_t phase : {1, 63, 1000, 32767}) {
-    StreamConvolverMatrix shifted(2, 2, paths, 300, phase), delayed(2, 2, paths, 300);
-    const Channels silence(2, std::vector<float>(size_t(phase), 0.0f));
-    run(delayed, silence, block_sizes(phase, -300, 18));
-    EXPECT_EQ(run(shifted, x, sizes), run(delayed, x, sizes)) << "phase " << phase;
+  const Channels x = {noise(40000, 14), noise(40000, 15)};
+  for (int64_t max_block : {1, 300}) {
+    const std::vector<int64_t> sizes = block_sizes(40000, -max_block, 16);
+    StreamConvolverMatrix plain(2, 2, paths, max_block);
+    const Channels y = run(plain, x, sizes);
+    for (int64_t phase : {int64_t(0), int64_t(32768), int64_t(-32768), int64_t(32768) << 20}) {
+      StreamConvolverMatrix shifted(2, 2, paths, max_block, phase);
+      EXPECT_EQ(run(shifted, x, sizes), y) << "phase " << phase << ", calls of " << max_block;
+    }
+    for (int64_t phase : {1, 63, 1000, 32767}) {
+      StreamConvolverMatrix shifted(2, 2, paths, max_block, phase), delayed(2, 2, paths, max_block);
+      const Channels silence(2, std::vector<float>(size_t(phase), 0.0f));
+      run(delayed, silence, block_sizes(phase, -max_block, 18));
+      const Channels a = run(shifted, x, sizes), b = run(delayed, x, sizes);
+      if (max_block == 1) {
+        EXPECT_EQ(a, b) << "phase " << phase;
+        continue;
+      }
+      for (size_t o = 0; o < 2; ++o) {
+        double peak = 0, error = 0;
+        for (size_t t = 0; t < a[o].size(); ++t)
+          peak  = std::max(peak, std::abs(double(b[o][t]))),
+          error = std::max(error, std::abs(double(a[o][t]) - double(b[o][t])));
+        EXPECT_LE(error, 1e-6 * peak) << "phase " << phase << ", output " << o;
+      }
+    }
   }
 }
 

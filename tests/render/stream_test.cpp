@@ -119,6 +119,33 @@ TEST(StreamContract, EveryProcessorStreamsAsItRendersOffline) {
   EXPECT_EQ(streamed.size(), processor_registry().size());
 }
 
+TEST(StreamContract, DynamicsOfEveryOptionStreamAsTheyRenderOffline) {
+  // The gain computer's knees, detectors and gain smoothers, as options configure them (the
+  // registry's types above take the defaults: a quadratic knee, energy, no gain smoothing).
+  for (const std::string processor : {"compressor", "noise_gate"})
+    for (const std::string knee : {"hard", "quadratic", "exponential"})
+      for (const std::string domain : {"linear", "log"}) {
+        const std::string what = processor + ", " + knee + " knee, gain smoothed in the " + domain +
+                                 " domain" + (knee == "hard" ? ", amplitude" : "");
+        Graph graph(registry_node_types());
+        graph.add_type({"configured",
+                        {"main"},
+                        {"main"},
+                        processor,
+                        {{"knee", knee},
+                         {"detection", std::string(knee == "hard" ? "amplitude" : "energy")},
+                         {"gain_smoothing", std::string("ballistics")},
+                         {"gain_smoothing_domain", domain}}});
+        const NodeId node = graph.add("configured");
+        graph.connect(graph.add("in"), node), graph.connect(node, graph.add("out"));
+        const Processors processors = make_processors(graph.types(), {kRate});
+        at::manual_seed(5);
+        const at::Tensor sources = at::randn({1, 2, 3 * kRate / 2}) * 0.3;
+        expect_streams_as_rendered(graph, processors, acting_parameters(graph, processors, 6),
+                                   sources, what);
+      }
+}
+
 // Containers: zero-phase members in series hear no pre-echo of each other (each silenced outside
 // the song), and parallel members of different latencies are aligned before they are summed.
 TEST(StreamContract, ContainersBoundAndAlignTheirMembers) {

@@ -42,6 +42,22 @@
 /// taps, of which 18 to 20 are non-zero (as many products a sample), and no direct form where
 /// its first taps are zero; the dense plan above takes 33 products a sample in three levels.
 ///
+/// **Calls of many samples.** The plan is made for calls of `max_block` samples, as a host
+/// calls a plugin with blocks of its own size. Where that is 128 or more, the plan may start
+/// instead with a *first level* of c partitions of B taps from tap 0 on, B ≤ the calls rounded up
+/// to a power of two (uniformly partitioned overlap-save with the current block recomputed in
+/// every call): a call transforms the last full block of each input followed by the current one
+/// so far (zeros after it), multiplies it by the first partition, adds the older blocks'
+/// products (summed once a block), and transforms back; the call's outputs are exact with no
+/// latency. Its blocks end where t (not t + φ) is a multiple of B: in calls of B samples from the
+/// stream's start that is one forward and one inverse transform of 2B points per B samples,
+/// where the head and the levels of 64 and 256 taps take one per 64; a call of fewer samples
+/// costs as much, so the cost model counts 1 + (n − gcd(n, B))/B transforms per call of n. A
+/// stereo EQ of 2,047 taps planned for calls of 512 takes 4 partitions of 512 (8 products a
+/// sample): in calls of 512, 2.1–4.2 times as fast as the plan above, in calls of 64, 2.3–2.6
+/// times as slow; a 2 × 2 reverb of 46,000 decaying taps 1.6 times as fast (dsp_bench
+/// stream-calls).
+///
 /// In a matrix, all paths share one partitioning, planned for the longest path (a shorter one has
 /// fewer partitions in a level, or none), so that a level transforms each input once and each
 /// output once: an output's spectrum is the sum of its paths' products. The more paths per
@@ -89,7 +105,8 @@ class StreamConvolverMatrix {
   };
 
   /// `paths` (any number, several between the same channels adding up) between `n_inputs` and
-  /// `n_outputs` channels; `max_block`: the most samples one process() call may take (≥ 1).
+  /// `n_outputs` channels; `max_block`: the most samples one process() call may take (≥ 1), and
+  /// the calls the plan is made for (exact in calls of any size up to it).
   /// Throws std::invalid_argument otherwise. `phase` (any value; only its remainder modulo
   /// 32768, the largest partition there can be, matters) shifts the levels' blocks: a level of
   /// partitions of B taps runs when (t + phase) mod B = 0, t samples after construction or
@@ -140,9 +157,10 @@ class StreamConvolverMatrix {
       int64_t input = 0, age = 0;
       int64_t filter = 0;  ///< offset of the partition's spectrum in `filters`
     };
-    /// An output with partitions in the level: its terms are [first, end) of `terms`.
+    /// An output with partitions in the level: its terms are [first, end) of `terms`, those of
+    /// the newest block's spectrum (age 0) first, the older ones' from `older` on.
     struct Output {
-      int64_t channel = 0, first = 0, end = 0;
+      int64_t channel = 0, first = 0, older = 0, end = 0;
     };
     int64_t size = 0, count = 0, offset = 0;
     std::vector<Input> inputs;
@@ -155,8 +173,14 @@ class StreamConvolverMatrix {
   // Inline (defined and used in the source only): not interposable, so process() can have a copy
   // of them compiled for AVX2.
   inline void process_chunks(const float* const* inputs, float* const* outputs, int64_t n) noexcept;
+  /// Runs the first level over the n samples of a call that starts at time_ = `begin`.
+  inline void run_first_level(const float* const* inputs, float* const* outputs, int64_t n,
+                              int64_t begin) noexcept;
   /// Runs `level`, whose block ends at `now` (time_ + start_).
   inline void run_level(Level& level, int64_t now) noexcept;
+  /// (ar, ai) = (or +=, if `accumulate`) the sum of terms [first, end) of `level`.
+  inline void sum_products(const Level& level, int64_t first, int64_t end, bool accumulate,
+                           float* ar, float* ai) noexcept;
 
   int64_t n_inputs_ = 0, n_outputs_ = 0, max_block_ = 0;
   bool avx2_     = false;  ///< whether process() runs its AVX2 copy (x86-64)
@@ -167,7 +191,11 @@ class StreamConvolverMatrix {
   int64_t time_    = 0;      ///< samples processed since construction or reset
   int64_t history_ = 0;      ///< samples before the current block that the heads read
   std::vector<Head> heads_;  ///< by output
+  /// Partitions from tap 0 on (count 0: none), recomputed in every call (see the source).
+  Level first_;
   std::vector<Level> levels_;
+  std::vector<float> first_windows_;  ///< per input of first_: its last block, then the current
+  std::vector<float> first_older_;    ///< per output of first_: its older blocks' products
 
   std::vector<float> head_taps_;    ///< the heads' taps, one after the other
   std::vector<float> head_inputs_;  ///< per input, history_ samples then the current block

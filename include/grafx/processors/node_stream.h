@@ -163,6 +163,7 @@ class Glide {
     return value_;
   }
   float value() const { return value_; }
+  bool gliding() const { return left_ > 0; }
 
  private:
   float value_, target_, step_ = 0;

@@ -1,10 +1,10 @@
 #pragma once
-/// A stream as a host runs it (render/stream.h): any number of samples per call, cut into the
-/// stream's blocks, at the host's sample rate. Where the host runs at another rate than the
-/// stream was made for, each source channel is converted to the stream's rate and each output
-/// channel back (dsp/stream_resampler.h), and the latency, the stream's and the conversions',
-/// stays a whole number of host samples: the outputs equal the conversion back of the offline
-/// render of the converted sources, delayed by latency_samples() (a test checks this).
+/// A stream as a host runs it (render/stream.h): any number of samples per call, cut into steps
+/// that make one block of the stream each, at the host's sample rate. Where the host runs at
+/// another rate than the stream was made for, each source channel is converted to the stream's rate
+/// and each output channel back (dsp/stream_resampler.h), and the latency, the stream's and the
+/// conversions', stays a whole number of host samples: the outputs equal the conversion back of the
+/// offline render of the converted sources, delayed by latency_samples() (a test checks this).
 ///
 ///   HostStream host(Stream::load(program), 44100);  // a stream made at 30 kHz
 ///   host.process(inputs, outputs, n);               // any n; allocates nothing
@@ -27,6 +27,11 @@ class HostStream {
   /// the stream's cannot be converted (their common rate above 2^32 Hz, or a stream without
   /// sources or outputs).
   HostStream(Stream stream, int64_t host_rate);
+
+  /// The stream's max_block for a host that calls with `host_block` samples: then each call of
+  /// that many host samples is one call of the stream, of about host_block·stream_rate/host_rate
+  /// samples (its convolutions are planned for calls of max_block: close enough).
+  static int64_t stream_block(int64_t host_block, int64_t stream_rate, int64_t host_rate);
 
   /// n samples (any n ≥ 0) of each source channel into each output channel, as
   /// Stream::process lays them out. Allocates nothing, throws nothing.
@@ -54,6 +59,7 @@ class HostStream {
   // call always finds as many as it returns.
   std::vector<std::vector<float>> ring_;
   int64_t primed_ = 0, ring_start_ = 0, ring_count_ = 0;
+  int64_t step_ = 0;  // host samples per step: as many as make one block of the stream
 };
 
 }  // namespace grafx

@@ -8,7 +8,8 @@
 /// `max_block` samples on plain float32 buffers; it allocates nothing, locks nothing, throws
 /// nothing and calls no LibTorch operator. Its outputs equal the offline render's (render.h)
 /// delayed by `latency_samples()`: the zero-phase filters' half lengths along the slowest path
-/// (parallel paths are aligned to it).
+/// (parallel paths are aligned to it). It is fastest in calls of `max_block` samples, which its
+/// convolutions are planned for (dsp/stream_convolution.h): make it for the host's block size.
 ///
 ///   Stream stream(graph, processors, parameters, {48000, 512, 2});
 ///   std::vector<const float*> in(stream.n_sources() * stream.source_channels());
@@ -62,9 +63,11 @@ struct StreamParameter {
 
 struct StreamOptions {
   /// The processors' (they were made for it): the clock of glides and automation curves.
-  SampleRate sample_rate  = 44100;
-  int64_t max_block       = 4096;  ///< the most samples one process() call takes (1 to 2^20)
-  int64_t source_channels = 2;     ///< channels of every source (1 to 8)
+  SampleRate sample_rate = 44100;
+  /// The most samples one process() call takes (1 to 2^20), and the calls the convolutions are
+  /// planned for (smaller calls are exact, but may cost more per sample).
+  int64_t max_block       = 4096;
+  int64_t source_channels = 2;  ///< channels of every source (1 to 8)
 };
 
 /// What a host can read of a running stream.
@@ -122,9 +125,13 @@ class Stream {
   /// The stream as made (parameters at their first values), as a program of plain data for
   /// load(): in native byte order, checked by a checksum.
   std::string save() const;
-  /// A stream of a program save() wrote. Throws RenderError [grafx.stream.program] for bytes
-  /// that are not one (another version, truncated or corrupt).
-  static Stream load(const std::string& program);
+  /// A stream of a program save() wrote, for calls of up to `max_block` samples (0: the saved
+  /// stream's). Throws RenderError [grafx.stream.program] for bytes that are not one (another
+  /// version, truncated or corrupt), [grafx.stream.options] for a `max_block` above 2^20.
+  static Stream load(const std::string& program, int64_t max_block = 0);
+  /// The sample rate of the stream a program holds (its first field), to choose load's
+  /// `max_block` for it. Throws as load() does for bytes that are not a program.
+  static SampleRate program_sample_rate(const std::string& program);
 
  private:
   explicit Stream(std::unique_ptr<detail::StreamState> state);
