@@ -435,6 +435,46 @@ TEST(Stream, ProgramsThatAreNotOneAreRefused) {
   std::string newer = program;
   newer[sizeof("grafx stream program\n") - 1] ^= 2;  // the version's first byte
   EXPECT_GRAFX_ERROR(Stream::load(newer), code, "another version");
+  // Made again for other blocks, or refused a block it cannot have; its rate read alone.
+  EXPECT_EQ(Stream::load(program).max_block(), 64);
+  EXPECT_EQ(Stream::load(program, 512).max_block(), 512);
+  EXPECT_GRAFX_ERROR(Stream::load(program, -1), "grafx.stream.options", "maximum block");
+  EXPECT_GRAFX_ERROR(Stream::load(program, int64_t(1) << 21), "grafx.stream.options",
+                     "maximum block");
+  EXPECT_EQ(Stream::program_sample_rate(program), kRate);
+  EXPECT_GRAFX_ERROR(Stream::program_sample_rate(""), code, "does not start as one");
+}
+
+// A stream made for a host's blocks (HostStream::stream_block) runs one call of its own per call
+// of the host (at most); one made for smaller blocks, several.
+TEST(HostStream, AHostsBlockIsOneCallOfAStreamMadeForIt) {
+  const Graph graph           = routed_console({"eq", "gain_pan"});
+  const Processors processors = make_processors(graph.types(), {kRate});
+  const Parameters parameters = acting_parameters(graph, processors, 8);
+  const int64_t n_sources     = graph.count_per_type()[NodeTypes::kIn];
+  for (int64_t host_rate : {int64_t(kRate), int64_t(44100), int64_t(22050 * 3), int64_t(5000)})
+    for (int64_t host_block : {1, 256, 441}) {
+      const int64_t block = HostStream::stream_block(host_block, kRate, host_rate);
+      HostStream host(Stream(graph, processors, parameters, {kRate, block, 1}), host_rate);
+      std::vector<float> x(size_t(host_block), 0.1f), y(size_t(2 * host_block));
+      std::vector<const float*> in(size_t(n_sources), x.data());
+      std::vector<float*> out = {y.data(), y.data() + host_block};
+      for (int call = 0; call < 10; ++call) host.process(in.data(), out.data(), host_block);
+      // At most one each (none where a call converts to no sample of a slower stream).
+      const int64_t calls = host.stream().status().blocks;
+      EXPECT_TRUE(host_rate > kRate ? calls >= 1 && calls <= 10 : calls == 10)
+          << calls << " calls for 10 of " << host_block << " samples at " << host_rate
+          << " Hz, stream blocks of " << block;
+      EXPECT_EQ(host.stream().status().refused_blocks, 0);
+    }
+  EXPECT_EQ(HostStream::stream_block(512, 30000, 48000), 321);  // ⌈512·5/8⌉ + 1
+  EXPECT_EQ(HostStream::stream_block(512, 48000, 48000), 512);
+  HostStream small(Stream(graph, processors, parameters, {kRate, 64, 1}), 44100);
+  std::vector<float> x(1024, 0.1f), y(2048);
+  std::vector<const float*> in(size_t(n_sources), x.data());
+  std::vector<float*> out = {y.data(), y.data() + 1024};
+  small.process(in.data(), out.data(), 1024);
+  EXPECT_GT(small.stream().status().blocks, 1);
 }
 
 // A host at another rate: the stream's inputs converted down, its outputs back up, equal the
