@@ -68,6 +68,9 @@ std::pair<double, double> time_blocks(const Process& process, const Reset& reset
   return {total, slowest};
 }
 
+const Stream& stream_of(const Stream& stream) { return stream; }
+const Stream& stream_of(const HostStream& host) { return host.stream(); }
+
 /// grafx bench --stream: the real-time factor of streaming `graph` on one core per block size,
 /// beside the offline render's on one thread.
 /// With a host rate, the same stream in a host at that rate (HostStream: the sources converted
@@ -87,17 +90,24 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
   const auto make_stream = [&](int64_t block) {
     return Stream(graph, processors, parameters, {sample_rate, block, 2});
   };
-  const auto made            = Clock::now();
-  const Stream first         = make_stream(blocks[0]);
-  const double setup_ms      = milliseconds_since(made);
-  const int64_t latency      = first.latency_samples();
-  const int64_t output_count = first.n_outputs() * first.output_channels();
-  // Rows of real-time factors per block size: of a stream at its rate, or in a host.
-  auto time_rows = [&](const auto& make, const at::Tensor& input, SampleRate rate) {
+  // Rows of real-time factors per block size: of a stream at its rate, or in a host; the first
+  // block's stream gives the latency and the time to make one.
+  struct Timed {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    int64_t latency             = 0;
+    double setup_ms             = 0;
+  };
+  auto time_rows = [&](const auto& make, const at::Tensor& input, SampleRate rate) {
+    Timed timed;
+    nlohmann::ordered_json& rows = timed.rows;
     for (int64_t block : blocks) {
-      auto streamed      = make(block);
-      const auto process = [&](const float* const* in, float* const* out, int64_t n) {
+      const auto made = Clock::now();
+      auto streamed   = make(block);
+      if (rows.empty())
+        timed.setup_ms = milliseconds_since(made), timed.latency = streamed.latency_samples();
+      const Stream& stream       = stream_of(streamed);
+      const int64_t output_count = stream.n_outputs() * stream.output_channels();
+      const auto process         = [&](const float* const* in, float* const* out, int64_t n) {
         streamed.process(in, out, n);
       };
       const auto reset = [&] { streamed.reset(); };
@@ -114,21 +124,20 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
                       {"slowest_block_us", 1e6 * median(slowest)},
                       {"block_period_us", 1e6 * double(block) / double(rate)}});
     }
-    return rows;
+    return timed;
   };
-  const nlohmann::ordered_json rows = time_rows(make_stream, sources, sample_rate);
-  nlohmann::ordered_json host_rows  = nlohmann::ordered_json::array();
-  int64_t host_latency              = 0;
+  const Timed own       = time_rows(make_stream, sources, sample_rate);  // at its own rate
+  const int64_t latency = own.latency;
+  Timed host;
   if (host_rate > 0 && host_rate != sample_rate) {
     const auto make_host = [&](int64_t block) {  // for calls of `block` host samples
       return HostStream(make_stream(HostStream::stream_block(block, sample_rate, host_rate)),
                         host_rate);
     };
-    host_latency = make_host(blocks[0]).latency_samples();
     const at::Tensor fast =
         0.1 *
         at::randn({n_sources, 2, std::max<int64_t>(1, std::llround(seconds * double(host_rate)))});
-    host_rows = time_rows(make_host, fast, host_rate);
+    host = time_rows(make_host, fast, host_rate);
   }
   const RenderPlan plan = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
   std::vector<double> offline;
@@ -147,12 +156,12 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
                                      {"sample_rate", sample_rate},
                                      {"seconds", seconds},
                                      {"latency_samples", latency},
-                                     {"setup_ms", setup_ms},
-                                     {"blocks", rows},
+                                     {"setup_ms", own.setup_ms},
+                                     {"blocks", own.rows},
                                      {"offline_real_time_factor", offline_factor}};
-    if (!host_rows.empty())
+    if (!host.rows.empty())
       result["host"] = {
-          {"rate", host_rate}, {"latency_samples", host_latency}, {"blocks", host_rows}};
+          {"rate", host_rate}, {"latency_samples", host.latency}, {"blocks", host.rows}};
     std::cout << result.dump() << "\n";
     return;
   }
@@ -160,8 +169,8 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
             << n_sources << " stereo sources of " << seconds << " s at " << sample_rate
             << " Hz, initial parameters; medians of " << repeats << " runs after a warm-up\n"
             << std::fixed << std::setprecision(1) << "  latency " << latency << " samples ("
-            << 1000.0 * double(latency) / double(sample_rate) << " ms); stream made in " << setup_ms
-            << " ms\n";
+            << 1000.0 * double(latency) / double(sample_rate) << " ms); stream made in "
+            << own.setup_ms << " ms\n";
   auto print = [](const nlohmann::ordered_json& table) {
     for (const auto& row : table)
       std::cout << "  blocks of " << std::setw(5) << row["block"].get<int64_t>() << "  "
@@ -170,11 +179,11 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
                 << row["slowest_block_us"].get<double>() << " us, of "
                 << row["block_period_us"].get<double>() << " us)\n";
   };
-  print(rows);
-  if (!host_rows.empty()) {
+  print(own.rows);
+  if (!host.rows.empty()) {
     std::cout << "in a " << host_rate << " Hz host (converted to " << sample_rate
-              << " Hz and back), latency " << host_latency << " samples:\n";
-    print(host_rows);
+              << " Hz and back), latency " << host.latency << " samples:\n";
+    print(host.rows);
   }
   std::cout << "  offline render (1 thread) " << std::setw(7) << offline_factor << "x real time\n";
 }

@@ -278,9 +278,6 @@ void add_export_lv2_command(CLI::App& app) {
       write_text_file((partial / "stream.program").string(), stream.save(), false);
       write_text_file((partial / "manifest.ttl").string(),
                       "@prefix lv2: <http://lv2plug.in/ns/lv2core#> .\n"
-                      "@prefix bufsz: <http://lv2plug.in/ns/ext/buf-size#> .\n"
-                      "@prefix opts: <http://lv2plug.in/ns/ext/options#> .\n"
-                      "@prefix urid: <http://lv2plug.in/ns/ext/urid#> .\n"
                       "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n\n<" +
                           uri +
                           ">\n  a lv2:Plugin ;\n  lv2:binary <grafx_lv2.so> ;\n"

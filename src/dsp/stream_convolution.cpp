@@ -10,6 +10,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace grafx::dsp {
 namespace {
@@ -95,6 +96,15 @@ int64_t filled_partitions(const Reach& p, int64_t offset, int64_t size, int64_t 
   return filled;
 }
 
+/// The model costs per sample of an input's forward transform and window and of an output's
+/// inverse transform and overlap-save, in a level of partitions of `size` taps (run every
+/// `size` samples).
+std::pair<double, double> transform_costs(int64_t size) {
+  const double log2 = std::log2(double(2 * size));
+  return {kForwardLog2 * log2 + kInputSample + kInputRun / double(size),
+          kInverseLog2 * log2 + kOutputSample + kOutputRun / double(size)};
+}
+
 /// The model cost of a level: a forward transform per input and an inverse one per output that
 /// has non-zero partitions in it, and their products. `seen` is scratch (a flag per channel).
 double level_cost(const std::vector<Reach>& paths, int64_t n_inputs, int64_t offset, int64_t size,
@@ -108,9 +118,7 @@ double level_cost(const std::vector<Reach>& paths, int64_t n_inputs, int64_t off
     char &in = seen[size_t(p.input)], &out = seen[size_t(n_inputs + p.output)];
     inputs += !in, outputs += !out, in = out = 1;
   }
-  const double log2   = std::log2(double(2 * size));
-  const double input  = kForwardLog2 * log2 + kInputSample + kInputRun / double(size);
-  const double output = kInverseLog2 * log2 + kOutputSample + kOutputRun / double(size);
+  const auto [input, output] = transform_costs(size);
   return input * double(inputs) + output * double(outputs) + kProduct * double(products);
 }
 
@@ -183,11 +191,9 @@ double first_level_cost(const std::vector<Reach>& paths, int64_t n_inputs, int64
     char &in = seen[size_t(p.input)], &out = seen[size_t(n_inputs + p.output)];
     inputs += !in, outputs += !out, in = out = 1;
   }
-  const double log2 = std::log2(double(2 * size));
-  const double chunk =
-      double(inputs) * (double(size) * (kForwardLog2 * log2 + kInputSample) + kInputRun) +
-      double(outputs) * (double(size) * (kInverseLog2 * log2 + kOutputSample) + kOutputRun) +
-      double(newest * size) * kProduct;
+  const auto [input, output] = transform_costs(size);  // per sample of a block
+  const double chunk         = double(size) * (input * double(inputs) + output * double(outputs) +
+                                       kProduct * double(newest));
   const double chunks_per_sample =
       double(size + call - std::gcd(call, size)) / (double(size) * double(call));
   return chunk * chunks_per_sample + kProduct * double(older);

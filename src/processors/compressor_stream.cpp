@@ -88,6 +88,7 @@ class DynamicsStream : public NodeStream {
       }
     }
   }
+
   void reset() override { level_.reset(), gain_.reset(), clock_ = 0; }
 
   void apply_control(size_t index, double value) override {
