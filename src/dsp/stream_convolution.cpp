@@ -19,6 +19,7 @@ constexpr int64_t kBlock            = 64;     // H (measured: 32 and 128 are no 
 constexpr int64_t kDirectOnly       = 256;    // the longest filter direct form alone may take
 constexpr int64_t kLargestPartition = 32768;  // larger: bigger bursts, few products saved
 constexpr int64_t kMostPartitions   = 32;     // per level, but the last (plan search bound)
+constexpr int64_t kSpreadSteps      = 2048;   // partitions from which levels spread their steps
 // A spectrum of B bins is stored as B real parts, kPad floats, B imaginary parts, kPad floats:
 // without the padding, the dozen spectra a product pass reads would lie 4 KiB apart, in one set
 // of the L1 cache, and evict one another (a pass took 3 times as long).
@@ -128,7 +129,8 @@ double level_cost(const std::vector<Reach>& paths, int64_t n_inputs, int64_t off
 /// the cheapest choices from tap s on depend on s alone (dynamic programming, from the end).
 class LevelChoices {
  public:
-  LevelChoices(const std::vector<Reach>& paths, int64_t n_inputs, int64_t n_outputs) {
+  LevelChoices(const std::vector<Reach>& paths, int64_t n_inputs, int64_t n_outputs)
+      : spare_(kBlock * (n_inputs + n_outputs - 1)) {
     for (const Reach& p : paths) length_ = std::max(length_, p.length);
     const int64_t n = (length_ + kBlock - 1) / kBlock;  // offsets kBlock·i, i < n, fall inside
     cost_.assign(size_t(std::max<int64_t>(n + 1, 2)), 0.0);
@@ -165,10 +167,17 @@ class LevelChoices {
   }
 
  private:
-  static int64_t size_at(int64_t offset) {
-    return std::min(kLargestPartition, power_of_two_at_most(offset));
+  /// The largest partitions a level starting at `offset` may take: at most `offset` taps (its
+  /// outputs are due from the end of a block on), and from kSpreadSteps on, partitions that
+  /// leave `spare_` samples between a block's end and its first output, in which its steps run
+  /// one after the other (a level of partitions of 8192 taps runs for over half a millisecond).
+  int64_t size_at(int64_t offset) const {
+    const int64_t size = std::min(kLargestPartition, power_of_two_at_most(offset));
+    return size < kSpreadSteps || offset - size >= spare_ ? size
+                                                          : power_of_two_at_most(offset - spare_);
   }
 
+  int64_t spare_  = 0;  ///< samples for a level's steps: a chunk of kBlock for each but the first
   int64_t length_ = 0;
   std::vector<double> cost_;
   std::vector<int64_t> count_;
@@ -517,6 +526,12 @@ void add_interleaved(const float* __restrict re, const float* __restrict im, flo
   for (int64_t i = 0; i < n; ++i) y[2 * i] += re[i], y[2 * i + 1] += im[i];
 }
 
+/// The clock's start for a phase: every level's size divides kLargestPartition, and so does
+/// kBlock, so this remainder puts all their boundaries where the phase does.
+int64_t start_of(int64_t phase) {
+  return (phase % kLargestPartition + kLargestPartition) % kLargestPartition;
+}
+
 void check(bool ok, const std::string& why) {
   if (!ok) throw std::invalid_argument("StreamConvolverMatrix: " + why);
 }
@@ -546,9 +561,7 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
       n_outputs_(n_outputs),
       max_block_(max_block),
       phase_(phase),
-      // Every level's size divides kLargestPartition, and so does kBlock: this remainder puts
-      // all their boundaries where the phase does.
-      start_((phase % kLargestPartition + kLargestPartition) % kLargestPartition) {
+      start_(start_of(phase)) {
 #ifdef GRAFX_STREAM_AVX2
   __builtin_cpu_init();
   avx2_ = __builtin_cpu_supports("avx2");
@@ -671,9 +684,13 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
   for (const LevelPlan& p : plan.levels)
     if (Level level = make_level(p); !level.terms.empty())  // else all its partitions are zero
       levels_.push_back(std::move(level));
-  int64_t levels_largest = 0;
-  for (const Level& level : levels_) levels_largest = std::max(levels_largest, level.size);
-  input_ring_  = 2 * levels_largest;
+  // The inputs' ring holds a level's 2B inputs until its last step has transformed them.
+  int64_t span = 0;
+  for (const Level& level : levels_) {
+    largest_partition_ = std::max(largest_partition_, level.size);
+    span               = std::max(span, 2 * level.size + level.step_time(level.steps() - 1));
+  }
+  input_ring_  = power_of_two_at_least(span);
   output_ring_ = std::max(kBlock, power_of_two_at_least(reach));
   inputs_.assign(size_t(n_inputs * input_ring_), 0.0f);
   outputs_.assign(size_t(n_outputs * output_ring_), 0.0f);
@@ -683,6 +700,38 @@ int64_t StreamConvolverMatrix::partition_products() const {
   int64_t products = 0;
   for (const Level& level : levels_) products += int64_t(level.terms.size());
   return products + int64_t(first_.terms.size());
+}
+
+int64_t StreamConvolverMatrix::Level::step_time(int64_t j) const {
+  // Evenly from the block's end to the last moment, on the ends of the heads' chunks.
+  const int64_t chunks = (offset - size) / kBlock, last = steps() - 1;
+  return last == 0 ? 0 : kBlock * (j * chunks / last);
+}
+
+std::vector<StreamConvolverMatrix::LevelRun> StreamConvolverMatrix::level_runs() const {
+  std::vector<LevelRun> runs;
+  for (const Level& level : levels_) {
+    const auto [input, output] = transform_costs(level.size);  // per sample of the level's block
+    const int64_t n_inputs     = int64_t(level.inputs.size());
+    for (int64_t j = 0; j < level.steps(); ++j) {
+      const double nanoseconds =
+          double(level.size) *
+          (j < n_inputs ? input
+                        : output + kProduct * double(level.outputs[size_t(j - n_inputs)].end -
+                                                     level.outputs[size_t(j - n_inputs)].first));
+      const int64_t offset = level.step_time(j);
+      if (!runs.empty() && runs.back().period == level.size && runs.back().offset == offset)
+        runs.back().nanoseconds += nanoseconds;  // steps at the same time
+      else
+        runs.push_back({level.size, offset, nanoseconds});
+    }
+  }
+  return runs;
+}
+
+void StreamConvolverMatrix::set_phase(int64_t phase) noexcept {
+  phase_ = phase, start_ = start_of(phase);
+  reset();
 }
 
 void StreamConvolverMatrix::reset() noexcept {
@@ -753,8 +802,13 @@ inline void StreamConvolverMatrix::process_chunks(const float* const* inputs, fl
     }
     done += count;
     if (at + count < kBlock) continue;
-    for (Level& level : levels_)
-      if (((now + count) & (level.size - 1)) == 0) run_level(level, now + count);
+    // A level's steps for a block that ended after the stream's start (earlier ones would
+    // transform the silence before it).
+    for (Level& level : levels_) {
+      const int64_t into = (now + count) & (level.size - 1);
+      if (into <= level.offset - level.size && now + count - into > start_)
+        run_steps(level, now + count - into, into);
+    }
   }
 }
 
@@ -839,31 +893,37 @@ inline void StreamConvolverMatrix::run_first_level(const float* const* inputs,
   }
 }
 
-inline void StreamConvolverMatrix::run_level(Level& level, int64_t now) noexcept {
+inline void StreamConvolverMatrix::run_steps(Level& level, int64_t end, int64_t into) noexcept {
   const int64_t size = level.size, half = size / 2;
   const int64_t im_at     = size + kPad;  // of a spectrum's imaginary parts
   const Twiddles<float> w = twiddles_of(twiddles_);
+  const int64_t n_inputs  = int64_t(level.inputs.size());
   // Each input's spectrum of its last 2B samples, into its delay line.
-  for (Level::Input& input : level.inputs) {
-    input.newest    = (input.newest + 1) % input.depth;
-    float* xr       = level.spectra.data() + input.first + 2 * im_at * input.newest;
-    const float* in = inputs_.data() + input.channel * input_ring_;
+  for (int64_t j = 0; j < n_inputs; ++j) {
+    if (level.step_time(j) != into) continue;
+    Level::Input& input = level.inputs[size_t(j)];
+    input.newest        = (input.newest + 1) % input.depth;
+    float* xr           = level.spectra.data() + input.first + 2 * im_at * input.newest;
+    const float* in     = inputs_.data() + input.channel * input_ring_;
     for (int64_t part = 0; part < 2; ++part)
-      deinterleave(in + ((now - 2 * size + part * size) & (input_ring_ - 1)), xr + part * half,
+      deinterleave(in + ((end - 2 * size + part * size) & (input_ring_ - 1)), xr + part * half,
                    xr + im_at + part * half, half);
     real_forward(xr, xr + im_at, size, w);
   }
   // Each output's products, transformed back.
   float* ar = work_.data();
   float* ai = work_.data() + int64_t(work_.size()) / 2;
-  for (const Level::Output& output : level.outputs) {
+  for (int64_t j = n_inputs; j < level.steps(); ++j) {
+    if (level.step_time(j) != into) continue;
+    const Level::Output& output = level.outputs[size_t(j - n_inputs)];
     sum_products(level, output.first, output.end, false, ar, ai);
     real_inverse(ar, ai, size, w);
     // Overlap-save: the last B of the 2B samples are exact. They are the outputs from
-    // time − B + offset on, no earlier than the next sample since offset ≥ B. The ring wraps at
-    // a multiple of H (offsets are), so at an even sample.
+    // end − B + offset on, no earlier than the next sample since this step runs at most
+    // offset − B after the end. The ring wraps at a multiple of H (offsets are), so at an even
+    // sample.
     float* ring         = outputs_.data() + output.channel * output_ring_;
-    const int64_t start = (now - size + level.offset) & (output_ring_ - 1);
+    const int64_t start = (end - size + level.offset) & (output_ring_ - 1);
     const int64_t pairs = std::min(size, output_ring_ - start) / 2;
     add_interleaved(ar + half, ai + half, ring + start, pairs);
     add_interleaved(ar + half + pairs, ai + half + pairs, ring, half - pairs);

@@ -75,6 +75,16 @@ class ContainerStream : public NodeStream {
       for (DelayLine& d : member) d.reset();
     clock_ = 0;
   }
+  std::vector<StreamBurst> bursts() const override {  // the members', moved together
+    std::vector<StreamBurst> bursts;
+    for (const auto& member : members_)
+      for (const StreamBurst& burst : member->bursts()) bursts.push_back(burst);
+    return bursts;
+  }
+  void set_phase(int64_t phase) override {
+    for (auto& member : members_) member->set_phase(phase);
+    reset();
+  }
   void save(StreamWriter& out) const override {
     out.write(NodeStreamKind::kContainer);
     out.write(uint64_t(members_.size()));

@@ -67,7 +67,7 @@ std::unique_ptr<NodeStream> stream_by_impulse_responses(const LinearProcessor& p
       }
   }
   return impulse_response_stream(rows, outlet_channels, std::move(paths), support.future_samples,
-                                 setup.max_block, setup.phase);
+                                 setup.max_block);
 }
 
 StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, int64_t element,

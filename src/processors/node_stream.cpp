@@ -88,8 +88,8 @@ class ImpulseResponseStream : public NodeStream {
  public:
   ImpulseResponseStream(int64_t n_inputs, std::vector<int64_t> outlet_channels,
                         std::vector<dsp::StreamConvolverMatrix::Path> paths, int64_t latency,
-                        int64_t max_block, int64_t phase)
-      : convolver_(n_inputs, count(outlet_channels), paths, max_block, phase),
+                        int64_t max_block)
+      : convolver_(n_inputs, count(outlet_channels), paths, max_block),
         outlet_channels_(std::move(outlet_channels)),
         paths_(std::move(paths)),
         latency_(latency),
@@ -109,6 +109,13 @@ class ImpulseResponseStream : public NodeStream {
     convolver_.process(inputs_.data(), outputs_.data(), n);
   }
   void reset() override { convolver_.reset(); }
+  std::vector<StreamBurst> bursts() const override {
+    std::vector<StreamBurst> bursts;
+    for (const auto& run : convolver_.level_runs())
+      bursts.push_back({run.period, run.offset, run.nanoseconds});
+    return bursts;
+  }
+  void set_phase(int64_t phase) override { convolver_.set_phase(phase); }
 
   void save(StreamWriter& out) const override {
     out.write(NodeStreamKind::kImpulseResponses);
@@ -116,7 +123,7 @@ class ImpulseResponseStream : public NodeStream {
     out.write(uint64_t(paths_.size()));
     for (const auto& path : paths_)
       out.write(path.input), out.write(path.output), out.write(path.taps);
-    out.write(latency_), out.write(convolver_.phase());
+    out.write(latency_);
   }
 
  private:
@@ -138,10 +145,9 @@ class ImpulseResponseStream : public NodeStream {
 
 std::unique_ptr<NodeStream> impulse_response_stream(
     int64_t n_inputs, std::vector<int64_t> outlet_channels,
-    std::vector<dsp::StreamConvolverMatrix::Path> paths, int64_t latency, int64_t max_block,
-    int64_t phase) {
+    std::vector<dsp::StreamConvolverMatrix::Path> paths, int64_t latency, int64_t max_block) {
   return std::make_unique<ImpulseResponseStream>(n_inputs, std::move(outlet_channels),
-                                                 std::move(paths), latency, max_block, phase);
+                                                 std::move(paths), latency, max_block);
 }
 
 std::unique_ptr<NodeStream> load_impulse_response_stream(StreamReader& in, int64_t max_block) {
@@ -161,12 +167,11 @@ std::unique_ptr<NodeStream> load_impulse_response_stream(StreamReader& in, int64
     if (path.taps.empty()) in.corrupt("a path of no taps");
   }
   const int64_t latency = in.read_count(0, int64_t(1) << 40);
-  const int64_t phase   = in.read_count(0, int64_t(1) << 40);
   // The convolver's blocks per input and output, and spectra of about twice its taps.
   double taps = 0;
   for (const auto& path : paths) taps += double(path.taps.size());
   in.allocate(16.0 * double(max_block + 64) * double(n_inputs + n_outputs) + 16.0 * taps);
-  return impulse_response_stream(n_inputs, outlets, std::move(paths), latency, max_block, phase);
+  return impulse_response_stream(n_inputs, outlets, std::move(paths), latency, max_block);
 }
 
 namespace {

@@ -17,8 +17,7 @@ namespace grafx {
 /// outlets' (outputs), convolved with a latency of `latency` samples (node_stream.cpp).
 std::unique_ptr<NodeStream> impulse_response_stream(
     int64_t n_inputs, std::vector<int64_t> outlet_channels,
-    std::vector<dsp::StreamConvolverMatrix::Path> paths, int64_t latency, int64_t max_block,
-    int64_t phase);
+    std::vector<dsp::StreamConvolverMatrix::Path> paths, int64_t latency, int64_t max_block);
 std::unique_ptr<NodeStream> load_impulse_response_stream(StreamReader& in, int64_t max_block);
 std::unique_ptr<NodeStream> load_matrix_stream(StreamReader& in, int64_t max_block);
 

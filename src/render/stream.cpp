@@ -30,10 +30,6 @@ using detail::StreamState;
 
 namespace {
 
-/// The nodes' partitioned convolutions start at phases spread over this many samples (their
-/// largest partition), so that not all of them transform on the same block.
-constexpr int64_t kPhaseSpread = 32768;
-
 [[noreturn]] void unsupported(const Graph& graph, NodeId id, const std::string& why) {
   throw RenderError("grafx.stream.unsupported", graph.describe(id) + ": " + why);
 }
@@ -154,12 +150,9 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
     std::vector<int64_t> outlet_channels(size_t(types.n_outlets(node.type)), run.channels);
     int64_t latency = 0;
     if (!node.bypassed) {
-      StreamSetup setup{options.sample_rate,
-                        block,
-                        std::vector<int64_t>(size_t(run.n_inlets), run.channels),
-                        run.latency,
-                        curves,
-                        kPhaseSpread * int64_t(s.nodes.size()) / int64_t(live.size())};
+      StreamSetup setup{options.sample_rate, block,
+                        std::vector<int64_t>(size_t(run.n_inlets), run.channels), run.latency,
+                        curves};
       try {
         run.stream = processors.at(type_name)->make_stream(node_parameters, setup);
       } catch (const Error& e) {  // named by its node, with the processor's code

@@ -25,6 +25,63 @@ bool finite(const float* x, int64_t n) {
 
 }  // namespace
 
+BurstPhases spread_bursts(const std::vector<std::vector<StreamBurst>>& bursts, int64_t max_block) {
+  BurstPhases result;
+  result.phases.assign(bursts.size(), 0);
+  int64_t cycle = 0;
+  for (const auto& node : bursts)
+    for (const StreamBurst& burst : node) cycle = std::max(cycle, burst.period);
+  if (cycle == 0) return result;
+  // Slots of `grain` samples over one cycle (phases that are multiples of the convolvers' chunks
+  // of 64 samples keep them whole); a node's work per slot at phase 0, summed over windows of
+  // `width` slots (a call), is its work at phase p·grain moved by p slots.
+  const int64_t grain = std::min(cycle, std::max<int64_t>(64, cycle / 1024)), slots = cycle / grain;
+  const int64_t width   = std::min(slots, (max_block + grain - 1) / grain);
+  const auto windows_of = [&](const std::vector<StreamBurst>& node) {
+    std::vector<double> work(size_t(slots), 0.0), windows(size_t(slots), 0.0);
+    for (const StreamBurst& burst : node)
+      for (int64_t s = 0; s < slots; ++s)  // in the slot that ends where it runs (phase 0)
+        work[size_t(s)] += burst.period <= grain ? burst.nanoseconds * double(grain / burst.period)
+                           : ((s + 1) * grain - burst.offset) % burst.period == 0
+                               ? burst.nanoseconds
+                               : 0.0;
+    for (int64_t s = 0; s < slots; ++s)
+      for (int64_t k = 0; k < width; ++k) windows[size_t(s)] += work[size_t((s + k) % slots)];
+    return windows;
+  };
+  std::vector<size_t> order(bursts.size());
+  std::vector<double> largest(bursts.size(), 0.0);
+  for (size_t n = 0; n < bursts.size(); ++n) {
+    order[n] = n;
+    for (const StreamBurst& burst : bursts[n]) largest[n] = std::max(largest[n], burst.nanoseconds);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return largest[a] > largest[b]; });
+  std::vector<double> calls(size_t(slots), 0.0);  // the work of the windows so far
+  for (size_t n : order) {
+    if (bursts[n].empty()) continue;
+    const std::vector<double> windows = windows_of(bursts[n]);
+    double best_peak = std::numeric_limits<double>::infinity(), best_squares = best_peak;
+    int64_t best = 0;
+    for (int64_t p = 0; p < slots; ++p) {
+      double peak = 0, squares = 0;
+      for (int64_t s = 0; s < slots; ++s) {
+        const double call = calls[size_t(s)] + windows[size_t((s + p) % slots)];
+        peak              = std::max(peak, call), squares += call * call;
+      }
+      if (peak < best_peak || (peak == best_peak && squares < best_squares))
+        best_peak = peak, best_squares = squares, best = p;
+    }
+    for (int64_t s = 0; s < slots; ++s) calls[size_t(s)] += windows[size_t((s + best) % slots)];
+    result.phases[n] = best * grain;
+  }
+  for (double call : calls) {
+    result.heaviest_call = std::max(result.heaviest_call, call);
+    result.mean_call += call / double(slots);
+  }
+  return result;
+}
+
 void StreamState::wire() {
   const int64_t block = options.max_block;
   for (StreamSignal& signal : signals) signal.samples.assign(size_t(signal.channels * block), 0);
@@ -60,6 +117,12 @@ void StreamState::wire() {
   silence.assign(size_t(block), 0.0f);
   scratch.assign(size_t(block), 0.0f);
   source_pointers.assign(size_t(n_sources * options.source_channels), nullptr);
+  std::vector<std::vector<StreamBurst>> bursts;
+  for (const StreamNode& node : nodes)
+    bursts.push_back(node.stream ? node.stream->bursts() : std::vector<StreamBurst>{});
+  const BurstPhases spread = spread_bursts(bursts, block);
+  for (size_t n = 0; n < nodes.size(); ++n)
+    if (!bursts[n].empty()) nodes[n].stream->set_phase(spread.phases[n]);
 }
 
 void StreamState::keep_to_song(StreamSignal& signal, int64_t n) {
@@ -244,7 +307,7 @@ void StreamState::reset() {
 namespace {
 
 constexpr char kProgramMagic[]     = "grafx stream program\n";
-constexpr uint32_t kProgramVersion = 1;
+constexpr uint32_t kProgramVersion = 2;  // 2: no phases (wire() chooses them)
 
 }  // namespace
 

@@ -52,6 +52,20 @@ struct StreamNode {
   std::vector<float> dry;                          // channels × max_block, delayed
 };
 
+/// Phases for nodes that work in bursts (NodeStream::bursts, periods powers of two), so that
+/// the bursts fall on different calls of `max_block` samples: node by node, those of the
+/// largest burst first, each takes the phase (a multiple of 64 samples) that lowers
+/// the most work any call gets, then the sum of the squares of the calls' work, with the
+/// phases of the nodes before it as chosen. The calls' work is counted in slots of 64 samples
+/// (fewer over long periods: 1024 slots at most) over the longest period and summed over every
+/// window of slots as long as a call, at any alignment. `heaviest_call` and `mean_call` are that
+/// model's, in nanoseconds.
+struct BurstPhases {
+  std::vector<int64_t> phases;  // per node
+  double heaviest_call = 0, mean_call = 0;
+};
+BurstPhases spread_bursts(const std::vector<std::vector<StreamBurst>>& bursts, int64_t max_block);
+
 struct StreamState {
   StreamOptions options;
   std::vector<StreamSignal> signals;
@@ -72,7 +86,8 @@ struct StreamState {
   // offline render's are, so that a zero-phase filter after another hears no pre-echo.
   int64_t clock = 0, song_end = std::numeric_limits<int64_t>::max();
 
-  /// Makes the buffers, delay lines and pointers of the plain data above.
+  /// Makes the buffers, delay lines and pointers of the plain data above, and spreads the
+  /// nodes' bursts over calls (spread_bursts).
   void wire();
   float* channel(StreamSignal& s, int64_t c) { return s.samples.data() + c * options.max_block; }
   void run(const float* const* sources, float* const* outputs, int64_t n);

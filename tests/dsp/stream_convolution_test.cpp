@@ -1,7 +1,8 @@
 // The streaming convolver against a direct convolution in double: filters of 1 to 96,000 taps,
 // fed in blocks of fixed and random sizes, pure delays, and reset; then the matrix of paths
 // between channels (full, diagonal, mono to stereo, paths of 1 to 30,001 taps together); then
-// phases, which shift the partitions' blocks and leave the output as it was.
+// phases, which shift the partitions' blocks and leave the output as it was, and the steps of
+// levels with time to spare, spread over it.
 
 #include <grafx/dsp/stream_convolution.h>
 
@@ -12,7 +13,9 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <map>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -166,6 +169,45 @@ TEST(StreamConvolver, SparseResponsesSkipTheirZeroPartitions) {
   EXPECT_EQ(silent.partition_products(), 0);
   std::vector<float> y = run(silent, x, block_sizes(20000, 64, 3));
   EXPECT_TRUE(std::all_of(y.begin(), y.begin() + 20000, [](float v) { return v == 0.0f; }));
+}
+
+TEST(StreamConvolver, LevelsWithTimeToSpareSpreadTheirSteps) {
+  // A multitap delay's levels start later than their partitions' size (the first taps are
+  // zeros): the steps of such a level (each input's transform, each output's products and
+  // inverse transform) run spread over the samples in between, not all at a block's end. The
+  // output is still the direct convolution's at any phase, and set_phase on a used convolver
+  // is the constructor's phase, to the bit.
+  const int64_t samples      = 96000 + 3 * 8192;
+  const std::vector<float> h = coloured_taps(3), x = noise(samples, 41);
+  const std::vector<int64_t> at = checked_samples(96000, samples);
+  std::vector<double> expected(at.size());
+  double peak = 0;
+  for (size_t i = 0; i < at.size(); ++i)
+    expected[i] = direct(h, x, at[i]), peak = std::max(peak, std::abs(expected[i]));
+  std::map<int64_t, std::set<int64_t>> offsets;  // of the steps, per level
+  for (const auto& run : StreamConvolver(h, 64).level_runs()) {
+    EXPECT_GE(run.offset, 0);
+    EXPECT_LT(run.offset, run.period);
+    EXPECT_EQ(run.offset % 64, 0);
+    EXPECT_GT(run.nanoseconds, 0);
+    offsets[run.period].insert(run.offset);
+  }
+  EXPECT_TRUE(std::any_of(offsets.begin(), offsets.end(),
+                          [](const auto& level) { return level.second.size() > 1; }));
+  for (int64_t phase : {0, 1000, 20032})
+    for (int64_t block : {1, 64, -777}) {
+      const std::vector<int64_t> sizes = block_sizes(samples, block, uint32_t(phase));
+      StreamConvolver fresh(h, std::abs(block), phase), reused(h, std::abs(block));
+      run(reused, x, block_sizes(5000, block, 5));
+      reused.set_phase(phase);
+      EXPECT_EQ(reused.phase(), phase);
+      const std::vector<float> y = run(fresh, x, sizes);
+      EXPECT_EQ(run(reused, x, sizes), y) << "phase " << phase << ", blocks " << block;
+      double error = 0;
+      for (size_t i = 0; i < at.size(); ++i)
+        error = std::max(error, std::abs(double(y[size_t(at[i])]) - expected[i]));
+      EXPECT_LE(error, 1e-6 * peak) << "phase " << phase << ", blocks " << block;
+    }
 }
 
 TEST(StreamConvolver, ResetEqualsAFreshConvolver) {

@@ -10,11 +10,14 @@
 #include <grafx/render/render.h>
 #include <grafx/render/stream.h>
 
+#include "render/stream_state.h"
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <new>
 #include <random>
@@ -443,6 +446,35 @@ TEST(Stream, ProgramsThatAreNotOneAreRefused) {
                      "maximum block");
   EXPECT_EQ(Stream::program_sample_rate(program), kRate);
   EXPECT_GRAFX_ERROR(Stream::program_sample_rate(""), code, "does not start as one");
+}
+
+// The nodes' phases put their bursts of work (a long convolution's levels) on different calls.
+TEST(StreamBursts, FallOnDifferentCalls) {
+  // Eleven nodes with levels of 16384 and 1024 taps, as eleven delays: in calls of 64 and 512,
+  // no call gets two large bursts (they fall a call apart at least), and none more small ones
+  // than their share; a node without bursts keeps phase 0.
+  std::vector<std::vector<StreamBurst>> bursts(11, {{16384, 0, 100.0}, {1024, 0, 10.0}});
+  bursts.emplace_back();
+  for (int64_t calls : {64, 512}) {
+    const detail::BurstPhases spread = detail::spread_bursts(bursts, calls);
+    std::vector<int64_t> large;  // where they run: (t + phase) mod 16384 = 0
+    for (size_t n = 0; n < 11; ++n) large.push_back(((-spread.phases[n]) % 16384 + 16384) % 16384);
+    std::sort(large.begin(), large.end());
+    for (size_t n = 0; n < 11; ++n)
+      EXPECT_GE(n + 1 < 11 ? large[n + 1] - large[n] : large[0] + 16384 - large[n], calls)
+          << "calls of " << calls;
+    EXPECT_EQ(spread.phases.back(), 0);
+    const double small_share = std::ceil(11.0 * double(calls) / 1024.0);
+    EXPECT_LE(spread.heaviest_call, 100.0 + 10.0 * small_share) << "calls of " << calls;
+    EXPECT_NEAR(spread.mean_call, (11 * 100.0 + 11 * 16 * 10.0) * double(calls) / 16384, 1e-9);
+  }
+  // A level's steps at their offsets: two nodes' four steps on four calls of 64.
+  const std::vector<std::vector<StreamBurst>> steps(2, {{8192, 0, 50.0}, {8192, 256, 50.0}});
+  EXPECT_EQ(detail::spread_bursts(steps, 64).heaviest_call, 50.0);
+  // Without bursts: phases 0, no work.
+  const detail::BurstPhases none = detail::spread_bursts({{}, {}}, 512);
+  EXPECT_EQ(none.phases, std::vector<int64_t>(2, 0));
+  EXPECT_EQ(none.heaviest_call, 0.0);
 }
 
 // A stream made for a host's blocks (HostStream::stream_block) runs one call of its own per call

@@ -20,20 +20,28 @@
 /// inputs (kept for c blocks: a frequency-domain delay line), c spectral products, one inverse
 /// FFT. Since s ≥ B, the block's contribution is needed from the next sample on only, so no
 /// latency is added; the price is work in bursts at block boundaries (a small one every H
-/// samples, every level at once every 32768 at most). Where many convolvers run side by side,
-/// their bursts add up on the same calls unless each is given its own phase φ: its levels'
-/// blocks then end where t + φ is a multiple of B (t: samples since construction or reset)
-/// instead of t, so its large levels run on other calls. The output is the same: whatever the
-/// blocks' ends, a level's partitions start at tap s ≥ B, and the inputs before the first end
-/// are the silence before the stream. (22 convolvers of 96,000 taps, 2 × 2, full or diagonal,
-/// on one core: the slowest 64-sample block of them all takes 10 ms with phases 0, 1.1 ms with
-/// phases spread over 32768, the mean 0.13 ms either way.) The number of partitions of each level
+/// samples, every level at once every 32768 at most). A level's *steps* (each input's transform,
+/// then each output's products and inverse transform) need not run at once: they run one after
+/// the other at the ends of the chunks of H samples between the block's end and s − B samples
+/// later, when its first output is due; from partitions of 2048 on, B is chosen so that there
+/// is room for a chunk per step (s − B ≥ H·(inputs + outputs − 1)): a partition more a path in
+/// the plans below (1–4 % more products, no slower in dsp_bench stream), and a stereo level of
+/// 8192 no longer does its 4 transforms of 16384 points in one call of 64 samples. Where many
+/// convolvers run side by side, their bursts add up on the same calls unless each is given its
+/// own phase φ: its levels' blocks then end where t + φ is a multiple of B (t: samples since
+/// construction or reset) instead of t, so its large levels run on other calls. The output is
+/// the same: whatever the blocks' ends, a level's partitions start at tap s ≥ B, and the inputs
+/// before the first end are the silence before the stream. (22 convolvers of 96,000 taps, 2 × 2,
+/// full or diagonal, on one core: the slowest 64-sample block of them all takes 10 ms with
+/// phases 0, 1.1 ms with phases spread over 32768, the mean 0.13 ms either way.) `level_runs`
+/// lists the steps' periods, offsets and modelled costs, from which a stream chooses the phases
+/// of its convolvers (set_phase). The number of partitions of each level
 /// is the cheapest under a cost model (transforms against spectral products, measured) found by
 /// dynamic programming; filters of up to 256 taps are direct form alone where that is cheaper
 /// (up to about 150 taps). For example:
 ///
 ///   2,047 taps    64 direct, 3 × 64, 7 × 256
-///   96,000 taps   64 direct, 7 × 64, 15 × 512, 11 × 8192
+///   96,000 taps   64 direct, 8 × 64, 15 × 512, 11 × 8192 (from tap 8256: a chunk for its steps)
 ///
 /// A partition whose taps are all zero costs nothing (no product; an input or output without
 /// products in a level is not transformed there, and a level without any is dropped), and the
@@ -64,9 +72,9 @@
 /// channel, the cheaper transforms are against products, and the larger the partitions the plan
 /// takes: partitions of 16384 from about 74,000 taps and of 32768 from about 180,000 in a full
 /// 2 × 2 matrix, against 123,000 and 213,000 for one path alone. Four 96,000-tap paths between
-/// two channels, for example, take 64 direct each, then 3 × 64, 7 × 256, 7 × 2048, 5 × 16384:
-/// 4 forward and 4 inverse transforms a level instead of 8 and 8, and 22 partitions a path
-/// instead of 33.
+/// two channels, for example, take 64 direct each, then 3 × 64, 8 × 256, 7 × 2048, 5 × 16384:
+/// 4 forward and 4 inverse transforms a level instead of 8 and 8, and 23 partitions a path
+/// instead of 34.
 ///
 /// The FFTs are radix 4 (and 2) on split real and imaginary arrays in float, with twiddles
 /// computed in double: the forward transform leaves its spectrum in bit-reversed order and the
@@ -125,6 +133,21 @@ class StreamConvolverMatrix {
   /// Forgets the inputs so far: the next samples are convolved as if preceded by silence.
   void reset() noexcept;
 
+  /// The levels' work as it comes: steps of a level run every `period` samples (a power of two
+  /// from 64 to 32768), on the call where (t + phase) mod period becomes `offset`, for about
+  /// `nanoseconds` (the plan's cost model: their transforms and products, on the machine the
+  /// model was measured on; a weight to spread work by, not a time to rely on). The first level
+  /// runs in every call, whatever the phase, and is not listed.
+  struct LevelRun {
+    int64_t period = 0, offset = 0;
+    double nanoseconds = 0;
+  };
+  std::vector<LevelRun> level_runs() const;
+
+  /// Changes the phase (as the constructor's) and resets: a convolver side by side with others
+  /// takes its phase once their plans are known.
+  void set_phase(int64_t phase) noexcept;
+
   int64_t n_inputs() const { return n_inputs_; }
   int64_t n_outputs() const { return n_outputs_; }
   int64_t max_block() const { return max_block_; }
@@ -132,7 +155,7 @@ class StreamConvolverMatrix {
   int64_t phase() const { return phase_; }
   /// The partitions of the largest level, in taps (0 without levels): the period of the
   /// largest bursts, over which to spread phases.
-  int64_t largest_partition() const { return input_ring_ / 2; }
+  int64_t largest_partition() const { return largest_partition_; }
   /// The spectral products of the levels, one per partition with a non-zero tap: each is a
   /// complex multiply-add per bin of B bins every B samples, so about this many per sample.
   int64_t partition_products() const;
@@ -163,6 +186,11 @@ class StreamConvolverMatrix {
       int64_t channel = 0, first = 0, older = 0, end = 0;
     };
     int64_t size = 0, count = 0, offset = 0;
+    /// Its steps (a transform of each input, then the products and inverse transform of each
+    /// output) run spread over the `offset − size` samples between the end of a block and the
+    /// first output it contributes to: step j at step_time(j) samples after the block's end.
+    int64_t steps() const { return int64_t(inputs.size() + outputs.size()); }
+    int64_t step_time(int64_t j) const;
     std::vector<Input> inputs;
     std::vector<Output> outputs;
     std::vector<Term> terms;
@@ -176,8 +204,9 @@ class StreamConvolverMatrix {
   /// Runs the first level over the n samples of a call that starts at time_ = `begin`.
   inline void run_first_level(const float* const* inputs, float* const* outputs, int64_t n,
                               int64_t begin) noexcept;
-  /// Runs `level`, whose block ends at `now` (time_ + start_).
-  inline void run_level(Level& level, int64_t now) noexcept;
+  /// Runs the steps of `level` that are due `into` samples after its block ended at `end`
+  /// (time_ + start_).
+  inline void run_steps(Level& level, int64_t end, int64_t into) noexcept;
   /// (ar, ai) = (or +=, if `accumulate`) the sum of terms [first, end) of `level`.
   inline void sum_products(const Level& level, int64_t first, int64_t end, bool accumulate,
                            float* ar, float* ai) noexcept;
@@ -202,6 +231,7 @@ class StreamConvolverMatrix {
   std::vector<float> inputs_;   ///< per input, a ring of the last 2 × largest partition samples
   std::vector<float> outputs_;  ///< per output, a ring of the levels' coming contributions
   int64_t input_ring_ = 0, output_ring_ = 0;  ///< their sizes (powers of two)
+  int64_t largest_partition_ = 0;             ///< of the levels
   std::vector<float> work_;                   ///< one spectrum, the largest
   std::vector<float> twiddles_;  ///< the FFTs' six tables of (largest partition) values
 };
@@ -222,6 +252,9 @@ class StreamConvolver {
 
   /// Forgets the input so far: the next sample is convolved as if preceded by silence.
   void reset() noexcept { matrix_.reset(); }
+  /// As the matrix's.
+  void set_phase(int64_t phase) noexcept { matrix_.set_phase(phase); }
+  std::vector<StreamConvolverMatrix::LevelRun> level_runs() const { return matrix_.level_runs(); }
 
   /// Number of taps.
   int64_t length() const { return length_; }

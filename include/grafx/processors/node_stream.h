@@ -129,9 +129,15 @@ struct StreamSetup {
   /// The automation curves of the parameters the node automates, by raw name ("log_gain"). A
   /// streaming form follows those it can and lists them in followed_curves().
   std::map<std::string, std::shared_ptr<const StreamCurve>> curves;
-  /// Where its convolutions' partitions start (dsp::StreamConvolverMatrix's phase): the engine
-  /// spreads the nodes' phases so that their largest transforms fall on different blocks.
-  int64_t phase = 0;
+};
+
+/// Work a streaming form does in bursts, not evenly per sample (a partitioned convolution's
+/// levels, dsp::StreamConvolverMatrix): every `period` samples (a power of two), on the call
+/// where (t + phase) mod period becomes `offset` (t: samples since the last reset), about
+/// `nanoseconds` (a model's figure: a weight to spread work by).
+struct StreamBurst {
+  int64_t period = 0, offset = 0;
+  double nanoseconds = 0;
 };
 
 /// A parameter a host may change while a node streams, in physical units: one value of the
@@ -212,6 +218,12 @@ class NodeStream {
   virtual void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) = 0;
   /// Back to silence, as just made (controls keep their values).
   virtual void reset() = 0;
+  /// Its bursts (none: its work is the same in every call).
+  virtual std::vector<StreamBurst> bursts() const { return {}; }
+  /// Moves its bursts to `phase` (any value) and resets. The output does not depend on it but
+  /// for roundings; the engine chooses the nodes' phases so that their bursts fall on different
+  /// calls.
+  virtual void set_phase(int64_t /*phase*/) {}
   /// Where the song ends, in samples after the last reset (negative: never): a stream of a
   /// whole song tells every node, and one that holds signals of its own (a container) silences
   /// them past it, as the offline render does.
