@@ -35,10 +35,10 @@
 /// full or diagonal, on one core: the slowest 64-sample block of them all takes 10 ms with
 /// phases 0, 1.1 ms with phases spread over 32768, the mean 0.13 ms either way.) `level_runs`
 /// lists the steps' periods, offsets and modelled costs, from which a stream chooses the phases
-/// of its convolvers (set_phase). The number of partitions of each level
-/// is the cheapest under a cost model (transforms against spectral products, measured) found by
-/// dynamic programming; filters of up to 256 taps are direct form alone where that is cheaper
-/// (up to about 150 taps). For example:
+/// of its convolvers (set_phase). The number of partitions of each level is the cheapest under
+/// a cost model (transforms against spectral products, measured) found by dynamic programming;
+/// filters of up to 256 taps are direct form alone where that is cheaper (up to about 150
+/// taps). For example:
 ///
 ///   2,047 taps    64 direct, 3 × 64, 7 × 256
 ///   96,000 taps   64 direct, 8 × 64, 15 × 512, 11 × 8192 (from tap 8256: a chunk for its steps)
@@ -228,7 +228,8 @@ class StreamConvolverMatrix {
 
   std::vector<float> head_taps_;    ///< the heads' taps, one after the other
   std::vector<float> head_inputs_;  ///< per input, history_ samples then the current block
-  std::vector<float> inputs_;   ///< per input, a ring of the last 2 × largest partition samples
+  /// Per input, a ring of its last samples: a level's 2B inputs, kept until its last step.
+  std::vector<float> inputs_;
   std::vector<float> outputs_;  ///< per output, a ring of the levels' coming contributions
   int64_t input_ring_ = 0, output_ring_ = 0;  ///< their sizes (powers of two)
   int64_t largest_partition_ = 0;             ///< of the levels
