@@ -98,7 +98,8 @@ std::string lv2_unit(const std::string& unit) {
 
 /// plugin.ttl: the plugin and its ports, in the order the plugin connects them
 /// (apps/lv2/grafx_lv2.cpp): each track's channels, the outputs' channels, a control per stream
-/// parameter, the latency. A track's or an output's channels form a port group.
+/// parameter, the latency, the host's transport. A track's or an output's channels form a port
+/// group.
 std::string plugin_ttl(const std::string& uri, const std::string& name, const GraphSource& source,
                        const Stream& stream) {
   std::ostringstream ports, groups;
@@ -167,9 +168,14 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
   port("lv2:ControlPort, lv2:OutputPort", "latency", "Latency",
        "    lv2:designation lv2:latency ;\n    lv2:portProperty lv2:reportsLatency, "
        "lv2:integer ;\n    units:unit units:frame ;\n");
+  port("atom:AtomPort, lv2:InputPort", "transport", "Transport",
+       "    atom:bufferType atom:Sequence ;\n    atom:supports time:Position ;\n"
+       "    lv2:designation lv2:control ;\n    lv2:portProperty lv2:connectionOptional ;\n"
+       "    rdfs:comment \"The host's transport position, which automation curves follow\" ;\n");
 
   std::ostringstream ttl;
-  ttl << "@prefix doap: <http://usefulinc.com/ns/doap#> .\n"
+  ttl << "@prefix atom: <http://lv2plug.in/ns/ext/atom#> .\n"
+         "@prefix doap: <http://usefulinc.com/ns/doap#> .\n"
          "@prefix lv2: <http://lv2plug.in/ns/lv2core#> .\n"
          "@prefix bufsz: <http://lv2plug.in/ns/ext/buf-size#> .\n"
          "@prefix opts: <http://lv2plug.in/ns/ext/options#> .\n"
@@ -177,6 +183,7 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
          "@prefix pg: <http://lv2plug.in/ns/ext/port-groups#> .\n"
          "@prefix pprops: <http://lv2plug.in/ns/ext/port-props#> .\n"
          "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n"
+         "@prefix time: <http://lv2plug.in/ns/ext/time#> .\n"
          "@prefix units: <http://lv2plug.in/ns/extensions/units#> .\n\n"
       << "<" << uri << ">\n"
       << "  a lv2:Plugin, lv2:MixerPlugin ;\n"

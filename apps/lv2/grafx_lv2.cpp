@@ -5,14 +5,17 @@
 //
 // Ports, in the order the bundle's plugin.ttl declares them: each source's channels (audio
 // in), each output's channels (audio out), one control per stream parameter (physical units),
-// then the latency (control out, lv2:reportsLatency).
+// the latency (control out, lv2:reportsLatency), then the host's transport (atom in: its
+// time:Position events move the song's clock, which automation curves follow).
 
 #include <grafx/render/host_stream.h>
 
 #include <lv2/atom/atom.h>
+#include <lv2/atom/util.h>
 #include <lv2/buf-size/buf-size.h>
 #include <lv2/core/lv2.h>
 #include <lv2/options/options.h>
+#include <lv2/time/time.h>
 #include <lv2/urid/urid.h>
 
 #include <dlfcn.h>
@@ -20,6 +23,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -60,10 +64,25 @@ struct Plugin {
   grafx::HostStream host;
   std::vector<const float*> inputs;  // ports, as the host connected them
   std::vector<float*> outputs;
+  std::vector<const float*> inputs_from;  // the same from a sample of the call on
+  std::vector<float*> outputs_from;
   std::vector<const float*> controls;
-  float* latency = nullptr;
+  float* latency                     = nullptr;
+  const LV2_Atom_Sequence* transport = nullptr;
   std::vector<float> control_values;  // as last applied
+  /// URIDs of the transport's events, where the host maps them (0: it does not).
+  struct {
+    LV2_URID object = 0, blank = 0, position = 0, frame = 0, long_integer = 0;
+  } uri;
 };
+
+/// The map among a host's features, or null.
+const LV2_URID_Map* urid_map(const LV2_Feature* const* features) {
+  for (const LV2_Feature* const* f = features; f && *f; ++f)
+    if (std::strcmp((*f)->URI, LV2_URID__map) == 0)
+      return static_cast<const LV2_URID_Map*>((*f)->data);
+  return nullptr;
+}
 
 /// The blocks a host that does not say its block length runs: its calls of any size are split
 /// into blocks of up to 64 samples, for which the convolutions take a head in direct form,
@@ -73,12 +92,10 @@ constexpr int64_t kUnknownHostBlock = 64;
 /// The block length the host calls run() with, from its options (buf-size: the nominal one,
 /// else the maximum), or kUnknownHostBlock.
 int64_t host_block(const LV2_Feature* const* features) {
-  const LV2_URID_Map* map           = nullptr;
+  const LV2_URID_Map* map           = urid_map(features);
   const LV2_Options_Option* options = nullptr;
   for (const LV2_Feature* const* f = features; f && *f; ++f)
-    if (std::strcmp((*f)->URI, LV2_URID__map) == 0)
-      map = static_cast<const LV2_URID_Map*>((*f)->data);
-    else if (std::strcmp((*f)->URI, LV2_OPTIONS__options) == 0)
+    if (std::strcmp((*f)->URI, LV2_OPTIONS__options) == 0)
       options = static_cast<const LV2_Options_Option*>((*f)->data);
   if (!map || !options) return kUnknownHostBlock;
   const LV2_URID nominal = map->map(map->handle, LV2_BUF_SIZE__nominalBlockLength);
@@ -113,9 +130,18 @@ LV2_Handle instantiate(const LV2_Descriptor* descriptor, double sample_rate,
     const grafx::Stream& graph = p.host.stream();
     p.inputs.assign(size_t(graph.n_sources() * graph.source_channels()), nullptr);
     p.outputs.assign(size_t(graph.n_outputs() * graph.output_channels()), nullptr);
+    p.inputs_from = p.inputs, p.outputs_from = p.outputs;
     p.controls.assign(graph.parameters().size(), nullptr);
     for (const grafx::StreamParameter& parameter : graph.parameters())  // the ports' defaults
       p.control_values.push_back(float(parameter.control.value));
+    if (const LV2_URID_Map* map = urid_map(features)) {
+      const auto id      = [map](const char* uri) { return map->map(map->handle, uri); };
+      p.uri.object       = id(LV2_ATOM__Object);
+      p.uri.blank        = id(LV2_ATOM__Blank);
+      p.uri.position     = id(LV2_TIME__Position);
+      p.uri.frame        = id(LV2_TIME__frame);
+      p.uri.long_integer = id(LV2_ATOM__Long);
+    }
     return plugin.release();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "grafx: %s: %s\n", descriptor->URI, e.what());
@@ -132,6 +158,23 @@ void connect_port(LV2_Handle handle, uint32_t port, void* data) {
   k -= p.outputs.size();
   if (k < p.controls.size()) return void(p.controls[k] = static_cast<const float*>(data));
   if (k == p.controls.size()) p.latency = static_cast<float*>(data);
+  if (k == p.controls.size() + 1) p.transport = static_cast<const LV2_Atom_Sequence*>(data);
+}
+
+/// The song frame a transport event puts at its time, or -1 where it says none: a time:Position
+/// object with a time:frame (atom:Long). Hosts send one where the transport starts or moves, some
+/// every call. A frame before the song's start counts as its start: the song's clock then plays
+/// on, where a clock before it would silence every signal (as the offline render of a song does
+/// before it begins).
+int64_t frame_of(const Plugin& p, const LV2_Atom_Event& event) {
+  if (p.uri.position == 0 || (event.body.type != p.uri.object && event.body.type != p.uri.blank))
+    return -1;
+  const auto* object = reinterpret_cast<const LV2_Atom_Object*>(&event.body);
+  if (object->body.otype != p.uri.position) return -1;
+  const LV2_Atom* frame = nullptr;
+  lv2_atom_object_get(object, p.uri.frame, &frame, 0);
+  if (!frame || frame->type != p.uri.long_integer || frame->size < sizeof(int64_t)) return -1;
+  return std::max<int64_t>(0, reinterpret_cast<const LV2_Atom_Long*>(frame)->body);
 }
 
 void activate(LV2_Handle handle) { static_cast<Plugin*>(handle)->host.reset(); }
@@ -162,7 +205,23 @@ void run(LV2_Handle handle, uint32_t n_samples) {
     if (!port) return;  // the host has not connected every port: nothing to do
   for (float* port : p.outputs)
     if (!port) return;
-  p.host.process(p.inputs.data(), p.outputs.data(), n_samples);
+  // The samples up to each transport event, then the clock moved to its frame.
+  int64_t done       = 0;
+  const auto play_to = [&](int64_t end) {
+    if (end <= done) return;
+    for (size_t k = 0; k < p.inputs.size(); ++k) p.inputs_from[k] = p.inputs[k] + done;
+    for (size_t k = 0; k < p.outputs.size(); ++k) p.outputs_from[k] = p.outputs[k] + done;
+    p.host.process(p.inputs_from.data(), p.outputs_from.data(), end - done);
+    done = end;
+  };
+  if (p.transport && p.transport->atom.size >= sizeof(LV2_Atom_Sequence_Body))
+    LV2_ATOM_SEQUENCE_FOREACH(p.transport, event) {
+      const int64_t frame = frame_of(p, *event);
+      if (frame < 0) continue;
+      play_to(std::clamp<int64_t>(event->time.frames, done, n_samples));
+      p.host.locate(frame);
+    }
+  play_to(n_samples);
 }
 
 void deactivate(LV2_Handle) {}

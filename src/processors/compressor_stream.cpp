@@ -90,6 +90,7 @@ class DynamicsStream : public NodeStream {
   }
 
   void reset() override { level_.reset(), gain_.reset(), clock_ = 0; }
+  void locate(int64_t clock) override { clock_ = clock; }
 
   void apply_control(size_t index, double value) override {
     using Control = DynamicsForm::Control;

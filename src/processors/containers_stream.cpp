@@ -95,6 +95,10 @@ class ContainerStream : public NodeStream {
     song_end_ = samples < 0 ? std::numeric_limits<int64_t>::max() : samples;
     for (auto& member : members_) member->set_song_end(samples);
   }
+  void locate(int64_t clock) override {
+    clock_ = clock;
+    for (auto& member : members_) member->locate(clock);
+  }
 
  private:
   bool serial() const { return weights_.empty(); }

@@ -239,6 +239,7 @@ class MatrixStream : public NodeStream {
       }
   }
   void reset() override { clock_ = 0; }
+  void locate(int64_t clock) override { clock_ = clock; }
   void apply_control(size_t index, double value) override {
     values_[index] = value;
     matrix_of_values();

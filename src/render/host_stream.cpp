@@ -37,6 +37,7 @@ HostStream::HostStream(Stream stream, int64_t host_rate)
   // samples, and the filter's round trip, (K − 1) samples of the common rate, is a multiple of
   // its host samples (K − 1 a multiple of L): the whole latency is in whole host samples.
   const int64_t g = std::gcd(host_rate, rate), l = rate / g, m = host_rate / g;
+  l_ = l, m_ = m;
   const int64_t padded = (stream_.latency_samples() + l - 1) / l * l;
   align_.assign(size_t(outputs), DelayLine(padded - stream_.latency_samples()));
   // Steps of as many host samples as convert to one block of the stream (n·L/M + 1 at most).
@@ -60,6 +61,17 @@ void HostStream::reset() noexcept {
   for (DelayLine& d : align_) d.reset();
   for (auto& ring : ring_) std::fill(ring.begin(), ring.end(), 0.0f);
   ring_start_ = 0, ring_count_ = primed_;
+  host_done_ = stream_done_ = 0;
+}
+
+void HostStream::locate(int64_t frame) noexcept {
+  // Host sample host_done_ is song frame `frame`, and stream sample s lies at host sample s·M/L,
+  // so stream sample stream_done_ is song sample stream_done_ + (frame − host_done_)·L/M.
+  // Counted from the reset, so that locating where the song already is changes nothing.
+  const __int128 shift   = (__int128(frame) - host_done_) * l_;
+  const __int128 nearest = (shift >= 0 ? shift + m_ / 2 : shift - m_ / 2) / m_;
+  const __int128 limit   = Stream::kLatestSongSample;
+  stream_.locate(int64_t(std::clamp<__int128>(stream_done_ + nearest, -limit, limit)));
 }
 
 int64_t HostStream::stream_block(int64_t host_block, int64_t stream_rate, int64_t host_rate) {
@@ -77,7 +89,7 @@ void HostStream::process(const float* const* sources, float* const* outputs, int
       for (size_t k = 0; k < sources_.size(); ++k) sources_[k] = sources[k] + start;
       for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = outputs[k] + start;
       stream_.process(sources_.data(), outputs_.data(), step);
-      start += step;
+      start += step, host_done_ += step, stream_done_ += step;
       continue;
     }
     int64_t converted = 0;
@@ -103,7 +115,7 @@ void HostStream::process(const float* const* sources, float* const* outputs, int
       for (int64_t i = 0; i < step; ++i)
         outputs[o][start + i] = ring_[o][size_t((ring_start_ + i) % size)];
     ring_start_ = (ring_start_ + step) % size, ring_count_ -= step;
-    start += step;
+    start += step, host_done_ += step, stream_done_ += converted;
   }
 }
 

@@ -172,6 +172,13 @@ void Stream::set_song_end(int64_t samples) {
     if (node.stream) node.stream->set_song_end(samples);
 }
 void Stream::reset() noexcept { state_->reset(); }
+void Stream::locate(int64_t sample) noexcept {
+  sample        = std::clamp(sample, -kLatestSongSample, kLatestSongSample);
+  state_->clock = sample;
+  for (StreamNode& node : state_->nodes)
+    if (node.stream) node.stream->locate(sample);
+}
+int64_t Stream::song_position() const { return state_->clock; }
 
 void Stream::process(const float* const* sources, float* const* outputs, int64_t n) noexcept {
   StreamState& s = *state_;

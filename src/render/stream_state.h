@@ -81,9 +81,10 @@ struct StreamState {
   std::vector<float> silence, scratch;             // max_block each
   std::vector<const float*> source_pointers;
   StreamStatus status;
-  // Samples since the last reset, and the song's end on that clock: signals are silent outside
-  // [0, song_end) of song time (a signal's song time lags the clock by its latency), as the
-  // offline render's are, so that a zero-phase filter after another hears no pre-echo.
+  // The song sample of the next input sample (samples since the last reset, unless located),
+  // and the song's end on that clock: signals are silent outside [0, song_end) of song time (a
+  // signal's song time lags the clock by its latency), as the offline render's are, so that a
+  // zero-phase filter after another hears no pre-echo.
   int64_t clock = 0, song_end = std::numeric_limits<int64_t>::max();
 
   /// Makes the buffers, delay lines and pointers of the plain data above, and spreads the

@@ -15,9 +15,11 @@
 
 #include <ATen/ATen.h>
 #include <lv2/atom/atom.h>
+#include <lv2/atom/forge.h>
 #include <lv2/buf-size/buf-size.h>
 #include <lv2/core/lv2.h>
 #include <lv2/options/options.h>
+#include <lv2/time/time.h>
 #include <lv2/urid/urid.h>
 
 #include <dlfcn.h>
@@ -29,6 +31,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace grafx {
@@ -47,7 +50,7 @@ constexpr const char* kPlugin = "urn:grafx:mix";
 struct Exported : testing::FitFolder {
   std::string bundles = dir.file("bundles"), bundle = bundles + "/mix.lv2";
   testing::CommandResult exported;
-  Exported() {
+  explicit Exported(bool automated = false) : FitFolder(automated) {
     std::filesystem::create_directory(bundles);
     exported = run_grafx({"export-lv2", folder, "-o", bundle});
   }
@@ -162,6 +165,17 @@ struct LoadedPlugin {
   }
 };
 
+/// A host's URID map: URIs numbered from 1 in the order they are first mapped.
+struct HostMap {
+  std::vector<std::string> uris;
+  LV2_URID_Map map{&uris, [](LV2_URID_Map_Handle handle, const char* uri) {
+                     auto& known = *static_cast<std::vector<std::string>*>(handle);
+                     auto at     = std::find(known.begin(), known.end(), uri);
+                     if (at == known.end()) at = known.insert(known.end(), uri);
+                     return LV2_URID(at - known.begin() + 1);
+                   }};
+};
+
 TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
   Exported e;
   ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
@@ -196,7 +210,7 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
   for (size_t at = ttl.find("lv2:index"); at != std::string::npos;
        at        = ttl.find("lv2:index", at + 1))
     ++n_ports;
-  const int64_t n_controls = n_ports - 2 * kTracks - 2 - 1;
+  const int64_t n_controls = n_ports - 2 * kTracks - 2 - 2;  // not the latency, the transport
   // The controls at their defaults (as hosts read them from plugin.ttl), then the latency.
   std::vector<float> controls;
   std::istringstream lines(ttl);
@@ -231,13 +245,8 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
 
   // A host that says its block length (buf-size options, URIDs of its map) gets a stream made
   // for it, and plays the same in calls of that length.
-  std::vector<std::string> uris;
-  LV2_URID_Map map{&uris, [](LV2_URID_Map_Handle handle, const char* uri) {
-                     auto& known = *static_cast<std::vector<std::string>*>(handle);
-                     auto at     = std::find(known.begin(), known.end(), uri);
-                     if (at == known.end()) at = known.insert(known.end(), uri);
-                     return LV2_URID(at - known.begin() + 1);
-                   }};
+  HostMap host_map;
+  LV2_URID_Map& map                  = host_map.map;
   const int32_t nominal              = 512;
   const LV2_Options_Option options[] = {
       {LV2_OPTIONS_INSTANCE, 0, map.map(map.handle, LV2_BUF_SIZE__nominalBlockLength),
@@ -292,6 +301,121 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
   EXPECT_GT(converted.abs().max().item<double>(), 1e-2);
   EXPECT_EQ(latency, float(host.latency_samples()));
   EXPECT_GT(host.latency_samples(), kLatency * 3);  // the EQs' at 48 kHz, and the conversions'
+  loaded.plugin->cleanup(instance);
+}
+
+// A host's transport moves the song's clock that automation curves follow: a time:Position event
+// in the middle of a call plays as a HostStream told there (which render_test checks against the
+// offline render), at the host's rate; events of other kinds are passed over.
+TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
+  Exported e(true);
+  ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
+  EXPECT_TRUE(
+      contains(testing::read_file(e.bundle + "/plugin.ttl"), "atom:supports time:Position"));
+  LoadedPlugin loaded(e.bundle);
+  ASSERT_NE(loaded.plugin, nullptr);
+  HostMap host_map;
+  LV2_URID_Map& map = host_map.map;
+  const LV2_Feature map_feature{LV2_URID__map, &map};
+  const LV2_Feature* features[] = {&map_feature, nullptr};
+  constexpr int64_t kHostRate = 48000, kCall = 4096, kMoved = 1000;  // an event at sample 1000
+  LV2_Handle instance =
+      loaded.plugin->instantiate(loaded.plugin, kHostRate, (e.bundle + "/").c_str(), features);
+  ASSERT_NE(instance, nullptr);
+  const std::string program = testing::read_file(e.bundle + "/stream.program");
+  const auto host_stream    = [&] {
+    return HostStream(
+           Stream::load(program,
+                        HostStream::stream_block(64, Stream::program_sample_rate(program), kHostRate)),
+           kHostRate);
+  };
+  HostStream told = host_stream(), untold = host_stream();
+  const int64_t length = 3 * kCall;
+  at::manual_seed(13);
+  const at::Tensor tracks = at::randn({2 * kTracks, length}) * 0.3;
+  at::Tensor played = at::zeros({2, length}), expected = at::zeros({2, length}),
+             unmoved = at::zeros({2, length});
+  // Controls at their defaults, from the stream's parameters (as plugin.ttl gives them).
+  std::vector<float> controls;
+  for (const StreamParameter& p : told.stream().parameters())
+    controls.push_back(float(p.control.value));
+  float latency = -1;
+  uint32_t port = uint32_t(2 * kTracks + 2);
+  for (float& value : controls) loaded.plugin->connect_port(instance, port++, &value);
+  loaded.plugin->connect_port(instance, port++, &latency);
+  alignas(8) uint8_t sequence[512];
+  loaded.plugin->connect_port(instance, port++, sequence);
+  loaded.plugin->activate(instance);
+  // Song frame 72,000 (1.5 s) at sample 1000 of the first call; in the second, when the curves are
+  // heard (after the EQs' latency), an object of another kind that also holds a frame.
+  const int64_t frame = 72000;
+  LV2_Atom_Forge forge;
+  lv2_atom_forge_init(&forge, &map);
+  const auto fill = [&](int64_t call) {  // the first call's events, then the second's
+    lv2_atom_forge_set_buffer(&forge, sequence, sizeof(sequence));
+    LV2_Atom_Forge_Frame sequence_frame, object_frame;
+    lv2_atom_forge_sequence_head(&forge, &sequence_frame, 0);
+    if (call < 2) {
+      lv2_atom_forge_frame_time(&forge, call == 0 ? kMoved : 10);
+      lv2_atom_forge_object(&forge, &object_frame, 0,
+                            map.map(map.handle, call == 0 ? LV2_TIME__Position : LV2_TIME__Time));
+      lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__speed));
+      lv2_atom_forge_float(&forge, 1.0f);
+      lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__frame));
+      lv2_atom_forge_long(&forge, call == 0 ? frame : 5);
+      lv2_atom_forge_pop(&forge, &object_frame);
+    }
+    lv2_atom_forge_pop(&forge, &sequence_frame);
+  };
+  for (int64_t start = 0; start < length; start += kCall) {
+    std::vector<const float*> in;
+    for (int64_t c = 0; c < 2 * kTracks; ++c) {
+      in.push_back(tracks[c].data_ptr<float>() + start);
+      loaded.plugin->connect_port(instance, uint32_t(c), tracks[c].data_ptr<float>() + start);
+    }
+    std::vector<float*> out, other;
+    for (int64_t c = 0; c < 2; ++c) {
+      loaded.plugin->connect_port(instance, uint32_t(2 * kTracks + c),
+                                  played[c].data_ptr<float>() + start);
+      out.push_back(expected[c].data_ptr<float>() + start);
+      other.push_back(unmoved[c].data_ptr<float>() + start);
+    }
+    fill(start / kCall);
+    loaded.plugin->run(instance, uint32_t(kCall));
+    untold.process(in.data(), other.data(), kCall);
+    if (start == 0) {
+      told.process(in.data(), out.data(), kMoved);
+      for (auto& p : in) p += kMoved;
+      for (auto& p : out) p += kMoved;
+      told.locate(frame);
+      told.process(in.data(), out.data(), kCall - kMoved);
+    } else {
+      told.process(in.data(), out.data(), kCall);
+    }
+  }
+  EXPECT_TRUE(at::equal(played, expected));
+  const double peak = expected.abs().max().item<double>();
+  EXPECT_GT(peak, 1e-2);
+  EXPECT_GT((played - unmoved).abs().max().item<double>(), 1e-3 * peak);  // the curves moved it
+  // Hostile frames: the latest a clock holds, the earliest (the song's start), a frame of the
+  // wrong type (passed over): the plugin plays on, finite.
+  for (int64_t hostile : {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()})
+    for (bool as_long : {true, false}) {
+      lv2_atom_forge_set_buffer(&forge, sequence, sizeof(sequence));
+      LV2_Atom_Forge_Frame sequence_frame, object_frame;
+      lv2_atom_forge_sequence_head(&forge, &sequence_frame, 0);
+      lv2_atom_forge_frame_time(&forge, 0);
+      lv2_atom_forge_object(&forge, &object_frame, 0, map.map(map.handle, LV2_TIME__Position));
+      lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__frame));
+      if (as_long)
+        lv2_atom_forge_long(&forge, hostile);
+      else
+        lv2_atom_forge_int(&forge, 7);
+      lv2_atom_forge_pop(&forge, &object_frame);
+      lv2_atom_forge_pop(&forge, &sequence_frame);
+      loaded.plugin->run(instance, uint32_t(kCall));
+      EXPECT_TRUE(at::isfinite(played).all().item<bool>());
+    }
   loaded.plugin->cleanup(instance);
 }
 

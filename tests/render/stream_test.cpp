@@ -19,7 +19,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <new>
+#include <numeric>
 #include <random>
 
 // Every heap allocation of the test binary, counted while `g_counting` is set.
@@ -195,23 +197,57 @@ TEST(StreamContract, ConsolesStreamAsTheyRenderOffline) {
     }
 }
 
+/// A console whose curves move gains, sends, side gains, thresholds and wet amounts over the
+/// song's first second.
+struct AutomatedConsole {
+  Graph graph = console({"eq", "compressor", "stereo_imager", "gain_pan"}, true);
+  Processors processors;
+  Parameters parameters;
+  AutomatedConsole() {
+    for (const char* type : {"gain_pan", "stereo_imager", "send"})
+      for (NodeId id : graph.nodes_of_type(type)) graph.set_automated(id, "log_gain");
+    for (NodeId id : graph.nodes_of_type("compressor")) graph.set_automated(id, "log_threshold");
+    for (NodeId id : graph.nodes_of_type("gain_pan")) graph.set_automated(id, "dry_wet");
+    graph.set_automation({20.0, 21});  // a point every 50 ms over the song's second
+    processors = make_processors(graph.types(), {kRate});
+    parameters = with_curves(graph, processors, acting_parameters(graph, processors, 7));
+    at::manual_seed(9);
+    for (auto& [type, named] : parameters)  // curves that move
+      for (auto& [name, t] : named)
+        if (!automated_parameter(name).empty()) t = t + 0.5 * at::randn_like(t);
+  }
+};
+
+/// `sources` through `stream` in blocks of `block` samples, then silence for its latency: the
+/// outputs with the latency removed. `before(start)` runs before each block.
+at::Tensor played(Stream& stream, const at::Tensor& sources, int64_t block,
+                  const std::function<void(int64_t)>& before = {}) {
+  const int64_t length = sources.size(2), total = length + stream.latency_samples();
+  at::Tensor input = at::zeros({sources.size(0), sources.size(1), total}, at::kFloat);
+  input.narrow(2, 0, length).copy_(sources);
+  at::Tensor output = at::zeros({stream.n_outputs(), stream.output_channels(), total}, at::kFloat);
+  std::vector<const float*> in(size_t(sources.size(0) * sources.size(1)));
+  std::vector<float*> out(size_t(output.size(0) * output.size(1)));
+  for (int64_t start = 0; start < total; start += block) {
+    for (size_t k = 0; k < in.size(); ++k)
+      in[k] = input.data_ptr<float>() + int64_t(k) * total + start;
+    for (size_t k = 0; k < out.size(); ++k)
+      out[k] = output.data_ptr<float>() + int64_t(k) * total + start;
+    if (before) before(start);
+    stream.process(in.data(), out.data(), std::min(block, total - start));
+  }
+  return output.narrow(2, stream.latency_samples(), length);
+}
+
 // The latency is the zero-phase EQs' half lengths (2047 taps: 1023 samples) along the path with
 // the most of them, to which the others are aligned, whatever else the console holds.
 // Automation plays back sample-exactly: gains, sends, side gains, thresholds and wet amounts that
 // follow curves on the song's clock, behind EQs (their latency) and bypassed nodes.
 TEST(StreamContract, AutomatedConsolesStreamAsTheyRenderOffline) {
-  Graph graph = console({"eq", "compressor", "stereo_imager", "gain_pan"}, true);
-  for (const char* type : {"gain_pan", "stereo_imager", "send"})
-    for (NodeId id : graph.nodes_of_type(type)) graph.set_automated(id, "log_gain");
-  for (NodeId id : graph.nodes_of_type("compressor")) graph.set_automated(id, "log_threshold");
-  for (NodeId id : graph.nodes_of_type("gain_pan")) graph.set_automated(id, "dry_wet");
-  graph.set_automation({20.0, 21});  // a point every 50 ms over the song's second
-  const Processors processors = make_processors(graph.types(), {kRate});
-  Parameters parameters = with_curves(graph, processors, acting_parameters(graph, processors, 7));
-  at::manual_seed(9);
-  for (auto& [type, named] : parameters)  // curves that move
-    for (auto& [name, t] : named)
-      if (!automated_parameter(name).empty()) t = t + 0.5 * at::randn_like(t);
+  const AutomatedConsole automated;
+  const Graph& graph           = automated.graph;
+  const Processors& processors = automated.processors;
+  const Parameters& parameters = automated.parameters;
   at::manual_seed(10);
   const at::Tensor sources = at::randn({4, 1, kRate}) * 0.3;
   expect_streams_as_rendered(graph, processors, parameters, sources, "automated console");
@@ -224,6 +260,51 @@ TEST(StreamContract, AutomatedConsolesStreamAsTheyRenderOffline) {
                              "stereo_imager.side_gain_db", "compressor.threshold_db"})
     EXPECT_FALSE(controls.count(driven)) << driven;
   EXPECT_TRUE(controls.count("compressor.ratio") && controls.count("eq.wet"));
+}
+
+// A host's transport starts the song somewhere: after locate(F), the sources from song sample F
+// on play what the offline render of the song silent before F plays from F on (curves read from
+// F on); locating where the song already is changes nothing.
+TEST(Stream, ALocatedStreamPlaysTheSongFromThere) {
+  const AutomatedConsole c;
+  at::manual_seed(10);
+  const int64_t start = 3001;  // in the song's second, between two points of its curves
+  at::Tensor song     = at::randn({4, 1, kRate}) * 0.3;
+  song.narrow(2, 0, start).zero_();
+  const at::Tensor offline =
+      render(make_render_plan(to_tensor(c.graph)), c.processors, c.parameters, song, on_the_clock())
+          .outputs.narrow(2, start, kRate - start);
+  const double peak           = offline.abs().max().item<double>();
+  const at::Tensor from_start = song.narrow(2, start, kRate - start);
+  Stream stream(c.graph, c.processors, c.parameters, {kRate, 512, 1});
+  for (int64_t block : {1, 64, 512}) {
+    stream.reset();
+    stream.locate(start);
+    stream.set_song_end(kRate);  // where the offline render's song ends (a zero-phase filter's
+                                 // look-ahead past it reaches the filters after it as silence)
+    EXPECT_EQ(stream.song_position(), start);
+    const double error = (played(stream, from_start, block) - offline).abs().max().item<double>();
+    EXPECT_LE(error, 1e-5 * peak) << "blocks of " << block;
+    EXPECT_EQ(stream.song_position(), kRate + stream.latency_samples());
+  }
+  // Where the curves are read matters: from the song's start, or a sample off, it plays otherwise.
+  for (int64_t wrong : {int64_t(0), start + 1}) {
+    stream.reset();
+    stream.locate(wrong);
+    stream.set_song_end(wrong + kRate - start);  // the same length: only the curves move
+    EXPECT_GT((played(stream, from_start, 64) - offline).abs().max().item<double>(), 1e-4 * peak)
+        << "located at " << wrong;
+  }
+  // A host that tells the position before every block, where the song already is.
+  stream.set_song_end(-1);
+  stream.reset();
+  const at::Tensor plain = played(stream, song, 64);
+  stream.reset();
+  const at::Tensor told =
+      played(stream, song, 64, [&](int64_t) { stream.locate(stream.song_position()); });
+  EXPECT_TRUE(at::equal(plain, told));
+  stream.locate(std::numeric_limits<int64_t>::min());  // clamped: the clock runs on from there
+  EXPECT_EQ(stream.song_position(), -Stream::kLatestSongSample);
 }
 
 TEST(Stream, TheLatencyIsTheEqsAlone) {
@@ -580,6 +661,43 @@ TEST(HostStream, RunsAtAHostsRateAsTheRenderOfTheConvertedSources) {
                      "grafx.stream.options", "host rate");
   EXPECT_GRAFX_ERROR(HostStream(Stream(graph, processors, parameters, {kRate, 512, 1}), 9999991),
                      "grafx.stream.options", "cannot run at 9999991 Hz");
+}
+
+// A host's transport at its rate: after locate(F), the sources from host sample F on play what
+// the song silent before F plays from F on, where F converts to a whole stream sample (a multiple
+// of M host samples: the conversions then start alike); where the song already is, nothing moves.
+TEST(HostStream, ALocatedHostStreamPlaysTheSongFromThere) {
+  const AutomatedConsole c;
+  for (int64_t host_rate : {int64_t(kRate), int64_t(16000), int64_t(44100)}) {
+    const int64_t period = host_rate / std::gcd(host_rate, int64_t(kRate));  // M
+    const int64_t start = (host_rate * 3 / 8) / period * period, length = host_rate;
+    at::manual_seed(12);
+    at::Tensor song = at::randn({4, 1, length}) * 0.3;
+    song.narrow(2, 0, start).zero_();
+    // Both through a HostStream in calls of 300 samples; `located` told where the song is.
+    const auto play = [&](const at::Tensor& sources, int64_t located) {
+      HostStream host(Stream(c.graph, c.processors, c.parameters, {kRate, 256, 1}), host_rate);
+      if (located >= 0) host.locate(located);
+      const int64_t total = sources.size(2);
+      at::Tensor x = sources.contiguous(), y = at::zeros({2, total}, at::kFloat);
+      std::vector<const float*> in(4);
+      std::vector<float*> out(2);
+      for (int64_t at = 0; at < total; at += 300) {
+        for (int64_t k = 0; k < 4; ++k) in[size_t(k)] = x[k][0].data_ptr<float>() + at;
+        for (int64_t k = 0; k < 2; ++k) out[size_t(k)] = y[k].data_ptr<float>() + at;
+        if (located == -2) host.locate(at);  // where it is
+        host.process(in.data(), out.data(), std::min<int64_t>(300, total - at));
+      }
+      return y;
+    };
+    const at::Tensor whole = play(song, -1), rest = song.narrow(2, start, length - start);
+    const at::Tensor expected = whole.narrow(1, start, length - start);
+    const double peak         = expected.abs().max().item<double>();
+    EXPECT_GT(peak, 1e-2);
+    EXPECT_LE((play(rest, start) - expected).abs().max().item<double>(), 1e-5 * peak) << host_rate;
+    EXPECT_GT((play(rest, 0) - expected).abs().max().item<double>(), 1e-4 * peak) << host_rate;
+    EXPECT_TRUE(at::equal(play(song, -2), whole)) << host_rate;
+  }
 }
 
 TEST(Stream, RefusesWhatItCannotStream) {

@@ -224,10 +224,15 @@ class NodeStream {
   /// for roundings; the engine chooses the nodes' phases so that their bursts fall on different
   /// calls.
   virtual void set_phase(int64_t /*phase*/) {}
-  /// Where the song ends, in samples after the last reset (negative: never): a stream of a
-  /// whole song tells every node, and one that holds signals of its own (a container) silences
-  /// them past it, as the offline render does.
+  /// Where the song ends, in song samples (negative: never): a stream of a whole song tells
+  /// every node, and one that holds signals of its own (a container) silences them past it, as
+  /// the offline render does.
   virtual void set_song_end(int64_t /*samples*/) {}
+  /// Moves the song's clock (a host's transport moved): it goes on as after `clock` samples from
+  /// a reset (its next input sample is song sample clock − input_latency, where curves are
+  /// read), keeping its signal state (filters, delay lines, tails). Forms that read the clock
+  /// (automation curves, a container's song bounds) follow it. Allocates nothing, throws nothing.
+  virtual void locate(int64_t /*clock*/) {}
   /// What a host may change while it runs (empty: the node plays as made).
   const std::vector<StreamControl>& controls() const { return controls_; }
   /// The automated parameters it follows (of StreamSetup::curves); the engine refuses a node

@@ -38,6 +38,10 @@ class HostStream {
   void process(const float* const* sources, float* const* outputs, int64_t n) noexcept;
   /// Back to silence, as just made.
   void reset() noexcept;
+  /// The host's transport moved: the next host sample is song frame `frame` (host samples).
+  /// Moves the stream's clock to the stream sample that is, to the nearest, whatever happened
+  /// since the reset (Stream::locate: states are kept). Allocates nothing, throws nothing.
+  void locate(int64_t frame) noexcept;
   /// Host samples by which the outputs lag (those of the offline render, at the same rate).
   int64_t latency_samples() const { return latency_; }
   int64_t host_rate() const { return host_rate_; }
@@ -59,7 +63,11 @@ class HostStream {
   // call always finds as many as it returns.
   std::vector<std::vector<float>> ring_;
   int64_t primed_ = 0, ring_start_ = 0, ring_count_ = 0;
-  int64_t step_ = 0;  // host samples per step: as many as make one block of the stream
+  int64_t step_ = 0;       // host samples per step: as many as make one block of the stream
+  int64_t l_ = 1, m_ = 1;  // stream and host samples of the common period (L/M of the rates)
+  // Host samples and stream samples processed since the reset: stream sample s converts host
+  // samples up to s·M/L.
+  int64_t host_done_ = 0, stream_done_ = 0;
 };
 
 }  // namespace grafx

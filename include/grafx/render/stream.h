@@ -18,8 +18,9 @@
 ///   stream.process(in.data(), out.data(), n);
 ///
 /// The song starts at the last reset: automated parameters follow their curves on that clock,
-/// and signals are silent before it (and after set_song_end), as offline. A host may change
-/// the parameters listed by parameters() between blocks; changes glide.
+/// and signals are silent before it (and after set_song_end), as offline. A host whose
+/// transport moves says where with locate(). A host may change the parameters listed by
+/// parameters() between blocks; changes glide.
 ///
 /// Input that holds NaN or infinity is contained: the block is processed as silence and its
 /// output is silent, and a block whose output is not finite is silenced and the stream reset;
@@ -107,10 +108,20 @@ class Stream {
   /// silent, as in the offline render (a zero-phase filter's pre-echo of the first samples
   /// reaches no later node).
   void reset() noexcept;
-  /// Where the song ends, in samples after the last reset (negative: never, as live): past it
-  /// every signal is silent, as in the offline render of a song of that length (which a
-  /// zero-phase filter after another reaches with its look-ahead). For renders of whole songs.
+  /// Where the song ends, in song samples (negative: never, as live): past it every signal is
+  /// silent, as in the offline render of a song of that length (which a zero-phase filter after
+  /// another reaches with its look-ahead). For renders of whole songs.
   void set_song_end(int64_t samples);
+  /// Moves the song's clock, as a host's transport moves: the next sample processed is song
+  /// sample `sample` (automation curves are read there on), and every state (filters, delay
+  /// lines, tails) is kept, so that nothing clicks but what the host's audio does. After a reset,
+  /// `locate(F)` and the sources from song sample F on play what the offline render of the sources
+  /// silent before F plays from F on. Clamped to ±kLatestSongSample (thousands of years, and
+  /// room for the clock to run on). Allocates nothing, throws nothing.
+  void locate(int64_t sample) noexcept;
+  static constexpr int64_t kLatestSongSample = int64_t(1) << 60;
+  /// The song sample of the next input sample.
+  int64_t song_position() const;
   StreamStatus status() const;
   /// What a host may change: each processed node's controls (gains, pans, thresholds, ratios,
   /// knees, times), then its wet amount where it has one; none of those it automates (curves
