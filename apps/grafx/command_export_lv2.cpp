@@ -98,8 +98,8 @@ std::string lv2_unit(const std::string& unit) {
 
 /// plugin.ttl: the plugin and its ports, in the order the plugin connects them
 /// (apps/lv2/grafx_lv2.cpp): each track's channels, the outputs' channels, a control per stream
-/// parameter, the latency, the host's transport. A track's or an output's channels form a port
-/// group.
+/// parameter, the latency, the host's transport, the bypass (lv2:enabled). A track's or an
+/// output's channels form a port group.
 std::string plugin_ttl(const std::string& uri, const std::string& name, const GraphSource& source,
                        const Stream& stream) {
   std::ostringstream ports, groups;
@@ -172,6 +172,11 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
        "    atom:bufferType atom:Sequence ;\n    atom:supports time:Position ;\n"
        "    lv2:designation lv2:control ;\n    lv2:portProperty lv2:connectionOptional ;\n"
        "    rdfs:comment \"The host's transport position, which automation curves follow\" ;\n");
+  port("lv2:ControlPort, lv2:InputPort", "enabled", "Enabled",
+       "    lv2:designation lv2:enabled ;\n    lv2:default 1 ;\n    lv2:minimum 0 ;\n"
+       "    lv2:maximum 1 ;\n    lv2:portProperty lv2:toggled, lv2:integer ;\n"
+       "    rdfs:comment \"Off: the tracks' sum, delayed by the latency (a bypass that keeps the "
+       "timing)\" ;\n");
 
   std::ostringstream ttl;
   ttl << "@prefix atom: <http://lv2plug.in/ns/ext/atom#> .\n"

@@ -5,8 +5,9 @@
 //
 // Ports, in the order the bundle's plugin.ttl declares them: each source's channels (audio
 // in), each output's channels (audio out), one control per stream parameter (physical units),
-// the latency (control out, lv2:reportsLatency), then the host's transport (atom in: its
-// time:Position events move the song's clock, which automation curves follow).
+// the latency (control out, lv2:reportsLatency), the host's transport (atom in: its
+// time:Position events move the song's clock, which automation curves follow), then whether it
+// is enabled (lv2:enabled: off, it plays the tracks' sum delayed by its latency).
 
 #include <grafx/render/host_stream.h>
 
@@ -69,6 +70,7 @@ struct Plugin {
   std::vector<const float*> controls;
   float* latency                     = nullptr;
   const LV2_Atom_Sequence* transport = nullptr;
+  const float* enabled               = nullptr;
   std::vector<float> control_values;  // as last applied
   /// URIDs of the transport's events, where the host maps them (0: it does not).
   struct {
@@ -159,6 +161,7 @@ void connect_port(LV2_Handle handle, uint32_t port, void* data) {
   if (k < p.controls.size()) return void(p.controls[k] = static_cast<const float*>(data));
   if (k == p.controls.size()) p.latency = static_cast<float*>(data);
   if (k == p.controls.size() + 1) p.transport = static_cast<const LV2_Atom_Sequence*>(data);
+  if (k == p.controls.size() + 2) p.enabled = static_cast<const float*>(data);
 }
 
 /// The song frame a transport event puts at its time, or -1 where it says none: a time:Position
@@ -201,6 +204,7 @@ void run(LV2_Handle handle, uint32_t n_samples) {
       p.control_values[k] = *p.controls[k];
       p.host.stream().set_parameter(k, double(p.control_values[k]));
     }
+  if (p.enabled) p.host.set_bypassed(*p.enabled < 0.5f);  // it glides
   for (const float* port : p.inputs)
     if (!port) return;  // the host has not connected every port: nothing to do
   for (float* port : p.outputs)

@@ -19,24 +19,31 @@ HostStream::HostStream(Stream stream, int64_t host_rate)
                       "expected a host rate of 1 Hz or more, but got " + std::to_string(host_rate));
   latency_ = stream_.latency_samples();
   step_    = stream_.max_block();
-  if (host_rate == rate) return;
+  if (host_rate != rate) convert(sources, outputs);
+  dry_delays_.assign(size_t(outputs), DelayLine(latency_));
+  dry_.assign(size_t(step_), 0.0f);
+  reset();
+}
+
+void HostStream::convert(int64_t sources, int64_t outputs) {
+  const int64_t rate = stream_.sample_rate();
   if (sources == 0 || outputs == 0)
     throw RenderError("grafx.stream.options",
                       "a stream without sources or outputs runs at its own rate only");
   std::shared_ptr<const dsp::ResamplerFilter> filter;
   try {
-    filter = std::make_shared<dsp::ResamplerFilter>(host_rate, rate);
+    filter = std::make_shared<dsp::ResamplerFilter>(host_rate_, rate);
   } catch (const std::invalid_argument& e) {
     throw RenderError("grafx.stream.options", "a stream made at " + std::to_string(rate) +
-                                                  " Hz cannot run at " + std::to_string(host_rate) +
-                                                  " Hz: " + e.what());
+                                                  " Hz cannot run at " +
+                                                  std::to_string(host_rate_) + " Hz: " + e.what());
   }
-  for (int64_t k = 0; k < sources; ++k) down_.emplace_back(filter, host_rate, rate);
-  for (int64_t k = 0; k < outputs; ++k) up_.emplace_back(filter, rate, host_rate);
+  for (int64_t k = 0; k < sources; ++k) down_.emplace_back(filter, host_rate_, rate);
+  for (int64_t k = 0; k < outputs; ++k) up_.emplace_back(filter, rate, host_rate_);
   // Host samples per stream sample: M/L. The stream's latency is padded to a multiple of L
   // samples, and the filter's round trip, (K − 1) samples of the common rate, is a multiple of
   // its host samples (K − 1 a multiple of L): the whole latency is in whole host samples.
-  const int64_t g = std::gcd(host_rate, rate), l = rate / g, m = host_rate / g;
+  const int64_t g = std::gcd(host_rate_, rate), l = rate / g, m = host_rate_ / g;
   l_ = l, m_ = m;
   const int64_t padded = (stream_.latency_samples() + l - 1) / l * l;
   align_.assign(size_t(outputs), DelayLine(padded - stream_.latency_samples()));
@@ -51,7 +58,6 @@ HostStream::HostStream(Stream stream, int64_t host_rate)
     primed_ = std::max(primed_, n - up_[0].outputs_after(down_[0].outputs_after(n)));
   ring_.assign(size_t(outputs), std::vector<float>(size_t(primed_ + step_ + scratch_.size() + 1)));
   latency_ = primed_ + (int64_t(filter->taps.size()) - 1) / l + padded * m / l;
-  reset();
 }
 
 void HostStream::reset() noexcept {
@@ -62,6 +68,32 @@ void HostStream::reset() noexcept {
   for (auto& ring : ring_) std::fill(ring.begin(), ring.end(), 0.0f);
   ring_start_ = 0, ring_count_ = primed_;
   host_done_ = stream_done_ = 0;
+  for (DelayLine& d : dry_delays_) d.reset();
+}
+
+void HostStream::set_bypassed(bool bypassed) noexcept {
+  if (bypassed == bypassed_) return;
+  bypassed_ = bypassed;
+  processed_share_.to(bypassed ? 0.0f : 1.0f, glide_samples(host_rate_));
+}
+
+void HostStream::mix_dry(const float* const* sources, float* const* outputs, int64_t n) noexcept {
+  const int64_t channels = stream_.source_channels(), per_output = stream_.output_channels();
+  for (size_t o = 0; o < dry_delays_.size(); ++o) {
+    const int64_t c = std::min(int64_t(o) % per_output, channels - 1);  // its sources' channel
+    std::fill_n(dry_.begin(), n, 0.0f);
+    for (int64_t k = 0; k < stream_.n_sources(); ++k)
+      for (int64_t i = 0; i < n; ++i) dry_[size_t(i)] += sources[k * channels + c][i];
+    dry_delays_[o].process(dry_.data(), dry_.data(), n);
+    if (bypassed_ || processed_share_.gliding()) {
+      Glide share = processed_share_;  // the same glide for every channel
+      for (int64_t i = 0; i < n; ++i) {
+        const float s = share.next();  // 0 and 1 exactly at the glides' ends
+        if (s < 1) outputs[o][i] = dry_[size_t(i)] + s * (outputs[o][i] - dry_[size_t(i)]);
+      }
+    }
+  }
+  for (int64_t i = 0; i < n && processed_share_.gliding(); ++i) processed_share_.next();
 }
 
 void HostStream::locate(int64_t frame) noexcept {
@@ -89,6 +121,7 @@ void HostStream::process(const float* const* sources, float* const* outputs, int
       for (size_t k = 0; k < sources_.size(); ++k) sources_[k] = sources[k] + start;
       for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = outputs[k] + start;
       stream_.process(sources_.data(), outputs_.data(), step);
+      mix_dry(sources_.data(), outputs_.data(), step);
       start += step, host_done_ += step, stream_done_ += step;
       continue;
     }
@@ -115,6 +148,9 @@ void HostStream::process(const float* const* sources, float* const* outputs, int
       for (int64_t i = 0; i < step; ++i)
         outputs[o][start + i] = ring_[o][size_t((ring_start_ + i) % size)];
     ring_start_ = (ring_start_ + step) % size, ring_count_ -= step;
+    for (size_t k = 0; k < sources_.size(); ++k) sources_[k] = sources[k] + start;
+    for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = outputs[k] + start;
+    mix_dry(sources_.data(), outputs_.data(), step);
     start += step, host_done_ += step, stream_done_ += converted;
   }
 }

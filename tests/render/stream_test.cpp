@@ -700,6 +700,66 @@ TEST(HostStream, ALocatedHostStreamPlaysTheSongFromThere) {
   }
 }
 
+// A host's bypass of a plugin with latency, done in the stream: the outputs glide to the
+// sources' sum delayed by the latency (mono sources in both channels) and back to what the
+// stream plays, which ran on meanwhile.
+TEST(HostStream, BypassedItPlaysTheSourcesSumDelayedAndComesBack) {
+  const Graph graph           = routed_console({"eq", "compressor", "gain_pan"});
+  const Processors processors = make_processors(graph.types(), {kRate});
+  const Parameters parameters = acting_parameters(graph, processors, 7);
+  const int64_t n_sources     = graph.count_per_type()[NodeTypes::kIn];
+  for (int64_t host_rate : {int64_t(kRate), int64_t(16000)}) {
+    const int64_t length = host_rate, glide = glide_samples(host_rate);
+    const int64_t bypass = host_rate / 4, back = host_rate / 2;  // where it is set, and unset
+    at::manual_seed(14);
+    const at::Tensor sources = (at::randn({n_sources, 1, length}) * 0.3).contiguous();
+    const auto play          = [&](bool switched) {
+      HostStream host(Stream(graph, processors, parameters, {kRate, 256, 1}), host_rate);
+      at::Tensor y = at::zeros({2, length}, at::kFloat);
+      std::vector<const float*> in(static_cast<size_t>(n_sources));
+      std::vector<float*> out(2);
+      for (int64_t at = 0; at < length;) {
+        const int64_t next = at < bypass ? bypass : at < back ? back : length;
+        const int64_t n    = std::min<int64_t>(300, next - at);
+        for (int64_t k = 0; k < n_sources; ++k)
+          in[size_t(k)] = sources[k][0].data_ptr<float>() + at;
+        for (int64_t c = 0; c < 2; ++c) out[size_t(c)] = y[c].data_ptr<float>() + at;
+        if (switched && (at == bypass || at == back)) host.set_bypassed(at == bypass);
+        host.process(in.data(), out.data(), n);
+        at += n;
+      }
+      return std::make_pair(y, host.latency_samples());
+    };
+    const auto [processed, latency] = play(false);
+    const at::Tensor switched       = play(true).first;
+    const at::Tensor sum = at::constant_pad_nd(sources.sum(0), {latency, 0}).narrow(1, 0, length);
+    const at::Tensor dry = sum.expand({2, length});
+    const auto part      = [](const at::Tensor& x, int64_t from, int64_t to) {
+      return x.narrow(1, from, to - from);
+    };
+    EXPECT_TRUE(at::equal(part(switched, 0, bypass), part(processed, 0, bypass))) << host_rate;
+    EXPECT_LE((part(switched, bypass + glide, back) - part(dry, bypass + glide, back))
+                  .abs()
+                  .max()
+                  .item<double>(),
+              1e-6)
+        << host_rate;
+    EXPECT_TRUE(
+        at::equal(part(switched, back + glide, length), part(processed, back + glide, length)))
+        << host_rate;
+    // The glides: linear, one step a sample (to float roundings of the steps' sum).
+    const at::Tensor share = 1 - at::arange(1, glide + 1, at::kFloat) / float(glide);
+    const at::Tensor leaving =
+        part(dry, bypass, bypass + glide) + share * part(processed - dry, bypass, bypass + glide);
+    EXPECT_LE((part(switched, bypass, bypass + glide) - leaving).abs().max().item<double>(), 1e-5);
+    const at::Tensor coming =
+        part(dry, back, back + glide) + (1 - share) * part(processed - dry, back, back + glide);
+    EXPECT_LE((part(switched, back, back + glide) - coming).abs().max().item<double>(), 1e-5);
+    EXPECT_GT((part(processed, bypass, back) - part(dry, bypass, back)).abs().max().item<double>(),
+              1e-2);  // the console does change the sum
+  }
+}
+
 TEST(Stream, RefusesWhatItCannotStream) {
   const Graph graph           = console({"eq", "gain_pan"}, false);
   const Processors processors = make_processors(graph.types(), {kRate});

@@ -42,6 +42,12 @@ class HostStream {
   /// Moves the stream's clock to the stream sample that is, to the nearest, whatever happened
   /// since the reset (Stream::locate: states are kept). Allocates nothing, throws nothing.
   void locate(int64_t frame) noexcept;
+  /// Bypassed, the outputs glide (over kGlideSeconds) to the sources' sum delayed by the latency
+  /// (each output channel the sum of the sources' same channel, a mono source's in every one),
+  /// as a host's bypass of a plugin with latency would play them, and back when not; the stream
+  /// runs on meanwhile, so that it comes back where it would be. Allocates nothing.
+  void set_bypassed(bool bypassed) noexcept;
+  bool bypassed() const { return bypassed_; }
   /// Host samples by which the outputs lag (those of the offline render, at the same rate).
   int64_t latency_samples() const { return latency_; }
   int64_t host_rate() const { return host_rate_; }
@@ -50,6 +56,12 @@ class HostStream {
   const Stream& stream() const { return stream_; }
 
  private:
+  /// Sets up the conversions to the stream's rate and back (the constructor's, where they differ).
+  void convert(int64_t sources, int64_t outputs);
+  /// The bypass on n host samples of every output channel (the sources' sum delayed, mixed in
+  /// where bypassed or gliding).
+  void mix_dry(const float* const* sources, float* const* outputs, int64_t n) noexcept;
+
   Stream stream_;
   int64_t host_rate_, latency_ = 0;
   std::vector<const float*> sources_;  // pointers of one block
@@ -68,6 +80,12 @@ class HostStream {
   // Host samples and stream samples processed since the reset: stream sample s converts host
   // samples up to s·M/L.
   int64_t host_done_ = 0, stream_done_ = 0;
+  // The bypass: the processed share of the outputs, and per output channel the sources' sum
+  // delayed by the latency (dry_ holds a step of it).
+  bool bypassed_ = false;
+  Glide processed_share_{1.0f};
+  std::vector<DelayLine> dry_delays_;
+  std::vector<float> dry_;
 };
 
 }  // namespace grafx
