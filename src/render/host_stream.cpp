@@ -2,6 +2,7 @@
 #include <grafx/render/host_stream.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
@@ -84,6 +85,8 @@ void HostStream::mix_dry(const float* const* sources, float* const* outputs, int
     std::fill_n(dry_.begin(), n, 0.0f);
     for (int64_t k = 0; k < stream_.n_sources(); ++k)
       for (int64_t i = 0; i < n; ++i) dry_[size_t(i)] += sources[k * channels + c][i];
+    for (float& x : dry_)  // contained as the stream's input is: a sample that is not finite is 0
+      x = std::isfinite(x) ? x : 0.0f;
     dry_delays_[o].process(dry_.data(), dry_.data(), n);
     if (bypassed_ || processed_share_.gliding()) {
       Glide share = processed_share_;  // the same glide for every channel

@@ -758,6 +758,15 @@ TEST(HostStream, BypassedItPlaysTheSourcesSumDelayedAndComesBack) {
     EXPECT_GT((part(processed, bypass, back) - part(dry, bypass, back)).abs().max().item<double>(),
               1e-2);  // the console does change the sum
   }
+  // Bypassed, a source that is not finite is contained as the stream contains it: silence.
+  HostStream host(Stream(graph, processors, parameters, {kRate, 256, 1}), kRate);
+  host.set_bypassed(true);
+  std::vector<float> x(4096, 0.1f), y(2 * 4096, 0.0f);
+  x[100] = std::nanf(""), x[200] = INFINITY;
+  std::vector<const float*> in(static_cast<size_t>(n_sources), x.data());
+  std::vector<float*> out = {y.data(), y.data() + 4096};
+  host.process(in.data(), out.data(), 4096);
+  EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return std::isfinite(v); }));
 }
 
 TEST(Stream, RefusesWhatItCannotStream) {
