@@ -74,8 +74,12 @@ struct Plugin {
   std::vector<float> control_values;  // as last applied
   /// URIDs of the transport's events, where the host maps them (0: it does not).
   struct {
-    LV2_URID object = 0, blank = 0, position = 0, frame = 0, long_integer = 0;
+    LV2_URID object = 0, blank = 0, position = 0, frame = 0, speed = 0, long_integer = 0,
+             single = 0;
   } uri;
+  /// Where the transport stands still (its last position had speed 0): the song's clock is held
+  /// there, moved back at the start of every call (hosts need not repeat the position).
+  int64_t stopped_at = -1;
 };
 
 /// The map among a host's features, or null.
@@ -142,7 +146,9 @@ LV2_Handle instantiate(const LV2_Descriptor* descriptor, double sample_rate,
       p.uri.blank        = id(LV2_ATOM__Blank);
       p.uri.position     = id(LV2_TIME__Position);
       p.uri.frame        = id(LV2_TIME__frame);
+      p.uri.speed        = id(LV2_TIME__speed);
       p.uri.long_integer = id(LV2_ATOM__Long);
+      p.uri.single       = id(LV2_ATOM__Float);
     }
     return plugin.release();
   } catch (const std::exception& e) {
@@ -164,23 +170,36 @@ void connect_port(LV2_Handle handle, uint32_t port, void* data) {
   if (k == p.controls.size() + 2) p.enabled = static_cast<const float*>(data);
 }
 
-/// The song frame a transport event puts at its time, or -1 where it says none: a time:Position
-/// object with a time:frame (atom:Long). Hosts send one where the transport starts or moves, some
-/// every call. A frame before the song's start counts as its start: the song's clock then plays
-/// on, where a clock before it would silence every signal (as the offline render of a song does
-/// before it begins).
-int64_t frame_of(const Plugin& p, const LV2_Atom_Event& event) {
+/// What a transport event says: the song frame at its time (-1: it says none) and whether the
+/// transport rolls there.
+struct Position {
+  int64_t frame = -1;
+  bool rolling  = true;
+};
+
+/// The Position of a time:Position object with a time:frame (atom:Long) and, where it has one, a
+/// time:speed (atom:Float; 0: stopped). Hosts send one where the transport starts, stops or moves,
+/// some every call. A frame before the song's start counts as its start: the song's clock then
+/// plays on, where a clock before it would silence every signal (as the offline render of a song
+/// does before it begins).
+Position position_of(const Plugin& p, const LV2_Atom_Event& event) {
   if (p.uri.position == 0 || (event.body.type != p.uri.object && event.body.type != p.uri.blank))
-    return -1;
+    return {};
   const auto* object = reinterpret_cast<const LV2_Atom_Object*>(&event.body);
-  if (object->body.otype != p.uri.position) return -1;
-  const LV2_Atom* frame = nullptr;
-  lv2_atom_object_get(object, p.uri.frame, &frame, 0);
-  if (!frame || frame->type != p.uri.long_integer || frame->size < sizeof(int64_t)) return -1;
-  return std::max<int64_t>(0, reinterpret_cast<const LV2_Atom_Long*>(frame)->body);
+  if (object->body.otype != p.uri.position) return {};
+  const LV2_Atom *frame = nullptr, *speed = nullptr;
+  lv2_atom_object_get(object, p.uri.frame, &frame, p.uri.speed, &speed, 0);
+  if (!frame || frame->type != p.uri.long_integer || frame->size < sizeof(int64_t)) return {};
+  Position position{std::max<int64_t>(0, reinterpret_cast<const LV2_Atom_Long*>(frame)->body)};
+  if (speed && speed->type == p.uri.single && speed->size >= sizeof(float))
+    position.rolling = reinterpret_cast<const LV2_Atom_Float*>(speed)->body != 0.0f;
+  return position;
 }
 
-void activate(LV2_Handle handle) { static_cast<Plugin*>(handle)->host.reset(); }
+void activate(LV2_Handle handle) {
+  Plugin& p = *static_cast<Plugin*>(handle);
+  p.host.reset(), p.stopped_at = -1;
+}
 
 /// Flushes subnormal numbers to zero while it lives, as audio plugins do: a smoother's state
 /// decaying through them in silence would otherwise cost a hundred times as much per sample.
@@ -210,6 +229,7 @@ void run(LV2_Handle handle, uint32_t n_samples) {
   for (float* port : p.outputs)
     if (!port) return;
   // The samples up to each transport event, then the clock moved to its frame.
+  if (p.stopped_at >= 0) p.host.locate(p.stopped_at);
   int64_t done       = 0;
   const auto play_to = [&](int64_t end) {
     if (end <= done) return;
@@ -220,10 +240,11 @@ void run(LV2_Handle handle, uint32_t n_samples) {
   };
   if (p.transport && p.transport->atom.size >= sizeof(LV2_Atom_Sequence_Body))
     LV2_ATOM_SEQUENCE_FOREACH(p.transport, event) {
-      const int64_t frame = frame_of(p, *event);
-      if (frame < 0) continue;
+      const Position position = position_of(p, *event);
+      if (position.frame < 0) continue;
       play_to(std::clamp<int64_t>(event->time.frames, done, n_samples));
-      p.host.locate(frame);
+      p.host.locate(position.frame);
+      p.stopped_at = position.rolling ? -1 : position.frame;
     }
   play_to(n_samples);
 }

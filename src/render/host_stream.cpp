@@ -70,6 +70,7 @@ void HostStream::reset() noexcept {
   ring_start_ = 0, ring_count_ = primed_;
   host_done_ = stream_done_ = 0;
   for (DelayLine& d : dry_delays_) d.reset();
+  processed_share_ = Glide(bypassed_ ? 0.0f : 1.0f);  // bypassed or not, without a glide
 }
 
 void HostStream::set_bypassed(bool bypassed) noexcept {

@@ -311,8 +311,9 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
 
 // A host's transport moves the song's clock that automation curves follow: a time:Position event
 // in the middle of a call plays as a HostStream told there (which render_test checks against the
-// offline render), at the host's rate; events of other kinds are passed over. Its bypass
-// (lv2:enabled) plays the tracks' sum, delayed by the latency.
+// offline render), at the host's rate; events of other kinds are passed over; a stopped
+// transport holds the clock. Its bypass (lv2:enabled) plays the tracks' sum, delayed by the
+// latency.
 TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
   Exported e(true);
   ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
@@ -416,6 +417,50 @@ TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
           .max()
           .item<double>(),
       1e-6);
+  // A stopped transport (speed 0) holds the clock where it stands, call after call, though the
+  // host says so once; a clock left to run plays otherwise.
+  enabled = 1;
+  loaded.plugin->run(instance, 0);  // takes the port's value (no samples: nothing else)
+  loaded.plugin->activate(instance);
+  HostStream held = host_stream(), rolled = host_stream();
+  held.set_bypassed(false), rolled.set_bypassed(false);
+  const int64_t stop = 24000;  // 0.5 s, where the curves move
+  at::Tensor stopped = at::zeros({2, length}), expected_held = at::zeros({2, length}),
+             expected_rolled = at::zeros({2, length});
+  for (int64_t start = 0; start < length; start += kCall) {
+    std::vector<const float*> in;
+    std::vector<float*> out_held, out_rolled;
+    for (int64_t c = 0; c < 2 * kTracks; ++c) {
+      in.push_back(tracks[c].data_ptr<float>() + start);
+      loaded.plugin->connect_port(instance, uint32_t(c), tracks[c].data_ptr<float>() + start);
+    }
+    for (int64_t c = 0; c < 2; ++c) {
+      loaded.plugin->connect_port(instance, uint32_t(2 * kTracks + c),
+                                  stopped[c].data_ptr<float>() + start);
+      out_held.push_back(expected_held[c].data_ptr<float>() + start);
+      out_rolled.push_back(expected_rolled[c].data_ptr<float>() + start);
+    }
+    lv2_atom_forge_set_buffer(&forge, sequence, sizeof(sequence));
+    LV2_Atom_Forge_Frame sequence_frame, object_frame;
+    lv2_atom_forge_sequence_head(&forge, &sequence_frame, 0);
+    if (start == 0) {
+      lv2_atom_forge_frame_time(&forge, 0);
+      lv2_atom_forge_object(&forge, &object_frame, 0, map.map(map.handle, LV2_TIME__Position));
+      lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__frame));
+      lv2_atom_forge_long(&forge, stop);
+      lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__speed));
+      lv2_atom_forge_float(&forge, 0.0f);
+      lv2_atom_forge_pop(&forge, &object_frame);
+      rolled.locate(stop);
+    }
+    lv2_atom_forge_pop(&forge, &sequence_frame);
+    loaded.plugin->run(instance, uint32_t(kCall));
+    held.locate(stop);
+    held.process(in.data(), out_held.data(), kCall);
+    rolled.process(in.data(), out_rolled.data(), kCall);
+  }
+  EXPECT_TRUE(at::equal(stopped, expected_held));
+  EXPECT_GT((stopped - expected_rolled).abs().max().item<double>(), 1e-3 * peak);
   // Hostile frames: the latest a clock holds, the earliest (the song's start), a frame of the
   // wrong type (passed over): the plugin plays on, finite.
   for (int64_t hostile : {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()})

@@ -36,7 +36,7 @@ class HostStream {
   /// n samples (any n ≥ 0) of each source channel into each output channel, as
   /// Stream::process lays them out. Allocates nothing, throws nothing.
   void process(const float* const* sources, float* const* outputs, int64_t n) noexcept;
-  /// Back to silence, as just made.
+  /// Back to silence, as just made (bypassed if it was, without a glide).
   void reset() noexcept;
   /// The host's transport moved: the next host sample is song frame `frame` (host samples).
   /// Moves the stream's clock to the stream sample that is, to the nearest, whatever happened
