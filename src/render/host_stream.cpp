@@ -20,13 +20,13 @@ HostStream::HostStream(Stream stream, int64_t host_rate)
                       "expected a host rate of 1 Hz or more, but got " + std::to_string(host_rate));
   latency_ = stream_.latency_samples();
   step_    = stream_.max_block();
-  if (host_rate != rate) convert(sources, outputs);
+  if (host_rate != rate) set_up_conversions(sources, outputs);
   dry_delays_.assign(size_t(outputs), DelayLine(latency_));
   dry_.assign(size_t(step_), 0.0f);
   reset();
 }
 
-void HostStream::convert(int64_t sources, int64_t outputs) {
+void HostStream::set_up_conversions(int64_t sources, int64_t outputs) {
   const int64_t rate = stream_.sample_rate();
   if (sources == 0 || outputs == 0)
     throw RenderError("grafx.stream.options",

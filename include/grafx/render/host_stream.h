@@ -57,7 +57,7 @@ class HostStream {
 
  private:
   /// Sets up the conversions to the stream's rate and back (the constructor's, where they differ).
-  void convert(int64_t sources, int64_t outputs);
+  void set_up_conversions(int64_t sources, int64_t outputs);
   /// The bypass on n host samples of every output channel (the sources' sum delayed, mixed in
   /// where bypassed or gliding).
   void mix_dry(const float* const* sources, float* const* outputs, int64_t n) noexcept;
