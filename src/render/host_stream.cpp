@@ -45,7 +45,6 @@ void HostStream::set_up_conversions(int64_t sources, int64_t outputs) {
   // samples, and the filter's round trip, (K − 1) samples of the common rate, is a multiple of
   // its host samples (K − 1 a multiple of L): the whole latency is in whole host samples.
   const int64_t g = std::gcd(host_rate_, rate), l = rate / g, m = host_rate_ / g;
-  l_ = l, m_ = m;
   const int64_t padded = (stream_.latency_samples() + l - 1) / l * l;
   align_.assign(size_t(outputs), DelayLine(padded - stream_.latency_samples()));
   // Steps of as many host samples as convert to one block of the stream (n·L/M + 1 at most).
@@ -79,21 +78,24 @@ void HostStream::set_bypassed(bool bypassed) noexcept {
   processed_share_.to(bypassed ? 0.0f : 1.0f, glide_samples(host_rate_));
 }
 
-void HostStream::mix_dry(const float* const* sources, float* const* outputs, int64_t n) noexcept {
+void HostStream::mix_dry(const float* const* sources, float* const* outputs, int64_t start,
+                         int64_t n) noexcept {
   const int64_t channels = stream_.source_channels(), per_output = stream_.output_channels();
+  float* dry = dry_.data();
   for (size_t o = 0; o < dry_delays_.size(); ++o) {
     const int64_t c = std::min(int64_t(o) % per_output, channels - 1);  // its sources' channel
-    std::fill_n(dry_.begin(), n, 0.0f);
+    std::fill_n(dry, n, 0.0f);
     for (int64_t k = 0; k < stream_.n_sources(); ++k)
-      for (int64_t i = 0; i < n; ++i) dry_[size_t(i)] += sources[k * channels + c][i];
-    for (float& x : dry_)  // contained as the stream's input is: a sample that is not finite is 0
-      x = std::isfinite(x) ? x : 0.0f;
-    dry_delays_[o].process(dry_.data(), dry_.data(), n);
+      for (int64_t i = 0; i < n; ++i) dry[i] += sources[k * channels + c][start + i];
+    for (int64_t i = 0; i < n; ++i)  // contained as the stream's input is: not finite, silent
+      dry[i] = std::isfinite(dry[i]) ? dry[i] : 0.0f;
+    dry_delays_[o].process(dry, dry, n);
     if (bypassed_ || processed_share_.gliding()) {
       Glide share = processed_share_;  // the same glide for every channel
+      float* y    = outputs[o] + start;
       for (int64_t i = 0; i < n; ++i) {
         const float s = share.next();  // 0 and 1 exactly at the glides' ends
-        if (s < 1) outputs[o][i] = dry_[size_t(i)] + s * (outputs[o][i] - dry_[size_t(i)]);
+        if (s < 1) y[i] = dry[i] + s * (y[i] - dry[i]);
       }
     }
   }
@@ -104,8 +106,10 @@ void HostStream::locate(int64_t frame) noexcept {
   // Host sample host_done_ is song frame `frame`, and stream sample s lies at host sample s·M/L,
   // so stream sample stream_done_ is song sample stream_done_ + (frame − host_done_)·L/M.
   // Counted from the reset, so that locating where the song already is changes nothing.
-  const __int128 shift   = (__int128(frame) - host_done_) * l_;
-  const __int128 nearest = (shift >= 0 ? shift + m_ / 2 : shift - m_ / 2) / m_;
+  const int64_t rate = stream_.sample_rate(), g = std::gcd(host_rate_, rate);
+  const int64_t l = rate / g, m = host_rate_ / g;
+  const __int128 shift   = (__int128(frame) - host_done_) * l;
+  const __int128 nearest = (shift >= 0 ? shift + m / 2 : shift - m / 2) / m;
   const __int128 limit   = Stream::kLatestSongSample;
   stream_.locate(int64_t(std::clamp<__int128>(stream_done_ + nearest, -limit, limit)));
 }
@@ -125,7 +129,7 @@ void HostStream::process(const float* const* sources, float* const* outputs, int
       for (size_t k = 0; k < sources_.size(); ++k) sources_[k] = sources[k] + start;
       for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = outputs[k] + start;
       stream_.process(sources_.data(), outputs_.data(), step);
-      mix_dry(sources_.data(), outputs_.data(), step);
+      mix_dry(sources, outputs, start, step);
       start += step, host_done_ += step, stream_done_ += step;
       continue;
     }
@@ -152,9 +156,7 @@ void HostStream::process(const float* const* sources, float* const* outputs, int
       for (int64_t i = 0; i < step; ++i)
         outputs[o][start + i] = ring_[o][size_t((ring_start_ + i) % size)];
     ring_start_ = (ring_start_ + step) % size, ring_count_ -= step;
-    for (size_t k = 0; k < sources_.size(); ++k) sources_[k] = sources[k] + start;
-    for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = outputs[k] + start;
-    mix_dry(sources_.data(), outputs_.data(), step);
+    mix_dry(sources, outputs, start, step);
     start += step, host_done_ += step, stream_done_ += converted;
   }
 }

@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
 
@@ -360,21 +361,26 @@ TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
   const int64_t frame = 72000;
   LV2_Atom_Forge forge;
   lv2_atom_forge_init(&forge, &map);
-  const auto fill = [&](int64_t call) {  // the first call's events, then the second's
+  // The transport port's sequence for the next call: empty (type null), or one object of `type`
+  // at sample `time` with a time:speed and a time:frame whose value `value` writes.
+  const auto send = [&](const char* type, int64_t time, float speed,
+                        const std::function<void()>& value) {
     lv2_atom_forge_set_buffer(&forge, sequence, sizeof(sequence));
     LV2_Atom_Forge_Frame sequence_frame, object_frame;
     lv2_atom_forge_sequence_head(&forge, &sequence_frame, 0);
-    if (call < 2) {
-      lv2_atom_forge_frame_time(&forge, call == 0 ? kMoved : 10);
-      lv2_atom_forge_object(&forge, &object_frame, 0,
-                            map.map(map.handle, call == 0 ? LV2_TIME__Position : LV2_TIME__Time));
+    if (type) {
+      lv2_atom_forge_frame_time(&forge, time);
+      lv2_atom_forge_object(&forge, &object_frame, 0, map.map(map.handle, type));
       lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__speed));
-      lv2_atom_forge_float(&forge, 1.0f);
+      lv2_atom_forge_float(&forge, speed);
       lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__frame));
-      lv2_atom_forge_long(&forge, call == 0 ? frame : 5);
+      value();
       lv2_atom_forge_pop(&forge, &object_frame);
     }
     lv2_atom_forge_pop(&forge, &sequence_frame);
+  };
+  const auto long_frame = [&](int64_t f) {
+    return [&forge, f] { lv2_atom_forge_long(&forge, f); };
   };
   for (int64_t start = 0; start < length; start += kCall) {
     std::vector<const float*> in;
@@ -389,7 +395,10 @@ TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
       out.push_back(expected[c].data_ptr<float>() + start);
       other.push_back(unmoved[c].data_ptr<float>() + start);
     }
-    fill(start / kCall);
+    if (start == 0)  // the first call's event, then the second's
+      send(LV2_TIME__Position, kMoved, 1.0f, long_frame(frame));
+    else
+      send(start == kCall ? LV2_TIME__Time : nullptr, 10, 1.0f, long_frame(5));
     enabled = start < 2 * kCall;  // the last call bypassed
     told.set_bypassed(!enabled);
     loaded.plugin->run(instance, uint32_t(kCall));
@@ -440,20 +449,8 @@ TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
       out_held.push_back(expected_held[c].data_ptr<float>() + start);
       out_rolled.push_back(expected_rolled[c].data_ptr<float>() + start);
     }
-    lv2_atom_forge_set_buffer(&forge, sequence, sizeof(sequence));
-    LV2_Atom_Forge_Frame sequence_frame, object_frame;
-    lv2_atom_forge_sequence_head(&forge, &sequence_frame, 0);
-    if (start == 0) {
-      lv2_atom_forge_frame_time(&forge, 0);
-      lv2_atom_forge_object(&forge, &object_frame, 0, map.map(map.handle, LV2_TIME__Position));
-      lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__frame));
-      lv2_atom_forge_long(&forge, stop);
-      lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__speed));
-      lv2_atom_forge_float(&forge, 0.0f);
-      lv2_atom_forge_pop(&forge, &object_frame);
-      rolled.locate(stop);
-    }
-    lv2_atom_forge_pop(&forge, &sequence_frame);
+    send(start == 0 ? LV2_TIME__Position : nullptr, 0, 0.0f, long_frame(stop));
+    if (start == 0) rolled.locate(stop);
     loaded.plugin->run(instance, uint32_t(kCall));
     held.locate(stop);
     held.process(in.data(), out_held.data(), kCall);
@@ -465,20 +462,13 @@ TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
   // wrong type (passed over): the plugin plays on, finite.
   for (int64_t hostile : {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()})
     for (bool as_long : {true, false}) {
-      lv2_atom_forge_set_buffer(&forge, sequence, sizeof(sequence));
-      LV2_Atom_Forge_Frame sequence_frame, object_frame;
-      lv2_atom_forge_sequence_head(&forge, &sequence_frame, 0);
-      lv2_atom_forge_frame_time(&forge, 0);
-      lv2_atom_forge_object(&forge, &object_frame, 0, map.map(map.handle, LV2_TIME__Position));
-      lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__frame));
-      if (as_long)
-        lv2_atom_forge_long(&forge, hostile);
-      else
-        lv2_atom_forge_int(&forge, 7);
-      lv2_atom_forge_pop(&forge, &object_frame);
-      lv2_atom_forge_pop(&forge, &sequence_frame);
+      stopped.fill_(NAN);  // the buffers the plugin plays into now
+      send(
+          LV2_TIME__Position, 0, 1.0f,
+          as_long ? std::function<void()>(long_frame(hostile))
+                  : [&forge] { lv2_atom_forge_int(&forge, 7); });
       loaded.plugin->run(instance, uint32_t(kCall));
-      EXPECT_TRUE(at::isfinite(played).all().item<bool>());
+      EXPECT_TRUE(at::isfinite(stopped.narrow(1, 2 * kCall, kCall)).all().item<bool>());
     }
   loaded.plugin->cleanup(instance);
 }

@@ -47,7 +47,6 @@ class HostStream {
   /// as a host's bypass of a plugin with latency would play them, and back when not; the stream
   /// runs on meanwhile, so that it comes back where it would be. Allocates nothing.
   void set_bypassed(bool bypassed) noexcept;
-  bool bypassed() const { return bypassed_; }
   /// Host samples by which the outputs lag (those of the offline render, at the same rate).
   int64_t latency_samples() const { return latency_; }
   int64_t host_rate() const { return host_rate_; }
@@ -58,9 +57,10 @@ class HostStream {
  private:
   /// Sets up the conversions to the stream's rate and back (the constructor's, where they differ).
   void set_up_conversions(int64_t sources, int64_t outputs);
-  /// The bypass on n host samples of every output channel (the sources' sum delayed, mixed in
-  /// where bypassed or gliding).
-  void mix_dry(const float* const* sources, float* const* outputs, int64_t n) noexcept;
+  /// The bypass on host samples [start, start + n) of every output channel (the sources' sum
+  /// delayed, mixed in where bypassed or gliding).
+  void mix_dry(const float* const* sources, float* const* outputs, int64_t start,
+               int64_t n) noexcept;
 
   Stream stream_;
   int64_t host_rate_, latency_ = 0;
@@ -75,8 +75,7 @@ class HostStream {
   // call always finds as many as it returns.
   std::vector<std::vector<float>> ring_;
   int64_t primed_ = 0, ring_start_ = 0, ring_count_ = 0;
-  int64_t step_ = 0;       // host samples per step: as many as make one block of the stream
-  int64_t l_ = 1, m_ = 1;  // stream and host samples of the common period (L/M of the rates)
+  int64_t step_ = 0;  // host samples per step: as many as make one block of the stream
   // Host samples and stream samples processed since the reset: stream sample s converts host
   // samples up to s·M/L.
   int64_t host_done_ = 0, stream_done_ = 0;
