@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Checks in a real host that the exported plugin follows the host's transport to the sample.
+
+    PYTHONPATH=build/python /usr/bin/python3 scripts/lv2_jack_check.py FIT_DIR [--locate 2.0]
+
+Needs Debian's jackd2, jalv and jack-tools (apt-get install --no-install-recommends jackd2 jalv
+jack-tools; not part of the test command: JACK runs in real time, which a loaded CI machine does
+not guarantee). It gives every gain_pan of the fit's console a gain ride that a clock off by a
+sample makes audible (0 and -2 nepers alternating every second, flat for the first half of each
+second and ramping in the second), exports that as a plugin,
+and runs a JACK server on its dummy driver at the fit's rate with jalv hosting the plugin,
+jack-play playing the fit's tracks (transport-aware) into it and jack-record recording what the
+plugin got and what it played. The transport is stopped, located at --locate seconds, rolled and
+stopped again: jalv sends the plugin time:Position events as any LV2 host does.
+
+JACK's transport moves in whole periods, and jack-play starts its audio on a period of its own
+choosing (here one period before the transport rolls, while the plugin holds its clock at the
+located frame as told: --locate must lie in a flat part of the ride, where holding and rolling
+give the same gains), so the clock the plugin played the recorded inputs at is found by trying the locate
+frame ± whole periods: for each, `grafx render` of a song silent up to there and then the
+recorded inputs, shifted by the latency, against the recorded output. It passes when one of them
+matches within 1e-5 of the peak and the same clock a sample either way does not.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+import grafx
+
+TOLERANCE = 1e-5
+RIDE_NEPERS = -2.0
+
+
+def run(*command, **kwargs):
+    return subprocess.run(command, check=True, capture_output=True, text=True, **kwargs)
+
+
+def ports(prefix):
+    lines = run('jack_lsp').stdout.splitlines()
+    return [line for line in lines if line.startswith(prefix)]
+
+
+def wait_for_ports(prefix, count, what):
+    for _ in range(100):
+        found = ports(prefix)
+        if len(found) >= count:
+            return found
+        time.sleep(0.1)
+    sys.exit(f'lv2_jack_check: {what} did not appear in JACK (ports {prefix}*)')
+
+
+def port_number(port):
+    return int(port.rsplit('_', 1)[1])
+
+
+def transport(command):
+    run('jack_transport', input=command + '\n')
+
+
+def automated_fit(fit_dir, folder):
+    """The fit's console and parameters with a gain ride on every gain_pan, in `folder`."""
+    graph = grafx.Graph.load(str(fit_dir / 'console.json'))
+    parameters, sample_rate = grafx.load_parameters(str(fit_dir / 'parameters.safetensors'), graph)
+    nodes = graph.nodes_of_type('gain_pan')
+    if not nodes:
+        sys.exit(f'lv2_jack_check: {fit_dir}/console.json has no gain_pan node to ride')
+    seconds = max(grafx.load_audio(track)[0].shape[1] for track in tracks_of(fit_dir)) / sample_rate
+    points = int(seconds * 2) + 2
+    graph.automation = (2.0, points)
+    for node in nodes:
+        graph.set_automated(node, 'log_gain')
+    static = parameters['gain_pan']['log_gain']  # [nodes, values]
+    ride = torch.tensor([0.0 if k // 2 % 2 == 0 else RIDE_NEPERS for k in range(points)])
+    parameters['gain_pan']['log_gain@curve'] = (static[:, None, :] + ride[None, :, None]).contiguous()
+    folder.mkdir()
+    graph.save(str(folder / 'console.json'), True)
+    grafx.save_parameters(str(folder / 'parameters.safetensors'), graph, parameters, True, sample_rate)
+    return sample_rate
+
+
+def tracks_of(fit_dir):
+    return json.loads((fit_dir / 'fit.json').read_text())['tracks']
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('fit_dir', type=pathlib.Path)
+    parser.add_argument('--locate', type=float, default=2.25,
+                        help='transport position (seconds, in the first half of a second)')
+    parser.add_argument('--seconds', type=float, default=3.0, help='how long the transport rolls')
+    parser.add_argument('--period', type=int, default=256, help="JACK's period (samples)")
+    parser.add_argument('--grafx', default=os.environ.get('GRAFX_BIN', 'build/bin/grafx'))
+    args = parser.parse_args()
+    for tool in ['jackd', 'jalv', 'jack-play', 'jack-record', 'jack_transport', 'jack_connect']:
+        if not shutil.which(tool):
+            sys.exit(f'lv2_jack_check: {tool} not found (apt-get install jackd2 jalv jack-tools)')
+
+    if not 0.1 <= args.locate % 1 <= 0.4 or args.locate < 1:
+        sys.exit('lv2_jack_check: --locate must be 1 s or later and 0.1-0.4 s past a whole second '
+                 '(the flat part of the ride)')
+    work = pathlib.Path(tempfile.mkdtemp(prefix='grafx-jack-'))
+    rate = automated_fit(args.fit_dir, work / 'fit')
+    uri = 'urn:grafx:jack_check'
+    exported = run(args.grafx, 'export-lv2', str(work / 'fit'), '-o', str(work / 'jack_check.lv2'),
+                   '--uri', uri).stdout
+    latency = int(re.search(r'latency (\d+) samples', exported).group(1))
+
+    server = f'grafx-check-{os.getpid()}'
+    os.environ.update(JACK_NO_AUDIO_RESERVATION='1', JACK_NO_START_SERVER='1',
+                      JACK_DEFAULT_SERVER=server, LV2_PATH=str(work))
+    processes = []
+
+    def start(*command, **kwargs):
+        processes.append(subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, cwd=work, **kwargs))
+        return processes[-1]
+
+    try:
+        start('jackd', '-n', server, '-d', 'dummy', '-r', str(rate),
+              '-p', str(args.period))
+        time.sleep(1.0)
+        start('jalv', '-x', '-n', 'plug', uri, stdin=subprocess.PIPE)
+        wait_for_ports('plug:out_', 2, 'the plugin')  # registered after its inputs
+        inputs = ports('plug:in_')
+        # the tracks as one file of the plugin's input channels (a mono file in both of a pair)
+        channels = []
+        for index, track in enumerate(tracks_of(args.fit_dir), start=1):
+            audio, _ = grafx.load_audio(track)
+            wanted = sum(1 for port in inputs if port.startswith(f'plug:in_{index}_')) or 1
+            channels.append(audio.expand(wanted, -1) if audio.shape[0] == 1 else audio)
+        tracks = torch.cat(channels)
+        if tracks.shape[0] != len(inputs):
+            sys.exit(f'lv2_jack_check: the tracks have {tracks.shape[0]} channels, the plugin '
+                     f'{len(inputs)} inputs')
+        grafx.save_audio(str(work / 'tracks.wav'), tracks.contiguous(), rate, True)
+        start('jack-play', '-t', 'tracks.wav')
+        play = sorted(wait_for_ports('jack-play', len(inputs), 'jack-play'), key=port_number)
+        for source, sink in zip(play, inputs):
+            run('jack_connect', source, sink)
+        transport('stop')
+        locate = round(args.locate * rate)
+        transport(f'locate {locate}')
+        time.sleep(0.5)
+        start('jack-record', '-n', str(len(inputs) + 2), 'recorded.wav')
+        record = wait_for_ports('jack-record', len(inputs) + 2, 'jack-record')
+        record = sorted(record, key=port_number)
+        for source, sink in zip(play + ['plug:out_left', 'plug:out_right'], record):
+            run('jack_connect', source, sink)
+        time.sleep(0.5)
+        transport('play')
+        time.sleep(args.seconds)
+        transport('stop')
+        time.sleep(0.3)
+        processes[-1].send_signal(signal.SIGINT)  # jack-record writes its file on SIGINT
+        processes[-1].wait(timeout=10)
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+    recorded, _ = grafx.load_audio(str(work / 'recorded.wav'))
+    played_in, played_out = recorded[:len(inputs)], recorded[len(inputs):]
+    heard = (played_in.abs().sum(0) > 0).nonzero()
+    if len(heard) == 0:
+        sys.exit('lv2_jack_check: jack-play played nothing into the plugin')
+    start_sample = int(heard[0])  # where the recorded inputs begin
+    compared = min(round((args.seconds - 0.5) * rate), played_out.shape[1] - start_sample)
+    track_channels = [channel.shape[0] for channel in channels]
+
+    def error(clock):
+        """Recorded output against the offline render, the inputs' first sample at `clock`."""
+        sources, first = [], 0
+        for index, count in enumerate(track_channels):
+            song = torch.zeros(count, clock + compared)
+            song[:, clock:] = played_in[first:first + count, start_sample:start_sample + compared]
+            first += count
+            sources.append(str(work / f'source{index}.wav'))
+            grafx.save_audio(sources[-1], song, rate, True)
+        run(args.grafx, 'render', str(work / 'fit' / 'console.json'), '--sources', *sources,
+            '--params', str(work / 'fit' / 'parameters.safetensors'), '-o', str(work / 'render.wav'),
+            '--force')
+        offline = grafx.load_audio(str(work / 'render.wav'))[0][:, clock - latency:][:, :compared]
+        live = played_out[:, start_sample:start_sample + offline.shape[1]]
+        return float((live - offline).abs().max() / offline.abs().max())
+
+    print(f'transport located at {locate} and rolled; jack-play\'s audio reached the plugin at '
+          f'recorded sample {start_sample}; {compared} samples compared, latency {latency}')
+    print('song clock at that sample | max |plugin - offline render| / peak')
+    errors = {}
+    for periods in range(-4, 5):
+        clock = locate + periods * args.period
+        errors[clock] = error(clock)
+        print(f'{clock:>9} (locate {periods:+d} periods) | {errors[clock]:.2e}')
+    best = min(errors, key=errors.get)
+    for clock in (best - 1, best + 1):
+        errors[clock] = error(clock)
+        print(f'{clock:>9} (a sample off)      | {errors[clock]:.2e}')
+    passed = errors[best] <= TOLERANCE and min(errors[best - 1], errors[best + 1]) > TOLERANCE
+    print(f'{"passed" if passed else "FAILED"}: the plugin played at clock {best} within '
+          f'{errors[best]:.1e} of the peak (tolerance {TOLERANCE:.0e}); a sample off, '
+          f'{min(errors[best - 1], errors[best + 1]):.1e}')
+    if passed:
+        shutil.rmtree(work)
+    else:
+        print(f'the recording, the plugin and the renders are in {work}')
+    return 0 if passed else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
