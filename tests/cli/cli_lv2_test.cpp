@@ -67,6 +67,16 @@ struct Exported : testing::FitFolder {
     return r;
   }
 
+  /// What the plugin plays in a host at `host_rate` that does not say its block length (the
+  /// plugin then plans for 64): a HostStream of the bundle's program.
+  HostStream host_stream(int64_t host_rate) const {
+    const std::string program = testing::read_file(bundle + "/stream.program");
+    return HostStream(
+        Stream::load(program,
+                     HostStream::stream_block(64, Stream::program_sample_rate(program), host_rate)),
+        host_rate);
+  }
+
   /// The tracks followed by `latency` samples of silence, one file per track and all their
   /// channels in one (a host's input), and grafx render of the padded tracks: what the plugin
   /// plays, ahead by its latency.
@@ -146,6 +156,25 @@ TEST(CliExportLv2, TheBundleLoadsAndPlaysTheFittedMixInDebiansHosts) {
                    e.dir.file("changed.wav") + " " + kPlugin);
   ASSERT_EQ(applied.exit_code, 0) << applied.err;
   EXPECT_GT(difference(read_audio(e.dir.file("changed.wav")).samples, rendered), 1e-2);
+
+  // In a session at another rate lv2apply (one sample a call, no block length said: the plugin
+  // plans for 64) plays to the bit what a HostStream of the bundle's program plays at that rate
+  // (called once: its output does not depend on how the host cuts its calls).
+  const at::Tensor at_48k = at::randn({2 * kTracks, 24000}) * 0.3;
+  write_audio(e.dir.file("tracks48k.wav"), at_48k, 48000);
+  applied = e.host("lv2apply -i " + e.dir.file("tracks48k.wav") + " -o " +
+                   e.dir.file("applied48k.wav") + " " + kPlugin);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  const Audio converted = read_audio(e.dir.file("applied48k.wav"));
+  EXPECT_EQ(converted.sample_rate, 48000);
+  HostStream host     = e.host_stream(48000);
+  at::Tensor expected = at::zeros({2, 24000});
+  std::vector<const float*> in;
+  for (int64_t c = 0; c < 2 * kTracks; ++c) in.push_back(at_48k[c].data_ptr<float>());
+  std::vector<float*> out = {expected[0].data_ptr<float>(), expected[1].data_ptr<float>()};
+  host.process(in.data(), out.data(), 24000);
+  EXPECT_TRUE(at::equal(converted.samples, expected));
+  EXPECT_GT(expected.abs().max().item<double>(), 1e-2);
 }
 
 /// The plugin as a host sees it through the LV2 C interface.
@@ -278,10 +307,7 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
   // does not say its block length gets blocks of 64 samples.
   instance = loaded.plugin->instantiate(loaded.plugin, 48000, (e.bundle + "/").c_str(), nullptr);
   ASSERT_NE(instance, nullptr);
-  const std::string program = testing::read_file(e.bundle + "/stream.program");
-  HostStream host(Stream::load(program, HostStream::stream_block(
-                                            64, Stream::program_sample_rate(program), 48000)),
-                  48000);
+  HostStream host       = e.host_stream(48000);
   const at::Tensor fast = at::randn({2 * kTracks, 48000}) * 0.3;  // a second at 48 kHz
   at::Tensor converted = at::zeros({2, 48000}), expected = at::zeros({2, 48000});
   port = 0;
@@ -330,14 +356,7 @@ TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
   LV2_Handle instance =
       loaded.plugin->instantiate(loaded.plugin, kHostRate, (e.bundle + "/").c_str(), features);
   ASSERT_NE(instance, nullptr);
-  const std::string program = testing::read_file(e.bundle + "/stream.program");
-  const auto host_stream    = [&] {
-    return HostStream(
-           Stream::load(program,
-                        HostStream::stream_block(64, Stream::program_sample_rate(program), kHostRate)),
-           kHostRate);
-  };
-  HostStream told = host_stream(), untold = host_stream();
+  HostStream told = e.host_stream(kHostRate), untold = e.host_stream(kHostRate);
   const int64_t length = 3 * kCall;
   at::manual_seed(13);
   const at::Tensor tracks = at::randn({2 * kTracks, length}) * 0.3;
@@ -431,7 +450,7 @@ TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
   enabled = 1;
   loaded.plugin->run(instance, 0);  // takes the port's value (no samples: nothing else)
   loaded.plugin->activate(instance);
-  HostStream held = host_stream(), rolled = host_stream();
+  HostStream held = e.host_stream(kHostRate), rolled = e.host_stream(kHostRate);
   held.set_bypassed(false), rolled.set_bypassed(false);
   const int64_t stop = 24000;  // 0.5 s, where the curves move
   at::Tensor stopped = at::zeros({2, length}), expected_held = at::zeros({2, length}),
