@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks in a real host that the exported plugin follows the host's transport to the sample.
+"""Checks in a real host that the exported plugin follows the host's transport to the sample and
+bypasses in time.
 
     PYTHONPATH=build/python /usr/bin/python3 scripts/lv2_jack_check.py FIT_DIR [--locate 2.0]
 
@@ -10,8 +11,10 @@ sample makes audible (0 and -2 nepers alternating every second, flat for the fir
 second and ramping in the second), exports that as a plugin,
 and runs a JACK server on its dummy driver at the fit's rate with jalv hosting the plugin,
 jack-play playing the fit's tracks (transport-aware) into it and jack-record recording what the
-plugin got and what it played. The transport is stopped, located at --locate seconds, rolled and
-stopped again: jalv sends the plugin time:Position events as any LV2 host does.
+plugin got and what it played. The transport is stopped, located at --locate seconds and rolled:
+jalv sends the plugin time:Position events as any LV2 host does. After --seconds the plugin is
+bypassed through its `enabled` port, as a host's bypass button does it (jalv's `enabled = 0`),
+and a second later the transport stops.
 
 JACK's transport moves in whole periods, and jack-play starts its audio on a period of its own
 choosing (here one period before the transport rolls, while the plugin holds its clock at the
@@ -19,7 +22,8 @@ located frame as told: --locate must lie in a flat part of the ride, where holdi
 give the same gains), so the clock the plugin played the recorded inputs at is found by trying the locate
 frame ± whole periods: for each, `grafx render` of a song silent up to there and then the
 recorded inputs, shifted by the latency, against the recorded output. It passes when one of them
-matches within 1e-5 of the peak and the same clock a sample either way does not.
+matches within 1e-5 of the peak and the same clock a sample either way does not, and when the
+last half second of the bypass plays the recorded tracks' sum delayed by the latency within 1e-6.
 """
 
 import argparse
@@ -39,6 +43,7 @@ import torch
 import grafx
 
 TOLERANCE = 1e-5
+BYPASS_TOLERANCE = 1e-6
 RIDE_NEPERS = -2.0
 
 
@@ -130,7 +135,7 @@ def main():
         start('jackd', '-n', server, '-d', 'dummy', '-r', str(rate),
               '-p', str(args.period))
         time.sleep(1.0)
-        start('jalv', '-x', '-n', 'plug', uri, stdin=subprocess.PIPE)
+        host = start('jalv', '-x', '-n', 'plug', uri, stdin=subprocess.PIPE)
         wait_for_ports('plug:out_', 2, 'the plugin')  # registered after its inputs
         inputs = ports('plug:in_')
         # the tracks as one file of the plugin's input channels (a mono file in both of a pair)
@@ -160,6 +165,9 @@ def main():
         time.sleep(0.5)
         transport('play')
         time.sleep(args.seconds)
+        host.stdin.write(b'enabled = 0\n')  # jalv's command for a control port, by symbol
+        host.stdin.flush()
+        time.sleep(1.0)
         transport('stop')
         time.sleep(0.3)
         processes[-1].send_signal(signal.SIGINT)  # jack-record writes its file on SIGINT
@@ -211,10 +219,27 @@ def main():
     for clock in (best - 1, best + 1):
         errors[clock] = error(clock)
         print(f'{clock:>9} (a sample off)      | {errors[clock]:.2e}')
-    passed = errors[best] <= TOLERANCE and min(errors[best - 1], errors[best + 1]) > TOLERANCE
-    print(f'{"passed" if passed else "FAILED"}: the plugin played at clock {best} within '
+    followed = errors[best] <= TOLERANCE and min(errors[best - 1], errors[best + 1]) > TOLERANCE
+    print(f'{"passed" if followed else "FAILED"}: the plugin played at clock {best} within '
           f'{errors[best]:.1e} of the peak (tolerance {TOLERANCE:.0e}); a sample off, '
           f'{min(errors[best - 1], errors[best + 1]):.1e}')
+
+    # Bypassed: each output channel the sum of the tracks' same channel (a mono track's in both),
+    # delayed by the latency; the last half second before the transport stopped.
+    last = int(heard[-1])
+    window = slice(last - round(0.6 * rate), last - round(0.1 * rate))
+    dry = torch.zeros(2, played_in.shape[1] + latency)
+    for channel, port in enumerate(inputs):
+        sides = [0] if port.endswith('_left') else [1] if port.endswith('_right') else [0, 1]
+        for side in sides:
+            dry[side, latency:] += played_in[channel]
+    bypass_error = float((played_out[:, window] - dry[:, window]).abs().max() /
+                         dry[:, window].abs().max())
+    bypassed = bypass_error <= BYPASS_TOLERANCE
+    print(f'{"passed" if bypassed else "FAILED"}: bypassed by its enabled port, it played the '
+          f'tracks\' sum delayed by {latency} within {bypass_error:.1e} of the peak '
+          f'(tolerance {BYPASS_TOLERANCE:.0e})')
+    passed = followed and bypassed
     if passed:
         shutil.rmtree(work)
     else:
