@@ -2,7 +2,7 @@
 """Checks in a real host that the exported plugin follows the host's transport to the sample and
 bypasses in time.
 
-    PYTHONPATH=build/python /usr/bin/python3 scripts/lv2_jack_check.py FIT_DIR [--locate 2.0]
+    PYTHONPATH=build/python /usr/bin/python3 scripts/lv2_jack_check.py FIT_DIR [--locate 2.25]
 
 Needs Debian's jackd2, jalv and jack-tools (apt-get install --no-install-recommends jackd2 jalv
 jack-tools; not part of the test command: JACK runs in real time, which a loaded CI machine does
@@ -91,18 +91,22 @@ def automated_fit(fit_dir, folder):
     folder.mkdir()
     graph.save(str(folder / 'console.json'), True)
     grafx.save_parameters(str(folder / 'parameters.safetensors'), graph, parameters, True, sample_rate)
-    return sample_rate
+    return sample_rate, seconds
 
 
 def tracks_of(fit_dir):
-    return json.loads((fit_dir / 'fit.json').read_text())['tracks']
+    try:
+        return json.loads((fit_dir / 'fit.json').read_text())['tracks']
+    except (OSError, ValueError, KeyError) as error:
+        sys.exit(f'lv2_jack_check: {fit_dir} is not a fit folder that names its tracks '
+                 f'(fit.json: {error})')
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('fit_dir', type=pathlib.Path)
     parser.add_argument('--locate', type=float, default=2.25,
-                        help='transport position (seconds, in the first half of a second)')
+                        help='transport position (seconds: 1 or more, 0.1-0.4 past a whole one)')
     parser.add_argument('--seconds', type=float, default=3.0, help='how long the transport rolls')
     parser.add_argument('--period', type=int, default=256, help="JACK's period (samples)")
     parser.add_argument('--grafx', default=os.environ.get('GRAFX_BIN', 'build/bin/grafx'))
@@ -115,7 +119,10 @@ def main():
         sys.exit('lv2_jack_check: --locate must be 1 s or later and 0.1-0.4 s past a whole second '
                  '(the flat part of the ride)')
     work = pathlib.Path(tempfile.mkdtemp(prefix='grafx-jack-'))
-    rate = automated_fit(args.fit_dir, work / 'fit')
+    rate, song_seconds = automated_fit(args.fit_dir, work / 'fit')
+    if args.locate + args.seconds + 1.5 > song_seconds:
+        sys.exit(f'lv2_jack_check: the song is {song_seconds:.1f} s: --locate plus --seconds must '
+                 f'leave 1.5 s for the bypass')
     uri = 'urn:grafx:jack_check'
     exported = run(args.grafx, 'export-lv2', str(work / 'fit'), '-o', str(work / 'jack_check.lv2'),
                    '--uri', uri).stdout
