@@ -73,15 +73,15 @@ def transport(command):
     run('jack_transport', input=command + '\n')
 
 
-def automated_fit(fit_dir, folder):
-    """The fit's console and parameters with a gain ride on every gain_pan, in `folder`."""
+def automated_fit(fit_dir, folder, song_samples):
+    """The fit's console and parameters with a gain ride on every gain_pan over a song of
+    `song_samples`, in `folder`; the fit's rate."""
     graph = grafx.Graph.load(str(fit_dir / 'console.json'))
     parameters, sample_rate = grafx.load_parameters(str(fit_dir / 'parameters.safetensors'), graph)
     nodes = graph.nodes_of_type('gain_pan')
     if not nodes:
         sys.exit(f'lv2_jack_check: {fit_dir}/console.json has no gain_pan node to ride')
-    seconds = max(grafx.load_audio(track)[0].shape[1] for track in tracks_of(fit_dir)) / sample_rate
-    points = int(seconds * 2) + 2
+    points = int(song_samples / sample_rate * 2) + 2
     graph.automation = (2.0, points)
     for node in nodes:
         graph.set_automated(node, 'log_gain')
@@ -91,18 +91,26 @@ def automated_fit(fit_dir, folder):
     folder.mkdir()
     graph.save(str(folder / 'console.json'), True)
     grafx.save_parameters(str(folder / 'parameters.safetensors'), graph, parameters, True, sample_rate)
-    return sample_rate, seconds
+    return sample_rate
 
 
 def tracks_of(fit_dir):
+    """The audio of the tracks the fit folder names, each [channels, samples], and its rate."""
     try:
-        return json.loads((fit_dir / 'fit.json').read_text())['tracks']
+        paths = json.loads((fit_dir / 'fit.json').read_text())['tracks']
     except (OSError, ValueError, KeyError) as error:
         sys.exit(f'lv2_jack_check: {fit_dir} is not a fit folder that names its tracks '
                  f'(fit.json: {error})')
+    loaded = [grafx.load_audio(path) for path in paths]
+    return [audio for audio, _ in loaded], loaded[0][1]
+
+
+def interrupt(*_):
+    raise KeyboardInterrupt
 
 
 def main():
+    signal.signal(signal.SIGTERM, interrupt)  # kill, as Ctrl-C: JACK's clients stopped, nothing left
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('fit_dir', type=pathlib.Path)
     parser.add_argument('--locate', type=float, default=2.25,
@@ -118,11 +126,29 @@ def main():
     if not 0.1 <= args.locate % 1 <= 0.4 or args.locate < 1:
         sys.exit('lv2_jack_check: --locate must be 1 s or later and 0.1-0.4 s past a whole second '
                  '(the flat part of the ride)')
+    if not 1 <= args.seconds <= 600:
+        sys.exit('lv2_jack_check: --seconds must be 1 to 600')
+    if args.period not in [2 ** k for k in range(4, 13)]:
+        sys.exit('lv2_jack_check: --period must be a power of two from 16 to 4096 (as JACK takes)')
+    song, rate = tracks_of(args.fit_dir)
+    song_samples = max(track.shape[1] for track in song)
+    if args.locate + args.seconds + 1.5 > song_samples / rate:
+        sys.exit(f'lv2_jack_check: the song is {song_samples / rate:.1f} s: --locate plus --seconds '
+                 f'must leave 1.5 s for the bypass')
     work = pathlib.Path(tempfile.mkdtemp(prefix='grafx-jack-'))
-    rate, song_seconds = automated_fit(args.fit_dir, work / 'fit')
-    if args.locate + args.seconds + 1.5 > song_seconds:
-        sys.exit(f'lv2_jack_check: the song is {song_seconds:.1f} s: --locate plus --seconds must '
-                 f'leave 1.5 s for the bypass')
+    try:
+        return check(args, song, rate, work)
+    except (KeyboardInterrupt, SystemExit) as stop:  # nothing left behind but a failed check's
+        shutil.rmtree(work, ignore_errors=True)
+        if isinstance(stop, KeyboardInterrupt):
+            sys.exit('lv2_jack_check: interrupted')
+        raise
+
+
+def check(args, song, rate, work):
+    """The run in JACK and its comparisons, in the folder `work` (kept where the check fails)."""
+    if automated_fit(args.fit_dir, work / 'fit', max(track.shape[1] for track in song)) != rate:
+        sys.exit('lv2_jack_check: the tracks are not at the rate of the fit\'s parameters')
     uri = 'urn:grafx:jack_check'
     exported = run(args.grafx, 'export-lv2', str(work / 'fit'), '-o', str(work / 'jack_check.lv2'),
                    '--uri', uri).stdout
@@ -147,8 +173,7 @@ def main():
         inputs = ports('plug:in_')
         # the tracks as one file of the plugin's input channels (a mono file in both of a pair)
         channels = []
-        for index, track in enumerate(tracks_of(args.fit_dir), start=1):
-            audio, _ = grafx.load_audio(track)
+        for index, audio in enumerate(song, start=1):
             wanted = sum(1 for port in inputs if port.startswith(f'plug:in_{index}_')) or 1
             channels.append(audio.expand(wanted, -1) if audio.shape[0] == 1 else audio)
         tracks = torch.cat(channels)
@@ -172,8 +197,11 @@ def main():
         time.sleep(0.5)
         transport('play')
         time.sleep(args.seconds)
-        host.stdin.write(b'enabled = 0\n')  # jalv's command for a control port, by symbol
-        host.stdin.flush()
+        try:
+            host.stdin.write(b'enabled = 0\n')  # jalv's command for a control port, by symbol
+            host.stdin.flush()
+        except BrokenPipeError:
+            sys.exit(f'lv2_jack_check: jalv exited while the transport rolled (exit {host.poll()})')
         time.sleep(1.0)
         transport('stop')
         time.sleep(0.3)

@@ -98,6 +98,17 @@ struct Exported : testing::FitFolder {
   }
 };
 
+/// The stereo mix a HostStream plays of the tracks' channels [2·kTracks, L], in one call.
+at::Tensor played_by(HostStream& host, const at::Tensor& tracks) {
+  const int64_t length = tracks.size(1);
+  at::Tensor mix       = at::zeros({2, length});
+  std::vector<const float*> in;
+  for (int64_t c = 0; c < tracks.size(0); ++c) in.push_back(tracks[c].data_ptr<float>());
+  std::vector<float*> out = {mix[0].data_ptr<float>(), mix[1].data_ptr<float>()};
+  host.process(in.data(), out.data(), length);
+  return mix;
+}
+
 /// max |played, shifted back by the latency − rendered| / peak.
 double difference(const at::Tensor& played, const at::Tensor& rendered) {
   const int64_t length = played.size(1) - kLatency;
@@ -167,12 +178,8 @@ TEST(CliExportLv2, TheBundleLoadsAndPlaysTheFittedMixInDebiansHosts) {
   ASSERT_EQ(applied.exit_code, 0) << applied.err;
   const Audio converted = read_audio(e.dir.file("applied48k.wav"));
   EXPECT_EQ(converted.sample_rate, 48000);
-  HostStream host     = e.host_stream(48000);
-  at::Tensor expected = at::zeros({2, 24000});
-  std::vector<const float*> in;
-  for (int64_t c = 0; c < 2 * kTracks; ++c) in.push_back(at_48k[c].data_ptr<float>());
-  std::vector<float*> out = {expected[0].data_ptr<float>(), expected[1].data_ptr<float>()};
-  host.process(in.data(), out.data(), 24000);
+  HostStream host           = e.host_stream(48000);
+  const at::Tensor expected = played_by(host, at_48k);
   EXPECT_TRUE(at::equal(converted.samples, expected));
   EXPECT_GT(expected.abs().max().item<double>(), 1e-2);
 }
@@ -309,8 +316,8 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
   ASSERT_NE(instance, nullptr);
   HostStream host       = e.host_stream(48000);
   const at::Tensor fast = at::randn({2 * kTracks, 48000}) * 0.3;  // a second at 48 kHz
-  at::Tensor converted = at::zeros({2, 48000}), expected = at::zeros({2, 48000});
-  port = 0;
+  at::Tensor converted  = at::zeros({2, 48000});
+  port                  = 0;
   for (int64_t c = 0; c < 2 * kTracks; ++c)
     loaded.plugin->connect_port(instance, port++, fast[c].data_ptr<float>());
   for (int64_t c = 0; c < 2; ++c)
@@ -325,10 +332,7 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
 #else
   loaded.plugin->run(instance, 48000);
 #endif
-  std::vector<const float*> in;
-  for (int64_t c = 0; c < 2 * kTracks; ++c) in.push_back(fast[c].data_ptr<float>());
-  std::vector<float*> out = {expected[0].data_ptr<float>(), expected[1].data_ptr<float>()};
-  host.process(in.data(), out.data(), 48000);
+  const at::Tensor expected = played_by(host, fast);
   EXPECT_TRUE(at::equal(converted, expected));
   EXPECT_GT(converted.abs().max().item<double>(), 1e-2);
   EXPECT_EQ(latency, float(host.latency_samples()));
