@@ -183,7 +183,8 @@ def check(args, song, rate, work):
     if automated_fit(args.fit_dir, work / 'fit', max(track.shape[1] for track in song)) != rate:
         sys.exit('lv2_jack_check: the tracks are not at the rate of the fit\'s parameters')
     uri = 'urn:grafx:jack_check'
-    run(args.grafx, 'export-lv2', str(work / 'fit'), '-o', str(work / 'jack_check.lv2'), '--uri', uri)
+    run(args.grafx, 'export-lv2', str(work / 'fit'), '-o', str(work / 'jack_check.lv2'),
+        '--uri', uri)
     host_rate = args.host_rate
 
     server = f'grafx-check-{os.getpid()}'
