@@ -106,6 +106,11 @@ def converted(audio, rate, host_rate):
                                            align_corners=False)[0]
 
 
+def conversion_cycle(host_rate, rate):
+    """Host samples after which converting host_rate to rate comes back to the same phase."""
+    return host_rate // math.gcd(host_rate, rate)
+
+
 def tracks_of(fit_dir):
     """The audio of the tracks the fit folder names, each [channels, samples], and its rate."""
     try:
@@ -159,11 +164,11 @@ def main():
     args.host_rate = rate if args.host_rate is None else args.host_rate
     if not 8000 <= args.host_rate <= 192000:
         sys.exit('lv2_jack_check: --host-rate must be 8000 to 192000 Hz')
-    if args.period % (args.host_rate // math.gcd(args.host_rate, rate)):
+    cycle = conversion_cycle(args.host_rate, rate)
+    if args.period % cycle:
         sys.exit(f'lv2_jack_check: a {args.host_rate} Hz host of a {rate} Hz fit converts in '
-                 f'steps of {args.host_rate // math.gcd(args.host_rate, rate)} host samples, which '
-                 f'do not divide the period of {args.period}: the conversion\'s phase at the '
-                 'recording would be unknown')
+                 f'cycles of {cycle} host samples, which do not divide the period of '
+                 f'{args.period}: the conversion\'s phase at the recording would be unknown')
     song_samples = max(track.shape[1] for track in song)
     if args.locate + args.seconds + 1.5 > song_samples / rate:
         sys.exit(f'lv2_jack_check: the song is {song_samples / rate:.1f} s: --locate plus --seconds '
@@ -221,8 +226,8 @@ def check(args, song, rate, work):
         for source, sink in zip(play, inputs):
             run('jack_connect', source, sink)
         transport('stop')
-        step = host_rate // math.gcd(host_rate, rate)  # host samples of the conversion's cycle
-        locate = round(args.locate * host_rate / step) * step
+        cycle = conversion_cycle(host_rate, rate)
+        locate = round(args.locate * host_rate / cycle) * cycle
         transport(f'locate {locate}')
         time.sleep(0.5)
         start('jack-record', '-n', str(len(inputs) + 2), 'recorded.wav')
@@ -301,9 +306,9 @@ def check(args, song, rate, work):
         errors[clock] = error(clock)
         print(f'{clock:>9} (locate {periods:+d} periods) | {errors[clock]:.2e}')
     best = min(errors, key=errors.get)
-    # A host sample off, and where the rates differ a cycle of the conversion off (`step` host
-    # samples: the same phase of the conversion, the song's clock a few samples of the fit off).
-    off = [best - 1, best + 1] + ([best - step, best + step] if step > 1 else [])
+    # A host sample off, and where the rates differ a cycle of the conversion off (the same
+    # phase of the conversion, the song's clock a few samples of the fit's rate off).
+    off = [best - 1, best + 1] + ([best - cycle, best + cycle] if cycle > 1 else [])
     for clock in off:
         errors[clock] = error(clock)
         print(f'{clock:>9} ({"a sample" if abs(clock - best) == 1 else "a cycle"} off)'
