@@ -6,6 +6,8 @@
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_json.h>
 
+#include "support/fuzz_campaign.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -159,22 +161,22 @@ void check_loads_or_throws(const std::string& text, int64_t& loaded, int64_t& re
 }
 
 TEST(GraphFileFuzz, CorruptedBytesLoadOrThrowOneClearError) {
-  std::mt19937_64 rng(1);
+  std::mt19937_64 rng(testing::fuzz_seed(1));
   int64_t loaded = 0, rejected = 0;
   for (const auto& file : seed_files())
-    for (int i = 0; i < 2500; ++i)
+    for (int64_t i = 0; i < testing::fuzz_cases(2500); ++i)
       check_loads_or_throws(corrupt_bytes(file, rng), loaded, rejected);
-  EXPECT_GT(rejected, 4000);
+  EXPECT_GT(rejected, testing::fuzz_cases(4000));
   std::cout << "bytes: " << loaded << " loaded, " << rejected << " rejected\n";
 }
 
 TEST(GraphFileFuzz, CorruptedStructureLoadsOrThrowsOneClearError) {
-  std::mt19937_64 rng(2);
+  std::mt19937_64 rng(testing::fuzz_seed(2));
   int64_t loaded = 0, rejected = 0;
   for (const auto& file : seed_files())
-    for (int i = 0; i < 2500; ++i)
+    for (int64_t i = 0; i < testing::fuzz_cases(2500); ++i)
       check_loads_or_throws(corrupt_structure(file, rng), loaded, rejected);
-  EXPECT_GT(rejected, 2500);
+  EXPECT_GT(rejected, testing::fuzz_cases(2500));
   EXPECT_GT(loaded, 10) << "some corruptions (a removed name, an added valid edge) still load";
   std::cout << "structure: " << loaded << " loaded, " << rejected << " rejected\n";
 }

@@ -7,6 +7,8 @@
 #include <grafx/io/audio.h>
 #include <grafx/io/safetensors.h>
 
+#include "support/fuzz_campaign.h"
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -85,19 +87,19 @@ TEST_F(IoFileFuzz, CorruptedSafetensorsLoadOrThrowOneClearError) {
                     {"optimizer/step", at::ones({1}, at::kLong)}},
                    {{"format", "grafx.parameters"}, {"node_ids.eq", "[1,2,3]"}});
   const std::string seed = read_bytes(dir / "p.safetensors");
-  std::mt19937_64 rng(7);
+  std::mt19937_64 rng(testing::fuzz_seed(7));
   Counts counts;
-  for (int i = 0; i < 5000; ++i) {
+  for (int64_t i = 0; i < testing::fuzz_cases(5000); ++i) {
     std::string bytes = corrupt(seed, 8 + 400, rng);
     check_loads_or_throws(
         "fuzz.safetensors", [&] { parse_safetensors(bytes, "fuzz.safetensors"); }, counts);
   }
-  EXPECT_GT(counts.rejected, 2500);
+  EXPECT_GT(counts.rejected, testing::fuzz_cases(2500));
   std::cout << "safetensors: " << counts.loaded << " loaded, " << counts.rejected << " rejected\n";
 }
 
 TEST_F(IoFileFuzz, CorruptedAudioFilesLoadOrThrowOneClearError) {
-  std::mt19937_64 rng(8);
+  std::mt19937_64 rng(testing::fuzz_seed(8));
   Counts counts;
   const fs::path file = dir / "fuzz.wav";
   for (const char* extension : {".wav", ".flac"}) {
@@ -105,13 +107,13 @@ TEST_F(IoFileFuzz, CorruptedAudioFilesLoadOrThrowOneClearError) {
     write_audio(clean.string(), at::rand({2, 2000}) - 0.5, 44100, true,
                 std::string(extension) == ".wav" ? AudioEncoding::kFloat32 : AudioEncoding::kPcm16);
     const std::string seed = read_bytes(clean);
-    for (int i = 0; i < 2500; ++i) {
+    for (int64_t i = 0; i < testing::fuzz_cases(2500); ++i) {
       std::ofstream(file, std::ios::binary) << corrupt(seed, 80, rng);
       check_loads_or_throws(
           file.string(), [&] { read_audio(file.string()); }, counts);
     }
   }
-  EXPECT_GT(counts.rejected, 1000);
+  EXPECT_GT(counts.rejected, testing::fuzz_cases(1000));
   std::cout << "audio: " << counts.loaded << " loaded, " << counts.rejected << " rejected\n";
 }
 

@@ -13,6 +13,8 @@
 #include <grafx/hash.h>
 #include <grafx/render/stream.h>
 
+#include "support/fuzz_campaign.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -77,12 +79,12 @@ std::string change(std::string program, std::mt19937_64& rng) {
   return program + payload;
 }
 
-void fuzz(const std::string& program, int iterations) {
+void fuzz(const std::string& program, int64_t iterations) {
   ASSERT_GT(program.size(), kHeader);
   ASSERT_NO_THROW(Stream::load(program));
-  std::mt19937_64 rng(7);
-  int loaded = 0;
-  for (int i = 0; i < iterations; ++i) {
+  std::mt19937_64 rng(testing::fuzz_seed(7));
+  int64_t loaded = 0;
+  for (int64_t i = 0; i < iterations; ++i) {
     const std::string changed = change(program, rng);
     try {
       Stream stream = Stream::load(changed);
@@ -106,11 +108,13 @@ void fuzz(const std::string& program, int iterations) {
 }
 
 TEST(StreamProgramFuzz, ChangedProgramsLoadOrAreRefused) {
-  fuzz(program_of("cnswg"), 6000);  // dynamics, an imager, waveshapers, gains, wet amounts
+  fuzz(program_of("cnswg"),
+       testing::fuzz_cases(6000));  // dynamics, an imager, waveshapers, gains, wet amounts
 }
 
 TEST(StreamProgramFuzz, ChangedProgramsWithContainersLoadOrAreRefused) {
-  fuzz(program_of("cAV"), 150);  // serial and parallel containers of EQs and more
+  fuzz(program_of("cAV"),
+       testing::fuzz_cases(150));  // serial and parallel containers of EQs and more
 }
 
 }  // namespace
