@@ -163,8 +163,9 @@ void check_loads_or_throws(const std::string& text, int64_t& loaded, int64_t& re
 TEST(GraphFileFuzz, CorruptedBytesLoadOrThrowOneClearError) {
   std::mt19937_64 rng(testing::fuzz_seed(1));
   int64_t loaded = 0, rejected = 0;
+  const int64_t cases = testing::fuzz_cases(2500);  // per seed file
   for (const auto& file : seed_files())
-    for (int64_t i = 0; i < testing::fuzz_cases(2500); ++i)
+    for (int64_t i = 0; i < cases; ++i)
       check_loads_or_throws(corrupt_bytes(file, rng), loaded, rejected);
   EXPECT_GT(rejected, testing::fuzz_cases(4000));
   std::cout << "bytes: " << loaded << " loaded, " << rejected << " rejected\n";
@@ -173,8 +174,9 @@ TEST(GraphFileFuzz, CorruptedBytesLoadOrThrowOneClearError) {
 TEST(GraphFileFuzz, CorruptedStructureLoadsOrThrowsOneClearError) {
   std::mt19937_64 rng(testing::fuzz_seed(2));
   int64_t loaded = 0, rejected = 0;
+  const int64_t cases = testing::fuzz_cases(2500);  // per seed file
   for (const auto& file : seed_files())
-    for (int64_t i = 0; i < testing::fuzz_cases(2500); ++i)
+    for (int64_t i = 0; i < cases; ++i)
       check_loads_or_throws(corrupt_structure(file, rng), loaded, rejected);
   EXPECT_GT(rejected, testing::fuzz_cases(2500));
   EXPECT_GT(loaded, 10) << "some corruptions (a removed name, an added valid edge) still load";

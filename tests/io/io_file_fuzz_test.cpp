@@ -89,7 +89,7 @@ TEST_F(IoFileFuzz, CorruptedSafetensorsLoadOrThrowOneClearError) {
   const std::string seed = read_bytes(dir / "p.safetensors");
   std::mt19937_64 rng(testing::fuzz_seed(7));
   Counts counts;
-  for (int64_t i = 0; i < testing::fuzz_cases(5000); ++i) {
+  for (int64_t i = 0, cases = testing::fuzz_cases(5000); i < cases; ++i) {
     std::string bytes = corrupt(seed, 8 + 400, rng);
     check_loads_or_throws(
         "fuzz.safetensors", [&] { parse_safetensors(bytes, "fuzz.safetensors"); }, counts);
@@ -107,7 +107,7 @@ TEST_F(IoFileFuzz, CorruptedAudioFilesLoadOrThrowOneClearError) {
     write_audio(clean.string(), at::rand({2, 2000}) - 0.5, 44100, true,
                 std::string(extension) == ".wav" ? AudioEncoding::kFloat32 : AudioEncoding::kPcm16);
     const std::string seed = read_bytes(clean);
-    for (int64_t i = 0; i < testing::fuzz_cases(2500); ++i) {
+    for (int64_t i = 0, cases = testing::fuzz_cases(2500); i < cases; ++i) {
       std::ofstream(file, std::ios::binary) << corrupt(seed, 80, rng);
       check_loads_or_throws(
           file.string(), [&] { read_audio(file.string()); }, counts);
