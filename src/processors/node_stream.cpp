@@ -29,6 +29,13 @@ std::string StreamReader::read_string() {
   return std::string(text.begin(), text.end());
 }
 
+double StreamReader::read_bound() {
+  double bound;
+  std::memcpy(&bound, take(sizeof bound), sizeof bound);
+  if (std::isnan(bound)) corrupt("a range's end that is not a number");
+  return bound;
+}
+
 int64_t StreamReader::read_count(int64_t minimum, int64_t maximum) {
   const int64_t n = read<int64_t>();
   if (n < minimum || n > maximum)
@@ -58,7 +65,7 @@ std::vector<StreamControl> read_controls(StreamReader& in) {
   std::vector<StreamControl> controls(size_t(in.read_count(0, 1 << 16)));
   for (StreamControl& c : controls) {
     c.name = in.read_string(), c.unit = in.read_string(), c.description = in.read_string();
-    c.minimum = in.read<double>(), c.maximum = in.read<double>(), c.value = in.read<double>();
+    c.minimum = in.read_bound(), c.maximum = in.read_bound(), c.value = in.read<double>();
     if (!(c.minimum <= c.value && c.value <= c.maximum)) in.corrupt("a control out of its range");
   }
   return controls;
@@ -263,8 +270,11 @@ class MatrixStream : public NodeStream {
     if (int64_t(controls.size()) > n_values) in.corrupt("more controls than values");
     std::vector<MatrixEntry> entries = in.read_vector<MatrixEntry>();
     if (int64_t(entries.size()) != n_inputs * n_outputs) in.corrupt("a matrix of another size");
-    for (const MatrixEntry& e : entries)
+    for (const MatrixEntry& e : entries) {
       if (e.control >= n_values) in.corrupt("an entry of no value");
+      if (!std::isfinite(e.offset) || !std::isfinite(e.scale))
+        in.corrupt("a number that is not finite");
+    }
     std::shared_ptr<const StreamCurve> curve = StreamCurve::load(in);
     std::string raw_name;
     int64_t input_latency = 0;

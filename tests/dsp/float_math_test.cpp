@@ -48,5 +48,27 @@ TEST(FloatMath, ExpIsWithinTwoUlpsAndClampsOutsideTheNormalRange) {
   EXPECT_TRUE(std::isnormal(exp_float(-1000.0f)) && std::isfinite(exp_float(1000.0f)));
 }
 
+// Outside their ranges: what a NaN or an infinity that reaches a gain computer gives (a NaN stays
+// one, so that the stream's check of its outputs sees it). The stream engine's fuzz test, built
+// with UBSan, runs the same values (no undefined behaviour on any float).
+TEST(FloatMath, NaNStaysNaNAndTheEndsAreTheLimits) {
+  const float nan      = std::numeric_limits<float>::quiet_NaN();
+  const float infinity = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(std::isnan(log_float(nan)));
+  EXPECT_TRUE(std::isnan(log_float(-1.0f)));
+  EXPECT_TRUE(std::isnan(log_float(-infinity)));
+  EXPECT_EQ(log_float(0.0f), -infinity);
+  EXPECT_EQ(log_float(infinity), infinity);
+  EXPECT_TRUE(std::isnan(exp_float(nan)));
+  EXPECT_TRUE(std::isnan(exp_float(-nan)));
+  EXPECT_EQ(exp_float(infinity), exp_float(88.3f));
+  EXPECT_EQ(exp_float(-infinity), exp_float(-87.3f));
+  // The exponent's bits, near 2^n for every n of the range.
+  for (int n = -125; n <= 127; ++n) {
+    const float x = float(n * std::log(2.0));
+    EXPECT_LE(ulps(exp_float(x), std::exp(double(x))), 2.0) << n;
+  }
+}
+
 }  // namespace
 }  // namespace grafx::dsp

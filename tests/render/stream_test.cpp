@@ -5,6 +5,7 @@
 #include <grafx/dsp/stream_resampler.h>
 #include <grafx/error.h>
 #include <grafx/graph/console.h>
+#include <grafx/processors/node_stream.h>
 #include <grafx/render/host_stream.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
@@ -527,6 +528,38 @@ TEST(Stream, ProgramsThatAreNotOneAreRefused) {
                      "maximum block");
   EXPECT_EQ(Stream::program_sample_rate(program), kRate);
   EXPECT_GRAFX_ERROR(Stream::program_sample_rate(""), code, "does not start as one");
+}
+
+// What a program holds of numbers: finite ones (a NaN would only silence the stream's outputs,
+// block after block), and ranges that may lack an end.
+TEST(Stream, ProgramsWithNumbersThatAreNotFiniteAreRefused) {
+  auto bytes = [](auto... values) {
+    std::string data;
+    (data.append(reinterpret_cast<const char*>(&values), sizeof values), ...);
+    return data;
+  };
+  const float nan        = std::numeric_limits<float>::quiet_NaN();
+  const float infinity   = std::numeric_limits<float>::infinity();
+  const std::string code = "grafx.stream.program";
+  for (const float bad : {nan, infinity, -infinity}) {
+    const std::string one = bytes(bad), two = bytes(double(bad));
+    StreamReader floats(one.data(), one.size()), doubles(two.data(), two.size());
+    EXPECT_GRAFX_ERROR(floats.read<float>(), code, "not finite");
+    EXPECT_GRAFX_ERROR(doubles.read<double>(), code, "not finite");
+  }
+  const std::string list = bytes(uint64_t(3), 1.0f, nan, 2.0f);
+  StreamReader in_list(list.data(), list.size());
+  EXPECT_GRAFX_ERROR(in_list.read_vector<float>(), code, "not finite");
+  const std::string good = bytes(-2.5f, uint64_t(2), 1.0f, 2.0f);
+  StreamReader in_good(good.data(), good.size());
+  EXPECT_EQ(in_good.read<float>(), -2.5f);
+  EXPECT_EQ(in_good.read_vector<float>(), std::vector<float>({1.0f, 2.0f}));
+  // A control's range may lack an end (a ratio has no largest value), but not be NaN.
+  const std::string bounds = bytes(-double(infinity), double(infinity), double(nan));
+  StreamReader in_bounds(bounds.data(), bounds.size());
+  EXPECT_EQ(in_bounds.read_bound(), -double(infinity));
+  EXPECT_EQ(in_bounds.read_bound(), double(infinity));
+  EXPECT_GRAFX_ERROR(in_bounds.read_bound(), code, "not a number");
 }
 
 // The nodes' phases put their bursts of work (a long convolution's levels) on different calls.

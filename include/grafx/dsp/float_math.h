@@ -11,7 +11,9 @@
 
 namespace grafx::dsp {
 
-/// log(x) for finite x > 0 (normal numbers: from 1.2e-38 on).
+/// log(x) for finite x > 0 (normal numbers: from 1.2e-38 on); log(0) = −∞, log(∞) = ∞, and
+/// NaN for NaN and x < 0, so that a NaN that reaches a gain computer stays one (a stream
+/// silences a block whose outputs are not finite, render/stream.h).
 inline float log_float(float x) {
   const int32_t bits = __builtin_bit_cast(int32_t, x);
   // x = m · 2^e, m in [0.5, 1), then m in [√½, √2) − 1 (e lowered where m < √½).
@@ -30,24 +32,32 @@ inline float log_float(float x) {
   p               = p * m - 2.4999993993e-1f;
   p               = p * m + 3.3333331174e-1f;
   // log(1 + m) + e·log 2, with log 2 = 0.693359375 − 2.12194440e-4 (the first part exact).
-  const float y = m * z * p - 2.12194440e-4f * e - 0.5f * z;
-  return (m + y) + 0.693359375f * e;
+  const float y        = m * z * p - 2.12194440e-4f * e - 0.5f * z;
+  const float inside   = (m + y) + 0.693359375f * e;
+  const float infinity = __builtin_inff();
+  const float outside  = x == 0.0f ? -infinity : x > 0.0f ? x : __builtin_nanf("");
+  return x > 0.0f && x < infinity ? inside : outside;  // selects: the loops still vectorise
 }
 
-/// exp(x), x clamped to [−87.3, 88.3] (the normal floats' range).
+/// exp(x), x clamped to [−87.3, 88.3] (the normal floats' range); NaN for NaN.
 inline float exp_float(float x) {
-  x = std::min(std::max(x, -87.3f), 88.3f);
-  // x = n·log 2 + r, |r| ≤ ½·log 2: n rounded by the magic number 1.5·2^23.
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p       = 1.9875691500e-4f;
-  p             = p * r + 1.3981999507e-3f;
-  p             = p * r + 8.3334519073e-3f;
-  p             = p * r + 4.1665795894e-2f;
-  p             = p * r + 1.6666665459e-1f;
-  p             = p * r + 5.0000001201e-1f;
-  const float y = (p * r * r + r) + 1.0f;
-  return y * __builtin_bit_cast(float, (int32_t(n) + 127) << 23);  // y·2^n
+  x = std::min(std::max(x, -87.3f), 88.3f);  // NaN stays NaN
+  // x = n·log 2 + r, |r| ≤ ½·log 2: n rounded by the magic number 1.5·2^23, which leaves n in
+  // the low bits of `shifted` (whose float lies where integers are a unit apart).
+  const float shifted = x * 1.44269504088896341f + 12582912.0f;
+  const float n       = shifted - 12582912.0f;
+  const float r       = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p             = 1.9875691500e-4f;
+  p                   = p * r + 1.3981999507e-3f;
+  p                   = p * r + 8.3334519073e-3f;
+  p                   = p * r + 4.1665795894e-2f;
+  p                   = p * r + 1.6666665459e-1f;
+  p                   = p * r + 5.0000001201e-1f;
+  const float y       = (p * r * r + r) + 1.0f;
+  // y·2^n, the exponent built from n's bits in unsigned arithmetic: defined for every x (a float
+  // NaN's conversion to an integer, and a negative one's shift, are not), NaN giving NaN by y.
+  const uint32_t exponent = (__builtin_bit_cast(uint32_t, shifted) - 0x4B400000u + 127u) << 23;
+  return y * __builtin_bit_cast(float, exponent);
 }
 
 }  // namespace grafx::dsp

@@ -58,6 +58,8 @@ class StreamReader {
  public:
   StreamReader(const char* data, size_t size)
       : data_(data), left_(size), budget_(double(1 << 30) + 8.0 * double(size)) {}
+  /// A value as written; a number of floating point must be finite (forms hold no NaN or
+  /// infinity: one would only make the stream's outputs silence).
   template <typename T>
   T read() {
     if constexpr (std::is_same_v<T, bool>) {  // a flag: 0 or 1, as written
@@ -67,9 +69,13 @@ class StreamReader {
     } else {
       T value;
       std::memcpy(&value, take(sizeof value), sizeof value);
+      if constexpr (std::is_floating_point_v<T>)
+        if (!std::isfinite(value)) corrupt("a number that is not finite");
       return value;
     }
   }
+  /// An end of a control's range: a number or an infinity (a range without that end), not NaN.
+  double read_bound();
   std::string read_string();
   template <typename T>
   std::vector<T> read_vector() {
@@ -77,6 +83,9 @@ class StreamReader {
     if (n > left_ / sizeof(T)) corrupt("a list longer than the data");
     std::vector<T> values(static_cast<size_t>(n));
     if (n > 0) std::memcpy(values.data(), take(size_t(n) * sizeof(T)), size_t(n) * sizeof(T));
+    if constexpr (std::is_floating_point_v<T>)
+      for (const T value : values)
+        if (!std::isfinite(value)) corrupt("a number that is not finite");
     return values;
   }
   /// A count that must lie in [minimum, maximum].
