@@ -266,6 +266,16 @@ void add_export_lv2_command(CLI::App& app) {
     // The program's blocks; the plugin makes its stream again for the host's (grafx_lv2.cpp).
     const Stream stream(source.graph, processors, source.parameters(processors),
                         {sample_rate, 4096, args->channels});
+    // The program loaded as a host will load it: one the plugin would refuse (a parameter whose
+    // form overflows a float, such as a knee of exp(100)) is refused here, before any file.
+    const std::string program = stream.save();
+    try {
+      Stream::load(program);
+    } catch (const Error& e) {
+      throw RenderError(
+          "grafx.lv2.program",
+          "the parameters make a program that the plugin could not load (" + e.message() + ")");
+    }
     const std::string uri  = args->uri.empty() ? "urn:grafx:" + symbol_of(stem) : args->uri;
     const std::string name = args->name.empty() ? stem : args->name;
     if (uri.find_first_of("<>\" {}|\\^`") != std::string::npos ||
@@ -287,7 +297,7 @@ void add_export_lv2_command(CLI::App& app) {
       fs::remove_all(partial);
       fs::create_directory(partial);
       write_text_file((partial / "plugin.uri").string(), uri + "\n", false);
-      write_text_file((partial / "stream.program").string(), stream.save(), false);
+      write_text_file((partial / "stream.program").string(), program, false);
       write_text_file((partial / "manifest.ttl").string(),
                       "@prefix lv2: <http://lv2plug.in/ns/lv2core#> .\n"
                       "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> .\n\n<" +

@@ -587,6 +587,17 @@ TEST(CliExportLv2, WhatCannotBeExportedIsRefusedInOneLine) {
                  "--sample-rate", "48000"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "flanger")) << r.err;
+  // Parameters whose streaming form would hold a number that is not finite (a knee of e^100 in
+  // log energy), which the plugin would refuse to load: refused here, nothing written.
+  const Graph graph     = load_graph(e.folder + "/console.json");
+  Parameters parameters = load_parameters(e.folder + "/parameters.safetensors", graph);
+  ASSERT_TRUE(parameters.count("compressor") && parameters["compressor"].count("log_knee"));
+  parameters["compressor"]["log_knee"].fill_(100);
+  save_parameters(e.dir.file("huge.safetensors"), graph, parameters, false, kRate);
+  expect_error(run_grafx({"export-lv2", e.folder, "--params", e.dir.file("huge.safetensors"), "-o",
+                          e.dir.file("a.lv2")}),
+               "grafx.lv2.program", "not finite");
+  EXPECT_FALSE(testing::file_exists(e.dir.file("a.lv2")));
   testing::write_file(e.folder + "/parameters.safetensors", "not a safetensors file");
   r = run_grafx({"export-lv2", e.folder, "-o", e.dir.file("a.lv2")});
   EXPECT_EQ(r.exit_code, 1) << r.err;
