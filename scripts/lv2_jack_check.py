@@ -267,31 +267,36 @@ def check(args, song, rate, work):
     compared = min(round((args.seconds - 0.5) * host_rate), played_out.shape[1] - start_sample)
     track_channels = [channel.shape[0] for channel in channels]
 
-    def error(clock):
-        """Recorded output against the offline render, the inputs' first sample at `clock`."""
-        if host_rate != rate:
-            return applied_error(clock)
+    def song(clock, rows):
+        """Silence up to `clock`, then the recorded inputs' channels `rows` (a slice)."""
+        silent_then_played = torch.zeros(rows.stop - rows.start, clock + compared)
+        silent_then_played[:, clock:] = played_in[rows, start_sample:start_sample + compared]
+        return silent_then_played
+
+    def rendered(clock):
+        """grafx render of the song silent up to `clock`, from there on (the latency undone)."""
         sources, first = [], 0
         for index, count in enumerate(track_channels):
-            song = torch.zeros(count, clock + compared)
-            song[:, clock:] = played_in[first:first + count, start_sample:start_sample + compared]
-            first += count
             sources.append(str(work / f'source{index}.wav'))
-            grafx.save_audio(sources[-1], song, rate, True)
+            grafx.save_audio(sources[-1], song(clock, slice(first, first + count)), rate, True)
+            first += count
         run(args.grafx, 'render', str(work / 'fit' / 'console.json'), '--sources', *sources,
             '--params', str(work / 'fit' / 'parameters.safetensors'), '-o', str(work / 'render.wav'),
             '--force')
-        offline = grafx.load_audio(str(work / 'render.wav'))[0][:, clock - latency:][:, :compared]
-        live = played_out[:, start_sample:start_sample + offline.shape[1]]
-        return float((live - offline).abs().max() / offline.abs().max())
+        return grafx.load_audio(str(work / 'render.wav'))[0][:, clock - latency:][:, :compared]
 
-    def applied_error(clock):
-        """Recorded output against lv2apply's of silence up to `clock` and the recorded inputs."""
-        song = torch.zeros(len(inputs), clock + compared)
-        song[:, clock:] = played_in[:, start_sample:start_sample + compared]
-        grafx.save_audio(str(work / 'song.wav'), song, host_rate, True)
+    def applied(clock):
+        """lv2apply's playing of the song silent up to `clock`, from there on."""
+        grafx.save_audio(str(work / 'song.wav'), song(clock, slice(0, len(inputs))), host_rate,
+                         True)
         run('lv2apply', '-i', str(work / 'song.wav'), '-o', str(work / 'applied.wav'), uri)
-        offline = grafx.load_audio(str(work / 'applied.wav'))[0][:, clock:]
+        return grafx.load_audio(str(work / 'applied.wav'))[0][:, clock:]
+
+    offline_at = rendered if host_rate == rate else applied
+
+    def error(clock):
+        """Recorded output against the reference's, the inputs' first sample at `clock`."""
+        offline = offline_at(clock)
         live = played_out[:, start_sample:start_sample + offline.shape[1]]
         return float((live - offline).abs().max() / offline.abs().max())
 
