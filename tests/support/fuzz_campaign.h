@@ -3,7 +3,7 @@
 // change: GRAFX_FUZZ_SEED=S (a whole number, default 0: the test command's cases) gives every
 // fuzz test other seeds, GRAFX_FUZZ_SCALE=K (1 to 1000, default 1) runs K times its cases.
 //
-//   GRAFX_FUZZ_SEED=5 GRAFX_FUZZ_SCALE=20 build/tests/graph_file_fuzz_test
+//   GRAFX_FUZZ_SEED=5 GRAFX_FUZZ_SCALE=20 build/bin/graph_file_fuzz_test
 
 #include <cstdint>
 #include <cstdlib>
