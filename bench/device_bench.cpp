@@ -8,6 +8,7 @@
 //
 //   build/bin/device_bench [repeats=10]
 
+#include <grafx/dsp/recursion.h>
 #include <grafx/fit/fit.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
@@ -19,6 +20,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
+
+#include <c10/core/GradMode.h>
 
 #include <chrono>
 #include <iostream>
@@ -100,28 +103,79 @@ int run(int argc, char** argv) {
 
   std::cout << "\nFitting steps (fit_bench's console with dry/wet, " << kCrop
             << "-sample crops of a 10 s song, loss on the last 2.8 s), ms per step over " << repeats
-            << " steps after 2:\n\n";
-  bench::Table steps({"device", "step (ms)"});
+            << " steps after 3; on a GPU as launched and as a captured CUDA graph replayed:\n\n";
+  bench::Table steps({"device", "steps", "step (ms)", "how"});
   const Graph fitted = console(default_console_chain(), true);
   at::manual_seed(0);
   const at::Tensor tracks = (at::randn({8, 1, 10 * kRate}) * 0.1).expand({8, 2, 10 * kRate});
   const at::Tensor mix    = tracks.sum(0) * 0.5;
-  for (at::Device device : devices) {
-    FitOptions options;
-    options.n_steps       = repeats + 2;
-    options.adapt_threads = false;
-    options.device        = device;
-    Fitter fitter(fitted, tracks.contiguous(), mix, kRate, options);
-    fitter.step(), fitter.step();
-    synchronize(device);
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < repeats; ++i) fitter.step();
-    synchronize(device);
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    steps.add_row({device.str(), bench::fixed(ms / repeats, 1)});
-  }
+  for (at::Device device : devices)
+    for (bool capture : {false, true}) {
+      if (capture && device.is_cpu()) continue;
+      FitOptions options;
+      options.n_steps       = repeats + 3;
+      options.adapt_threads = false;
+      options.device        = device;
+      options.capture_steps = capture;
+      Fitter fitter(fitted, tracks.contiguous(), mix, kRate, options);
+      std::string how;
+      struct WarmedUp {};
+      try {
+        fitter.run([&](const FitProgress& p) {  // the first three: warm-up and capture
+          how += p.note;
+          if (p.step == 3) throw WarmedUp();
+        });
+      } catch (const WarmedUp&) {
+      }
+      synchronize(device);
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < repeats; ++i) fitter.step();
+      synchronize(device);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      steps.add_row({device.str(), capture ? "captured" : "launched", bench::fixed(ms / repeats, 1),
+                     how.empty() ? "-" : how});
+    }
   steps.print(std::cout);
+
+  // Exact ballistics (the compressor's and gate's attack and release) at scale: forward and
+  // backward of 1024 rows of 2^18 samples, as issue 63 sizes it, in G samples per second.
+  std::cout
+      << "\nBallistics forward+backward, 1024 × 2^18 float32 samples (exact; G samples/s):\n\n";
+  bench::Table ballistics({"device", "forward (ms)", "forward+backward (ms)", "G samples/s (f+b)",
+                           "iterations (most of any row)"});
+  for (at::Device device : devices) {
+    const int64_t rows = device.is_cpu() ? 64 : 1024, length = int64_t(1) << 18;
+    const auto o = at::TensorOptions().device(device);
+    at::Tensor level =
+        (at::randn({rows, length}, o).abs() * at::sin(at::arange(length, o) * 1e-4).abs().pow(3))
+            .contiguous();
+    at::Tensor attack  = at::rand({rows}, o) * 0.5 + 0.4;
+    at::Tensor release = (1 - at::rand({rows}, o) * 1e-3).requires_grad_(true);
+    at::Tensor start   = at::zeros({rows}, o);
+    at::Tensor x       = level.requires_grad_(true);
+    auto forward       = bench::time_it(
+        [&] {
+          c10::NoGradGuard no_grad;
+          dsp::ballistics(x, attack, release, start);
+          synchronize(device);
+        },
+        repeats, 0);
+    auto both = bench::time_it(
+        [&] {
+          dsp::ballistics(x, attack, release, start).sum().backward();
+          x.mutable_grad() = at::Tensor(), release.mutable_grad() = at::Tensor();
+          synchronize(device);
+        },
+        repeats, 0);
+    ballistics.add_row(
+        {device.str() + (device.is_cpu() ? " (64 rows)" : ""), bench::fixed(forward.median_ms, 2),
+         bench::fixed(both.median_ms, 2),
+         bench::fixed(double(rows * length) / (both.median_ms * 1e6), 1),
+         device.is_cuda() ? std::to_string(dsp::last_ballistics_iterations()) : "(sequential)"});
+  }
+  ballistics.print(std::cout);
   return 0;
 }
 

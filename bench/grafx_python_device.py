@@ -17,6 +17,7 @@ and put it on PYTHONPATH:
 """
 
 import argparse
+import os
 import statistics
 import time
 
@@ -111,6 +112,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--iters", type=int, default=10)
+    parser.add_argument("--profile", metavar="FOLDER",
+                        help="also write a Chrome trace of 3 runs of each into FOLDER "
+                             "(bench/profile_summary.py summarises them)")
     args = parser.parse_args()
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -161,6 +165,18 @@ def main():
           f"{LENGTH} samples at {RATE} Hz, medians of {args.iters}")
     print(f"| forward (ms) | forward+backward (ms) | fit step (ms) |\n|---:|---:|---:|\n"
           f"| {timed(forward):.1f} | {timed(forward_backward):.1f} | {timed(fit_step):.1f} |")
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if device.type == "cuda":
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        for name, work in [("fit_step", fit_step), ("forward_backward", forward_backward)]:
+            sync()
+            with torch.profiler.profile(activities=activities) as profiler:
+                for _ in range(3):
+                    work()
+                sync()
+            profiler.export_chrome_trace(os.path.join(args.profile, name + ".json"))
 
 
 if __name__ == "__main__":

@@ -147,6 +147,7 @@ void run_session(Fitter& fitter, Session& session) {
       // The last step: the steps' end, or the time budget's (the run stops after it).
       bool last =
           p.step == p.n_steps || (fitter.options().time_budget_seconds > 0 && p.eta_seconds <= 0);
+      if (!p.note.empty()) std::cout << (terminal ? "\n" : "") << p.note << "\n";
       if (terminal || last || p.step % 25 == 0) {
         const bool budget = fitter.options().time_budget_seconds > 0;
         std::cout << (terminal ? "\r" : "") << "step " << p.step

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace grafx {
 
@@ -35,6 +36,12 @@ class ConstantCache {
   mutable std::mutex mutex_;
   mutable std::map<std::string, at::Tensor> tensors_;
 };
+
+/// `values` as a tensor of int64 on `device`: on the CPU made anew, elsewhere made once per
+/// content and device and kept for the process, so that work which indexes with host-made
+/// lists copies nothing to the device after its first run (what a captured CUDA graph needs:
+/// the tensors it reads must stay where they were).
+at::Tensor device_index(const std::vector<int64_t>& values, const at::Device& device);
 
 /// Whether each row of `x` holds a NaN or an infinity: a bool tensor of x's first `kept`
 /// dimensions (a scalar for kept = 0), the rest reduced. Each row's sum first (one pass, no

@@ -58,6 +58,10 @@ class FitOptions:
     """
     Share of the fit (steps, or time with a budget) fitted statically before the curves start from its values
     """
+    capture_steps: bool
+    """
+    On a CUDA device, capture a step as a CUDA graph once and replay it (the progress's note says when, or why not).
+    """
     crop_seconds: Any
     """
     Seconds of audio per step (the whole song if shorter)
@@ -65,6 +69,10 @@ class FitOptions:
     crops_per_step: Any
     """
     Crops per step, rendered as one batch (the loss is their mean)
+    """
+    device: str
+    """
+    Where the steps run ("cpu", "cuda", a torch.device): the tracks, mix, parameters and the optimizer's moments move there once the initialisation from the data is done.
     """
     final_lr_ratio: Any
     """
@@ -162,7 +170,11 @@ class Fitter:
     def detached_parameters(self) -> dict: ...
     def evaluate(self) -> dict: ...
     @property
-    def graph(self) -> Graph: ...
+    def graph(self) -> Graph:
+        """
+        A copy of the graph the fit fits (editing it changes nothing the fit does).
+        """
+        ...
     @property
     def history(self) -> list: ...
     @property
@@ -587,7 +599,7 @@ class RenderPlan:
     @property
     def graph(self) -> Graph:
         """
-        The graph the plan was compiled from.
+        A copy of the graph the plan was compiled from (editing it changes nothing the plan renders: compile the edited graph again).
         """
         ...
     @property

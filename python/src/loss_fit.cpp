@@ -9,6 +9,7 @@
 #include <grafx/fit/fit_settings.h>
 #include <grafx/loss/mix_loss.h>
 #include <grafx/loss/mrstft_loss.h>
+#include <grafx/program.h>
 
 #include <cmath>
 
@@ -84,6 +85,7 @@ py::dict progress_to_python(const FitProgress& p) {
   result["learning_rate"]    = p.learning_rate;
   result["skipped_steps"]    = p.skipped_steps;
   result["threads"]          = p.threads;
+  result["note"]             = p.note;
   return result;
 }
 
@@ -189,6 +191,18 @@ void bind_loss_and_fit(py::module_& m) {
         setting.help.c_str());
   }
   options
+      .def_property(
+          "device", [](const FitOptions& o) { return o.device.str(); },
+          [](FitOptions& o, const py::object& device) {
+            const std::string name = py::str(device).cast<std::string>();
+            o.device               = usable_device(name, "device " + name, "grafx.fit.options");
+          },
+          "Where the steps run (\"cpu\", \"cuda\", a torch.device): the tracks, mix, "
+          "parameters and the optimizer's moments move there once the initialisation from the "
+          "data is done.")
+      .def_readwrite("capture_steps", &FitOptions::capture_steps,
+                     "On a CUDA device, capture a step as a CUDA graph once and replay it (the "
+                     "progress's note says when, or why not).")
       .def_readwrite("hessian_preconditioning", &FitOptions::hessian_preconditioning,
                      "Curvature in AdamW's second moment (as AdaHessian), from one Hessian-vector "
                      "product per step; the same as optimizer = \"adahessian\".")
@@ -312,7 +326,9 @@ void bind_loss_and_fit(py::module_& m) {
       .def_property_readonly(
           "initial_parameters",
           [](const Fitter& f) { return parameters_to_python(f.initial_parameters()); })
-      .def_property_readonly("graph", &Fitter::graph)
+      .def_property_readonly(
+          "graph", [](const Fitter& f) { return f.graph(); },
+          "A copy of the graph the fit fits (editing it changes nothing the fit does).")
       .def_property_readonly("curves_live", &Fitter::curves_live,
                              "Whether the automation curves train and render now.")
       .def("rendered_graph", &Fitter::rendered_graph,

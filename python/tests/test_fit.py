@@ -116,6 +116,37 @@ def test_automation_fits_curves_after_a_static_part(song):
                      automate={"gain_pan": ["log_ratio"]})
 
 
+def test_automation_from_the_first_step(song):
+    # automation_start 0 (inside its range): the curves train from the start, flat at the
+    # initialised values; it failed naming an internal C++ field.
+    fitter = grafx.Fitter(song["console"], song["tracks"], song["mix"], song["sample_rate"],
+                          num_steps=2, crop_seconds=1.0, skip_seconds=0.1,
+                          automate={"gain_pan": []}, automation_start=0.0)
+    assert fitter.curves_live
+    fitter.run()
+    assert fitter.steps_done == 2
+
+
+def test_a_fitter_steps_once_at_a_time_and_hands_out_copies(song):
+    fitter = grafx.Fitter(song["console"], song["tracks"], song["mix"], song["sample_rate"],
+                          num_steps=3, crop_seconds=1.0, skip_seconds=0.1)
+    # A step asked for while one runs (here from the progress callback; another thread alike).
+    with pytest.raises(grafx.FitError) as error:
+        fitter.run(lambda p: fitter.step())
+    assert error.value.code == "grafx.fit.busy"
+    assert fitter.steps_done == 1  # the step that was running completed; nothing else ran
+    fitter.run()
+    assert fitter.steps_done == 3
+    # Its graph, and a plan's, are copies: editing one changes nothing they render.
+    graph = fitter.graph
+    graph.remove(graph.nodes()[-1])
+    assert fitter.graph.num_nodes == graph.num_nodes + 1
+    plan = grafx.compute_render_plan(song["console"])
+    plan_graph = plan.graph
+    plan_graph.remove(plan_graph.nodes()[-1])
+    assert plan.graph.num_nodes == plan_graph.num_nodes + 1
+
+
 def test_fit_settings_name_every_keyword_option_and_flag_once(cli):
     import subprocess
 

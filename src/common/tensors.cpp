@@ -3,10 +3,25 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace grafx {
+
+at::Tensor device_index(const std::vector<int64_t>& values, const at::Device& device) {
+  if (device.is_cpu()) return at::tensor(values, at::kLong);
+  // Never evicted: a captured graph may read any of them for as long as it lives. They are
+  // small (rows of plans), and there are as many as there are distinct plans and sizes.
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::vector<int64_t>>, at::Tensor> made;
+  std::lock_guard<std::mutex> lock(mutex);
+  at::Tensor& tensor = made[{device.str(), values}];
+  if (!tensor.defined()) tensor = at::tensor(values, at::kLong).to(device);
+  return tensor;
+}
 
 at::Tensor non_finite_rows(const at::Tensor& x, int64_t kept) {
   constexpr int64_t kSlice = int64_t(1) << 16;

@@ -7,7 +7,17 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "dsp/chunked_recursions.h"
 #include "dsp/tangents.h"
+
+#ifdef GRAFX_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "dsp/cuda/recursion_kernels.h"
+
+#include <mutex>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -44,6 +54,67 @@ void ballistics_rows(const T* x, const T* rise, const T* fall, const T* initial,
         yg[j * length + n] = state[j];
       }
   });
+}
+
+// ---- ballistics by Newton's method on chunk starts: the CUDA kernel's steps on the CPU -------
+//
+// dsp/chunked_recursions.h gives the algorithm; the CUDA kernel (dsp/cuda/recursion_kernels.cu)
+// runs chunk t on thread t and the scan across the block, here they run in order.
+
+/// One row of ballistics_chunked: y[0 … L) and the iterations it took. `starts` and `runs` hold
+/// `chunks` values.
+template <typename T>
+int chunked_row(const T* x, int64_t length, const chunked::BallisticsGains<T>& gains, T initial,
+                int64_t chunks, T* starts, chunked::BallisticsRun<T>* runs, T* y) {
+  const int64_t chunk = chunked::chunk_length(length, chunks);
+  auto range          = [&](int64_t t) { return chunked::chunk_range(t, chunk, length); };
+  chunked::coarse_starts(starts, chunks, chunk, length, initial, gains,
+                         [&](int64_t, int, int64_t n) { return x[n]; });
+  T tolerance   = 0;
+  int iteration = 1;
+  for (;; ++iteration) {
+    T peak = 0;
+    for (int64_t t = 0; t < chunks; ++t) {
+      const chunked::Range r = range(t);
+      runs[t]                = {starts[t], T(1)};
+      chunked::ballistics_run(runs[t], x + r.begin, r.end - r.begin, gains);
+      if (iteration == 1)
+        for (int64_t n = r.begin; n < r.end; ++n) peak = std::max(peak, chunked::magnitude(x[n]));
+    }
+    if (iteration == 1)
+      tolerance = chunked::newton_tolerance(std::max(peak, chunked::magnitude(initial)));
+    // δ[t] is the composition of the maps before chunk t applied to δ[0] = 0: its offset.
+    chunked::Affine<T> before = chunked::identity<T>();
+    bool moved                = false;
+    for (int64_t t = 0; t + 1 < chunks; ++t) {
+      const T next  = chunked::newton_start(runs[t], before.offset);
+      before        = chunked::compose(before, chunked::newton_map(runs[t], starts[t + 1]));
+      moved         = moved || !chunked::settled(starts[t + 1], next, tolerance);
+      starts[t + 1] = next;
+    }
+    if (!moved || iteration >= chunked::iteration_cap(chunks)) break;
+  }
+  for (int64_t t = 0; t < chunks; ++t) {
+    const chunked::Range r = range(t);
+    chunked::ballistics_write(starts[t], x + r.begin, y + r.begin, r.end - r.begin, gains);
+  }
+  return iteration;
+}
+
+/// ballistics_chunked on rows x R×L: rows in parallel; the most iterations any row took.
+template <typename T>
+int chunked_rows(const T* x, const T* rise, const T* fall, const T* initial, T* y, int64_t n_rows,
+                 int64_t length, int64_t chunks) {
+  std::vector<int> iterations(n_rows, 0);
+  at::parallel_for(0, n_rows, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> starts(chunks);
+    std::vector<chunked::BallisticsRun<T>> runs(chunks);
+    for (int64_t r = begin; r < end; ++r)
+      iterations[r] =
+          chunked_row(x + r * length, length, chunked::BallisticsGains<T>(rise[r], fall[r]),
+                      initial[r], chunks, starts.data(), runs.data(), y + r * length);
+  });
+  return n_rows ? *std::max_element(iterations.begin(), iterations.end()) : 0;
 }
 
 // ---- scans for other devices: s[n] = A[n]·s[n−1] + v[n] with S×S matrices (S = 1 or 2) -----
@@ -165,6 +236,88 @@ at::Tensor scan_rows(const at::Tensor& x, const at::Tensor& a, const at::Tensor&
 /// Passes of Ballistics::scan before it hands rows whose branches have not settled to the loop.
 constexpr int kBranchPasses = 32;
 
+#ifdef GRAFX_CUDA
+// ---- the CUDA kernels (dsp/cuda/recursion_kernels.h): exact, parallel along time -------------
+
+/// Whether the CUDA kernels take these tensors: all on the first one's CUDA device, float or
+/// double like it.
+bool cuda_kernels_take(std::initializer_list<at::Tensor> tensors) {
+  const at::Tensor& first = *tensors.begin();
+  if (first.scalar_type() != at::kFloat && first.scalar_type() != at::kDouble) return false;
+  for (const at::Tensor& t : tensors)
+    if (!t.is_cuda() || t.device() != first.device() || t.scalar_type() != first.scalar_type())
+      return false;
+  return true;
+}
+
+void* current_stream(const at::Tensor& t) {
+  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+
+/// The per-row iterations of the latest ballistics forward pass on a CUDA device, for
+/// last_ballistics_iterations (never destroyed: no device memory freed after CUDA's exit).
+struct LastIterations {
+  std::mutex mutex;
+  at::Tensor counts;
+};
+LastIterations& last_iterations() {
+  static auto* last = new LastIterations;
+  return *last;
+}
+
+at::Tensor cuda_linear_recurrence(const at::Tensor& x, const at::Tensor& a,
+                                  const at::Tensor& initial, bool reverse) {
+  c10::cuda::CUDAGuard device(x.device());
+  const at::Tensor xc = x.contiguous(), ac = a.contiguous(), ic = initial.contiguous();
+  at::Tensor y = at::empty(xc.sizes(), xc.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_recurrence", [&] {
+    grafx::dsp::cuda::linear_recurrence<scalar_t>(
+        xc.data_ptr<scalar_t>(), ac.data_ptr<scalar_t>(), ac.size(1) > 1, ic.data_ptr<scalar_t>(),
+        y.data_ptr<scalar_t>(), xc.size(0), xc.size(1), reverse, current_stream(x));
+  });
+  return y;
+}
+
+at::Tensor cuda_ballistics(const at::Tensor& x, const at::Tensor& rise, const at::Tensor& fall,
+                           const at::Tensor& initial) {
+  c10::cuda::CUDAGuard device(x.device());
+  const at::Tensor xc = x.contiguous(), rc = rise.contiguous(), fc = fall.contiguous(),
+                   ic   = initial.contiguous();
+  at::Tensor y          = at::empty(xc.sizes(), xc.options());
+  at::Tensor iterations = at::empty({xc.size(0)}, xc.options().dtype(at::kInt));
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "ballistics", [&] {
+    grafx::dsp::cuda::ballistics_forward<scalar_t>(
+        xc.data_ptr<scalar_t>(), rc.data_ptr<scalar_t>(), fc.data_ptr<scalar_t>(),
+        ic.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), iterations.data_ptr<int>(), xc.size(0),
+        xc.size(1), current_stream(x));
+  });
+  LastIterations& last = last_iterations();
+  std::lock_guard<std::mutex> lock(last.mutex);
+  last.counts = iterations;
+  return y;
+}
+
+/// Ballistics' adjoint by the CUDA kernel: {∂x, ∂α↑, ∂α↓, ∂initial}.
+std::vector<at::Tensor> cuda_ballistics_backward(const at::Tensor& x, const at::Tensor& rise,
+                                                 const at::Tensor& fall, const at::Tensor& initial,
+                                                 const at::Tensor& y, const at::Tensor& grad) {
+  c10::cuda::CUDAGuard device(x.device());
+  const at::Tensor xc = x.contiguous(), rc = rise.contiguous(), fc = fall.contiguous(),
+                   ic = initial.contiguous(), yc = y.contiguous(), gc = grad.contiguous();
+  at::Tensor grad_x    = at::empty(xc.sizes(), xc.options());
+  at::Tensor grad_rise = at::empty({xc.size(0)}, xc.options()),
+             grad_fall = at::empty_like(grad_rise), grad_initial = at::empty_like(grad_rise);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "ballistics_backward", [&] {
+    grafx::dsp::cuda::ballistics_backward<scalar_t>(
+        xc.data_ptr<scalar_t>(), yc.data_ptr<scalar_t>(), rc.data_ptr<scalar_t>(),
+        fc.data_ptr<scalar_t>(), ic.data_ptr<scalar_t>(), gc.data_ptr<scalar_t>(),
+        grad_x.data_ptr<scalar_t>(), grad_rise.data_ptr<scalar_t>(), grad_fall.data_ptr<scalar_t>(),
+        grad_initial.data_ptr<scalar_t>(), xc.size(0), xc.size(1), current_stream(x));
+  });
+  return {grad_x, grad_rise, grad_fall, grad_initial};
+}
+#endif
+
 // ---- autograd Functions on rows: x R×L, a R×1 or R×L, initial R ----------------------------
 
 /// The previous sample of y in the recursion's direction, with the initial value at the start.
@@ -187,12 +340,21 @@ at::Tensor adjoint_coefficients(const at::Tensor& a, bool reverse) {
 struct LinearRecurrence : public torch::autograd::Function<LinearRecurrence> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& a,
                             const at::Tensor& initial, bool reverse, const SavedDuals& duals) {
-    at::Tensor y               = x.device().is_cpu() ? loop(x, a, initial, reverse)
-                                                     : scan_rows(x, a, initial, reverse, kScanChunk).contiguous();
+    at::Tensor y =
+        x.device().is_cpu() ? loop(x, a, initial, reverse) : on_device(x, a, initial, reverse);
     ctx->saved_data["reverse"] = reverse;
     ctx->save_for_backward({a, initial, y});
     duals.save(ctx);
     return y;
+  }
+
+  /// The kernel of other devices: CUDA's (a CUDA build), else the chunked scan of ATen operations.
+  static at::Tensor on_device(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
+                              bool reverse) {
+#ifdef GRAFX_CUDA
+    if (cuda_kernels_take({x, a, initial})) return cuda_linear_recurrence(x, a, initial, reverse);
+#endif
+    return scan_rows(x, a, initial, reverse, kScanChunk).contiguous();
   }
 
   /// The CPU kernel: recurrence_rows on contiguous rows.
@@ -261,10 +423,20 @@ struct Ballistics : public torch::autograd::Function<Ballistics> {
                             const at::Tensor& fall, const at::Tensor& initial,
                             const SavedDuals& duals) {
     at::Tensor y =
-        x.device().is_cpu() ? loop(x, rise, fall, initial) : scan(x, rise, fall, initial);
+        x.device().is_cpu() ? loop(x, rise, fall, initial) : on_device(x, rise, fall, initial);
     ctx->save_for_backward({x, rise, fall, initial, y});
     duals.save(ctx);
     return y;
+  }
+
+  /// The kernel of other devices: CUDA's (a CUDA build: Newton's method on chunk starts, one
+  /// block per row), else the branch-settling scan below.
+  static at::Tensor on_device(const at::Tensor& x, const at::Tensor& rise, const at::Tensor& fall,
+                              const at::Tensor& initial) {
+#ifdef GRAFX_CUDA
+    if (cuda_kernels_take({x, rise, fall, initial})) return cuda_ballistics(x, rise, fall, initial);
+#endif
+    return scan(x, rise, fall, initial);
   }
 
   /// The CPU kernel: ballistics_rows on contiguous rows.
@@ -310,6 +482,15 @@ struct Ballistics : public torch::autograd::Function<Ballistics> {
     if (!duals.empty()) saved = {duals[0], duals[1], duals[2], duals[3], run(duals)};
     const at::Tensor &x = saved[0], &rise = saved[1], &fall = saved[2], &initial = saved[3],
                      &y = saved[4];
+#ifdef GRAFX_CUDA
+    // The CUDA kernel where the gradients need no graph of their own (no double backward, no
+    // forward over reverse): the same adjoint, in one pass per row.
+    if (duals.empty() && !c10::GradMode::is_enabled() &&
+        cuda_kernels_take({x, rise, fall, initial, y, grads[0]})) {
+      std::vector<at::Tensor> g = cuda_ballistics_backward(x, rise, fall, initial, y, grads[0]);
+      return {g[0], g[1], g[2], g[3], at::Tensor()};
+    }
+#endif
     // Given the branch taken at each sample, ballistics is the linear recurrence
     // y[n] = α[n]·y[n−1] + (1 − α[n])·x[n]; its adjoint runs backward in time.
     at::Tensor y_previous = previous(y, initial, false);
@@ -414,6 +595,43 @@ at::Tensor ballistics_scan(const at::Tensor& x, const at::Tensor& alpha_rise,
                           per_row(alpha_fall, x, "ballistics_scan: alpha_fall"),
                           per_row(initial, x, "ballistics_scan: initial"), passes)
       .view(x.sizes());
+}
+
+at::Tensor ballistics_chunked(const at::Tensor& x, const at::Tensor& alpha_rise,
+                              const at::Tensor& alpha_fall, const at::Tensor& initial,
+                              int64_t chunks_per_row, int* iterations) {
+  check_signal(x, "ballistics_chunked");
+  TORCH_CHECK(chunks_per_row >= 1,
+              "ballistics_chunked: expected at least one chunk per row, but got ", chunks_per_row);
+  c10::NoGradGuard values_only;
+  const at::Tensor rows  = cpu(rows_of(x.detach()));
+  const at::Tensor rise  = cpu(per_row(alpha_rise.detach(), x, "ballistics_chunked: alpha_rise"));
+  const at::Tensor fall  = cpu(per_row(alpha_fall.detach(), x, "ballistics_chunked: alpha_fall"));
+  const at::Tensor start = cpu(per_row(initial.detach(), x, "ballistics_chunked: initial"));
+  int most               = 0;
+  at::Tensor y           = on_cpu(x, [&](at::Tensor& out) {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "ballistics_chunked", [&] {
+      most = chunked_rows<scalar_t>(rows.data_ptr<scalar_t>(), rise.data_ptr<scalar_t>(),
+                                    fall.data_ptr<scalar_t>(), start.data_ptr<scalar_t>(),
+                                    out.data_ptr<scalar_t>(), rows.size(0), rows.size(1),
+                                    chunks_per_row);
+    });
+  });
+  if (iterations) *iterations = most;
+  return y;
+}
+
+int last_ballistics_iterations() {
+#ifdef GRAFX_CUDA
+  at::Tensor counts;
+  {
+    LastIterations& last = last_iterations();
+    std::lock_guard<std::mutex> lock(last.mutex);
+    counts = last.counts;
+  }
+  if (counts.defined() && counts.numel() > 0) return counts.max().item<int>();
+#endif
+  return 0;
 }
 
 at::Tensor two_pole_scan(const at::Tensor& x, const at::Tensor& c1, const at::Tensor& c2,

@@ -265,14 +265,17 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
   for (const auto& stage : options_.stages)
     check_groups({stage.groups.begin(), stage.groups.end()}, parameters_, "stage group");
   if (initial.empty()) {
-    // Without the curves while they do not train: their parameters' values start them.
-    Parameters started = live(parameters_);
-    initialisation_    = initialise_from_data(curves_live_ ? graph_ : without_automation(graph_),
-                                           processors_, live_plan(), started, tracks_, mix_,
-                                           sample_rate_, options_.initialisation,
-                                           [this] { return evaluate().total.item<double>(); });
+    // The initialisation finds constant values, on the graph without curves; curves that train
+    // from the start then begin flat at them, as they do when they start later.
+    const bool curves_from_start = curves_live_;
+    curves_live_                 = false;
+    Parameters started           = live(parameters_);
+    initialisation_              = initialise_from_data(
+                     without_automation(graph_), processors_, live_plan(), started, tracks_, mix_, sample_rate_,
+                     options_.initialisation, [this] { return evaluate().total.item<double>(); });
     for (const auto& [type, named] : started)
       for (const auto& [name, p] : named) parameters_[type][name] = p;
+    if (curves_from_start) start_curves();
   }
   if (!initial.empty())
     check_parameters(graph_, processors_, parameters_, 0, tracks_.scalar_type());
@@ -295,6 +298,14 @@ void Fitter::move_to(at::Device device) {
     for (auto& [name, p] : named) p = p.to(device);
   optimizer_ = AdamW(parameters_, grouped(options_, parameters_));
   optimizer_.load_state(state);  // the moments and step count carry over
+  // Captured steps read the old device's buffers: the next steps capture again.
+  sparsity_masks_.clear();
+  sparsity_weight_on_device_ = at::Tensor();
+  step_graph_                = DeviceGraph();
+  graph_shape_ = warmed_shape_ = {};
+  graph_inputs_                = {};
+  graph_record_                = at::Tensor();
+  uncapturable_.clear();
 }
 
 Graph Fitter::rendered_graph() const { return curves_live_ ? graph_ : without_automation(graph_); }
@@ -362,50 +373,53 @@ double LearningRateSchedule::factor(int64_t step, double done) const {
   return factor;
 }
 
-FitRecord Fitter::step(double done) {
-  const int64_t s = steps_done();
-  if (done < 0) done = options_.n_steps > 0 ? double(s) / double(options_.n_steps) : 0;
-  optimizer_.set_lr(options_.optimizer.lr * options_.lr_schedule.factor(s, done));
-  if (options_.reset_optimizer_every > 0 && s > 0 && s % options_.reset_optimizer_every == 0)
-    optimizer_.reset();
-  if (!curves_live_ && done >= options_.automation.start) start_curves();
-  MixLossTerms terms;
-  at::Tensor regularization;
-  auto loss_of = [&](const Parameters& all) {
-    const Parameters parameters = live(all);
-    RenderOptions options       = render_options_;
-    options.time.sample_rate    = sample_rate_;  // the crops' place on the curves
-    RenderResult rendered;
-    std::vector<int64_t> starts;
-    for (int64_t b = 0; b < options_.crops_per_step; ++b) starts.push_back(crop_start(s, b));
-    if (!song_frames_) song_frames_ = loss_.song_frames(mix_);
-    if (options_.crops_per_step == 1) {
-      options.time.first_sample = starts[0];
-      rendered                  = render(live_plan(), processors_, parameters,
-                                         tracks_.narrow(2, starts[0], crop_samples_), options);
-      terms = loss_.crop_terms(rendered.outputs[0].unsqueeze(0), mix_, *song_frames_, starts);
-    } else {  // one batched render of every crop, B×K×C×T
-      std::vector<at::Tensor> sources;
-      for (int64_t start : starts) sources.push_back(tracks_.narrow(2, start, crop_samples_));
-      options.time.item_first_samples = starts;
-      rendered = render(live_plan(), processors_, parameters, at::stack(sources), options);
-      terms    = loss_.crop_terms(rendered.outputs.select(1, 0), mix_, *song_frames_, starts);
+Fitter::StepInputs Fitter::step_inputs(int64_t step) {
+  StepInputs inputs;
+  for (int64_t b = 0; b < options_.crops_per_step; ++b)
+    inputs.starts.push_back(crop_start(step, b));
+  if (!song_frames_) song_frames_ = loss_.song_frames(mix_);
+  std::vector<at::Tensor> crops;
+  for (int64_t start : inputs.starts) crops.push_back(tracks_.narrow(2, start, crop_samples_));
+  inputs.sources = crops.size() == 1 ? crops[0] : at::stack(crops);  // B×K×C×T for several
+  inputs.target_frames =
+      loss_.crop_target_frames(mix_, *song_frames_, inputs.starts, crop_samples_);
+  return inputs;
+}
+
+at::Tensor Fitter::crop_loss(const Parameters& all, const StepInputs& inputs, MixLossTerms& terms,
+                             at::Tensor& regularization) {
+  const Parameters parameters = live(all);
+  RenderOptions options       = render_options_;
+  options.time.sample_rate    = sample_rate_;  // the crops' place on the curves
+  // The tracks were checked once, and the optimizer applies no update that is not finite: no
+  // check per step (each would wait for the device).
+  options.check_finite = false;
+  const bool one       = inputs.starts.size() == 1;
+  if (one)
+    options.time.first_sample = inputs.starts[0];
+  else
+    options.time.item_first_samples = inputs.starts;
+  const RenderResult rendered =
+      render(live_plan(), processors_, parameters, inputs.sources, options);
+  terms = loss_.terms_against(
+      one ? rendered.outputs[0].unsqueeze(0) : rendered.outputs.select(1, 0), inputs.target_frames);
+  TensorDict aux;  // every type's aux losses, by name, averaged over the crops
+  for (const auto& [type, named] : rendered.aux_losses)
+    for (const auto& [name, batched] : named) {
+      at::Tensor values = batched.dim() == 2 ? batched.mean(0) : batched;
+      aux[name]         = aux.count(name) ? at::cat({aux[name], values}) : values;
     }
-    TensorDict aux;  // every type's aux losses, by name, averaged over the crops
-    for (const auto& [type, named] : rendered.aux_losses)
-      for (const auto& [name, batched] : named) {
-        at::Tensor values = batched.dim() == 2 ? batched.mean(0) : batched;
-        aux[name]         = aux.count(name) ? at::cat({aux[name], values}) : values;
-      }
-    regularization = regularization_loss(aux, options_.regularizer_weights);
-    if (sparsity_weight_ > 0)
-      regularization = regularization + sparsity_weight_ * sparsity(parameters);
-    if (curves_live_ && options_.automation.smoothness > 0)
-      regularization =
-          regularization + options_.automation.smoothness * curve_roughness(parameters);
-    return terms.total + regularization;
-  };
-  at::Tensor total;
+  regularization = regularization_loss(aux, options_.regularizer_weights);
+  if (sparsity_weight_ > 0)  // the weight from the device: a pruning ramp moves it every step
+    regularization = regularization + sparsity_weight_on_device_ * sparsity(parameters);
+  if (curves_live_ && options_.automation.smoothness > 0)
+    regularization = regularization + options_.automation.smoothness * curve_roughness(parameters);
+  return terms.total + regularization;
+}
+
+at::Tensor Fitter::device_step(const StepInputs& inputs, double done) {
+  MixLossTerms terms;
+  at::Tensor regularization, total;
   Parameters curvature;
   if (options_.hessian_preconditioning) {
     // Hutchinson: E[v ⊙ Hv] = diag H for v of random signs; the gradient comes with it.
@@ -413,8 +427,10 @@ FitRecord Fitter::step(double done) {
     for (const auto& [type, named] : parameters_)
       for (const auto& [name, p] : named)
         signs[type][name] = at::randint(0, 2, p.sizes(), p.options()).mul_(2).sub_(1);
-    CurvatureResult c = hvp(loss_of, parameters_, signs);
-    total             = c.loss;
+    CurvatureResult c =
+        hvp([&](const Parameters& all) { return crop_loss(all, inputs, terms, regularization); },
+            parameters_, signs);
+    total = c.loss;
     for (auto& [type, named] : parameters_)
       for (auto& [name, p] : named) {
         const at::Tensor& g = c.gradient.at(type).at(name);
@@ -425,23 +441,107 @@ FitRecord Fitter::step(double done) {
             (signs.at(type).at(name) * c.hessian_vector.at(type).at(name)).abs(), g.abs());
       }
   } else {
-    total = loss_of(parameters_);
+    total = crop_loss(parameters_, inputs, terms, regularization);
+    total.backward();  // a loss that is not finite gives gradients that are not: no update
   }
+  freeze_outside_stage(done);
+  const AdamW::Update update = optimizer_.update(options_.max_gradient_norm, total, curvature);
+  c10::NoGradGuard no_grad;
+  return at::stack({total.to(at::kDouble), terms.total.to(at::kDouble),
+                    regularization.to(at::kDouble), update.gradient_norm,
+                    update.applied.to(at::kDouble)});
+}
 
-  FitRecord record{s + 1, total.item<double>(), terms.total.item<double>(),
-                   regularization.item<double>()};
-  bool finite = std::isfinite(record.loss);
-  if (finite) {
-    if (!options_.hessian_preconditioning) total.backward();
-    freeze_outside_stage(done);
-    record.gradient_norm = clip_gradient_norm(parameters_, options_.max_gradient_norm);
-    finite               = std::isfinite(record.gradient_norm);
+std::string Fitter::step_shape(double done) const {
+  const auto stage = std::find_if(options_.stages.begin(), options_.stages.end(),
+                                  [&](const FitStage& s) { return done < s.until; });
+  return "plan " + std::to_string(plan_version_) + (curves_live_ ? ", curves" : "") + ", stage " +
+         std::to_string(stage - options_.stages.begin()) +
+         (sparsity_weight_ > 0 ? ", sparsity" : "");
+}
+
+void Fitter::tell(const std::string& note) {
+  if (!told_.insert(note).second) return;
+  note_ += (note_.empty() ? "" : "; ") + note;
+}
+
+at::Tensor Fitter::captured_step(const StepInputs& inputs, double done) {
+  const at::Device device = options_.device;
+  if (!options_.capture_steps || !DeviceGraph::available(device)) return {};
+  if (curves_live_ && graph_.has_automation()) {
+    tell("steps run uncaptured: automation curves are read at each crop's own place in the song");
+    return {};
   }
-  if (finite) {
-    optimizer_.step(curvature);
+  const std::string shape = step_shape(done);
+  if (uncapturable_.count(shape)) return {};
+  if (shape == graph_shape_) {  // the step's inputs into the graph's, then one launch
+    graph_inputs_.sources.copy_(inputs.sources);
+    for (size_t r = 0; r < inputs.target_frames.size(); ++r)
+      graph_inputs_.target_frames[r].copy_(inputs.target_frames[r]);
+    step_graph_.replay();
+    return graph_record_;
+  }
+  at::Tensor record;
+  if (shape != warmed_shape_) {  // a new shape: once as before, on the stream captures use
+    warmed_shape_ = shape;
+    step_graph_.run_on_capture_stream(device, [&] { record = device_step(inputs, done); });
+    return record;
+  }
+  graph_inputs_ = {inputs.starts, inputs.sources.clone(), {}};
+  for (const at::Tensor& frames : inputs.target_frames)
+    graph_inputs_.target_frames.push_back(frames.clone());
+  try {
+    step_graph_.capture(device, [&] { graph_record_ = device_step(graph_inputs_, done); });
+  } catch (const DeviceGraphError& e) {
+    uncapturable_.insert(shape);
+    optimizer_.zero_grad();
+    graph_shape_.clear();
+    tell(std::string("steps run uncaptured: ") + e.what());
+    return {};
+  }
+  graph_shape_ = shape;
+  tell("steps replay a CUDA graph");
+  step_graph_.replay();  // capturing ran nothing: this is the step
+  return graph_record_;
+}
+
+Fitter::OneAtATime::OneAtATime(std::atomic<bool>& busy) : busy_(busy) {
+  if (busy_.exchange(true))
+    throw FitError("grafx.fit.busy",
+                   "this fit is already taking a step (in another thread, or from its own "
+                   "progress callback): a Fitter takes one step at a time");
+}
+
+FitRecord Fitter::step(double done) {
+  const OneAtATime one(*busy_);
+  return take_step(done);
+}
+
+FitRecord Fitter::take_step(double done) {
+  const int64_t s = steps_done();
+  if (done < 0) done = options_.n_steps > 0 ? double(s) / double(options_.n_steps) : 0;
+  optimizer_.set_lr(options_.optimizer.lr * options_.lr_schedule.factor(s, done));
+  if (options_.reset_optimizer_every > 0 && s > 0 && s % options_.reset_optimizer_every == 0)
+    optimizer_.reset();
+  if (!curves_live_ && done >= options_.automation.start) start_curves();
+  optimizer_.prepare();
+  if (sparsity_weight_ > 0) {
+    if (!sparsity_weight_on_device_.defined() ||
+        sparsity_weight_on_device_.device() != tracks_.device())
+      sparsity_weight_on_device_ = at::empty({}, tracks_.options());
+    sparsity_weight_on_device_.fill_(sparsity_weight_);
+  }
+  const StepInputs inputs = step_inputs(s);
+  at::Tensor numbers      = captured_step(inputs, done);
+  if (!numbers.defined()) numbers = device_step(inputs, done);
+  const at::Tensor read = numbers.to(at::kCPU);  // the step's one wait for the device
+  const double* n       = read.data_ptr<double>();
+  FitRecord record{s + 1, n[0], n[1], n[2]};
+  if (std::isfinite(record.loss)) record.gradient_norm = n[3];
+  if (n[4] != 0) {
+    optimizer_.count_step();
     non_finite_in_a_row_ = 0;
   } else {
-    optimizer_.zero_grad();
     record.skipped = true;
     record.loss    = std::numeric_limits<double>::quiet_NaN();
     if (++non_finite_in_a_row_ >= options_.max_non_finite_steps) {
@@ -458,6 +558,7 @@ FitRecord Fitter::step(double done) {
 }
 
 void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
+  const OneAtATime one(*busy_);
   using clock                   = std::chrono::steady_clock;
   const clock::time_point start = clock::now();
   std::deque<clock::time_point> recent{start};  // the last steps' end times
@@ -477,19 +578,21 @@ void Fitter::run(const std::function<void(const FitProgress&)>& progress) {
     const int threads = options_.adapt_threads ? tuner.threads_for(steps_done()) : restore.threads;
     if (threads != at::get_num_threads()) at::set_num_threads(threads);
     const clock::time_point step_start = clock::now();
-    FitRecord record                   = step(done);
+    FitRecord record                   = take_step(done);
     recent.push_back(clock::now());
     tuner.record(threads, std::chrono::duration<double>(recent.back() - step_start).count());
     skipped += record.skipped;
     if (recent.size() > 11) recent.pop_front();
     if (!progress) continue;
     FitProgress p;
-    p.step             = steps_done();
-    p.n_steps          = options_.n_steps;
-    p.record           = record;
-    p.skipped_steps    = skipped;
-    p.learning_rate    = optimizer_.options().lr;
-    p.threads          = threads;
+    p.step          = steps_done();
+    p.n_steps       = options_.n_steps;
+    p.record        = record;
+    p.skipped_steps = skipped;
+    p.learning_rate = optimizer_.options().lr;
+    p.threads       = threads;
+    p.note          = std::move(note_);
+    note_.clear();
     double seconds     = std::chrono::duration<double>(recent.back() - recent.front()).count();
     p.steps_per_second = seconds > 0 ? double(recent.size() - 1) / seconds : 0;
     p.eta_seconds =
@@ -511,18 +614,21 @@ void Fitter::freeze_outside_stage(double done) {
     }
 }
 
-at::Tensor Fitter::sparsity(const Parameters& parameters) const {
+at::Tensor Fitter::sparsity(const Parameters& parameters) {
   at::Tensor total = at::zeros({}, tracks_.options());
   for (const auto& [type, named] : parameters) {
     const at::Tensor* raw_wet = find_wet_amount(named);
     if (!raw_wet) continue;
-    std::vector<double> counted;  // rows in graph order: dry/wet nodes not bypassed
-    for (NodeId id : graph_.nodes_of_type(type)) {
-      const Node& node = graph_.node(id);
-      counted.push_back(node.dry_wet && !node.bypassed ? 1.0 : 0.0);
+    at::Tensor& mask = sparsity_masks_[type];  // made once per plan: no copy to the device per step
+    if (!mask.defined()) {
+      std::vector<double> counted;  // rows in graph order: dry/wet nodes not bypassed
+      for (NodeId id : graph_.nodes_of_type(type)) {
+        const Node& node = graph_.node(id);
+        counted.push_back(node.dry_wet && !node.bypassed ? 1.0 : 0.0);
+      }
+      mask = at::tensor(counted, at::kDouble).to(tracks_.options()).view({-1, 1});
     }
-    at::Tensor mask = at::tensor(counted, tracks_.options()).view({-1, 1});
-    total           = total + (raw_wet->sigmoid() * mask).sum();
+    total = total + (raw_wet->sigmoid() * mask).sum();
   }
   return total;
 }
@@ -531,6 +637,8 @@ void Fitter::set_bypassed(const std::vector<NodeId>& nodes, bool bypassed) {
   for (NodeId id : nodes) graph_.set_bypassed(id, bypassed);
   plan_        = make_render_plan(to_tensor(graph_), options_.schedule);
   static_plan_ = make_render_plan(to_tensor(without_automation(graph_)), options_.schedule);
+  sparsity_masks_.clear();
+  ++plan_version_;  // the step captured for the old plans renders them: capture again
 }
 
 Parameters Fitter::detached_parameters() const {

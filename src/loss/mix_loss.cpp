@@ -125,25 +125,37 @@ MixLossTargetFrames MixLoss::song_frames(const at::Tensor& song) const {
 MixLossTerms MixLoss::crop_terms(const at::Tensor& estimate, const at::Tensor& song,
                                  const MixLossTargetFrames& frames,
                                  const std::vector<int64_t>& starts) const {
+  if (estimate.dim() != 3 || estimate.size(0) != int64_t(starts.size()) || starts.empty())
+    throw LossError("grafx.loss.shape",
+                    std::string(kWhat) + " of crops: expected one B×2×T estimate per crop " +
+                        "start, but got " + std::to_string(estimate.dim()) + " dimensions for " +
+                        std::to_string(starts.size()) + " starts");
+  const int64_t n                      = estimate.size(2);
+  const std::vector<at::Tensor> target = crop_target_frames(song, frames, starts, n);
+  detail::check_signal_pair(estimate.select(0, 0), song.narrow(1, starts[0], n), kWhat);
+  return terms_against(estimate, target);
+}
+
+std::vector<at::Tensor> MixLoss::crop_target_frames(const at::Tensor& song,
+                                                    const MixLossTargetFrames& frames,
+                                                    const std::vector<int64_t>& starts,
+                                                    int64_t n) const {
   auto fail = [](const std::string& message) {
     throw LossError("grafx.loss.shape", std::string(kWhat) + " of crops: " + message);
   };
-  if (estimate.dim() != 3 || estimate.size(0) != int64_t(starts.size()) || starts.empty())
-    fail("expected one B×2×T estimate per crop start, but got " + std::to_string(estimate.dim()) +
-         " dimensions for " + std::to_string(starts.size()) + " starts");
+  if (starts.empty()) fail("expected at least one crop start");
   if (song.dim() != 2 || frames.n_samples != song.size(1) ||
       frames.mels.size() != constants_->resolutions.size())
     fail("expected a 2×L song and its frames (song_frames)");
-  const int64_t n = estimate.size(2);
   for (int64_t start : starts)
     if (start < 0 || start + n > song.size(1))
       fail("a crop of " + std::to_string(n) + " samples from sample " + std::to_string(start) +
            " does not lie within the song's " + std::to_string(song.size(1)));
+  c10::NoGradGuard no_grad;
   std::vector<at::Tensor> crops;
   for (int64_t start : starts) crops.push_back(song.narrow(1, start, n));
   const at::Tensor target = at::stack(crops);
-  detail::check_signal_pair(estimate, target, kWhat);
-  const int64_t skip = options_.skip_samples;
+  const int64_t skip      = options_.skip_samples;
   detail::check_length(
       n, skip, *std::max_element(options_.fft_sizes.begin(), options_.fft_sizes.end()), kWhat);
   const int64_t length     = n - skip;
@@ -178,7 +190,19 @@ MixLossTerms MixLoss::crop_terms(const at::Tensor& estimate, const at::Tensor& s
                               edge_frames(regions, r, inner_end, n_frames)},
                              1));
   }
-  return compared(mel_spectrograms(estimate.narrow(2, skip, length)), y_mels, estimate.size(0));
+  return y_mels;
+}
+
+MixLossTerms MixLoss::terms_against(const at::Tensor& estimate,
+                                    const std::vector<at::Tensor>& target_frames) const {
+  const int64_t n = estimate.size(-1), skip = options_.skip_samples;
+  if (estimate.dim() != 3 || estimate.size(1) != 2 || n <= skip ||
+      target_frames.size() != constants_->resolutions.size())
+    throw LossError("grafx.loss.shape", std::string(kWhat) +
+                                            ": expected B×2×T estimates longer than the skip "
+                                            "and target frames per resolution");
+  return compared(mel_spectrograms(estimate.narrow(2, skip, n - skip)), target_frames,
+                  estimate.size(0));
 }
 
 at::Tensor MixLoss::edge_frames(const at::Tensor& regions, size_t r, int64_t first_frame,
@@ -196,7 +220,12 @@ at::Tensor MixLoss::edge_frames(const at::Tensor& regions, size_t r, int64_t fir
   const int64_t low = index.min().item<int64_t>(), high = index.max().item<int64_t>() + 1;
   const int64_t from = std::max<int64_t>(0, low - reach), to = std::min(length, high + reach);
   const at::Tensor piece = a_weighted(regions.narrow(2, from, to - from));
-  return mel_frames(four_channels(piece.index_select(2, (index - from).to(piece.device()))), 0, r);
+  const at::Tensor local =
+      (index - from).contiguous();  // the same few per fit: made once per device
+  const std::vector<int64_t> positions(local.data_ptr<int64_t>(),
+                                       local.data_ptr<int64_t>() + local.numel());
+  return mel_frames(four_channels(piece.index_select(2, device_index(positions, piece.device()))),
+                    0, r);
 }
 
 MixLossTerms MixLoss::compared(const std::vector<at::Tensor>& x_mels,
@@ -244,15 +273,21 @@ at::Tensor MixLoss::mel_frames(const at::Tensor& signal, int64_t reflect_pad, si
   const int64_t hop              = constants_->resolutions[r].hop_size;
   const detail::BandPairs& pairs = constants_->band_pairs[r];
   // The mel triangles overlap their neighbours only: on the CPU, frames to mel bands in one
-  // Function; elsewhere and with tangents (forward mode), magnitudes then the sparse product.
+  // Function; with tangents (forward mode), magnitudes then the sparse product; elsewhere
+  // magnitudes then a dense product.
   if (pairs.bands.defined() && signal.device().is_cpu() && !dsp::tangent_of(signal).defined())
     return detail::mel_frame_magnitudes(signal, reflect_pad, window, hop, options_.eps, pairs.bands,
                                         constant("pairs" + key, pairs.weights, signal),
                                         pairs.n_bands);
-  const at::Tensor padded = detail::reflection_padded(signal, reflect_pad);
-  at::Tensor magnitude    = detail::frame_magnitudes(padded, window, hop, options_.eps);
-  // ConstantCache holds dense tensors: cache the parts, assemble the sparse tensor per call.
+  const at::Tensor padded      = detail::reflection_padded(signal, reflect_pad);
+  at::Tensor magnitude         = detail::frame_magnitudes(padded, window, hop, options_.eps);
   const at::Tensor& filterbank = constants_->filterbanks[r];
+  // On a GPU a dense product: one matrix multiply, where the sparse one merges its indices on
+  // every call (a wait for the device, which a captured step cannot hold).
+  if (!signal.device().is_cpu())
+    return at::matmul(magnitude, constant("mel" + key + "/dense_t",
+                                          filterbank.to_dense().t().contiguous(), padded));
+  // ConstantCache holds dense tensors: cache the parts, assemble the sparse tensor per call.
   at::Tensor indices =
       constants_->cache.get("mel" + key + "/indices", padded.options().dtype(at::kLong),
                             [&] { return filterbank.indices(); });

@@ -94,8 +94,10 @@ std::vector<ParameterSpec> BiquadFilter::parameter_specs() const {
 
 std::pair<at::Tensor, at::Tensor> BiquadFilter::section(const TensorDict& parameters) {
   at::Tensor a1 = a1_of(parameters.at("z_a1")), a2 = a2_of(parameters.at("z_a2"), a1);
-  return {parameters.at("b") + at::tensor({1.0, 0.0, 0.0}, a1.options()),
-          dsp::section_coefficients(at::ones_like(a1), a1, a2)};
+  // b0 = 1 + raw b0, with the 1 made where a1 is (a copy from the host would stop a capture).
+  at::Tensor one = at::zeros({3}, a1.options());
+  one.select(0, 0).fill_(1.0);
+  return {parameters.at("b") + one, dsp::section_coefficients(at::ones_like(a1), a1, a2)};
 }
 
 ProcessorOutput BiquadFilter::forward(const std::vector<at::Tensor>& inputs,

@@ -118,9 +118,8 @@ struct AdjointRender::State {
   AuxCotangents aux_in_plan_order(const std::map<std::string, TensorDict>& aux_cotangents) const {
     AuxCotangents in_plan_order;
     for (const auto& [type, named] : aux_cotangents) {
-      const TypeId t = plan.types.id(type);
-      at::Tensor order =
-          at::tensor(aux_graph_order(plan, t), at::kLong).to(source_options.device());
+      const TypeId t         = plan.types.id(type);
+      const at::Tensor order = device_index(aux_graph_order(plan, t), source_options.device());
       for (const auto& [name, c] : named) {
         at::Tensor batch       = batched ? c : c.unsqueeze(0);
         in_plan_order[t][name] = at::zeros_like(batch).index_copy(1, order, batch);
@@ -138,7 +137,7 @@ struct AdjointRender::State {
 
   /// The sources' gradient [B, K, C, L] from the `in` step's output cotangent.
   at::Tensor sources_of(const at::Tensor& cotangent) const {
-    at::Tensor index = at::tensor(plan.source_index, at::kLong).to(source_options.device());
+    const at::Tensor index = device_index(plan.source_index, source_options.device());
     return at::zeros(source_batch_sizes(), cotangent.options()).index_add(1, index, cotangent);
   }
 
@@ -221,7 +220,7 @@ struct AdjointRender::State {
           c = c.expand({c.size(0), n, c.size(2), c.size(3)});
           break;
         case Aggregation::kSegmentSum:
-          c = c.index_select(1, at::tensor(inlet.segments, at::kLong).to(c.device()));
+          c = c.index_select(1, device_index(inlet.segments, c.device()));
           break;
       }
       c              = hooks->apply_to_read(k, r, c);
@@ -251,8 +250,8 @@ struct AdjointRender::State {
           const int64_t dim          = tensors.per_item ? 1 : 0;
           std::vector<int64_t> shape = g.sizes().vec();
           shape[size_t(dim)]         = plan.n_graph_nodes[size_t(type)];
-          at::Tensor order =
-              at::tensor(plan.parameter_graph_rows[size_t(type)], at::kLong).to(g.device());
+          const at::Tensor order =
+              device_index(plan.parameter_graph_rows[size_t(type)], g.device());
           g = at::zeros(shape, g.options()).index_add(dim, order, g);
         }
         out.parameters[type_name][name] = g;

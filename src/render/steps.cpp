@@ -75,7 +75,7 @@ at::Tensor gather(const std::vector<int64_t>& rows, const RowHome& home, const S
     for (int64_t row : rows) positions.push_back(home.position[size_t(row)]);
     const at::Tensor& source =
         outputs.whole[size_t(runs.runs[0].step)][size_t(runs.runs[0].outlet)];
-    return source.index_select(1, at::tensor(positions, at::kLong).to(source.device()));
+    return source.index_select(1, device_index(positions, source.device()));
   }
   std::vector<at::Tensor> pieces;
   for (const Run& r : runs.runs) pieces.push_back(outputs.take(r));
@@ -91,8 +91,8 @@ at::Tensor aggregate(const InletRead& read, const at::Tensor& gathered, int64_t 
       return gathered.sum(1, /*keepdim=*/true);
     case Aggregation::kSegmentSum: {
       std::vector<int64_t> shape(gathered.sizes().begin(), gathered.sizes().end());
-      shape[1]            = m;
-      at::Tensor segments = at::tensor(read.segments, at::kLong).to(gathered.device());
+      shape[1]                  = m;
+      const at::Tensor segments = device_index(read.segments, gathered.device());
       return at::zeros(shape, gathered.options()).index_add(1, segments, gathered);
     }
   }
@@ -112,23 +112,23 @@ struct NodeMix {
 NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, TensorDict& step_parameters,
                     int64_t B, const at::TensorOptions& options) {
   NodeMix mix;
-  std::vector<double> dry_wet, kept;
+  std::vector<int64_t> dry_wet, kept;
   for (int64_t node : step.nodes) {
-    dry_wet.push_back(plan.node_dry_wet[size_t(node)] ? 1.0 : 0.0);
-    kept.push_back(plan.node_bypassed[size_t(node)] ? 0.0 : 1.0);
+    dry_wet.push_back(plan.node_dry_wet[size_t(node)] ? 1 : 0);
+    kept.push_back(plan.node_bypassed[size_t(node)] ? 0 : 1);
   }
-  auto per_row = [&](const std::vector<double>& values) {  // [m] -> [B·m, 1, 1]
-    return at::tensor(values, at::kDouble).to(options).repeat({B}).view({-1, 1, 1});
+  auto per_row = [&](const std::vector<int64_t>& values) {  // [m] -> [B·m, 1, 1]
+    return device_index(values, options.device()).to(options).repeat({B}).view({-1, 1, 1});
   };
   const at::Tensor raw = take_wet_amount(step_parameters);
-  const auto n_dry_wet = std::count(dry_wet.begin(), dry_wet.end(), 1.0);
+  const auto n_dry_wet = std::count(dry_wet.begin(), dry_wet.end(), 1);
   if (raw.defined() && n_dry_wet > 0) {
     at::Tensor w = raw.sigmoid().view({raw.size(0), 1, -1});  // [B·m, 1, 1] or [B·m, 1, L]
     at::Tensor has;
     if (n_dry_wet < int64_t(dry_wet.size())) has = per_row(dry_wet);  // not every node has one
     mix.wet = has.defined() ? has * w + (1 - has) : w;
   }
-  if (std::find(kept.begin(), kept.end(), 0.0) != kept.end()) mix.kept = per_row(kept) > 0.5;
+  if (std::find(kept.begin(), kept.end(), 0) != kept.end()) mix.kept = per_row(kept) > 0.5;
   return mix;
 }
 
@@ -146,7 +146,7 @@ std::map<TypeId, PreparedParameters> prepare_parameters(const RenderPlan& plan,
     p.per_item            = per_item.at(type_name);
     const bool reorder    = !plan.parameters_in_graph_order(type);
     at::Tensor order;
-    if (reorder) order = at::tensor(plan.parameter_graph_rows[size_t(type)], at::kLong).to(device);
+    if (reorder) order = device_index(plan.parameter_graph_rows[size_t(type)], device);
     auto hook = options.gradient_hooks.find(type_name);
     for (const auto& [name, tensor] : tensors) {
       at::Tensor t = options.frozen_types.count(type_name) ? tensor.detach() : tensor;
@@ -280,8 +280,7 @@ at::Tensor source_rows(const RenderPlan& plan, const at::Tensor& source_batch) {
   RowAccess read = RowAccess::of(plan.source_index);
   return read.kind == RowAccess::Kind::kSlice
              ? source_batch.narrow(1, read.start, read.size())
-             : source_batch.index_select(
-                   1, at::tensor(plan.source_index, at::kLong).to(source_batch.device()));
+             : source_batch.index_select(1, device_index(plan.source_index, source_batch.device()));
 }
 
 void check_finite_outputs(const RenderPlan& plan, size_t k,
@@ -333,9 +332,12 @@ RenderResult assemble_result(const RenderPlan& plan, const at::Tensor& out, int6
   if (y.size(2) < widest) y = y.expand({y.size(0), y.size(1), widest, y.size(3)});
   result.outputs = batched ? y : y.squeeze(0);
   for (const auto& [type, named] : aux) {
-    at::Tensor index = at::tensor(aux_graph_order(plan, type), at::kLong).to(out.device());
+    const std::vector<int64_t> order = aux_graph_order(plan, type);
+    bool in_order                    = true;  // then no gather (the usual case)
+    for (size_t i = 0; i < order.size(); ++i) in_order = in_order && order[i] == int64_t(i);
     for (const auto& [name, pieces] : named) {
-      at::Tensor all                                 = at::cat(pieces, 1).index_select(1, index);
+      at::Tensor all = at::cat(pieces, 1);
+      if (!in_order) all = all.index_select(1, device_index(order, out.device()));
       result.aux_losses[plan.types.name(type)][name] = batched ? all : all.squeeze(0);
     }
   }

@@ -10,6 +10,11 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
 namespace grafx::dsp {
 namespace {
 
@@ -156,6 +161,129 @@ TEST(BallisticsScan, EqualsTheSequentialKernelInFloat32) {
     EXPECT_LT(max_error(ballistics_scan(x.narrow(1, 0, n), rise, fall, initial),
                         ballistics(x.narrow(1, 0, n), rise, fall, initial)),
               1e-6);
+}
+
+/// Rows of levels for ballistics, one kind per row: noise bursts under a moving envelope, their
+/// logarithm (a detector's levels), a constant level (every step a tie once y settles there, or a
+/// stall where (1 − α)·(x − y) rounds away), a level that only falls, signed noise, steps between
+/// constant levels, and silence (the detector's floor) then a tone. Attack ≠ release, drawn
+/// from fast to slow coefficients; most rows start away from zero. All float64.
+struct BallisticsCase {
+  at::Tensor x, rise, fall, initial;
+};
+BallisticsCase ballistics_case(int64_t rows, int64_t length) {
+  const at::Tensor time       = at::arange(length, at::kDouble) / 30000;
+  const at::Tensor envelope   = at::sin(time * 7).abs().pow(3) + 0.05;
+  const double coefficients[] = {0.3, 0.9, 0.99, 0.999, 0.9999, 0.99999};
+  std::vector<at::Tensor> levels;
+  std::vector<double> rise, fall;
+  for (int64_t r = 0; r < rows; ++r) {
+    switch (r % 7) {
+      case 0:
+        levels.push_back(at::randn({length}, at::kDouble).abs() * envelope);
+        break;
+      case 1:
+        levels.push_back(at::log(at::randn({length}, at::kDouble).abs() * envelope + 1e-5));
+        break;
+      case 2:
+        levels.push_back(at::full({length}, 0.3, at::kDouble));
+        break;
+      case 3:
+        levels.push_back(at::exp(-time * 3));
+        break;
+      case 4:
+        levels.push_back(at::randn({length}, at::kDouble));
+        break;
+      case 5:
+        levels.push_back(at::floor(time * 6).remainder(3) * 0.25);
+        break;
+      default:
+        levels.push_back(at::cat({at::full({length / 2}, std::log(1e-5), at::kDouble),
+                                  at::full({length - length / 2}, std::log(0.3), at::kDouble)}));
+    }
+    const int64_t up   = at::randint(6, {1}).item<int64_t>(),
+                  down = at::randint(6, {1}).item<int64_t>();
+    rise.push_back(coefficients[up]);
+    fall.push_back(up == down ? 0.5 * (1 + coefficients[down]) : coefficients[down]);
+  }
+  at::Tensor initial = at::rand({rows}, at::kDouble) * 2 - 0.5;
+  initial.slice(0, 0, rows, 3).zero_();
+  return {at::stack(levels), at::tensor(rise, at::kDouble), at::tensor(fall, at::kDouble), initial};
+}
+
+/// The largest difference in any row, relative to that row's peak of `expected` (NaN: NaN).
+double worst_row_error(const at::Tensor& y, const at::Tensor& expected) {
+  const at::Tensor wide = expected.to(at::kDouble);
+  return ((y.to(at::kDouble) - wide).abs().amax(-1) / wide.abs().amax(-1).clamp_min(1e-300))
+      .max()
+      .item<double>();
+}
+
+TEST(BallisticsChunked, EqualsTheSequentialKernelInFloat32AndFloat64) {
+  // The CUDA kernel's algorithm (Newton's method on the chunks' starts) on the CPU against the
+  // CPU loop: lengths below and off multiples of the chunk count (empty chunks at the end), one
+  // chunk (the loop itself), a few, and the GPU's 256. (Chunks of up to 4 samples, where the
+  // coarse run that guesses the starts is the loop itself, settle in one iteration.)
+  at::manual_seed(11);
+  for (int64_t length : {1, 5, 300, 3000, 60000})
+    for (int64_t chunks : {1, 7, 256}) {
+      const BallisticsCase in = ballistics_case(14, length);
+      for (at::ScalarType type : {at::kFloat, at::kDouble}) {
+        auto as            = [&](const at::Tensor& t) { return t.to(type); };
+        const at::Tensor x = as(in.x), rise = as(in.rise), fall = as(in.fall),
+                         initial = as(in.initial);
+        const at::Tensor loop    = ballistics(x, rise, fall, initial);
+        int iterations           = -1;
+        const at::Tensor y       = ballistics_chunked(x, rise, fall, initial, chunks, &iterations);
+        const std::string where  = std::string(type == at::kFloat ? "float" : "double") +
+                                  ", length " + std::to_string(length) + ", " +
+                                  std::to_string(chunks) + " chunks";
+        ASSERT_EQ(y.sizes(), x.sizes()) << where;
+        ASSERT_EQ(y.scalar_type(), type) << where;
+        EXPECT_LE(worst_row_error(y, loop), type == at::kFloat ? 1e-5 : 1e-10) << where;
+        EXPECT_GE(iterations, 1) << where;
+        EXPECT_LE(iterations, std::max<int64_t>(1, chunks - 1)) << where;  // the bound
+        if (chunks == 1) {
+          EXPECT_TRUE(at::equal(y, loop)) << where;  // one chunk: the loop itself
+        }
+      }
+    }
+  // Any leading shape, on rows of [..., L].
+  const BallisticsCase in = ballistics_case(6, 1000);
+  const at::Tensor x = in.x.view({2, 3, 1000}), rise = in.rise.view({2, 3}),
+                   fall = in.fall.view({2, 3}), initial = in.initial.view({2, 3});
+  EXPECT_LE(worst_row_error(ballistics_chunked(x, rise, fall, initial),
+                            ballistics(x, rise, fall, initial)),
+            1e-10);
+  EXPECT_THROW(ballistics_chunked(x, rise, fall, initial, 0), c10::Error);
+}
+
+TEST(BallisticsChunked, SettlesInAFewIterationsOnDetectorLevels) {
+  // Levels like the compressor's detector's (energy and its logarithm, bursts under an envelope,
+  // 2^17 samples) with attack and release times from 0.3 to 300 ms at 30 kHz.
+  at::manual_seed(12);
+  const int64_t length      = int64_t(1) << 17;
+  const at::Tensor time     = at::arange(length, at::kDouble) / 30000;
+  const at::Tensor envelope = at::sin(time * 5).abs().pow(3) + 0.02;
+  const at::Tensor energy   = at::randn({8, length}, at::kDouble).pow(2) * envelope;
+  const at::Tensor x = at::cat({energy.narrow(0, 0, 4), at::log(energy.narrow(0, 4, 4) + 1e-5)});
+  const at::Tensor attack = at::tensor({0.3, 1.0, 5.0, 30.0, 0.3, 1.0, 5.0, 30.0}, at::kDouble);
+  const at::Tensor release =
+      at::tensor({30.0, 100.0, 300.0, 50.0, 30.0, 100.0, 300.0, 50.0}, at::kDouble);
+  auto alpha = [](const at::Tensor& ms) { return at::exp(-1 / (ms * 1e-3 * 30000)); };
+  for (at::ScalarType type : {at::kFloat, at::kDouble}) {
+    int iterations = -1;
+    const at::Tensor y =
+        ballistics_chunked(x.to(type), alpha(attack).to(type), alpha(release).to(type),
+                           at::zeros({8}, type), 256, &iterations);
+    std::printf("[ chunked ] %s detector levels, 256 chunks of 512 samples: %d iterations\n",
+                type == at::kFloat ? "float" : "double", iterations);
+    EXPECT_GE(iterations, 2);  // the first guesses are not the answer
+    EXPECT_LE(iterations, 8);
+    EXPECT_LE(worst_row_error(y, ballistics(x.to(type), alpha(attack).to(type),
+                                            alpha(release).to(type), at::zeros({8}, type))),
+              type == at::kFloat ? 1e-5 : 1e-10);
+  }
 }
 
 TEST(Recursions, GradientsMatchFiniteDifferencesInFloat64) {

@@ -140,6 +140,26 @@ TEST(FitAutomation, CheckpointsResumeBeforeAndAfterTheCurvesStart) {
   }
 }
 
+TEST(FitAutomation, CurvesFromTheStartFollowTheInitialisedValues) {
+  // --automation-start 0: the curves train from the first step, starting flat at the values the
+  // initialisation from the data gave (which renders the automated graph on the song's clock).
+  const at::Tensor x            = tracks();
+  FitOptions options            = testing::small_options(3);
+  options.initialisation        = {};  // every step of it
+  options.automation.parameters = {{"gain_pan", {}}};
+  options.automation.start      = 0;
+  Fitter fitter(gain_console(), x, hidden_mix(x), kRate, options);
+  EXPECT_TRUE(fitter.curves_live());
+  const Parameters start = fitter.initial_parameters();
+  const at::Tensor gains = start.at("gain_pan").at("log_gain");
+  const at::Tensor curve = start.at("gain_pan").at(curve_name("log_gain"));
+  EXPECT_TRUE(at::allclose(curve, gains.unsqueeze(1).expand_as(curve)))
+      << "flat curves at the initialised gains";
+  EXPECT_FALSE(at::equal(gains, at::zeros_like(gains))) << "the least-squares gains were kept";
+  fitter.run();
+  EXPECT_EQ(fitter.steps_done(), 3);
+}
+
 TEST(FitAutomation, RefusesWhatCannotBeAutomated) {
   const at::Tensor x = tracks();
   FitOptions options = testing::small_options(1);

@@ -318,6 +318,19 @@ TEST(Fit, NonFiniteStepsAreSkippedThenStop) {
   EXPECT_FALSE(testing::file_exists(dir.file("mix.wav")));
 }
 
+TEST(Fit, TakesOneStepAtATime) {
+  // Two callers stepping one fitter (two threads, or a progress callback that steps) get a coded
+  // error, not autograd's; the step that was running completes.
+  Graph console = gain_console();
+  at::Tensor x  = tracks(2);
+  Fitter fitter(console, x, x.sum(0), kRate, small_options(3));
+  EXPECT_GRAFX_ERROR(fitter.run([&](const FitProgress&) { fitter.step(); }), "grafx.fit.busy",
+                     "one step at a time");
+  EXPECT_EQ(fitter.steps_done(), 1);
+  fitter.run();
+  EXPECT_EQ(fitter.steps_done(), 3);
+}
+
 int64_t occurrences(const std::string& text, const std::string& part) {
   int64_t n = 0;
   for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;

@@ -4,10 +4,13 @@
 ///
 /// Signals are `[..., L]` (any leading dimensions, e.g. N×C×L); coefficients and initial values
 /// have the leading shape `[...]` (one value per row). Rows run in parallel (at::parallel_for),
-/// each a tight loop over contiguous float or double samples. On other devices linear_recurrence
-/// (and so one_pole and every adjoint) runs linear_recurrence_scan, a chunked scan of ATen
-/// operations, with no copy to the host, and ballistics runs ballistics_scan: the branches its
-/// output implies, then the scan of that linear recurrence, again until the branches settle.
+/// each a tight loop over contiguous float or double samples. On CUDA devices (in a CUDA build)
+/// every row is one block of threads, each running a chunk of the row, joined by scans: exact,
+/// and no thread loops over the whole row (ballistics by Newton's method on the chunks' starts,
+/// which ballistics_chunked emulates on the CPU). On other devices linear_recurrence (and so
+/// one_pole and every adjoint) runs linear_recurrence_scan, a chunked scan of ATen operations,
+/// with no copy to the host, and ballistics runs ballistics_scan: the branches its output
+/// implies, then the scan of that linear recurrence, again until the branches settle.
 ///
 ///   one_pole(x, α):               y[n] = α·y[n−1] + (1 − α)·x[n],        y[−1] = 0
 ///   ballistics(x, α↑, α↓, y0):    α[n] = α↑ if x[n] > y[n−1] else α↓ (attack when rising,
@@ -65,6 +68,24 @@ at::Tensor ballistics(const at::Tensor& x, const at::Tensor& alpha_rise,
 at::Tensor ballistics_scan(const at::Tensor& x, const at::Tensor& alpha_rise,
                            const at::Tensor& alpha_fall, const at::Tensor& initial,
                            int* passes = nullptr);
+
+/// ballistics' CUDA kernel, its steps run on the CPU, so that the tests check it against the loop
+/// in every build: each row is cut into `chunks_per_row` chunks (one per GPU thread). From start
+/// states guessed by a coarse run (4 samples a chunk), each chunk runs sequentially to its end
+/// state and that end's slope with respect to its start, and a scan of the linearised joints
+/// gives new starts (Newton's method), until no start moves by more than rounding. A chunk
+/// started exactly ends exactly, so iteration k leaves chunks 0 … k exact and chunks_per_row − 1
+/// iterations always suffice: the result is the loop's up to rounding, never an approximation;
+/// on real levels a few iterations settle it (docs/dsp.md). Values only. `iterations`, when
+/// given, receives the most any row took.
+at::Tensor ballistics_chunked(const at::Tensor& x, const at::Tensor& alpha_rise,
+                              const at::Tensor& alpha_fall, const at::Tensor& initial,
+                              int64_t chunks_per_row = 256, int* iterations = nullptr);
+
+/// The most iterations any row took in the latest ballistics forward pass on a CUDA device (0 when
+/// none ran, and always in a build without CUDA). Reads the device, waiting for it: for
+/// benchmarks, not for a training loop.
+int last_ballistics_iterations();
 
 /// y[n] = x[n] + c1[n]·y[n∓1] + c2[n]·y[n∓2] from a zero state (`reverse`: from n = L−1 down), c1
 /// and c2 per row ([...]) or per sample ([..., L]): the all-pole part of a biquad section

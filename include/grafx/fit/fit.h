@@ -10,6 +10,7 @@
 ///   at::Tensor fitted = fitter.render_mix();                 // the whole song
 ///   save_parameters("fit.safetensors", console, fitter.parameters());
 
+#include <grafx/device_graph.h>
 #include <grafx/fit/adamw.h>
 #include <grafx/fit/initialise.h>
 #include <grafx/fit/thread_tuner.h>
@@ -18,8 +19,10 @@
 #include <grafx/render/chunked.h>
 #include <grafx/render/render.h>
 
+#include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -119,6 +122,11 @@ struct FitOptions {
   /// there once the initialisation from the data (on the CPU) is done; renders of the whole song
   /// and evaluations run there too. The CPU or a CUDA device (docs/benchmarks.md).
   at::Device device = at::kCPU;
+  /// On a CUDA device, record a step's kernels once as a CUDA graph and replay it for the next
+  /// steps (grafx/device_graph.h): one launch instead of thousands. Captured again when what a
+  /// step does changes (bypassed nodes, a stage, the sparsity weight, curves starting); steps
+  /// that cannot be captured run as before, and FitProgress::note says why, once.
+  bool capture_steps = true;
 };
 
 /// Scales every gradient so that their global norm is at most `max_norm` (as PyTorch's
@@ -144,6 +152,9 @@ struct FitProgress {
   double learning_rate    = 0;  ///< of the step just done
   int threads             = 0;  ///< CPU threads the step ran on
   int64_t skipped_steps   = 0;  ///< in total
+  /// How the steps run, when that changes (e.g. "steps replay a CUDA graph", or why they
+  /// cannot); empty otherwise. Each message comes once per fit.
+  std::string note;
 };
 
 class Fitter {
@@ -156,7 +167,9 @@ class Fitter {
 
   /// Runs until `options.n_steps` steps are done or the time budget is spent, calling `progress`
   /// after each. Throws
-  /// FitError [grafx.fit.diverged] after max_non_finite_steps skipped steps in a row.
+  /// FitError [grafx.fit.diverged] after max_non_finite_steps skipped steps in a row. A fitter
+  /// takes one step at a time: `run` or `step` while another runs (from another thread, or from
+  /// the progress callback) throws FitError [grafx.fit.busy].
   void run(const std::function<void(const FitProgress&)>& progress = {});
   /// One step (crop, render, loss, backward, update) with the learning rate the schedule gives
   /// when a share `done` of the fit is done (default: steps done over n_steps); returns its
@@ -228,10 +241,42 @@ class Fitter {
   void load_checkpoint(const std::string& path);
 
  private:
+  /// Holds `busy` while it lives; throws [grafx.fit.busy] where it is held already.
+  class OneAtATime {
+   public:
+    explicit OneAtATime(std::atomic<bool>& busy);
+    ~OneAtATime() { busy_ = false; }
+
+   private:
+    std::atomic<bool>& busy_;
+  };
+  FitRecord take_step(double done);
+  /// What a step reads of the song: its crops of the tracks (K×C×T, or B×K×C×T for several)
+  /// and the target's frames for the loss (MixLoss::crop_target_frames).
+  struct StepInputs {
+    std::vector<int64_t> starts;
+    at::Tensor sources;
+    std::vector<at::Tensor> target_frames;
+  };
+  StepInputs step_inputs(int64_t step);
+  /// The loss of `all` on `inputs`: the match with the target plus the regularisers, whose
+  /// parts land in `terms` and `regularization`.
+  at::Tensor crop_loss(const Parameters& all, const StepInputs& inputs, MixLossTerms& terms,
+                       at::Tensor& regularization);
+  /// A step's device work on `inputs`, with nothing read back: the loss, its gradients and the
+  /// optimizer's update (prepared). Returns total, match, regularisation, gradient norm and
+  /// whether the update was applied, as one float64 device tensor.
+  at::Tensor device_step(const StepInputs& inputs, double done);
+  /// device_step through the step graph where it can be captured: returns the record tensor,
+  /// or an undefined tensor where the step must run as before.
+  at::Tensor captured_step(const StepInputs& inputs, double done);
+  /// What the device work of a step depends on beyond its inputs: a change captures again.
+  std::string step_shape(double done) const;
+  void tell(const std::string& note);
   /// Clears the gradients of the parameters the stage at share `done` does not train.
   void freeze_outside_stage(double done);
   /// Σ w over the dry/wet nodes not bypassed, of `parameters`.
-  at::Tensor sparsity(const Parameters& parameters) const;
+  at::Tensor sparsity(const Parameters& parameters);
   /// What a checkpoint must agree on: graph, data, settings.
   std::map<std::string, std::string> identity() const;
   /// The plan and parameters renders use: without the curves while they do not train.
@@ -262,6 +307,19 @@ class Fitter {
   std::vector<FitRecord> history_;
   int64_t non_finite_in_a_row_ = 0;
   double sparsity_weight_      = 0;
+  int64_t plan_version_        = 0;  // counts changes of the plans (bypassed nodes)
+  std::map<std::string, at::Tensor> sparsity_masks_;  // per type: dry/wet nodes not bypassed
+  at::Tensor sparsity_weight_on_device_;              // sparsity_weight_, written each step
+  // The captured step: its graph, static inputs and record, and the shape it was captured for;
+  // steps of a new shape first run once on the graph's stream (warm-up), then capture.
+  DeviceGraph step_graph_;
+  StepInputs graph_inputs_;
+  at::Tensor graph_record_;
+  std::string graph_shape_, warmed_shape_;
+  std::set<std::string> uncapturable_;  // shapes whose capture failed
+  std::set<std::string> told_;          // notes given
+  std::string note_;                    // for the next FitProgress
+  std::unique_ptr<std::atomic<bool>> busy_ = std::make_unique<std::atomic<bool>>(false);
 };
 
 }  // namespace grafx

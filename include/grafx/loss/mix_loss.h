@@ -112,6 +112,16 @@ class MixLoss {
   MixLossTerms crop_terms(const at::Tensor& estimate, const at::Tensor& song,
                           const MixLossTargetFrames& frames,
                           const std::vector<int64_t>& starts) const;
+  /// crop_terms in two halves: the target's, frames of the crops of `song` of `n_samples`
+  /// each at `starts` (one [B·4, frames, n_mels] per resolution, without gradient) ...
+  std::vector<at::Tensor> crop_target_frames(const at::Tensor& song,
+                                             const MixLossTargetFrames& frames,
+                                             const std::vector<int64_t>& starts,
+                                             int64_t n_samples) const;
+  /// ... and the comparison of estimates (B×2×T) with them, which reads no host value: the part
+  /// a captured fit step holds, its target frames copied in before each replay.
+  MixLossTerms terms_against(const at::Tensor& estimate,
+                             const std::vector<at::Tensor>& target_frames) const;
   /// The least common multiple of the resolutions' hop sizes: crops whose loss starts at a
   /// multiple of it find their target's frames among the song's.
   int64_t frame_alignment() const;
