@@ -11,10 +11,12 @@
 #include <grafx/files.h>
 #include <grafx/render/stream.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -58,6 +60,29 @@ void remove_stale_partials(const fs::path& folder, const std::string& prefix) {
       fs::remove_all(it->path(), ignored);
     }
   }
+}
+
+/// Whether Turtle forbids `c` in an IRI (U+0000 to U+0020 and <>"{}|\^`): hosts built on lilv
+/// cannot load a plugin whose URI holds one.
+bool iri_forbidden(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u <= 0x20 || u == 0x7f || std::strchr("<>\"{}|\\^`", c) != nullptr;
+}
+
+/// `text` with its control characters shown as \xNN, for messages on one line.
+std::string printable(const std::string& text) {
+  std::string shown;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", u);
+      shown += escaped;
+    } else {
+      shown += c;
+    }
+  }
+  return shown;
 }
 
 /// An LV2 port symbol: letters, digits and underscores, not starting with a digit.
@@ -233,6 +258,11 @@ void add_export_lv2_command(CLI::App& app) {
     const std::string stem = bundle.filename().stem().string();
     if (bundle.extension() != ".lv2" || stem.empty())
       throw IoError("grafx.lv2.bundle", args->output + ": expected a bundle folder NAME.lv2");
+    // Hosts find a bundle by a file URI of its folder, which no control character may break.
+    if (std::any_of(stem.begin(), stem.end(), [](char c) { return iri_forbidden(c); }))
+      throw IoError("grafx.lv2.bundle", printable(args->output) +
+                                            ": a bundle's name holds no control characters, "
+                                            "spaces or any of <>\"{}|\\^`");
     std::error_code ec;
     if (fs::exists(bundle, ec)) {
       if (!args->force)
@@ -250,6 +280,10 @@ void add_export_lv2_command(CLI::App& app) {
       throw IoError("grafx.io.unwritable", args->output + ": its folder does not exist");
     const fs::path library = plugin_library();
     const GraphSource source(args->what);
+    std::vector<std::string> inputs = source.inputs();
+    inputs.push_back(args->what.source);  // a fit folder, with all it holds
+    inputs.push_back(library.string());
+    check_no_input_inside(bundle.string(), inputs);
     const SampleRate recorded = source.file.sample_rate;
     if (recorded > 0 && args->sample_rate > 0 && args->sample_rate != recorded)
       throw RenderError(
@@ -278,9 +312,13 @@ void add_export_lv2_command(CLI::App& app) {
     }
     const std::string uri  = args->uri.empty() ? "urn:grafx:" + symbol_of(stem) : args->uri;
     const std::string name = args->name.empty() ? stem : args->name;
-    if (uri.find_first_of("<>\" {}|\\^`") != std::string::npos ||
+    if (std::any_of(uri.begin(), uri.end(), [](char c) { return iri_forbidden(c); }) ||
         uri.find(':') == std::string::npos)
-      throw RenderError("grafx.lv2.uri", "--uri " + args->uri + ": expected an absolute URI");
+      throw RenderError("grafx.lv2.uri",
+                        "--uri: expected an absolute URI without control "
+                        "characters, spaces or any of <>\"{}|\\^` (Turtle's "
+                        "IRIs hold none), but got \"" +
+                            printable(args->uri) + "\"");
 
     // Written beside the bundle, then renamed into place (an existing bundle exchanged with it
     // in one step): a bundle is replaced whole or not at all.

@@ -262,13 +262,17 @@ void add_stream_command(CLI::App& app) {
     at::Tensor streamed = stream_through(
         stream, sources, [&] { return args->random_blocks ? sizes(random) : args->block; },
         progress);
-    const double seconds = seconds_since_start();
+    const double seconds      = seconds_since_start();
+    const StreamStatus status = stream.status();
+    // As `grafx render` refuses a render that is not finite: nothing is written.
+    if (status.silenced_blocks > 0)
+      throw RenderError("grafx.render.non_finite",
+                        std::to_string(status.silenced_blocks) + " of " +
+                            counted(status.blocks, "block") +
+                            " held samples that are not finite (NaN or infinity: an input, or "
+                            "a gain that overflows) and were silenced; nothing was written");
     write_outputs(outputs, streamed, sample_rate, args->pcm16, args->force);
     const double audio_seconds = double(sources.size(2)) / double(sample_rate);
-    const StreamStatus status  = stream.status();
-    if (status.silenced_blocks > 0)
-      std::cerr << "grafx: warning: " << counted(status.silenced_blocks, "block")
-                << " held non-finite samples and were silenced\n";
     std::cout << "streamed " << counted(n_inputs, "source") << " (" << args->channels << " ch, "
               << sample_rate << " Hz, " << std::fixed << std::setprecision(2) << audio_seconds
               << " s) through " << counted(graph.n_nodes(), "node") << " in "

@@ -126,18 +126,35 @@ std::string with_force_hint(const grafx::Error& e) {
 
 // The first word that is neither an option nor an option's value must name a command: CLI11
 // would otherwise report an unknown one as a missing command ("A subcommand is required").
+// --version goes before it: after a command it would end the program with success having done
+// none of the command's work (a script would take the command as done).
 void check_command(const CLI::App& app, int argc, char** argv) {
+  bool after_command = false;
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
+    if (word == "--") break;  // the rest are values
+    if (after_command) {
+      if (word == "--version")
+        throw CLI::ParseError(
+            "--version is an option of grafx itself, not of its commands: "
+            "grafx --version",
+            CLI::ExitCodes::InvalidError);
+      continue;
+    }
     if (word.rfind("-", 0) == 0) {
       const CLI::Option* option = app.get_option_no_throw(word.substr(0, word.find('=')));
       if (option && option->get_type_size() > 0 && word.find('=') == std::string::npos) ++i;
       continue;
     }
     std::vector<std::string> names;
+    bool known = false;
     for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
-      if (command->check_name(word)) return;
+      known = known || command->check_name(word);
       names.push_back(command->get_name());
+    }
+    if (known) {
+      after_command = true;
+      continue;
     }
     throw CLI::ParseError(
         "unknown command \"" + word + "\"; the commands are " + grafx::cli::join(names),

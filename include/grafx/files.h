@@ -33,6 +33,9 @@ void check_writable(const std::string& path, bool overwrite);
 /// `inputs` (by file identity, so other spellings and links count), whatever --force says: a
 /// command never replaces what it reads.
 void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs);
+/// The same for an output folder replaced whole: IoError [grafx.io.overwrites_input] when one of
+/// `inputs` is `folder` or lies inside it (by real paths, links resolved).
+void check_no_input_inside(const std::string& folder, const std::vector<std::string>& inputs);
 
 /// Calls `write` with a temporary path beside `path` (same extension), flushes it to the disk
 /// (fsync), renames it to `path` and syncs the folder, so that a crash or power loss leaves the

@@ -443,7 +443,10 @@ void bind_graph(py::module_& m) {
             Schedule schedule = schedule_from_state(state[2].cast<py::tuple>());
             return compile_plan(std::move(graph), std::move(schedule));
           }))
-      .def_readonly("graph", &CompiledPlan::graph, "The graph the plan was compiled from.")
+      .def_property_readonly(
+          "graph", [](const CompiledPlan& p) { return p.graph; },
+          "A copy of the graph the plan was compiled from (editing it changes nothing the plan "
+          "renders: compile the edited graph again).")
       .def_property_readonly("num_calls", &RenderPlan::n_calls,
                              "The number of processor calls a render makes.")
       .def_property_readonly("num_outputs", &RenderPlan::n_outputs,

@@ -1,6 +1,7 @@
 """python3 -m grafx.dataset: layouts, check, and runs on a real Dask cluster (a scheduler and two
-worker processes on 127.0.0.1), with a worker killed mid-song, a corrupt song, resumption, a
-lock, and results equal to a sequential run."""
+worker processes on 127.0.0.1, over TLS), with a worker killed mid-song, a corrupt song,
+resumption, a lock, and results equal to a sequential run; a local cluster that listens on
+127.0.0.1 alone. Hostile inputs: test_dataset_hostile.py."""
 
 import csv
 import json
@@ -124,22 +125,47 @@ def free_port():
         return s.getsockname()[1]
 
 
+def tls_files(folder):
+    """A self-signed certificate and its key (openssl), the CA of both ends; {} without openssl."""
+    cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
+    try:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", cert],
+                       check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {"--tls-ca-file": cert, "--tls-cert": cert, "--tls-key": key}
+
+
 @pytest.fixture
 def dask_cluster(tmp_path):
     """A dask-scheduler and two dask-worker processes (one thread each, no nanny, so that a
-    killed worker stays dead) on 127.0.0.1."""
+    killed worker stays dead) on 127.0.0.1, as docs/datasets.md says to run them: over TLS
+    (unless openssl is missing). The workers run in a folder of their own: paths handed to them
+    must be absolute. Yields the run's options: --scheduler ADDRESS [--tls-* FILE ...]."""
     port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
+    tls = tls_files(tmp_path)
+    address = f"{'tls' if tls else 'tcp'}://127.0.0.1:{port}"
+    tls_options = [a for option, path in tls.items() for a in (option, path)]
     logs = open(tmp_path / "cluster.log", "w")
-    scheduler = subprocess.Popen(["dask-scheduler", "--host", "127.0.0.1", "--port", str(port),
-                                  "--no-dashboard"], stdout=logs, stderr=logs)
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p))
+    elsewhere = tmp_path / "workers"
+    elsewhere.mkdir()
+    loopback = ["--host", "127.0.0.1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
+    scheduler = subprocess.Popen(["dask-scheduler", "--port", str(port), *loopback,
+                                  *tls_options], stdout=logs, stderr=logs)
     workers = [subprocess.Popen(["dask-worker", address, "--nthreads", "1", "--no-nanny",
-                                 "--no-dashboard", "--name", f"worker{i}"],
-                                stdout=logs, stderr=logs) for i in range(2)]
+                                 "--name", f"worker{i}", *loopback, *tls_options],
+                                stdout=logs, stderr=logs, cwd=elsewhere, env=environment)
+               for i in range(2)]
     import distributed
-    with distributed.Client(address, timeout="60s") as client:
+    security = distributed.Security(
+        tls_ca_file=tls["--tls-ca-file"], tls_client_cert=tls["--tls-cert"],
+        tls_client_key=tls["--tls-key"], require_encryption=True) if tls else None
+    with distributed.Client(address, timeout="60s", security=security) as client:
         client.wait_for_workers(2, timeout=60)
-    yield address
+    yield ["--scheduler", address, *tls_options]
     for process in workers + [scheduler]:
         process.kill()
         process.wait()
@@ -150,9 +176,10 @@ def test_run_on_a_dask_cluster(tmp_path, dask_cluster, cli):
     data, run = str(tmp_path / "data"), str(tmp_path / "run")
     make_dataset(data, songs=6, seconds=SECONDS, sample_rate=RATE)
     write_corrupt_song(data)
+    # Relative paths from here: the workers run in another folder.
     driver = subprocess.Popen(
-        [sys.executable, "-m", "grafx.dataset", "run", data, "-o", run, "--scheduler",
-         dask_cluster, *FIT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [sys.executable, "-m", "grafx.dataset", "run", "data", "-o", "run", *dask_cluster,
+         *FIT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
     # Kill the worker of the first song seen past its second checkpoint, mid-fit.
     killed, refused = None, None
     deadline = time.time() + 300
@@ -170,8 +197,7 @@ def test_run_on_a_dask_cluster(tmp_path, dask_cluster, cli):
                 break
         if refused is None and os.path.exists(os.path.join(run, "manifest.jsonl")):
             # A second run on the same folder while this one runs: refused by the lock.
-            refused = dataset_command("run", data, "-o", run, "--scheduler", dask_cluster,
-                                      *FIT)
+            refused = dataset_command("run", data, "-o", run, *dask_cluster, *FIT)
         time.sleep(0.2)
     out, _ = driver.communicate(timeout=600)
     assert killed, f"no song was seen mid-fit to kill its worker:\n{out}"
@@ -225,7 +251,7 @@ def test_run_on_a_dask_cluster(tmp_path, dask_cluster, cli):
     # A re-run does no work.
     stamps = {name: os.stat(os.path.join(run, "songs", name, "log.txt")).st_mtime_ns
               for name in records}
-    again = dataset_command("run", data, "-o", run, "--scheduler", dask_cluster, *FIT)
+    again = dataset_command("run", data, "-o", run, *dask_cluster, *FIT)
     assert again.returncode == 1 and "7 of 7 songs already done or failed: skipped" in \
         again.stdout, again.stdout + again.stderr
     assert stamps == {name: os.stat(os.path.join(run, "songs", name, "log.txt")).st_mtime_ns
@@ -235,13 +261,43 @@ def test_run_on_a_dask_cluster(tmp_path, dask_cluster, cli):
     assert other.returncode == 1 and "[grafx.dataset.settings]" in other.stderr
 
 
+def listening_addresses(pid):
+    """The (host, port) a process and its children listen on (TCP)."""
+    import psutil  # distributed needs it
+    found = set()
+    try:
+        processes = [psutil.Process(pid)]
+        processes += processes[0].children(recursive=True)
+    except psutil.NoSuchProcess:
+        return found
+    for process in processes:
+        try:
+            found |= {(c.laddr.ip, c.laddr.port) for c in process.connections("inet")
+                      if c.status == psutil.CONN_LISTEN}
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
+
+
 def test_local_cluster_with_pruning(tmp_path, cli):
     data, run = str(tmp_path / "data"), str(tmp_path / "run")
     make_dataset(data, songs=2, seconds=SECONDS, sample_rate=RATE)
-    result = dataset_command("run", data, "-o", run, "--workers", "2", "--prune",
-                             "--prune-rounds", "1", "--prune-steps-between", "5", *FIT)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "on 2 local worker processes" in result.stdout
+    with open(tmp_path / "out.txt", "w") as log:
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "grafx.dataset", "run", data, "-o", run, "--workers", "2",
+             "--prune", "--prune-rounds", "1", "--prune-steps-between", "5", *FIT],
+            stdout=log, stderr=subprocess.STDOUT)
+    # Whoever reaches a Dask port runs code as this user: the local cluster (its HTTP servers
+    # too) listens on 127.0.0.1 alone.
+    listening = set()
+    while driver.poll() is None:
+        listening |= listening_addresses(driver.pid)
+        time.sleep(0.25)
+    out = (tmp_path / "out.txt").read_text()
+    assert driver.returncode == 0, out
+    assert "on 2 local worker processes" in out
+    assert len(listening) >= 3, listening  # the scheduler and two workers at least
+    assert {host for host, _ in listening} <= {"127.0.0.1", "::1"}, listening
     with open(os.path.join(run, "summary.csv")) as f:
         rows = list(csv.DictReader(f))
     assert [r["status"] for r in rows] == ["done", "done"]

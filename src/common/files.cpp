@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -65,6 +66,24 @@ void check_not_an_input(const std::string& output, const std::vector<std::string
       throw IoError("grafx.io.overwrites_input",
                     output + ": is an input of this command (" + input +
                         "); refusing to overwrite it, even with --force: choose another output");
+  }
+}
+
+void check_no_input_inside(const std::string& folder, const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  const fs::path outer = fs::weakly_canonical(folder, ec);
+  if (ec) return;
+  for (const auto& input : inputs) {
+    const fs::path inner = fs::weakly_canonical(input, ec);
+    if (ec) continue;
+    // `inner` lies at or below `outer` when `outer`'s parts begin it.
+    auto [end_of_outer, end_of_inner] =
+        std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+    if (end_of_outer == outer.end())
+      throw IoError("grafx.io.overwrites_input",
+                    folder + ": holds an input of this command (" + input +
+                        "), which replacing it would delete; refusing, even with --force: "
+                        "choose another output");
   }
 }
 

@@ -81,7 +81,9 @@ Excerpt excerpt_of(const RenderPlan& plan, const Processors& processors,
     const int64_t n = std::min(kTracksPerRender, n_tracks - first);
     at::Tensor only = at::zeros({n, n_tracks, 1, 1}, x.options());
     for (int64_t i = 0; i < n; ++i) only[i][first + i] = 1;
-    at::Tensor out = render(plan, processors, parameters, x.unsqueeze(0) * only).outputs;
+    RenderOptions options;  // where the excerpt lies on the song's clock (automation curves)
+    options.time   = {sample_rate, window.first};
+    at::Tensor out = render(plan, processors, parameters, x.unsqueeze(0) * only, options).outputs;
     alone.push_back(out.select(1, 0)
                         .narrow(-1, start - window.first, samples)
                         .expand({n, 2, samples})

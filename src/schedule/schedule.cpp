@@ -160,9 +160,19 @@ ScheduleMethod parse_schedule_method(const std::string& name) {
 }
 
 std::vector<int64_t> Schedule::step_of_rows(int64_t n_rows) const {
+  if (n_rows < 0)
+    throw ScheduleError(
+        "grafx.schedule.invalid",
+        "expected a number of rows of at least 0, but got " + std::to_string(n_rows));
   std::vector<int64_t> step_of(size_t(n_rows), -1);
   for (size_t k = 0; k < steps.size(); ++k)
-    for (int64_t r : steps[k]) step_of[size_t(r)] = int64_t(k);
+    for (int64_t r : steps[k]) {
+      if (r < 0 || r >= n_rows)  // checked before it is written: a row from a caller or a file
+        throw ScheduleError("grafx.schedule.invalid",
+                            "invalid schedule: step " + std::to_string(k) + " lists row " +
+                                std::to_string(r) + ", but there are " + std::to_string(n_rows));
+      step_of[size_t(r)] = int64_t(k);
+    }
   return step_of;
 }
 
@@ -284,13 +294,21 @@ void check_schedule(const GraphTensor& graph, const Schedule& schedule, bool max
   const int64_t* index    = index_tensor.data_ptr<int64_t>();
   if (schedule.steps.size() != schedule.step_types.size() || schedule.steps.size() < 2)
     fail("expected at least the `in` and `out` steps, one type per step");
-  std::vector<int64_t> step_of = schedule.step_of_rows(n_rows);
+  for (TypeId t : schedule.step_types)
+    if (t < 0 || t >= graph.types.size())
+      fail("step type " + std::to_string(t) + " does not exist");
+  for (size_t i = 0; i < schedule.dead_rows.size(); ++i) {
+    const int64_t r = schedule.dead_rows[i];
+    if (r < 0 || r >= n_rows) fail("dead row " + std::to_string(r) + " does not exist");
+    if (i > 0 && r <= schedule.dead_rows[i - 1]) fail("dead rows are not in ascending order");
+  }
   std::vector<int64_t> count(size_t(n_rows), 0);
   for (const auto& step : schedule.steps)
     for (int64_t r : step) {
       if (r < 0 || r >= n_rows) fail("row " + std::to_string(r) + " does not exist");
       ++count[size_t(r)];
     }
+  const std::vector<int64_t> step_of = schedule.step_of_rows(n_rows);
   // Live rows: those that reach an `out` (found by a fixed point over the edges).
   std::vector<bool> live(size_t(n_rows), false);
   for (int64_t r = 0; r < n_rows; ++r) live[size_t(r)] = type[r] == NodeTypes::kOut;

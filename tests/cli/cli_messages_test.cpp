@@ -40,6 +40,22 @@ TEST(CliMessages, AnUnknownCommandIsNamedWithTheCommands) {
   EXPECT_TRUE(contains(r.err, "subcommand is required")) << r.err;
 }
 
+TEST(CliMessages, VersionGoesBeforeTheCommand) {
+  // After a command, --version ended the program with success and none of the command's work
+  // (a dataset run took every song as fitted).
+  auto r = run_grafx({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.out, "grafx ")) << r.out;
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"fit", "--tracks", "a.wav", "--mix", "b.wav", "-o", "x", "--version"},
+           {"info", "--version", "g.json"}}) {
+    r = run_grafx(args);
+    EXPECT_EQ(r.exit_code, 2) << args.front();
+    EXPECT_TRUE(contains(r.err, "[grafx.cli.arguments] --version is an option of grafx itself"))
+        << r.err;
+  }
+}
+
 TEST(CliMessages, CountsInWords) {
   testing::TempDir dir;
   auto r = run_grafx({"console", "--names", "kick,bass", "--groups", "1", "--send", "reverb=r",

@@ -94,6 +94,15 @@ TEST(CliStream, WhatCannotStreamIsRefusedInOneLine) {
   expect_error(run_grafx({"stream", f.folder, "-o", out}), 1, "grafx.io.format",
                "parameters.safetensors");
   std::filesystem::rename(f.dir.file("p.safetensors"), f.folder + "/parameters.safetensors");
+  // A sample that overflows the EQs' sums: `grafx render` refuses such a render, and so does
+  // stream, with a true count of the blocks silenced (it wrote a damaged file with exit 0).
+  at::Tensor loud = read_audio(f.tracks.front()).samples.clone();
+  loud[0][100]    = 3e38f;
+  write_audio(f.dir.file("loud.wav"), loud, FitFolder::kRate);
+  expect_error(run_grafx({"stream", f.folder, "-o", out, "--tracks", f.dir.file("loud.wav"),
+                          f.tracks[1], f.tracks[2]}),
+               1, "grafx.render.non_finite", " blocks held samples that are not finite");
+  EXPECT_FALSE(testing::file_exists(out));
   // An output that exists is kept without --force; nothing is written on an error.
   write_text(out, "keep me");
   expect_error(run_grafx({"stream", f.folder, "-o", out}), 1, "grafx.io.exists", out);

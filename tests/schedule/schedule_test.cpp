@@ -4,6 +4,7 @@
 
 #include <grafx/graph/console.h>
 #include <grafx/graph/random_graph.h>
+#include <grafx/plan/render_plan.h>
 #include <grafx/schedule/schedule.h>
 
 #include "support/test_support.h"
@@ -204,6 +205,34 @@ TEST(Schedule, CheckScheduleCatchesBrokenSchedules) {
   missing.steps[3].pop_back();
   EXPECT_GRAFX_ERROR(check_schedule(g, missing, false), "grafx.schedule.invalid",
                      "appears in 0 steps");
+}
+
+TEST(Schedule, RowsAndTypesFromCallersAndFilesAreCheckedBeforeUse) {
+  // Issue 59: step_of_rows wrote row r before any check (a row past the end corrupted the heap),
+  // and a plan read the ids of dead rows unchecked (a pickled plan could name any).
+  GraphTensor g = to_tensor(build_console({}).graph);
+  Schedule good = run(g, ScheduleMethod::kGreedy);
+  EXPECT_GRAFX_ERROR(good.step_of_rows(0), "grafx.schedule.invalid", "but there are 0");
+  EXPECT_GRAFX_ERROR(good.step_of_rows(1), "grafx.schedule.invalid", "but there are 1");
+  EXPECT_GRAFX_ERROR(good.step_of_rows(-1), "grafx.schedule.invalid", "at least 0");
+  EXPECT_EQ(good.step_of_rows(g.n_nodes()).size(), size_t(g.n_nodes()));
+  Schedule far = good;
+  far.steps[1].push_back(1000000000);
+  EXPECT_GRAFX_ERROR(check_schedule(g, far, false), "grafx.schedule.invalid",
+                     "row 1000000000 does not exist");
+  EXPECT_GRAFX_ERROR(make_render_plan(g, far), "grafx.schedule.invalid", "does not exist");
+  for (int64_t dead : {int64_t(-1), g.n_nodes(), int64_t(5000)}) {
+    Schedule wrong = good;
+    wrong.dead_rows.push_back(dead);
+    EXPECT_GRAFX_ERROR(make_render_plan(g, wrong), "grafx.schedule.invalid",
+                       "dead row " + std::to_string(dead) + " does not exist");
+  }
+  Schedule typed      = good;
+  typed.step_types[1] = g.types.size();
+  EXPECT_GRAFX_ERROR(check_schedule(g, typed, false), "grafx.schedule.invalid",
+                     "step type " + std::to_string(g.types.size()) + " does not exist");
+  typed.step_types[1] = -3;
+  EXPECT_GRAFX_ERROR(check_schedule(g, typed, false), "grafx.schedule.invalid", "step type -3");
 }
 
 // Thousands of random graphs: every method valid, the methods ordered, optimal exact.

@@ -5,7 +5,7 @@ import os
 import signal
 import sys
 
-from .run import duration_text, run
+from .run import TLS_OPTIONS, duration_text, run
 from .songs import DatasetError, find_songs
 
 EPILOG = """Any other option is a grafx fit setting (grafx fit --help), passed to every song's fit,
@@ -42,11 +42,17 @@ def synthesise(args, parser):
         parser.error(f"--seconds {args.seconds}: expected 0.5 to 600")
     if not 8000 <= args.sample_rate <= 192000:
         parser.error(f"--sample-rate {args.sample_rate}: expected 8000 to 192000")
-    if os.path.exists(args.dataset) and os.listdir(args.dataset):
-        raise DatasetError("grafx.io.exists", f"{args.dataset}: exists and is not empty; choose "
-                           "another folder")
+    if os.path.exists(args.dataset) and (not os.path.isdir(args.dataset)
+                                         or os.listdir(args.dataset)):
+        raise DatasetError("grafx.io.exists", f"{args.dataset}: exists and is not an empty "
+                           "folder; choose another folder")
     from .synthetic import make_dataset  # torch and the demo only here
-    songs = make_dataset(args.dataset, args.songs, args.seconds, args.sample_rate, args.seed)
+    try:
+        songs = make_dataset(args.dataset, args.songs, args.seconds, args.sample_rate,
+                             args.seed)
+    except OSError as error:  # e.g. a file where a folder of the path should be
+        raise DatasetError("grafx.io.unwritable", f"{error.filename or args.dataset}: "
+                           f"{error.strerror or error}")
     print(f"{len(songs)} songs in {args.dataset} ({args.seconds:g} s each at "
           f"{args.sample_rate} Hz): check them with python3 -m grafx.dataset check "
           f"{args.dataset}")
@@ -58,16 +64,18 @@ def _interrupt(signum, frame):
 
 
 def main(argv=None):
+    # No abbreviations: an option of the grafx program that begins like one of the runner's
+    # (--threads, --threads-per-worker) must reach the program, not be taken for the runner's.
     parser = argparse.ArgumentParser(
-        prog="python3 -m grafx.dataset",
+        prog="python3 -m grafx.dataset", allow_abbrev=False,
         description="Fit (and prune) every song of a multitrack dataset, on this machine or a "
                     "Dask cluster.")
     commands = parser.add_subparsers(dest="command", required=True)
     check_command = commands.add_parser(
-        "check", help="List the songs, their layout, tracks, durations, rates and problems")
+        "check", allow_abbrev=False, help="List the songs, their layout, tracks, durations, rates and problems")
     check_command.add_argument("dataset", help="The dataset folder (a folder per song)")
     synthesise_command = commands.add_parser(
-        "synthesise", help="Write a synthetic dataset: the demo's songs (synthesised tracks "
+        "synthesise", allow_abbrev=False, help="Write a synthetic dataset: the demo's songs (synthesised tracks "
         "mixed by hidden consoles) in the three layouts in turn")
     synthesise_command.add_argument("dataset", help="The folder to write (a folder per song)")
     synthesise_command.add_argument("--songs", type=int, default=6, help="Songs (default 6)")
@@ -78,7 +86,7 @@ def main(argv=None):
     synthesise_command.add_argument("--seed", type=int, default=1,
                                     help="Seed of the first song (default 1)")
     run_command = commands.add_parser(
-        "run", help="Fit every song; a second run into the same folder continues it",
+        "run", allow_abbrev=False, help="Fit every song; a second run into the same folder continues it",
         epilog=EPILOG)
     run_command.add_argument("dataset", help="The dataset folder (a folder per song)")
     run_command.add_argument("-o", "--output", required=True, help="The run's folder")
@@ -87,7 +95,11 @@ def main(argv=None):
     run_command.add_argument("--threads-per-worker", type=int, default=1,
                              help="Threads of each song's grafx program (default 1)")
     run_command.add_argument("--scheduler", help="A Dask scheduler's address, e.g. "
-                             "tcp://HOST:8786, instead of local workers")
+                             "tls://HOST:8786 or tcp://HOST:8786, instead of local workers")
+    for option, what in zip(TLS_OPTIONS, ("the certificate authority's certificate",
+                                          "this client's certificate", "its private key")):
+        run_command.add_argument(option, metavar="PEM", help=f"For a tls:// --scheduler: {what} "
+                                 "(default: Dask's distributed.comm.tls configuration)")
     run_command.add_argument("--sequential", action="store_true",
                              help="No Dask: the songs one after another in this process")
     run_command.add_argument("--songs", help="Only the songs whose folder name matches this "
@@ -105,6 +117,10 @@ def main(argv=None):
             return 1 if check(args.dataset) else 0
         if args.command == "synthesise":
             return synthesise(args, parser)
+        tls = {option: path for option, path in
+               zip(TLS_OPTIONS, (args.tls_ca_file, args.tls_cert, args.tls_key)) if path}
+        if tls and not (args.scheduler or "").startswith("tls://"):
+            parser.error(f"{', '.join(tls)} need a tls:// --scheduler")
         for name, value in (("--workers", args.workers),
                             ("--threads-per-worker", args.threads_per_worker)):
             if value is not None and not 1 <= value <= 1024:
@@ -112,7 +128,7 @@ def main(argv=None):
         records = run(args.dataset, args.output, fit_settings, prune=args.prune,
                       workers=args.workers, threads=args.threads_per_worker,
                       scheduler=args.scheduler, songs_glob=args.songs,
-                      sequential=args.sequential, retry_failed=args.retry_failed)
+                      sequential=args.sequential, retry_failed=args.retry_failed, tls=tls)
         failed = sum(r["state"] == "failed" for r in records)
         print(f"results: {os.path.join(args.output, 'report.html')} "
               f"(and summary.csv, manifest.jsonl, songs/)")

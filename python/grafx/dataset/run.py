@@ -13,14 +13,20 @@ import time
 
 from .song_task import (process_song, program, read_json, write_atomically,
                         write_json_atomically)
-from .songs import DatasetError, find_songs
+from .songs import DatasetError, find_songs, not_a_file
 from .tables import write_tables
 
 RUN_FORMAT = "grafx.dataset_run"
 # grafx fit options the run sets itself, per song.
 RESERVED = {"--tracks", "--mix", "-o", "--output", "--resume", "--force", "-f", "--prune",
             "--threads"}
+# Options with which the program prints and exits 0, fitting nothing.
+NOT_SETTINGS = {"-h", "--help", "--version"}
 PATH_OPTIONS = {"--graph", "--types"}  # grafx fit options that name files
+SCHEDULER_TIMEOUT = "10s"  # to connect to a --scheduler (docs/datasets.md)
+# A tls:// scheduler's files: the run's options and Dask's Security's names.
+TLS_OPTIONS = {"--tls-ca-file": "tls_ca_file", "--tls-cert": "tls_client_cert",
+               "--tls-key": "tls_client_key"}
 
 
 def split_prune_arguments(arguments):
@@ -52,11 +58,18 @@ def absolute_paths(arguments):
 
 def check_settings(fit_arguments, prune_arguments):
     """Lets the grafx program judge the settings once, before any song runs: it parses them and
-    then fails on the missing files (exit 1); a bad setting is a parse error (exit 2)."""
-    for argument in fit_arguments + (prune_arguments or []):
-        if argument.split("=")[0] in RESERVED:
-            raise DatasetError("grafx.dataset.settings",
-                               f"{argument} is set per song by grafx.dataset; leave it out")
+    then fails on the missing files (exit 1); a bad setting is a parse error (exit 2), and
+    settings with which it ends otherwise (0: --version, -fh, ...) do not fit."""
+    for prefix, arguments in (("--", fit_arguments), ("--prune-", prune_arguments or [])):
+        for argument in arguments:
+            name = argument.split("=")[0]
+            shown = prefix + argument[2:] if argument.startswith("--") else argument
+            if name in RESERVED:
+                raise DatasetError("grafx.dataset.settings",
+                                   f"{shown} is set per song by grafx.dataset; leave it out")
+            if name in NOT_SETTINGS:
+                raise DatasetError("grafx.dataset.settings", f"{shown} is no fitting or "
+                                   "pruning setting: the program would print and fit nothing")
     missing = os.path.join(os.sep, "nonexistent-grafx-dataset-check", "x")  # nothing is made
     commands = [["fit", "--tracks", missing, "--mix", missing, "-o", missing, *fit_arguments]]
     if prune_arguments is not None:
@@ -68,10 +81,37 @@ def check_settings(fit_arguments, prune_arguments):
             raise DatasetError("grafx.dataset.program",
                                f"cannot run the grafx program {program()!r}: {error.strerror} "
                                "(set GRAFX_BIN, or install grafx: scripts/install.sh)")
+        output = (result.stderr.strip() or result.stdout.strip()).splitlines()
+        message = output[-1].replace("grafx: error: ", "") if output else ""
         if result.returncode == 2:
-            message = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
-            raise DatasetError("grafx.dataset.settings", f"grafx {command[0]} refuses the "
-                               f"settings: {message.replace('grafx: error: ', '')}")
+            raise DatasetError("grafx.dataset.settings",
+                               f"grafx {command[0]} refuses the settings: {message}")
+        if result.returncode != 1:
+            raise DatasetError("grafx.dataset.settings", f"with these settings grafx "
+                               f"{command[0]} ends with status {result.returncode} instead of "
+                               f"working on its files ({message or 'no output'}): leave out "
+                               "what is no fitting or pruning setting")
+
+
+def check_output(dataset, output, songs):
+    """Refuses a run whose songs/ folder is, holds or lies inside the dataset, or holds a song's
+    files (real paths: links resolved): the fits would land among the songs, and a MUSDB song
+    would count its fitted mix.wav as a track on every later run."""
+    songs_folder = os.path.realpath(os.path.join(output, "songs"))
+    data = os.path.realpath(dataset)
+
+    def inside(path, folder):
+        return os.path.commonpath([path, folder]) == folder
+    if inside(songs_folder, data) or inside(data, songs_folder):
+        raise DatasetError("grafx.dataset.overlap", f"{output}: the run's songs/ folder "
+                           f"({songs_folder}) and the dataset ({data}) overlap; choose a run "
+                           "folder outside the dataset, e.g. beside it")
+    for song in songs:
+        for info in ([song.mix] if song.mix else []) + song.tracks:
+            if inside(os.path.realpath(info.path), songs_folder):
+                raise DatasetError("grafx.dataset.overlap", f"{output}: song {song.name}'s "
+                                   f"{info.path} lies in the run's songs/ folder, where the "
+                                   "fits are written; choose another run folder")
 
 
 class RunFolder:
@@ -133,7 +173,11 @@ class RunFolder:
 
     def load_manifest(self):
         self.songs = {}
-        if os.path.exists(self.manifest_path):
+        if os.path.lexists(self.manifest_path):
+            problem = not_a_file(self.manifest_path)
+            if problem:  # a FIFO would block the run forever
+                raise DatasetError("grafx.dataset.manifest",
+                                   f"{self.manifest_path}: {problem}; remove it")
             with open(self.manifest_path) as f:
                 for number, line in enumerate(f, 1):
                     try:
@@ -218,20 +262,44 @@ class Progress:
             print()
 
 
-def _executor(workers, threads, scheduler, sequential):
+def _connect(distributed, scheduler, tls):
+    """A client of the scheduler; a tls:// one with Dask's Security of the --tls-* files (those
+    not given come from Dask's configuration, distributed.comm.tls)."""
+    security = None
+    if scheduler.startswith("tls://"):
+        for option, path in tls.items():
+            if not_a_file(path):
+                raise DatasetError("grafx.io.unreadable", f"{option} {path}: {not_a_file(path)}")
+        security = distributed.Security(require_encryption=True,
+                                        **{TLS_OPTIONS[k]: v for k, v in tls.items()})
+    try:
+        return distributed.Client(scheduler, timeout=SCHEDULER_TIMEOUT, security=security)
+    except (OSError, TypeError, ValueError) as error:  # TypeError: tls:// without certificates
+        raise DatasetError("grafx.dataset.scheduler", f"cannot reach the Dask scheduler at "
+                           f"{scheduler} within {SCHEDULER_TIMEOUT}: {error}" + (
+                               " (a tls:// scheduler needs --tls-ca-file, --tls-cert and "
+                               "--tls-key, or Dask's TLS configuration)"
+                               if isinstance(error, TypeError) else ""))
+
+
+def _executor(workers, threads, scheduler, sequential, tls=None):
     """(submit, close, slots): Dask futures on a cluster, or this process one song at a time."""
     if sequential:
         pool = concurrent.futures.ThreadPoolExecutor(1)
         return pool.submit, lambda: pool.shutdown(cancel_futures=True), 1
     import distributed  # only here: `check` and sequential runs need no Dask
     if scheduler:
-        client = distributed.Client(scheduler, timeout="30s")
+        client = _connect(distributed, scheduler, tls or {})
         cluster = None
     else:
         # Worker processes of one Dask thread each: a song at a time per worker, the song's
-        # grafx program on `threads` threads.
+        # grafx program on `threads` threads. Every port on 127.0.0.1: whoever reaches a Dask
+        # port runs code as this user, and Dask's HTTP servers listen on every interface
+        # unless told otherwise.
         cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
-                                           processes=True, dashboard_address=None,
+                                           processes=True, host="127.0.0.1",
+                                           dashboard_address="127.0.0.1:0",
+                                           worker_dashboard_address="127.0.0.1:0",
                                            silence_logs=50)
         client = distributed.Client(cluster)
     slots = sum(client.nthreads().values()) or 1
@@ -244,15 +312,18 @@ def _executor(workers, threads, scheduler, sequential):
 
 
 def run(dataset, output, fit_arguments, prune=False, workers=None, threads=1, scheduler=None,
-        songs_glob=None, sequential=False, retry_failed=False, log=print, show_progress=True):
+        songs_glob=None, sequential=False, retry_failed=False, log=print, show_progress=True,
+        tls=None):
     """Fits (and prunes) every usable song of ``dataset`` into ``output``; returns the manifest
-    records of the selected songs."""
+    records of the selected songs. ``tls``: a tls:// scheduler's files, {"--tls-cert": path,
+    ...} (TLS_OPTIONS)."""
     fit_arguments, prune_arguments = split_prune_arguments(absolute_paths(fit_arguments))
     if prune_arguments and not prune:
         raise DatasetError("grafx.dataset.settings", "--prune-* settings need --prune")
     prune_arguments = prune_arguments if prune else None
-    check_settings(fit_arguments, prune_arguments)
     songs = find_songs(dataset)
+    check_output(dataset, output, songs)
+    check_settings(fit_arguments, prune_arguments)
     if songs_glob:
         songs = [s for s in songs if fnmatch.fnmatch(s.name, songs_glob)]
     if not songs:
@@ -284,7 +355,7 @@ def run(dataset, output, fit_arguments, prune=False, workers=None, threads=1, sc
                 f"{'done or failed' if not retry_failed else 'done'}: skipped")
         if todo:
             _run_songs(folder, todo, names, fit_arguments, prune_arguments, workers, threads,
-                       scheduler, sequential, log, show_progress)
+                       scheduler, sequential, log, show_progress, tls)
         write_tables(folder.path, [records[n] for n in names], prune)
         return [records[n] for n in names]
     finally:
@@ -292,10 +363,10 @@ def run(dataset, output, fit_arguments, prune=False, workers=None, threads=1, sc
 
 
 def _run_songs(folder, todo, names, fit_arguments, prune_arguments, workers, threads, scheduler,
-               sequential, log, show_progress):
+               sequential, log, show_progress, tls):
     records = folder.songs
     workers = workers or max(1, (os.cpu_count() or 1) // max(1, threads))
-    submit, close, slots = _executor(workers, threads, scheduler, sequential)
+    submit, close, slots = _executor(workers, threads, scheduler, sequential, tls)
     where = ("one after another in this process" if sequential else
              f"on the Dask cluster at {scheduler}" if scheduler else
              f"on {workers} local worker process{'es' if workers > 1 else ''}")

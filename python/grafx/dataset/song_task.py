@@ -19,6 +19,8 @@ import socket
 import subprocess
 import time
 
+from .songs import not_a_file
+
 FIT_DONE = ("summary.json", "report.html")  # written last by grafx fit (and prune)
 STEP_LINE = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+).*?([\d.]+) steps/s")
 ROUND_LINE = re.compile(r"^round (\d+)/(\d+) .*?processors (\d+).*ETA (.+?)\s*$")
@@ -75,6 +77,14 @@ def _done(folder):
     return all(os.path.exists(os.path.join(folder, name)) for name in FIT_DONE)
 
 
+def _outputs_missing(folder, stage):
+    """A stage whose program exited 0 must have written its outputs: settings such as --version
+    make the program exit 0 doing nothing, which must not pass for a fitted song."""
+    missing = [name for name in FIT_DONE if not os.path.exists(os.path.join(folder, name))]
+    return ("grafx.dataset.no_outputs", f"grafx {stage} exited with status 0 but wrote no "
+            f"{' and no '.join(missing)} (see log.txt)") if missing else None
+
+
 def _run_stage(command, folder, stage, progress, environment):
     """Runs the grafx program, logging its output and its progress; returns (code, message) of
     its failure, or None."""
@@ -114,7 +124,10 @@ def _run_stage(command, folder, stage, progress, environment):
 
 
 def read_json(path):
-    """The file's object, or {} while it is missing or being replaced."""
+    """The file's object, or {} while it is missing or being replaced (or no regular file: a
+    FIFO would block)."""
+    if not_a_file(path):
+        return {}
     try:
         with open(path) as f:
             return json.load(f)
@@ -139,7 +152,8 @@ def process_song(song, run_folder, fit_arguments, prune_arguments=None, threads=
         resume = os.path.exists(os.path.join(folder, "checkpoint.safetensors"))
         command = grafx + ["fit", "--tracks", *song["tracks"], "--mix", song["mix"], "-o", folder,
                            *fit_arguments, "--resume" if resume else "--force"]
-        failure = _run_stage(command, folder, "fit", progress, environment)
+        failure = (_run_stage(command, folder, "fit", progress, environment)
+                   or _outputs_missing(folder, "fit"))
     pruned = os.path.join(folder, "pruned")
     if failure is None and prune_arguments is not None and not _done(pruned):
         os.makedirs(pruned, exist_ok=True)
@@ -147,7 +161,8 @@ def process_song(song, run_folder, fit_arguments, prune_arguments=None, threads=
                      for name in ("checkpoint.safetensors", "pruning.json"))
         command = grafx + ["prune", folder, "-o", pruned, *prune_arguments,
                            "--resume" if resume else "--force"]
-        failure = _run_stage(command, pruned, "prune", progress, environment)
+        failure = (_run_stage(command, pruned, "prune", progress, environment)
+                   or _outputs_missing(pruned, "prune"))
     if failure and failure[0] == "grafx.fit.interrupted":  # Ctrl-C or SIGTERM: saved, not failed
         row.update(status="pending", message=failure[1])
     elif failure:

@@ -12,6 +12,7 @@ checking a large dataset reads kilobytes per file, not the audio.
 
 import dataclasses
 import os
+import stat
 import struct
 
 LAYOUTS = ("generic", "medleydb", "musdb")
@@ -66,13 +67,37 @@ class Song:
 
     def to_task(self):
         """What a worker needs to fit the song: plain data, picklable anywhere."""
-        return {"name": self.name, "layout": self.layout, "mix": self.mix.path,
-                "tracks": [t.path for t in self.tracks], "seconds": self.seconds}
+        # Absolute: workers run in other folders (and on other machines).
+        return {"name": self.name, "layout": self.layout, "mix": os.path.abspath(self.mix.path),
+                "tracks": [os.path.abspath(t.path) for t in self.tracks],
+                "seconds": self.seconds}
+
+
+def not_a_file(path):
+    """Why ``path`` is no regular file (after links), or "" when it is one: a FIFO or a device
+    named *.wav would block its reader or never end, so nothing is opened before this."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a broken link" if os.path.islink(path) else "missing"
+    except OSError as error:
+        return f"unreadable: {error.strerror}"
+    if stat.S_ISREG(mode):
+        return ""
+    kind = next((name for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                                         (stat.S_ISCHR, "a character device"),
+                                         (stat.S_ISBLK, "a block device"),
+                                         (stat.S_ISSOCK, "a socket")) if test(mode)),
+                "a special file")
+    return kind + (" (through a link)" if os.path.islink(path) else "") + ", not a regular file"
 
 
 def probe_wav(path):
     """Channels, rate and length of a WAV file from its header; ``problem`` says why not."""
     info = AudioInfo(path)
+    info.problem = not_a_file(path)
+    if info.problem:
+        return info
     try:
         size = os.path.getsize(path)
         with open(path, "rb") as f:
@@ -140,7 +165,7 @@ def _detect(folder, name):
     medleydb_stems = os.path.join(folder, f"{name}_STEMS")
     if os.path.isdir(medleydb_stems):
         return "medleydb", os.path.join(folder, f"{name}_MIX.wav"), _wavs(medleydb_stems)
-    if os.path.exists(os.path.join(folder, "mixture.wav")):
+    if os.path.lexists(os.path.join(folder, "mixture.wav")):
         return "musdb", os.path.join(folder, "mixture.wav"), _wavs(folder, ("mixture.wav",))
     return None, None, []
 
@@ -156,10 +181,10 @@ def read_song(folder):
             f"{name}_STEMS/ and {name}_MIX.wav, or mixture.wav beside the tracks"))
         return song
     song.layout = layout
-    if not os.path.isfile(mix):
+    if not os.path.lexists(mix):
         song.problems.append(Problem("grafx.dataset.no_mix",
                                      f"no mix: {os.path.relpath(mix, folder)} is missing"))
-    else:
+    else:  # a link, folder, FIFO or device is said as what it is
         song.mix = probe_wav(mix)
     song.tracks = [probe_wav(t) for t in tracks]
     if not tracks:
