@@ -15,6 +15,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -54,14 +55,15 @@ void print_notes(const std::vector<std::string>& notes) {
 }
 
 std::optional<double> parse_finite(const std::string& text) {
-  size_t used  = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::logic_error&) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
+  char* end    = nullptr;
+  errno        = 0;
+  double value = std::strtod(text.c_str(), &end);
+  // Too small for a double is a number all the same (strtod gives it as a subnormal or 0);
+  // too large is not.
+  if (end != text.c_str() + text.size() || !std::isfinite(value) ||
+      (errno == ERANGE && std::abs(value) > 1.0))
     return std::nullopt;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(value)) return std::nullopt;
   return value;
 }
 

@@ -25,6 +25,10 @@ void check_input_size(const std::string& path, uint64_t bytes);
 /// [grafx.io.too_large] past input_limit() (read in pieces, so endless files stop there).
 std::string read_text_file(const std::string& path);
 
+/// Throws IoError `code` for a path that holds a NUL character: the system would read or write
+/// the file named by its part before the NUL (a path from Python may hold one).
+void check_path(const std::string& path, const std::string& code);
+
 /// Throws IoError [grafx.io.exists] when `path` exists and `overwrite` is false, and
 /// [grafx.io.unwritable] when its folder does not exist.
 void check_writable(const std::string& path, bool overwrite);

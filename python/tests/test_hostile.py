@@ -421,3 +421,53 @@ def test_naive_and_chunked_renders_of_huge_sources_are_errors(console):
             call()
         assert_coded(error.value, "grafx.render.non_finite")
         assert not torch.isfinite(call(check_finite=False)).all()  # on purpose, as before
+
+
+def test_indices_paths_and_sizes_from_callers_are_checked(tmp_path):
+    # Issue 59: each of these crashed the interpreter, read another file or asked the allocator
+    # for hundreds of gigabytes; each is now one coded error.
+    schedule = grafx.schedule(grafx.mixing_console(n_tracks=2, chain="eg"))
+    for rows in (0, 1, -1):
+        with pytest.raises(grafx.ScheduleError) as error:
+            schedule.step_of_rows(rows)
+        assert_coded(error.value, "grafx.schedule.invalid")
+    for _ in range(1000):  # once wrote past its list: the heap survives
+        with pytest.raises(grafx.ScheduleError):
+            schedule.step_of_rows(1)
+    graph = grafx.mixing_console(n_tracks=2, chain="eg")
+    plan = grafx.compute_render_plan(graph)
+    state = plan.__getstate__()
+    steps, types, dead = state[2][1], state[2][2], state[2][3]
+    for broken in ([steps[0] + [10**9]] + steps[1:], None), (steps, [10**9]), (steps, [-1]):
+        rows, dead_rows = broken if broken[1] is not None else (broken[0], dead)
+        pickled = (state[0], state[1], (state[2][0], rows, types, dead_rows) + state[2][4:])
+        fresh = type(plan).__new__(type(plan))
+        with pytest.raises(grafx.ScheduleError) as error:
+            fresh.__setstate__(pickled)
+        assert_coded(error.value, "grafx.schedule.invalid")
+    bad_types = schedule.__getstate__()
+    bad_types = bad_types[:2] + ([99] * len(bad_types[2]),) + bad_types[3:]
+    fresh = type(schedule).__new__(type(schedule))
+    fresh.__setstate__(bad_types)
+    with pytest.raises(grafx.ScheduleError) as error:
+        fresh.type_sequence(grafx.to_tensor(graph))
+    assert_coded(error.value, "grafx.schedule.invalid")
+
+    samples = torch.zeros(1, 100)
+    grafx.save_audio(str(tmp_path / "a.wav"), samples, 8000)
+    with pytest.raises(grafx.IoError) as error:
+        grafx.load_audio(str(tmp_path / "a.wav") + "\x00xyz")
+    assert_coded(error.value, "grafx.io.unreadable")
+    with pytest.raises(grafx.IoError) as error:
+        grafx.save_audio(str(tmp_path / "b.wav"), samples, 2**40)
+    assert_coded(error.value, "grafx.io.audio_format")
+    with pytest.raises(grafx.IoError) as error:
+        grafx.resample(samples, 1, 10**9)
+    assert_coded(error.value, "grafx.io.resample")
+    loss_state = grafx.MixLoss().loss.__getstate__()
+    for field, value in ((1, [2**30]), (3, 10**7)):  # FFT sizes, mel bands
+        absurd = loss_state[:field] + (value,) + loss_state[field + 1:]
+        fresh = type(grafx.MixLoss().loss).__new__(type(grafx.MixLoss().loss))
+        with pytest.raises(grafx.LossError) as error:
+            fresh.__setstate__(absurd)
+        assert_coded(error.value, "grafx.loss.options")

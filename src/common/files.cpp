@@ -30,7 +30,14 @@ void check_input_size(const std::string& path, uint64_t bytes) {
                       " MiB; raise it with grafx --max-input-mb if this is intended");
 }
 
+void check_path(const std::string& path, const std::string& code) {
+  const size_t nul = path.find('\0');
+  if (nul != std::string::npos)
+    throw IoError(code, path.substr(0, nul) + "\\0...: a path holds no NUL character");
+}
+
 std::string read_text_file(const std::string& path) {
+  check_path(path, "grafx.io.unreadable");
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw IoError("grafx.io.unreadable", path + ": is a folder, not a file");
@@ -48,6 +55,7 @@ std::string read_text_file(const std::string& path) {
 }
 
 void check_writable(const std::string& path, bool overwrite) {
+  check_path(path, "grafx.io.unwritable");
   std::error_code ec;
   if (!overwrite && fs::exists(path, ec))
     throw IoError("grafx.io.exists",

@@ -135,6 +135,8 @@ AdamW::Update AdamW::update(double max_gradient_norm, const at::Tensor& loss,
   at::Tensor moved =
       options_.weight_decay != 0 ? values_ * (1 - step_lr * options_.weight_decay) : values_;
   moved = moved - (step_lr / correction1) * m / ((v / correction2).sqrt() + options_.eps);
+  // An update that overflows (a huge weight decay, say) is not made either.
+  result.applied           = result.applied.logical_and(moved.isfinite().all());
   const at::Tensor changed = mask.logical_and(result.applied);
   values_.copy_(at::where(changed, moved, values_));
   exp_avg_.copy_(at::where(changed, m, exp_avg_));

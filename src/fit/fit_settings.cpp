@@ -159,7 +159,7 @@ std::vector<FitSetting> make_settings() {
   s.back().same_on_resume = true;
   s.push_back(field<double>(
       number("automation_smoothness", "automation", "automation smoothness weight", "", 0, false,
-             kUnbounded, false,
+             1000, false,  // far above the best (0.3); beyond, the prior overflows the loss
              "Weight of the curves' smoothness prior (mean |second difference| of their raw "
              "points)"),
       [](O& o) -> double& { return o.automation.smoothness; }));

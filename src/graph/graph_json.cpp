@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -270,6 +271,14 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
   // Nesting is bounded before parsing, by a scan: nlohmann's parser with a callback (the way
   // to bound it while parsing) looks through an array's elements at the end of each element
   // object, quadratic in a 40,000-node file.
+  // Binary data (a sound file, a parameter file) is named as what it is not, before the scan or
+  // the parser report its brackets or bytes.
+  const size_t head = std::min<size_t>(text.size(), 4096);
+  if (std::any_of(text.begin(), text.begin() + std::ptrdiff_t(head), [](char c) {
+        return c == '\0' || (static_cast<unsigned char>(c) < 0x20 && !std::isspace(c));
+      }))
+    throw IoError("grafx.io.format",
+                  origin + ": not a graph file (it holds binary data; a graph file is JSON text)");
   if (nesting_exceeds(text, kMaxDepth))
     throw IoError("grafx.io.format",
                   origin + ": nesting deeper than " + std::to_string(kMaxDepth) + " levels");

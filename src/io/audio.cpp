@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 namespace grafx {
@@ -63,6 +64,7 @@ IoError unreadable_audio(const std::string& path) {
 }  // namespace
 
 Audio read_audio(const std::string& path) {
+  check_path(path, "grafx.io.unreadable");
   SF_INFO info{};
   SndfilePtr file(sf_open(path.c_str(), SFM_READ, &info));
   if (!file) throw unreadable_audio(path);
@@ -97,9 +99,10 @@ void write_audio(const std::string& path, const at::Tensor& samples, SampleRate 
                   path + ": expected floating-point samples (full scale at ±1), but got " +
                       std::string(c10::toString(samples.scalar_type())) +
                       "; convert them, e.g. 16-bit counts divided by 32768");
-  if (sample_rate < 1)
-    throw IoError("grafx.io.audio_format",
-                  path + ": invalid sample rate " + std::to_string(sample_rate));
+  if (sample_rate < 1 || sample_rate > std::numeric_limits<int>::max())  // libsndfile's int
+    throw IoError("grafx.io.audio_format", path + ": invalid sample rate " +
+                                               std::to_string(sample_rate) +
+                                               " (audio files hold 1 to 2147483647 Hz)");
   int container = container_for(path);
   int subtype   = encoding == AudioEncoding::kPcm16   ? SF_FORMAT_PCM_16
                   : encoding == AudioEncoding::kPcm24 ? SF_FORMAT_PCM_24
@@ -132,8 +135,13 @@ at::Tensor resample(const at::Tensor& samples, SampleRate from_rate, SampleRate 
     throw IoError("grafx.io.audio_format", what + ": cannot resample from " +
                                                std::to_string(from_rate) + " Hz to " +
                                                std::to_string(to_rate) + " Hz");
+  const double ratio = double(to_rate) / double(from_rate);
+  if (ratio > 256 || ratio < 1.0 / 256)  // libsamplerate's range; beyond, sizes explode
+    throw IoError("grafx.io.resample",
+                  what + ": cannot resample from " + std::to_string(from_rate) + " Hz to " +
+                      std::to_string(to_rate) + " Hz: the rates are more than 256 times apart");
   at::Tensor in = samples.detach().to(at::kCPU, at::kFloat).t().contiguous();  // L×C interleaved
-  const double ratio       = double(to_rate) / double(from_rate);
+  check_input_size(what, uint64_t(double(in.numel()) * ratio) * sizeof(float));
   const int64_t frames_out = int64_t(std::llround(double(in.size(0)) * ratio));
   at::Tensor out           = at::zeros({frames_out + 16, in.size(1)}, at::kFloat);
   SRC_DATA data{};

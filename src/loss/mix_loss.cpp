@@ -29,7 +29,9 @@ void check_options(const MixLossOptions& o) {
   };
   if (!(o.sample_rate > 0))
     fail("expected a positive sample rate, but got " + std::to_string(o.sample_rate));
-  if (o.n_mels < 1) fail("expected at least one mel band, but got " + std::to_string(o.n_mels));
+  if (o.n_mels < 1 || o.n_mels > detail::kMostMelBands)
+    fail("expected 1 to " + std::to_string(detail::kMostMelBands) + " mel bands, but got " +
+         std::to_string(o.n_mels));
   if (!(o.eps > 0)) fail("expected a positive eps, but got " + std::to_string(o.eps));
   if (o.skip_samples < 0)
     fail("expected skip_samples >= 0, but got " + std::to_string(o.skip_samples));

@@ -429,7 +429,11 @@ void check_resolutions(const std::vector<StftResolution>& resolutions, const std
     throw LossError("grafx.loss.options",
                     what + ": expected at least one STFT resolution, but got none");
   for (const auto& r : resolutions)
-    if (r.window_size < 2 || r.window_size > r.fft_size || r.hop_size < 1)
+    if (r.fft_size > kMostFftSize)  // its filterbank and window alone would take gigabytes
+      throw LossError("grafx.loss.options", what + ": expected FFT sizes of at most " +
+                                                std::to_string(kMostFftSize) + ", but got " +
+                                                std::to_string(r.fft_size));
+    else if (r.window_size < 2 || r.window_size > r.fft_size || r.hop_size < 1)
       throw LossError(
           "grafx.loss.options",
           what + ": expected 2 <= window size <= FFT size and hop size >= 1, but got FFT " +

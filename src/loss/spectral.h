@@ -31,6 +31,10 @@ void check_length(int64_t n_samples, int64_t skip_samples, int64_t min_samples,
 
 /// Throws LossError [grafx.loss.options] unless there is at least one resolution and every one
 /// has 2 <= window_size <= fft_size and hop_size >= 1. `what` names the loss in the message.
+/// The largest FFT size a loss takes: 2^20 points (23.8 s at 44.1 kHz).
+constexpr int64_t kMostFftSize = int64_t(1) << 20;
+/// The most mel bands a loss takes.
+constexpr int64_t kMostMelBands = 4096;
 void check_resolutions(const std::vector<StftResolution>& resolutions, const std::string& what);
 
 /// Periodic Hann window of `window_size` samples zero-padded on both sides to `fft_size`, as

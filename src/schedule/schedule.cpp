@@ -178,7 +178,12 @@ std::vector<int64_t> Schedule::step_of_rows(int64_t n_rows) const {
 
 std::string Schedule::type_sequence(const NodeTypes& types) const {
   std::string text;
-  for (TypeId t : step_types) text += (text.empty() ? "" : ", ") + types.name(t);
+  for (TypeId t : step_types) {
+    if (t < 0 || t >= types.size())  // a schedule from a caller or a pickle
+      throw ScheduleError("grafx.schedule.invalid",
+                          "invalid schedule: step type " + std::to_string(t) + " does not exist");
+    text += (text.empty() ? "" : ", ") + types.name(t);
+  }
   return text;
 }
 

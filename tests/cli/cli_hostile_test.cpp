@@ -198,6 +198,25 @@ TEST(CliHostile, ConsoleWithFewerNamesThanTracksIsRefused) {
   EXPECT_FALSE(testing::file_exists(dir.file("x.json")));
 }
 
+// Issue 59's minor items: binary data named as not a graph file; a time too small for a double
+// is a time; a smoothness weight that would overflow the loss is refused.
+TEST(CliHostile, MessagesSayWhatIsWrong) {
+  testing::TempDir dir;
+  testing::write_file(dir.file("binary.json"), std::string("RIFF\0\0\0\0WAVEfmt [[[[[[", 20));
+  expect_error(run_grafx({"info", dir.file("binary.json")}), "grafx.io.format",
+               "not a graph file (it holds binary data");
+  write_audio(dir.file("a.wav"), 0.1 * at::randn({1, 8000}), 8000);
+  auto r = run_grafx({"process", "gain_pan", "-i", dir.file("a.wav"), "-o", dir.file("b.wav"),
+                      "--set", "gain_db=0@0,-20@1e-320,-10@1"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_grafx({"fit", "--tracks", dir.file("a.wav"), "--mix", dir.file("a.wav"), "-o",
+                 dir.file("fit"), "--automate", "gain_pan", "--automation-smoothness", "1e308"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "[grafx.cli.arguments] --automation-smoothness")) << r.err;
+  EXPECT_TRUE(contains(r.err, "1000")) << r.err;
+  EXPECT_FALSE(testing::file_exists(dir.file("fit")));
+}
+
 // Item 2: --types is an input; --force must not replace it.
 TEST(CliHostile, TypesFileIsNeverReplaced) {
   const char* source = std::getenv("GRAFX_SOURCE_DIR");
