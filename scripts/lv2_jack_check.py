@@ -306,10 +306,12 @@ def check(args, song, rate, work):
           f'samples compared, latency {latency}')
     print(f'song clock at that sample | max |plugin - {reference}| / peak')
     errors = {}
+    # The plugin takes the transport's frame as its output's (as hosts that compensate latency
+    # give it) and plays its input at the frame plus the latency (docs/streaming.md).
     for periods in range(-4, 5):
-        clock = locate + periods * args.period
+        clock = locate + latency + periods * args.period
         errors[clock] = error(clock)
-        print(f'{clock:>9} (locate {periods:+d} periods) | {errors[clock]:.2e}')
+        print(f'{clock:>9} (locate + latency {periods:+d} periods) | {errors[clock]:.2e}')
     best = min(errors, key=errors.get)
     # A host sample off, and where the rates differ a cycle of the conversion off (the same
     # phase of the conversion, the song's clock a few samples of the fit's rate off).

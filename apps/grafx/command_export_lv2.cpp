@@ -9,6 +9,8 @@
 
 #include <grafx/error.h>
 #include <grafx/files.h>
+#include <grafx/processors/registry.h>
+#include <grafx/render/plugin_ports.h>
 #include <grafx/render/stream.h>
 
 #include <algorithm>
@@ -121,12 +123,55 @@ std::string lv2_unit(const std::string& unit) {
   return found == units.end() ? "" : found->second;
 }
 
+/// A control's name as a mixing engineer reads it: its physical name without the unit the host
+/// shows beside it ("threshold_db" → "threshold"), words for underscores, and for one of several
+/// elements its name where the processor gives one ("gain_db[1]" → "gain right").
+std::string control_label(const StreamParameter& parameter, const Processors& processors) {
+  std::string name     = parameter.control.name, element;
+  const size_t bracket = name.find('[');
+  int64_t index        = -1;
+  if (bracket != std::string::npos && name.back() == ']') {
+    index = std::atoll(name.substr(bracket + 1).c_str());
+    name  = name.substr(0, bracket);
+  }
+  auto processor = processors.find(parameter.type);
+  if (index >= 0 && processor != processors.end())
+    for (const ParameterSpec& spec : processor->second->parameter_specs())
+      if (spec.physical_name == name && index < int64_t(spec.element_names.size()))
+        element = spec.element_names[size_t(index)];
+  if (index >= 0 && element.empty()) element = std::to_string(index + 1);
+  std::string unit = parameter.control.unit;
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  const std::string suffix = "_" + unit;
+  if (!unit.empty() && name.size() > suffix.size() &&
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    name.resize(name.size() - suffix.size());
+  std::replace(name.begin(), name.end(), '_', ' ');
+  return element.empty() ? name : name + " " + element;
+}
+
+/// A file's URI (an IRI Turtle takes: every byte but unreserved ones and '/' percent-encoded).
+std::string file_uri(const fs::path& path) {
+  std::string uri = "file://";
+  for (unsigned char c : fs::absolute(path).lexically_normal().string()) {
+    if (std::isalnum(c) || std::strchr("-._~/", c)) {
+      uri += char(c);
+    } else {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+      uri += escaped;
+    }
+  }
+  return uri;
+}
+
 /// plugin.ttl: the plugin and its ports, in the order the plugin connects them
 /// (apps/lv2/grafx_lv2.cpp): each track's channels, the outputs' channels, a control per stream
 /// parameter, the latency, the host's transport, the bypass (lv2:enabled). A track's or an
 /// output's channels form a port group.
 std::string plugin_ttl(const std::string& uri, const std::string& name, const GraphSource& source,
-                       const Stream& stream) {
+                       const Processors& processors, const Stream& stream) {
   std::ostringstream ports, groups;
   int64_t index = 0;
   std::set<std::string> symbols;
@@ -144,14 +189,13 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
           << extra << "  ]";
     ++index;
   };
-  // A group of audio ports: stereo (left, right), mono or several channels.
+  // A group of audio ports: stereo (left, right), mono or several channels, each channel an
+  // element of the group with its designation, so that hosts tell left from right.
   auto audio = [&](bool input, const std::string& symbol, const std::string& label,
                    int64_t channels) {
     const std::string group = uri + "#" + symbol;
     const char* layout = channels == 1 ? ", pg:MonoGroup" : channels == 2 ? ", pg:StereoGroup" : "";
-    groups << "\n<" << group << ">\n  a " << (input ? "pg:InputGroup" : "pg:OutputGroup") << layout
-           << " ;\n  lv2:symbol " << quoted(symbol) << " ;\n  rdfs:label " << quoted(label)
-           << " .\n";
+    std::ostringstream elements;
     for (int64_t c = 0; c < channels; ++c) {
       const std::string side        = channels == 1   ? ""
                                       : channels == 2 ? (c == 0 ? "left" : "right")
@@ -159,11 +203,17 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
       const std::string designation = channels == 1   ? "pg:center"
                                       : channels == 2 ? "pg:" + side
                                                       : "";
+      if (!designation.empty())
+        elements << (elements.tellp() > 0 ? " , " : "  pg:element ") << "[\n    lv2:index " << index
+                 << " ;\n    lv2:designation " << designation << "\n  ]";
       port(input ? "lv2:AudioPort, lv2:InputPort" : "lv2:AudioPort, lv2:OutputPort",
            symbol + (side.empty() ? "" : "_" + side), label + (side.empty() ? "" : " " + side),
            "    pg:group <" + group + "> ;\n" +
                (designation.empty() ? "" : "    lv2:designation " + designation + " ;\n"));
     }
+    groups << "\n<" << group << ">\n  a " << (input ? "pg:InputGroup" : "pg:OutputGroup") << layout
+           << " ;\n  lv2:symbol " << quoted(symbol) << " ;\n  rdfs:label " << quoted(label)
+           << (elements.tellp() > 0 ? " ;\n" + elements.str() : std::string()) << " .\n";
   };
   int64_t track = 0;
   for (NodeId id : source.graph.nodes_of_type("in")) {
@@ -178,16 +228,18 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
           stream.n_outputs() > 1 ? "output " + std::to_string(o + 1) : "mix",
           stream.output_channels());
   for (const StreamParameter& p : stream.parameters()) {
-    const std::string node =
-        p.node_name.empty() ? p.type + " " + std::to_string(p.node) : p.node_name;
-    const StreamControl& c = p.control;
-    std::string extra      = "    lv2:default " + number(c.value) + " ;\n    lv2:minimum " +
+    std::string node = p.node_name.empty() ? p.type + " " + std::to_string(p.node) : p.node_name;
+    for (char& c : node)  // "track0.noise_gate": "track0 noise gate"
+      if (c == '.' || c == '_') c = ' ';
+    const StreamControl& c  = p.control;
+    const std::string label = control_label(p, processors);
+    std::string extra       = "    lv2:default " + number(c.value) + " ;\n    lv2:minimum " +
                         number(c.minimum) + " ;\n    lv2:maximum " + number(c.maximum) + " ;\n";
     if (!lv2_unit(c.unit).empty()) extra += "    units:unit " + lv2_unit(c.unit) + " ;\n";
     if (c.unit == "ms" && c.minimum > 0)  // times span decades: a logarithmic knob
       extra += "    lv2:portProperty pprops:logarithmic ;\n";
     if (!c.description.empty()) extra += "    rdfs:comment " + quoted(c.description) + " ;\n";
-    port("lv2:ControlPort, lv2:InputPort", symbol_of(node + "_" + c.name), node + ": " + c.name,
+    port("lv2:ControlPort, lv2:InputPort", symbol_of(node + " " + label), node + ": " + label,
          extra);
   }
   port("lv2:ControlPort, lv2:OutputPort", "latency", "Latency",
@@ -203,9 +255,23 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
        "    rdfs:comment \"Off: the tracks' sum, delayed by the latency (a bypass that keeps the "
        "timing)\" ;\n");
 
+  const PluginPorts layout(stream);
+  if (index != layout.size())  // the layout written here is the one the plugin connects
+    throw Error("grafx.internal", "plugin.ttl declares " + std::to_string(index) +
+                                      " ports where the plugin connects " +
+                                      std::to_string(layout.size()));
+  // Where the graph comes from a fit, its report is the plugin's page: what it was fitted to and
+  // every setting it found.
+  const fs::path report = fs::path(source.graph_path).parent_path() / "report.html";
+  std::error_code ec;
+  const std::string homepage = source.folder && fs::is_regular_file(report, ec)
+                                   ? "  doap:homepage <" + file_uri(report) + "> ;\n"
+                                   : std::string();
   std::ostringstream ttl;
-  ttl << "@prefix atom: <http://lv2plug.in/ns/ext/atom#> .\n"
+  ttl << layout.signature_line() << "\n"
+      << "@prefix atom: <http://lv2plug.in/ns/ext/atom#> .\n"
          "@prefix doap: <http://usefulinc.com/ns/doap#> .\n"
+         "@prefix foaf: <http://xmlns.com/foaf/0.1/> .\n"
          "@prefix lv2: <http://lv2plug.in/ns/lv2core#> .\n"
          "@prefix bufsz: <http://lv2plug.in/ns/ext/buf-size#> .\n"
          "@prefix opts: <http://lv2plug.in/ns/ext/options#> .\n"
@@ -218,12 +284,21 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
       << "<" << uri << ">\n"
       << "  a lv2:Plugin, lv2:MixerPlugin ;\n"
       << "  doap:name " << quoted(name) << " ;\n"
-      << "  rdfs:comment " << quoted("A graph exported by grafx export-lv2") << " ;\n"
+      << "  lv2:project <" << uri << "#project> ;\n"
+      << "  rdfs:comment "
+      << quoted(
+             "Exported by grafx export-lv2: a graph of processors (a fitted mixing console, "
+             "say), with a control for each setting a mixer turns")
+      << " ;\n"
       << "  lv2:optionalFeature lv2:hardRTCapable, opts:options, urid:map ;\n"
       << "  opts:supportedOption bufsz:nominalBlockLength, bufsz:maxBlockLength ;\n"
       << "  pg:mainOutput <" << uri << "#" << (stream.n_outputs() > 1 ? "out_1" : "out") << "> ;\n"
       << "  lv2:port" << ports.str() << " .\n"
-      << groups.str();
+      << groups.str()
+      // Who made it, and its page, as hosts show a plugin's maker (from its project).
+      << "\n<" << uri << "#project>\n  a doap:Project ;\n  doap:name \"grafx\" ;\n"
+      << homepage
+      << "  doap:maintainer [\n    a foaf:Person ;\n    foaf:name \"grafx export-lv2\"\n  ] .\n";
   return ttl.str();
 }
 
@@ -258,11 +333,12 @@ void add_export_lv2_command(CLI::App& app) {
     const std::string stem = bundle.filename().stem().string();
     if (bundle.extension() != ".lv2" || stem.empty())
       throw IoError("grafx.lv2.bundle", args->output + ": expected a bundle folder NAME.lv2");
-    // Hosts find a bundle by a file URI of its folder, which no control character may break.
-    if (std::any_of(stem.begin(), stem.end(), [](char c) { return iri_forbidden(c); }))
-      throw IoError("grafx.lv2.bundle", printable(args->output) +
-                                            ": a bundle's name holds no control characters, "
-                                            "spaces or any of <>\"{}|\\^`");
+    // Hosts find a bundle by a file URI of its folder, which lilv escapes but for control
+    // characters (a tab): a bundle of such a name loads in none.
+    if (std::any_of(stem.begin(), stem.end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+      throw IoError("grafx.lv2.bundle",
+                    printable(args->output) + ": a bundle's name holds no control characters");
     std::error_code ec;
     if (fs::exists(bundle, ec)) {
       if (!args->force)
@@ -297,9 +373,10 @@ void add_export_lv2_command(CLI::App& app) {
       throw RenderError("grafx.lv2.sample_rate",
                         "the parameters record no sample rate: give --sample-rate");
     const Processors processors = source.processors(sample_rate);
-    // The program's blocks; the plugin makes its stream again for the host's (grafx_lv2.cpp).
+    // Blocks of a common host's; the plugin makes its stream again for the host's own
+    // (grafx_lv2.cpp), so these only size what the export itself holds.
     const Stream stream(source.graph, processors, source.parameters(processors),
-                        {sample_rate, 4096, args->channels});
+                        {sample_rate, 512, args->channels});
     // The program loaded as a host will load it: one the plugin would refuse (a parameter whose
     // form overflows a float, such as a knee of exp(100)) is refused here, before any file.
     const std::string program = stream.save();
@@ -343,8 +420,8 @@ void add_export_lv2_command(CLI::App& app) {
                           ">\n  a lv2:Plugin ;\n  lv2:binary <grafx_lv2.so> ;\n"
                           "  rdfs:seeAlso <plugin.ttl> .\n",
                       false);
-      write_text_file((partial / "plugin.ttl").string(), plugin_ttl(uri, name, source, stream),
-                      false);
+      write_text_file((partial / "plugin.ttl").string(),
+                      plugin_ttl(uri, name, source, processors, stream), false);
       fs::copy_file(library, partial / "grafx_lv2.so");
       stopped();
       if (!fs::exists(bundle)) {

@@ -6,10 +6,13 @@
 // Ports, in the order the bundle's plugin.ttl declares them: each source's channels (audio
 // in), each output's channels (audio out), one control per stream parameter (physical units),
 // the latency (control out, lv2:reportsLatency), the host's transport (atom in: its
-// time:Position events move the song's clock, which automation curves follow), then whether it
-// is enabled (lv2:enabled: off, it plays the tracks' sum delayed by its latency).
+// time:Position events move the song's clock, which automation curves follow; their frame is the
+// output's, the input running ahead of it by the latency), then whether it is enabled
+// (lv2:enabled: off, it plays the tracks' sum delayed by its latency). render/plugin_ports.h
+// defines the layout; plugin.ttl's first line holds its signature, which the program must match.
 
 #include <grafx/render/host_stream.h>
+#include <grafx/render/plugin_ports.h>
 
 #include <lv2/atom/atom.h>
 #include <lv2/atom/util.h>
@@ -20,34 +23,76 @@
 #include <lv2/urid/urid.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  if (!file) throw std::runtime_error("cannot read " + path);
-  return bytes.str();
-}
-
 std::string bundle_file(const std::string& bundle, const char* name) {
   return bundle + (bundle.empty() || bundle.back() == '/' ? "" : "/") + name;
 }
+
+/// The first `most` bytes of a bundle's file, or all of it where `whole` (then a longer file is
+/// refused). Only a regular file is read: a link to a device (/dev/zero), a FIFO or a folder is
+/// refused before a byte is, so that a host is never held or filled by what a bundle holds.
+std::string read_file(const std::string& path, uint64_t most, bool whole) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))
+    throw std::runtime_error(path + " is not a regular file");
+  if (whole && uint64_t(info.st_size) > most)
+    throw std::runtime_error(path + " is larger than " + std::to_string(most >> 20) + " MiB");
+  std::string bytes(size_t(std::min<uint64_t>(uint64_t(info.st_size), most)), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, &bytes[done], bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += size_t(n);
+  }
+  if (done < bytes.size()) throw std::runtime_error("cannot read " + path + ": it shrank");
+  return bytes;
+}
+
+/// The largest program a bundle may hold: far above any console's (a 20,000-node chain's is
+/// tens of MB).
+constexpr uint64_t kMostProgramBytes = uint64_t(1) << 30;
+
+/// Refuses a program whose ports are not those the bundle's plugin.ttl declares (its first
+/// line, written by export-lv2, holds their signature): a host connects the ports plugin.ttl
+/// declares, and a program of more would have audio written into single floats.
+void check_ports(const std::string& bundle, const grafx::PluginPorts& ports) {
+  const std::string head = read_file(bundle_file(bundle, "plugin.ttl"), 4096, false);
+  const std::string line = head.substr(0, head.find('\n'));
+  if (line != ports.signature_line())
+    throw std::runtime_error(
+        "its stream.program is not the one its plugin.ttl was written for (ports of the program: " +
+        ports.signature() + "; plugin.ttl: " +
+        (line.rfind(grafx::PluginPorts::kSignaturePrefix, 0) == 0
+             ? line.substr(std::strlen(grafx::PluginPorts::kSignaturePrefix))
+             : std::string("none")) +
+        "): export the bundle again");
+}
+
 
 /// A bundle's plugin, as hosts discover it: its URI.
 struct Bundle {
@@ -63,6 +108,7 @@ struct Library {
 
 struct Plugin {
   grafx::HostStream host;
+  grafx::PluginPorts ports;
   std::vector<const float*> inputs;  // ports, as the host connected them
   std::vector<float*> outputs;
   std::vector<const float*> inputs_from;  // the same from a sample of the call on
@@ -125,19 +171,22 @@ LV2_Handle instantiate(const LV2_Descriptor* descriptor, double sample_rate,
     if (sample_rate != std::floor(sample_rate))
       throw std::runtime_error("a host rate of a fraction of a hertz");
     // The stream made for the host's blocks (its convolutions are planned for calls of them).
-    const std::string program = read_file(bundle_file(bundle, "stream.program"));
-    grafx::Stream stream      = grafx::Stream::load(
-             program, grafx::HostStream::stream_block(host_block(features),
-                                                      grafx::Stream::program_sample_rate(program),
-                                                      int64_t(sample_rate)));
+    const std::string program =
+        read_file(bundle_file(bundle, "stream.program"), kMostProgramBytes, true);
+    grafx::Stream stream = grafx::Stream::load(
+        program, grafx::HostStream::stream_block(host_block(features),
+                                                 grafx::Stream::program_sample_rate(program),
+                                                 int64_t(sample_rate)));
+    grafx::PluginPorts ports(stream);
+    check_ports(bundle, ports);
     auto plugin = std::make_unique<Plugin>(
-        Plugin{grafx::HostStream(std::move(stream), int64_t(sample_rate))});
+        Plugin{grafx::HostStream(std::move(stream), int64_t(sample_rate)), ports});
     Plugin& p                  = *plugin;
     const grafx::Stream& graph = p.host.stream();
-    p.inputs.assign(size_t(graph.n_sources() * graph.source_channels()), nullptr);
-    p.outputs.assign(size_t(graph.n_outputs() * graph.output_channels()), nullptr);
+    p.inputs.assign(size_t(ports.audio_inputs()), nullptr);
+    p.outputs.assign(size_t(ports.audio_outputs()), nullptr);
     p.inputs_from = p.inputs, p.outputs_from = p.outputs;
-    p.controls.assign(graph.parameters().size(), nullptr);
+    p.controls.assign(size_t(ports.controls()), nullptr);
     for (const grafx::StreamParameter& parameter : graph.parameters())  // the ports' defaults
       p.control_values.push_back(float(parameter.control.value));
     if (const LV2_URID_Map* map = urid_map(features)) {
@@ -158,30 +207,44 @@ LV2_Handle instantiate(const LV2_Descriptor* descriptor, double sample_rate,
 }
 
 void connect_port(LV2_Handle handle, uint32_t port, void* data) {
-  Plugin& p = *static_cast<Plugin*>(handle);
-  size_t k  = port;
-  if (k < p.inputs.size()) return void(p.inputs[k] = static_cast<const float*>(data));
-  k -= p.inputs.size();
-  if (k < p.outputs.size()) return void(p.outputs[k] = static_cast<float*>(data));
-  k -= p.outputs.size();
-  if (k < p.controls.size()) return void(p.controls[k] = static_cast<const float*>(data));
-  if (k == p.controls.size()) p.latency = static_cast<float*>(data);
-  if (k == p.controls.size() + 1) p.transport = static_cast<const LV2_Atom_Sequence*>(data);
-  if (k == p.controls.size() + 2) p.enabled = static_cast<const float*>(data);
+  Plugin& p                           = *static_cast<Plugin*>(handle);
+  const grafx::PluginPorts::Port what = p.ports[port];
+  const size_t k                      = size_t(what.index);
+  switch (what.kind) {
+    case grafx::PluginPorts::Kind::kAudioIn:
+      p.inputs[k] = static_cast<const float*>(data);
+      break;
+    case grafx::PluginPorts::Kind::kAudioOut:
+      p.outputs[k] = static_cast<float*>(data);
+      break;
+    case grafx::PluginPorts::Kind::kControl:
+      p.controls[k] = static_cast<const float*>(data);
+      break;
+    case grafx::PluginPorts::Kind::kLatency:
+      p.latency = static_cast<float*>(data);
+      break;
+    case grafx::PluginPorts::Kind::kTransport:
+      p.transport = static_cast<const LV2_Atom_Sequence*>(data);
+      break;
+    case grafx::PluginPorts::Kind::kEnabled:
+      p.enabled = static_cast<const float*>(data);
+      break;
+    case grafx::PluginPorts::Kind::kNone:  // a port plugin.ttl does not declare: ignored
+      break;
+  }
 }
 
-/// What a transport event says: the song frame at its time (-1: it says none) and whether the
+/// What a transport event says: the frame at its time, where it says one, and whether the
 /// transport rolls there.
 struct Position {
-  int64_t frame = -1;
+  bool found    = false;
+  int64_t frame = 0;
   bool rolling  = true;
 };
 
 /// The Position of a time:Position object with a time:frame (atom:Long) and, where it has one, a
 /// time:speed (atom:Float; 0: stopped). Hosts send one where the transport starts, stops or moves,
-/// some every call. A frame before the song's start counts as its start: the song's clock then
-/// plays on, where a clock before it would silence every signal (as the offline render of a song
-/// does before it begins).
+/// some every call.
 Position position_of(const Plugin& p, const LV2_Atom_Event& event) {
   if (p.uri.position == 0 || (event.body.type != p.uri.object && event.body.type != p.uri.blank))
     return {};
@@ -190,10 +253,22 @@ Position position_of(const Plugin& p, const LV2_Atom_Event& event) {
   const LV2_Atom *frame = nullptr, *speed = nullptr;
   lv2_atom_object_get(object, p.uri.frame, &frame, p.uri.speed, &speed, 0);
   if (!frame || frame->type != p.uri.long_integer || frame->size < sizeof(int64_t)) return {};
-  Position position{std::max<int64_t>(0, reinterpret_cast<const LV2_Atom_Long*>(frame)->body)};
+  Position position{true, reinterpret_cast<const LV2_Atom_Long*>(frame)->body};
   if (speed && speed->type == p.uri.single && speed->size >= sizeof(float))
     position.rolling = reinterpret_cast<const LV2_Atom_Float*>(speed)->body != 0.0f;
   return position;
+}
+
+/// The song frame of the input sample at a transport event's time. A host that compensates the
+/// plugin's latency reports the frame of the plugin's output there (where Ardour, Reaper and
+/// Carla put it), and feeds it the input of `latency` frames later: a song that starts at the
+/// host's first frame reaches the plugin while the host rolls up to it (frames −latency on). A
+/// frame before the song's start counts as its start: the song's clock then plays on, where a
+/// clock before it would silence every signal (as the offline render of a song does before it
+/// begins).
+int64_t song_frame(int64_t output_frame, int64_t latency) {
+  const int64_t most = grafx::Stream::kLatestSongSample;  // and no overflow on the way
+  return std::max<int64_t>(0, std::clamp<int64_t>(output_frame, -most, most - latency) + latency);
 }
 
 void activate(LV2_Handle handle) {
@@ -241,10 +316,11 @@ void run(LV2_Handle handle, uint32_t n_samples) {
   if (p.transport && p.transport->atom.size >= sizeof(LV2_Atom_Sequence_Body))
     LV2_ATOM_SEQUENCE_FOREACH(p.transport, event) {
       const Position position = position_of(p, *event);
-      if (position.frame < 0) continue;
+      if (!position.found) continue;
       play_to(std::clamp<int64_t>(event->time.frames, done, n_samples));
-      p.host.locate(position.frame);
-      p.stopped_at = position.rolling ? -1 : position.frame;
+      const int64_t song = song_frame(position.frame, p.host.latency_samples());
+      p.host.locate(song);
+      p.stopped_at = position.rolling ? -1 : song;
     }
   play_to(n_samples);
 }
@@ -257,7 +333,7 @@ const void* extension_data(const char*) { return nullptr; }
 Bundle* open_bundle(const std::string& path) {
   try {
     auto bundle = std::make_unique<Bundle>();
-    bundle->uri = read_file(bundle_file(path, "plugin.uri"));
+    bundle->uri = read_file(bundle_file(path, "plugin.uri"), 4096, true);
     while (!bundle->uri.empty() && std::isspace(static_cast<unsigned char>(bundle->uri.back())))
       bundle->uri.pop_back();
     bundle->descriptor = {bundle->uri.c_str(), instantiate, connect_port,  activate, run,

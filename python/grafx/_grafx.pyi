@@ -515,7 +515,7 @@ class Processor:
         ...
     def parameter_specs(self) -> list:
         """
-        Its parameters, each a dict with `name` (raw), `shape` (per node), `physical_name`, `unit`, `description`, `physical_min`, `physical_max`, `init_mean`, `init_std` and `settable` (whether a physical value can be set).
+        Its parameters, each a dict with `name` (raw), `shape` (per node), `physical_name`, `unit`, `description`, `raw_mapping` (how raw values map, where not plain), `element_names` (where its elements mean different things), `physical_min`, `physical_max`, `init_mean`, `init_std` and `settable` (whether a physical value can be set).
         """
         ...
     def raw_parameters(self, values: Any, num_nodes: int, dtype: Any) -> dict:

@@ -28,6 +28,8 @@ py::dict spec_to_python(const ParameterSpec& spec) {
   result["physical_name"] = spec.physical_name;
   result["unit"]          = spec.unit;
   result["description"]   = spec.description;
+  result["raw_mapping"]   = spec.raw_mapping;
+  result["element_names"] = spec.element_names;
   result["physical_min"]  = spec.physical_min;
   result["physical_max"]  = spec.physical_max;
   result["init_mean"]     = spec.init_mean;
@@ -145,8 +147,10 @@ void bind_processors(py::module_& m) {
             return result;
           },
           "Its parameters, each a dict with `name` (raw), `shape` (per node), `physical_name`, "
-          "`unit`, `description`, `physical_min`, `physical_max`, `init_mean`, `init_std` and "
-          "`settable` (whether a physical value can be set).")
+          "`unit`, `description`, `raw_mapping` (how raw values map, where not plain), "
+          "`element_names` (where its elements mean different things), `physical_min`, "
+          "`physical_max`, `init_mean`, `init_std` and `settable` (whether a physical value can "
+          "be set).")
       .def(
           "forward",
           [](const Processor& p, const std::vector<at::Tensor>& inputs,

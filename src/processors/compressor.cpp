@@ -794,7 +794,10 @@ std::vector<ParameterSpec> Dynamics::parameter_specs() const {
                 [rate](const at::Tensor& z) { return -1000.0 / (rate * smoothing_alpha(z).log()); },
                 [rate](const at::Tensor& ms) { return (-1000.0 / (rate * ms)).exp().logit(); })
         .range(0.0, -1000.0 / (rate * std::log(kMaxAlpha)))
-        .about("time constant of the " + what + ", alpha = sigmoid(raw)");
+        .about("how fast the " + what +
+                   " follows the level (the time to move about 63 % of "
+                       "the way)")
+        .maps("its coefficient alpha = sigmoid(raw)");
   };
   std::vector<ParameterSpec> specs = {
       ParameterSpec::raw("log_threshold", {1})
@@ -802,37 +805,39 @@ std::vector<ParameterSpec> Dynamics::parameter_specs() const {
               "threshold_db", "dB",
               [](const at::Tensor& raw) { return (raw - kThresholdOffset) * kLogEnergyToDb; },
               [](const at::Tensor& db) { return db / kLogEnergyToDb + kThresholdOffset; })
-          .about(std::string(gate ? "level below which the gate attenuates"
-                                  : "level above which the compressor attenuates") +
-                 " (mean square over channels, dB), raw - 6 in log energy")
+          .about(std::string(gate ? "level below which the gate turns the signal down"
+                                  : "level above which the compressor turns the signal down") +
+                 " (the channels' mean power)")
+          .maps("raw − 6 in log energy")
           .automatable("linear in dB"),
       ParameterSpec::raw("log_ratio", {1})
           .physical(
               "ratio", ":1", [](const at::Tensor& raw) { return 1 + raw.exp(); },
               [](const at::Tensor& ratio) { return (ratio - 1).log(); })
           .range(1.0, std::numeric_limits<double>::infinity())
-          .about(std::string(gate ? "expansion ratio below the threshold"
-                                  : "compression ratio above the threshold") +
-                 ", 1 + exp(raw) in (1, inf)"),
+          .about(gate ? "how steeply the gate turns down what falls below the threshold (n:1)"
+                      : "how much the compressor holds back what rises above the threshold "
+                        "(n:1)")
+          .maps("1 + exp(raw), in (1, ∞)"),
   };
   if (knee_ == Knee::kQuadratic)
-    specs.push_back(
-        ParameterSpec::raw("log_knee", {1})
-            .physical(
-                "knee_db", "dB", [](const at::Tensor& raw) { return raw.exp() * kLogEnergyToDb; },
-                [](const at::Tensor& db) { return (db / kLogEnergyToDb).log(); })
-            .range(0.0, std::numeric_limits<double>::infinity())
-            .about("width of the quadratic knee around the threshold, exp(raw) in log energy"));
+    specs.push_back(ParameterSpec::raw("log_knee", {1})
+                        .physical(
+                            "knee_db", "dB",
+                            [](const at::Tensor& raw) { return raw.exp() * kLogEnergyToDb; },
+                            [](const at::Tensor& db) { return (db / kLogEnergyToDb).log(); })
+                        .range(0.0, std::numeric_limits<double>::infinity())
+                        .about("width of the soft knee around the threshold")
+                        .maps("exp(raw) in log energy"));
   if (knee_ == Knee::kExponential)
-    specs.push_back(
-        ParameterSpec::raw("log_knee", {1})
-            .physical(
-                "knee_db", "dB",
-                [](const at::Tensor& raw) { return (-raw).exp() * kLogEnergyToDb; },
-                [](const at::Tensor& db) { return -(db / kLogEnergyToDb).log(); })
-            .range(0.0, std::numeric_limits<double>::infinity())
-            .about("softness of the exponential knee, exp(-raw) in log energy (GRAFX: its "
-                   "sharpness exp(raw))"));
+    specs.push_back(ParameterSpec::raw("log_knee", {1})
+                        .physical(
+                            "knee_db", "dB",
+                            [](const at::Tensor& raw) { return (-raw).exp() * kLogEnergyToDb; },
+                            [](const at::Tensor& db) { return -(db / kLogEnergyToDb).log(); })
+                        .range(0.0, std::numeric_limits<double>::infinity())
+                        .about("softness of the knee around the threshold")
+                        .maps("exp(−raw) in log energy (GRAFX: its sharpness exp(raw))"));
   for (const auto& [smoothing, names] :
        {std::pair{level_smoothing_, kLevelSmoother}, std::pair{gain_smoothing_, kGainSmoother}}) {
     const std::string smoother_of = std::string(names.what) + " smoother";

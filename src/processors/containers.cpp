@@ -168,9 +168,8 @@ std::vector<ParameterSpec> Container::parameter_specs() const {
     specs.push_back(ParameterSpec::raw(kWeights, {int64_t(members_.size())})
                         .physical("weight", "ratio", to_weight, to_raw)
                         .range(0, softmax_ ? 1 : std::numeric_limits<double>::infinity())
-                        .about(softmax_ ? "weight of each member's output, softmax(raw)"
-                                        : "weight of each member's output, "
-                                          "softplus(raw)/(K ln 2), 1/K at raw 0"));
+                        .about("share of each member's output in the sum")
+                        .maps(softmax_ ? "softmax(raw)" : "softplus(raw)/(K ln 2), 1/K at raw 0"));
   }
   return specs;
 }

@@ -79,11 +79,13 @@ std::vector<ParameterSpec> BiquadFilter::parameter_specs() const {
                   [](const at::Tensor& b) {
                     return b - at::tensor({1.0, 0.0, 0.0}, b.options());
                   })
-              .about("numerator b0, b1, b2 (b0 = 1 + raw b0)"),
+              .about("numerator b0, b1, b2")
+              .maps("b0 = 1 + raw b0"),
           ParameterSpec::raw("z_a1", {1})
               .physical("a1", "", a1_of, [](const at::Tensor& a1) { return at::atanh(a1 / 2); })
               .range(-1.999, 1.999)
-              .about("denominator a1 = 2·tanh(raw)"),
+              .about("denominator a1")
+              .maps("a1 = 2·tanh(raw)"),
           ParameterSpec::raw("z_a2", {1})
               .physical(
                   "a2_position", "", [](const at::Tensor& raw) { return raw.tanh(); },
@@ -111,7 +113,8 @@ std::vector<ParameterSpec> PoleZeroFilter::parameter_specs() const {
           ParameterSpec::raw("z_pole", {2})
               .physical("pole", "", pole_of, raw_of_pole)
               .range(-0.9999, 0.9999)
-              .about("real and imaginary part of the pole (and its conjugate), |p| = tanh|raw|"),
+              .about("real and imaginary part of the pole (and its conjugate)")
+              .maps("|p| = tanh|raw|"),
           ParameterSpec::raw("zero", {2})
               .physical("zero", "")
               .about("real and imaginary part of the zero (and its conjugate)")};

@@ -30,7 +30,9 @@ ProcessorDescriptor gain_pan_descriptor() {
 std::vector<ParameterSpec> GainPan::parameter_specs() const {
   return {ParameterSpec::raw("log_gain", {2})
               .physical("gain_db", "dB", units::log_gain_to_db, units::db_to_log_gain)
-              .about("gain of the left and right channel (natural-log raw value)")
+              .about("level of the left and of the right channel")
+              .maps("natural log of the gain")
+              .elements({"left", "right"})
               .automatable("linear in dB")};
 }
 

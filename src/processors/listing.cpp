@@ -90,7 +90,8 @@ std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate
   for (const auto& spec : processor->parameter_specs()) {
     s << "  " << std::left << std::setw(20) << spec.name + " " << std::setw(10)
       << shape_text(spec.shape) + " " << spec.physical_name << " (" << spec.unit
-      << "): " << spec.description << "\n";
+      << "): " << spec.description
+      << (spec.raw_mapping.empty() ? "" : " (raw: " + spec.raw_mapping + ")") << "\n";
     if (!detailed) continue;
     s << "  " << std::setw(30) << ""
       << "range " << number(spec.physical_min) << " to "

@@ -52,6 +52,16 @@ ParameterSpec& ParameterSpec::about(std::string text) {
   return *this;
 }
 
+ParameterSpec& ParameterSpec::maps(std::string text) {
+  raw_mapping = std::move(text);
+  return *this;
+}
+
+ParameterSpec& ParameterSpec::elements(std::vector<std::string> names) {
+  element_names = std::move(names);
+  return *this;
+}
+
 ParameterSpec& ParameterSpec::automatable(std::string rule) {
   automation = std::move(rule);
   return *this;

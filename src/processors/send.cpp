@@ -21,7 +21,8 @@ ProcessorDescriptor send_descriptor() {
 std::vector<ParameterSpec> Send::parameter_specs() const {
   return {units::gain_spec("log_gain", {1})
               .initial(-12.0 * std::log(10.0) / 20.0)
-              .about("send level (natural-log raw value)")
+              .about("how much of the track goes to the bus")
+              .maps("natural log of the gain")
               .automatable("linear in dB")};
 }
 

@@ -22,7 +22,7 @@ HostStream::HostStream(Stream stream, int64_t host_rate)
   step_    = stream_.max_block();
   if (host_rate != rate) set_up_conversions(sources, outputs);
   dry_delays_.assign(size_t(outputs), DelayLine(latency_));
-  dry_.assign(size_t(step_), 0.0f);
+  dry_.assign(size_t(outputs), std::vector<float>(size_t(step_), 0.0f));
   reset();
 }
 
@@ -78,25 +78,29 @@ void HostStream::set_bypassed(bool bypassed) noexcept {
   processed_share_.to(bypassed ? 0.0f : 1.0f, glide_samples(host_rate_));
 }
 
-void HostStream::mix_dry(const float* const* sources, float* const* outputs, int64_t start,
-                         int64_t n) noexcept {
+void HostStream::take_dry(const float* const* sources, int64_t start, int64_t n) noexcept {
   const int64_t channels = stream_.source_channels(), per_output = stream_.output_channels();
-  float* dry = dry_.data();
   for (size_t o = 0; o < dry_delays_.size(); ++o) {
     const int64_t c = std::min(int64_t(o) % per_output, channels - 1);  // its sources' channel
+    float* dry      = dry_[o].data();
     std::fill_n(dry, n, 0.0f);
     for (int64_t k = 0; k < stream_.n_sources(); ++k)
       for (int64_t i = 0; i < n; ++i) dry[i] += sources[k * channels + c][start + i];
     for (int64_t i = 0; i < n; ++i)  // contained as the stream's input is: not finite, silent
       dry[i] = std::isfinite(dry[i]) ? dry[i] : 0.0f;
     dry_delays_[o].process(dry, dry, n);
-    if (bypassed_ || processed_share_.gliding()) {
-      Glide share = processed_share_;  // the same glide for every channel
-      float* y    = outputs[o] + start;
-      for (int64_t i = 0; i < n; ++i) {
-        const float s = share.next();  // 0 and 1 exactly at the glides' ends
-        if (s < 1) y[i] = dry[i] + s * (y[i] - dry[i]);
-      }
+  }
+}
+
+void HostStream::mix_dry(float* const* outputs, int64_t start, int64_t n) noexcept {
+  for (size_t o = 0; o < dry_delays_.size(); ++o) {
+    if (!bypassed_ && !processed_share_.gliding()) break;
+    const float* dry = dry_[o].data();
+    Glide share      = processed_share_;  // the same glide for every channel
+    float* y         = outputs[o] + start;
+    for (int64_t i = 0; i < n; ++i) {
+      const float s = share.next();  // 0 and 1 exactly at the glides' ends
+      if (s < 1) y[i] = dry[i] + s * (y[i] - dry[i]);
     }
   }
   for (int64_t i = 0; i < n && processed_share_.gliding(); ++i) processed_share_.next();
@@ -125,11 +129,14 @@ void HostStream::process(const float* const* sources, float* const* outputs, int
   const int64_t block = stream_.max_block();
   for (int64_t start = 0; start < n;) {
     const int64_t step = std::min(step_, n - start);
+    // A host may process in place (an output on an input's buffer): the step's inputs are read,
+    // for the bypass's dry sum and for the stream, before any of its outputs is written.
+    take_dry(sources, start, step);
     if (down_.empty()) {  // the stream's own rate
       for (size_t k = 0; k < sources_.size(); ++k) sources_[k] = sources[k] + start;
       for (size_t k = 0; k < outputs_.size(); ++k) outputs_[k] = outputs[k] + start;
       stream_.process(sources_.data(), outputs_.data(), step);
-      mix_dry(sources, outputs, start, step);
+      mix_dry(outputs, start, step);
       start += step, host_done_ += step, stream_done_ += step;
       continue;
     }
@@ -156,7 +163,7 @@ void HostStream::process(const float* const* sources, float* const* outputs, int
       for (int64_t i = 0; i < step; ++i)
         outputs[o][start + i] = ring_[o][size_t((ring_start_ + i) % size)];
     ring_start_ = (ring_start_ + step) % size, ring_count_ -= step;
-    mix_dry(sources, outputs, start, step);
+    mix_dry(outputs, start, step);
     start += step, host_done_ += step, stream_done_ += converted;
   }
 }

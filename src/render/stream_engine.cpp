@@ -401,6 +401,9 @@ Stream Stream::load(const std::string& program, int64_t max_block) {
 
 namespace {
 
+/// The most bytes of block buffers a loaded stream takes (its nodes' and signals' blocks).
+constexpr int64_t kMostBlockBytes = int64_t(4) << 30;
+
 std::unique_ptr<StreamState> read_state(StreamReader& in, int64_t max_block) {
   auto state            = std::make_unique<StreamState>();
   StreamState& s        = *state;
@@ -493,11 +496,22 @@ std::unique_ptr<StreamState> read_state(StreamReader& in, int64_t max_block) {
     s.parameter_of.push_back({node, index});
   }
   if (in.left() != 0) in.corrupt("data after its end");
-  // What wire() allocates: blocks of every signal and inlet, and the delay lines.
+  // What wire() allocates: blocks of every signal and inlet, and the delay lines. The blocks
+  // grow with the graph the data describe times the block size the host asks for, not with the
+  // data: they have a budget of their own.
   const double block = double(s.options.max_block);
-  for (const StreamSignal& signal : s.signals) in.allocate(4 * block * double(signal.channels));
+  double block_bytes = 0;
+  for (const StreamSignal& signal : s.signals) block_bytes += 4 * block * double(signal.channels);
+  for (const StreamNode& node : s.nodes)
+    block_bytes += 4 * (block * double(node.channels) * double(node.n_inlets + 1) + block);
+  if (block_bytes > kMostBlockBytes)
+    throw RenderError("grafx.stream.options",
+                      "the stream's " + std::to_string(s.nodes.size()) + " nodes need " +
+                          std::to_string(int64_t(block_bytes / 1048576)) +
+                          " MiB of buffers for blocks of " + std::to_string(s.options.max_block) +
+                          " samples, more than " + std::to_string(kMostBlockBytes >> 20) +
+                          " MiB: use shorter blocks");
   for (const StreamNode& node : s.nodes) {
-    in.allocate(4 * (block * double(node.channels) * double(node.n_inlets + 1) + block));
     for (const StreamFeed& feed : node.feeds)
       in.allocate(4 * double(feed.delay) * double(s.signals[size_t(feed.signal)].channels));
     in.allocate(4 * double(node.dry_delay) * double(node.channels) * double(node.outlets.size()));

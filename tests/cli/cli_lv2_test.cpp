@@ -23,11 +23,13 @@
 #include <lv2/urid/urid.h>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -140,8 +142,28 @@ TEST(CliExportLv2, TheBundleLoadsAndPlaysTheFittedMixInDebiansHosts) {
   EXPECT_EQ(info.err, "");
   EXPECT_TRUE(contains(info.out, "Has latency:       yes")) << info.out;
   for (const char* port : {"in_1_left", "in_3_right", "out_left", "out_right", "latency",
-                           "threshold_db", "gain_db_0_", "wet"})
+                           "compressor_threshold", "gain_pan_gain_left", "wet"})
     EXPECT_TRUE(contains(info.out, port)) << port;
+
+  // What a mixing engineer reads in a host's generic controls: the controls named in words
+  // (left and right, not elements' indices), tooltips that say what a control does, groups
+  // whose channels say which is left, a maker; and the signature of the ports first.
+  const std::string written = testing::read_file(e.bundle + "/plugin.ttl");
+  EXPECT_EQ(written.rfind("# grafx plugin ports: 1; 6 audio in, 2 audio out, ", 0), 0u)
+      << written.substr(0, 200);
+  for (const char* part :
+       {"lv2:name \"track0 gain pan: gain left\"", "lv2:name \"track0 gain pan: gain right\"",
+        "pg:element [", "lv2:designation pg:right", "lv2:project <urn:grafx:mix#project>",
+        "doap:maintainer", "foaf:name", "compressor turns the signal down"})
+    EXPECT_TRUE(contains(written, part)) << part;
+  for (const char* part : {"raw", "[0]", "_\" ;", "log energy"})
+    EXPECT_FALSE(contains(written, part)) << part;
+  EXPECT_TRUE(contains(info.out, "track0 gain pan: gain left")) << info.out;
+  // A fit's report is the plugin's page.
+  testing::write_file(e.folder + "/report.html", "<html></html>");
+  ASSERT_EQ(run_grafx({"export-lv2", e.folder, "-o", e.dir.file("paged.lv2")}).exit_code, 0);
+  EXPECT_TRUE(
+      contains(testing::read_file(e.dir.file("paged.lv2/plugin.ttl")), "doap:homepage <file://"));
 
   // Its Turtle files hold to the LV2 specification (sord_validate against the installed one).
   const auto validated =
@@ -159,7 +181,7 @@ TEST(CliExportLv2, TheBundleLoadsAndPlaysTheFittedMixInDebiansHosts) {
   EXPECT_LE(difference(read_audio(e.dir.file("applied.wav")).samples, rendered), 1e-5);
   // A control set by the host changes the mix: a track's gain, by its port symbol.
   const std::string ttl = testing::read_file(e.bundle + "/plugin.ttl");
-  const size_t gain     = ttl.find("gain_pan_gain_db_0_\"");
+  const size_t gain     = ttl.find("gain_pan_gain_left\"");
   ASSERT_NE(gain, std::string::npos);
   const size_t start     = ttl.rfind('"', gain) + 1;
   const std::string port = ttl.substr(start, ttl.find('"', start) - start);
@@ -245,8 +267,8 @@ TEST(CliExportLv2, AHostCallingThePluginGetsWhatLv2Promises) {
     loaded.plugin->connect_port(instance, port++, played[c].data_ptr<float>());
   const std::string ttl = testing::read_file(e.bundle + "/plugin.ttl");
   int64_t n_ports       = 0;
-  for (size_t at = ttl.find("lv2:index"); at != std::string::npos;
-       at        = ttl.find("lv2:index", at + 1))
+  for (size_t at = ttl.find("\n    lv2:symbol"); at != std::string::npos;  // ports', not groups'
+       at        = ttl.find("\n    lv2:symbol", at + 1))
     ++n_ports;
   // Not the latency, the transport, the bypass (left unconnected: enabled).
   const int64_t n_controls = n_ports - 2 * kTracks - 2 - 3;
@@ -430,7 +452,7 @@ TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
       told.process(in.data(), out.data(), kMoved);
       for (auto& p : in) p += kMoved;
       for (auto& p : out) p += kMoved;
-      told.locate(frame);
+      told.locate(frame + told.latency_samples());  // the host's frame is the output's
       told.process(in.data(), out.data(), kCall - kMoved);
     } else {
       told.process(in.data(), out.data(), kCall);
@@ -473,9 +495,9 @@ TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
       out_rolled.push_back(expected_rolled[c].data_ptr<float>() + start);
     }
     send(start == 0 ? LV2_TIME__Position : nullptr, 0, 0.0f, long_frame(stop));
-    if (start == 0) rolled.locate(stop);
+    if (start == 0) rolled.locate(stop + rolled.latency_samples());
     loaded.plugin->run(instance, uint32_t(kCall));
-    held.locate(stop);
+    held.locate(stop + held.latency_samples());
     held.process(in.data(), out_held.data(), kCall);
     rolled.process(in.data(), out_rolled.data(), kCall);
   }
@@ -494,6 +516,157 @@ TEST(CliExportLv2, ThePluginFollowsTheHostsTransport) {
       EXPECT_TRUE(at::isfinite(stopped.narrow(1, 2 * kCall, kCall)).all().item<bool>());
     }
   loaded.plugin->cleanup(instance);
+}
+
+// A DAW as mixing engineers use one: it compensates the plugin's latency (its transport's frame
+// is that of the plugin's output, and it feeds the input `latency` frames ahead, rolling up to a
+// song that starts at its first frame from frame −latency on), and it processes in place (the
+// outputs on the first track's input buffers). The session plays the render of the song from its
+// first sample, with its automation on the song's clock; bypassed, the tracks' plain sum.
+TEST(CliExportLv2, ASessionPlaysTheRenderFromItsFirstSampleInPlaceAndBypassed) {
+  Exported e(true);
+  ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
+  const at::Tensor rendered = e.padded_render(e.dir.file("tracks.wav"));  // the song, and its tail
+  const at::Tensor tracks   = read_audio(e.dir.file("tracks.wav")).samples.contiguous();
+  const int64_t length      = tracks.size(1) - kLatency;  // the song's
+  LoadedPlugin loaded(e.bundle);
+  ASSERT_NE(loaded.plugin, nullptr);
+  HostMap host_map;
+  LV2_URID_Map& map = host_map.map;
+  const LV2_Feature map_feature{LV2_URID__map, &map};
+  const LV2_Feature* features[] = {&map_feature, nullptr};
+  LV2_Handle instance =
+      loaded.plugin->instantiate(loaded.plugin, kRate, (e.bundle + "/").c_str(), features);
+  ASSERT_NE(instance, nullptr);
+  std::vector<float> controls;
+  for (const StreamParameter& p : e.host_stream(kRate).stream().parameters())
+    controls.push_back(float(p.control.value));
+  float latency = -1, enabled = 1;
+  alignas(8) uint8_t sequence[256];
+  uint32_t port = uint32_t(2 * kTracks + 2);
+  for (float& value : controls) loaded.plugin->connect_port(instance, port++, &value);
+  loaded.plugin->connect_port(instance, port++, &latency);
+  loaded.plugin->connect_port(instance, port++, sequence);
+  loaded.plugin->connect_port(instance, port++, &enabled);
+  LV2_Atom_Forge forge;
+  lv2_atom_forge_init(&forge, &map);
+  constexpr int64_t kCall = 512;
+  at::Tensor buffers      = at::zeros({2 * kTracks, kCall});
+  for (int64_t c = 0; c < 2 * kTracks; ++c)  // in place: the outputs on tracks 0's buffers
+    loaded.plugin->connect_port(instance, uint32_t(c), buffers[c].data_ptr<float>());
+  for (int64_t c = 0; c < 2; ++c)
+    loaded.plugin->connect_port(instance, uint32_t(2 * kTracks + c), buffers[c].data_ptr<float>());
+  // The session from frame −latency to the song's end: what the host's timeline gets.
+  const auto play = [&] {
+    lv2_atom_forge_set_buffer(&forge, sequence, sizeof(sequence));  // no event yet
+    LV2_Atom_Forge_Frame empty;
+    lv2_atom_forge_sequence_head(&forge, &empty, 0);
+    lv2_atom_forge_pop(&forge, &empty);
+    loaded.plugin->run(instance, 0);  // the ports' values: the latency and whether enabled
+    loaded.plugin->activate(instance);
+    const int64_t ahead = int64_t(latency);
+    at::Tensor played   = at::zeros({2, length});
+    for (int64_t frame = -ahead; frame < length; frame += kCall) {
+      const int64_t n = std::min(kCall, length - frame);
+      buffers.narrow(1, 0, n).copy_(tracks.narrow(1, frame + ahead, n));
+      lv2_atom_forge_set_buffer(&forge, sequence, sizeof(sequence));
+      LV2_Atom_Forge_Frame sequence_frame, object_frame;
+      lv2_atom_forge_sequence_head(&forge, &sequence_frame, 0);
+      lv2_atom_forge_frame_time(&forge, 0);
+      lv2_atom_forge_object(&forge, &object_frame, 0, map.map(map.handle, LV2_TIME__Position));
+      lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__speed));
+      lv2_atom_forge_float(&forge, 1.0f);
+      lv2_atom_forge_key(&forge, map.map(map.handle, LV2_TIME__frame));
+      lv2_atom_forge_long(&forge, frame);
+      lv2_atom_forge_pop(&forge, &object_frame);
+      lv2_atom_forge_pop(&forge, &sequence_frame);
+      loaded.plugin->run(instance, uint32_t(n));
+      for (int64_t i = std::max<int64_t>(0, -frame); i < n; ++i)
+        for (int64_t c = 0; c < 2; ++c) played[c][frame + i] = buffers[c][i];
+    }
+    return played;
+  };
+  const at::Tensor mix = play();
+  EXPECT_EQ(latency, float(kLatency));
+  const at::Tensor song = rendered.narrow(1, 0, length);
+  const double peak     = song.abs().max().item<double>();
+  EXPECT_GT(peak, 1e-2);
+  EXPECT_LE((mix - song).abs().max().item<double>(), 1e-5 * peak) << "from the first sample on";
+  // Bypassed from the start: the tracks' sum, each output channel its tracks' same channel.
+  enabled                 = 0;
+  const at::Tensor dry    = play();
+  const at::Tensor summed = tracks.narrow(1, 0, length).view({kTracks, 2, length}).sum(0);
+  EXPECT_LE((dry - summed).abs().max().item<double>(), 1e-6);
+  loaded.plugin->cleanup(instance);
+}
+
+// A bundle's files are never trusted: a program copied from another export (other ports than its
+// plugin.ttl declares), a program that is a link to an endless device or a FIFO, plugin.ttl
+// without its signature: the plugin makes no instance, says why, and holds nothing.
+TEST(CliExportLv2, APluginOfMismatchedOrHostileFilesMakesNoInstance) {
+  Exported e;
+  ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
+  const std::string mono = e.bundles + "/mono.lv2";
+  ASSERT_EQ(run_grafx({"export-lv2", e.folder, "--channels", "1", "-o", mono}).exit_code, 0);
+  const std::string program = e.bundle + "/stream.program", kept = e.dir.file("kept.program");
+  std::filesystem::copy_file(program, kept);
+  LoadedPlugin loaded(e.bundle);
+  ASSERT_NE(loaded.plugin, nullptr);
+  const auto instance = [&] {
+    return loaded.plugin->instantiate(loaded.plugin, kRate, (e.bundle + "/").c_str(), nullptr);
+  };
+  LV2_Handle good = instance();
+  ASSERT_NE(good, nullptr);
+  loaded.plugin->cleanup(good);
+  // Another export's program: 3 audio inputs where plugin.ttl declares 6.
+  std::filesystem::copy_file(mono + "/stream.program", program,
+                             std::filesystem::copy_options::overwrite_existing);
+  EXPECT_EQ(instance(), nullptr);
+  // A link to /dev/zero and a FIFO: refused at once, not read.
+  std::filesystem::remove(program);
+  std::filesystem::create_symlink("/dev/zero", program);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(instance(), nullptr);
+  std::filesystem::remove(program);
+  ASSERT_EQ(::mkfifo(program.c_str(), 0600), 0);
+  EXPECT_EQ(instance(), nullptr);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+  // plugin.ttl without the signature of its ports (an older export, or one edited by hand).
+  std::filesystem::remove(program);
+  std::filesystem::copy_file(kept, program);
+  const std::string ttl = testing::read_file(e.bundle + "/plugin.ttl");
+  testing::write_file(e.bundle + "/plugin.ttl", ttl.substr(ttl.find('\n') + 1));
+  EXPECT_EQ(instance(), nullptr);
+  testing::write_file(e.bundle + "/plugin.ttl", ttl);
+  good = instance();
+  EXPECT_NE(good, nullptr);
+  if (good) loaded.plugin->cleanup(good);
+}
+
+// Replacing a bundle never deletes what the export reads: a parameter file, a graph file or a
+// whole fit folder inside the bundle is refused, even with --force, and kept.
+TEST(CliExportLv2, ReplacingABundleNeverDeletesItsInputs) {
+  Exported e;
+  ASSERT_EQ(e.exported.exit_code, 0) << e.exported.err;
+  namespace fs = std::filesystem;
+  fs::copy_file(e.folder + "/parameters.safetensors", e.bundle + "/p.safetensors");
+  fs::copy_file(e.folder + "/console.json", e.bundle + "/console.json");
+  fs::copy(e.folder, e.bundle + "/fit", fs::copy_options::recursive);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {e.folder, "--params", e.bundle + "/p.safetensors"},
+           {e.bundle + "/console.json", "--params", e.folder + "/parameters.safetensors"},
+           {e.bundle + "/fit"}}) {
+    std::vector<std::string> command = {"export-lv2"};
+    command.insert(command.end(), args.begin(), args.end());
+    for (const char* more : {"-o", "", "--force"}) command.push_back(more);
+    command[command.size() - 2] = e.bundle;
+    const auto r                = run_grafx(command);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "[grafx.io.overwrites_input]")) << r.err;
+  }
+  EXPECT_TRUE(testing::file_exists(e.bundle + "/p.safetensors"));
+  EXPECT_TRUE(testing::file_exists(e.bundle + "/console.json"));
+  EXPECT_TRUE(testing::file_exists(e.bundle + "/fit/parameters.safetensors"));
 }
 
 // The folder of a pruned console holds no record of the fit's tracks: it exports all the same,
@@ -568,6 +741,13 @@ TEST(CliExportLv2, WhatCannotBeExportedIsRefusedInOneLine) {
       "grafx.lv2.sample_rate", "16000 Hz");
   expect_error(run_grafx({"export-lv2", e.folder, "-o", e.dir.file("a.lv2"), "--uri", "a b"}),
                "grafx.lv2.uri", "absolute URI");
+  // Turtle's IRIs hold no control characters: a bundle no lilv host could load is not written.
+  expect_error(
+      run_grafx({"export-lv2", e.folder, "-o", e.dir.file("a.lv2"), "--uri", "urn:grafx:a\tb"}),
+      "grafx.lv2.uri", "urn:grafx:a\\x09b");
+  expect_error(run_grafx({"export-lv2", e.folder, "-o", e.dir.file("a\tb.lv2")}),
+               "grafx.lv2.bundle", "no control characters");
+  EXPECT_FALSE(testing::file_exists(e.dir.file("a.lv2")));
   // A graph with a cycle or an unknown type, and a fit folder with a corrupt parameter file.
   testing::write_file(e.dir.file("cycle.json"),
                       R"({"format": "grafx.graph", "version": 2,

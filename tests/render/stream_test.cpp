@@ -530,6 +530,28 @@ TEST(Stream, ProgramsThatAreNotOneAreRefused) {
   EXPECT_GRAFX_ERROR(Stream::program_sample_rate(""), code, "does not start as one");
 }
 
+// A long graph at a host's large blocks needs buffers for every node, whatever its data: they
+// have a budget of their own (4 GiB), and beyond it the host is told to use shorter blocks; the
+// data's budget no longer refuses a valid graph for them (a 20,000-node chain's export was).
+TEST(Stream, BlockBuffersHaveABudgetOfTheirOwn) {
+  Graph chain(registry_node_types());
+  NodeId last = chain.add("in");
+  for (int k = 0; k < 300; ++k) {
+    const NodeId gain = chain.add("gain_pan");
+    chain.connect(last, gain);
+    last = gain;
+  }
+  chain.connect(last, chain.add("out"));
+  const Processors processors = make_processors(chain.types(), {kRate});
+  const std::string program =
+      Stream(chain, processors, create_parameters(chain, processors, {1, at::kFloat, false}),
+             {kRate, 512, 2})
+          .save();
+  EXPECT_EQ(Stream::load(program, 4096).max_block(), 4096);  // 40 MB of blocks: taken
+  EXPECT_GRAFX_ERROR(Stream::load(program, int64_t(1) << 20), "grafx.stream.options",
+                     "use shorter blocks");  // 6 GB of them
+}
+
 // What a program holds of numbers: finite ones (a NaN would only silence the stream's outputs,
 // block after block), and ranges that may lack an end.
 TEST(Stream, ProgramsWithNumbersThatAreNotFiniteAreRefused) {

@@ -58,7 +58,13 @@ struct ParameterSpec {
   double init_std  = 0.01;
   std::string physical_name;  ///< e.g. "threshold_db" (units in the name)
   std::string unit;           ///< e.g. "dB"
-  std::string description;    ///< one line: what it does
+  std::string description;    ///< one line: what it does, in a mixing engineer's terms
+  /// How raw values map to physical ones where that is not plain (e.g. "raw − 6 in log
+  /// energy"): for those who set raw values; empty otherwise.
+  std::string raw_mapping;
+  /// Names of a node's elements where a parameter has several that mean different things
+  /// (gain_pan's "left", "right"); empty otherwise.
+  std::vector<std::string> element_names;
   double physical_min = -std::numeric_limits<double>::infinity();  ///< range of physical values
   double physical_max = std::numeric_limits<double>::infinity();
   /// How an automation curve of this parameter is interpolated between its points (see
@@ -81,6 +87,8 @@ struct ParameterSpec {
   /// Physical values outside [min, max] are refused where users set them (`grafx process`).
   ParameterSpec& range(double min, double max);
   ParameterSpec& about(std::string description);
+  ParameterSpec& maps(std::string raw_mapping);
+  ParameterSpec& elements(std::vector<std::string> names);
   /// Lets graphs automate the parameter: `forward` then takes its values per sample,
   /// `[N, shape..., L]` (see over_time), interpolated by `rule` (what linear in the raw value
   /// means physically, e.g. "linear in dB").

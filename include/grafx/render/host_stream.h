@@ -57,10 +57,11 @@ class HostStream {
  private:
   /// Sets up the conversions to the stream's rate and back (the constructor's, where they differ).
   void set_up_conversions(int64_t sources, int64_t outputs);
-  /// The bypass on host samples [start, start + n) of every output channel (the sources' sum
-  /// delayed, mixed in where bypassed or gliding).
-  void mix_dry(const float* const* sources, float* const* outputs, int64_t start,
-               int64_t n) noexcept;
+  /// The bypass's dry signal of host samples [start, start + n): per output channel the
+  /// sources' sum, delayed; read before any output of those samples is written.
+  void take_dry(const float* const* sources, int64_t start, int64_t n) noexcept;
+  /// It mixed into the outputs where bypassed or gliding.
+  void mix_dry(float* const* outputs, int64_t start, int64_t n) noexcept;
 
   Stream stream_;
   int64_t host_rate_, latency_ = 0;
@@ -80,11 +81,11 @@ class HostStream {
   // samples up to s·M/L.
   int64_t host_done_ = 0, stream_done_ = 0;
   // The bypass: the processed share of the outputs, and per output channel the sources' sum
-  // delayed by the latency (dry_ holds a step of it).
+  // delayed by the latency (dry_ holds a step of each).
   bool bypassed_ = false;
   Glide processed_share_{1.0f};
   std::vector<DelayLine> dry_delays_;
-  std::vector<float> dry_;
+  std::vector<std::vector<float>> dry_;
 };
 
 }  // namespace grafx
