@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -302,6 +303,33 @@ std::string plugin_ttl(const std::string& uri, const std::string& name, const Gr
   return ttl.str();
 }
 
+/// Blocks silenced for outputs that are not finite when `stream` plays a quarter of a second of
+/// full-scale noise on every track channel.
+int64_t silenced_blocks_of_loud_tracks(Stream& stream) {
+  const int64_t block  = stream.max_block(),
+                length = std::max<int64_t>(block, stream.sample_rate() / 4);
+  const int64_t inputs = stream.n_sources() * stream.source_channels();
+  std::vector<std::vector<float>> in(static_cast<size_t>(inputs),
+                                     std::vector<float>(static_cast<size_t>(block)));
+  std::vector<std::vector<float>> out(
+      static_cast<size_t>(stream.n_outputs() * stream.output_channels()),
+      std::vector<float>(static_cast<size_t>(block)));
+  std::vector<const float*> in_pointers;
+  std::vector<float*> out_pointers;
+  for (auto& channel : in) in_pointers.push_back(channel.data());
+  for (auto& channel : out) out_pointers.push_back(channel.data());
+  uint32_t state = 1;
+  for (int64_t done = 0; done < length; done += block) {
+    for (auto& channel : in)
+      for (float& x : channel) {
+        state = state * 1664525u + 1013904223u;  // a full-scale noise, the same every export
+        x     = float(int32_t(state)) / 2147483648.0f;
+      }
+    stream.process(in_pointers.data(), out_pointers.data(), block);
+  }
+  return stream.status().silenced_blocks;
+}
+
 }  // namespace
 
 void add_export_lv2_command(CLI::App& app) {
@@ -380,13 +408,23 @@ void add_export_lv2_command(CLI::App& app) {
     // The program loaded as a host will load it: one the plugin would refuse (a parameter whose
     // form overflows a float, such as a knee of exp(100)) is refused here, before any file.
     const std::string program = stream.save();
+    std::optional<Stream> loaded;
     try {
-      Stream::load(program);
+      loaded.emplace(Stream::load(program));
     } catch (const Error& e) {
       throw RenderError(
           "grafx.lv2.program",
           "the parameters make a program that the plugin could not load (" + e.message() + ")");
     }
+    // And one that would play silence: outputs that are not finite for loud tracks (gains in
+    // series that overflow a float), which a stream silences block after block.
+    if (const int64_t silenced = silenced_blocks_of_loud_tracks(*loaded); silenced > 0)
+      throw RenderError("grafx.lv2.program",
+                        "the parameters make a stream whose output is not finite for full-scale "
+                        "tracks (" +
+                            std::to_string(silenced) +
+                            " of its blocks were: a gain that overflows, say), which the plugin "
+                            "would play as silence");
     const std::string uri  = args->uri.empty() ? "urn:grafx:" + symbol_of(stem) : args->uri;
     const std::string name = args->name.empty() ? stem : args->name;
     if (std::any_of(uri.begin(), uri.end(), [](char c) { return iri_forbidden(c); }) ||

@@ -778,6 +778,15 @@ TEST(CliExportLv2, WhatCannotBeExportedIsRefusedInOneLine) {
                           e.dir.file("a.lv2")}),
                "grafx.lv2.program", "not finite");
   EXPECT_FALSE(testing::file_exists(e.dir.file("a.lv2")));
+  // Gains in series that overflow a float for loud tracks (e^60 on a track and on its group):
+  // the plugin would play silence; refused.
+  parameters = load_parameters(e.folder + "/parameters.safetensors", graph);
+  parameters["gain_pan"]["log_gain"].fill_(60);
+  save_parameters(e.dir.file("loud.safetensors"), graph, parameters, false, kRate);
+  expect_error(run_grafx({"export-lv2", e.folder, "--params", e.dir.file("loud.safetensors"), "-o",
+                          e.dir.file("a.lv2")}),
+               "grafx.lv2.program", "play as silence");
+  EXPECT_FALSE(testing::file_exists(e.dir.file("a.lv2")));
   testing::write_file(e.folder + "/parameters.safetensors", "not a safetensors file");
   r = run_grafx({"export-lv2", e.folder, "-o", e.dir.file("a.lv2")});
   EXPECT_EQ(r.exit_code, 1) << r.err;
