@@ -22,7 +22,8 @@ packages=(
 )
 if [ "${1:-}" = "--tests" ]; then
   packages+=(chromium)  # the report screenshot test (scripts/report-screenshot.sh)
-  packages+=(lilv-utils sordi)  # lv2info, lv2apply, sord_validate: the export-lv2 tests' hosts
+  packages+=(lilv-utils sordi liblilv-dev)  # lv2info, lv2apply, sord_validate, a lilv host: the
+                                             # export-lv2 tests' hosts
   packages+=(python3-pip python3-setuptools python3-wheel python3-venv)  # pip install . (test_pip_install.py)
   packages+=(mypy)  # type-checks the extension's stub python/grafx/_grafx.pyi (test_api_docs.py)
 fi

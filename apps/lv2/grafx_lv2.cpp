@@ -93,7 +93,6 @@ void check_ports(const std::string& bundle, const grafx::PluginPorts& ports) {
         "): export the bundle again");
 }
 
-
 /// A bundle's plugin, as hosts discover it: its URI.
 struct Bundle {
   std::string uri;

@@ -42,6 +42,14 @@ class ContainerStream : public NodeStream {
   }
 
   std::vector<int64_t> outlet_channels() const override { return {channels_}; }
+  bool takes(int64_t n_inlets, int64_t channels) const override {
+    if (!members_.front()->takes(n_inlets, channels)) return false;
+    for (size_t k = 1; k < members_.size(); ++k)  // in series each takes the one before's output
+      if (serial() ? !members_[k]->takes(1, members_[k - 1]->outlet_channels().front())
+                   : !members_[k]->takes(n_inlets, channels))
+        return false;
+    return true;
+  }
   int64_t latency_samples() const override { return latency_; }
 
   void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {

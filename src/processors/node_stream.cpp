@@ -105,6 +105,9 @@ class ImpulseResponseStream : public NodeStream {
 
   std::vector<int64_t> outlet_channels() const override { return outlet_channels_; }
   int64_t latency_samples() const override { return latency_; }
+  bool takes(int64_t n_inlets, int64_t channels) const override {  // one input per channel
+    return n_inlets * channels == convolver_.n_inputs();
+  }
 
   void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {
     size_t k = 0;
@@ -210,6 +213,10 @@ class MatrixStream : public NodeStream {
 
   std::vector<int64_t> outlet_channels() const override {
     return {scalar() ? channels_ : n_outputs_};
+  }
+  bool takes(int64_t n_inlets, int64_t channels) const override {
+    // One gain maps each channel to itself; a matrix reads what it is given (mono as dual mono).
+    return n_inlets >= 1 && channels >= 1 && (!scalar() || channels == channels_);
   }
 
   void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {

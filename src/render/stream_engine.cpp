@@ -448,6 +448,8 @@ std::unique_ptr<StreamState> read_state(StreamReader& in, int64_t max_block) {
       for (size_t o = 0; o < channels.size(); ++o)
         if (channels[o] != s.signals[size_t(node.outlets[o])].channels)
           in.corrupt("a node of other channels");
+      if (!node.stream->takes(node.n_inlets, node.channels))
+        in.corrupt("a node whose form takes other inputs than its inlets give");
     }
     node.dry_wet = in.read<bool>(), node.bypassed = in.read<bool>();
     node.wet          = Glide(in.read<float>());

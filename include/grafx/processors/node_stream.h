@@ -219,6 +219,15 @@ class NodeStream {
   virtual ~NodeStream() = default;
   /// Channels of each outlet's signal.
   virtual std::vector<int64_t> outlet_channels() const = 0;
+  /// Whether it processes `n_inlets` inlets of `channels` channels each: what a program's node
+  /// hands it (a program whose node and form disagree is refused before a block runs; a form
+  /// handed other buffers would read or write past them). By default at least one inlet, and
+  /// each outlet of as many channels as an inlet.
+  virtual bool takes(int64_t n_inlets, int64_t channels) const {
+    const std::vector<int64_t> outlets = outlet_channels();
+    return n_inlets >= 1 && std::all_of(outlets.begin(), outlets.end(),
+                                        [channels](int64_t c) { return c == channels; });
+  }
   /// Samples by which the outputs lag the processor's offline output: half the length of a
   /// zero-phase filter, which needs that much of the future; 0 for a causal processor.
   virtual int64_t latency_samples() const { return 0; }
