@@ -21,8 +21,8 @@
 #include <grafx/dsp/convolution.h>
 #include <grafx/dsp/recursion.h>
 #include <grafx/dsp/signal.h>
-#include <grafx/dsp/stream_convolution.h>
 #include <grafx/program.h>
+#include <grafx/stream/convolution.h>
 
 #include "bench_support.h"
 

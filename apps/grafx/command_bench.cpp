@@ -8,10 +8,10 @@
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/memory.h>
 #include <grafx/plan/render_plan.h>
-#include <grafx/render/host_stream.h>
+#include <grafx/render/make_stream.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
-#include <grafx/render/stream.h>
+#include <grafx/stream/host_stream.h>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -85,8 +85,8 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
   const at::Tensor sources = 0.1 * at::randn({n_sources, 2, length});
   // A stream per block size, made for it as a host makes its plugin for its block size (its
   // convolutions are planned for calls of that many samples).
-  const auto make_stream = [&](int64_t block) {
-    return Stream(graph, processors, parameters, {sample_rate, block, 2});
+  const auto stream_for_block = [&](int64_t block) {
+    return grafx::make_stream(graph, processors, parameters, {sample_rate, block, 2});
   };
   // Rows of real-time factors per block size: of a stream at its rate, or in a host; the first
   // block's stream gives the latency and the time to make one.
@@ -128,12 +128,12 @@ void bench_stream(const Graph& graph, const std::vector<int64_t>& blocks, double
     }
     return timed;
   };
-  const Timed own       = time_rows(make_stream, sources, sample_rate);  // at its own rate
+  const Timed own       = time_rows(stream_for_block, sources, sample_rate);  // at its own rate
   const int64_t latency = own.latency;
   Timed host;
   if (host_rate > 0 && host_rate != sample_rate) {
     const auto make_host = [&](int64_t block) {  // for calls of `block` host samples
-      return HostStream(make_stream(HostStream::stream_block(block, sample_rate, host_rate)),
+      return HostStream(stream_for_block(HostStream::stream_block(block, sample_rate, host_rate)),
                         host_rate);
     };
     const at::Tensor fast =

@@ -10,8 +10,8 @@
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/processors/registry.h>
-#include <grafx/render/plugin_ports.h>
-#include <grafx/render/stream.h>
+#include <grafx/render/make_stream.h>
+#include <grafx/stream/plugin_ports.h>
 
 #include <algorithm>
 #include <cctype>
@@ -403,8 +403,8 @@ void add_export_lv2_command(CLI::App& app) {
     const Processors processors = source.processors(sample_rate);
     // Blocks of a common host's; the plugin makes its stream again for the host's own
     // (grafx_lv2.cpp), so these only size what the export itself holds.
-    const Stream stream(source.graph, processors, source.parameters(processors),
-                        {sample_rate, 512, args->channels});
+    const Stream stream = make_stream(source.graph, processors, source.parameters(processors),
+                                      {sample_rate, 512, args->channels});
     // The program loaded as a host will load it: one the plugin would refuse (a parameter whose
     // form overflows a float, such as a knee of exp(100)) is refused here, before any file.
     const std::string program = stream.save();

@@ -15,8 +15,8 @@
 #include <grafx/io/audio.h>
 #include <grafx/io/parameter_file.h>
 #include <grafx/render/chunked.h>
+#include <grafx/render/make_stream.h>
 #include <grafx/render/parameters.h>
-#include <grafx/render/stream.h>
 
 #include <ATen/ATen.h>
 
@@ -235,7 +235,8 @@ void add_stream_command(CLI::App& app) {
     at::Tensor sources     = load_sources(tracks, args->channels, args->pad, sample_rate);
     Processors processors  = source.processors(sample_rate);
     Parameters parameters  = source.parameters(processors);
-    Stream stream(graph, processors, parameters, {sample_rate, args->block, args->channels});
+    Stream stream =
+        make_stream(graph, processors, parameters, {sample_rate, args->block, args->channels});
     std::mt19937_64 random(uint64_t(args->what.seed));
     std::uniform_int_distribution<int64_t> sizes(1, args->block);
     const auto start         = std::chrono::steady_clock::now();

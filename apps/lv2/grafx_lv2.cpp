@@ -1,6 +1,6 @@
 // The LV2 plugin of an exported graph (grafx export-lv2): one shared library for every bundle,
 // which reads its bundle's stream program (stream.program, Stream::save) and plugin URI
-// (plugin.uri) and runs the stream at the host's rate (render/host_stream.h: converted where
+// (plugin.uri) and runs the stream at the host's rate (stream/host_stream.h: converted where
 // the host runs at another rate than the fit's). Plain C++ and the LV2 headers: no LibTorch.
 //
 // Ports, in the order the bundle's plugin.ttl declares them: each source's channels (audio
@@ -8,11 +8,11 @@
 // the latency (control out, lv2:reportsLatency), the host's transport (atom in: its
 // time:Position events move the song's clock, which automation curves follow; their frame is the
 // output's, the input running ahead of it by the latency), then whether it is enabled
-// (lv2:enabled: off, it plays the tracks' sum delayed by its latency). render/plugin_ports.h
+// (lv2:enabled: off, it plays the tracks' sum delayed by its latency). stream/plugin_ports.h
 // defines the layout; plugin.ttl's first line holds its signature, which the program must match.
 
-#include <grafx/render/host_stream.h>
-#include <grafx/render/plugin_ports.h>
+#include <grafx/stream/host_stream.h>
+#include <grafx/stream/plugin_ports.h>
 
 #include <lv2/atom/atom.h>
 #include <lv2/atom/util.h>
@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -137,7 +138,7 @@ const LV2_URID_Map* urid_map(const LV2_Feature* const* features) {
 
 /// The blocks a host that does not say its block length runs: its calls of any size are split
 /// into blocks of up to 64 samples, for which the convolutions take a head in direct form,
-/// which costs no more in calls of one sample (dsp/stream_convolution.h).
+/// which costs no more in calls of one sample (stream/convolution.h).
 constexpr int64_t kUnknownHostBlock = 64;
 
 /// The block length the host calls run() with, from its options (buf-size: the nominal one,

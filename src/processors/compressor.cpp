@@ -2,7 +2,7 @@
 #include <grafx/graph/node_types.h>
 #include <grafx/processors/compressor.h>
 
-#include "processors/stream_forms.h"
+#include <grafx/stream/dynamics_form.h>
 
 #include "dsp/rows.h"
 #include "dsp/tangents.h"

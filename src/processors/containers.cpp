@@ -6,7 +6,7 @@
 #include <grafx/processors/registry.h>
 #include <grafx/processors/reverb.h>
 
-#include "processors/stream_forms.h"
+#include <grafx/stream/container_form.h>
 
 #include <ATen/ATen.h>
 

@@ -1,7 +1,7 @@
 #include <grafx/error.h>
 #include <grafx/processors/distortion.h>
 
-#include "processors/stream_forms.h"
+#include <grafx/stream/waveshaper_form.h>
 
 #include "processors/units.h"
 

@@ -1,6 +1,7 @@
 #include <grafx/dsp/channel_mix.h>
 #include <grafx/error.h>
 #include <grafx/processors/gain_pan.h>
+#include <grafx/stream/matrix_form.h>
 
 #include "processors/units.h"
 

@@ -4,7 +4,7 @@
 #include <grafx/error.h>
 #include <grafx/processors/linear_processor.h>
 
-#include "processors/stream_forms.h"
+#include <grafx/stream/impulse_response_form.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>

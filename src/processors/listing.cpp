@@ -45,7 +45,7 @@ std::string initial_value(const ParameterSpec& spec) {
   return with_unit(number(lo) + (hi != lo ? " … " + number(hi) : ""), spec.unit);
 }
 
-/// How the processor streams (grafx stream, render/stream.h), with its initial parameters.
+/// How the processor streams (grafx stream, stream/stream.h), with its initial parameters.
 std::string streaming(const Processor& processor, SampleRate sample_rate) {
   TensorDict initial;
   for (const auto& spec : processor.parameter_specs())

@@ -1,7 +1,7 @@
 #include <grafx/error.h>
 #include <grafx/graph/node_types.h>
-#include <grafx/processors/node_stream.h>
 #include <grafx/processors/processor.h>
+#include <grafx/stream/form.h>
 
 #include <ATen/ATen.h>
 

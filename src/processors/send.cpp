@@ -1,4 +1,5 @@
 #include <grafx/processors/send.h>
+#include <grafx/stream/matrix_form.h>
 
 #include "processors/units.h"
 

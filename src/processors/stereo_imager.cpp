@@ -1,5 +1,6 @@
 #include <grafx/dsp/channel_mix.h>
 #include <grafx/processors/stereo_imager.h>
+#include <grafx/stream/matrix_form.h>
 
 #include "processors/units.h"
 

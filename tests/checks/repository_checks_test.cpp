@@ -1,7 +1,8 @@
 // Checks of the source tree itself, so that the rules of CONTRIBUTING.md hold without anyone
 // remembering them: layers include only lower layers (the order is read from docs/design.md),
-// and the error catalogue (docs/errors.md) lists exactly the codes the code throws. Plain C++
-// (no LibTorch), reading the tree from $GRAFX_SOURCE_DIR.
+// the real-time layer `stream` reaches no LibTorch header, and the error catalogue
+// (docs/errors.md) lists exactly the codes the code throws. Plain C++ (no LibTorch), reading the
+// tree from $GRAFX_SOURCE_DIR.
 
 #include <gtest/gtest.h>
 
@@ -101,6 +102,11 @@ TEST(RepositoryChecks, LayersIncludeOnlyLowerLayers) {
     return it == order.end() ? -1 : int(it - order.begin());
   };
   std::string violations;
+  for (const auto& layer : order)  // the list names the tree's layers, no more
+    if (layer != "common" && layer != "apps" && layer != "python" &&
+        !fs::is_directory(source_dir() / "src" / layer) &&
+        !fs::is_directory(source_dir() / "include/grafx" / layer))
+      violations += "docs/design.md names a layer \"" + layer + "\" that has no folder\n";
   for (const auto& file : sources({"include", "src", "apps", "python/src"})) {
     std::string path = relative_path(file), from = layer_of_file(path);
     if (rank(from) < 0) {
@@ -117,6 +123,36 @@ TEST(RepositoryChecks, LayersIncludeOnlyLowerLayers) {
     }
   }
   EXPECT_TRUE(violations.empty()) << violations;
+}
+
+TEST(RepositoryChecks, StreamLayerIsLibTorchFree) {
+  // The real-time layer is linked into plugins and hosts without LibTorch (grafx::stream): no
+  // file of it, nor any grafx header it reaches through its includes, may name LibTorch.
+  static const std::regex grafx_header(R"(^\s*#\s*include\s*<(grafx/[^>]+)>)"),
+      private_header(R"re(^\s*#\s*include\s*"(stream/[^"]+)")re"),
+      libtorch(R"(^\s*#\s*include\s*[<"](torch|ATen|c10)/)");
+  std::vector<fs::path> pending = sources({"include/grafx/stream", "src/stream"});
+  ASSERT_FALSE(pending.empty()) << "the stream layer has no files";
+  std::set<fs::path> seen(pending.begin(), pending.end());
+  std::string violations;
+  while (!pending.empty()) {
+    fs::path file = pending.back();
+    pending.pop_back();
+    auto lines = lines_of(file);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      std::smatch m;
+      if (std::regex_search(lines[i], libtorch))
+        violations += relative_path(file) + ":" + std::to_string(i + 1) + ": " + lines[i] + "\n";
+      fs::path reached;
+      if (std::regex_search(lines[i], m, grafx_header))
+        reached = source_dir() / "include" / m[1].str();
+      else if (std::regex_search(lines[i], m, private_header))
+        reached = source_dir() / "src" / m[1].str();
+      if (!reached.empty() && fs::exists(reached) && seen.insert(reached).second)
+        pending.push_back(reached);
+    }
+  }
+  EXPECT_TRUE(violations.empty()) << "the stream layer reaches LibTorch:\n" << violations;
 }
 
 TEST(RepositoryChecks, ErrorCatalogueListsExactlyTheCodesThrown) {

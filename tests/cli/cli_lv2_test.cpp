@@ -7,8 +7,8 @@
 #include <grafx/graph/graph_json.h>
 #include <grafx/io/audio.h>
 #include <grafx/io/parameter_file.h>
-#include <grafx/render/host_stream.h>
 #include <grafx/render/parameters.h>
+#include <grafx/stream/host_stream.h>
 
 #include "cli/fit_folder.h"
 #ifdef GRAFX_HAVE_LILV

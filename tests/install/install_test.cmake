@@ -1,7 +1,9 @@
 # Installs grafx's dev component from BUILD into a fresh prefix under WORK, then builds the
 # README's C++ program (PROGRAM) as an outside project that finds it with find_package(grafx),
-# and runs it: the installed headers, libraries and package configuration are complete.
-foreach(var BUILD SOURCE PROGRAM WORK)
+# and runs it: the installed headers, libraries and package configuration are complete. Then a
+# host that links the real-time engine alone (tests/install/stream_host, grafx::stream) plays the
+# program GRAFX export-lv2 writes, built with no LibTorch on its include or link line.
+foreach(var BUILD SOURCE PROGRAM WORK GRAFX)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install_test.cmake: -D${var}=... is required")
   endif()
@@ -31,3 +33,19 @@ if(n_norms LESS 3 OR output MATCHES "gradient norm (0|nan|-?inf)\n")
   message(FATAL_ERROR "the installed library's program printed:\n${output}")
 endif()
 message(STATUS "find_package(grafx) from ${prefix}: built and ran; ${n_norms} parameters learn")
+
+# The real-time engine alone: find_package(grafx COMPONENTS stream) needs no LibTorch.
+run(${GRAFX} export-lv2 ${SOURCE}/examples/channel_strips.json --sample-rate 48000
+    -o ${WORK}/strips.lv2)
+run(${CMAKE_COMMAND} -S ${SOURCE}/tests/install/stream_host -B ${WORK}/stream_host -G Ninja
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix})
+run(${CMAKE_COMMAND} --build ${WORK}/stream_host -- -v)
+if(output MATCHES "torch|ATen|c10|gomp|nlohmann")
+  message(FATAL_ERROR "the stream host's build names more than grafx::stream:\n${output}")
+endif()
+run(${WORK}/stream_host/stream_host ${WORK}/strips.lv2/stream.program)
+if(NOT output MATCHES "truncated program refused: \\[grafx\\.stream\\.program\\]" OR
+   NOT output MATCHES "0 silenced, output peak 0\\.[0-9]*[1-9]")
+  message(FATAL_ERROR "the stream host printed:\n${output}")
+endif()
+message(STATUS "find_package(grafx COMPONENTS stream): a host without LibTorch played ${output}")

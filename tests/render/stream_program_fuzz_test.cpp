@@ -12,7 +12,7 @@
 #include <grafx/dsp/float_math.h>
 #include <grafx/error.h>
 #include <grafx/hash.h>
-#include <grafx/render/stream.h>
+#include <grafx/render/make_stream.h>
 
 #include "support/fuzz_campaign.h"
 

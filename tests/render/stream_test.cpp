@@ -1,17 +1,17 @@
-// The stream engine (render/stream.h): every processor and consoles of every kind streamed
+// The stream engine (stream/stream.h): every processor and consoles of every kind streamed
 // block by block equal the offline render shifted by the declared latency, for block sizes 1,
 // 7, 64, 512, 4096 and random ones; process() allocates nothing; bad blocks are contained.
 
-#include <grafx/dsp/stream_resampler.h>
 #include <grafx/error.h>
 #include <grafx/graph/console.h>
-#include <grafx/processors/node_stream.h>
-#include <grafx/render/host_stream.h>
+#include <grafx/render/make_stream.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
-#include <grafx/render/stream.h>
+#include <grafx/stream/form.h>
+#include <grafx/stream/host_stream.h>
+#include <grafx/stream/resampler.h>
 
-#include "render/stream_state.h"
+#include "stream/stream_state.h"
 #include "support/test_support.h"
 
 #include <ATen/ATen.h>
@@ -86,7 +86,7 @@ void expect_streams_as_rendered(const Graph& graph, const Processors& processors
   const at::Tensor offline =
       render(make_render_plan(to_tensor(graph)), processors, parameters, sources, on_the_clock())
           .outputs;
-  Stream stream(graph, processors, parameters, {kRate, 4096, sources.size(1)});
+  Stream stream     = make_stream(graph, processors, parameters, {kRate, 4096, sources.size(1)});
   const double peak = offline.abs().max().item<double>();
   ASSERT_GT(peak, 0) << what;
   for (int64_t size : {1, 7, 64, 512, 4096, 0}) {
@@ -255,7 +255,7 @@ TEST(StreamContract, AutomatedConsolesStreamAsTheyRenderOffline) {
   // Curves drive what is automated: a host controls only the rest.
   std::set<std::string> controls;
   for (const StreamParameter& p :
-       Stream(graph, processors, parameters, {kRate, 64, 1}).parameters())
+       make_stream(graph, processors, parameters, {kRate, 64, 1}).parameters())
     controls.insert(p.type + "." + p.control.name);
   for (const char* driven : {"gain_pan.gain_db[0]", "gain_pan.wet", "send.gain_db",
                              "stereo_imager.side_gain_db", "compressor.threshold_db"})
@@ -277,7 +277,7 @@ TEST(Stream, ALocatedStreamPlaysTheSongFromThere) {
           .outputs.narrow(2, start, kRate - start);
   const double peak           = offline.abs().max().item<double>();
   const at::Tensor from_start = song.narrow(2, start, kRate - start);
-  Stream stream(c.graph, c.processors, c.parameters, {kRate, 512, 1});
+  Stream stream               = make_stream(c.graph, c.processors, c.parameters, {kRate, 512, 1});
   for (int64_t block : {1, 64, 512}) {
     stream.reset();
     stream.locate(start);
@@ -311,7 +311,8 @@ TEST(Stream, ALocatedStreamPlaysTheSongFromThere) {
 TEST(Stream, TheLatencyIsTheEqsAlone) {
   const Graph graph           = console({"eq", "compressor", "gain_pan", "delay", "reverb"}, true);
   const Processors processors = make_processors(graph.types(), {kRate});
-  Stream stream(graph, processors, acting_parameters(graph, processors, 1), {kRate, 64, 1});
+  Stream stream =
+      make_stream(graph, processors, acting_parameters(graph, processors, 1), {kRate, 64, 1});
   std::map<NodeId, int64_t> eqs;  // most EQs on a path to each node (bypassed ones left out)
   int64_t most = 0;
   for (NodeId id : graph.topological_order()) {
@@ -323,9 +324,9 @@ TEST(Stream, TheLatencyIsTheEqsAlone) {
   EXPECT_EQ(stream.latency_samples(), most * 1023);
   const Graph no_eq       = console({"compressor", "gain_pan", "reverb"}, false);
   const Processors others = make_processors(no_eq.types(), {kRate});
-  EXPECT_EQ(
-      Stream(no_eq, others, acting_parameters(no_eq, others, 1), {kRate, 64, 1}).latency_samples(),
-      0);
+  EXPECT_EQ(make_stream(no_eq, others, acting_parameters(no_eq, others, 1), {kRate, 64, 1})
+                .latency_samples(),
+            0);
 }
 
 // Real-time discipline: after the first blocks, 10,000 blocks allocate nothing.
@@ -333,7 +334,8 @@ TEST(Stream, ProcessAllocatesNothing) {
   const Graph graph = console(
       {"eq", "compressor", "noise_gate", "stereo_imager", "gain_pan", "delay", "reverb"}, true);
   const Processors processors = make_processors(graph.types(), {kRate});
-  Stream stream(graph, processors, acting_parameters(graph, processors, 2), {kRate, 64, 1});
+  Stream stream =
+      make_stream(graph, processors, acting_parameters(graph, processors, 2), {kRate, 64, 1});
   std::vector<float> input(64, 0.1f),
       output(size_t(64 * stream.output_channels() * stream.n_outputs()));
   std::vector<const float*> in(size_t(stream.n_sources()), input.data());
@@ -355,9 +357,9 @@ TEST(Stream, BadBlocksAreContained) {
   const Graph graph           = console({"eq", "compressor", "reverb"}, false);
   const Processors processors = make_processors(graph.types(), {kRate});
   const Parameters parameters = acting_parameters(graph, processors, 3);
-  Stream stream(graph, processors, parameters, {kRate, 32, 1});
-  Stream reference(graph, processors, parameters, {kRate, 32, 1});
-  const int64_t n_out = stream.n_outputs() * stream.output_channels();
+  Stream stream               = make_stream(graph, processors, parameters, {kRate, 32, 1});
+  Stream reference            = make_stream(graph, processors, parameters, {kRate, 32, 1});
+  const int64_t n_out         = stream.n_outputs() * stream.output_channels();
   at::manual_seed(1);
   at::Tensor x        = at::randn({stream.n_sources(), 32 * 40}) * 0.3;
   at::Tensor silenced = x.clone();
@@ -418,7 +420,7 @@ TEST(Stream, ParametersChangeByGlidingToTheirNewValues) {
   }
   const Processors processors = make_processors(graph.types(), {kRate});
   const Parameters parameters = acting_parameters(graph, processors, 4);
-  Stream made(graph, processors, parameters, {kRate, 100, 1});
+  Stream made                 = make_stream(graph, processors, parameters, {kRate, 100, 1});
   // A stream read back from its program changes as the one made.
   Stream loaded = Stream::load(made.save());
   for (Stream* streams : {&made, &loaded}) {
@@ -481,8 +483,9 @@ TEST(Stream, AGainChangeGlides) {
   const NodeId in = graph.add("in"), node = graph.add("gain_pan"), out = graph.add("out");
   graph.connect(in, node), graph.connect(node, out);
   const Processors processors = make_processors(graph.types(), {kRate});
-  Stream stream(graph, processors, create_parameters(graph, processors, {0, at::kFloat, false}),
-                {kRate, 64, 1});
+  Stream stream =
+      make_stream(graph, processors, create_parameters(graph, processors, {0, at::kFloat, false}),
+                  {kRate, 64, 1});
   ASSERT_EQ(stream.parameters().size(), 2u);
   std::vector<float> x(64, 0.5f), left(64), right(64), y;
   const float* in_pointer = x.data();
@@ -506,7 +509,8 @@ TEST(Stream, ProgramsThatAreNotOneAreRefused) {
   const Graph graph           = routed_console({"eq", "compressor", "gain_pan"});
   const Processors processors = make_processors(graph.types(), {kRate});
   const std::string program =
-      Stream(graph, processors, acting_parameters(graph, processors, 5), {kRate, 64, 1}).save();
+      make_stream(graph, processors, acting_parameters(graph, processors, 5), {kRate, 64, 1})
+          .save();
   EXPECT_NO_THROW(Stream::load(program));
   const std::string code = "grafx.stream.program";
   EXPECT_GRAFX_ERROR(Stream::load(""), code, "does not start as one");
@@ -544,8 +548,8 @@ TEST(Stream, BlockBuffersHaveABudgetOfTheirOwn) {
   chain.connect(last, chain.add("out"));
   const Processors processors = make_processors(chain.types(), {kRate});
   const std::string program =
-      Stream(chain, processors, create_parameters(chain, processors, {1, at::kFloat, false}),
-             {kRate, 512, 2})
+      make_stream(chain, processors, create_parameters(chain, processors, {1, at::kFloat, false}),
+                  {kRate, 512, 2})
           .save();
   EXPECT_EQ(Stream::load(program, 4096).max_block(), 4096);  // 40 MB of blocks: taken
   EXPECT_GRAFX_ERROR(Stream::load(program, int64_t(1) << 20), "grafx.stream.options",
@@ -623,7 +627,7 @@ TEST(HostStream, AHostsBlockIsOneCallOfAStreamMadeForIt) {
   for (int64_t host_rate : {int64_t(kRate), int64_t(44100), int64_t(22050 * 3), int64_t(5000)})
     for (int64_t host_block : {1, 256, 441}) {
       const int64_t block = HostStream::stream_block(host_block, kRate, host_rate);
-      HostStream host(Stream(graph, processors, parameters, {kRate, block, 1}), host_rate);
+      HostStream host(make_stream(graph, processors, parameters, {kRate, block, 1}), host_rate);
       std::vector<float> x(size_t(host_block), 0.1f), y(size_t(2 * host_block));
       std::vector<const float*> in(size_t(n_sources), x.data());
       std::vector<float*> out = {y.data(), y.data() + host_block};
@@ -637,7 +641,7 @@ TEST(HostStream, AHostsBlockIsOneCallOfAStreamMadeForIt) {
     }
   EXPECT_EQ(HostStream::stream_block(512, 30000, 48000), 321);  // ⌈512·5/8⌉ + 1
   EXPECT_EQ(HostStream::stream_block(512, 48000, 48000), 512);
-  HostStream small(Stream(graph, processors, parameters, {kRate, 64, 1}), 44100);
+  HostStream small(make_stream(graph, processors, parameters, {kRate, 64, 1}), 44100);
   std::vector<float> x(1024, 0.1f), y(2048);
   std::vector<const float*> in(size_t(n_sources), x.data());
   std::vector<float*> out = {y.data(), y.data() + 1024};
@@ -653,7 +657,7 @@ TEST(HostStream, RunsAtAHostsRateAsTheRenderOfTheConvertedSources) {
   const Parameters parameters = acting_parameters(graph, processors, 7);
   const int64_t n_sources     = graph.count_per_type()[NodeTypes::kIn];
   for (int64_t host_rate : {int64_t(kRate), int64_t(44100), int64_t(22050 * 3)}) {
-    HostStream host(Stream(graph, processors, parameters, {kRate, 512, 1}), host_rate);
+    HostStream host(make_stream(graph, processors, parameters, {kRate, 512, 1}), host_rate);
     EXPECT_EQ(host.converts(), host_rate != kRate);
     // A quarter second of noise, then silence for the latency to play out.
     const int64_t length = host_rate * 3 / 4, sound = host_rate / 4;
@@ -712,10 +716,11 @@ TEST(HostStream, RunsAtAHostsRateAsTheRenderOfTheConvertedSources) {
     EXPECT_LE(error, 1e-5 * peak) << host_rate << " Hz, latency " << host.latency_samples();
     EXPECT_GT(peak, 1e-2);
   }
-  EXPECT_GRAFX_ERROR(HostStream(Stream(graph, processors, parameters, {kRate, 512, 1}), 0),
+  EXPECT_GRAFX_ERROR(HostStream(make_stream(graph, processors, parameters, {kRate, 512, 1}), 0),
                      "grafx.stream.options", "host rate");
-  EXPECT_GRAFX_ERROR(HostStream(Stream(graph, processors, parameters, {kRate, 512, 1}), 9999991),
-                     "grafx.stream.options", "cannot run at 9999991 Hz");
+  EXPECT_GRAFX_ERROR(
+      HostStream(make_stream(graph, processors, parameters, {kRate, 512, 1}), 9999991),
+      "grafx.stream.options", "cannot run at 9999991 Hz");
 }
 
 // A host's transport at its rate: after locate(F), the sources from host sample F on play what
@@ -731,7 +736,7 @@ TEST(HostStream, ALocatedHostStreamPlaysTheSongFromThere) {
     song.narrow(2, 0, start).zero_();
     // Both through a HostStream in calls of 300 samples; `located` told where the song is.
     const auto play = [&](const at::Tensor& sources, int64_t located) {
-      HostStream host(Stream(c.graph, c.processors, c.parameters, {kRate, 256, 1}), host_rate);
+      HostStream host(make_stream(c.graph, c.processors, c.parameters, {kRate, 256, 1}), host_rate);
       if (located >= 0) host.locate(located);
       const int64_t total = sources.size(2);
       at::Tensor x = sources.contiguous(), y = at::zeros({2, total}, at::kFloat);
@@ -769,7 +774,7 @@ TEST(HostStream, BypassedItPlaysTheSourcesSumDelayedAndComesBack) {
     at::manual_seed(14);
     const at::Tensor sources = (at::randn({n_sources, 1, length}) * 0.3).contiguous();
     const auto play          = [&](bool switched) {
-      HostStream host(Stream(graph, processors, parameters, {kRate, 256, 1}), host_rate);
+      HostStream host(make_stream(graph, processors, parameters, {kRate, 256, 1}), host_rate);
       at::Tensor y = at::zeros({2, length}, at::kFloat);
       std::vector<const float*> in(static_cast<size_t>(n_sources));
       std::vector<float*> out(2);
@@ -814,7 +819,7 @@ TEST(HostStream, BypassedItPlaysTheSourcesSumDelayedAndComesBack) {
               1e-2);  // the console does change the sum
   }
   // Bypassed, a source that is not finite is contained as the stream contains it: silence.
-  HostStream host(Stream(graph, processors, parameters, {kRate, 256, 1}), kRate);
+  HostStream host(make_stream(graph, processors, parameters, {kRate, 256, 1}), kRate);
   host.set_bypassed(true);
   std::vector<float> x(4096, 0.1f), y(2 * 4096, 0.0f);
   x[100] = std::nanf(""), x[200] = INFINITY;
@@ -828,10 +833,10 @@ TEST(Stream, RefusesWhatItCannotStream) {
   const Graph graph           = console({"eq", "gain_pan"}, false);
   const Processors processors = make_processors(graph.types(), {kRate});
   const Parameters parameters = acting_parameters(graph, processors, 3);
-  EXPECT_GRAFX_ERROR(Stream(graph, processors, parameters, {kRate, 0, 1}), "grafx.stream.options",
-                     "maximum block of 1 to 1048576 samples, but got 0");
-  EXPECT_GRAFX_ERROR(Stream(graph, processors, parameters, {kRate, 64, 9}), "grafx.stream.options",
-                     "sources of 1 to 8 channels, but got 9");
+  EXPECT_GRAFX_ERROR(make_stream(graph, processors, parameters, {kRate, 0, 1}),
+                     "grafx.stream.options", "maximum block of 1 to 1048576 samples, but got 0");
+  EXPECT_GRAFX_ERROR(make_stream(graph, processors, parameters, {kRate, 64, 9}),
+                     "grafx.stream.options", "sources of 1 to 8 channels, but got 9");
   // A waveshaper that removes the mean of the whole signal first cannot stream: the node is
   // named.
   Graph centred(registry_node_types());
@@ -839,8 +844,9 @@ TEST(Stream, RefusesWhatItCannotStream) {
   const NodeId in = centred.add("in"), drive = centred.add("centred", "bass.drive");
   centred.connect(in, drive), centred.connect(drive, centred.add("out"));
   const Processors more = make_processors(centred.types(), {kRate});
-  EXPECT_GRAFX_ERROR(Stream(centred, more, acting_parameters(centred, more, 3), {kRate, 64, 1}),
-                     "grafx.stream.unsupported", "bass.drive");
+  EXPECT_GRAFX_ERROR(
+      make_stream(centred, more, acting_parameters(centred, more, 3), {kRate, 64, 1}),
+      "grafx.stream.unsupported", "bass.drive");
   // A waveshaper that removes the mean of the whole signal first cannot stream.
   ProcessorConfig remove_dc{kRate};
   remove_dc.options["remove_dc"] = true;
@@ -856,12 +862,12 @@ TEST(Stream, RefusesWhatItCannotStream) {
   moving.set_automation({10.0, 11});
   const Processors eqs = make_processors(moving.types(), {kRate});
   EXPECT_GRAFX_ERROR(
-      Stream(moving, eqs, with_curves(moving, eqs, acting_parameters(moving, eqs, 2)),
-             {kRate, 64, 1}),
+      make_stream(moving, eqs, with_curves(moving, eqs, acting_parameters(moving, eqs, 2)),
+                  {kRate, 64, 1}),
       "grafx.stream.unsupported", "automates log_gain, which its streaming form cannot follow");
   Parameters missing = parameters;
   missing.erase("eq");
-  EXPECT_THROW(Stream(graph, processors, missing, {kRate, 64, 1}), RenderError);
+  EXPECT_THROW(make_stream(graph, processors, missing, {kRate, 64, 1}), RenderError);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ namespace grafx::dsp {
 
 /// log(x) for finite x > 0 (normal numbers: from 1.2e-38 on); log(0) = −∞, log(∞) = ∞, and
 /// NaN for NaN and x < 0, so that a NaN that reaches a gain computer stays one (a stream
-/// silences a block whose outputs are not finite, render/stream.h).
+/// silences a block whose outputs are not finite, stream/stream.h).
 inline float log_float(float x) {
   const int32_t bits = __builtin_bit_cast(int32_t, x);
   // x = m · 2^e, m in [0.5, 1), then m in [√½, √2) − 1 (e lowered where m < √½).

@@ -1,9 +1,9 @@
 #pragma once
 /// Linear time-invariant processors, and what processors' streaming forms are made from: their
-/// impulse responses, and the controls of their raw parameters (grafx/processors/node_stream.h).
+/// impulse responses, and the controls of their raw parameters (grafx/stream/form.h).
 
-#include <grafx/processors/node_stream.h>
 #include <grafx/processors/processor.h>
+#include <grafx/stream/form.h>
 
 #include <memory>
 
@@ -17,7 +17,7 @@ StreamControl stream_control(const ParameterSpec& spec, const at::Tensor& raw, i
 /// The streaming form of a linear time-invariant processor with finite temporal support: its
 /// impulse responses from every inlet channel to every outlet channel, measured once by its own
 /// `forward` over past + future + 1 samples of its temporal support (in float32, as the offline
-/// render of float32 audio), then convolved block by block (grafx/dsp/stream_convolution.h)
+/// render of float32 audio), then convolved block by block (grafx/stream/convolution.h)
 /// with a latency of its future support. Recursive filters are cut where their response has
 /// decayed below TemporalSupport::kDecayTolerance; responses are set to zero outside the
 /// processor's response_support. Throws ProcessorError

@@ -199,7 +199,7 @@ class Processor {
   /// the widest over the N rows. A contract test renders every processor whole and in chunks.
   virtual TemporalSupport temporal_support(const TensorDict& parameters) const = 0;
   /// The streaming form of one node (its raw parameters, N = 1, none automated) for `setup`
-  /// (grafx/processors/node_stream.h): linear processors return stream_by_impulse_responses.
+  /// (grafx/stream/form.h): linear processors return stream_by_impulse_responses.
   /// Throws ProcessorError [grafx.stream.unsupported] saying why where the processor cannot
   /// stream exactly: the default, for processors without a streaming form.
   virtual std::unique_ptr<NodeStream> make_stream(const TensorDict& parameters,

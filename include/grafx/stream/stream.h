@@ -3,15 +3,16 @@
 /// node's state (filters, level detectors, delay lines, convolution tails) carried from block to
 /// block, as audio hosts and plugins run it.
 ///
-/// A stream is made once from a graph, its processors and its parameters (made with LibTorch:
-/// each node's streaming form, Processor::make_stream). Then `process` takes any block of 1 to
+/// A stream is made once from a graph, its processors and its parameters (make_stream, in the
+/// render layer, grafx/render/make_stream.h: LibTorch makes each node's streaming form,
+/// Processor::make_stream), or loaded from a program. Then `process` takes any block of 1 to
 /// `max_block` samples on plain float32 buffers; it allocates nothing, locks nothing, throws
 /// nothing and calls no LibTorch operator. Its outputs equal the offline render's (render.h)
 /// delayed by `latency_samples()`: the zero-phase filters' half lengths along the slowest path
 /// (parallel paths are aligned to it). It is fastest in calls of `max_block` samples, which its
-/// convolutions are planned for (dsp/stream_convolution.h): make it for the host's block size.
+/// convolutions are planned for (stream/convolution.h): make it for the host's block size.
 ///
-///   Stream stream(graph, processors, parameters, {48000, 512, 2});
+///   Stream stream = make_stream(graph, processors, parameters, {48000, 512, 2});
 ///   std::vector<const float*> in(stream.n_sources() * stream.source_channels());
 ///   std::vector<float*> out(stream.n_outputs() * stream.output_channels());
 ///   ... point them at the host's buffers, then per block:
@@ -30,8 +31,7 @@
 /// in a program without LibTorch: this header and the engine's sources use none (the LV2
 /// plugin, apps/lv2).
 
-#include <grafx/graph/graph.h>
-#include <grafx/processors/node_stream.h>
+#include <grafx/stream/form.h>
 
 #include <cstdint>
 #include <functional>
@@ -39,17 +39,9 @@
 #include <memory>
 #include <string>
 
-namespace at {
-class Tensor;
-}
-
 namespace grafx {
 
-// As grafx/processors/registry.h and grafx/render/render.h declare them.
-class Processor;
-using Processors = std::map<std::string, std::shared_ptr<const Processor>>;
-using TensorDict = std::map<std::string, at::Tensor>;
-using Parameters = std::map<std::string, TensorDict>;
+using NodeId = int64_t;  // as grafx/graph/graph.h
 
 namespace detail {
 struct StreamState;
@@ -80,12 +72,9 @@ struct StreamStatus {
 
 class Stream {
  public:
-  /// Throws what render() throws for a graph, processors and parameters that do not fit each
-  /// other or parameters that are not finite, RenderError [grafx.stream.options] for a block size
-  /// or channel count out of range, and [grafx.stream.unsupported] naming the node whose processor
-  /// cannot stream exactly or which automates a parameter.
-  Stream(const Graph& graph, const Processors& processors, const Parameters& parameters,
-         const StreamOptions& options);
+  /// A stream of a state laid out by make_stream (render/make_stream.h) or read from a
+  /// program (load), wired (StreamState::wire).
+  explicit Stream(std::unique_ptr<detail::StreamState> state);
   ~Stream();
   Stream(Stream&&) noexcept;
   Stream& operator=(Stream&&) noexcept;
@@ -145,17 +134,7 @@ class Stream {
   static SampleRate program_sample_rate(const std::string& program);
 
  private:
-  explicit Stream(std::unique_ptr<detail::StreamState> state);
   std::unique_ptr<detail::StreamState> state_;
 };
-
-/// Streams `sources` ([n_sources, source_channels, L], any floating type) through `stream`,
-/// reset first and told the song's end, in blocks whose sizes `next_block` picks (clamped to
-/// 1..max_block), then as much silence as the latency, and returns the outputs with the latency
-/// removed: what the offline render gives, [n_outputs, output_channels, L] in float32. For tests
-/// and the command line, which shows `progress` (samples done, of the total) after each block.
-at::Tensor stream_through(Stream& stream, const at::Tensor& sources,
-                          const std::function<int64_t()>& next_block,
-                          const std::function<void(int64_t, int64_t)>& progress = {});
 
 }  // namespace grafx

@@ -1,11 +1,17 @@
 // The streaming form of the waveshapers (processors/distortion.h): the steps of
 // Distortion::forward, sample by sample. No LibTorch here: the LV2 plugin runs this.
 
-#include "processors/stream_forms.h"
+#include <grafx/stream/waveshaper_form.h>
 
 #include <cmath>
 
 namespace grafx {
+namespace {
+
+/// This form's kind in programs, saved first (its number since programs of version 2).
+constexpr int32_t kKind = 3;
+
+}  // namespace
 namespace {
 
 class WaveshaperStream : public NodeStream {
@@ -42,7 +48,7 @@ class WaveshaperStream : public NodeStream {
 
   void save(StreamWriter& out) const override {
     const WaveshaperForm& f = form_;
-    out.write(NodeStreamKind::kWaveshaper);
+    out.write(kKind);
     out.write(f.curve), out.write(f.squash_terms), out.write(f.bias), out.write(f.pre_gain);
     out.write(f.own_post_gain), out.write(f.b), out.write(f.tanh_b);
     for (int side = 0; side < 2; ++side)
@@ -94,6 +100,8 @@ std::unique_ptr<NodeStream> waveshaper_stream(WaveshaperForm form) {
   return std::make_unique<WaveshaperStream>(std::move(form));
 }
 
+namespace {
+
 std::unique_ptr<NodeStream> load_waveshaper_stream(StreamReader& in, int64_t) {
   WaveshaperForm f;
   f.curve = in.read<WaveshaperForm::Curve>();
@@ -113,5 +121,9 @@ std::unique_ptr<NodeStream> load_waveshaper_stream(StreamReader& in, int64_t) {
   f.controls    = read_controls(in);
   return waveshaper_stream(std::move(f));
 }
+
+const bool kRegistered = register_form(kKind, "waveshaper", load_waveshaper_stream);
+
+}  // namespace
 
 }  // namespace grafx

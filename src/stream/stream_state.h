@@ -1,10 +1,10 @@
 #pragma once
-// What a Stream is made of (render/stream.h): plain data and the nodes' streaming forms, built
+// What a Stream is made of (stream/stream.h): plain data and the nodes' streaming forms, built
 // by the Stream constructor (stream.cpp, with LibTorch) or read back by Stream::load, and run
-// by stream_engine.cpp (without LibTorch).
+// by src/stream/stream.cpp (without LibTorch).
 
-#include <grafx/processors/node_stream.h>
-#include <grafx/render/stream.h>
+#include <grafx/stream/form.h>
+#include <grafx/stream/stream.h>
 
 #include <limits>
 #include <memory>

@@ -1,5 +1,5 @@
 #include <grafx/hash.h>
-#include <grafx/render/plugin_ports.h>
+#include <grafx/stream/plugin_ports.h>
 
 #include <cstdio>
 

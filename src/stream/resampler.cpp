@@ -1,4 +1,4 @@
-#include <grafx/dsp/stream_resampler.h>
+#include <grafx/stream/resampler.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 #include <grafx/error.h>
-#include <grafx/render/host_stream.h>
+#include <grafx/stream/host_stream.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
 #pragma once
-/// A stream as a host runs it (render/stream.h): any number of samples per call, cut into steps
+/// A stream as a host runs it (stream/stream.h): any number of samples per call, cut into steps
 /// that make one block of the stream each, at the host's sample rate. Where the host runs at
 /// another rate than the stream was made for, each source channel is converted to the stream's rate
-/// and each output channel back (dsp/stream_resampler.h), and the latency, the stream's and the
+/// and each output channel back (stream/resampler.h), and the latency, the stream's and the
 /// conversions', stays a whole number of host samples: the outputs equal the conversion back of the
 /// offline render of the converted sources, delayed by latency_samples() (a test checks this).
 ///
@@ -11,9 +11,9 @@
 ///
 /// Plain C++ (no LibTorch): the LV2 plugin runs it.
 
-#include <grafx/dsp/stream_resampler.h>
-#include <grafx/processors/node_stream.h>
-#include <grafx/render/stream.h>
+#include <grafx/stream/form.h>
+#include <grafx/stream/resampler.h>
+#include <grafx/stream/stream.h>
 
 #include <cstdint>
 #include <memory>

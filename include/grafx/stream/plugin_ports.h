@@ -1,5 +1,5 @@
 #pragma once
-/// The ports of a plugin that runs a stream (render/host_stream.h), in the order its plugin.ttl
+/// The ports of a plugin that runs a stream (stream/host_stream.h), in the order its plugin.ttl
 /// declares them and the plugin connects them: each source's channels (audio in), each
 /// output's channels (audio out), a control per stream parameter, then the latency (control
 /// out), the host's transport (atom in) and whether it is enabled (control in). The one
@@ -17,7 +17,7 @@
 ///
 /// Plain C++ (no LibTorch).
 
-#include <grafx/render/stream.h>
+#include <grafx/stream/stream.h>
 
 #include <cstdint>
 #include <string>

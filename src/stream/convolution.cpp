@@ -1,7 +1,7 @@
 // Non-uniform partitioned convolution for streams: the plan (a cost model, by dynamic
 // programming), real FFTs on split arrays that stay in bit-reversed order, and the sample loop.
 
-#include <grafx/dsp/stream_convolution.h>
+#include <grafx/stream/convolution.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,17 +1,15 @@
-// A stream made from a graph (render/stream.h): the naive renderer's walk over the graph
-// (render/naive.cpp) lays out the nodes in a topological order, each with its streaming form
+// A stream made from a graph (render/make_stream.h): the nodes laid out in the order of a
+// schedule (as the render plan's steps), each with its streaming form
 // (made with LibTorch) and delay lines where paths of different latencies meet; the block loop
-// is stream_engine.cpp's.
+// is the stream layer's (src/stream/stream.cpp).
 
 #include <grafx/error.h>
-#include <grafx/processors/node_stream.h>
-#include <grafx/processors/registry.h>
+#include <grafx/render/make_stream.h>
 #include <grafx/render/parameters.h>
-#include <grafx/render/render.h>
-#include <grafx/render/stream.h>
+#include <grafx/schedule/schedule.h>
 
 #include "render/checks.h"
-#include "render/stream_state.h"
+#include "stream/stream_state.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -19,7 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <set>
+#include <map>
 
 namespace grafx {
 
@@ -36,10 +34,10 @@ namespace {
 
 }  // namespace
 
-Stream::Stream(const Graph& graph, const Processors& processors, const Parameters& parameters,
-               const StreamOptions& options)
-    : state_(std::make_unique<StreamState>()) {
-  StreamState& s = *state_;
+Stream make_stream(const Graph& graph, const Processors& processors, const Parameters& parameters,
+                   const StreamOptions& options) {
+  auto state     = std::make_unique<StreamState>();
+  StreamState& s = *state;
   s.options      = options;
   if (options.max_block < 1 || options.max_block > (int64_t(1) << 20))
     throw RenderError("grafx.stream.options",
@@ -59,9 +57,14 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
       raw, detail::check_parameters(types, counts, detail::NodeExtras::of(graph), processors, raw,
                                     0, at::kFloat, at::kCPU));
 
-  const std::vector<NodeId> order = graph.topological_order();
-  const std::set<NodeId> live     = detail::live_nodes(graph, order);
-  std::map<NodeId, int64_t> rank  = detail::parameter_rows(graph);
+  // The render plan's order (greedy: any schedule is causal, and this one is linear in the
+  // graph); nodes on no path from an `in` to an `out` are in no step and stream nothing.
+  const GraphTensor tensor                  = to_tensor(graph);
+  const std::vector<NodeId> order_of_strips = graph.topological_order();
+  std::vector<NodeId> order;
+  for (const auto& step : schedule_graph(tensor, ScheduleMethod::kGreedy).steps)
+    for (int64_t row : step) order.push_back(tensor.node_ids[size_t(row)]);
+  std::map<NodeId, int64_t> rank = detail::parameter_rows(graph);
 
   const int64_t block = options.max_block;
   std::map<NodeId, size_t> run_of;
@@ -73,14 +76,11 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
   auto signal_of = [&](const Edge& e) {
     return s.nodes[run_of.at(e.source)].outlets[size_t(e.outlet)];
   };
-  std::vector<NodeId> ids;  // of the nodes
   s.n_sources = counts[NodeTypes::kIn];
   for (NodeId id : order) {
-    if (!live.count(id)) continue;
     const Node& node = graph.node(id);
     StreamNode run;
     run_of[id] = s.nodes.size();
-    ids.push_back(id);
     if (node.type == NodeTypes::kIn) {
       run.role   = StreamNode::Role::kSource;
       run.source = rank[id];
@@ -175,11 +175,16 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
     }
     s.nodes.push_back(std::move(run));
   }
-  for (size_t r = 0; r < s.nodes.size(); ++r) {  // what a host may change, node by node
+  // What a host may change, strip by strip: the nodes in the graph's topological order (the
+  // plan's groups them by type), each one's controls, then its wet amount.
+  for (NodeId id : order_of_strips) {
+    const auto listed = run_of.find(id);
+    if (listed == run_of.end()) continue;  // on no path from an `in` to an `out`
+    const size_t r        = listed->second;
     const StreamNode& run = s.nodes[r];
-    const Node& node      = graph.node(ids[r]);
+    const Node& node      = graph.node(id);
     auto add              = [&](const StreamControl& control, int64_t index) {
-      s.parameters.push_back({ids[r], node.name, types.name(node.type), control});
+      s.parameters.push_back({id, node.name, types.name(node.type), control});
       s.parameter_of.push_back({int64_t(r), index});
     };
     if (run.stream)
@@ -192,6 +197,7 @@ Stream::Stream(const Graph& graph, const Processors& processors, const Parameter
   }
   for (int64_t o : s.outs) s.latency = std::max(s.latency, s.nodes[size_t(o)].latency);
   s.wire();
+  return Stream(std::move(state));
 }
 
 at::Tensor stream_through(Stream& stream, const at::Tensor& sources,

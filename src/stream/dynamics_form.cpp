@@ -1,7 +1,7 @@
 // The streaming form of the compressors and noise gates (processors/compressor.h): the steps of
 // Dynamics::forward, sample by sample. No LibTorch here: the LV2 plugin runs this.
 
-#include "processors/stream_forms.h"
+#include <grafx/stream/dynamics_form.h>
 
 #include <grafx/dsp/float_math.h>
 
@@ -9,6 +9,12 @@
 #include <cmath>
 
 namespace grafx {
+namespace {
+
+/// This form's kind in programs, saved first (its number since programs of version 2).
+constexpr int32_t kKind = 2;
+
+}  // namespace
 namespace {
 
 const double kLogEnergyToDb = 10.0 / std::log(10.0);
@@ -123,7 +129,7 @@ class DynamicsStream : public NodeStream {
 
   void save(StreamWriter& out) const override {
     const DynamicsForm& f = form_;
-    out.write(NodeStreamKind::kDynamics);
+    out.write(kKind);
     out.write(f.gate), out.write(f.amplitude_detection), out.write(f.log_domain);
     out.write(f.knee), out.write(f.threshold), out.write(f.scale), out.write(f.width);
     for (const DynamicsForm::Smoother& s : {f.level, f.gain})
@@ -191,6 +197,8 @@ std::unique_ptr<NodeStream> dynamics_stream(DynamicsForm form) {
   return std::make_unique<DynamicsStream>(std::move(form));
 }
 
+namespace {
+
 std::unique_ptr<NodeStream> load_dynamics_stream(StreamReader& in, int64_t) {
   DynamicsForm f;
   f.gate = in.read<bool>(), f.amplitude_detection = in.read<bool>();
@@ -217,5 +225,9 @@ std::unique_ptr<NodeStream> load_dynamics_stream(StreamReader& in, int64_t) {
   f.input_latency   = in.read_count(0, int64_t(1) << 40);
   return dynamics_stream(std::move(f));
 }
+
+const bool kRegistered = register_form(kKind, "dynamics", load_dynamics_stream);
+
+}  // namespace
 
 }  // namespace grafx

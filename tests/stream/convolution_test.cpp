@@ -4,7 +4,7 @@
 // phases, which shift the partitions' blocks and leave the output as it was, and the steps of
 // levels with time to spare, spread over it.
 
-#include <grafx/dsp/stream_convolution.h>
+#include <grafx/stream/convolution.h>
 
 #include <gtest/gtest.h>
 

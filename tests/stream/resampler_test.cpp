@@ -3,7 +3,7 @@
 // and the stated delay, a tone past the lower Nyquist frequency is gone), and a round trip,
 // which delays by a whole number of samples.
 
-#include <grafx/dsp/stream_resampler.h>
+#include <grafx/stream/resampler.h>
 
 #include <gtest/gtest.h>
 

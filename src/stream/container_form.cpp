@@ -1,12 +1,18 @@
 // The streaming form of the containers (processors/containers.h): their members' forms in
 // series or in parallel. No LibTorch here: the LV2 plugin runs this.
 
-#include "processors/stream_forms.h"
+#include <grafx/stream/container_form.h>
 
 #include <algorithm>
 #include <limits>
 
 namespace grafx {
+namespace {
+
+/// This form's kind in programs, saved first (its number since programs of version 2).
+constexpr int32_t kKind = 4;
+
+}  // namespace
 namespace {
 
 /// A container node's members' streams, in series or summed with their weights. A series
@@ -94,7 +100,7 @@ class ContainerStream : public NodeStream {
     reset();
   }
   void save(StreamWriter& out) const override {
-    out.write(NodeStreamKind::kContainer);
+    out.write(kKind);
     out.write(uint64_t(members_.size()));
     for (const auto& member : members_) member->save(out);
     out.write(weights_), out.write(input_channels_);
@@ -138,6 +144,8 @@ std::unique_ptr<NodeStream> container_stream(std::vector<std::unique_ptr<NodeStr
                                            max_block);
 }
 
+namespace {
+
 std::unique_ptr<NodeStream> load_container_stream(StreamReader& in, int64_t max_block) {
   std::vector<std::unique_ptr<NodeStream>> members(size_t(in.read_count(1, 1 << 10)));
   for (auto& member : members) member = load_node_stream(in, max_block);
@@ -153,5 +161,9 @@ std::unique_ptr<NodeStream> load_container_stream(StreamReader& in, int64_t max_
                 double(max_block + (weights.empty() ? 0 : slowest - member->latency_samples())));
   return container_stream(std::move(members), std::move(weights), channels, max_block);
 }
+
+const bool kRegistered = register_form(kKind, "container", load_container_stream);
+
+}  // namespace
 
 }  // namespace grafx

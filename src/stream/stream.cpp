@@ -1,13 +1,13 @@
-// The stream engine's block loop (render/stream.h): node by node in a topological order, on
+// The stream engine's block loop (stream/stream.h): node by node in a topological order, on
 // blocks of float32 samples with every node's streaming form; delay lines align paths of
 // different latencies where they meet. Its programs saved and read back. No LibTorch here: the
 // LV2 plugin runs this.
 
 #include <grafx/error.h>
 #include <grafx/hash.h>
-#include <grafx/render/stream.h>
+#include <grafx/stream/stream.h>
 
-#include "render/stream_state.h"
+#include "stream/stream_state.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,16 @@
+#pragma once
+/// The streaming form of a container: its members' forms in series or summed.
+
+#include <grafx/stream/form.h>
+
+#include <memory>
+#include <vector>
+
+namespace grafx {
+
+/// A container's members in series (no weights) or summed with `weights` (container_form.cpp).
+std::unique_ptr<NodeStream> container_stream(std::vector<std::unique_ptr<NodeStream>> members,
+                                             std::vector<float> weights, int64_t channels,
+                                             int64_t max_block);
+
+}  // namespace grafx
