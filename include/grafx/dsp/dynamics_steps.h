@@ -1,6 +1,6 @@
 #pragma once
 /// The per-sample steps of dynamics processors, in plain C++: shared by the batched kernels
-/// (grafx/dsp/recursion.h, processors/compressor.cpp) and the streaming forms, which run
+/// (grafx/dsp/recursion.h, grafx/dsp/dynamics.h) and the streaming forms, which run
 /// without LibTorch.
 
 #include <algorithm>
