@@ -5,10 +5,10 @@
 //
 //   build/bin/prune_bench [seconds=30] [trials=8]
 
-#include <grafx/fit/trials.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/program.h>
+#include <grafx/prune/trials.h>
 #include <grafx/render/parameters.h>
 
 #include "bench_support.h"

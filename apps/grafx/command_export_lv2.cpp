@@ -12,6 +12,7 @@
 #include <grafx/processors/registry.h>
 #include <grafx/render/make_stream.h>
 #include <grafx/stream/plugin_ports.h>
+#include <grafx/text.h>
 
 #include <algorithm>
 #include <cctype>
@@ -109,9 +110,7 @@ std::string quoted(const std::string& text) {
 }
 
 std::string number(double value) {
-  std::ostringstream out;
-  out << std::setprecision(9) << value;
-  std::string text = out.str();
+  std::string text = significant_digits(value, 9);
   if (text.find_first_of(".e") == std::string::npos) text += ".0";  // a decimal, not an integer
   return text;
 }

@@ -1,4 +1,4 @@
-// grafx prune: prune a fitted console to the processors that matter (fit/prune.h), from the
+// grafx prune: prune a fitted console to the processors that matter (prune/prune.h), from the
 // folder of a fit; also the pruning step of `grafx fit --prune`.
 
 #include "arguments.h"

@@ -1,7 +1,7 @@
 #pragma once
 // Pruning as `grafx prune` and `grafx fit --prune` run it: options, live progress, outputs.
 
-#include <grafx/fit/prune.h>
+#include <grafx/prune/prune.h>
 
 #include <CLI/CLI.hpp>
 

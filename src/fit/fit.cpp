@@ -1,12 +1,13 @@
 #include <grafx/error.h>
+#include <grafx/fit/checkpoint.h>
 #include <grafx/fit/fit.h>
 #include <grafx/fit/fit_settings.h>
 #include <grafx/graph/graph_json.h>
 #include <grafx/graph/graph_tensor.h>
-#include <grafx/io/safetensors.h>
 #include <grafx/render/chunked.h>
 #include <grafx/render/derivatives.h>
 #include <grafx/render/parameters.h>
+#include <grafx/text.h>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -91,11 +92,7 @@ FitOptions completed(FitOptions options, SampleRate sample_rate, int64_t length)
   return options;
 }
 
-std::string number(double value) {
-  std::ostringstream s;
-  s << std::setprecision(10) << value;
-  return s.str();
-}
+std::string number(double value) { return significant_digits(value, 10); }
 
 /// `graph` with the automation `automation` asks for, on a clock that covers `length` samples.
 Graph with_automation(Graph graph, const FitAutomation& automation, SampleRate sample_rate,
@@ -701,89 +698,29 @@ std::map<std::string, std::string> Fitter::identity() const {
   return identity;
 }
 
-namespace {
-
-/// Version 2 kept the settings that change the steps under keys of their own, those at their
-/// defaults left out (its "settings", where present, were only a record). Takes those keys out
-/// of `metadata`.
-nlohmann::json settings_of_version_2(std::map<std::string, std::string>& metadata) {
-  auto take = [&](const std::string& key, const std::string& absent) {
-    auto it           = metadata.find(key);
-    std::string value = it == metadata.end() ? absent : it->second;
-    if (it != metadata.end()) metadata.erase(it);
-    return value;
-  };
-  nlohmann::json settings = {{"seed", std::stoull(take("seed", "0"))},
-                             {"lr", std::stod(take("lr", "0.01"))},
-                             {"crops_per_step", std::stoll(take("crops_per_step", "1"))},
-                             {"optimizer", take("optimizer", "adamw")},
-                             {"max_gradient_norm", std::stod(take("clip", "0"))},
-                             {"reset_optimizer_every", std::stoll(take("reset_every", "0"))}};
-  // "4 warm-up steps, final 0.1"; before schedules: constant.
-  long long warmup = 0;
-  double final     = 1;
-  std::sscanf(take("lr_schedule", "0 warm-up steps, final 1").c_str(),
-              "%lld warm-up steps, final %lf", &warmup, &final);
-  settings["warmup_steps"]   = warmup;
-  settings["final_lr_ratio"] = final;
-  // "20 Hz from 0.5, smoothness 0.01", where the fit automated parameters.
-  double rate = 0, start = 0, smoothness = 0;
-  if (std::sscanf(take("automation", "").c_str(), "%lf Hz from %lf, smoothness %lf", &rate, &start,
-                  &smoothness) == 3)
-    settings.update({{"automation_rate", rate},
-                     {"automation_start", start},
-                     {"automation_smoothness", smoothness}});
-  return settings;
-}
-
-}  // namespace
-
 void Fitter::save_checkpoint(const std::string& path) const {
-  TensorDict tensors;
+  Checkpoint checkpoint;
   for (const auto& [type, named] : parameters_)
-    for (const auto& [name, p] : named) tensors["parameters/" + type + "." + name] = p.detach();
-  for (const auto& [key, value] : optimizer_.state()) tensors["optimizer/" + key] = value;
-  at::Tensor history = at::zeros({steps_done(), 6}, at::kDouble);  // the whole record
-  for (int64_t i = 0; i < steps_done(); ++i) {
-    const FitRecord& r = history_[size_t(i)];
-    history[i]         = at::tensor({double(r.step), r.loss, r.match_loss, r.regularization,
-                             r.skipped ? 1.0 : 0.0, r.gradient_norm},
-                                    at::kDouble);
-  }
-  tensors["history"] = history;
-  if (!options_.automation.parameters.empty())
-    tensors["curves_live"] = at::tensor(std::vector<int64_t>{curves_live_}, at::kLong);
-  auto metadata      = identity();
-  metadata["format"] = "grafx.checkpoint";
-  // 2: the history holds gradient norms; 3: the settings that change the steps are compared
-  // from "settings" (fit_settings.h), not from keys of their own.
-  metadata["version"]  = "3";
-  metadata["settings"] = fit_settings_json(options_).dump();
-  save_safetensors(path, tensors, metadata, /*overwrite=*/true);
+    for (const auto& [name, p] : named) checkpoint.parameters[type + "." + name] = p.detach();
+  checkpoint.optimizer = optimizer_.state();
+  checkpoint.history.assign(history_.begin(), history_.end());
+  if (!options_.automation.parameters.empty()) checkpoint.curves_live = curves_live_;
+  checkpoint.identity = identity();
+  checkpoint.settings = fit_settings_json(options_);
+  write_checkpoint(path, checkpoint);
 }
 
 void Fitter::load_checkpoint(const std::string& path) {
-  SafetensorsFile file = load_safetensors(path);
-  auto fail            = [&](const std::string& what) {
+  Checkpoint checkpoint = read_checkpoint(path);
+  auto fail             = [&](const std::string& what) {
     throw FitError("grafx.fit.checkpoint", path + ": " + what);
   };
-  if (file.metadata["format"] != "grafx.checkpoint") fail("not a grafx checkpoint");
-  const std::string version = file.metadata["version"];
-  if (version != "1" && version != "2" && version != "3")
-    fail("a checkpoint of version " + version + ", from a newer grafx (this one reads 1 to 3)");
-  nlohmann::json recorded;
-  try {
-    recorded = version == "3" ? nlohmann::json::parse(file.metadata["settings"])
-                              : settings_of_version_2(file.metadata);
-  } catch (const std::exception&) {  // JSON or numbers that do not parse
-    fail("its recorded settings are unreadable");
-  }
   const auto mine = identity();
   auto compare    = [&](const std::string& key) {
-    auto recorded_value = file.metadata.find(key);
+    auto recorded_value = checkpoint.identity.find(key);
     auto now            = mine.find(key);
     const std::string before =
-        recorded_value == file.metadata.end() ? "none" : recorded_value->second;
+        recorded_value == checkpoint.identity.end() ? "none" : recorded_value->second;
     const std::string value = now == mine.end() ? "none" : now->second;
     if (before == value) return;
     if (key == "graph") fail("made for another graph");
@@ -796,51 +733,35 @@ void Fitter::load_checkpoint(const std::string& path) {
   // warm-ups in samples, learning-rate groups, stages, gradient hooks): one set only on one side
   // is a change too.
   for (const char* key : {"graph", "data", "sample_rate"}) compare(key);
-  const std::string changed = resume_difference(recorded, options_);
+  const std::string changed = resume_difference(checkpoint.settings, options_);
   if (!changed.empty()) fail(changed);
   std::set<std::string> rest;
   for (const auto& entry : mine) rest.insert(entry.first);
-  for (const auto& entry : file.metadata) rest.insert(entry.first);
-  for (const char* record_only : {"format", "version", "settings"}) rest.erase(record_only);
+  for (const auto& entry : checkpoint.identity) rest.insert(entry.first);
   for (const std::string& key : rest) compare(key);
   c10::NoGradGuard no_grad;
   for (auto& [type, named] : parameters_)
     for (auto& [name, p] : named) {
-      auto it = file.tensors.find("parameters/" + type + "." + name);
-      if (it == file.tensors.end() || it->second.sizes() != p.sizes())
+      auto it = checkpoint.parameters.find(type + "." + name);
+      if (it == checkpoint.parameters.end() || it->second.sizes() != p.sizes())
         fail("lacks parameter " + type + "." + name);
       p.copy_(it->second);
     }
-  auto live = file.tensors.find("curves_live");  // written where automation was asked for
-  if (live != file.tensors.end()) curves_live_ = live->second.item<int64_t>() != 0;
-  TensorDict state;
-  for (const auto& [key, value] : file.tensors)
-    if (key.rfind("optimizer/", 0) == 0) state[key.substr(10)] = value;
+  if (checkpoint.curves_live) curves_live_ = *checkpoint.curves_live;
   try {
-    optimizer_.load_state(state);
+    optimizer_.load_state(checkpoint.optimizer);
   } catch (const FitError& e) {
     fail(e.message());
   }
-  auto history = file.tensors.find("history");
-  if (history == file.tensors.end() || history->second.dim() != 2 ||
-      (history->second.size(1) != 5 && history->second.size(1) != 6))
-    fail("lacks the loss history");
-  at::Tensor h = history->second.to(at::kDouble);
-  if (h.size(0) > options_.n_steps)
-    fail("holds " + std::to_string(h.size(0)) + " steps, more than the " +
-         std::to_string(options_.n_steps) + " asked for; ask for at least " +
-         std::to_string(h.size(0)) + " steps to continue it");
-  history_.clear();
+  const int64_t held = int64_t(checkpoint.history.size());
+  if (held > options_.n_steps)
+    fail("holds " + std::to_string(held) + " steps, more than the " +
+         std::to_string(options_.n_steps) + " asked for; ask for at least " + std::to_string(held) +
+         " steps to continue it");
+  history_.assign(checkpoint.history.begin(), checkpoint.history.end());
   non_finite_in_a_row_ = 0;
-  for (int64_t i = 0; i < h.size(0); ++i) {
-    FitRecord record{int64_t(h[i][0].item<double>()), h[i][1].item<double>(),
-                     h[i][2].item<double>(), h[i][3].item<double>(), h[i][4].item<double>() != 0};
-    // Checkpoints of version 1 kept no gradient norms: unknown, not zero.
-    record.gradient_norm =
-        h.size(1) > 5 ? h[i][5].item<double>() : std::numeric_limits<double>::quiet_NaN();
-    history_.push_back(record);
-    non_finite_in_a_row_ = history_.back().skipped ? non_finite_in_a_row_ + 1 : 0;
-  }
+  for (const FitRecord& record : history_)
+    non_finite_in_a_row_ = record.skipped ? non_finite_in_a_row_ + 1 : 0;
 }
 
 }  // namespace grafx

@@ -1,6 +1,7 @@
 #include <grafx/error.h>
 #include <grafx/fit/fit_settings.h>
 #include <grafx/schedule/schedule.h>
+#include <grafx/text.h>
 
 #include <algorithm>
 #include <cmath>
@@ -187,16 +188,10 @@ std::vector<FitSetting> make_settings() {
 
 std::string text_of(const nlohmann::json& value) {
   if (!value.is_number_float()) return value.dump();
-  std::ostringstream s;
-  s << std::setprecision(10) << value.get<double>();
-  return s.str();
+  return significant_digits(value.get<double>(), 10);
 }
 
-std::string bound_text(double value) {
-  std::ostringstream s;
-  s << std::setprecision(10) << value;
-  return s.str();
-}
+std::string bound_text(double value) { return significant_digits(value, 10); }
 
 /// " above 0 s and at most 10 s".
 std::string range_text(const FitSetting& s) {

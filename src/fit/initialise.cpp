@@ -1,6 +1,7 @@
 #include <grafx/fit/initialise.h>
 #include <grafx/render/chunked.h>
 #include <grafx/render/parameters.h>
+#include <grafx/text.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -18,11 +19,7 @@ constexpr int64_t kFftSize         = 2048;  // 68 ms at 30 kHz: bands of 15 Hz a
 constexpr double kLowestBandHz     = 31.25;
 const double kDbPerNeper           = 20 / std::log(10.0);  // natural-log gain to dB
 
-std::string fixed(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f", value);
-  return text;
-}
+std::string fixed(double value) { return fixed_decimals(value, 3); }
 
 /// The first node on track `source`'s own chain whose descriptor names a parameter in `fact`:
 /// following single edges from the `in` node while each next node has that one input; -1 if

@@ -2,6 +2,7 @@
 #include <grafx/files.h>
 #include <grafx/io/draw.h>
 #include <grafx/processors/registry.h>
+#include <grafx/text.h>
 
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
@@ -26,30 +27,7 @@ constexpr const char* kLetterColors[26] = {
     "#ffcfdf", "#d0f0fd",       "#e2f0cb",       "#f6dfeb",       "#c5cae9",
     "#ffe0b2"};
 
-std::string escape_html(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string quote(const std::string& text) { return "\"" + escape_html(text) + "\""; }
+std::string quote(const std::string& text) { return "\"" + escape_markup(text) + "\""; }
 
 std::string tooltip(const Graph& graph, NodeId id) {
   const Node& node = graph.node(id);
@@ -108,12 +86,12 @@ std::string graph_to_dot(const Graph& graph, const DrawOptions& options) {
         auto port_cell = [&](const std::vector<std::string>& ports, const char* prefix) {
           if (r < ports.size())
             dot << "<td port=\"" << prefix << r << "\"><font point-size=\"6\">"
-                << escape_html(ports[r]) << "</font></td>";
+                << escape_markup(ports[r]) << "</font></td>";
           else if (r == ports.size())
             dot << "<td rowspan=\"" << rows - r << "\" border=\"0\"></td>";
         };
         port_cell(type.inlets, "i");
-        if (r == 0) dot << "<td rowspan=\"" << rows << "\">" << escape_html(letter) << "</td>";
+        if (r == 0) dot << "<td rowspan=\"" << rows << "\">" << escape_markup(letter) << "</td>";
         port_cell(type.outlets, "o");
         dot << "</tr>";
       }

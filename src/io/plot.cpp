@@ -1,6 +1,7 @@
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/io/plot.h>
+#include <grafx/text.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,29 +15,7 @@ constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                    "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 constexpr double kLeft = 72, kRight = 24, kTop = 44, kBottom = 52;  // margins, pixels
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '&')
-      out += "&amp;";
-    else if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string number(double value, int decimals) {
-  if (std::abs(value) < 0.5 * std::pow(10.0, -decimals)) value = 0;  // no "-0.00"
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
+std::string number(double value, int decimals) { return fixed_decimals(value, decimals); }
 
 /// A tick label on a logarithmic axis: 20, 100, 1k, 10k.
 std::string log_label(double value) {
@@ -164,7 +143,7 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
 
   const std::string clip = options.id.empty() ? "area" : options.id + "-area";
   auto colour_of         = [&](size_t k) {
-    return series[k].colour.empty() ? std::string(kColors[k % 8]) : escape(series[k].colour);
+    return series[k].colour.empty() ? std::string(kColors[k % 8]) : escape_markup(series[k].colour);
   };
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
@@ -187,13 +166,13 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
   for (const auto& [v, label] : x_major) {
     grid_x(v, "#dddddd");
     svg << "<text x=\"" << x_axis.to_pixels(v) << "\" y=\"" << height - kBottom + 16
-        << "\" text-anchor=\"middle\">" << escape(label) << "</text>\n";
+        << "\" text-anchor=\"middle\">" << escape_markup(label) << "</text>\n";
   }
   for (const auto& [v, label] : y_major) {
     double py = y_axis.to_pixels(v);
     svg << "<line x1=\"" << kLeft << "\" y1=\"" << py << "\" x2=\"" << width - kRight << "\" y2=\""
         << py << "\" stroke=\"#dddddd\"/>\n<text x=\"" << kLeft - 6 << "\" y=\"" << py + 4
-        << "\" text-anchor=\"end\">" << escape(label) << "</text>\n";
+        << "\" text-anchor=\"end\">" << escape_markup(label) << "</text>\n";
   }
   svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << width - kLeft - kRight
       << "\" height=\"" << height - kTop - kBottom << "\" fill=\"none\" stroke=\"#444444\"/>\n";
@@ -220,11 +199,12 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
   }
   // Title, axis labels, legend.
   svg << "<text x=\"" << width / 2 << "\" y=\"" << kTop - 16
-      << "\" text-anchor=\"middle\" font-size=\"15\">" << escape(options.title) << "</text>\n"
+      << "\" text-anchor=\"middle\" font-size=\"15\">" << escape_markup(options.title)
+      << "</text>\n"
       << "<text x=\"" << (kLeft + width - kRight) / 2 << "\" y=\"" << height - 12
-      << "\" text-anchor=\"middle\">" << escape(options.x_label) << "</text>\n"
+      << "\" text-anchor=\"middle\">" << escape_markup(options.x_label) << "</text>\n"
       << "<text transform=\"translate(16," << (kTop + height - kBottom) / 2
-      << ") rotate(-90)\" text-anchor=\"middle\">" << escape(options.y_label) << "</text>\n";
+      << ") rotate(-90)\" text-anchor=\"middle\">" << escape_markup(options.y_label) << "</text>\n";
   // Legend: in the corner of the plot area that covers the fewest points.
   int64_t n_labels =
       std::count_if(series.begin(), series.end(), [](const auto& s) { return !s.label.empty(); });
@@ -257,7 +237,7 @@ std::string plot_svg(const std::vector<PlotSeries>& series, const PlotOptions& o
     svg << "<line x1=\"" << lx << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << lx + 24 << "\" y2=\""
         << legend_y - 4 << "\" stroke=\"" << colour_of(k) << "\" stroke-width=\"2\""
         << (series[k].dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>\n<text x=\"" << lx + 30
-        << "\" y=\"" << legend_y << "\">" << escape(series[k].label) << "</text>\n";
+        << "\" y=\"" << legend_y << "\">" << escape_markup(series[k].label) << "</text>\n";
     legend_y += 18;
   }
   svg << "</svg>\n";
@@ -336,7 +316,7 @@ std::string raster_plot_svg(const std::string& png, int64_t png_width, int64_t p
     double px = x_axis.to_pixels(v);
     svg << "<line x1=\"" << px << "\" y1=\"" << bottom << "\" x2=\"" << px << "\" y2=\""
         << bottom + 5 << "\" stroke=\"#444444\"/>\n<text x=\"" << px << "\" y=\"" << bottom + 18
-        << "\" text-anchor=\"middle\">" << escape(label) << "</text>\n";
+        << "\" text-anchor=\"middle\">" << escape_markup(label) << "</text>\n";
   }
   for (const auto& [v, label] : y_major) {
     double py = y_axis.to_pixels(v);
@@ -344,20 +324,21 @@ std::string raster_plot_svg(const std::string& png, int64_t png_width, int64_t p
         << "\" y2=\"" << py << "\" stroke=\"#444444\"/>\n<line x1=\"" << area.left << "\" y1=\""
         << py << "\" x2=\"" << right << "\" y2=\"" << py
         << "\" stroke=\"white\" stroke-opacity=\"0.22\"/>\n<text x=\"" << area.left - 8 << "\" y=\""
-        << py + 4 << "\" text-anchor=\"end\">" << escape(label) << "</text>\n";
+        << py + 4 << "\" text-anchor=\"end\">" << escape_markup(label) << "</text>\n";
   }
   svg << "<text x=\"" << (area.left + right) / 2 << "\" y=\"" << height - 8
-      << "\" text-anchor=\"middle\">" << escape(options.x_label) << "</text>\n"
+      << "\" text-anchor=\"middle\">" << escape_markup(options.x_label) << "</text>\n"
       << "<text transform=\"translate(14," << (area.top + bottom) / 2
-      << ") rotate(-90)\" text-anchor=\"middle\">" << escape(options.y_label) << "</text>\n";
+      << ") rotate(-90)\" text-anchor=\"middle\">" << escape_markup(options.y_label) << "</text>\n";
   if (!options.title.empty())
     svg << "<text x=\"" << (area.left + right) / 2 << "\" y=\"" << area.top - 10
-        << "\" text-anchor=\"middle\" font-size=\"14\">" << escape(options.title) << "</text>\n";
+        << "\" text-anchor=\"middle\" font-size=\"14\">" << escape_markup(options.title)
+        << "</text>\n";
   if (options.colour_bar) {
     // A gradient through the map's stops, bottom (colour_min) to top (colour_max).
     const std::string gradient = options.id + "-colours";
     const auto& stops          = colour_map_stops(options.colours);
-    svg << "<linearGradient id=\"" << escape(gradient)
+    svg << "<linearGradient id=\"" << escape_markup(gradient)
         << "\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n";
     for (size_t i = 0; i < stops.size(); ++i) {
       char colour[8];
@@ -369,7 +350,7 @@ std::string raster_plot_svg(const std::string& png, int64_t png_width, int64_t p
     const double bar_left = right + 14;
     svg << "</linearGradient>\n<rect class=\"colour-bar\" x=\"" << bar_left << "\" y=\"" << area.top
         << "\" width=\"" << kColourBar << "\" height=\"" << area.height << "\" fill=\"url(#"
-        << escape(gradient) << ")\" stroke=\"#444444\"/>\n";
+        << escape_markup(gradient) << ")\" stroke=\"#444444\"/>\n";
     Axis bar{options.colour_min, options.colour_max, false, bottom, area.top};
     std::vector<std::pair<double, std::string>> bar_ticks;
     bar.ticks(bar_ticks, minor);
@@ -378,10 +359,11 @@ std::string raster_plot_svg(const std::string& png, int64_t png_width, int64_t p
       svg << "<line x1=\"" << bar_left + kColourBar << "\" y1=\"" << py << "\" x2=\""
           << bar_left + kColourBar + 4 << "\" y2=\"" << py << "\" stroke=\"#444444\"/>\n<text x=\""
           << bar_left + kColourBar + 7 << "\" y=\"" << py + 4 << "\">"
-          << escape((v > 0 && options.colour_min < 0 ? "+" : "") + label) << "</text>\n";
+          << escape_markup((v > 0 && options.colour_min < 0 ? "+" : "") + label) << "</text>\n";
     }
     svg << "<text transform=\"translate(" << width - 8 << "," << (area.top + bottom) / 2
-        << ") rotate(-90)\" text-anchor=\"middle\">" << escape(options.colour_label) << "</text>\n";
+        << ") rotate(-90)\" text-anchor=\"middle\">" << escape_markup(options.colour_label)
+        << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();

@@ -3,6 +3,7 @@
 #include <grafx/error.h>
 #include <grafx/processors/linear_processor.h>
 #include <grafx/processors/registry.h>
+#include <grafx/text.h>
 
 #include <ATen/ATen.h>
 
@@ -31,12 +32,7 @@ std::string with_unit(const std::string& value, const std::string& unit) {
   return value + (unit.rfind(":", 0) == 0 ? "" : " ") + unit;
 }
 
-std::string number(double value) {
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  std::ostringstream s;
-  s << std::setprecision(4) << value;
-  return s.str();
-}
+std::string number(double value) { return significant_digits(value, 4); }
 
 /// "−26.06 dB", or "0.05 … 2.3 ms" when the initial physical values differ.
 std::string initial_value(const ParameterSpec& spec) {

@@ -1,6 +1,7 @@
 #include <grafx/error.h>
 #include <grafx/hash.h>
 #include <grafx/render/parameters.h>
+#include <grafx/text.h>
 
 #include "render/checks.h"
 
@@ -16,11 +17,7 @@
 namespace grafx {
 namespace {
 
-std::string number(double value) {
-  std::ostringstream s;
-  s << std::setprecision(4) << value;
-  return s.str();
-}
+std::string number(double value) { return significant_digits(value, 4); }
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 #include <grafx/error.h>
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/render/render.h>
+#include <grafx/text.h>
 
 #include "render/checks.h"
 #include "render/steps.h"
@@ -34,11 +35,7 @@ at::Tensor row_norms(const at::Tensor& gradient, int64_t node_dims) {
 }
 
 /// A number as text that reads back to the same double.
-std::string exact_text(double value) {
-  std::ostringstream s;
-  s << std::setprecision(17) << value;
-  return s.str();
-}
+std::string exact_text(double value) { return significant_digits(value, 17); }
 
 }  // namespace
 

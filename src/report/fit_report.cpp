@@ -25,8 +25,6 @@
 
 namespace grafx {
 
-using detail::escape;
-using detail::fixed;
 using detail::write_console_picture;
 
 namespace {
@@ -73,14 +71,16 @@ std::string initialisation_html(const Fitter& fitter, const std::vector<std::str
   if (gains) {
     const ChannelGainFit& g = done.gains;
     html << "<p>Track gains by least squares (relative waveform error on the excerpt "
-         << fixed(g.error_before, 3) << " → " << fixed(g.error_after, 3) << "):</p>\n"
+         << fixed_decimals(g.error_before, 3) << " → " << fixed_decimals(g.error_after, 3)
+         << "):</p>\n"
          << "<table><tr><th>track</th><th>left dB</th><th>right dB</th></tr>";
     for (size_t k = 0; k < g.nodes.size(); ++k) {
-      html << "<tr><td>" << escape(name(k)) << "</td>";
+      html << "<tr><td>" << escape_markup(name(k)) << "</td>";
       for (int64_t c = 0; c < 2; ++c)
         html << "<td>"
-             << (g.nodes[k] < 0 ? std::string("(no gain node)")
-                                : fixed(20 * std::log10(g.gains[int64_t(k)][c].item<double>()), 1))
+             << (g.nodes[k] < 0
+                     ? std::string("(no gain node)")
+                     : fixed_decimals(20 * std::log10(g.gains[int64_t(k)][c].item<double>()), 1))
              << "</td>";
       html << "</tr>";
     }
@@ -105,7 +105,8 @@ std::string initialisation_html(const Fitter& fitter, const std::vector<std::str
     plot.log_x   = true;
     plot.id      = "initial-eq";
     html << "<p>Track EQs from smoothed spectral ratios (relative band-power error "
-         << fixed(e.error_before, 3) << " → " << fixed(e.error_after, 3) << "):</p>\n"
+         << fixed_decimals(e.error_before, 3) << " → " << fixed_decimals(e.error_after, 3)
+         << "):</p>\n"
          << (curves.empty() ? "" : plot_svg(curves, plot)) << "\n";
   }
   html << "<details><summary>every node of the initial console in physical units</summary>"
@@ -306,7 +307,7 @@ class SettingsTables {
     const bool error = columns.size() == 2;
     std::ostringstream table;
     table << "<table class=\"" << css_class << "\"><tr><th>node</th><th>setting</th><th>unit</th>";
-    for (const auto& column : columns) table << "<th>" << escape(column.first) << "</th>";
+    for (const auto& column : columns) table << "<th>" << escape_markup(column.first) << "</th>";
     table << (error ? "<th>error</th>" : "") << "</tr>\n";
     for (NodeId id : nodes) {
       const Node& node     = graph_.node(id);
@@ -320,8 +321,8 @@ class SettingsTables {
           specs.end());
       const std::string node_cell =
           "<td class=\"node\" rowspan=\"" + std::to_string(std::max<size_t>(1, specs.size())) +
-          "\" title=\"" + escape(node.name.empty() ? graph_.describe(id) : node.name) + "\">" +
-          detail::letter_box(type) + escape(type.name) +
+          "\" title=\"" + escape_markup(node.name.empty() ? graph_.describe(id) : node.name) +
+          "\">" + detail::letter_box(type) + escape_markup(type.name) +
           (node.bypassed ? " <em>(bypassed)</em>" : "") + "</td>";
       if (specs.empty())
         table << "<tr>" << node_cell << "<td class=\"setting\" colspan=\""
@@ -329,8 +330,8 @@ class SettingsTables {
       for (size_t i = 0; i < specs.size(); ++i) {
         const ParameterSpec& spec = specs[i];
         table << "<tr>" << (i == 0 ? node_cell : "") << "<td class=\"setting\" title=\""
-              << escape(spec.description) << "\">" << escape(spec.physical_name) << "</td><td>"
-              << escape(spec.unit) << "</td>";
+              << escape_markup(spec.description) << "\">" << escape_markup(spec.physical_name)
+              << "</td><td>" << escape_markup(spec.unit) << "</td>";
         std::vector<at::Tensor> values;
         for (const auto& column : columns) {
           values.push_back(column.second->of(type.name, spec, row));
@@ -366,7 +367,7 @@ std::string tracks_html(const Fitter& fitter, const FitSummary& summary,
   SettingsTables tables(graph, fitter.processors());
   std::vector<std::pair<std::string, PhysicalValues*>> columns = {{"fitted", &fitted}};
   if (reference) columns.push_back({summary.reference_label, &known});
-  const std::string ref_label = escape(summary.reference_label);
+  const std::string ref_label = escape_markup(summary.reference_label);
   std::ostringstream html;
   html << "<p class=\"note\">Each strip of the console: its filters' curves as heard (each "
           "filter's response at the node's wet amount";
@@ -379,7 +380,7 @@ std::string tracks_html(const Fitter& fitter, const FitSummary& summary,
   for (const Strip& strip : strips_of(graph, summary.track_names)) {
     n_nodes += int64_t(strip.nodes.size());
     if (nodes_shown >= kMaxNodesShown) continue;
-    html << "<h3>" << (strip.name.empty() ? "other nodes" : escape(strip.name)) << "</h3>\n";
+    html << "<h3>" << (strip.name.empty() ? "other nodes" : escape_markup(strip.name)) << "</h3>\n";
     auto track = std::find(summary.track_names.begin(), summary.track_names.end(), strip.name);
     size_t k   = size_t(track - summary.track_names.begin());
     if (track != summary.track_names.end() && k < summary.track_files.size())
@@ -469,7 +470,7 @@ std::string initial_settings_html(const Fitter& fitter, const std::vector<std::s
     std::vector<NodeId> shown;
     for (NodeId id : strip.nodes)
       if (nodes_shown++ < kMaxNodesShown) shown.push_back(id);
-    html << "<h3>" << (strip.name.empty() ? "other nodes" : escape(strip.name)) << "</h3>\n"
+    html << "<h3>" << (strip.name.empty() ? "other nodes" : escape_markup(strip.name)) << "</h3>\n"
          << tables.table(shown, {{"initial", &initial}}, "settings initial") << "\n";
   }
   return html.str();
@@ -556,8 +557,8 @@ std::string letter_legend(const Graph& graph) {
       what = d->summary + (type.processor_name() != type.name
                                ? " (" + type.processor_name() + " with options)"
                                : std::string());
-    html << "<li>" << detail::letter_box(type) << "<b>" << escape(type.name) << "</b> ("
-         << counts[size_t(t)] << "): " << escape(what) << "</li>";
+    html << "<li>" << detail::letter_box(type) << "<b>" << escape_markup(type.name) << "</b> ("
+         << counts[size_t(t)] << "): " << escape_markup(what) << "</li>";
   }
   html << "</ul>\n";
   return html.str();
@@ -627,8 +628,9 @@ std::string spectrograms_html(const at::Tensor& target, const at::Tensor& fitted
     html << "<figure>" << spectrogram_svg(difference, -scale, scale, ColourMap::kDiverging, plot)
          << "<figcaption>Red: the fitted mix is louder than the target there; blue: quieter; "
             "white: the same (levels below "
-         << fixed(-range, 0) << " dB count as " << fixed(-range, 0) << " dB). Log-frequency rows, "
-         << spectrogram.n_fft << "-point windows averaged into columns.</figcaption></figure>\n";
+         << fixed_decimals(-range, 0) << " dB count as " << fixed_decimals(-range, 0)
+         << " dB). Log-frequency rows, " << spectrogram.n_fft
+         << "-point windows averaged into columns.</figcaption></figure>\n";
   }
   return html.str();
 }
@@ -724,7 +726,7 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
   std::string tracks;
   for (const auto& name : summary.track_names)
-    tracks += (tracks.empty() ? "" : ", ") + escape(name);
+    tracks += (tracks.empty() ? "" : ", ") + escape_markup(name);
 
   std::string players;
   if (!summary.target_file.empty())
@@ -734,7 +736,8 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   std::ostringstream files;
   files << "<ul>";
   for (const auto& [name, what] : described_outputs())
-    files << "<li><a href=\"" << name << "\">" << name << "</a>: " << escape(what) << "</li>";
+    files << "<li><a href=\"" << name << "\">" << name << "</a>: " << escape_markup(what)
+          << "</li>";
   files << "</ul>\n";
 
   const std::string graph_svg = read_text_file(path("console.svg"));
@@ -742,8 +745,8 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
         fitter, summary.track_names, initial_settings_html(fitter, summary.track_names));
   std::ostringstream html;
   html << detail::page_start(summary.title) << "<p>" << date << " · " << fitter.steps_done()
-       << " steps in " << fixed(summary.seconds, 1) << " s ("
-       << fixed(summary.seconds > 0 ? double(fitter.steps_done()) / summary.seconds : 0, 2)
+       << " steps in " << fixed_decimals(summary.seconds, 1) << " s ("
+       << fixed_decimals(summary.seconds > 0 ? double(fitter.steps_done()) / summary.seconds : 0, 2)
        << " steps/s" << (skipped ? ", " + std::to_string(skipped) + " skipped" : "") << ")</p>\n"
        << "<p class=\"note\"><a href=\"#listen\">Listen</a> · <a href=\"#spectrograms\">"
           "Spectrograms</a> · <a href=\"#console\">Console</a> · <a href=\"#tracks\">Tracks</a> · "
@@ -751,13 +754,15 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
        << "<h2 id=\"listen\">Listen</h2>\n<div class=\"players\">" << players << "</div>\n"
        << "<h2>Summary</h2>\n<table class=\"facts\">"
        << "<tr><td>tracks</td><td>" << summary.track_names.size() << " (" << tracks << ")</td></tr>"
-       << "<tr><td>audio</td><td>" << fixed(double(fitted.size(1)) / double(sample_rate), 2)
-       << " s at " << sample_rate << " Hz</td></tr>"
+       << "<tr><td>audio</td><td>"
+       << fixed_decimals(double(fitted.size(1)) / double(sample_rate), 2) << " s at " << sample_rate
+       << " Hz</td></tr>"
        << "<tr><td>console</td><td>" << graph.n_nodes() << " nodes, " << processors
        << " processors</td></tr>"
        << "<tr><td>optimiser</td><td>AdamW, learning rate " << fitter.options().optimizer.lr
-       << ", crops of " << fixed(fitter.options().crop_seconds, 2) << " s (first "
-       << fixed(fitter.options().skip_seconds, 2) << " s not in the loss)</td></tr></table>\n"
+       << ", crops of " << fixed_decimals(fitter.options().crop_seconds, 2) << " s (first "
+       << fixed_decimals(fitter.options().skip_seconds, 2)
+       << " s not in the loss)</td></tr></table>\n"
        << "<h2>Whole-song loss</h2>\n"
        << detail::loss_table({{"initial console", summary.before}, {"fitted", summary.after}})
        << "<p>The mix-matching loss of the pruning paper: multi-resolution log-mel and "

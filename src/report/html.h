@@ -7,6 +7,7 @@
 #include <grafx/io/image.h>
 #include <grafx/loss/mix_loss.h>
 #include <grafx/processors/registry.h>
+#include <grafx/text.h>
 
 #include <cctype>
 #include <cmath>
@@ -20,33 +21,10 @@
 
 namespace grafx::detail {
 
-inline std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
-}
-
-inline std::string fixed(double value, int digits) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(digits) << value;
-  return s.str();
-}
-
 /// The start of a report page: the head with its style, and the title as heading.
 inline std::string page_start(const std::string& title) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
-         escape(title) +
+         escape_markup(title) +
          "</title>\n<style>"
          "body{font-family:Helvetica,Arial,sans-serif;max-width:1200px;margin:2em auto;"
          "padding:0 1em;color:#222}"
@@ -70,13 +48,13 @@ inline std::string page_start(const std::string& title) {
          ".legend{columns:2;list-style:none;padding:0;font-size:.9em}.legend li{margin:2px 0}"
          ".note{color:#555;font-size:.9em}"
          "</style></head><body>\n<h1>" +
-         escape(title) + "</h1>\n";
+         escape_markup(title) + "</h1>\n";
 }
 
 /// A node type's letter in its colour, as in the console pictures.
 inline std::string letter_box(const NodeType& type) {
   return "<span class=\"letter\" style=\"background:" + type_color(type) + "\">" +
-         escape(std::string(1, type_letter(type))) + "</span>";
+         escape_markup(std::string(1, type_letter(type))) + "</span>";
 }
 
 /// A path as the relative URL of a link from a page in `folder`: percent-encoded, with
@@ -104,9 +82,10 @@ inline std::string relative_link(const std::string& folder, const std::string& p
 
 /// An HTML5 audio player of a file linked by `url` (relative to the page), with its label.
 inline std::string audio_player(const std::string& label, const std::string& url) {
-  return "<figure><figcaption>" + escape(label) + " (<a href=\"" + escape(url) + "\">" +
-         escape(url) + "</a>)</figcaption><audio controls preload=\"metadata\" src=\"" +
-         escape(url) + "\"></audio></figure>";
+  return "<figure><figcaption>" + escape_markup(label) + " (<a href=\"" + escape_markup(url) +
+         "\">" + escape_markup(url) +
+         "</a>)</figcaption><audio controls preload=\"metadata\" src=\"" + escape_markup(url) +
+         "\"></audio></figure>";
 }
 
 /// A table of whole-song losses with their L/R, mid and side parts, one row per labelled set.
@@ -114,9 +93,10 @@ inline std::string loss_table(const std::vector<std::pair<std::string, MixLossTe
   std::string html =
       "<table><tr><th></th><th>loss</th><th>L/R</th><th>mid</th><th>side</th></tr>\n";
   for (const auto& [label, t] : rows)
-    html += "<tr><td>" + label + "</td><td>" + fixed(t.total.item<double>(), 4) + "</td><td>" +
-            fixed(t.lr.item<double>(), 4) + "</td><td>" + fixed(t.mid.item<double>(), 4) +
-            "</td><td>" + fixed(t.side.item<double>(), 4) + "</td></tr>\n";
+    html += "<tr><td>" + label + "</td><td>" + fixed_decimals(t.total.item<double>(), 4) +
+            "</td><td>" + fixed_decimals(t.lr.item<double>(), 4) + "</td><td>" +
+            fixed_decimals(t.mid.item<double>(), 4) + "</td><td>" +
+            fixed_decimals(t.side.item<double>(), 4) + "</td></tr>\n";
   return html + "</table>\n";
 }
 
@@ -124,9 +104,7 @@ inline std::string loss_table(const std::vector<std::pair<std::string, MixLossTe
 /// value as null, so that the file stays valid JSON.
 inline std::string loss_json(const MixLossTerms& t) {
   auto number = [](double x) {
-    std::ostringstream text;
-    text << std::setprecision(10) << x;
-    return std::isfinite(x) ? text.str() : std::string("null");
+    return std::isfinite(x) ? significant_digits(x, 10) : std::string("null");
   };
   return "{\"loss\": " + number(t.total.item<double>()) +
          ", \"left_right\": " + number(t.lr.item<double>()) +

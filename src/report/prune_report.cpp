@@ -18,9 +18,6 @@
 
 namespace grafx {
 
-using detail::escape;
-using detail::fixed;
-
 const std::vector<std::string>& prune_output_files() {
   static const std::vector<std::string> files = {"mix.wav",
                                                  "console.json",
@@ -113,12 +110,13 @@ void write_prune_outputs(const Pruner& pruner, const Fitter& fitter, const Prune
   std::ostringstream table;
   table << "<table><tr><th>type</th><th>before</th><th>after</th><th>removed (ρ)</th></tr>\n";
   for (const auto& [type, counts] : per_type)
-    table << "<tr><td>" << escape(type) << "</td><td>" << counts.first << "</td><td>"
+    table << "<tr><td>" << escape_markup(type) << "</td><td>" << counts.first << "</td><td>"
           << counts.second << "</td><td>"
-          << fixed(1.0 - double(counts.second) / double(counts.first), 2) << "</td></tr>\n";
+          << fixed_decimals(1.0 - double(counts.second) / double(counts.first), 2)
+          << "</td></tr>\n";
   const int64_t before = pruner.initial_processors(), after = pruner.remaining_processors();
   table << "<tr><th>all</th><th>" << before << "</th><th>" << after << "</th><th>"
-        << fixed(before > 0 ? 1.0 - double(after) / double(before) : 0, 2)
+        << fixed_decimals(before > 0 ? 1.0 - double(after) / double(before) : 0, 2)
         << "</th></tr></table>\n";
 
   std::ostringstream facts;
@@ -142,7 +140,7 @@ void write_prune_outputs(const Pruner& pruner, const Fitter& fitter, const Prune
   html << detail::page_start(summary.title) << "<p>" << to_string(o.method)
        << " pruning, τ = " << o.tolerance << ", " << pruner.rounds_done() << " rounds of "
        << o.steps_between << " fine-tuning steps, " << pruner.trials().size() << " trials, in "
-       << fixed(summary.seconds, 1) << " s</p>\n"
+       << fixed_decimals(summary.seconds, 1) << " s</p>\n"
        << "<h2>Processors</h2>\n"
        << table.str() << "<h2>Whole-song loss</h2>\n"
        << detail::loss_table({{"full console", summary.unpruned}, {"pruned", summary.pruned}})

@@ -2,6 +2,7 @@
 // settings are found, checkpoints resume exactly, non-finite steps are skipped and reported,
 // and bad data is refused.
 
+#include <grafx/fit/checkpoint.h>
 #include <grafx/fit/demo.h>
 #include <grafx/fit/fit.h>
 #include <grafx/fit/fit_settings.h>
@@ -297,6 +298,48 @@ TEST(Fit, CheckpointsOfVersion2StillResume) {
   save_safetensors(dir.file("v4.safetensors"), file.tensors, metadata, true);
   EXPECT_GRAFX_ERROR(resumed.load_checkpoint(dir.file("v4.safetensors")), "grafx.fit.checkpoint",
                      "its recorded settings are unreadable");
+}
+
+// The format alone (fit/checkpoint.h): what write_checkpoint writes reads back as written, and
+// version 1's history of five columns (no gradient norms) reads with norms unknown (NaN).
+TEST(Fit, CheckpointFormatReadsBackAndMigratesVersion1) {
+  testing::TempDir dir;
+  Checkpoint written;
+  written.parameters["gain_pan.log_gain"] = at::arange(6, at::kFloat).view({3, 2});
+  written.optimizer["step"]               = at::full({1}, 4, at::kLong);
+  written.history     = {{1, 0.5, 0.4, 0.1, false, 2.0}, {2, std::nan(""), 0, 0, true, 0.0}};
+  written.curves_live = true;
+  written.identity    = {{"graph", "g1"}, {"sample_rate", "16000"}};
+  written.settings    = {{"lr", 0.05}};
+  write_checkpoint(dir.file("c.safetensors"), written);
+  const Checkpoint read = read_checkpoint(dir.file("c.safetensors"));
+  EXPECT_TRUE(at::equal(read.parameters.at("gain_pan.log_gain"),
+                        written.parameters.at("gain_pan.log_gain")));
+  EXPECT_TRUE(at::equal(read.optimizer.at("step"), written.optimizer.at("step")));
+  ASSERT_EQ(read.history.size(), 2u);
+  EXPECT_EQ(read.history[0].gradient_norm, 2.0);
+  EXPECT_EQ(read.history[0].match_loss, 0.4);
+  EXPECT_TRUE(read.history[1].skipped && std::isnan(read.history[1].loss));
+  EXPECT_EQ(read.curves_live, std::optional<bool>(true));
+  EXPECT_EQ(read.identity, written.identity);  // format, version and settings are the format's
+  EXPECT_EQ(read.settings, written.settings);
+
+  SafetensorsFile file    = load_safetensors(dir.file("c.safetensors"));
+  file.tensors["history"] = file.tensors["history"].narrow(1, 0, 5).contiguous();
+  file.metadata.erase("settings");
+  file.metadata["version"] = "1";
+  file.metadata["lr"]      = "0.05";
+  save_safetensors(dir.file("v1.safetensors"), file.tensors, file.metadata, true);
+  const Checkpoint old = read_checkpoint(dir.file("v1.safetensors"));
+  ASSERT_EQ(old.history.size(), 2u);
+  EXPECT_TRUE(std::isnan(old.history[0].gradient_norm));
+  EXPECT_EQ(old.history[0].loss, 0.5);
+  EXPECT_EQ(old.settings.at("lr"), 0.05);
+  EXPECT_EQ(old.identity, written.identity);  // the settings' keys moved into the settings
+  file.tensors.erase("history");
+  save_safetensors(dir.file("v1.safetensors"), file.tensors, file.metadata, true);
+  EXPECT_GRAFX_ERROR(read_checkpoint(dir.file("v1.safetensors")), "grafx.fit.checkpoint",
+                     "lacks the loss history");
 }
 
 TEST(Fit, NonFiniteStepsAreSkippedThenStop) {

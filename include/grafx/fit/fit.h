@@ -222,7 +222,7 @@ class Fitter {
   /// (docs/benchmarks.md).
   MixLossTerms evaluate(const at::Tensor& fitted = {}) const;
 
-  // ---- for pruning (grafx/fit/prune.h) ----------------------------------------------------
+  // ---- for pruning (grafx/prune/prune.h) ----------------------------------------------------
 
   /// Marks processor nodes bypassed (rendered as pass-throughs, parameters kept) or not, and
   /// plans the render again.

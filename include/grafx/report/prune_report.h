@@ -11,7 +11,7 @@
 ///   report.html              one page: summary, per-type table of pruning ratios (as the
 ///                            paper's Table 2), the loss curve, both consoles
 
-#include <grafx/fit/prune.h>
+#include <grafx/prune/prune.h>
 
 #include <string>
 #include <vector>

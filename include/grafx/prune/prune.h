@@ -30,7 +30,7 @@
 /// steps under way.
 
 #include <grafx/fit/fit.h>
-#include <grafx/fit/trials.h>
+#include <grafx/prune/trials.h>
 
 #include <functional>
 #include <memory>
@@ -55,7 +55,7 @@ struct PruningOptions {
   double initial_ratio        = 0.1;   ///< first step of each type's fraction (dry/wet)
   int64_t brute_force_every   = 4;     ///< hybrid: brute force in rounds 4, 8, 12, ...
   uint64_t seed               = 0;     ///< the random orders of types and nodes
-  /// Trials render only what they change (TrialEvaluator, fit/trials.h); false: every trial
+  /// Trials render only what they change (TrialEvaluator, prune/trials.h); false: every trial
   /// renders the whole console again (the reference, for tests and benchmarks).
   bool fast_trials = true;
   /// Brute force with fast trials: up to this many candidates rendered as one graph batch while

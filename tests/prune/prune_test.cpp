@@ -1,4 +1,4 @@
-// Pruning (fit/prune.h): on a song mixed by a hidden console that uses only some of its
+// Pruning (prune/prune.h): on a song mixed by a hidden console that uses only some of its
 // processors, pruning removes most of those it did not use while the loss stays within τ of the
 // unpruned fit; the τ rule, the ratio steps of the dry/wet search and the hybrid schedule; the
 // pruned graph renders as the fitter with those nodes bypassed; a run cut short anywhere resumes
@@ -6,9 +6,10 @@
 
 #include <grafx/duration.h>
 #include <grafx/files.h>
-#include <grafx/fit/prune.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/prune/prune.h>
+#include <grafx/prune/prune_state.h>
 #include <grafx/render/chunked.h>
 #include <grafx/render/parameters.h>
 
@@ -450,6 +451,67 @@ TEST(Prune, ReadsStateFilesOfVersion1AndRefusesNewerOnes) {
   Fitter newer_fitter(full, x, mix, kRate, small_options(4));
   EXPECT_GRAFX_ERROR(Pruner(newer_fitter, options).resume(checkpoint, state),
                      "grafx.fit.checkpoint", "version 3, which this grafx does not read");
+}
+
+// The format alone (prune/prune_state.h): what write_prune_state writes reads back as written,
+// a round cut short in either phase with what that phase knows; an unknown phase and a field of
+// the wrong type are refused by name.
+TEST(Prune, StateFormatReadsBackWhatItWrote) {
+  testing::TempDir dir;
+  PruneState written;
+  written.course            = {{"method", "hybrid"}, {"seed", 3}};
+  written.fine_tuning_steps = 12;
+  written.steps_done        = 40;
+  written.removed           = {4, 9};
+  written.rounds            = {{1, PruneMethod::kDryWet, 0.5, 0.55, 0.52, 2, 6, 7, true, 1.5}};
+  written.trials            = {{1, {4, 9}, 0.55, true}, {2, {6}, 0.9, false}};
+  PruneState::UnderWay fine{
+      {2, PruneMethod::kDryWet, 0.52, 0.6, 0, 1, 0, 3, true, 2.5}, true, true, 5};
+  written.under_way      = fine;
+  const std::string path = dir.file("state.json");
+  write_prune_state(path, written);
+  PruneState read = read_prune_state(path);
+  EXPECT_EQ(read.course, written.course);
+  EXPECT_TRUE(std::isinf(read.min_loss));  // none yet: written as null
+  EXPECT_EQ(read.fine_tuning_steps, 12);
+  EXPECT_EQ(read.steps_done, 40);
+  EXPECT_EQ(read.removed, written.removed);
+  ASSERT_EQ(read.rounds.size(), 1u);
+  EXPECT_EQ(read.rounds[0].loss_tuned, 0.52);
+  EXPECT_EQ(read.rounds[0].remaining, 6);
+  ASSERT_EQ(read.trials.size(), 2u);
+  EXPECT_EQ(read.trials[1].nodes, std::vector<NodeId>{6});
+  EXPECT_FALSE(read.trials[1].kept);
+  ASSERT_TRUE(read.under_way);
+  EXPECT_TRUE(read.under_way->fine_tuning);
+  EXPECT_EQ(read.under_way->steps_done, 5);
+  EXPECT_EQ(read.under_way->round.loss_pruned, 0.6);
+  EXPECT_EQ(read.under_way->round.trials, 3);
+  EXPECT_EQ(read.under_way->round.seconds, 2.5);
+
+  // In its trials, a round keeps only what its start knew (the trials are replayed).
+  written.min_loss       = 0.52;
+  fine.fine_tuning       = false;
+  fine.loss_before_known = false;
+  written.under_way      = fine;
+  write_prune_state(path, written);
+  read = read_prune_state(path);
+  EXPECT_EQ(read.min_loss, 0.52);
+  ASSERT_TRUE(read.under_way);
+  EXPECT_FALSE(read.under_way->fine_tuning || read.under_way->loss_before_known);
+  EXPECT_EQ(read.under_way->round.loss_pruned, 0);
+  EXPECT_EQ(read.under_way->round.trials, 0);
+
+  std::string text        = read_text_file(path);
+  const std::string phase = "\"phase\": \"trials\"";
+  text.replace(text.find(phase), phase.size(), "\"phase\": \"sorting\"");
+  write_text_file(path, text, true);
+  EXPECT_GRAFX_ERROR(read_prune_state(path), "grafx.fit.checkpoint", "unknown phase \"sorting\"");
+  text                    = read_text_file(path);
+  const std::string steps = "\"steps_done\": 40";
+  text.replace(text.find(steps), steps.size(), "\"steps_done\": \"40\"");
+  write_text_file(path, text, true);
+  EXPECT_GRAFX_ERROR(read_prune_state(path), "grafx.fit.checkpoint", "missing or wrong field");
 }
 
 TEST(Prune, EstimatesTheTrialsEvaluationsAndStepsItMakes) {

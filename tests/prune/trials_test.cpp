@@ -1,10 +1,10 @@
-// Fast pruning trials (fit/trials.h): the loss of a graph with nodes bypassed, rendering only
+// Fast pruning trials (prune/trials.h): the loss of a graph with nodes bypassed, rendering only
 // what changes, equals a full re-render's, for consoles with subgroups, send buses and
 // sidechains, single nodes and sets, before and after commits, in float64 and float32.
 
-#include <grafx/fit/trials.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/prune/trials.h>
 #include <grafx/render/parameters.h>
 
 #include "support/test_support.h"

@@ -1,6 +1,6 @@
 #include <grafx/error.h>
-#include <grafx/fit/trials.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/prune/trials.h>
 #include <grafx/render/parameters.h>
 
 #include <ATen/ATen.h>

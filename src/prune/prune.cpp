@@ -1,9 +1,7 @@
 #include <grafx/error.h>
-#include <grafx/files.h>
-#include <grafx/fit/prune.h>
+#include <grafx/prune/prune.h>
+#include <grafx/prune/prune_state.h>
 #include <grafx/render/parameters.h>
-
-#include <nlohmann/json.hpp>
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -539,180 +537,87 @@ std::pair<Graph, Parameters> Pruner::result() const {
   return {graph, parameters};
 }
 
-namespace {
-
-/// Version 2: the round under way ("under_way") and its trials are saved too.
-constexpr int64_t kStateVersion = 2;
-
-/// The options that decide a pruning run's course (all but the number of rounds).
-nlohmann::json course(const PruningOptions& o) {
-  return {{"method", to_string(o.method)},
-          {"tolerance", o.tolerance},
-          {"steps_between", o.steps_between},
-          {"sparsity_weight", o.sparsity_weight},
-          {"sparsity_ramp_steps", o.sparsity_ramp_steps},
-          {"initial_ratio", o.initial_ratio},
-          {"brute_force_every", o.brute_force_every},
-          {"seed", o.seed},
-          {"fast_trials", o.fast_trials}};
-}
-
-nlohmann::json round_json(const PruningRound& r) {
-  return {{"round", r.round},
-          {"method", to_string(r.method)},
-          {"loss_before", r.loss_before},
-          {"loss_pruned", r.loss_pruned},
-          {"loss_tuned", r.loss_tuned},
-          {"removed", r.removed},
-          {"remaining", r.remaining},
-          {"trials", r.trials},
-          {"fast_trials", r.fast_trials},
-          {"seconds", r.seconds}};
-}
-
-PruningRound round_from_json(const nlohmann::json& r) {
-  return {r.at("round").get<int64_t>(),      parse_prune_method(r.at("method")),
-          r.at("loss_before").get<double>(), r.at("loss_pruned").get<double>(),
-          r.at("loss_tuned").get<double>(),  r.at("removed").get<int64_t>(),
-          r.at("remaining").get<int64_t>(),  r.at("trials").get<int64_t>(),
-          r.at("fast_trials").get<bool>(),   r.at("seconds").get<double>()};
-}
-
-}  // namespace
-
 void Pruner::save_state(const std::string& checkpoint_path, const std::string& state_path) const {
   const Underway& u = underway_;
   // During trials the state is the round's start (its checkpoint saved then) and its trials.
   const bool in_trials = u.active && !u.fine_tuning;
-  const double best    = in_trials ? u.min_loss_at_start : min_loss_;
-  nlohmann::json j;
-  j["format"]  = "grafx.prune_state";
-  j["version"] = kStateVersion;
-  j["course"]  = course(options_);
-  // JSON has no infinity: before any round, the best loss is unknown (null).
-  j["min_loss"]          = std::isfinite(best) ? nlohmann::json(best) : nlohmann::json(nullptr);
-  j["fine_tuning_steps"] = fine_tuning_steps_;
-  j["steps_done"]        = fitter_.steps_done();
-  j["removed"]           = in_trials ? u.removed_at_start : removed();
-  j["rounds"]            = nlohmann::json::array();
-  for (const auto& r : rounds_) j["rounds"].push_back(round_json(r));
-  j["trials"] = nlohmann::json::array();
-  for (const auto* list : {&trials_, &replay_})
-    for (const auto& t : *list)
-      j["trials"].push_back(
-          {{"round", t.round}, {"nodes", t.nodes}, {"loss", t.loss}, {"kept", t.kept}});
+  PruneState state;
+  state.course            = prune_course(options_);
+  state.min_loss          = in_trials ? u.min_loss_at_start : min_loss_;
+  state.fine_tuning_steps = fine_tuning_steps_;
+  state.steps_done        = fitter_.steps_done();
+  state.removed           = in_trials ? u.removed_at_start : removed();
+  state.rounds            = rounds_;
+  state.trials            = trials_;
+  state.trials.insert(state.trials.end(), replay_.begin(), replay_.end());
   if (u.active) {
-    nlohmann::json& w = j["under_way"];
-    w                 = round_json(u.round);
-    w["phase"]        = u.fine_tuning ? "fine-tuning" : "trials";
-    w["seconds"]      = u.seconds_before + (now_seconds() - u.started);
-    if (!u.loss_before_known) w["loss_before"] = nullptr;
-    w.erase("loss_tuned");  // not known before the round's end
-    w.erase("remaining");
-    if (u.fine_tuning)
-      w["steps_done"] = u.steps_done;
-    else  // the trials are counted from the record, and the rest follows from them
-      for (const char* later : {"loss_pruned", "removed", "trials"}) w.erase(later);
+    PruneState::UnderWay w{u.round, u.loss_before_known, u.fine_tuning, u.steps_done};
+    w.round.seconds = u.seconds_before + (now_seconds() - u.started);
+    state.under_way = w;
   }
   if (!in_trials) fitter_.save_checkpoint(checkpoint_path);
-  write_text_file(state_path, j.dump(1) + "\n", /*overwrite=*/true);
+  write_prune_state(state_path, state);
 }
 
 void Pruner::resume(const std::string& checkpoint_path, const std::string& state_path) {
   auto fail = [&](const std::string& what) {
     throw FitError("grafx.fit.checkpoint", state_path + ": " + what);
   };
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_text_file(state_path));
-  } catch (const nlohmann::json::exception& e) {
-    fail(std::string("not valid JSON: ") + e.what());
+  const PruneState state = read_prune_state(state_path);
+  if (state.course != prune_course(options_))
+    fail("made with other pruning options (" + state.course.dump() + "; now " +
+         prune_course(options_).dump() + ")");
+  const bool cut     = state.under_way.has_value();
+  const int64_t held = int64_t(state.rounds.size()) + (cut ? 1 : 0);
+  if (held > options_.rounds)
+    fail("holds " + std::to_string(held) + " rounds" + (cut ? " (the last under way)" : "") +
+         ", more than the " + std::to_string(options_.rounds) + " asked for");
+  for (NodeId id : state.removed)
+    if (!fitter_.graph().contains(id) || is_utility_type(fitter_.graph().node(id).type))
+      fail("prunes node " + std::to_string(id) + ", which is not a processor of this console");
+  fitter_.set_bypassed(state.removed, true);  // the checkpoint was made with them bypassed
+  fitter_.load_checkpoint(checkpoint_path);
+  if (fitter_.steps_done() != state.steps_done)
+    fail("does not agree with " + checkpoint_path + " (another run's files?)");
+  rounds_            = state.rounds;
+  min_loss_          = state.min_loss;
+  fine_tuning_steps_ = state.fine_tuning_steps;
+  trials_.clear();
+  replay_.clear();
+  underway_ = Underway{};
+  dry_wet_.reset();
+  trials_evaluator_.reset();
+  const int64_t next = rounds_done() + 1;
+  for (const auto& t : state.trials)
+    if (t.round < 1 || t.round > next - (cut ? 0 : 1))
+      fail("records a trial of round " + std::to_string(t.round) + " after " +
+           std::to_string(rounds_done()) + " rounds" + (cut ? " and one under way" : ""));
+  if (!cut) {
+    trials_ = state.trials;
+    return;
   }
-  try {
-    if (j.at("format") != "grafx.prune_state") fail("not a grafx pruning state");
-    const int64_t version = j.at("version").get<int64_t>();
-    if (version < 1 || version > kStateVersion)
-      fail("a pruning state of version " + std::to_string(version) +
-           ", which this grafx does not read (it reads versions 1 to " +
-           std::to_string(kStateVersion) +
-           "): prune again with --force, or use the grafx "
-           "that saved it");
-    if (j.at("course") != course(options_))
-      fail("made with other pruning options (" + j.at("course").dump() + "; now " +
-           course(options_).dump() + ")");
-    const auto rounds = j.at("rounds");
-    // Version 1 saved after whole rounds only; version 2 also during one ("under_way").
-    const bool cut     = j.contains("under_way");
-    const int64_t held = int64_t(rounds.size()) + (cut ? 1 : 0);
-    if (held > options_.rounds)
-      fail("holds " + std::to_string(held) + " rounds" + (cut ? " (the last under way)" : "") +
-           ", more than the " + std::to_string(options_.rounds) + " asked for");
-    const std::vector<NodeId> gone = j.at("removed").get<std::vector<NodeId>>();
-    for (NodeId id : gone)
-      if (!fitter_.graph().contains(id) || is_utility_type(fitter_.graph().node(id).type))
-        fail("prunes node " + std::to_string(id) + ", which is not a processor of this console");
-    fitter_.set_bypassed(gone, true);  // the checkpoint was made for the graph with them bypassed
-    fitter_.load_checkpoint(checkpoint_path);
-    if (fitter_.steps_done() != j.at("steps_done").get<int64_t>())
-      fail("does not agree with " + checkpoint_path + " (another run's files?)");
-    rounds_.clear();
-    trials_.clear();
-    replay_.clear();
-    underway_ = Underway{};
-    dry_wet_.reset();
-    trials_evaluator_.reset();
-    for (const auto& r : rounds) rounds_.push_back(round_from_json(r));
-    min_loss_          = j.at("min_loss").is_null() ? std::numeric_limits<double>::infinity()
-                                                    : j.at("min_loss").get<double>();
-    fine_tuning_steps_ = j.at("fine_tuning_steps").get<int64_t>();
-    std::vector<PruningTrial> all;
-    if (j.contains("trials"))
-      for (const auto& t : j.at("trials"))
-        all.push_back({t.at("round").get<int64_t>(), t.at("nodes").get<std::vector<NodeId>>(),
-                       t.at("loss").get<double>(), t.at("kept").get<bool>()});
-    const int64_t next = rounds_done() + 1;
-    for (const auto& t : all)
-      if (t.round < 1 || t.round > next - (cut ? 0 : 1))
-        fail("records a trial of round " + std::to_string(t.round) + " after " +
-             std::to_string(rounds_done()) + " rounds" + (cut ? " and one under way" : ""));
-    if (!cut) {
-      trials_ = all;
-      return;
-    }
-    const nlohmann::json& w = j.at("under_way");
-    Underway& u             = underway_;
-    u.active                = true;
-    u.round.round           = w.at("round").get<int64_t>();
-    u.round.method          = parse_prune_method(w.at("method"));
-    if (u.round.round != next || u.round.method != method_of(next))
-      fail("holds round " + std::to_string(u.round.round) + " (" + to_string(u.round.method) +
-           ") under way after " + std::to_string(rounds_done()) + " rounds");
-    u.loss_before_known = !w.at("loss_before").is_null();
-    if (u.loss_before_known) u.round.loss_before = w.at("loss_before").get<double>();
-    u.round.fast_trials     = w.at("fast_trials").get<bool>();
-    u.seconds_before        = w.at("seconds").get<double>();
-    u.started               = now_seconds();
-    const std::string phase = w.at("phase").get<std::string>();
-    if (phase == "trials") {  // runs again from its start, replaying the recorded trials
-      u.min_loss_at_start = min_loss_;
-      u.removed_at_start  = gone;
-      for (const auto& t : all) (t.round == next ? replay_ : trials_).push_back(t);
-    } else if (phase == "fine-tuning") {  // goes on from the step reached
-      u.fine_tuning       = true;
-      u.steps_done        = w.at("steps_done").get<int64_t>();
-      u.round.loss_pruned = w.at("loss_pruned").get<double>();
-      u.round.removed     = w.at("removed").get<int64_t>();
-      u.round.trials      = w.at("trials").get<int64_t>();
-      if (!u.loss_before_known || u.steps_done < 0 || u.steps_done > options_.steps_between)
-        fail("holds round " + std::to_string(next) + " at fine-tuning step " +
-             std::to_string(u.steps_done) + " of " + std::to_string(options_.steps_between));
-      trials_ = all;
-    } else {
-      fail("holds a round under way in an unknown phase \"" + phase + "\"");
-    }
-  } catch (const nlohmann::json::exception& e) {
-    fail(std::string("missing or wrong field: ") + e.what());
+  const PruneState::UnderWay& w = *state.under_way;
+  Underway& u                   = underway_;
+  u.active                      = true;
+  u.round                       = w.round;
+  if (u.round.round != next || u.round.method != method_of(next))
+    fail("holds round " + std::to_string(u.round.round) + " (" + to_string(u.round.method) +
+         ") under way after " + std::to_string(rounds_done()) + " rounds");
+  u.loss_before_known = w.loss_before_known;
+  u.seconds_before    = w.round.seconds;
+  u.started           = now_seconds();
+  if (!w.fine_tuning) {  // runs again from its start, replaying the recorded trials
+    u.min_loss_at_start = min_loss_;
+    u.removed_at_start  = state.removed;
+    for (const auto& t : state.trials) (t.round == next ? replay_ : trials_).push_back(t);
+    return;
   }
+  u.fine_tuning = true;  // goes on from the step reached
+  u.steps_done  = w.steps_done;
+  if (!u.loss_before_known || u.steps_done < 0 || u.steps_done > options_.steps_between)
+    fail("holds round " + std::to_string(next) + " at fine-tuning step " +
+         std::to_string(u.steps_done) + " of " + std::to_string(options_.steps_between));
+  trials_ = state.trials;
 }
 
 }  // namespace grafx
