@@ -19,6 +19,8 @@ void print_notes(const std::vector<std::string>& notes);
 /// Whether the user chose the thread count (--threads or GRAFX_THREADS); otherwise fits adapt
 /// it to the machine's load (FitOptions::adapt_threads).
 bool threads_chosen();
+/// Records that the user chose it (main, as it reads the command line).
+void note_threads_chosen();
 
 /// "a, b, c".
 std::string join(const std::vector<std::string>& items);

@@ -24,98 +24,6 @@
 #include <sstream>
 #include <thread>
 
-namespace grafx::cli {
-
-NodeTypes known_node_types() { return registry_node_types(); }
-
-std::string default_chain_letters() {
-  std::string letters;
-  for (const auto& type : default_console_chain()) letters += type_letter(type);
-  return letters;
-}
-
-Graph load_graph_file(const std::string& path) { return load_graph(path, known_node_types()); }
-
-NodeTypes console_types(const std::string& types_file) {
-  NodeTypes types = known_node_types();
-  if (types_file.empty()) return types;
-  const NodeTypes declared = load_graph_file(types_file).types();
-  for (TypeId t = NodeTypes::kMix + 1; t < declared.size(); ++t) {
-    try {
-      types.add(declared[t]);
-    } catch (const GraphError& e) {
-      throw GraphError(e.code(), types_file + ": " + e.message());
-    }
-  }
-  return types;
-}
-
-void print_notes(const std::vector<std::string>& notes) {
-  for (const auto& note : notes) std::cerr << "grafx: note: " << note << "\n";
-}
-
-std::optional<double> parse_finite(const std::string& text) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
-  char* end    = nullptr;
-  errno        = 0;
-  double value = std::strtod(text.c_str(), &end);
-  // Too small for a double is a number all the same (strtod gives it as a subnormal or 0);
-  // too large is not.
-  if (end != text.c_str() + text.size() || !std::isfinite(value) ||
-      (errno == ERANGE && std::abs(value) > 1.0))
-    return std::nullopt;
-  return value;
-}
-
-CLI::Validator finite_number(double min, bool inclusive) {
-  std::ostringstream bound;
-  bound << min;
-  std::string wanted = inclusive ? "a finite number of at least " + bound.str()
-                                 : "a finite number above " + bound.str();
-  return CLI::Validator(
-      [min, inclusive, wanted](std::string& text) -> std::string {
-        std::optional<double> value = parse_finite(text);
-        if (!value || (inclusive ? *value < min : *value <= min))
-          return "expected " + wanted + ", but got \"" + text + "\"";
-        return "";
-      },
-      wanted);
-}
-
-CLI::Validator whole_number(int64_t min) {
-  std::string wanted = "a whole number of at least " + std::to_string(min);
-  return CLI::Validator(
-      [min, wanted](std::string& text) -> std::string {
-        size_t used     = 0;
-        long long value = 0;
-        try {
-          value = std::stoll(text, &used);
-        } catch (const std::logic_error&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size() || value < min)
-          return "expected " + wanted + ", but got \"" + text + "\"";
-        return "";
-      },
-      wanted);
-}
-
-std::string counted(int64_t n, const std::string& singular, const std::string& plural) {
-  return std::to_string(n) + " " + (n == 1 ? singular : plural.empty() ? singular + "s" : plural);
-}
-
-namespace {
-bool threads_were_chosen = false;  // set once, while the command line is parsed
-}  // namespace
-
-bool threads_chosen() { return threads_were_chosen; }
-
-CLI::Option* add_force_flag(CLI::App& command, bool& force) {
-  return command.add_flag("-f,--force", force, "Replace output files that exist already");
-}
-
-}  // namespace grafx::cli
-
 namespace {
 
 // The library refuses to replace files without knowing the flag that allows it here.
@@ -203,7 +111,7 @@ int main(int argc, char** argv) {
     threads = grafx::capped_threads(threads, &note);
     if (!note.empty()) std::cerr << "grafx: note: " << note << "\n";
     at::set_num_threads(threads);
-    if (threads_option->count() > 0) grafx::cli::threads_were_chosen = true;
+    if (threads_option->count() > 0) grafx::cli::note_threads_chosen();
     grafx::set_input_limit(uint64_t(max_input_mb * 1048576.0));
   });
   grafx::cli::add_console_command(app);
@@ -229,8 +137,8 @@ int main(int argc, char** argv) {
         throw grafx::Error("grafx.cli.threads", "GRAFX_THREADS=\"" + std::string(env) +
                                                     "\": expected a whole number of threads "
                                                     "from 1 to 1024");
-      threads                         = int(value);
-      grafx::cli::threads_were_chosen = true;
+      threads = int(value);
+      grafx::cli::note_threads_chosen();
     }
     check_command(app, argc, argv);
     app.parse(argc, argv);

@@ -114,22 +114,6 @@ std::unique_ptr<Processor> make_configured(const ProcessorDescriptor& descriptor
   }
 }
 
-std::vector<std::string> split(const std::string& text, char separator) {
-  if (text.empty()) return {""};
-  std::vector<std::string> items;
-  std::stringstream s(text);
-  std::string item;
-  while (std::getline(s, item, separator)) items.push_back(item);
-  if (text.back() == separator) items.emplace_back();
-  return items;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text;
-}
-
 namespace {
 
 /// The breakpoints of "V@T,V@T,...": each V's values (':' between elements) mapped as a static

@@ -9,6 +9,10 @@
 
 namespace grafx::cli {
 
+/// The files of a pruning run that --resume continues from, in its output folder.
+inline constexpr char kPruneCheckpoint[] = "checkpoint.safetensors";
+inline constexpr char kPruneState[]      = "pruning.json";
+
 /// Adds the pruning options (--PREFIXmethod, --PREFIXtolerance, ...) to a subcommand.
 void add_pruning_options(CLI::App& command, PruningOptions& options, const std::string& prefix);
 /// Where and how a pruning run writes.

@@ -1,3 +1,4 @@
+#include <grafx/enum_names.h>
 #include <grafx/error.h>
 #include <grafx/plan/adjoint_plan.h>
 
@@ -7,15 +8,18 @@
 
 namespace grafx {
 
-std::string to_string(MemoryPolicy policy) {
-  return policy == MemoryPolicy::kSave ? "save" : "recompute";
-}
+namespace {
+constexpr EnumNames<MemoryPolicy, 2> kMemoryPolicies{
+    {{MemoryPolicy::kSave, "save"}, {MemoryPolicy::kRecompute, "recompute"}}};
+}  // namespace
+
+std::string to_string(MemoryPolicy policy) { return name_of(kMemoryPolicies, policy); }
 
 MemoryPolicy parse_memory_policy(const std::string& text) {
-  if (text == "save") return MemoryPolicy::kSave;
-  if (text == "recompute") return MemoryPolicy::kRecompute;
-  throw ScheduleError("grafx.schedule.invalid_options",
-                      "unknown memory policy \"" + text + "\"; expected save or recompute");
+  if (auto policy = value_named(kMemoryPolicies, text)) return *policy;
+  throw ScheduleError(
+      "grafx.schedule.invalid_options",
+      "unknown memory policy \"" + text + "\"; expected " + names_listed(kMemoryPolicies, " or "));
 }
 
 AdjointPlan make_adjoint_plan(const RenderPlan& plan, const AdjointPlanOptions& options) {

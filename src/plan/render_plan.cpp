@@ -1,3 +1,4 @@
+#include <grafx/enum_names.h>
 #include <grafx/error.h>
 #include <grafx/plan/render_plan.h>
 #include <grafx/schedule/reorder.h>
@@ -64,15 +65,11 @@ std::string RowAccess::to_string() const {
 }
 
 std::string to_string(Aggregation aggregation) {
-  switch (aggregation) {
-    case Aggregation::kNone:
-      return "none";
-    case Aggregation::kSum:
-      return "sum";
-    case Aggregation::kSegmentSum:
-      return "segment-sum";
-  }
-  return "?";
+  static constexpr EnumNames<Aggregation, 3> kAggregations{
+      {{Aggregation::kNone, "none"},
+       {Aggregation::kSum, "sum"},
+       {Aggregation::kSegmentSum, "segment-sum"}}};
+  return name_of(kAggregations, aggregation);
 }
 
 bool RenderPlan::parameters_in_graph_order(TypeId type) const {

@@ -1,5 +1,6 @@
 #include <grafx/dsp/dynamics.h>
 #include <grafx/dsp/recursion.h>
+#include <grafx/enum_names.h>
 #include <grafx/graph/node_types.h>
 #include <grafx/processors/compressor.h>
 #include <grafx/stream/dynamics_form.h>
@@ -25,7 +26,10 @@ const double kLogEnergyToDb = 10.0 / std::log(10.0);
 
 at::Tensor smoothing_alpha(const at::Tensor& z) { return z.sigmoid().clamp_max(kMaxAlpha); }
 
-const char* kSmoothingChoices[] = {"one_pole", "ballistics", "none"};
+constexpr EnumNames<dsp::EnvelopeSmoothing, 3> kSmoothings{
+    {{dsp::EnvelopeSmoothing::kOnePole, "one_pole"},
+     {dsp::EnvelopeSmoothing::kBallistics, "ballistics"},
+     {dsp::EnvelopeSmoothing::kNone, "none"}}};
 
 /// A smoother's parameters: raw names (its coefficient, or attack and release coefficients),
 /// physical names, and when its attack acts. (Plain characters: processors may be made during
@@ -39,10 +43,8 @@ constexpr Smoother kGainSmoother{
     "gain",  "z_alpha_gain",   "z_alpha_gain_attack", "z_alpha_gain_release",
     "gain_", "the gain falls", "the gain rises"};
 
-dsp::EnvelopeSmoothing smoothing_of(const std::string& choice) {
-  if (choice == "one_pole") return dsp::EnvelopeSmoothing::kOnePole;
-  if (choice == "ballistics") return dsp::EnvelopeSmoothing::kBallistics;
-  return dsp::EnvelopeSmoothing::kNone;
+dsp::EnvelopeSmoothing smoothing_of(const std::string& choice) {  // one of the option's choices
+  return value_named(kSmoothings, choice).value_or(dsp::EnvelopeSmoothing::kNone);
 }
 
 /// The curve's threshold T, ratio r and knee w (the quadratic knee's half width, the exponential
@@ -180,14 +182,14 @@ ProcessorDescriptor sidechain_gate_descriptor() {
 }
 
 std::vector<OptionSpec> Dynamics::option_specs(dsp::EnvelopeSmoothing smoothing) {
-  const std::vector<std::string> smoothers(std::begin(kSmoothingChoices),
-                                           std::end(kSmoothingChoices));
+  std::vector<std::string> smoothers;
+  for (const auto& [value, name] : kSmoothings) smoothers.push_back(name);
   return {
       OptionSpec::choice("knee", "quadratic", {"hard", "quadratic", "exponential"},
                          "shape of the gain curve around the threshold"),
       OptionSpec::choice("detection", "energy", {"energy", "amplitude"},
                          "level detector: mean square, or mean absolute value, over channels"),
-      OptionSpec::choice("level_smoothing", kSmoothingChoices[int(smoothing)], smoothers,
+      OptionSpec::choice("level_smoothing", name_of(kSmoothings, smoothing), smoothers,
                          "smoother of the detected level"),
       OptionSpec::choice("gain_smoothing", "none", smoothers,
                          "smoother of the gain (attack while the gain falls)"),

@@ -1,3 +1,4 @@
+#include <grafx/enum_names.h>
 #include <grafx/error.h>
 #include <grafx/prune/prune.h>
 #include <grafx/prune/prune_state.h>
@@ -107,23 +108,18 @@ struct Pruner::DryWetSearch {
   std::vector<std::string> to_search;
 };
 
-std::string to_string(PruneMethod method) {
-  switch (method) {
-    case PruneMethod::kHybrid:
-      return "hybrid";
-    case PruneMethod::kDryWet:
-      return "dry-wet";
-    case PruneMethod::kBruteForce:
-      return "brute-force";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumNames<PruneMethod, 3> kPruneMethods{{{PruneMethod::kHybrid, "hybrid"},
+                                                   {PruneMethod::kDryWet, "dry-wet"},
+                                                   {PruneMethod::kBruteForce, "brute-force"}}};
+}  // namespace
+
+std::string to_string(PruneMethod method) { return name_of(kPruneMethods, method); }
 
 PruneMethod parse_prune_method(const std::string& name) {
-  for (auto method : {PruneMethod::kHybrid, PruneMethod::kDryWet, PruneMethod::kBruteForce})
-    if (to_string(method) == name) return method;
-  throw FitError("grafx.fit.options", "unknown pruning method \"" + name +
-                                          "\"; expected hybrid, dry-wet or brute-force");
+  if (auto method = value_named(kPruneMethods, name)) return *method;
+  throw FitError("grafx.fit.options", "unknown pruning method \"" + name + "\"; expected " +
+                                          names_listed(kPruneMethods, " or "));
 }
 
 Pruner::Pruner(Fitter& fitter, PruningOptions options)

@@ -1,3 +1,4 @@
+#include <grafx/enum_names.h>
 #include <grafx/error.h>
 #include <grafx/schedule/schedule.h>
 
@@ -134,29 +135,21 @@ std::vector<int64_t> beam_sequence(const SearchGraph& graph, int64_t width, int6
 
 using detail::SearchGraph;
 
-std::string to_string(ScheduleMethod method) {
-  switch (method) {
-    case ScheduleMethod::kOneByOne:
-      return "one-by-one";
-    case ScheduleMethod::kFixed:
-      return "fixed";
-    case ScheduleMethod::kGreedy:
-      return "greedy";
-    case ScheduleMethod::kBeam:
-      return "beam";
-    case ScheduleMethod::kOptimal:
-      return "optimal";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumNames<ScheduleMethod, 5> kScheduleMethods{{{ScheduleMethod::kOneByOne, "one-by-one"},
+                                                         {ScheduleMethod::kFixed, "fixed"},
+                                                         {ScheduleMethod::kGreedy, "greedy"},
+                                                         {ScheduleMethod::kBeam, "beam"},
+                                                         {ScheduleMethod::kOptimal, "optimal"}}};
+}  // namespace
+
+std::string to_string(ScheduleMethod method) { return name_of(kScheduleMethods, method); }
 
 ScheduleMethod parse_schedule_method(const std::string& name) {
-  for (auto m : {ScheduleMethod::kOneByOne, ScheduleMethod::kFixed, ScheduleMethod::kGreedy,
-                 ScheduleMethod::kBeam, ScheduleMethod::kOptimal})
-    if (to_string(m) == name) return m;
-  throw ScheduleError("grafx.schedule.unknown_method",
-                      "unknown schedule method \"" + name +
-                          "\"; methods: one-by-one, fixed, greedy, beam, optimal");
+  if (auto method = value_named(kScheduleMethods, name)) return *method;
+  throw ScheduleError(
+      "grafx.schedule.unknown_method",
+      "unknown schedule method \"" + name + "\"; methods: " + names_listed(kScheduleMethods, ", "));
 }
 
 std::vector<int64_t> Schedule::step_of_rows(int64_t n_rows) const {
