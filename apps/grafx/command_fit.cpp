@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "console_options.h"
 #include "output_folder.h"
+#include "progress_file.h"
 #include "pruning_session.h"
 #include "stop_request.h"
 
@@ -148,6 +149,13 @@ void run_session(Fitter& fitter, Session& session) {
       bool last =
           p.step == p.n_steps || (fitter.options().time_budget_seconds > 0 && p.eta_seconds <= 0);
       if (!p.note.empty()) std::cout << (terminal ? "\n" : "") << p.note << "\n";
+      report_progress({{"stage", "fit"},
+                       {"step", p.step},
+                       {"steps", p.n_steps},
+                       {"loss", p.record.match_loss},
+                       {"steps_per_second", p.steps_per_second},
+                       {"eta_seconds", p.eta_seconds}},
+                      last);
       if (terminal || last || p.step % 25 == 0) {
         const bool budget = fitter.options().time_budget_seconds > 0;
         std::cout << (terminal ? "\r" : "") << "step " << p.step

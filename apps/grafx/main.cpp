@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "console_options.h"
 #include "output_folder.h"
+#include "progress_file.h"
 
 #include <grafx/error.h>
 #include <grafx/files.h>
@@ -105,7 +106,11 @@ int main(int argc, char** argv) {
             return "expected at most 1099511627776 MiB (1 EiB), but got \"" + text + "\"";
           },
           "at most 1099511627776"));
-  app.parse_complete_callback([&threads, &max_input_mb, threads_option] {
+  std::string progress_json;
+  app.add_option("--progress-json", progress_json,
+                 "Also write the progress as JSON to this file, replaced as it changes (for "
+                 "programs that watch a fit or a pruning run; its folder must exist)");
+  app.parse_complete_callback([&threads, &max_input_mb, &progress_json, threads_option] {
     // More threads than the machine runs at once only slow LibTorch down: capped, with a note.
     std::string note;
     threads = grafx::capped_threads(threads, &note);
@@ -113,6 +118,7 @@ int main(int argc, char** argv) {
     at::set_num_threads(threads);
     if (threads_option->count() > 0) grafx::cli::note_threads_chosen();
     grafx::set_input_limit(uint64_t(max_input_mb * 1048576.0));
+    grafx::cli::set_progress_file(progress_json);
   });
   grafx::cli::add_console_command(app);
   grafx::cli::add_info_command(app);

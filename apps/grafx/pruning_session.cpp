@@ -3,6 +3,7 @@
 #include "pruning_session.h"
 
 #include "arguments.h"
+#include "progress_file.h"
 #include "stop_request.h"
 
 #include <grafx/duration.h>
@@ -147,6 +148,19 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSes
       line << "  best " << loss_text(p.min_loss) << "  processors " << p.remaining << "  elapsed "
            << format_duration(seconds_since(start)) << "  ETA " << format_duration(eta);
       const bool milestone = !p.record || p.step == p.n_steps || p.step % 25 == 0;
+      report_progress(
+          {{"stage", "prune"},
+           {"round", p.round},
+           {"rounds", p.n_rounds},
+           {"method", to_string(p.method)},
+           {"processors", p.remaining},
+           {"best_loss", p.min_loss},
+           {"eta_seconds", eta},
+           // while it fine-tunes; null during trials
+           {"step", p.record ? nlohmann::json(p.step) : nlohmann::json()},
+           {"steps", p.record ? nlohmann::json(p.n_steps) : nlohmann::json()},
+           {"loss", p.record ? nlohmann::json(p.record->match_loss) : nlohmann::json()}},
+          !p.record || p.step == p.n_steps);
       if (terminal || milestone)
         std::cout << (terminal ? "\r" : "") << line.str() << "   " << (terminal ? "" : "\n")
                   << std::flush;

@@ -106,6 +106,7 @@ def test_bad_settings_are_refused_before_any_song(tmp_path):
     run = str(tmp_path / "run")
     cases = [(["--steps", "-3"], "grafx.dataset.settings"),
              (["--tracks", "x.wav"], "grafx.dataset.settings"),
+             (["--progress-json", "p.json"], "grafx.dataset.settings"),  # the run's own
              (["--no-such-setting"], "grafx.dataset.settings"),
              (["--prune-rounds", "2"], "grafx.dataset.settings"),
              (["--songs", "zzz*"], "grafx.dataset.empty")]
@@ -308,6 +309,15 @@ def test_local_cluster_with_pruning(tmp_path, cli):
         assert int(row["processors_after"]) == pruning["processors_after"]
         assert pruning["processors_after"] <= pruning["processors_before"]
         assert sum(b for b, _ in pruning["per_type"].values()) == pruning["processors_before"]
+        # The song's progress comes from its programs' files (grafx --progress-json), as the
+        # last one, the pruning, ended.
+        with open(os.path.join(run, "songs", row["song"], "progress.json")) as f:
+            progress = json.load(f)
+        assert progress["stage"] == "prune" and progress["state"] == "done", progress
+        assert progress["round"] == progress["rounds"] == 1, progress
+        assert progress["processors"] == pruning["processors_after"], progress
+        with open(os.path.join(run, "songs", row["song"], "pruned", "grafx-progress.json")) as f:
+            assert json.load(f)["format"] == "grafx.progress"
     page = open(os.path.join(run, "report.html")).read()
     assert "removed (ρ)" in page and "songs/song02/pruned/report.html" in page
 

@@ -75,10 +75,41 @@ TEST(CliFit, FitReadsResamplesAndTrims) {
   write_audio(dir.file("a.wav"), at::randn({1, 44100 * 3}) * 0.1, 44100);          // mono, 44.1 kHz
   write_audio(dir.file("b.wav"), at::randn({2, 16000 * 3}) * 0.1, 16000);          // stereo, 16 kHz
   write_audio(dir.file("mix.wav"), at::randn({2, 16000 * 3 + 800}) * 0.1, 16000);  // a bit longer
-  auto r = run_grafx({"fit", "--tracks", dir.file("a.wav"), dir.file("b.wav"), "--mix",
-                      dir.file("mix.wav"), "--chain", "eg", "--sample-rate", "16000", "--crop", "1",
-                      "--warm-up", "0.2", "--steps", "3", "-o", dir.file("fit")});
+  auto r = run_grafx({"fit",
+                      "--tracks",
+                      dir.file("a.wav"),
+                      dir.file("b.wav"),
+                      "--mix",
+                      dir.file("mix.wav"),
+                      "--chain",
+                      "eg",
+                      "--sample-rate",
+                      "16000",
+                      "--crop",
+                      "1",
+                      "--warm-up",
+                      "0.2",
+                      "--steps",
+                      "3",
+                      "-o",
+                      dir.file("fit"),
+                      "--progress-json",
+                      dir.file("progress.json")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto progress = nlohmann::json::parse(testing::read_file(dir.file("progress.json")));
+  EXPECT_EQ(progress.at("stage"), "fit");
+  EXPECT_EQ(progress.at("step"), 3) << progress.dump();  // the last step is always written
+  EXPECT_EQ(progress.at("steps"), 3);
+  EXPECT_TRUE(std::isfinite(progress.at("loss").get<double>()));
+  EXPECT_GT(progress.at("steps_per_second").get<double>(), 0);
+  // A file that cannot be written is refused before any work: no fit folder.
+  const auto refused =
+      run_grafx({"--progress-json", dir.file("nowhere/progress.json"), "fit", "--tracks",
+                 dir.file("a.wav"), "--mix", dir.file("mix.wav"), "-o", dir.file("unmade")});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_TRUE(contains(refused.err, "[grafx.io.unwritable]") && contains(refused.err, "nowhere"))
+      << refused.err;
+  EXPECT_FALSE(testing::file_exists(dir.file("unmade")));
   EXPECT_TRUE(contains(r.out, "fitting a console of 8 nodes to")) << r.out;
   EXPECT_TRUE(contains(r.err, "mix.wav is 0.05 s longer than")) << r.err;
   Audio fitted = read_audio(dir.file("fit/mix.wav"));

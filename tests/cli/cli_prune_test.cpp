@@ -261,10 +261,22 @@ TEST(CliPrune, FitWithPruneWritesThePrunedConsoleBesideTheFit) {
   testing::TempDir dir;
   write_song(dir);
   std::vector<std::string> args = fit_args(dir, dir.file("fit"));
-  for (const char* a : {"--prune", "--prune-rounds", "1", "--prune-steps-between", "2"})
-    args.push_back(a);
+  for (const char* a : {"--prune", "--prune-rounds", "1", "--prune-steps-between", "2",
+                        "--progress-json", "PROGRESS"})
+    args.push_back(a == std::string("PROGRESS") ? dir.file("progress.json") : a);
   auto r = run_grafx(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The progress file (--progress-json) ends as the pruning ended: its one round done, the
+  // fit's fields gone with its stage.
+  const auto progress = nlohmann::json::parse(testing::read_file(dir.file("progress.json")));
+  EXPECT_EQ(progress.at("format"), "grafx.progress");
+  EXPECT_EQ(progress.at("version"), 1);
+  EXPECT_EQ(progress.at("stage"), "prune") << progress.dump();
+  EXPECT_EQ(progress.at("round"), 1);
+  EXPECT_EQ(progress.at("rounds"), 1);
+  EXPECT_EQ(progress.at("step"), progress.at("steps")) << progress.dump();
+  EXPECT_GE(progress.at("processors").get<int64_t>(), 0);
+  EXPECT_FALSE(progress.contains("steps_per_second")) << progress.dump();
   EXPECT_TRUE(testing::file_exists(dir.file("fit/report.html")));
   EXPECT_TRUE(testing::file_exists(dir.file("fit/pruned/report.html")));
   EXPECT_TRUE(testing::file_exists(dir.file("fit/pruned/console.json")));

@@ -19,7 +19,7 @@ from .tables import write_tables
 RUN_FORMAT = "grafx.dataset_run"
 # grafx fit options the run sets itself, per song.
 RESERVED = {"--tracks", "--mix", "-o", "--output", "--resume", "--force", "-f", "--prune",
-            "--threads"}
+            "--threads", "--progress-json"}
 # Options with which the program prints and exits 0, fitting nothing.
 NOT_SETTINGS = {"-h", "--help", "--version"}
 PATH_OPTIONS = {"--graph", "--types"}  # grafx fit options that name files

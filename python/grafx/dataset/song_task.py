@@ -22,8 +22,9 @@ import time
 from .songs import not_a_file
 
 FIT_DONE = ("summary.json", "report.html")  # written last by grafx fit (and prune)
-STEP_LINE = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+).*?([\d.]+) steps/s")
-ROUND_LINE = re.compile(r"^round (\d+)/(\d+) .*?processors (\d+).*ETA (.+?)\s*$")
+# What the runner keeps of the program's progress file (grafx --progress-json).
+PROGRESS_FIELDS = ("step", "steps", "loss", "steps_per_second", "round", "rounds", "processors",
+                   "eta_seconds")
 ERROR_LINE = re.compile(r"grafx: error: \[([\w.]+)\] (.*)")
 
 
@@ -85,9 +86,11 @@ def _outputs_missing(folder, stage):
             f"{' and no '.join(missing)} (see log.txt)") if missing else None
 
 
-def _run_stage(command, folder, stage, progress, environment):
-    """Runs the grafx program, logging its output and its progress; returns (code, message) of
-    its failure, or None."""
+def _run_stage(command, folder, stage, progress, environment, song_folder):
+    """Runs the grafx program in `folder`, logging its output there and its progress in the
+    song's progress.json; returns (code, message) of its failure, or None."""
+    program_progress = os.path.join(folder, "grafx-progress.json")
+    command = command[:1] + ["--progress-json", program_progress] + command[1:]
     with open(os.path.join(folder, "log.txt"), "a") as log:
         log.write(f"\n$ {' '.join(command)}\n")
         log.flush()
@@ -95,24 +98,23 @@ def _run_stage(command, folder, stage, progress, environment):
                                  text=True, bufsize=1, env=environment,
                                  preexec_fn=_die_with_parent)
         failure = None
+        seen = None  # the progress file's last change
         for line in child.stdout:
             log.write(line)
             log.flush()
             error = ERROR_LINE.search(line)
             if error:
                 failure = (error.group(1), error.group(2))
-            step = STEP_LINE.match(line)
-            if step:
-                progress.update(stage=stage, step=int(step.group(1)), steps=int(step.group(2)),
-                                loss=float(step.group(3)), steps_per_second=float(step.group(4)),
-                                updated=time.time())
-                write_json_atomically(os.path.join(folder, "progress.json"), progress)
-            round_ = ROUND_LINE.match(line)
-            if round_:
-                progress.update(stage=stage, round=int(round_.group(1)),
-                                rounds=int(round_.group(2)), processors=int(round_.group(3)),
-                                eta=round_.group(4), updated=time.time())
-                write_json_atomically(os.path.join(folder, "progress.json"), progress)
+            try:  # the program's progress, as it last wrote it
+                stamp = os.stat(program_progress).st_mtime_ns
+            except OSError:
+                continue
+            if stamp != seen:
+                seen = stamp
+                report = read_json(program_progress)
+                progress.update({key: report[key] for key in PROGRESS_FIELDS
+                                 if report.get(key) is not None}, stage=stage, updated=time.time())
+                write_json_atomically(os.path.join(song_folder, "progress.json"), progress)
         code = child.wait()
         log.write(f"[exit status {code}]\n")
     if code == 0:
@@ -152,7 +154,7 @@ def process_song(song, run_folder, fit_arguments, prune_arguments=None, threads=
         resume = os.path.exists(os.path.join(folder, "checkpoint.safetensors"))
         command = grafx + ["fit", "--tracks", *song["tracks"], "--mix", song["mix"], "-o", folder,
                            *fit_arguments, "--resume" if resume else "--force"]
-        failure = (_run_stage(command, folder, "fit", progress, environment)
+        failure = (_run_stage(command, folder, "fit", progress, environment, folder)
                    or _outputs_missing(folder, "fit"))
     pruned = os.path.join(folder, "pruned")
     if failure is None and prune_arguments is not None and not _done(pruned):
@@ -161,7 +163,7 @@ def process_song(song, run_folder, fit_arguments, prune_arguments=None, threads=
                      for name in ("checkpoint.safetensors", "pruning.json"))
         command = grafx + ["prune", folder, "-o", pruned, *prune_arguments,
                            "--resume" if resume else "--force"]
-        failure = (_run_stage(command, pruned, "prune", progress, environment)
+        failure = (_run_stage(command, pruned, "prune", progress, environment, folder)
                    or _outputs_missing(pruned, "prune"))
     if failure and failure[0] == "grafx.fit.interrupted":  # Ctrl-C or SIGTERM: saved, not failed
         row.update(status="pending", message=failure[1])
