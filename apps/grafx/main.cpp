@@ -109,7 +109,12 @@ int main(int argc, char** argv) {
   std::string progress_json;
   app.add_option("--progress-json", progress_json,
                  "Also write the progress as JSON to this file, replaced as it changes (for "
-                 "programs that watch a fit or a pruning run; its folder must exist)");
+                 "programs that watch a fit or a pruning run; its folder must exist)")
+      ->check(CLI::Validator(
+          [](std::string& path) -> std::string {
+            return path.empty() ? "expected a file name, but got an empty one" : "";
+          },
+          "FILE"));
   app.parse_complete_callback([&threads, &max_input_mb, &progress_json, threads_option] {
     // More threads than the machine runs at once only slow LibTorch down: capped, with a note.
     std::string note;

@@ -65,6 +65,14 @@ void check_writable(const std::string& path, bool overwrite) {
   fs::path parent = fs::path(path).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec))
     throw IoError("grafx.io.unwritable", path + ": folder " + parent.string() + " does not exist");
+  // A write replaces its target by renaming a new file over it: a folder, device or pipe there
+  // (as root, even /dev/null) would be lost, not written.
+  const fs::file_status existing = fs::status(path, ec);
+  if (fs::exists(existing) && !fs::is_regular_file(existing))
+    throw IoError("grafx.io.unwritable",
+                  path +
+                      ": is not a regular file (a folder, device or pipe); refusing to "
+                      "replace it: choose a file");
 }
 
 void check_not_an_input(const std::string& output, const std::vector<std::string>& inputs) {

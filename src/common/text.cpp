@@ -39,8 +39,9 @@ std::string significant_digits(double value, int digits) {
 
 std::string fixed_decimals(double value, int decimals) {
   if (std::abs(value) < 0.5 * std::pow(10.0, -decimals)) value = 0;  // no "-0.00"
-  char text[400];  // the longest double in fixed notation has 309 digits before the point
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  // Measured first: a large value with many decimals is longer than any fixed buffer.
+  std::string text(size_t(std::snprintf(nullptr, 0, "%.*f", decimals, value)), '\0');
+  std::snprintf(text.data(), text.size() + 1, "%.*f", decimals, value);
   return text;
 }
 

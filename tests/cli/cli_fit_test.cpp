@@ -110,6 +110,11 @@ TEST(CliFit, FitReadsResamplesAndTrims) {
   EXPECT_TRUE(contains(refused.err, "[grafx.io.unwritable]") && contains(refused.err, "nowhere"))
       << refused.err;
   EXPECT_FALSE(testing::file_exists(dir.file("unmade")));
+  const auto unnamed = run_grafx({"--progress-json", "", "info", dir.file("a.wav")});
+  EXPECT_EQ(unnamed.exit_code, 2);
+  EXPECT_TRUE(contains(unnamed.err, "[grafx.cli.arguments]") &&
+              contains(unnamed.err, "expected a file name"))
+      << unnamed.err;
   EXPECT_TRUE(contains(r.out, "fitting a console of 8 nodes to")) << r.out;
   EXPECT_TRUE(contains(r.err, "mix.wav is 0.05 s longer than")) << r.err;
   Audio fitted = read_audio(dir.file("fit/mix.wav"));

@@ -4,9 +4,11 @@
 
 #include "support/test_support.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 
 namespace grafx {
 namespace {
@@ -265,6 +267,15 @@ TEST(GraphJson, FilesAreWrittenAtomicallyAndNeverOverwrittenByDefault) {
                      "does not exist");
   EXPECT_GRAFX_ERROR(load_graph(dir.file("nope.json")), "grafx.io.unreadable", "nope.json");
   EXPECT_GRAFX_ERROR(load_graph(dir.path()), "grafx.io.unreadable", "is a folder");
+  // What is not a regular file is never replaced, even when overwriting is allowed: a pipe (as
+  // /dev/null would be) stays a pipe, and a folder a folder.
+  const std::string pipe = dir.file("pipe.json");
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  EXPECT_GRAFX_ERROR(save_graph(g, pipe, /*overwrite=*/true), "grafx.io.unwritable",
+                     "not a regular file");
+  EXPECT_TRUE(std::filesystem::is_fifo(pipe));
+  EXPECT_GRAFX_ERROR(write_text_file(dir.path(), "{}", /*overwrite=*/true), "grafx.io.unwritable",
+                     "not a regular file");
 }
 
 TEST(GraphJson, WritesRemoveTheTemporaryFilesOfKilledWrites) {

@@ -27,6 +27,7 @@ TEST(Text, NumbersRoundAsAskedAndReadBack) {
   EXPECT_EQ(fixed_decimals(-0.001, 2), "0.00");  // no sign on a zero
   EXPECT_EQ(fixed_decimals(-0.006, 2), "-0.01");
   EXPECT_EQ(fixed_decimals(1e300, 1).size(), 303u);  // whole, however long
+  EXPECT_EQ(fixed_decimals(-1e308, 200).size(), 1u + 309 + 1 + 200);
 }
 
 }  // namespace
