@@ -2,12 +2,13 @@
 
 #include "arguments.h"
 
+#include <grafx/text.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
-#include <sstream>
 #include <stdexcept>
 
 namespace grafx::cli {
@@ -30,10 +31,9 @@ std::optional<double> parse_finite(const std::string& text) {
 }
 
 CLI::Validator finite_number(double min, bool inclusive) {
-  std::ostringstream bound;
-  bound << min;
-  std::string wanted = inclusive ? "a finite number of at least " + bound.str()
-                                 : "a finite number above " + bound.str();
+  const std::string bound = significant_digits(min, 6);  // as iostream prints it
+  const std::string wanted =
+      inclusive ? "a finite number of at least " + bound : "a finite number above " + bound;
   return CLI::Validator(
       [min, inclusive, wanted](std::string& text) -> std::string {
         std::optional<double> value = parse_finite(text);

@@ -379,7 +379,14 @@ void bind_graph(py::module_& m) {
       .def_readonly("type_counts", &GraphTensor::type_counts,
                     "The number of nodes of each type, int64 [number of types].")
       .def_readonly("node_ids", &GraphTensor::node_ids, "The graph's node id of each row.")
-      .def_readonly("node_names", &GraphTensor::node_names, "The name of each row's node.")
+      .def_property_readonly(
+          "node_names",
+          [](const GraphTensor& t) {
+            std::vector<std::string> names;
+            for (const NodeProperties& node : t.node_properties) names.push_back(node.name);
+            return names;
+          },
+          "The name of each row's node.")
       .def_property_readonly(
           "type_names",
           [](const GraphTensor& t) {

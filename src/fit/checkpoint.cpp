@@ -51,14 +51,12 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
   TensorDict tensors;
   for (const auto& [key, value] : checkpoint.parameters) tensors["parameters/" + key] = value;
   for (const auto& [key, value] : checkpoint.optimizer) tensors["optimizer/" + key] = value;
-  at::Tensor history = at::zeros({int64_t(checkpoint.history.size()), 6}, at::kDouble);
-  for (size_t i = 0; i < checkpoint.history.size(); ++i) {
-    const FitRecord& r  = checkpoint.history[i];
-    history[int64_t(i)] = at::tensor({double(r.step), r.loss, r.match_loss, r.regularization,
-                                      r.skipped ? 1.0 : 0.0, r.gradient_norm},
-                                     at::kDouble);
-  }
-  tensors["history"] = history;
+  std::vector<double> rows;  // one tensor for all, not one per step (12,000 in a long fit)
+  rows.reserve(checkpoint.history.size() * 6);
+  for (const FitRecord& r : checkpoint.history)
+    rows.insert(rows.end(), {double(r.step), r.loss, r.match_loss, r.regularization,
+                             r.skipped ? 1.0 : 0.0, r.gradient_norm});
+  tensors["history"] = at::tensor(rows, at::kDouble).view({int64_t(checkpoint.history.size()), 6});
   if (checkpoint.curves_live)
     tensors["curves_live"] = at::tensor(std::vector<int64_t>{*checkpoint.curves_live}, at::kLong);
   auto metadata        = checkpoint.identity;

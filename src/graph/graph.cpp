@@ -92,7 +92,7 @@ NodeId Graph::insert(NodeId id, const std::string& type, const std::string& name
     throw GraphError("grafx.graph.duplicate_node",
                      "node id " + std::to_string(id) + " is already used by " + describe(id));
   TypeId type_id = types_.id(type);
-  nodes_[id]     = NodeData{Node{id, type_id, name}, {}, {}};
+  nodes_[id]     = NodeData{Node{{name}, id, type_id}, {}, {}};
   next_id_       = std::max(next_id_, id + 1);
   return id;
 }
@@ -322,6 +322,21 @@ void Graph::bypass(NodeId id) {
 }
 
 void Graph::set_name(NodeId id, const std::string& name) { data(id).node.name = name; }
+
+void Graph::set_properties(NodeId id, const NodeProperties& properties) {
+  Node& node                 = data(id).node;
+  const NodeProperties saved = node.properties();
+  try {
+    set_name(id, properties.name);
+    set_dry_wet(id, properties.dry_wet);
+    set_bypassed(id, properties.bypassed);
+    for (const std::string& parameter : saved.automated) set_automated(id, parameter, false);
+    for (const std::string& parameter : properties.automated) set_automated(id, parameter);
+  } catch (...) {
+    static_cast<NodeProperties&>(node) = saved;
+    throw;
+  }
+}
 
 void Graph::set_dry_wet(NodeId id, bool dry_wet) {
   Node& node = data(id).node;

@@ -350,17 +350,16 @@ Graph graph_from_json(const std::string& text, const std::string& origin,
       n.allow_only({"id", "type", "name"});
     int64_t id       = n.integer("id");
     std::string type = n.string("type");
-    std::string name = n.string("name", "", false);
-    bool dry_wet = n.boolean("dry_wet"), bypassed = n.boolean("bypassed");
-    std::vector<std::string> automated;
-    if (n.has("automated")) automated = n.strings("automated");
+    NodeProperties properties;
+    properties.name     = n.string("name", "", false);
+    properties.dry_wet  = n.boolean("dry_wet");
+    properties.bypassed = n.boolean("bypassed");
+    if (n.has("automated")) properties.automated = n.strings("automated");
     annotate(origin, n.path(), [&] {
       if (!graph.types().contains(type) && known_types.contains(type))
         graph.add_type(known_types[known_types.id(type)]);
-      graph.insert(id, type, name);
-      graph.set_dry_wet(id, dry_wet);
-      graph.set_bypassed(id, bypassed);
-      for (const auto& parameter : automated) graph.set_automated(id, parameter);
+      graph.insert(id, type);
+      graph.set_properties(id, properties);
     });
   }
 

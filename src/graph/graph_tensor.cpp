@@ -51,10 +51,7 @@ GraphTensor to_tensor(const Graph& graph) {
     row[t.node_ids[i]] = static_cast<int64_t>(i);
     const Node& node   = graph.node(t.node_ids[i]);
     node_types.push_back(node.type);
-    t.node_names.push_back(node.name);
-    t.node_dry_wet.push_back(node.dry_wet);
-    t.node_bypassed.push_back(node.bypassed);
-    t.node_automated.push_back(node.automated);
+    t.node_properties.push_back(node.properties());
   }
   t.automation = graph.automation();
   std::vector<std::array<int64_t, 4>> edges;  // dest, inlet, source, outlet
@@ -81,10 +78,8 @@ Graph to_graph(const GraphTensor& t) {
   auto types = to_vector(t.node_types);
   for (int64_t r = 0; r < t.n_nodes(); ++r) {
     NodeId id = t.node_ids[size_t(r)];
-    graph.insert(id, t.types.name(types[size_t(r)]), t.node_names[size_t(r)]);
-    graph.set_dry_wet(id, t.node_dry_wet[size_t(r)]);
-    graph.set_bypassed(id, t.node_bypassed[size_t(r)]);
-    for (const auto& parameter : t.node_automated[size_t(r)]) graph.set_automated(id, parameter);
+    graph.insert(id, t.types.name(types[size_t(r)]));
+    graph.set_properties(id, t.node_properties[size_t(r)]);
   }
   graph.set_automation(t.automation);
   auto index      = to_vector(t.edge_index);
@@ -135,13 +130,11 @@ GraphBatch batch_graphs(const std::vector<GraphTensor>& graphs) {
     for (int64_t r = 0; r < t.n_nodes(); ++r) {
       // Ids stay unique across graphs: graph g's ids are shifted past graph g-1's rows.
       u.node_ids.push_back(offset + r);
-      u.node_names.push_back(t.node_names[size_t(r)]);
-      u.node_dry_wet.push_back(t.node_dry_wet[size_t(r)]);
-      u.node_bypassed.push_back(t.node_bypassed[size_t(r)]);
-      u.node_automated.push_back(t.node_automated[size_t(r)]);
+      u.node_properties.push_back(t.node_properties[size_t(r)]);
     }
-    const bool automated = std::any_of(t.node_automated.begin(), t.node_automated.end(),
-                                       [](const auto& names) { return !names.empty(); });
+    const bool automated =
+        std::any_of(t.node_properties.begin(), t.node_properties.end(),
+                    [](const NodeProperties& node) { return !node.automated.empty(); });
     if (automated && any_automated && u.automation != t.automation)
       throw GraphError("grafx.graph.batch",
                        "graph " + std::to_string(batch.n_graphs()) +

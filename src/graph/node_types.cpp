@@ -122,11 +122,10 @@ bool NodeTypes::single_port_only() const {
   });
 }
 
-int64_t NodeTypes::passed_inlet(TypeId id, int64_t outlet) const {
-  const NodeType& type = (*this)[id];
-  auto it = std::find(type.inlets.begin(), type.inlets.end(), type.outlets.at(size_t(outlet)));
-  if (it != type.inlets.end()) return it - type.inlets.begin();
-  return outlet == 0 && !type.inlets.empty() ? 0 : -1;
+int64_t NodeType::passed_inlet(int64_t outlet) const {
+  auto it = std::find(inlets.begin(), inlets.end(), outlets.at(size_t(outlet)));
+  if (it != inlets.end()) return it - inlets.begin();
+  return outlet == 0 && !inlets.empty() ? 0 : -1;
 }
 
 }  // namespace grafx

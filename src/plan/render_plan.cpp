@@ -90,16 +90,13 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
   const GraphTensor& g   = reordering.graph;
   const NodeTypes& types = graph.types;
   RenderPlan plan;
-  plan.types          = types;
-  plan.method         = schedule.method;
-  plan.proven_optimal = schedule.proven_optimal;
-  plan.node_ids       = g.node_ids;
-  plan.node_names     = g.node_names;
-  plan.node_dry_wet   = g.node_dry_wet;
-  plan.node_bypassed  = g.node_bypassed;
-  plan.node_automated = g.node_automated;
-  plan.automation     = g.automation;
-  plan.node_types     = detail::to_vector(g.node_types);
+  plan.types           = types;
+  plan.method          = schedule.method;
+  plan.proven_optimal  = schedule.proven_optimal;
+  plan.node_ids        = g.node_ids;
+  plan.node_properties = g.node_properties;
+  plan.automation      = g.automation;
+  plan.node_types      = detail::to_vector(g.node_types);
   for (int64_t row : schedule.dead_rows) plan.dead_nodes.push_back(graph.node_ids[size_t(row)]);
   plan.n_graph_nodes = detail::to_vector(graph.type_counts);
 
@@ -109,9 +106,10 @@ RenderPlan make_render_plan(const GraphTensor& graph, const Schedule& schedule) 
   plan.dry_wet_types.assign(size_t(types.size()), false);
   plan.automated_types.assign(size_t(types.size()), {});
   for (size_t r = 0; r < old_types.size(); ++r) {
-    graph_rank[r] = seen[size_t(old_types[r])]++;
-    if (graph.node_dry_wet[r]) plan.dry_wet_types[size_t(old_types[r])] = true;
-    for (const auto& parameter : graph.node_automated[r])
+    graph_rank[r]              = seen[size_t(old_types[r])]++;
+    const NodeProperties& node = graph.node_properties[r];
+    if (node.dry_wet) plan.dry_wet_types[size_t(old_types[r])] = true;
+    for (const auto& parameter : node.automated)
       plan.automated_types[size_t(old_types[r])].insert(parameter);
   }
   plan.n_sources = seen[NodeTypes::kIn];
@@ -226,10 +224,12 @@ std::string RenderPlan::to_json() const {
   auto access = [](const RowAccess& a) { return detail::to_json(a); };
   json nodes  = json::array();
   for (size_t i = 0; i < node_ids.size(); ++i) {
-    json node = {{"id", node_ids[i]}, {"type", types.name(node_types[i])}, {"name", node_names[i]}};
-    if (node_dry_wet[i]) node["dry_wet"] = true;
-    if (node_bypassed[i]) node["bypassed"] = true;
-    if (!node_automated[i].empty()) node["automated"] = node_automated[i];
+    const NodeProperties& properties = node_properties[i];
+    json node                        = {
+                               {"id", node_ids[i]}, {"type", types.name(node_types[i])}, {"name", properties.name}};
+    if (properties.dry_wet) node["dry_wet"] = true;
+    if (properties.bypassed) node["bypassed"] = true;
+    if (!properties.automated.empty()) node["automated"] = properties.automated;
     nodes.push_back(node);
   }
   json steps_json = json::array();

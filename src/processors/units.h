@@ -68,7 +68,10 @@ inline ParameterSpec frequency_spec(const std::string& raw_name, const std::stri
       .physical(
           physical_name, "Hz", [scale](const at::Tensor& raw) { return scale.to_hz(raw); },
           [scale](const at::Tensor& hz) { return scale.to_raw(hz); })
-      .range(10.0, 0.499 * double(sample_rate));
+      .range(10.0, 0.499 * double(sample_rate))
+      .maps(
+          "5·(sr/10)^σ(raw + offset) Hz, the offset putting raw 0 at the initial frequency: "
+          "every raw value is a frequency between 5 Hz and Nyquist");
 }
 
 /// Frequencies in Hz to rad/sample.
@@ -83,14 +86,16 @@ inline ParameterSpec q_spec(std::vector<int64_t> shape, double initial_q) {
       .physical(
           "q", "", [](const at::Tensor& raw) { return raw.exp(); },
           [](const at::Tensor& q) { return q.log(); })
-      .range(0.01, 100.0);
+      .range(0.01, 100.0)
+      .maps("e^raw");
 }
 
 /// A gain in dB stored as a natural-log gain (log_gain_to_db), initially 0 dB.
 inline ParameterSpec gain_spec(std::string raw_name, std::vector<int64_t> shape) {
   return ParameterSpec::raw(std::move(raw_name), std::move(shape))
       .physical("gain_db", "dB", log_gain_to_db, db_to_log_gain)
-      .range(-60.0, 60.0);
+      .range(-60.0, 60.0)
+      .maps("natural log of the gain (dB = 8.69·raw)");
 }
 
 /// A duration in samples at the configured sample rate; throws ProcessorError

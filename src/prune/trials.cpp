@@ -129,10 +129,8 @@ TrialEvaluator::Trial TrialEvaluator::build(const std::vector<NodeId>& extra,
   t.extra = sorted(extra);
   for (NodeId id : rendered) {
     const Node& node = g.node(id);
-    trial.insert(id, types.name(node.type), node.name);
-    if (node.dry_wet) trial.set_dry_wet(id);
-    if (node.bypassed) trial.set_bypassed(id);
-    for (const std::string& parameter : node.automated) trial.set_automated(id, parameter);
+    trial.insert(id, types.name(node.type));
+    trial.set_properties(id, node.properties());
     t.processors += is_utility_type(node.type) ? 0 : 1;
   }
   for (const Signal& signal : inputs) input_nodes[signal] = trial.add("in");

@@ -114,8 +114,9 @@ NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, TensorDict& st
   NodeMix mix;
   std::vector<int64_t> dry_wet, kept;
   for (int64_t node : step.nodes) {
-    dry_wet.push_back(plan.node_dry_wet[size_t(node)] ? 1 : 0);
-    kept.push_back(plan.node_bypassed[size_t(node)] ? 0 : 1);
+    const NodeProperties& properties = plan.node_properties[size_t(node)];
+    dry_wet.push_back(properties.dry_wet ? 1 : 0);
+    kept.push_back(properties.bypassed ? 0 : 1);
   }
   auto per_row = [&](const std::vector<int64_t>& values) {  // [m] -> [B·m, 1, 1]
     return device_index(values, options.device()).to(options).repeat({B}).view({-1, 1, 1});
@@ -360,7 +361,8 @@ StepResult run_processor_step(const RenderPlan& plan, size_t k, const Processors
   match_channels(flat_inputs, 1, [&] { return step_name(plan, k); });
   if (!plan.automated_types[size_t(step.type)].empty()) {
     std::vector<std::vector<std::string>> automated;
-    for (int64_t node : step.nodes) automated.push_back(plan.node_automated[size_t(node)]);
+    for (int64_t node : step.nodes)
+      automated.push_back(plan.node_properties[size_t(node)].automated);
     automate_rows(parameters, automated, B, plan.automation, options.time, flat_inputs[0].size(2));
   }
   NodeMix node_mix           = node_mix_of(plan, step, parameters, B, tensor_options);

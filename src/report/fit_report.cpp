@@ -8,6 +8,7 @@
 #include <grafx/io/plot.h>
 #include <grafx/io/processor_response.h>
 #include <grafx/processors/registry.h>
+#include <grafx/render/as_heard.h>
 #include <grafx/render/parameters.h>
 #include <grafx/report/fit_report.h>
 
@@ -186,24 +187,21 @@ class PhysicalValues {
     return it->second.defined() ? it->second[row] : at::Tensor();
   }
 
-  /// The raw parameters of one node (first dimension 1) of the processor's own specs, and its
-  /// wet amount (1 without dry/wet).
+  /// The raw parameters of one node (first dimension 1, float64), its wet amount among them
+  /// where it carries one, and that amount (1 without dry/wet).
   std::pair<TensorDict, double> node(const std::string& type, const Processor& processor,
                                      int64_t row, bool dry_wet) const {
     TensorDict raw;
     const TensorDict& named = parameters_.at(type);
-    for (const auto& spec : processor.parameter_specs()) {
+    for (const auto& spec : node_parameter_specs(processor, dry_wet)) {
+      if (is_wet_amount(spec.name) && !named.count(spec.name)) continue;  // none known
       at::Tensor p = named.at(spec.name).detach();
       if (p.dim() == int64_t(spec.shape.size()) + 2) p = p[0];
       raw[spec.name] = p.narrow(0, row, 1).to(at::kDouble);
     }
-    double wet                = 1.0;
-    const at::Tensor* raw_wet = find_wet_amount(named);
-    if (dry_wet && raw_wet)
-      wet = dry_wet_spec()
-                .to_physical(raw_wet->detach().to(at::kDouble))
-                .flatten()[row]
-                .item<double>();
+    const at::Tensor* raw_wet = find_wet_amount(raw);
+    const double wet =
+        raw_wet ? dry_wet_spec().to_physical(*raw_wet).flatten()[0].item<double>() : 1.0;
     return {raw, wet};
   }
 
@@ -212,32 +210,6 @@ class PhysicalValues {
  private:
   const Parameters& parameters_;
   std::map<std::pair<std::string, std::string>, at::Tensor> cache_;
-};
-
-/// A processor as heard at a wet amount w: w·f(u) + (1 − w)·u, the graph's dry/wet rule for a
-/// node of one inlet and one outlet (its dry signal is its input). Others are left as they are.
-class AsHeard final : public Processor {
- public:
-  AsHeard(const Processor& inner, double wet) : inner_(inner), wet_(wet) {}
-  std::string name() const override { return inner_.name(); }
-  std::vector<std::string> inlets() const override { return inner_.inlets(); }
-  std::vector<std::string> outlets() const override { return inner_.outlets(); }
-  std::vector<ParameterSpec> parameter_specs() const override { return inner_.parameter_specs(); }
-  ProcessorOutput forward(const std::vector<at::Tensor>& inputs,
-                          const TensorDict& parameters) const override {
-    ProcessorOutput out = inner_.forward(inputs, parameters);
-    if (wet_ != 1.0 && inputs.size() == 1 && out.outputs.size() == 1 &&
-        out.outputs[0].sizes() == inputs[0].sizes())
-      out.outputs[0] = wet_ * out.outputs[0] + (1 - wet_) * inputs[0];
-    return out;
-  }
-  TemporalSupport temporal_support(const TensorDict& parameters) const override {
-    return inner_.temporal_support(parameters);
-  }
-
- private:
-  const Processor& inner_;
-  double wet_;
 };
 
 /// Whether a type's response picture is shown per track: filters' curves. Other settings read
@@ -404,10 +376,10 @@ std::string tracks_html(const Fitter& fitter, const FitSummary& summary,
         continue;
       ++curves_shown;
       auto [raw, wet] = fitted.node(type.name, processor, row, node.dry_wet);
-      Plot plot       = processor_response(AsHeard(processor, wet), raw, sample_rate);
+      Plot plot       = processor_response(*as_heard(processor, node), raw, sample_rate);
       if (reference && known.has(type.name)) {
-        auto [true_raw, true_wet] = known.node(type.name, processor, row, node.dry_wet);
-        Plot truth = processor_response(AsHeard(processor, true_wet), true_raw, sample_rate);
+        const TensorDict true_raw = known.node(type.name, processor, row, node.dry_wet).first;
+        Plot truth = processor_response(*as_heard(processor, node), true_raw, sample_rate);
         // Series alike in both (a unity line) are drawn once; the others are told apart.
         auto same = [](const PlotSeries& a, const PlotSeries& b) {
           return a.label == b.label && a.x == b.x && a.y == b.y;

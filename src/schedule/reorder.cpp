@@ -55,10 +55,7 @@ Reordering reorder_for_render(const GraphTensor& graph, const Schedule& schedule
     node_types.push_back(types[size_t(old)]);
     ++counts[size_t(types[size_t(old)])];
     g.node_ids.push_back(graph.node_ids[size_t(old)]);
-    g.node_names.push_back(graph.node_names[size_t(old)]);
-    g.node_dry_wet.push_back(graph.node_dry_wet[size_t(old)]);
-    g.node_bypassed.push_back(graph.node_bypassed[size_t(old)]);
-    g.node_automated.push_back(graph.node_automated[size_t(old)]);
+    g.node_properties.push_back(graph.node_properties[size_t(old)]);
   }
   std::vector<std::array<int64_t, 4>> edges;  // dest, inlet, source, outlet in new rows
   for (int64_t e = 0; e < n_edges; ++e) {

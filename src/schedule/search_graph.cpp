@@ -26,7 +26,8 @@ namespace {
 
 std::string describe_row(const GraphTensor& g, int64_t row, TypeId type) {
   std::string text = "node " + std::to_string(g.node_ids[size_t(row)]) + " (" + g.types.name(type);
-  if (!g.node_names[size_t(row)].empty()) text += " \"" + g.node_names[size_t(row)] + "\"";
+  const std::string& name = g.node_properties[size_t(row)].name;
+  if (!name.empty()) text += " \"" + name + "\"";
   return text + ")";
 }
 

@@ -1,4 +1,5 @@
 #include <grafx/graph/graph.h>
+#include <grafx/graph/graph_tensor.h>
 
 #include "support/test_support.h"
 
@@ -245,6 +246,35 @@ TEST(Graph, EqualityComparesEverything) {
   b.set_name(0, "");
   b.disconnect(0, 1);
   EXPECT_NE(a, b);
+}
+
+TEST(Graph, NodePropertiesTravelAsOneRecord) {
+  Graph g(test_types());
+  NodeId in = g.add("in"), eq = g.add("eq");
+  NodeProperties properties;
+  properties.name      = "bass.eq";
+  properties.dry_wet   = true;
+  properties.bypassed  = true;
+  properties.automated = {"dry_wet", "log_magnitude"};
+  g.set_properties(eq, properties);
+  EXPECT_EQ(g.node(eq).properties(), properties);
+  // Through the tensor form and back, whole.
+  GraphTensor t = to_tensor(g);
+  ASSERT_EQ(t.node_properties.size(), 2u);
+  EXPECT_EQ(t.node_properties[1], properties);
+  EXPECT_EQ(to_graph(t), g);
+  // Each property is checked as its setter checks it, and nothing is set when one is refused.
+  NodeProperties bad = properties;
+  bad.automated      = {"log_gain", "not a name"};
+  EXPECT_GRAFX_ERROR(g.set_properties(eq, bad), "grafx.graph.node_property",
+                     "not a parameter name");
+  EXPECT_EQ(g.node(eq).properties(), properties);
+  NodeProperties input;
+  input.name    = "kick";
+  input.dry_wet = true;
+  EXPECT_GRAFX_ERROR(g.set_properties(in, input), "grafx.graph.node_property",
+                     "only processor nodes have one");
+  EXPECT_EQ(g.node(in).properties(), NodeProperties{});
 }
 
 TEST(Graph, ConnectAllConnectsAsConnectingInTurnDoes) {

@@ -4,6 +4,7 @@
 // with linear, nonlinear and multi-port test processors.
 
 #include <grafx/graph/random_graph.h>
+#include <grafx/render/as_heard.h>
 #include <grafx/render/parameters.h>
 #include <grafx/render/render.h>
 
@@ -142,11 +143,20 @@ TEST(RenderEquivalence, DryWetAndBypassByHand) {
   (y[0].sum() + 2 * y[1].sum()).backward();
   double expected = w * (1 - w) * ((low - x0).sum() + 2 * high.sum()).item<double>();
   EXPECT_NEAR(z.grad().item<double>(), expected, 1e-10);
+  // The node as heard alone (as the report pictures it) is what the graph renders.
+  const TensorDict row = {{"p", p}, {"dry_wet", z.detach()}};
+  auto heard           = as_heard(*processors.at("split"), g.node(split));
+  auto heard_outputs   = heard->forward({x}, row).outputs;
+  EXPECT_TRUE(at::allclose(heard_outputs[0][0], y[0].detach(), 1e-12, 1e-12));
+  EXPECT_TRUE(at::allclose(heard_outputs[1][0], y[1].detach(), 1e-12, 1e-12));
   // Bypassed: low passes the input on, high is silent; the parameters stay.
   g.set_bypassed(split);
   y = render(make_render_plan(to_tensor(g)), processors, parameters, x).outputs;
   EXPECT_TRUE(at::equal(y[0], x0));
   EXPECT_TRUE(at::equal(y[1], at::zeros_like(x0)));
+  heard_outputs = as_heard(*processors.at("split"), g.node(split))->forward({x}, row).outputs;
+  EXPECT_TRUE(at::equal(heard_outputs[0][0], x0));
+  EXPECT_TRUE(at::equal(heard_outputs[1][0], at::zeros_like(x0)));
   // A type with a dry/wet node needs its "dry_wet" rows; one without must not have them.
   EXPECT_GRAFX_ERROR(render(plan, processors, {{"split", {{"p", p}}}}, x),
                      "grafx.render.parameters", "split: missing parameter \"dry_wet\"");

@@ -32,9 +32,10 @@ class GraphError;
 
 using NodeId = int64_t;
 
-struct Node {
-  NodeId id   = -1;
-  TypeId type = -1;
+/// What a graph says of a node beyond its type and edges: one record that travels whole through
+/// the graph, its tensor form (GraphTensor::node_properties) and render plans
+/// (RenderPlan::node_properties).
+struct NodeProperties {
   std::string name;  ///< optional, free text (e.g. "bass.eq")
   /// Carries a learnable wet amount w: the node renders w·f(u) + (1 − w)·dry(u), where dry(u)
   /// is what a bypassed node passes on (see NodeTypes::passed_inlet). Its raw value is the
@@ -47,9 +48,20 @@ struct Node {
   /// "<name>@curve" ([N_t, points, shape...]), instead of staying constant.
   std::vector<std::string> automated;
 
+  bool operator==(const NodeProperties& o) const {
+    return name == o.name && dry_wet == o.dry_wet && bypassed == o.bypassed &&
+           automated == o.automated;
+  }
+  bool operator!=(const NodeProperties& o) const { return !(*this == o); }
+};
+
+struct Node : NodeProperties {
+  NodeId id   = -1;
+  TypeId type = -1;
+
+  const NodeProperties& properties() const { return *this; }
   bool operator==(const Node& o) const {
-    return id == o.id && type == o.type && name == o.name && dry_wet == o.dry_wet &&
-           bypassed == o.bypassed && automated == o.automated;
+    return id == o.id && type == o.type && properties() == o.properties();
   }
 };
 
@@ -135,6 +147,9 @@ class Graph {
   /// the new edges would duplicate existing ones.
   void bypass(NodeId id);
   void set_name(NodeId id, const std::string& name);
+  /// Sets all of a node's properties, each checked as its own setter checks it (nothing is set
+  /// when one is refused).
+  void set_properties(NodeId id, const NodeProperties& properties);
   /// Gives a processor node a learnable wet amount, or takes it away; throws
   /// [grafx.graph.node_property] for in, out and mix nodes.
   void set_dry_wet(NodeId id, bool dry_wet = true);

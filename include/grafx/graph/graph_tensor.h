@@ -31,13 +31,9 @@ struct GraphTensor {
   at::Tensor edge_index;
   at::Tensor edge_ports;
   at::Tensor type_counts;
-  std::vector<NodeId> node_ids;         ///< the Graph id of each row
-  std::vector<std::string> node_names;  ///< the name of each row
-  std::vector<bool> node_dry_wet;       ///< whether each row carries a wet amount (Node::dry_wet)
-  std::vector<bool> node_bypassed;      ///< whether each row is bypassed (Node::bypassed)
-  /// The parameters each row automates (Node::automated), and the curves' clock.
-  std::vector<std::vector<std::string>> node_automated;
-  Automation automation;
+  std::vector<NodeId> node_ids;                 ///< the Graph id of each row
+  std::vector<NodeProperties> node_properties;  ///< each row's name, dry/wet, bypass, automation
+  Automation automation;                        ///< the clock of the automation curves
 
   int64_t n_nodes() const { return static_cast<int64_t>(node_ids.size()); }
   int64_t n_edges() const;

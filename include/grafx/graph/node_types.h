@@ -59,6 +59,9 @@ struct NodeType {
 
   /// The registered processor that renders the type.
   const std::string& processor_name() const { return processor.empty() ? name : processor; }
+  /// The inlet whose signal a bypassed (or dry) node passes on at `outlet`: the inlet of the
+  /// same name, else the first inlet for the first outlet; -1 for none (the outlet is silent).
+  int64_t passed_inlet(int64_t outlet) const;
 
   bool operator==(const NodeType& other) const {
     return name == other.name && inlets == other.inlets && outlets == other.outlets &&
@@ -99,9 +102,8 @@ class NodeTypes {
 
   /// True when every type has at most one inlet and one outlet.
   bool single_port_only() const;
-  /// The inlet whose signal a bypassed (or dry) node passes on at `outlet`: the inlet of the
-  /// same name, else the first inlet for the first outlet; -1 for none (the outlet is silent).
-  int64_t passed_inlet(TypeId id, int64_t outlet) const;
+  /// NodeType::passed_inlet of type `id`.
+  int64_t passed_inlet(TypeId id, int64_t outlet) const { return (*this)[id].passed_inlet(outlet); }
 
   bool operator==(const NodeTypes& other) const { return types_ == other.types_; }
   bool operator!=(const NodeTypes& other) const { return !(*this == other); }

@@ -60,18 +60,14 @@ struct RenderPlan {
   std::vector<PlanStep> steps;  ///< steps[0] reads the sources, steps.back() are the outputs
   int64_t n_buffer_rows = 0;
 
-  std::vector<NodeId> node_ids;         ///< graph id of each plan node
-  std::vector<std::string> node_names;  ///< name of each plan node
-  std::vector<TypeId> node_types;       ///< type of each plan node
-  std::vector<bool> node_dry_wet;       ///< whether each plan node carries a wet amount
-  std::vector<bool> node_bypassed;      ///< whether each plan node renders as bypassed
+  std::vector<NodeId> node_ids;                 ///< graph id of each plan node
+  std::vector<TypeId> node_types;               ///< type of each plan node
+  std::vector<NodeProperties> node_properties;  ///< name, dry/wet, bypass, automation of each
   /// For each type, whether any of its graph nodes (dead ones included) carries a wet amount:
   /// then its parameters include "dry_wet", one row per graph node.
   std::vector<bool> dry_wet_types;
-  /// The parameters each plan node automates (Node::automated), the curves' clock, and for each
-  /// type the parameters any of its graph nodes automates: then its parameters include
-  /// "<name>@curve", one row per graph node.
-  std::vector<std::vector<std::string>> node_automated;
+  /// The clock of the automation curves, and for each type the parameters any of its graph
+  /// nodes automates: then its parameters include "<name>@curve", one row per graph node.
   Automation automation;
   std::vector<std::set<std::string>> automated_types;
   /// Number of sources the graph takes: one per `in` node, live or dead.

@@ -10,16 +10,8 @@
 ///   G_y − G_u = (1/R − 1)·knee(G_u − T),  knee(d) = 0 (d < −w), (d + w)²/(4w) (|d| ≤ w), d (d > w)
 ///   y_c   = exp((G_y − G_u)/2)·x_c                           the same gain on every channel
 ///
-/// | parameter         | shape | physical             | init (raw 0) | meaning                   |
-/// |-------------------|-------|----------------------|--------------|---------------------------|
-/// | `log_threshold`   | [1]   | `threshold_db`, dB   | −26 dB       | 10·log10(e^T)             |
-/// | `log_ratio`       | [1]   | `ratio`, :1          | 2:1          | R, in (1, ∞)              |
-/// | `log_knee`        | [1]   | `knee_db`, dB        | 4.3 dB       | full knee width 2w in dB  |
-/// | `z_alpha`         | [1]   | `smoothing_ms`, ms   | 0.05 ms      | α = σ(raw); −1/ln α samples |
-/// | `z_alpha_attack`  | [1]   | `attack_ms`, ms      | as `z_alpha` | ballistics only: rising   |
-/// | `z_alpha_release` | [1]   | `release_ms`, ms     | as `z_alpha` | ballistics only: falling  |
-///
-/// (0.05 ms at 30 kHz.)
+/// Parameters: the table in docs/processors/dynamics.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// α is σ(raw) bounded by 1 − 1e−5. At ratio 1 (log_ratio → −∞) the compressor is the identity.
 /// Input and output: N×C×L, any C. The smoothing starts from silence (ē[−1] = 0).

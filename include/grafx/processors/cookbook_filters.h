@@ -14,11 +14,8 @@
 /// | `low_shelf`  | L      | `cutoff_hz`         | `gain_db`| gain_db below the corner           |
 /// | `high_shelf` | H      | `cutoff_hz`         | `gain_db`| gain_db above the corner           |
 ///
-/// | raw parameter | physical                  | init               | mapping                       |
-/// |---------------|---------------------------|--------------------|-------------------------------|
-/// | `frequency`   | `cutoff_hz`/`centre_hz`, Hz| 1000 Hz           | log scale 5 Hz…fs/2 (units.h) |
-/// | `log_q`       | `q`                       | 0.7071             | q = e^{raw}                   |
-/// | `log_gain`    | `gain_db`, dB             | 0 dB               | natural-log gain              |
+/// Parameters: the table in docs/processors/filters.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// Every raw value gives 0 < ω0 < π and q > 0: the poles stay inside the unit circle. GRAFX's
 /// low-pass negates the cookbook's numerator (its output is inverted); its gains are e^{2·raw}

@@ -14,9 +14,8 @@
 /// LP_f² + HP_f² = AP_f exactly (the analog identity survives the bilinear transform), so the
 /// bands sum to an all-pass of the input: flat magnitude, the phase of AP_f (AP_f1·AP_f2).
 ///
-/// | raw         | physical          | init                      | mapping                          |
-/// |-------------|-------------------|---------------------------|----------------------------------|
-/// | `crossover` | `crossover_hz`, Hz| 1 kHz; 3 bands: 250 Hz, 4 kHz | log scale 5 Hz…fs/2; 3 bands: the second above the first |
+/// Parameters: the table in docs/processors/filters.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// A bypassed or dry crossover passes its input to `low` and silence to the other bands, so the
 /// bands still sum to the input.

@@ -10,13 +10,8 @@
 ///   h_c[n] = Σ_m (δ[· − d_t] ∗ fir_t)[n − m·S],   S = 100 ms in samples
 ///   h ← h / sqrt(mean_c Σ_n h_c[n]² + 1e−12),      y_c = h_c ∗ x_c   (causal, exact)
 ///
-/// | parameter           | shape    | physical          | init (raw ≈ 0) | meaning                   |
-/// |---------------------|----------|-------------------|----------------|---------------------------|
-/// | `delay_z`           | [40, 2]  | `delay_ms`, ms    | in its segment | tap t's pole z̃ (re, im):  |
-/// |                     |          |                   |                | delay −arg(z)·S/2π within |
-/// |                     |          |                   |                | segment m                 |
-/// | `log_fir_magnitude` | [40, 20] | `tap_gain_db`, dB | 0 dB (flat)    | colour of tap t at 20     |
-/// |                     |          |                   |                | frequencies, 0 Hz–Nyquist |
+/// Parameters: the table in docs/processors/delay.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// Auxiliary loss "radii" [N]: Σ_t (1 − tanh|z̃_t|)² per node, pulling the poles to the unit
 /// circle where the surrogate is sharp (GRAFX's radii_reg).

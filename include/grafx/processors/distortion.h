@@ -15,12 +15,8 @@
 /// below −k₋), so the curve and its slope are continuous at the thresholds. GRAFX's code uses
 /// a = (1 − tanh k)/h (its documentation says 1 − tanh²), which breaks the slope there.
 ///
-/// | parameter        | shape | physical                 | init         |
-/// |------------------|-------|--------------------------|--------------|
-/// | `log_pre_gain`   | [1]   | `drive_db`, dB           | 0 dB         |
-/// | `log_hardness`   | [2]   | `hardness` (e^raw)       | 1 (piecewise)|
-/// | `z_threshold`    | [2]   | `threshold` (σ(raw))     | 0.5          |
-/// | `basis_weights`  | [10]  | `weight` (tanh(raw))     | 0            |
+/// Parameters: the table in docs/processors/distortion.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// Options (GRAFX's constructor arguments; set in a graph file's configured type):
 ///

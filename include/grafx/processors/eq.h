@@ -11,9 +11,8 @@
 /// | `eq_stereo`  | one per channel (L, R)       | [2, 1024]       | N×2×L  |
 /// | `eq_midside` | one for mid, one for side    | [2, 1024]       | N×2×L  |
 ///
-/// | parameter       | physical      | init | meaning                                            |
-/// |-----------------|---------------|------|----------------------------------------------------|
-/// | `log_magnitude` | `gain_db`, dB | 0    | gain at frequency k·sr/2047, k = 0…1023; 0 = flat  |
+/// Parameters: the table in docs/processors/equalizers.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// Output: same shape as the input. All log-magnitudes 0 give exactly the identity.
 /// Mid/side: M = (L + R)/2, S = (L − R)/2, filtered, then L = M + S, R = M − S.

@@ -14,11 +14,8 @@
 ///   h ← h / sqrt(mean_c Σ_n h_c[n]² + 1e−12)       energy-normalised: only the shape matters
 ///   y = from_mid_side(h ∗ to_mid_side(x))          causal, exact linear convolution
 ///
-/// | parameter  | shape   | physical        | init (raw 0) | meaning                               |
-/// |------------|---------|-----------------|--------------|---------------------------------------|
-/// | `z_decay`  | [2, 12] | `decay_ms`, ms  | 97.6 ms      | time each band of mid/side decays by  |
-/// |            |         |                 |              | 60 dB, in (50, 2000) ms               |
-/// | `log_gain` | [2, 12] | `gain_db`, dB   | 0 dB         | level of each band of mid/side        |
+/// Parameters: the table in docs/processors/reverb.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// Options (GRAFX's): `channels`, midside (the default, above), stereo (one response per
 /// channel) or mono (one response, [1, 12] parameters, on every channel; output with the input's

@@ -8,9 +8,8 @@
 ///
 ///   |H(f)|² = Σ_j w_j(f)·e^{2·raw_j},  h = window · roll(irfft(|H|), 1023)
 ///
-/// | raw             | shape  | physical      | init | meaning                              |
-/// |-----------------|--------|---------------|------|--------------------------------------|
-/// | `log_magnitude` | [bands]| `gain_db`, dB | 0    | gain of each band (0 dB everywhere: the identity) |
+/// Parameters: the tables in docs/processors/equalizers.md (fir_eq) and filters.md (fir_filter),
+/// generated from parameter_specs() (also `grafx processors TYPE`).
 ///
 /// Options (FirEqOptions) choose the channels (mono, stereo, mid/side), the number of bands,
 /// the scale (linear, log, mel HTK or Slaney, Bark Traunmüller, Schroeder or Wang), the lowest
@@ -21,9 +20,7 @@
 /// unit energy: h = t/‖t‖ with t = tanh(raw + δ), δ a unit impulse at tap 0, so raw 0 is the
 /// identity (GRAFX starts from noise; its constructor does not run).
 ///
-/// | raw   | shape  | physical | init | meaning                          |
-/// |-------|--------|----------|------|----------------------------------|
-/// | `fir` | [1023] | `taps`   | 0    | the taps h, unit energy          |
+/// Parameters: see above.
 
 #include <grafx/dsp/fir.h>
 #include <grafx/processors/descriptor.h>

@@ -6,34 +6,17 @@
 /// inside the stability triangle (Nercessian): a1 = 2·tanh(ã1), a2 = ((2 − |a1|)·tanh(ã2) +
 /// |a1|)/2.
 ///
-/// | raw    | shape | physical      | init     | meaning                                    |
-/// |--------|-------|---------------|----------|--------------------------------------------|
-/// | `b`    | [3]   | `numerator`   | [1, 0, 0]| b0 = 1 + raw b0 (raw 0 is the identity)   |
-/// | `z_a1` | [1]   | `a1`          | 0        | a1 = 2·tanh(raw), in (−2, 2)               |
-/// | `z_a2` | [1]   | `a2_position` | 0        | tanh(raw): a2 from |a1| − 1 (−1) to 1 (+1) |
+/// Parameters: the table in docs/processors/filters.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// `pole_zero` (letter z): H(z) = g·(1 − q z⁻¹)(1 − q̄ z⁻¹)/((1 − p z⁻¹)(1 − p̄ z⁻¹)) with the
 /// pole p = p̃·tanh|p̃|/|p̃| inside the unit circle and the zero q anywhere.
-///
-/// | raw        | shape | physical      | init | meaning                               |
-/// |------------|-------|---------------|------|---------------------------------------|
-/// | `log_gain` | [1]   | `gain_db`, dB | 0    | overall gain                          |
-/// | `z_pole`   | [2]   | `pole`        | 0    | re, im of the pole (|p| = tanh|raw|)  |
-/// | `zero`     | [2]   | `zero`        | 0    | re, im of the zero                    |
 ///
 /// `state_variable_filter` (letter v): the bilinear-transformed state-variable filter mixing its
 /// high-, band- and low-pass outputs: with G = tan(π·f/fs) and 2R = 1/Q,
 ///   b = [c_hp + c_bp·G + c_lp·G², 2c_lp·G² − 2c_hp, c_hp − c_bp·G + c_lp·G²],
 ///   a = [1 + G² + 2RG, 2G² − 2, 1 + G² − 2RG].
 /// c_hp = c_lp = 1 with c_bp = 2R = 1/Q is the identity.
-///
-/// | raw            | shape | physical         | init    | meaning                   |
-/// |----------------|-------|------------------|---------|---------------------------|
-/// | `frequency`    | [1]   | `cutoff_hz`, Hz  | 1000 Hz | log scale 5 Hz…fs/2       |
-/// | `log_q`        | [1]   | `q`              | 0.7071  | q = e^{raw}               |
-/// | `highpass_mix` | [1]   | `highpass_mix`   | 0       | c_hp                      |
-/// | `bandpass_mix` | [1]   | `bandpass_mix`   | 0       | c_bp                      |
-/// | `lowpass_mix`  | [1]   | `lowpass_mix`    | 1       | c_lp (initially low-pass) |
 ///
 /// GRAFX parameterises the SVF's damping with a softplus and its frequency linearly; ours use
 /// the cookbook filters' Q and log-frequency scale.

@@ -3,9 +3,8 @@
 ///
 ///   y_c = x_c · exp(log_gain_c),  c ∈ {left, right}
 ///
-/// | parameter  | shape | physical     | init | meaning                          |
-/// |------------|-------|--------------|------|----------------------------------|
-/// | `log_gain` | [2]   | `gain_db`, dB | 0    | natural-log gain of L and R      |
+/// Parameters: the table in docs/processors/stereo.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// Input and output: N×2×L.
 ///

@@ -21,9 +21,8 @@
 /// fixed linear map. GRAFX applies the commands to the filters directly: its ±6 dB commands
 /// give up to ±10 dB on third-octave bands.
 ///
-/// | raw         | shape    | physical      | init | meaning                       |
-/// |-------------|----------|---------------|------|-------------------------------|
-/// | `log_gains` | [bands]  | `gain_db`, dB | 0    | gain of each band at its centre |
+/// Parameters: the table in docs/processors/equalizers.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// The commands can be automated (linear in dB): each sample's filters are then designed from
 /// its commands and run by dsp::biquad_cascade_time_varying.

@@ -9,11 +9,8 @@
 /// | `parametric_eq_stereo`  | P      | one per channel (L, R)      | [2, N + 2]      |
 /// | `parametric_eq_midside` | M      | one for mid, one for side   | [2, N + 2]      |
 ///
-/// | raw         | physical        | init                                       | mapping          |
-/// |-------------|-----------------|--------------------------------------------|------------------|
-/// | `frequency` | `frequency_hz`  | shelf 80 Hz; bells 150 Hz…8 kHz; shelf 12 kHz | log scale 5 Hz…fs/2 |
-/// | `log_q`     | `q`             | 0.7071                                     | q = e^{raw}      |
-/// | `log_gain`  | `gain_db`, dB   | 0 dB (the identity)                        | natural-log gain |
+/// Parameters: the table in docs/processors/equalizers.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// The gains can be automated (linear in dB; the sections then change at every sample,
 /// dsp::biquad_cascade_time_varying). Band 0 is the low shelf, bands 1…N the bells, band N + 1 the

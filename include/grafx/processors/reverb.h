@@ -11,14 +11,8 @@
 ///   h ← h / sqrt(mean_c Σ_n h_c[n]² + 1e−12)       energy-normalised: only the shape matters
 ///   y_c = h_c ∗ x_c                                  causal, exact linear convolution
 ///
-/// | parameter             | shape    | physical               | init (raw 0) | meaning           |
-/// |-----------------------|----------|------------------------|--------------|-------------------|
-/// | `init_log_magnitude`  | [2, 193] | `initial_level_db`, dB | 0 dB         | level of mid/side |
-/// |                       |          |                        |              | bin k at the start|
-/// | `delta_log_magnitude` | [2, 193] | `decay_time_s`, s      | 0.51 s (1)   | time to decay by  |
-/// |                       |          |                        |              | 60 dB, per bin    |
-///
-/// (1) at 30 kHz.
+/// Parameters: the table in docs/processors/reverb.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// Options (GRAFX's): `channels`, how the two noises are used: pseudo_midside (the default, as
 /// above), midside (the input's mid and side each through its own response, unnormalised mid/side

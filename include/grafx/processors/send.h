@@ -4,9 +4,8 @@
 ///
 ///   y = x · exp(log_gain)
 ///
-/// | parameter  | shape | physical      | init    | meaning                               |
-/// |------------|-------|---------------|---------|---------------------------------------|
-/// | `log_gain` | [1]   | `gain_db`, dB | −12 dB  | send level (natural-log raw value)    |
+/// Parameters: the table in docs/processors/stereo.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// Input and output: N×C×L, any C. A send starts at −12 dB so that a fresh console's effect
 /// buses colour the mix without drowning it.

@@ -3,9 +3,8 @@
 ///
 ///   M = L + R,  S = exp(log_gain) · (L − R),  y = [(M + S)/2, (M − S)/2]
 ///
-/// | parameter  | shape | physical           | init | meaning                            |
-/// |------------|-------|--------------------|------|------------------------------------|
-/// | `log_gain` | [1]   | `side_gain_db`, dB | 0    | side gain (0 = unchanged, −∞ = mono) |
+/// Parameters: the table in docs/processors/stereo.md, generated from parameter_specs() (also
+/// `grafx processors TYPE`).
 ///
 /// Input and output: N×2×L. At log_gain 0 the imager is the identity.
 
