@@ -8,6 +8,7 @@
 #include <graphviz/gvc.h>
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -176,6 +177,70 @@ void check_drawable(const Graph& graph, const std::string& path, const DrawOptio
 
 namespace {
 
+// Graphviz's default ids for named objects are the addresses of its copies of the names, and it
+// orders subgraphs (the strips' boxes) by id: the same graph was laid out otherwise whenever
+// the heap was (from run to run, or after other pictures). These ids number the names in the
+// order they are read (even, as Graphviz wants named ids; anonymous objects get odd ones).
+struct ReadOrderIds {
+  std::map<std::string, IDTYPE> ids;
+  std::deque<std::string> names;  // a deque: Graphviz keeps pointers to the names it prints
+  IDTYPE next_anonymous = 1;
+};
+
+Agiddisc_t read_order_ids() {
+  Agiddisc_t disc = AgIdDisc;
+  disc.open       = [](Agraph_t*, Agdisc_t*) -> void* { return new ReadOrderIds; };
+  disc.map        = [](void* state, int, char* name, IDTYPE* id, int create) -> long {
+    auto& s = *static_cast<ReadOrderIds*>(state);
+    if (!name) {
+      *id = s.next_anonymous;
+      s.next_anonymous += 2;
+      return 1;
+    }
+    auto known = s.ids.find(name);
+    if (known != s.ids.end()) {
+      *id = known->second;
+      return 1;
+    }
+    if (!create) return 0;
+    s.names.emplace_back(name);
+    *id = s.ids[name] = IDTYPE(2 * s.names.size());
+    return 1;
+  };
+  disc.alloc = [](void*, int, IDTYPE) -> long { return 0; };
+  disc.free  = [](void*, int, IDTYPE) {};  // the names live until the graph closes
+  disc.print = [](void* state, int, IDTYPE id) -> char* {
+    auto& s = *static_cast<ReadOrderIds*>(state);
+    return id % 2 == 0 && id / 2 <= s.names.size() ? s.names[size_t(id / 2 - 1)].data() : nullptr;
+  };
+  disc.close      = [](void* state) { delete static_cast<ReadOrderIds*>(state); };
+  disc.idregister = [](void*, int, void*) {};
+  return disc;
+}
+
+/// DOT text read as Graphviz's agmemread reads it, with read-order ids.
+Agraph_t* read_dot(const std::string& dot) {
+  struct Reader {
+    const std::string& text;
+    size_t at = 0;
+  } reader{dot};
+  static Agiddisc_t ids = read_order_ids();
+  static Agiodisc_t io  = {
+       [](void* channel, char* buffer, int size) -> int {  // a line at a time, as agmemread
+        auto& r = *static_cast<Reader*>(channel);
+        int n   = 0;
+        while (n < size && r.at < r.text.size()) {
+           const char c = r.text[r.at++];
+           buffer[n++]  = c;
+           if (c == '\n') break;
+        }
+         return n;
+      },
+       AgIoDisc.putstr, AgIoDisc.flush};
+  static Agdisc_t disc = {&AgMemDisc, &ids, &io};
+  return agread(&reader, &disc);
+}
+
 /// Lays out DOT text and renders it to `path` in `format` (svg, png, pdf), atomically.
 void render_dot(const std::string& dot, const std::string& path, const std::string& format,
                 bool overwrite) {
@@ -189,7 +254,7 @@ void render_dot(const std::string& dot, const std::string& path, const std::stri
     return 0;
   });
   std::unique_ptr<GVC_t, int (*)(GVC_t*)> context(gvContext(), gvFreeContext);
-  std::unique_ptr<Agraph_t, int (*)(Agraph_t*)> g(agmemread(dot.c_str()), agclose);
+  std::unique_ptr<Agraph_t, int (*)(Agraph_t*)> g(read_dot(dot), agclose);
   auto fail = [&](const std::string& what) {
     while (!errors.empty() && errors.back() == '\n') errors.pop_back();
     std::replace(errors.begin(), errors.end(), '\n', ' ');  // Graphviz's lines, in one

@@ -80,6 +80,31 @@ TEST(Draw, StripsBoxTheNodesOfEachTrackGroupAndBus) {
   EXPECT_FALSE(contains(dot, "label=\"master\", style=rounded")) << dot;
 }
 
+TEST(Draw, APictureIsTheSameWhateverWasDrawnBefore) {
+  // Graphviz orders the strips' boxes by its ids for their names, by default the addresses of
+  // its copies of them: the same console was laid out otherwise from run to run.
+  testing::TempDir dir;
+  ConsoleOptions options;
+  options.n_tracks     = 8;
+  options.track_groups = ConsoleOptions::even_groups(8, 3);
+  options.sends        = {{"reverb", {"reverb"}, {}}};
+  Graph g              = build_console(options, registry_node_types()).graph;
+  DrawOptions draw;
+  draw.strips = true;
+  draw_graph(g, dir.file("first.svg"), draw);
+  const std::string first = testing::read_file(dir.file("first.svg"));
+  for (int k = 0; k < 6; ++k) {  // other pictures, and memory taken and given back between
+    ConsoleOptions other = options;
+    other.n_tracks       = 3 + k;
+    other.track_groups   = {};
+    std::vector<std::string> held(size_t(50 * (k + 1)), std::string(size_t(24 + 8 * k), 'x'));
+    draw_graph(build_console(other, registry_node_types()).graph, dir.file("other.svg"), draw,
+               /*overwrite=*/true);
+    draw_graph(g, dir.file("again.svg"), draw, /*overwrite=*/true);
+    EXPECT_EQ(testing::read_file(dir.file("again.svg")), first) << "after " << k + 1;
+  }
+}
+
 TEST(Draw, RendersSvgPngAndDotFilesOfBigConsoles) {
   testing::TempDir dir;
   ConsoleOptions options;
