@@ -4,6 +4,7 @@
 #include <grafx/dsp/forward_mode.h>
 #include <grafx/error.h>
 #include <grafx/processors/processor.h>
+#include <grafx/text.h>
 
 #include "loss/spectral.h"
 
@@ -47,13 +48,33 @@ at::Tensor reflected_range(int64_t from, int64_t to, int64_t length) {
   return at::where(index < 0, -index, at::where(index >= length, 2 * (length - 1) - index, index));
 }
 
+void check_band_edges(const std::vector<double>& edges) {
+  bool increasing = !edges.empty() && edges[0] == 0;
+  for (size_t i = 1; increasing && i < edges.size(); ++i)
+    increasing = std::isfinite(edges[i]) && edges[i] > edges[i - 1];
+  if (!increasing)
+    throw LossError(
+        "grafx.loss.options",
+        std::string(kWhat) + ": expected band edges in Hz that start at 0 and increase");
+}
+
+/// "63 Hz", "1 kHz", "15 kHz".
+std::string frequency_text(double hz) {
+  return hz >= 1000 ? significant_digits(hz / 1000, 3) + " kHz" : significant_digits(hz, 3) + " Hz";
+}
+
 }  // namespace
+
+std::vector<double> default_band_edges_hz() {
+  return {0, 63, 125, 250, 500, 1000, 2000, 4000, 8000, 16000};
+}
 
 struct MixLoss::Constants {
   std::vector<detail::StftResolution> resolutions;
   std::vector<at::Tensor> windows;            // per resolution, [fft], float64 CPU
   std::vector<at::Tensor> filterbanks;        // per resolution, sparse [n_mels, fft/2+1]
   std::vector<detail::BandPairs> band_pairs;  // the same as two (band, weight) pairs per bin
+  std::vector<at::Tensor> band_centres_hz;    // per resolution, [n_bands]: each band's centroid
   at::Tensor a_weighting;                     // [101]
   ConstantCache cache;                        // the above on each device and dtype in use
 };
@@ -72,6 +93,9 @@ MixLoss::MixLoss(MixLossOptions options)
     // information and its log is undefined. It is left out of that resolution, as if librosa's
     // or torchaudio's all-zero row were dropped.
     filterbank = filterbank.index_select(0, (filterbank.amax(1) > 0).nonzero().squeeze(1));
+    const at::Tensor bin_hz = at::arange(filterbank.size(1), at::kDouble) *
+                              (double(options_.sample_rate) / double(resolution.fft_size));
+    constants_->band_centres_hz.push_back((filterbank * bin_hz).sum(1) / filterbank.sum(1));
     constants_->windows.push_back(detail::padded_hann_window(resolution));
     constants_->filterbanks.push_back(filterbank.to_sparse());
     constants_->band_pairs.push_back(detail::band_pairs(filterbank));
@@ -333,6 +357,20 @@ MixLossTerms MixLoss::streamed_terms(const at::Tensor& estimate, const at::Tenso
   return stream.finish();
 }
 
+MixLossBreakdown MixLoss::breakdown(const at::Tensor& estimate, const at::Tensor& target,
+                                    const std::vector<double>& band_edges_hz) const {
+  check_band_edges(band_edges_hz);
+  detail::check_signal_pair(estimate, target, kWhat);
+  const int64_t n      = target.size(-1);
+  MixLossStream stream = this->stream(n);
+  stream.keep_parts();
+  for (int64_t start = 0; start < n; start += kStreamChunk) {
+    const int64_t length = std::min(kStreamChunk, n - start);
+    stream.add(estimate.narrow(-1, start, length), target.narrow(-1, start, length));
+  }
+  return stream.breakdown(band_edges_hz);
+}
+
 MixLossStream::MixLossStream(MixLoss loss, int64_t n_samples)
     : loss_(std::move(loss)), n_samples_(n_samples) {
   const MixLossOptions& o = loss_.options();
@@ -490,6 +528,7 @@ void MixLossStream::compute_frames() {
       add_to(target_[r], y.pow(2).sum({1, 2}));
       add_to(log_ratio_[r], (y.log() - x.log()).abs().sum({1, 2}));
       count_[r] += mel.size(1) * mel.size(2);
+      if (parts_) add_parts(r, f0, f1, hop, x, y);
     }
     next_frame_[r] = std::max(next_frame_[r], ready);
     oldest         = std::min(oldest, std::max<int64_t>(0, next_frame_[r] * hop - half - 1));
@@ -499,6 +538,116 @@ void MixLossStream::compute_frames() {
   oldest          = std::max(oldest, weighted_start_);
   weighted_       = weighted_.narrow(2, oldest - weighted_start_, weighted_end_ - oldest);
   weighted_start_ = oldest;
+}
+
+void MixLossStream::keep_parts() {
+  if (seen_ > 0) fail("keep_parts() after the first samples");
+  const size_t n_resolutions = count_.size();
+  parts_                     = std::make_shared<Parts>();
+  parts_->band_difference.resize(n_resolutions);
+  parts_->band_log_ratio.resize(n_resolutions);
+  parts_->second_difference.resize(n_resolutions);
+  parts_->second_log_ratio.resize(n_resolutions);
+}
+
+std::pair<int64_t, int64_t> MixLossStream::seconds() const {
+  const int64_t rate = loss_.options().sample_rate, skip = loss_.options().skip_samples;
+  const int64_t first = skip / rate, last = (skip + length_ - 1) / rate;
+  return {first, last - first + 1};
+}
+
+void MixLossStream::add_parts(size_t r, int64_t f0, int64_t f1, int64_t hop, const at::Tensor& x,
+                              const at::Tensor& y) {
+  const at::Tensor squared = (y - x).pow(2), log_ratio = (y.log() - x.log()).abs();
+  auto add_to = [](at::Tensor& sum, const at::Tensor& value) {
+    sum = sum.defined() ? sum + value : value;
+  };
+  add_to(parts_->band_difference[r], squared.sum(1));
+  add_to(parts_->band_log_ratio[r], log_ratio.sum(1));
+  // Frame f is centred f·hop samples after the skipped ones: in that second of the song.
+  const std::pair<int64_t, int64_t> span = seconds();
+  const int64_t first = span.first, n_seconds = span.second;
+  const int64_t rate = loss_.options().sample_rate, skip = loss_.options().skip_samples;
+  std::vector<int64_t> second_of;
+  for (int64_t f = f0; f < f1; ++f)
+    second_of.push_back(std::clamp((f * hop + skip) / rate - first, int64_t(0), n_seconds - 1));
+  const at::Tensor second = at::tensor(second_of, at::kLong).to(x.device());
+  auto into_seconds       = [&](at::Tensor& sum, const at::Tensor& per_frame) {
+    if (!sum.defined()) sum = at::zeros({per_frame.size(0), n_seconds}, per_frame.options());
+    sum.index_add_(1, second, per_frame);
+  };
+  into_seconds(parts_->second_difference[r], squared.sum(2));
+  into_seconds(parts_->second_log_ratio[r], log_ratio.sum(2));
+}
+
+MixLossParts MixLossStream::parts(const std::vector<at::Tensor>& difference,
+                                  const std::vector<at::Tensor>& log_ratio,
+                                  std::vector<double> from, std::vector<double> to,
+                                  std::vector<std::string> labels) const {
+  at::Tensor per_channel;  // [B·4, K]: the parts of each item's d_c
+  for (size_t r = 0; r < count_.size(); ++r) {
+    const at::Tensor total = difference_[r].unsqueeze(1);
+    const at::Tensor share = at::where(total > 0, difference[r] / total, at::zeros_like(total));
+    const at::Tensor part  = (difference_[r] / target_[r]).sqrt().unsqueeze(1) * share +
+                            log_ratio[r] / double(count_[r]);
+    per_channel = per_channel.defined() ? per_channel + part : part;
+  }
+  per_channel             = (per_channel / double(count_.size())).view({n_items_, 4, -1});
+  const MixLossOptions& o = loss_.options();
+  MixLossParts p;
+  p.labels   = std::move(labels);
+  p.from     = std::move(from);
+  p.to       = std::move(to);
+  p.channels = per_channel.mean(0).t().contiguous();
+  p.loss     = (o.lr_weight * (per_channel.select(1, 0) + per_channel.select(1, 1)) / 2 +
+            o.mid_weight * per_channel.select(1, 2) + o.side_weight * per_channel.select(1, 3))
+               .mean(0);
+  return p;
+}
+
+MixLossBreakdown MixLossStream::breakdown(const std::vector<double>& band_edges_hz) const {
+  check_band_edges(band_edges_hz);
+  if (!parts_) fail("a breakdown needs keep_parts() before the first samples");
+  MixLossBreakdown b;
+  b.terms              = finish();
+  const double nyquist = double(loss_.options().sample_rate) / 2;
+  std::vector<double> lower, upper;  // the bands below Nyquist
+  std::vector<std::string> band_labels;
+  for (size_t k = 0; k < band_edges_hz.size() && band_edges_hz[k] < nyquist; ++k) {
+    lower.push_back(band_edges_hz[k]);
+    upper.push_back(k + 1 < band_edges_hz.size() ? std::min(band_edges_hz[k + 1], nyquist)
+                                                 : nyquist);
+    band_labels.push_back(frequency_text(lower.back()) + "–" + frequency_text(upper.back()));
+  }
+  std::vector<at::Tensor> band_difference, band_log_ratio;
+  for (size_t r = 0; r < count_.size(); ++r) {
+    const at::Tensor centres = loss_.constants_->band_centres_hz[r];
+    std::vector<int64_t> band_of;
+    for (int64_t m = 0; m < centres.size(0); ++m)
+      band_of.push_back(
+          int64_t(std::upper_bound(lower.begin(), lower.end(), centres[m].item<double>()) -
+                  lower.begin()) -
+          1);
+    const at::Tensor index = at::tensor(band_of, at::kLong).to(parts_->band_difference[r].device());
+    auto grouped           = [&](const at::Tensor& per_band) {
+      return at::zeros({per_band.size(0), int64_t(lower.size())}, per_band.options())
+          .index_add_(1, index, per_band);
+    };
+    band_difference.push_back(grouped(parts_->band_difference[r]));
+    band_log_ratio.push_back(grouped(parts_->band_log_ratio[r]));
+  }
+  b.bands                       = parts(band_difference, band_log_ratio, lower, upper, band_labels);
+  const auto [first, n_seconds] = seconds();
+  std::vector<double> starts, ends;
+  std::vector<std::string> second_labels;
+  for (int64_t s = first; s < first + n_seconds; ++s) {
+    starts.push_back(double(s));
+    ends.push_back(double(s + 1));
+    second_labels.push_back(std::to_string(s) + "–" + std::to_string(s + 1) + " s");
+  }
+  b.seconds =
+      parts(parts_->second_difference, parts_->second_log_ratio, starts, ends, second_labels);
+  return b;
 }
 
 MixLossTerms MixLossStream::finish() const {

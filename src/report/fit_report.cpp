@@ -7,6 +7,7 @@
 #include <grafx/io/parameter_file.h>
 #include <grafx/io/plot.h>
 #include <grafx/io/processor_response.h>
+#include <grafx/loss/mix_loss.h>
 #include <grafx/processors/registry.h>
 #include <grafx/render/as_heard.h>
 #include <grafx/render/parameters.h>
@@ -547,6 +548,50 @@ std::string spectrogram_svg(const at::Tensor& values, double lo, double hi, Colo
   return raster_plot_svg(encode_png(rgb), rgb.size(1), rgb.size(0), o);
 }
 
+/// Where the fitted mix's whole-song loss lives: its exact parts by octave band and by second
+/// (MixLoss::breakdown), each split into the left/right, mid and side terms' shares.
+std::string loss_breakdown_html(const Fitter& fitter, const at::Tensor& fitted) {
+  MixLossOptions whole     = fitter.options().loss;
+  whole.skip_samples       = 0;  // as Fitter::evaluate: the loss above
+  const at::Tensor& target = fitter.target();
+  const MixLossBreakdown breakdown =
+      MixLoss(whole).breakdown(fitted.to(target.device(), target.scalar_type()), target);
+  auto picture = [&](const MixLossParts& parts, bool frequency, const std::string& id) {
+    std::vector<double> x;  // each part's middle (geometric for bands)
+    for (size_t k = 0; k < parts.labels.size(); ++k)
+      x.push_back(frequency ? std::sqrt(std::max(parts.from[k], 20.0) * parts.to[k])
+                            : (parts.from[k] + parts.to[k]) / 2);
+    auto series = [&](const std::string& label, const at::Tensor& values) {
+      const at::Tensor v = values.to(at::kDouble).contiguous();
+      return PlotSeries{
+          label, x, std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel())};
+    };
+    const at::Tensor& c = parts.channels;  // d_L, d_R, d_M, d_S parts, weighted as the loss
+    PlotOptions options;
+    options.title   = frequency ? "Loss by octave band" : "Loss by second";
+    options.x_label = frequency ? "band (Hz)" : "second of the song (s)";
+    options.y_label = "part of the loss";
+    options.log_x   = frequency;
+    options.y_min   = 0;
+    options.y_max   = 1.4 * std::max(parts.loss.max().item<double>(), 1e-6);  // room for the legend
+    options.width   = 480;
+    options.height  = 300;
+    options.id      = id;
+    return plot_svg({series("all", parts.loss),
+                     series("left/right", whole.lr_weight * (c.select(1, 0) + c.select(1, 1)) / 2),
+                     series("mid", whole.mid_weight * c.select(1, 2)),
+                     series("side", whole.side_weight * c.select(1, 3))},
+                    options);
+  };
+  return "<div class=\"pictures\">" + picture(breakdown.bands, true, "loss_bands") +
+         picture(breakdown.seconds, false, "loss_seconds") +
+         "</div>\n<p>The whole-song loss of the fitted mix cut into exact parts (they sum to it): "
+         "by octave band, by the centre of each mel band; by second, by the centre of each "
+         "frame. Each part splits into its left/right, mid and side terms. Where the parts "
+         "stand high, the console matched the target least. <code>grafx loss mix.wav TARGET "
+         "--breakdown</code> prints them.</p>\n";
+}
+
 /// The target's and the fitted mix's spectrograms on one level scale, and their difference.
 std::string spectrograms_html(const at::Tensor& target, const at::Tensor& fitted,
                               SampleRate sample_rate) {
@@ -720,7 +765,8 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
        << " steps in " << fixed_decimals(summary.seconds, 1) << " s ("
        << fixed_decimals(summary.seconds > 0 ? double(fitter.steps_done()) / summary.seconds : 0, 2)
        << " steps/s" << (skipped ? ", " + std::to_string(skipped) + " skipped" : "") << ")</p>\n"
-       << "<p class=\"note\"><a href=\"#listen\">Listen</a> · <a href=\"#spectrograms\">"
+       << "<p class=\"note\"><a href=\"#listen\">Listen</a> · <a href=\"#where\">Where the "
+          "loss lives</a> · <a href=\"#spectrograms\">"
           "Spectrograms</a> · <a href=\"#console\">Console</a> · <a href=\"#tracks\">Tracks</a> · "
           "<a href=\"#loss\">Loss curve</a> · <a href=\"#files\">Files</a></p>\n"
        << "<h2 id=\"listen\">Listen</h2>\n<div class=\"players\">" << players << "</div>\n"
@@ -740,7 +786,8 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
        << "<p>The mix-matching loss of the pruning paper: multi-resolution log-mel and "
           "spectral-convergence "
           "distances of the left, right, mid and side signals (0 is a perfect match).</p>\n"
-       << "<h2 id=\"spectrograms\">Spectrograms</h2>\n"
+       << "<h2 id=\"where\">Where the loss lives</h2>\n"
+       << loss_breakdown_html(fitter, fitted) << "<h2 id=\"spectrograms\">Spectrograms</h2>\n"
        << spectrograms << "<h2 id=\"console\">Console</h2>\n"
        << "<div class=\"graph\">" << detail::inline_svg(graph_svg) << "</div>\n"
        << letter_legend(graph) << "<h2 id=\"tracks\">Parameters by track</h2>\n"

@@ -47,6 +47,7 @@ inline std::string page_start(const std::string& title) {
          "border-radius:3px;font-weight:bold;margin-right:.35em}"
          ".legend{columns:2;list-style:none;padding:0;font-size:.9em}.legend li{margin:2px 0}"
          ".note{color:#555;font-size:.9em}"
+         ".pictures{display:flex;flex-wrap:wrap;gap:8px 20px}.pictures svg{width:480px}"
          "</style></head><body>\n<h1>" +
          escape_markup(title) + "</h1>\n";
 }

@@ -356,6 +356,23 @@ TEST(CliLoss, ScoresAMixAsTheLibrarysLossDoes) {
   EXPECT_NEAR(field("mid"), expected.mid.item<double>(), 1e-5);
   EXPECT_NEAR(field("side"), expected.side.item<double>(), 1e-5);
   EXPECT_TRUE(contains(r.out, "\"fft_sizes\": [512, 1024, 4096]")) << r.out;
+  // --breakdown: parts by band and by second that sum to the loss.
+  r = run_grafx({"loss", dir.file("estimate.wav"), dir.file("target.wav"), "--skip", "0.5",
+                 "--breakdown", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string axis : {"by_band", "by_second"}) {
+    const size_t from = r.out.find("\"" + axis + "\": ["), to = r.out.find("]", from);
+    ASSERT_NE(from, std::string::npos) << r.out;
+    double sum = 0;
+    for (size_t at = r.out.find("\"loss\": ", from); at < to; at = r.out.find("\"loss\": ", at + 1))
+      sum += std::stod(r.out.substr(at + 8));
+    EXPECT_NEAR(sum, expected.total.item<double>(), 1e-5) << axis;
+  }
+  r = run_grafx({"loss", dir.file("estimate.wav"), dir.file("target.wav"), "--breakdown"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "by band (parts that sum to the loss")) << r.out;
+  EXPECT_TRUE(contains(r.out, "  1 kHz–2 kHz")) << r.out;
+  EXPECT_TRUE(contains(r.out, "by second, the 3 of 3 seconds holding the most")) << r.out;
   // Text: the total and a line per resolution; a file against itself scores 0.
   r = run_grafx({"loss", dir.file("target.wav"), dir.file("target.wav")});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -111,6 +111,12 @@ TEST(ReportScreenshot, DemoReportShowsWhatAMixingEngineerLooksFor) {
   for (const char* part : {">1k<", ">10k<", ">level (dB re the target's peak)<",
                            ">fitted − target (dB)<", "data:image/png;base64,"})
     EXPECT_TRUE(contains(html, part)) << part;
+  // Where the loss lives: its parts by octave band and by second, with their channel terms.
+  EXPECT_TRUE(contains(html, "<h2 id=\"where\">Where the loss lives</h2>"));
+  for (const char* part :
+       {">Loss by octave band<", ">Loss by second<", ">band (Hz)<", ">second of the song (s)<"})
+    EXPECT_EQ(occurrences(html, part), 1) << part;
+  EXPECT_EQ(occurrences(html, ">left/right<"), 2) << "each picture's legend";
   // Players of the hidden console's mix, the fitted mix and the four tracks, linked relative to
   // the folder, where the files are.
   EXPECT_EQ(occurrences(html, "<audio "), 6);

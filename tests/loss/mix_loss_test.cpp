@@ -405,6 +405,70 @@ TEST(MixLoss, CropsOfASongTakeTheirTargetFramesFromTheSong) {
                      "its frames");
 }
 
+/// The index of the largest part and its share of the loss.
+std::pair<int64_t, double> largest_part(const MixLossParts& parts) {
+  const int64_t k = parts.loss.argmax().item<int64_t>();
+  return {k, parts.loss[k].item<double>() / parts.loss.sum().item<double>()};
+}
+
+TEST(MixLossBreakdown, PartsSumToTheLossAndItsChannelTerms) {
+  const SampleRate rate = 30000;
+  at::Tensor x = estimate_signal(3 * rate + 777), y = target_signal(3 * rate + 777);
+  MixLossOptions options;
+  options.skip_samples = rate / 2;
+  const MixLoss loss(options);
+  const MixLossBreakdown b = loss.breakdown(x, y);
+  EXPECT_EQ(value(b.terms.total), value(loss.streamed_terms(x, y).total)) << "the same stream";
+  for (const MixLossParts* parts : {&b.bands, &b.seconds}) {
+    ASSERT_EQ(int64_t(parts->labels.size()), parts->loss.size(0));
+    ASSERT_EQ(parts->channels.sizes(), at::IntArrayRef({parts->loss.size(0), 4}));
+    EXPECT_NEAR(value(parts->loss.sum()), value(b.terms.total), 1e-12);
+    const at::Tensor channel = parts->channels.sum(0);  // d_L, d_R, d_M, d_S
+    EXPECT_NEAR((value(channel[0]) + value(channel[1])) / 2, value(b.terms.lr), 1e-12);
+    EXPECT_NEAR(value(channel[2]), value(b.terms.mid), 1e-12);
+    EXPECT_NEAR(value(channel[3]), value(b.terms.side), 1e-12);
+    EXPECT_GE(value(parts->loss.min()), 0.0);
+  }
+  // Octaves up to Nyquist (15 kHz); the seconds of the song the loss reads (0.5 s to 3.03 s).
+  EXPECT_EQ(b.bands.labels,
+            (std::vector<std::string>{"0 Hz–63 Hz", "63 Hz–125 Hz", "125 Hz–250 Hz",
+                                      "250 Hz–500 Hz", "500 Hz–1 kHz", "1 kHz–2 kHz", "2 kHz–4 kHz",
+                                      "4 kHz–8 kHz", "8 kHz–15 kHz"}));
+  EXPECT_EQ(b.seconds.labels, (std::vector<std::string>{"0–1 s", "1–2 s", "2–3 s", "3–4 s"}));
+  // Equal signals: every part is zero.
+  const MixLossBreakdown same = loss.breakdown(y, y);
+  EXPECT_EQ(value(same.bands.loss.abs().sum()) + value(same.seconds.channels.abs().sum()), 0.0);
+  EXPECT_GRAFX_ERROR(loss.breakdown(x, y, {10, 100}), "grafx.loss.options", "start at 0");
+  EXPECT_GRAFX_ERROR(loss.breakdown(x, y, {0, 100, 100}), "grafx.loss.options", "increase");
+  MixLossStream stream = loss.stream(x.size(-1));
+  stream.add(x, y);
+  EXPECT_GRAFX_ERROR(stream.breakdown(default_band_edges_hz()), "grafx.loss.shape", "keep_parts()");
+  EXPECT_GRAFX_ERROR(stream.keep_parts(), "grafx.loss.shape", "after the first samples");
+}
+
+TEST(MixLossBreakdown, FindsADifferenceWhereItWasPut) {
+  const SampleRate rate = 30000;
+  at::manual_seed(3);
+  const at::Tensor y = 0.1 * at::randn({2, 4 * rate}, at::kDouble);
+  // 1.2 to 1.8 kHz boosted by 6 dB (by FFT): the "1 kHz–2 kHz" band holds most of the loss.
+  at::Tensor spectrum = at::fft_rfft(y);
+  const at::Tensor hz = at::arange(spectrum.size(-1), at::kDouble) * (double(rate) / y.size(-1));
+  const at::Tensor boost =
+      at::where((hz > 1200) & (hz < 1800), at::full_like(hz, 2.0), at::ones_like(hz));
+  const at::Tensor boosted = at::fft_irfft(spectrum * boost, y.size(-1));
+  const MixLoss loss;
+  auto [band, band_share] = largest_part(loss.breakdown(boosted, y).bands);
+  EXPECT_EQ(loss.breakdown(boosted, y).bands.labels[size_t(band)], "1 kHz–2 kHz");
+  EXPECT_GT(band_share, 0.7);
+  // The third second three times as loud: "2–3 s" holds most of it.
+  at::Tensor louder = y.clone();
+  louder.narrow(1, 2 * rate, rate).mul_(3);
+  const MixLossParts seconds  = loss.breakdown(louder, y).seconds;
+  auto [second, second_share] = largest_part(seconds);
+  EXPECT_EQ(seconds.labels[size_t(second)], "2–3 s");
+  EXPECT_GT(second_share, 0.8);
+}
+
 TEST(MixLossStream, RejectsChunksThatDoNotAddUp) {
   MixLoss loss;
   at::Tensor x = estimate_signal(10000), y = target_signal(10000);

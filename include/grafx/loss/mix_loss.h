@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace grafx {
@@ -66,6 +67,28 @@ struct MixLossTerms {
 /// The terms' mean |log Y − log X| in dB: how far the spectra are apart, in words people use.
 double spectral_difference_db(const MixLossTerms& terms);
 
+/// A loss cut into parts along one axis (frequency bands or seconds) that sum to it exactly:
+/// each resolution's spectral convergence ‖Y − X‖/‖Y‖ shared out as the part's share of the
+/// squared differences ‖Y − X‖², its mean |log Y − log X| as the part's share of the absolute
+/// log ratios; then weighted over channels and resolutions as the loss is.
+struct MixLossParts {
+  std::vector<std::string> labels;  ///< "250 Hz–500 Hz", "12–13 s" (of the song, skip included)
+  std::vector<double> from, to;     ///< each part's range: Hz, or seconds of the song
+  at::Tensor loss;                  ///< [K], float64: the parts of MixLossTerms::total
+  at::Tensor channels;              ///< [K, 4], float64: the parts of d_L, d_R, d_M, d_S
+};
+
+/// Where a loss lives: its terms, and its parts by frequency band and by second of the song.
+struct MixLossBreakdown {
+  MixLossTerms terms;
+  MixLossParts bands;    ///< by the centre frequency of each mel band (default_band_edges_hz)
+  MixLossParts seconds;  ///< by the time of each frame's centre, a second each
+};
+
+/// Octave bands around the audible range, in Hz: 0, 63, 125, 250, 500, 1k, 2k, 4k, 8k, 16k (a
+/// band reaches to the next edge; the last to Nyquist; bands above Nyquist are left out).
+std::vector<double> default_band_edges_hz();
+
 class MixLossStream;
 
 /// A target's mel frames over a whole song (per resolution [4, frames, bands], its L, R, M, S
@@ -96,6 +119,12 @@ class MixLoss {
   /// terms(estimate, target) of two whole songs (2×L), fed to a stream in chunks: memory flat
   /// in the songs' length.
   MixLossTerms streamed_terms(const at::Tensor& estimate, const at::Tensor& target) const;
+  /// streamed_terms with the loss's parts by frequency band (bands from `band_edges_hz`,
+  /// increasing from 0) and by second (`grafx loss --breakdown`). Throws LossError
+  /// [grafx.loss.options] for edges that do not start at 0 or do not increase.
+  MixLossBreakdown breakdown(
+      const at::Tensor& estimate, const at::Tensor& target,
+      const std::vector<double>& band_edges_hz = default_band_edges_hz()) const;
   /// The mel frames of one stereo target (2×L), computed in chunks.
   MixLossTargetFrames target_frames(const at::Tensor& target) const;
 
@@ -181,6 +210,12 @@ class MixLossStream {
   void add(const at::Tensor& estimate);
   /// The loss, once all n_samples have come (LossError [grafx.loss.shape] if not).
   MixLossTerms finish() const;
+  /// From now on, also keeps the parts of the loss by mel band and by second, for breakdown().
+  void keep_parts();
+  /// finish() with the loss's parts by band (mel bands grouped by their centres' place among
+  /// `band_edges_hz`) and by second. Throws LossError [grafx.loss.shape] unless keep_parts()
+  /// came before the first samples.
+  MixLossBreakdown breakdown(const std::vector<double>& band_edges_hz) const;
 
  private:
   friend class MixLoss;
@@ -192,6 +227,16 @@ class MixLossStream {
   void append(const at::Tensor& rows);              // [B or 2B, 2, T]
   void compute_weighted();  // the A-weighted samples that the received ones determine
   void compute_frames();    // the frames whose samples are all known
+  /// Adds frames [f0, f1) of resolution r (estimate x, target y: [B·4, frames, bands], double)
+  /// to the parts by band and by second.
+  void add_parts(size_t r, int64_t f0, int64_t f1, int64_t hop, const at::Tensor& x,
+                 const at::Tensor& y);
+  /// The first second of the song the loss reads, and how many it reads.
+  std::pair<int64_t, int64_t> seconds() const;
+  /// Parts of the loss from parts of each resolution's sums ([B·4, K] each).
+  MixLossParts parts(const std::vector<at::Tensor>& difference,
+                     const std::vector<at::Tensor>& log_ratio, std::vector<double> from,
+                     std::vector<double> to, std::vector<std::string> labels) const;
 
   MixLoss loss_;
   int64_t n_samples_, length_;  // all samples; those after skip_samples (the loss's)
@@ -207,6 +252,10 @@ class MixLossStream {
   std::vector<int64_t> count_;                                // per resolution: frames × bands
   std::shared_ptr<const MixLossTargetFrames> target_frames_;  // given, or none
   Collected* collected_ = nullptr;
+  struct Parts {  // per resolution, [B·4, bands] and [B·4, seconds], double
+    std::vector<at::Tensor> band_difference, band_log_ratio, second_difference, second_log_ratio;
+  };
+  std::shared_ptr<Parts> parts_;  // where keep_parts() asked for them
 };
 
 }  // namespace grafx
