@@ -346,14 +346,23 @@ std::vector<at::Tensor> MixLoss::mel_spectrograms(const at::Tensor& stereo) cons
 
 MixLossStream MixLoss::stream(int64_t n_samples) const { return MixLossStream(*this, n_samples); }
 
-MixLossTerms MixLoss::streamed_terms(const at::Tensor& estimate, const at::Tensor& target) const {
-  detail::check_signal_pair(estimate, target, kWhat);
-  const int64_t n      = target.size(-1);
-  MixLossStream stream = this->stream(n);
+namespace {
+
+/// Feeds two whole songs to `stream` in chunks.
+void add_in_chunks(MixLossStream& stream, const at::Tensor& estimate, const at::Tensor& target) {
+  const int64_t n = target.size(-1);
   for (int64_t start = 0; start < n; start += kStreamChunk) {
     const int64_t length = std::min(kStreamChunk, n - start);
     stream.add(estimate.narrow(-1, start, length), target.narrow(-1, start, length));
   }
+}
+
+}  // namespace
+
+MixLossTerms MixLoss::streamed_terms(const at::Tensor& estimate, const at::Tensor& target) const {
+  detail::check_signal_pair(estimate, target, kWhat);
+  MixLossStream stream = this->stream(target.size(-1));
+  add_in_chunks(stream, estimate, target);
   return stream.finish();
 }
 
@@ -361,13 +370,9 @@ MixLossBreakdown MixLoss::breakdown(const at::Tensor& estimate, const at::Tensor
                                     const std::vector<double>& band_edges_hz) const {
   check_band_edges(band_edges_hz);
   detail::check_signal_pair(estimate, target, kWhat);
-  const int64_t n      = target.size(-1);
-  MixLossStream stream = this->stream(n);
+  MixLossStream stream = this->stream(target.size(-1));
   stream.keep_parts();
-  for (int64_t start = 0; start < n; start += kStreamChunk) {
-    const int64_t length = std::min(kStreamChunk, n - start);
-    stream.add(estimate.narrow(-1, start, length), target.narrow(-1, start, length));
-  }
+  add_in_chunks(stream, estimate, target);
   return stream.breakdown(band_edges_hz);
 }
 
