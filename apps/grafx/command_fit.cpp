@@ -187,10 +187,10 @@ void run_session(Fitter& fitter, Session& session) {
   session.summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const at::Tensor fitted = fitter.render_mix();  // once, for the loss and for mix.wav
-  session.summary.after   = fitter.evaluate(fitted);
+  session.summary.after   = fitter.evaluate_parts(fitted);
   session.summary.fitted  = fitted.to(at::kCPU);
   fitter.move_to(at::kCPU);  // pictures, reports and pruning: on the CPU
-  if (!std::isfinite(session.summary.after.total.item<double>()))
+  if (!std::isfinite(session.summary.after.terms.total.item<double>()))
     throw FitError("grafx.fit.diverged",
                    "the fitted console's whole-song loss is not finite, so there are no results: "
                    "fit again with a lower --lr or --clip");
@@ -198,10 +198,11 @@ void run_session(Fitter& fitter, Session& session) {
   write_fit_record(session.folder, session.inputs, fitter.options(), /*overwrite=*/true);
   keep_outputs(session.folder);  // complete, whatever becomes of its pruning
   double before = session.summary.before.total.item<double>(),
-         after  = session.summary.after.total.item<double>();
+         after  = session.summary.after.terms.total.item<double>();
   std::cout << "loss after fitting:  " << std::setprecision(4) << after << " (spectral difference "
-            << std::setprecision(1) << spectral_difference_db(session.summary.after) << " dB), "
-            << std::setprecision(1) << (after <= before ? before / after : after / before)
+            << std::setprecision(1) << spectral_difference_db(session.summary.after.terms)
+            << " dB), " << std::setprecision(1)
+            << (after <= before ? before / after : after / before)
             << (after <= before ? "x lower\n" : "x higher\n") << "results: " << session.folder
             << "/report.html (and mix.wav, console.json, parameters.safetensors, "
             << "loss.csv)\n";

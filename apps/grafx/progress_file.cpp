@@ -9,9 +9,12 @@
 namespace grafx::cli {
 namespace {
 
+/// The file's fields before any progress.
+nlohmann::json no_progress() { return {{"format", "grafx.progress"}, {"version", 1}}; }
+
 struct ProgressFile {
   std::string path;
-  nlohmann::json progress = {{"format", "grafx.progress"}, {"version", 1}};
+  nlohmann::json progress = no_progress();
   std::chrono::steady_clock::time_point written;
 };
 
@@ -39,8 +42,8 @@ void report_progress(const nlohmann::json& fields, bool now) {
   ProgressFile& file = progress_file();
   if (file.path.empty()) return;
   if (fields.contains("stage") && file.progress.value("stage", "") != fields["stage"])
-    file.progress = {{"format", "grafx.progress"}, {"version", 1}};  // a new stage's fields only
-  file.progress.update(fields);  // NaN and infinity are written as null
+    file.progress = no_progress();  // a new stage's fields only
+  file.progress.update(fields);     // NaN and infinity are written as null
   if (now || std::chrono::steady_clock::now() - file.written >= std::chrono::milliseconds(250))
     write_progress();
 }

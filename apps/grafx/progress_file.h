@@ -1,7 +1,8 @@
 #pragma once
 // --progress-json FILE: a command's progress as JSON, for programs that watch it (the dataset
 // runner) instead of reading the lines printed for people. The file is replaced atomically as the
-// progress changes, at most four times a second and at each stage's end:
+// progress changes: at most four times a second while a fit steps, after each pruning trial (each
+// a whole-song loss), and at each stage's end:
 //   {"format": "grafx.progress", "version": 1, "stage": "fit", "step": 120, "steps": 500,
 //    "loss": 0.61, "steps_per_second": 7.9, "eta_seconds": 48.1, "updated": 1796000000.5}
 // A pruning run adds "round", "rounds", "method", "processors" and "best_loss" (and "step" and

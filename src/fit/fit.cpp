@@ -650,20 +650,31 @@ at::Tensor Fitter::render_mix() const {
                           whole_song())[0];
 }
 
-MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
-  MixLossOptions whole = options_.loss;
+namespace {
+
+/// The loss of a whole song: the fit's, without the warm-up skip.
+MixLoss whole_song_loss(const FitOptions& options) {
+  MixLossOptions whole = options.loss;
   whole.skip_samples   = 0;
+  return MixLoss(whole);
+}
+
+/// `terms` on the CPU: a few numbers, for reports on any device.
+MixLossTerms on_cpu(MixLossTerms terms) {
+  for (at::Tensor* t : {&terms.total, &terms.per_item, &terms.lr, &terms.mid, &terms.side,
+                        &terms.spectral_convergence, &terms.log_magnitude})
+    if (t->defined()) *t = t->to(at::kCPU);
+  return terms;
+}
+
+}  // namespace
+
+MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
   // In chunks, rendered or cut from `fitted`: the spectrograms of a whole song would not fit
   // in memory (MixLossStream).
-  auto on_cpu = [](MixLossTerms terms) {  // a few numbers, for reports on any device
-    for (at::Tensor* t : {&terms.total, &terms.per_item, &terms.lr, &terms.mid, &terms.side,
-                          &terms.spectral_convergence, &terms.log_magnitude})
-      if (t->defined()) *t = t->to(at::kCPU);
-    return terms;
-  };
   if (fitted.defined())
-    return on_cpu(MixLoss(whole).streamed_terms(fitted.to(mix_.device()), mix_));
-  MixLossStream stream = MixLoss(whole).stream(mix_.size(-1));
+    return on_cpu(whole_song_loss(options_).streamed_terms(fitted.to(mix_.device()), mix_));
+  MixLossStream stream = whole_song_loss(options_).stream(mix_.size(-1));
   render_chunks(
       live_plan(), processors_, live(detached_parameters()), tracks_,
       [&](int64_t start, const at::Tensor& outputs) {
@@ -671,6 +682,16 @@ MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
       },
       whole_song());
   return on_cpu(stream.finish());
+}
+
+MixLossBreakdown Fitter::evaluate_parts(const at::Tensor& fitted) const {
+  MixLossBreakdown b = whole_song_loss(options_).breakdown(fitted.to(mix_.device()), mix_);
+  b.terms            = on_cpu(b.terms);
+  for (MixLossParts* parts : {&b.bands, &b.seconds}) {
+    parts->loss     = parts->loss.to(at::kCPU);
+    parts->channels = parts->channels.to(at::kCPU);
+  }
+  return b;
 }
 
 std::map<std::string, std::string> Fitter::identity() const {

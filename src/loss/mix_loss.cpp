@@ -48,6 +48,11 @@ at::Tensor reflected_range(int64_t from, int64_t to, int64_t length) {
   return at::where(index < 0, -index, at::where(index >= length, 2 * (length - 1) - index, index));
 }
 
+/// sum += value, where sum may be undefined (nothing summed yet).
+void add_to_sum(at::Tensor& sum, const at::Tensor& value) {
+  sum = sum.defined() ? sum + value : value;
+}
+
 void check_band_edges(const std::vector<double>& edges) {
   bool increasing = !edges.empty() && edges[0] == 0;
   for (size_t i = 1; increasing && i < edges.size(); ++i)
@@ -526,14 +531,12 @@ void MixLossStream::compute_frames() {
       } else {
         y = mel.narrow(0, rows, rows);
       }
-      auto add_to = [](at::Tensor& sum, const at::Tensor& value) {
-        sum = sum.defined() ? sum + value : value;
-      };
-      add_to(difference_[r], (y - x).pow(2).sum({1, 2}));
-      add_to(target_[r], y.pow(2).sum({1, 2}));
-      add_to(log_ratio_[r], (y.log() - x.log()).abs().sum({1, 2}));
+      const at::Tensor squared = (y - x).pow(2), log_ratio = (y.log() - x.log()).abs();
+      add_to_sum(difference_[r], squared.sum({1, 2}));
+      add_to_sum(target_[r], y.pow(2).sum({1, 2}));
+      add_to_sum(log_ratio_[r], log_ratio.sum({1, 2}));
       count_[r] += mel.size(1) * mel.size(2);
-      if (parts_) add_parts(r, f0, f1, hop, x, y);
+      if (parts_) add_parts(r, f0, f1, hop, squared, log_ratio);
     }
     next_frame_[r] = std::max(next_frame_[r], ready);
     oldest         = std::min(oldest, std::max<int64_t>(0, next_frame_[r] * hop - half - 1));
@@ -561,14 +564,10 @@ std::pair<int64_t, int64_t> MixLossStream::seconds() const {
   return {first, last - first + 1};
 }
 
-void MixLossStream::add_parts(size_t r, int64_t f0, int64_t f1, int64_t hop, const at::Tensor& x,
-                              const at::Tensor& y) {
-  const at::Tensor squared = (y - x).pow(2), log_ratio = (y.log() - x.log()).abs();
-  auto add_to = [](at::Tensor& sum, const at::Tensor& value) {
-    sum = sum.defined() ? sum + value : value;
-  };
-  add_to(parts_->band_difference[r], squared.sum(1));
-  add_to(parts_->band_log_ratio[r], log_ratio.sum(1));
+void MixLossStream::add_parts(size_t r, int64_t f0, int64_t f1, int64_t hop,
+                              const at::Tensor& squared, const at::Tensor& log_ratio) {
+  add_to_sum(parts_->band_difference[r], squared.sum(1));
+  add_to_sum(parts_->band_log_ratio[r], log_ratio.sum(1));
   // Frame f is centred f·hop samples after the skipped ones: in that second of the song.
   const std::pair<int64_t, int64_t> span = seconds();
   const int64_t first = span.first, n_seconds = span.second;
@@ -576,7 +575,7 @@ void MixLossStream::add_parts(size_t r, int64_t f0, int64_t f1, int64_t hop, con
   std::vector<int64_t> second_of;
   for (int64_t f = f0; f < f1; ++f)
     second_of.push_back(std::clamp((f * hop + skip) / rate - first, int64_t(0), n_seconds - 1));
-  const at::Tensor second = at::tensor(second_of, at::kLong).to(x.device());
+  const at::Tensor second = at::tensor(second_of, at::kLong).to(squared.device());
   auto into_seconds       = [&](at::Tensor& sum, const at::Tensor& per_frame) {
     if (!sum.defined()) sum = at::zeros({per_frame.size(0), n_seconds}, per_frame.options());
     sum.index_add_(1, second, per_frame);

@@ -102,7 +102,7 @@ std::string parameter_table(const std::vector<std::string>& types, SampleRate sa
   };
   std::vector<Row> rows;  // grouped by raw name, in the order the names first appear
   for (const auto& type : types) {
-    auto processor = processor_descriptor(type).make({sample_rate});
+    auto processor = make_processor(type, {sample_rate});  // a type and rate that exist
     for (const auto& spec : processor->parameter_specs()) {
       const std::string text = parameter_row(spec);
       auto same =
@@ -161,6 +161,7 @@ std::string with_current_parameter_tables(const std::string& markdown, const std
       type.erase(0, type.find_first_not_of(' '));
       types.push_back(type);
     }
+    if (types.empty()) fail("expected the processor types to table, but got none");
     const size_t closing = markdown.find(end, at);
     if (closing == std::string::npos) fail("a generated table without its \"" + end + "\"");
     line_number += std::count(markdown.begin() + long(at), markdown.begin() + long(closing), '\n');

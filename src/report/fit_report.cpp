@@ -549,13 +549,9 @@ std::string spectrogram_svg(const at::Tensor& values, double lo, double hi, Colo
 }
 
 /// Where the fitted mix's whole-song loss lives: its exact parts by octave band and by second
-/// (MixLoss::breakdown), each split into the left/right, mid and side terms' shares.
-std::string loss_breakdown_html(const Fitter& fitter, const at::Tensor& fitted) {
-  MixLossOptions whole     = fitter.options().loss;
-  whole.skip_samples       = 0;  // as Fitter::evaluate: the loss above
-  const at::Tensor& target = fitter.target();
-  const MixLossBreakdown breakdown =
-      MixLoss(whole).breakdown(fitted.to(target.device(), target.scalar_type()), target);
+/// (Fitter::evaluate_parts), each split into the left/right, mid and side terms' shares,
+/// weighted as the loss weighs them (`loss`).
+std::string loss_breakdown_html(const MixLossBreakdown& breakdown, const MixLossOptions& loss) {
   auto picture = [&](const MixLossParts& parts, bool frequency, const std::string& id) {
     std::vector<double> x;  // each part's middle (geometric for bands)
     for (size_t k = 0; k < parts.labels.size(); ++k)
@@ -578,9 +574,9 @@ std::string loss_breakdown_html(const Fitter& fitter, const at::Tensor& fitted) 
     options.height  = 300;
     options.id      = id;
     return plot_svg({series("all", parts.loss),
-                     series("left/right", whole.lr_weight * (c.select(1, 0) + c.select(1, 1)) / 2),
-                     series("mid", whole.mid_weight * c.select(1, 2)),
-                     series("side", whole.side_weight * c.select(1, 3))},
+                     series("left/right", loss.lr_weight * (c.select(1, 0) + c.select(1, 1)) / 2),
+                     series("mid", loss.mid_weight * c.select(1, 2)),
+                     series("side", loss.side_weight * c.select(1, 3))},
                     options);
   };
   return "<div class=\"pictures\">" + picture(breakdown.bands, true, "loss_bands") +
@@ -736,7 +732,7 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
         << ", \"skipped_steps\": " << skipped << ", \"fit_seconds\": " << summary.seconds
         << ", \"processors\": " << processors
         << ", \"loss_before\": " << detail::loss_json(summary.before)
-        << ", \"loss_after\": " << detail::loss_json(summary.after) << "}\n";
+        << ", \"loss_after\": " << detail::loss_json(summary.after.terms) << "}\n";
   write_text_file(path("summary.json"), facts.str(), overwrite);
   std::time_t now = std::time(nullptr);
   char date[64];
@@ -782,12 +778,13 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
        << fixed_decimals(fitter.options().skip_seconds, 2)
        << " s not in the loss)</td></tr></table>\n"
        << "<h2>Whole-song loss</h2>\n"
-       << detail::loss_table({{"initial console", summary.before}, {"fitted", summary.after}})
+       << detail::loss_table({{"initial console", summary.before}, {"fitted", summary.after.terms}})
        << "<p>The mix-matching loss of the pruning paper: multi-resolution log-mel and "
           "spectral-convergence "
           "distances of the left, right, mid and side signals (0 is a perfect match).</p>\n"
        << "<h2 id=\"where\">Where the loss lives</h2>\n"
-       << loss_breakdown_html(fitter, fitted) << "<h2 id=\"spectrograms\">Spectrograms</h2>\n"
+       << loss_breakdown_html(summary.after, fitter.options().loss)
+       << "<h2 id=\"spectrograms\">Spectrograms</h2>\n"
        << spectrograms << "<h2 id=\"console\">Console</h2>\n"
        << "<div class=\"graph\">" << detail::inline_svg(graph_svg) << "</div>\n"
        << letter_legend(graph) << "<h2 id=\"tracks\">Parameters by track</h2>\n"

@@ -400,8 +400,9 @@ TEST(Fit, ReportSetsEachSettingBesideTheReference) {
   summary.track_files     = {dir.file("kick.wav"), dir.file("bass.wav"), dir.file("keys.wav")};
   summary.reference       = cloned_parameters(fitter.parameters());
   summary.reference_label = "truth";
-  summary.before = summary.after = fitter.evaluate();
-  at::Tensor& gains              = summary.reference.at("gain_pan").at("log_gain");
+  summary.after           = fitter.evaluate_parts(fitter.render_mix());
+  summary.before          = summary.after.terms;
+  at::Tensor& gains       = summary.reference.at("gain_pan").at("log_gain");
   gains.sub_(std::log(2.0));
   summary.reference.at("eq").at("log_magnitude").add_(std::log(2.0));
   write_fit_outputs(fitter, summary, dir.path(), false);

@@ -221,6 +221,9 @@ class Fitter {
   /// in chunks (MixLossStream): a 10-minute song evaluates in under 0.7 GB beyond its data
   /// (docs/benchmarks.md).
   MixLossTerms evaluate(const at::Tensor& fitted = {}) const;
+  /// evaluate(fitted) with the loss's parts by band and by second (MixLoss::breakdown), all on
+  /// the CPU: what the fit report shows of the fitted mix.
+  MixLossBreakdown evaluate_parts(const at::Tensor& fitted) const;
 
   // ---- for pruning (grafx/prune/prune.h) ----------------------------------------------------
 

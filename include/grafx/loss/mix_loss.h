@@ -227,10 +227,10 @@ class MixLossStream {
   void append(const at::Tensor& rows);              // [B or 2B, 2, T]
   void compute_weighted();  // the A-weighted samples that the received ones determine
   void compute_frames();    // the frames whose samples are all known
-  /// Adds frames [f0, f1) of resolution r (estimate x, target y: [B·4, frames, bands], double)
-  /// to the parts by band and by second.
-  void add_parts(size_t r, int64_t f0, int64_t f1, int64_t hop, const at::Tensor& x,
-                 const at::Tensor& y);
+  /// Adds frames [f0, f1) of resolution r (the squared differences and absolute log ratios of
+  /// their mel magnitudes, [B·4, frames, bands], double) to the parts by band and by second.
+  void add_parts(size_t r, int64_t f0, int64_t f1, int64_t hop, const at::Tensor& squared,
+                 const at::Tensor& log_ratio);
   /// The first second of the song the loss reads, and how many it reads.
   std::pair<int64_t, int64_t> seconds() const;
   /// Parts of the loss from parts of each resolution's sums ([B·4, K] each).

@@ -36,9 +36,10 @@ namespace grafx {
 struct FitSummary {
   std::string title;  ///< e.g. "grafx fit: song.wav"
   std::vector<std::string> track_names;
-  MixLossTerms before, after;  ///< whole-song loss before and after fitting
-  at::Tensor fitted;   ///< the fitted mix (C×L); rendered by write_fit_outputs if undefined
-  double seconds = 0;  ///< time spent fitting
+  MixLossTerms before;     ///< whole-song loss before fitting
+  MixLossBreakdown after;  ///< and after, with its parts (Fitter::evaluate_parts of `fitted`)
+  at::Tensor fitted;       ///< the fitted mix (C×L); rendered by write_fit_outputs if undefined
+  double seconds = 0;      ///< time spent fitting
   /// Audio files the page plays beside the fitted mix.wav: the target mix and the tracks (in
   /// track order), as paths absolute or relative to the working directory; the page links them
   /// relative to the folder (so it finds them while both stay where they are). Empty: no player.
