@@ -39,7 +39,7 @@ Rendered render_on(const Graph& graph, const Processors& processors, const Param
                    const at::Tensor& sources, at::Device device, at::ScalarType dtype) {
   Parameters parameters;
   for (const auto& [type, named] : values)
-    for (const auto& [name, value] : named)
+    for (const auto& [name, value] : named.named())
       parameters[type][name] = value.detach().to(device, dtype).requires_grad_(true);
   RenderPlan plan     = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
   RenderResult result = render(plan, processors, parameters, sources.to(device, dtype));
@@ -49,7 +49,7 @@ Rendered render_on(const Graph& graph, const Processors& processors, const Param
   if (loss.requires_grad()) loss.backward();  // routing types have no parameters
   Rendered r{result.outputs.detach().cpu(), {}};
   for (const auto& [type, named] : parameters)
-    for (const auto& [name, value] : named)
+    for (const auto& [name, value] : named.named())
       if (value.grad().defined()) r.gradients[type][name] = value.grad().cpu();
   return r;
 }
@@ -136,7 +136,7 @@ int run(int argc, char** argv) {
     Parameters values = create_parameters(graph, single, {3, at::kDouble, false});
     at::manual_seed(3);
     for (auto& [type, named] : values)
-      for (auto& [name, t] : named) t = t + 0.3 * at::randn_like(t);
+      for (const auto& [name, t] : named.named()) named[name] = t + 0.3 * at::randn_like(t);
     const at::Tensor sources =
         at::randn({graph.count_per_type()[NodeTypes::kIn], 2, 3 * kRate / 2}, at::kDouble) * 0.3;
     try {

@@ -58,12 +58,13 @@ int run(int argc, char** argv) {
   MixLoss mix_loss(loss_options);
   Parameters direction;
   for (const auto& [type, named] : parameters)
-    for (const auto& [name, t] : named) direction[type][name] = at::randn_like(t);
+    for (const auto& [name, t] : named.named()) direction[type][name] = at::randn_like(t);
 
   auto leaves = [&] {
     Parameters p;
     for (const auto& [type, named] : parameters)
-      for (const auto& [name, t] : named) p[type][name] = t.detach().clone().requires_grad_(true);
+      for (const auto& [name, t] : named.named())
+        p[type][name] = t.detach().clone().requires_grad_(true);
     return p;
   };
   auto loss_of = [&](const Parameters& p) {
@@ -99,7 +100,7 @@ int run(int argc, char** argv) {
          Parameters p = leaves();
          std::vector<at::Tensor> flat, v;
          for (const auto& [type, named] : p)
-           for (const auto& [name, t] : named) {
+           for (const auto& [name, t] : named.named()) {
              flat.push_back(t);
              v.push_back(direction.at(type).at(name));
            }

@@ -76,9 +76,9 @@ int run(int argc, char** argv) {
     for (at::Device device : devices) {
       Parameters fixed = create_parameters(graph, processors, {0, at::kFloat, false}), trained;
       for (auto& [type, named] : fixed)
-        for (auto& [name, p] : named) {
-          p                   = p.to(device);
-          trained[type][name] = p.detach().clone().requires_grad_(true);
+        for (const auto& [name, p] : named.named()) {
+          named[name]         = p.to(device);
+          trained[type][name] = named[name].detach().clone().requires_grad_(true);
         }
       const at::Tensor x = sources.to(device);
       auto forward       = bench::time_it(
@@ -91,7 +91,7 @@ int run(int argc, char** argv) {
           [&] {
             render(plan, processors, trained, x).outputs.pow(2).mean().backward();
             for (auto& [type, named] : trained)
-              for (auto& [name, p] : named) p.mutable_grad() = at::Tensor();
+              for (auto& [name, p] : named.named()) p.mutable_grad() = at::Tensor();
             synchronize(device);
           },
           repeats, 0);

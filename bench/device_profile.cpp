@@ -116,11 +116,11 @@ int run(int argc, char** argv) {
     const at::Tensor x = (at::randn({8, 2, kCrop}) * 0.1).to(device);
     Parameters trained = create_parameters(graph, processors, {0, at::kFloat, false});
     for (auto& [type, named] : trained)
-      for (auto& [name, p] : named) p = p.to(device).requires_grad_(true);
+      for (const auto& [name, p] : named.named()) named[name] = p.to(device).requires_grad_(true);
     auto both = [&] {
       render(plan, processors, trained, x).outputs.pow(2).mean().backward();
       for (auto& [type, named] : trained)
-        for (auto& [name, p] : named) p.mutable_grad() = at::Tensor();
+        for (auto& [name, p] : named.named()) p.mutable_grad() = at::Tensor();
     };
     for (int i = 0; i < 3; ++i) both();
     profile(folder + "/forward_backward.json", device, steps, both);

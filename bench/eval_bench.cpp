@@ -75,7 +75,7 @@ int measure(Mode mode, double minutes) {
     RenderPlan plan = make_render_plan(to_tensor(console), fit.schedule);
     Parameters parameters;
     for (const auto& [type, named] : fitter.parameters())
-      for (const auto& [name, p] : named) parameters[type][name] = p.detach().to(dtype);
+      for (const auto& [name, p] : named.named()) parameters[type][name] = p.detach().to(dtype);
     MixLossOptions whole = fitter.options().loss;
     whole.skip_samples   = 0;
     at::Tensor target    = mix.to(dtype);

@@ -57,7 +57,7 @@ int run(int argc, char** argv) {
     at::Tensor x                     = tracks.narrow(2, start[0], 114000);
     Parameters parameters;  // a copy of the fitter's, for timing the parts on their own
     for (const auto& [type, named] : fitter.parameters())
-      for (const auto& [name, p] : named)
+      for (const auto& [name, p] : named.named())
         parameters[type][name] = p.detach().clone().requires_grad_(true);
     AdamW optimizer(parameters);
     std::vector<double> render_ms, loss_ms, backward_ms, update_ms, step_ms;

@@ -59,7 +59,7 @@ at::Tensor render_grafx_style(const RenderPlan& plan, const Processors& processo
     std::vector<at::Tensor> produced = {inputs[0]};
     if (step.type != NodeTypes::kMix) {
       TensorDict p;
-      for (const auto& [name, t] : parameters.at(plan.types.name(step.type)))
+      for (const auto& [name, t] : parameters.at(plan.types.name(step.type)).named())
         p[name] = t.narrow(0, step.parameter_rows.start, m);
       produced = processors.at(plan.types.name(step.type))->forward(inputs, p).outputs;
     }
@@ -122,7 +122,7 @@ int run(int argc, char** argv) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count());
       for (auto& [type, named] : trained)
-        for (auto& [name, p] : named) p.mutable_grad() = at::Tensor();
+        for (auto& [name, p] : named.named()) p.mutable_grad() = at::Tensor();
     };
     auto backward_median = [&] {  // of the runs since the last call
       std::sort(backward_ms.begin(), backward_ms.end());

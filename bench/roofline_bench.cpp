@@ -205,7 +205,7 @@ int run(int argc, char** argv) {
   RenderPlan plan              = make_render_plan(to_tensor(console), fit_options.schedule);
   Parameters parameters;
   for (const auto& [type, named] : fitter.parameters())
-    for (const auto& [name, p] : named)
+    for (const auto& [name, p] : named.named())
       parameters[type][name] = p.detach().clone().requires_grad_(true);
   at::Tensor sources = tracks.narrow(2, 0, crop).contiguous();
   at::Tensor target  = mix.narrow(1, 0, crop).unsqueeze(0).contiguous();
@@ -254,7 +254,7 @@ int run(int argc, char** argv) {
       return value;
     };
     auto clear = [&] {
-      for (auto& [name, p] : parameters[plan.types.name(step.type)])
+      for (auto& [name, p] : parameters[plan.types.name(step.type)].named())
         p.mutable_grad() = at::Tensor();
       for (auto& x : grad_inputs) x.mutable_grad() = at::Tensor();
     };
@@ -278,7 +278,7 @@ int run(int argc, char** argv) {
       },
       [&] {
         for (auto& [type, named] : parameters)
-          for (auto& [name, p] : named) p.mutable_grad() = at::Tensor();
+          for (auto& [name, p] : named.named()) p.mutable_grad() = at::Tensor();
       },
       repeats);
   {
@@ -330,7 +330,7 @@ int run(int argc, char** argv) {
   const double step_ms = best_ms([&] { fitter.step(); }, repeats);
   int64_t n_parameters = 0;
   for (const auto& [type, named] : parameters)
-    for (const auto& [name, p] : named) n_parameters += p.numel();
+    for (const auto& [name, p] : named.named()) n_parameters += p.numel();
   const double update_bound_ms = 7.0 * double(n_parameters) * ms_per_float;
 
   bench::Table table({"step", "forward (ms)", "bound", "× bound", "backward (ms)", "bound",

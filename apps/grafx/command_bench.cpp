@@ -268,8 +268,8 @@ void add_bench_command(CLI::App& app) {
       const auto backward_from = Clock::now();
       loss.backward();
       backward_ms = milliseconds_since(backward_from);
-      for (auto& [type, named] : trained)
-        for (auto& [name, tensor] : named) tensor.mutable_grad() = at::Tensor();
+      for (auto& [type, values] : trained)
+        for (auto& [name, tensor] : values.named()) tensor.mutable_grad() = at::Tensor();
     };
     std::vector<double> forward_ms, backward_all_ms, both_ms;
     status("warming up");

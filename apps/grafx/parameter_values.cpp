@@ -6,6 +6,7 @@
 
 #include <grafx/error.h>
 #include <grafx/processors/parameter_values.h>
+#include <grafx/render/type_parameters.h>
 
 #include <ATen/ATen.h>
 
@@ -179,11 +180,10 @@ TensorDict parameters_from_assignments(const Processor& processor,
     values[name] = numbers;
     wet_set      = wet_set || is_wet_amount(named.spec->name);
   }
-  TensorDict raw =
-      raw_parameters(specs, processor.name(), values, 1, at::TensorOptions(at::kDouble), option);
-  at::Tensor raw_wet = take_wet_amount(raw);
-  if (wet && wet_set) *wet = raw_wet;
-  return raw;
+  const TypeParameters raw = TypeParameters::from_named(
+      raw_parameters(specs, processor.name(), values, 1, at::TensorOptions(at::kDouble), option));
+  if (wet && wet_set) *wet = raw.wet;
+  return raw.own;
 }
 
 }  // namespace grafx::cli

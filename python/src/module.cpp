@@ -88,7 +88,8 @@ Parameters parameters_from_python(const py::handle& parameters) {
   for (const auto& item : parameters.attr("items")()) {
     auto pair              = item.cast<py::tuple>();
     const std::string type = py::str(pair[0]);
-    result[type]           = tensors_from_python(pair[1], "parameters of type \"" + type + "\"");
+    result[type]           = TypeParameters::from_named(
+                  tensors_from_python(pair[1], "parameters of type \"" + type + "\""));
   }
   return result;
 }
@@ -105,7 +106,8 @@ void check_pickled_state(const py::tuple& state, size_t n_fields, const std::str
 
 py::dict parameters_to_python(const Parameters& parameters) {
   py::dict result;
-  for (const auto& [type, tensors] : parameters) result[py::str(type)] = tensors_to_python(tensors);
+  for (const auto& [type, values] : parameters)
+    result[py::str(type)] = tensors_to_python(values.named());
   return result;
 }
 

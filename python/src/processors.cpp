@@ -308,15 +308,16 @@ void bind_processors(py::module_& m) {
   m.def(
       "to_physical",
       [](const Graph& graph, const ProcessorSet& set, const py::handle& parameters) {
-        Parameters physical;
+        py::dict physical;  // by physical name
         for (const auto& [type, raw] : parameters_from_python(parameters)) {
           auto it = set.processors.find(type);
           if (it == set.processors.end())
             throw RenderError("grafx.render.parameters",
                               "parameters name type \"" + type + "\", which has no processor");
-          physical[type] = to_physical(specs_with_dry_wet(*it->second), raw);
+          physical[py::str(type)] =
+              tensors_to_python(to_physical(specs_with_dry_wet(*it->second), raw.named()));
         }
-        return parameters_to_python(physical);
+        return physical;
       },
       py::arg("graph"), py::arg("processors"), py::arg("parameters"));
   m.def(

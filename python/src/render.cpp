@@ -255,8 +255,8 @@ void bind_render(py::module_& m) {
         for (int64_t i = 0; i < repeats; ++i) {
           auto start = std::chrono::steady_clock::now();
           render(plan, set.processors, raw, sources).outputs.pow(2).mean().backward();
-          for (auto& [type, named] : raw)
-            for (auto& [name, tensor] : named)
+          for (auto& [type, values] : raw)
+            for (auto& [name, tensor] : values.named())
               if (clear_gradients) tensor.mutable_grad() = at::Tensor();
           milliseconds.push_back(
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

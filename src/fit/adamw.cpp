@@ -16,8 +16,8 @@ AdamW::AdamW(Parameters parameters, AdamWOptions options) : options_(std::move(o
   c10::NoGradGuard no_grad;
   at::TensorOptions flat_options;
   int64_t total = 0;
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, p] : named) {
+  for (const auto& [type, values] : parameters)
+    for (const auto& [name, p] : values.named()) {
       if (slots_.empty()) flat_options = p.options().requires_grad(false);
       if (p.scalar_type() != flat_options.dtype().toScalarType() ||
           p.device() != flat_options.device())

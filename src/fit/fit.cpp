@@ -133,9 +133,8 @@ Graph with_automation(Graph graph, const FitAutomation& automation, SampleRate s
 }
 
 bool has_curves(const Parameters& parameters) {
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, p] : named)
-      if (!automated_parameter(name).empty()) return true;
+  for (const auto& [type, values] : parameters)
+    if (!values.curves.empty()) return true;
   return false;
 }
 
@@ -155,8 +154,8 @@ std::vector<std::string> group_keys(const std::string& type, const std::string& 
 void check_groups(const std::vector<std::string>& groups, const Parameters& parameters,
                   const std::string& what) {
   std::set<std::string> keys;  // every group a key may name
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, p] : named)
+  for (const auto& [type, values] : parameters)
+    for (const auto& [name, p] : values.named())
       for (const std::string& key : group_keys(type, name)) keys.insert(key);
   for (const auto& group : groups)
     if (!keys.count(group))
@@ -170,8 +169,8 @@ void check_groups(const std::vector<std::string>& groups, const Parameters& para
 /// throws for a group that names no parameter.
 AdamWOptions grouped(const FitOptions& options, const Parameters& parameters) {
   AdamWOptions grouped = options.optimizer;
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, p] : named)
+  for (const auto& [type, values] : parameters)
+    for (const auto& [name, p] : values.named())
       for (const std::string& key : group_keys(type, name)) {
         auto group = options.learning_rates.find(key);
         if (group == options.learning_rates.end()) continue;
@@ -217,16 +216,16 @@ RenderOptions gain_staging(const NodeTypes& types) {
 double clip_gradient_norm(Parameters& parameters, double max_norm) {
   c10::NoGradGuard no_grad;
   at::Tensor squared;  // summed where the gradients are, read once (one wait on a GPU)
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, p] : named)
+  for (const auto& [type, values] : parameters)
+    for (const auto& [name, p] : values.named())
       if (p.grad().defined()) {
         at::Tensor sum = p.grad().to(at::kDouble).pow(2).sum();
         squared        = squared.defined() ? squared + sum : sum;
       }
   const double norm = squared.defined() ? std::sqrt(squared.item<double>()) : 0.0;
   if (max_norm > 0 && std::isfinite(norm) && norm > max_norm)
-    for (auto& [type, named] : parameters)
-      for (auto& [name, p] : named)
+    for (auto& [type, values] : parameters)
+      for (auto& [name, p] : values.named())
         if (p.grad().defined()) p.mutable_grad().mul_(max_norm / norm);
   return norm;
 }
@@ -270,15 +269,16 @@ Fitter::Fitter(Graph graph, at::Tensor tracks, at::Tensor mix, SampleRate sample
     initialisation_              = initialise_from_data(
                      without_automation(graph_), processors_, live_plan(), started, tracks_, mix_, sample_rate_,
                      options_.initialisation, [this] { return evaluate().total.item<double>(); });
-    for (const auto& [type, named] : started)
-      for (const auto& [name, p] : named) parameters_[type][name] = p;
+    for (const auto& [type, values] : started)
+      for (const auto& [name, p] : values.named()) parameters_[type][name] = p;
     if (curves_from_start) start_curves();
   }
   if (!initial.empty())
     check_parameters(graph_, processors_, parameters_, 0, tracks_.scalar_type());
   bool elsewhere = options_.device != tracks_.device();
-  for (const auto& [type, named] : parameters_)
-    for (const auto& [name, p] : named) elsewhere = elsewhere || p.device() != options_.device;
+  for (const auto& [type, values] : parameters_)
+    for (const auto& [name, p] : values.named())
+      elsewhere = elsewhere || p.device() != options_.device;
   if (elsewhere) move_to(options_.device);
   initial_parameters_ = cloned_parameters(parameters_);
 }
@@ -289,10 +289,13 @@ void Fitter::move_to(at::Device device) {
   tracks_                = tracks_.to(device);
   mix_                   = mix_.to(device);
   song_frames_.reset();  // made again on the device at the next step
-  for (auto& [type, named] : parameters_)
-    for (auto& [name, p] : named) p = p.detach().to(device).requires_grad_(true);
-  for (auto& [type, named] : initial_parameters_)
-    for (auto& [name, p] : named) p = p.to(device);
+  parameters_ =
+      map_parameters(parameters_, [&](const std::string&, const std::string&, const at::Tensor& p) {
+        return p.detach().to(device).requires_grad_(true);
+      });
+  initial_parameters_ = map_parameters(
+      initial_parameters_,
+      [&](const std::string&, const std::string&, const at::Tensor& p) { return p.to(device); });
   optimizer_ = AdamW(parameters_, grouped(options_, parameters_));
   optimizer_.load_state(state);  // the moments and step count carry over
   // Captured steps read the old device's buffers: the next steps capture again.
@@ -309,33 +312,28 @@ Graph Fitter::rendered_graph() const { return curves_live_ ? graph_ : without_au
 
 Parameters Fitter::live(const Parameters& parameters) const {
   if (curves_live_) return parameters;
-  Parameters without;
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, p] : named)
-      if (automated_parameter(name).empty()) without[type][name] = p;
+  Parameters without = parameters;
+  for (auto& [type, values] : without) values.curves.clear();
   return without;
 }
 
 void Fitter::start_curves() {
   c10::NoGradGuard no_grad;
-  for (auto& [type, named] : parameters_)
-    for (auto& [name, p] : named) {
-      const std::string base = automated_parameter(name);
-      if (!base.empty()) p.copy_(named.at(base).unsqueeze(1).expand_as(p));
-    }
+  for (auto& [type, values] : parameters_)
+    for (auto& [parameter, curve] : values.curves)
+      curve.copy_(values.at(parameter).unsqueeze(1).expand_as(curve));
   curves_live_ = true;
 }
 
 at::Tensor Fitter::curve_roughness(const Parameters& parameters) const {
   std::vector<at::Tensor> bends;  // |second differences| of the automated nodes' curves
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, curve] : named) {
-      const std::string base = automated_parameter(name);
-      if (base.empty() || curve.size(1) < 3) continue;
+  for (const auto& [type, values] : parameters)
+    for (const auto& [parameter, curve] : values.curves) {
+      if (curve.size(1) < 3) continue;
       std::vector<int64_t> rows;
       const std::vector<NodeId> ids = graph_.nodes_of_type(type);
       for (size_t row = 0; row < ids.size(); ++row)
-        if (node_has(graph_.node(ids[row]), name)) rows.push_back(int64_t(row));
+        if (node_has(graph_.node(ids[row]), curve_name(parameter))) rows.push_back(int64_t(row));
       at::Tensor c    = curve.index_select(0, at::tensor(rows, at::kLong).to(curve.device()));
       const int64_t n = c.size(1);
       bends.push_back((c.narrow(1, 2, n - 2) - 2 * c.narrow(1, 1, n - 2) + c.narrow(1, 0, n - 2))
@@ -421,15 +419,16 @@ at::Tensor Fitter::device_step(const StepInputs& inputs, double done) {
   if (options_.hessian_preconditioning) {
     // Hutchinson: E[v ⊙ Hv] = diag H for v of random signs; the gradient comes with it.
     Parameters signs;
-    for (const auto& [type, named] : parameters_)
-      for (const auto& [name, p] : named)
-        signs[type][name] = at::randint(0, 2, p.sizes(), p.options()).mul_(2).sub_(1);
+    signs = map_parameters(parameters_,
+                           [](const std::string&, const std::string&, const at::Tensor& p) {
+                             return at::randint(0, 2, p.sizes(), p.options()).mul_(2).sub_(1);
+                           });
     CurvatureResult c =
         hvp([&](const Parameters& all) { return crop_loss(all, inputs, terms, regularization); },
             parameters_, signs);
     total = c.loss;
-    for (auto& [type, named] : parameters_)
-      for (auto& [name, p] : named) {
+    for (auto& [type, values] : parameters_)
+      for (auto& [name, p] : values.named()) {
         const at::Tensor& g = c.gradient.at(type).at(name);
         p.mutable_grad()    = g;
         // |diag H| where it exceeds |g| (a Newton step there, lr·g/H, shorter than Adam's);
@@ -603,8 +602,8 @@ void Fitter::freeze_outside_stage(double done) {
   auto stage = std::find_if(options_.stages.begin(), options_.stages.end(),
                             [&](const FitStage& s) { return done < s.until; });
   if (stage == options_.stages.end()) return;
-  for (auto& [type, named] : parameters_)
-    for (auto& [name, p] : named) {
+  for (auto& [type, values] : parameters_)
+    for (auto& [name, p] : values.named()) {
       const std::vector<std::string> keys = group_keys(type, name);
       if (std::none_of(keys.begin(), keys.end(), [&](auto& k) { return stage->groups.count(k); }))
         p.mutable_grad() = at::Tensor();  // AdamW leaves it, and its moments, as they are
@@ -613,9 +612,8 @@ void Fitter::freeze_outside_stage(double done) {
 
 at::Tensor Fitter::sparsity(const Parameters& parameters) {
   at::Tensor total = at::zeros({}, tracks_.options());
-  for (const auto& [type, named] : parameters) {
-    const at::Tensor* raw_wet = find_wet_amount(named);
-    if (!raw_wet) continue;
+  for (const auto& [type, values] : parameters) {
+    if (!values.wet.defined()) continue;
     at::Tensor& mask = sparsity_masks_[type];  // made once per plan: no copy to the device per step
     if (!mask.defined()) {
       std::vector<double> counted;  // rows in graph order: dry/wet nodes not bypassed
@@ -625,7 +623,7 @@ at::Tensor Fitter::sparsity(const Parameters& parameters) {
       }
       mask = at::tensor(counted, at::kDouble).to(tracks_.options()).view({-1, 1});
     }
-    total = total + (raw_wet->sigmoid() * mask).sum();
+    total = total + (values.wet.sigmoid() * mask).sum();
   }
   return total;
 }
@@ -639,10 +637,8 @@ void Fitter::set_bypassed(const std::vector<NodeId>& nodes, bool bypassed) {
 }
 
 Parameters Fitter::detached_parameters() const {
-  Parameters frozen;
-  for (const auto& [type, named] : parameters_)
-    for (const auto& [name, p] : named) frozen[type][name] = p.detach();
-  return frozen;
+  return map_parameters(parameters_, [](const std::string&, const std::string&,
+                                        const at::Tensor& p) { return p.detach(); });
 }
 
 at::Tensor Fitter::render_mix() const {
@@ -721,8 +717,9 @@ std::map<std::string, std::string> Fitter::identity() const {
 
 void Fitter::save_checkpoint(const std::string& path) const {
   Checkpoint checkpoint;
-  for (const auto& [type, named] : parameters_)
-    for (const auto& [name, p] : named) checkpoint.parameters[type + "." + name] = p.detach();
+  for (const auto& [type, values] : parameters_)
+    for (const auto& [name, p] : values.named())
+      checkpoint.parameters[type + "." + name] = p.detach();
   checkpoint.optimizer = optimizer_.state();
   checkpoint.history.assign(history_.begin(), history_.end());
   if (!options_.automation.parameters.empty()) checkpoint.curves_live = curves_live_;
@@ -761,8 +758,8 @@ void Fitter::load_checkpoint(const std::string& path) {
   for (const auto& entry : checkpoint.identity) rest.insert(entry.first);
   for (const std::string& key : rest) compare(key);
   c10::NoGradGuard no_grad;
-  for (auto& [type, named] : parameters_)
-    for (auto& [name, p] : named) {
+  for (auto& [type, values] : parameters_)
+    for (auto& [name, p] : values.named()) {
       auto it = checkpoint.parameters.find(type + "." + name);
       if (it == checkpoint.parameters.end() || it->second.sizes() != p.sizes())
         fail("lacks parameter " + type + "." + name);

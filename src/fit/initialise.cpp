@@ -275,8 +275,8 @@ DataInitialisation initialise_from_data(const Graph& graph, const Processors& pr
       current = step.loss_after;
     } else {
       c10::NoGradGuard no_grad;
-      for (auto& [type, named] : parameters)
-        for (auto& [key, tensor] : named) tensor.copy_(before.at(type).at(key));
+      for (auto& [type, values] : parameters)
+        for (auto& [key, tensor] : values.named()) tensor.copy_(before.at(type).at(key));
     }
     done.steps.push_back(step);
     return step.kept;

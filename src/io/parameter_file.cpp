@@ -13,6 +13,45 @@ using json = nlohmann::json;
 
 std::string id_list(const std::vector<NodeId>& ids) { return json(ids).dump(); }
 
+// Version 2 names tensors by where they sit in a type's values: "<type>.parameters.<name>",
+// "<type>.wet", "<type>.curves.<parameter>". Version 1 named them as the specs do:
+// "<type>.<name>", with the wet amount "<type>.dry_wet" and curves "<type>.<parameter>@curve".
+constexpr int kVersion      = 2;
+constexpr char kOwnPrefix[] = "parameters.", kWet[] = "wet", kCurvePrefix[] = "curves.";
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0 && text.size() > prefix.size();
+}
+
+/// Puts a tensor of version `version`'s name `part` (after "<type>.") in its place; false for
+/// a name the version does not have.
+bool place(TypeParameters& values, int version, const std::string& part, const at::Tensor& tensor) {
+  if (version == 1) {
+    values[part] = tensor;
+    return true;
+  }
+  if (part == kWet) {
+    values.wet = tensor;
+  } else if (starts_with(part, kOwnPrefix)) {
+    values.own[part.substr(sizeof kOwnPrefix - 1)] = tensor;
+  } else if (starts_with(part, kCurvePrefix)) {
+    values.curves[part.substr(sizeof kCurvePrefix - 1)] = tensor;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// The format version a file's metadata records (1 where it records none).
+int file_version(const std::string& path, const std::map<std::string, std::string>& metadata) {
+  auto recorded = metadata.find("version");
+  if (recorded == metadata.end() || recorded->second == "1") return 1;
+  if (recorded->second == std::to_string(kVersion)) return kVersion;
+  throw IoError("grafx.io.format", path + ": parameter file version \"" + recorded->second +
+                                       "\"; this grafx reads versions 1 to " +
+                                       std::to_string(kVersion));
+}
+
 /// A tensor as nested JSON lists (a scalar for one element).
 json to_json(const at::Tensor& t) {
   at::Tensor d = t.detach().to(at::kCPU, at::kDouble).contiguous();
@@ -29,11 +68,15 @@ json to_json(const at::Tensor& t) {
 void save_parameters(const std::string& path, const Graph& graph, const Parameters& parameters,
                      bool overwrite, SampleRate sample_rate) {
   TensorDict tensors;
-  std::map<std::string, std::string> metadata{{"format", "grafx.parameters"}, {"version", "1"}};
+  std::map<std::string, std::string> metadata{{"format", "grafx.parameters"},
+                                              {"version", std::to_string(kVersion)}};
   if (sample_rate > 0) metadata["sample_rate"] = std::to_string(sample_rate);
-  for (const auto& [type, named] : parameters) {
+  for (const auto& [type, values] : parameters) {
     metadata["node_ids." + type] = id_list(graph.nodes_of_type(type));
-    for (const auto& [name, tensor] : named) tensors[type + "." + name] = tensor;
+    for (const auto& [name, tensor] : values.own) tensors[type + "." + kOwnPrefix + name] = tensor;
+    if (values.wet.defined()) tensors[type + "." + kWet] = values.wet;
+    for (const auto& [name, tensor] : values.curves)
+      tensors[type + "." + kCurvePrefix + name] = tensor;
   }
   save_safetensors(path, tensors, metadata, overwrite);
 }
@@ -45,16 +88,20 @@ ParameterFile read_parameter_file(const std::string& path, const Graph& graph) {
     throw IoError("grafx.io.format", path +
                                          ": not a grafx parameter file (metadata \"format\" is not "
                                          "\"grafx.parameters\")");
+  const int version = file_version(path, file.metadata);
   ParameterFile result;
   Parameters& parameters = result.parameters;
   for (const auto& [key, tensor] : file.tensors) {
     auto dot = key.find('.');
-    if (dot == std::string::npos || dot == 0 || dot + 1 == key.size())
+    if (dot == std::string::npos || dot == 0 || dot + 1 == key.size() ||
+        !place(parameters[key.substr(0, dot)], version, key.substr(dot + 1), tensor))
       throw IoError("grafx.io.format",
-                    path + ": tensor \"" + key + "\" is not named <type>.<parameter>");
-    parameters[key.substr(0, dot)][key.substr(dot + 1)] = tensor;
+                    path + ": tensor \"" + key + "\" is not named " +
+                        (version == 1 ? "<type>.<parameter>"
+                                      : "<type>.parameters.<name>, <type>.wet or "
+                                        "<type>.curves.<parameter>"));
   }
-  for (const auto& [type, named] : parameters) {
+  for (const auto& [type, values] : parameters) {
     if (!graph.types().contains(type))
       throw IoError("grafx.io.mismatch",
                     path + ": parameters of type \"" + type + "\", which the graph does not have");
@@ -96,7 +143,7 @@ std::string physical_parameters_json(const Graph& graph, const Processors& proce
                                      const Parameters& parameters) {
   json nodes = json::array();
   std::map<NodeId, json> by_id;
-  for (const auto& [type, named] : parameters) {
+  for (const auto& [type, raw_values] : parameters) {
     auto specs = graph_parameter_specs(graph, type, *processors.at(type));
     auto ids   = graph.nodes_of_type(type);
     for (size_t row = 0; row < ids.size(); ++row) {
@@ -104,8 +151,9 @@ std::string physical_parameters_json(const Graph& graph, const Processors& proce
       json values      = json::object();
       for (const auto& spec : specs) {
         if (!node_has(node, spec.name)) continue;  // a wet amount or curve it lacks
-        bool per_item              = named.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
-        at::Tensor value           = spec.to_physical(named.at(spec.name));
+        const at::Tensor& raw      = raw_values.at(spec.name);
+        bool per_item              = raw.dim() == int64_t(spec.shape.size()) + 2;
+        at::Tensor value           = spec.to_physical(raw);
         values[spec.physical_name] = to_json((per_item ? value[0] : value)[int64_t(row)]);
       }
       by_id[ids[row]] = {
@@ -115,7 +163,7 @@ std::string physical_parameters_json(const Graph& graph, const Processors& proce
   }
   for (auto& [id, node] : by_id) nodes.push_back(node);
   json units = json::object();
-  for (const auto& [type, named] : parameters)
+  for (const auto& [type, values] : parameters)
     for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type)))
       units[type][spec.physical_name] = {{"unit", spec.unit}, {"description", spec.description}};
   return json({{"format", "grafx.physical_parameters"},

@@ -101,19 +101,6 @@ constexpr char kDryWetParameter[] = "dry_wet";
 
 bool is_wet_amount(const std::string& raw_name) { return raw_name == kDryWetParameter; }
 
-const at::Tensor* find_wet_amount(const TensorDict& parameters) {
-  auto raw = parameters.find(kDryWetParameter);
-  return raw == parameters.end() ? nullptr : &raw->second;
-}
-
-at::Tensor take_wet_amount(TensorDict& parameters) {
-  auto raw = parameters.find(kDryWetParameter);
-  if (raw == parameters.end()) return {};
-  at::Tensor wet = raw->second;
-  parameters.erase(raw);
-  return wet;
-}
-
 at::Tensor mix_dry_wet(const at::Tensor& dry, const at::Tensor& processed,
                        const at::Tensor& raw_wet) {
   return at::lerp(dry, processed, raw_wet.sigmoid());

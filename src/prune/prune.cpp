@@ -180,13 +180,12 @@ int64_t Pruner::remaining_processors() const {
 std::vector<NodeId> Pruner::ranked_nodes(const std::string& type) const {
   const Graph& graph            = fitter_.graph();
   const std::vector<NodeId> ids = graph.nodes_of_type(type);
-  const auto& named             = fitter_.parameters().at(type);
-  const at::Tensor* raw_wet     = find_wet_amount(named);
+  const at::Tensor& raw_wet     = fitter_.parameters().at(type).wet;
   std::vector<std::pair<double, NodeId>> ranked;
   for (size_t row = 0; row < ids.size(); ++row) {
     const Node& node = graph.node(ids[row]);
-    if (node.bypassed || !node.dry_wet || !raw_wet) continue;
-    ranked.push_back({(*raw_wet)[int64_t(row)].item<double>(), ids[row]});  // σ is monotone
+    if (node.bypassed || !node.dry_wet || !raw_wet.defined()) continue;
+    ranked.push_back({raw_wet[int64_t(row)].item<double>(), ids[row]});  // σ is monotone
   }
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -248,7 +247,7 @@ int64_t Pruner::prune_dry_wet(const std::function<void(const PruningTrial&)>& on
   std::mt19937_64 rng(options_.seed * 1000003 + uint64_t(rounds_done()));
   dry_wet_        = std::make_unique<DryWetSearch>();
   DryWetSearch& d = *dry_wet_;
-  for (const auto& [type, named] : fitter_.parameters()) {
+  for (const auto& [type, values] : fitter_.parameters()) {
     d.ranked[type] = ranked_nodes(type);
     if (d.ranked[type].empty()) continue;
     d.to_search.push_back(type);
@@ -468,7 +467,7 @@ PruningEstimate Pruner::estimate(double trial_seconds, double evaluation_seconds
   // A round's trials, from the console as it is now.
   const double brute_force = double(remaining_processors());
   double dry_wet           = 0;
-  for (const auto& [type, named] : fitter_.parameters())
+  for (const auto& [type, values] : fitter_.parameters())
     dry_wet += expected_trials(int64_t(ranked_nodes(type).size()), options_.initial_ratio);
   const int64_t tuned = options_.steps_between > 0 ? 1 : 0;  // the loss after fine-tuning
   const Underway& u   = underway_;

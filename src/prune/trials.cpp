@@ -184,17 +184,18 @@ std::vector<double> TrialEvaluator::render_trials(const std::vector<Trial>& tria
     // Every parameter of every type, with one trial's tensor of it for its shape.
     std::map<std::string, std::map<std::string, at::Tensor>> names;
     for (const auto& t : trials)
-      for (const auto& [type, named] : t.parameters)
-        for (const auto& [name, tensor] : named) names[type].emplace(name, tensor);
+      for (const auto& [type, values] : t.parameters)
+        for (const auto& [name, tensor] : values.named()) names[type].emplace(name, tensor);
     for (const auto& [type, parameter_names] : names)
       for (const auto& [name, like] : parameter_names) {
         std::vector<at::Tensor> rows;
         for (const auto& t : trials) {
           const int64_t n = int64_t(t.graph.nodes_of_type(type).size());
           if (n == 0) continue;
-          auto given = t.parameters.find(type);
-          if (given != t.parameters.end() && given->second.count(name)) {
-            rows.push_back(given->second.at(name));
+          auto given            = t.parameters.find(type);
+          const at::Tensor* own = given != t.parameters.end() ? given->second.find(name) : nullptr;
+          if (own) {
+            rows.push_back(*own);
           } else {  // a wet amount or curve this trial's nodes of the type lack: unused rows
             std::vector<int64_t> shape = like.sizes().vec();
             shape[0]                   = n;

@@ -19,7 +19,7 @@ namespace {
 /// What a processor step keeps for its vector-Jacobian product.
 struct Tape {
   std::vector<at::Tensor> inputs;   ///< per inlet [B, m, C, L]; leaves where a cotangent is needed
-  TensorDict rows;                  ///< parameter rows, leaves where a gradient is wanted
+  TypeParameters rows;              ///< parameter rows, leaves where a gradient is wanted
   std::vector<at::Tensor> outputs;  ///< with the step's history (policy save)
   std::map<std::string, at::Tensor> aux_losses;  ///< [B, m], with history (policy save)
 };
@@ -178,7 +178,7 @@ struct AdjointRender::State {
     std::vector<std::string> names;
     for (const auto& inlet : a.inlets) wrt.push_back(tape.inputs[size_t(inlet.read)]);
     if (a.parameter_gradients)
-      for (const auto& [name, t] : tape.rows) {
+      for (const auto& [name, t] : tape.rows.named()) {
         wrt.push_back(t);
         names.push_back(name);
       }
@@ -194,7 +194,7 @@ struct AdjointRender::State {
       if (!gradient.defined()) continue;
       view.parameter_gradients[name] = gradient;
       at::Tensor& sum                = type_gradients[name];
-      if (!sum.defined()) sum = at::zeros_like(whole.tensors.at(name));
+      if (!sum.defined()) sum = at::zeros_like(whole.values.at(name));
       sum.narrow(whole.per_item ? 1 : 0, step.parameter_rows.start, m).add_(gradient);
     }
     tapes[k].reset();  // its saved values are no longer needed
@@ -242,7 +242,7 @@ struct AdjointRender::State {
       if (options.render.frozen_types.count(type_name)) continue;
       const bool reorder = !plan.parameters_in_graph_order(type);
       auto hook          = options.render.gradient_hooks.find(type_name);
-      for (const auto& [name, whole] : tensors.tensors) {
+      for (const auto& [name, whole] : tensors.values.named()) {
         at::Tensor g = gradients[type][name];
         if (!g.defined()) g = at::zeros_like(whole);
         if (hook != options.render.gradient_hooks.end()) g = hook->second.apply(name, g);
@@ -274,14 +274,14 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
   const RenderOptions& render_options = s.options.render;
   CheckedInputs checked =
       check_render_inputs(plan, processors, parameters, sources, render_options);
-  checked.source_batch = checked.source_batch.detach();
-  s.batched            = checked.batched;
-  s.B                  = checked.B;
-  s.source_sizes       = sources.sizes().vec();
-  s.source_options     = sources.options();
-  Parameters detached;
-  for (const auto& [type, tensors] : parameters)
-    for (const auto& [name, t] : tensors) detached[type][name] = t.detach();
+  checked.source_batch      = checked.source_batch.detach();
+  s.batched                 = checked.batched;
+  s.B                       = checked.B;
+  s.source_sizes            = sources.sizes().vec();
+  s.source_options          = sources.options();
+  const Parameters detached = map_parameters(
+      parameters,
+      [](const std::string&, const std::string&, const at::Tensor& t) { return t.detach(); });
   RenderOptions plain = render_options;
   plain.gradient_hooks.clear();  // applied to the assembled gradients instead
   s.prepared = prepare_parameters(plan, detached, checked.per_item, plain, sources.device());
@@ -322,7 +322,9 @@ AdjointRender::AdjointRender(const RenderPlan& plan, const Processors& processor
         tape.inputs[size_t(inlet.read)] =
             tape.inputs[size_t(inlet.read)].detach().requires_grad_(true);
       if (a->parameter_gradients)
-        for (auto& [name, t] : tape.rows) t = t.detach().requires_grad_(true);
+        tape.rows = tape.rows.map([](const std::string&, const at::Tensor& t) {
+          return t.detach().requires_grad_(true);
+        });
     }
     const bool record = a && a->memory == MemoryPolicy::kSave;
     StepResult out;

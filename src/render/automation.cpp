@@ -36,29 +36,26 @@ at::Tensor curve_values(const at::Tensor& curves, const Automation& automation,
   return at::cat(paths);
 }
 
-void automate_rows(TensorDict& rows, const std::vector<std::vector<std::string>>& automated,
+void automate_rows(TypeParameters& rows, const std::vector<std::vector<std::string>>& automated,
                    int64_t B, const Automation& automation, const SongTime& time, int64_t length) {
-  std::vector<std::string> curves;
-  for (const auto& [name, tensor] : rows)
-    if (!automated_parameter(name).empty()) curves.push_back(name);
-  for (const std::string& curve : curves) {
-    const std::string name = automated_parameter(curve);
+  const TensorDict curves = std::move(rows.curves);
+  rows.curves.clear();
+  for (const auto& [name, curve_rows] : curves) {
     std::vector<double> follows;  // per node: whether it automates `name`
     for (const auto& names : automated)
       follows.push_back(std::binary_search(names.begin(), names.end(), name) ? 1.0 : 0.0);
-    const at::Tensor curve_rows = rows.at(curve);
-    rows.erase(curve);
     const auto n_follow = std::count(follows.begin(), follows.end(), 1.0);
     if (n_follow == 0) continue;
-    at::Tensor values = curve_values(curve_rows, automation, time, B, length);
+    at::Tensor& parameter = rows.at(name);
+    at::Tensor values     = curve_values(curve_rows, automation, time, B, length);
     if (n_follow < int64_t(follows.size())) {  // the other nodes hold their value
-      const at::Tensor& held = rows.at(name);  // [R, shape...]
+      const at::Tensor& held = parameter;      // [R, shape...]
       std::vector<int64_t> per_row(size_t(held.dim()) + 1, 1);
       per_row[0]     = -1;
       at::Tensor has = at::tensor(follows, at::kDouble).repeat({B}).to(held.device()) > 0.5;
       values         = at::where(has.view(per_row), values, held.unsqueeze(-1));
     }
-    rows[name] = values;
+    parameter = values;
   }
 }
 

@@ -22,10 +22,11 @@ at::Tensor curve_values(const at::Tensor& curves, const Automation& automation,
                         const SongTime& time, int64_t B, int64_t length);
 
 /// Makes one processor call's parameters ([R, ...] rows, R = B·m: B batch items of m nodes)
-/// per sample where its nodes automate them: each "<name>@curve" is taken out, and "<name>"
-/// becomes [R, shape..., length], following the curve in the rows of the nodes that automate it
-/// (`automated[i]`: the names node i automates) and holding its value in the others'.
-void automate_rows(TensorDict& rows, const std::vector<std::vector<std::string>>& automated,
+/// per sample where its nodes automate them: the curves are taken out, and each parameter with
+/// one (the wet amount too) becomes [R, shape..., length], following the curve in the rows of
+/// the nodes that automate it (`automated[i]`: the raw names node i automates) and holding its
+/// value in the others'.
+void automate_rows(TypeParameters& rows, const std::vector<std::vector<std::string>>& automated,
                    int64_t B, const Automation& automation, const SongTime& time, int64_t length);
 
 }  // namespace grafx::detail

@@ -83,11 +83,11 @@ void check_finite_parameters(const Parameters& parameters,
                              const std::map<std::string, bool>& per_item) {
   std::vector<at::Tensor> any_bad;  // one reduction each, read once (one wait on a GPU)
   for (const auto& [type, tensors] : parameters)
-    for (const auto& [name, tensor] : tensors)
+    for (const auto& [name, tensor] : tensors.named())
       any_bad.push_back((~tensor.detach().isfinite()).any());
   if (any_bad.empty() || !at::stack(any_bad).any().item<bool>()) return;
   for (const auto& [type, tensors] : parameters)
-    for (const auto& [name, tensor] : tensors) {
+    for (const auto& [name, tensor] : tensors.named()) {
       const bool items = per_item.count(type) && per_item.at(type);
       at::Tensor bad   = ~tensor.detach().isfinite();
       if (!bad.any().item<bool>()) continue;
@@ -171,18 +171,22 @@ std::map<std::string, bool> check_parameters(const NodeTypes& types,
     if (given == parameters.end())
       fail("grafx.render.parameters",
            "missing parameters for type \"" + type + "\" (" + std::to_string(n) + " nodes)");
-    std::vector<std::string> expected_names;
-    for (const auto& spec : specs) expected_names.push_back(spec.name);
-    for (const auto& [name, tensor] : given->second)
-      if (std::find(expected_names.begin(), expected_names.end(), name) == expected_names.end())
+    auto unknown = [&](const std::string& name, const std::vector<ParameterSpec>& known) {
+      std::vector<std::string> names;
+      for (const auto& spec : known) names.push_back(spec.name);
+      if (std::find(names.begin(), names.end(), name) == names.end())
         fail("grafx.render.parameters",
-             type + ": unknown parameter \"" + name + "\"; expected: " + join(expected_names));
+             type + ": unknown parameter \"" + name + "\"; expected: " + join(names));
+    };
+    for (const auto& [name, tensor] : given->second.own)  // no wet amount or curve among them
+      unknown(name, processor->second->parameter_specs());
+    for (const auto& [name, tensor] : given->second.named()) unknown(name, specs);
     std::optional<bool> item;
     for (const auto& spec : specs) {
-      auto it = given->second.find(spec.name);
-      if (it == given->second.end())
+      const at::Tensor* found = given->second.find(spec.name);
+      if (!found)
         fail("grafx.render.parameters", type + ": missing parameter \"" + spec.name + "\"");
-      const at::Tensor& p = it->second;
+      const at::Tensor& p = *found;
       std::vector<int64_t> shared{n};
       shared.insert(shared.end(), spec.shape.begin(), spec.shape.end());
       std::vector<int64_t> batched{batch};

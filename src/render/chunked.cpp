@@ -17,20 +17,20 @@ namespace {
 /// flattened), without the dry/wet amount the renderer applies. Where parameters follow
 /// automation curves, every point adds rows (the nodes' other parameters beside it): a support
 /// is widest at one of the values a curve passes through, and those lie between its points.
-TensorDict support_rows(const Processor& processor, const TensorDict& parameters) {
+TensorDict support_rows(const Processor& processor, const TypeParameters& parameters) {
   auto rows_of = [](const at::Tensor& t, size_t rank) {
     return t.dim() == int64_t(rank) + 2 ? t.flatten(0, 1) : t;
   };
   std::map<std::string, at::Tensor> curves;  // [N, points, shape...]
   for (const auto& spec : processor.parameter_specs()) {
-    auto curve = parameters.find(curve_name(spec.name));
-    if (curve != parameters.end())
+    auto curve = parameters.curves.find(spec.name);
+    if (curve != parameters.curves.end())
       curves[spec.name] = rows_of(curve->second, spec.shape.size() + 1);
   }
   const int64_t points = curves.empty() ? 0 : curves.begin()->second.size(1);
   TensorDict rows;
   for (const auto& spec : processor.parameter_specs()) {
-    at::Tensor fixed = rows_of(parameters.at(spec.name), spec.shape.size());
+    at::Tensor fixed = rows_of(parameters.own.at(spec.name), spec.shape.size());
     auto curve       = curves.find(spec.name);
     std::vector<at::Tensor> copies{fixed};
     for (int64_t p = 0; p < points; ++p)
@@ -51,7 +51,7 @@ TemporalSupport temporal_support(const RenderPlan& plan, const Processors& proce
     auto given              = parameters.find(name);
     const Processor& p      = *processors.at(name);
     of_type[step.type]      = p.temporal_support(
-             support_rows(p, given == parameters.end() ? TensorDict{} : given->second));
+             support_rows(p, given == parameters.end() ? TypeParameters{} : given->second));
   }
   // Steps run in a topological order: each step's support is its type's after the widest of
   // the steps it reads (one value per step: its nodes share the type).

@@ -17,16 +17,16 @@ void check_direction(const Parameters& parameters, const Parameters& direction) 
     if (known == parameters.end())
       throw RenderError("grafx.render.tangents",
                         "the direction names type \"" + type + "\", which has no parameters");
-    for (const auto& [name, tangent] : tensors) {
-      auto value = known->second.find(name);
-      if (value == known->second.end())
+    for (const auto& [name, tangent] : tensors.named()) {
+      const at::Tensor* value = known->second.find(name);
+      if (!value)
         throw RenderError("grafx.render.tangents", "the direction names " + type + "." + name +
                                                        ", which is not a parameter of " + type);
-      if (!tangent.defined() || tangent.sizes() != value->second.sizes() ||
-          tangent.scalar_type() != value->second.scalar_type()) {
+      if (!tangent.defined() || tangent.sizes() != value->sizes() ||
+          tangent.scalar_type() != value->scalar_type()) {
         std::ostringstream s;
         s << "the direction of " << type << "." << name << " must be shaped and typed like it ("
-          << value->second.sizes() << " " << value->second.scalar_type() << "), but is ";
+          << value->sizes() << " " << value->scalar_type() << "), but is ";
         if (tangent.defined())
           s << tangent.sizes() << " " << tangent.scalar_type();
         else
@@ -56,7 +56,7 @@ TangentResult jvp(const RenderPlan& plan, const Processors& processors,
   dsp::ForwardMode mode;
   Parameters duals = parameters;
   for (const auto& [type, tensors] : parameter_tangents)
-    for (const auto& [name, tangent] : tensors)
+    for (const auto& [name, tangent] : tensors.named())
       duals[type][name] = dsp::make_dual(parameters.at(type).at(name), tangent);
   RenderResult rendered =
       render(plan, processors, duals, dsp::make_dual(sources, source_tangent), options);
@@ -78,11 +78,11 @@ CurvatureResult hvp(const std::function<at::Tensor(const Parameters&)>& loss,
   std::vector<at::Tensor> leaves;
   std::vector<std::pair<std::string, std::string>> names;
   for (const auto& [type, tensors] : parameters)
-    for (const auto& [name, value] : tensors) {
+    for (const auto& [name, value] : tensors.named()) {
       at::Tensor leaf = value.detach().requires_grad_(true);
       auto d          = direction.find(type);
       at::Tensor tangent;
-      if (d != direction.end() && d->second.count(name)) tangent = d->second.at(name);
+      if (d != direction.end() && d->second.find(name)) tangent = d->second.at(name);
       duals[type][name] = dsp::make_dual(leaf, tangent);
       leaves.push_back(leaf);
       names.emplace_back(type, name);

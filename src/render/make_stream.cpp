@@ -48,9 +48,9 @@ Stream make_stream(const Graph& graph, const Processors& processors, const Param
                                                   std::to_string(options.source_channels));
   graph.check();
   c10::NoGradGuard no_grad;
-  Parameters raw;  // float32, as the offline render of float32 sources uses them
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, value] : named) raw[type][name] = value.to(at::kFloat);
+  const Parameters raw =  // float32, as the offline render of float32 sources uses them
+      map_parameters(parameters, [](const std::string&, const std::string&,
+                                    const at::Tensor& value) { return value.to(at::kFloat); });
   const NodeTypes& types = graph.types();
   const auto counts      = graph.count_per_type();
   detail::check_finite_parameters(
@@ -118,35 +118,29 @@ Stream make_stream(const Graph& graph, const Processors& processors, const Param
       continue;
     }
     const std::string& type_name = types.name(node.type);
-    TensorDict node_parameters;
+    auto given                   = raw.find(type_name);
+    const TypeParameters node_values =
+        given == raw.end() ? TypeParameters{}
+                           : given->second.map([&](const std::string&, const at::Tensor& value) {
+                               return value.narrow(0, rank[id], 1);
+                             });
     std::map<std::string, std::shared_ptr<const StreamCurve>> curves;  // the node's automation
-    auto given = raw.find(type_name);
-    if (given != raw.end())
-      for (const auto& [name, value] : given->second) {
-        const at::Tensor row   = value.narrow(0, rank[id], 1);
-        const std::string base = automated_parameter(name);
-        if (base.empty()) {
-          node_parameters[name] = row;
-        } else if (std::binary_search(node.automated.begin(), node.automated.end(), base)) {
-          const at::Tensor points = row.squeeze(0).contiguous();  // [points, shape...]
-          const int64_t elements  = points.numel() / points.size(0);
-          curves[base]            = std::make_shared<StreamCurve>(
-              std::vector<float>(points.data_ptr<float>(),
-                                 points.data_ptr<float>() + points.numel()),
-              elements, double(options.sample_rate) / graph.automation().rate_hz);
-        }
+    for (const auto& [name, row] : node_values.curves)
+      if (std::binary_search(node.automated.begin(), node.automated.end(), name)) {
+        const at::Tensor points = row.squeeze(0).contiguous();  // [points, shape...]
+        const int64_t elements  = points.numel() / points.size(0);
+        curves[name]            = std::make_shared<StreamCurve>(
+            std::vector<float>(points.data_ptr<float>(), points.data_ptr<float>() + points.numel()),
+            elements, double(options.sample_rate) / graph.automation().rate_hz);
       }
-    at::Tensor raw_wet = take_wet_amount(node_parameters);
-    run.bypassed       = node.bypassed;
-    run.dry_wet        = node.dry_wet && !node.bypassed;
-    if (run.dry_wet) run.wet = Glide(raw_wet.sigmoid().item<float>());
-    for (auto curve = curves.begin(); curve != curves.end();)  // the wet amount's is the engine's
-      if (is_wet_amount(curve->first)) {
-        if (run.dry_wet) run.wet_curve = curve->second;
-        curve = curves.erase(curve);
-      } else {
-        ++curve;
-      }
+    run.bypassed = node.bypassed;
+    run.dry_wet  = node.dry_wet && !node.bypassed;
+    if (run.dry_wet) run.wet = Glide(node_values.wet.sigmoid().item<float>());
+    const std::string wet_name = dry_wet_spec().name;  // the wet amount's curve is the engine's
+    if (curves.count(wet_name)) {
+      if (run.dry_wet) run.wet_curve = curves.at(wet_name);
+      curves.erase(wet_name);
+    }
     std::vector<int64_t> outlet_channels(size_t(types.n_outlets(node.type)), run.channels);
     int64_t latency = 0;
     if (!node.bypassed) {
@@ -154,7 +148,7 @@ Stream make_stream(const Graph& graph, const Processors& processors, const Param
                         std::vector<int64_t>(size_t(run.n_inlets), run.channels), run.latency,
                         curves};
       try {
-        run.stream = processors.at(type_name)->make_stream(node_parameters, setup);
+        run.stream = processors.at(type_name)->make_stream(node_values.own, setup);
       } catch (const Error& e) {  // named by its node, with the processor's code
         throw RenderError(e.code(), graph.describe(id) + ": " + e.message());
       }

@@ -56,26 +56,27 @@ RenderResult render_naive(const Graph& graph, const Processors& processors,
       outputs[id] = {inputs[0]};
     } else {
       const std::string& name = types.name(type);
-      TensorDict node_parameters;
-      auto given = parameters.find(name);  // absent for a type without parameters
-      for (const auto& [parameter, tensor] :
-           given == parameters.end() ? TensorDict{} : given->second) {
-        at::Tensor row = per_item.at(name) ? tensor.narrow(1, rank[id], 1).squeeze(1)
-                                           : tensor.narrow(0, rank[id], 1);
-        if (!per_item.at(name) && B > 1) {
-          std::vector<int64_t> expanded(row.sizes().begin(), row.sizes().end());
-          expanded[0] = B;
-          row         = row.expand(expanded);
-        }
-        node_parameters[parameter] = row;
-      }
+      auto given              = parameters.find(name);  // absent for a type without parameters
+      TypeParameters node_parameters =
+          given == parameters.end()
+              ? TypeParameters{}
+              : given->second.map([&](const std::string&, const at::Tensor& tensor) {
+                  at::Tensor row = per_item.at(name) ? tensor.narrow(1, rank[id], 1).squeeze(1)
+                                                     : tensor.narrow(0, rank[id], 1);
+                  if (!per_item.at(name) && B > 1) {
+                    std::vector<int64_t> expanded(row.sizes().begin(), row.sizes().end());
+                    expanded[0] = B;
+                    row         = row.expand(expanded);
+                  }
+                  return row;
+                });
       for (auto& x : inputs) x = x.reshape({B, x.size(2), L});
       detail::match_channels(inputs, 1, where);
       const Node& node = graph.node(id);
       detail::automate_rows(node_parameters, {node.automated}, B, graph.automation(), time, L);
-      at::Tensor wet = take_wet_amount(node_parameters);  // raw; [B, 1, 1] or [B, 1, L]
+      at::Tensor wet = node_parameters.wet;  // raw; [B, 1] or [B, 1, L]
       if (wet.defined()) wet = wet.view({B, 1, -1});
-      ProcessorOutput out = processors.at(name)->forward(inputs, node_parameters);
+      ProcessorOutput out = processors.at(name)->forward(inputs, node_parameters.own);
       for (int64_t o = 0; o < types.n_outlets(type); ++o) {
         int64_t passed = types.passed_inlet(type, o);
         at::Tensor dry = passed >= 0 ? inputs[size_t(passed)] : at::zeros_like(inputs[0]);

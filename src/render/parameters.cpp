@@ -69,23 +69,23 @@ Parameters create_parameters(const Graph& graph, const Processors& processors,
 }
 
 Parameters with_curves(const Graph& graph, const Processors& processors, Parameters parameters) {
-  for (auto& [type, named] : parameters) {
+  for (auto& [type, values] : parameters) {
     if (!graph.types().contains(type) || !processors.count(type)) continue;
-    std::set<std::string> curves;
+    std::set<std::string> automated;
     for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type))) {
-      const std::string base = automated_parameter(spec.name);
-      if (base.empty()) continue;
-      curves.insert(spec.name);
-      if (named.count(spec.name) || !named.count(base)) continue;
-      const at::Tensor& value     = named.at(base);  // a curve starts constant, at the value
-      std::vector<int64_t> points = value.sizes().vec();
+      const std::string parameter = automated_parameter(spec.name);
+      if (parameter.empty()) continue;
+      automated.insert(parameter);
+      const at::Tensor* value = values.find(parameter);  // a curve starts constant, at the value
+      if (values.curves.count(parameter) || !value) continue;
+      std::vector<int64_t> points = value->sizes().vec();
       points.insert(points.begin() + 1, spec.shape[0]);
-      named[spec.name] = value.detach().unsqueeze(1).expand(points).clone().set_requires_grad(
-          value.requires_grad());
+      values.curves[parameter] =
+          value->detach().unsqueeze(1).expand(points).clone().set_requires_grad(
+              value->requires_grad());
     }
-    for (auto it = named.begin(); it != named.end();)
-      it = !automated_parameter(it->first).empty() && !curves.count(it->first) ? named.erase(it)
-                                                                               : std::next(it);
+    for (auto it = values.curves.begin(); it != values.curves.end();)
+      it = automated.count(it->first) ? std::next(it) : values.curves.erase(it);
   }
   return parameters;
 }
@@ -120,15 +120,16 @@ void check_parameters(const Graph& graph, const Processors& processors,
 std::string describe_parameters(const Graph& graph, const Processors& processors,
                                 const Parameters& parameters) {
   std::ostringstream s;
-  for (const auto& [type, tensors] : parameters) {
+  for (const auto& [type, values] : parameters) {
     auto ids = graph.nodes_of_type(type);
     for (size_t row = 0; row < ids.size(); ++row) {
       const Node& node = graph.node(ids[row]);
       s << graph.describe(ids[row]) << (node.bypassed ? " (bypassed)" : "") << "\n";
       for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type))) {
         if (!node_has(node, spec.name)) continue;
-        at::Tensor value = spec.to_physical(tensors.at(spec.name)).detach().to(at::kDouble);
-        bool per_item    = tensors.at(spec.name).dim() == int64_t(spec.shape.size()) + 2;
+        const at::Tensor& raw = values.at(spec.name);
+        at::Tensor value      = spec.to_physical(raw).detach().to(at::kDouble);
+        bool per_item         = raw.dim() == int64_t(spec.shape.size()) + 2;
         value = (per_item ? value[0] : value)[int64_t(row)];  // per batch item: the first item
         s << "  " << spec.physical_name << " = ";
         if (value.numel() == 1) {
@@ -146,17 +147,16 @@ std::string describe_parameters(const Graph& graph, const Processors& processors
 }
 
 Parameters cloned_parameters(const Parameters& parameters, bool requires_grad) {
-  Parameters copies;
-  for (const auto& [type, named] : parameters)
-    for (const auto& [name, p] : named)
-      copies[type][name] = p.detach().clone().set_requires_grad(requires_grad);
-  return copies;
+  return map_parameters(parameters,
+                        [&](const std::string&, const std::string&, const at::Tensor& p) {
+                          return p.detach().clone().set_requires_grad(requires_grad);
+                        });
 }
 
 Parameters parameters_without(const Graph& graph, const Parameters& parameters,
                               const std::vector<NodeId>& removed) {
   Parameters kept;
-  for (const auto& [type, named] : parameters) {
+  for (const auto& [type, values] : parameters) {
     std::vector<int64_t> rows;
     std::vector<const Node*> remaining;
     const std::vector<NodeId> ids = graph.nodes_of_type(type);
@@ -166,12 +166,19 @@ Parameters parameters_without(const Graph& graph, const Parameters& parameters,
         remaining.push_back(&graph.node(ids[row]));
       }
     if (rows.empty()) continue;
-    for (const auto& [name, t] : named) {  // a wet amount or curve while a remaining node has it
-      const bool the_nodes_own = is_wet_amount(name) || !automated_parameter(name).empty();
-      if (!the_nodes_own || std::any_of(remaining.begin(), remaining.end(),
-                                        [&](const Node* node) { return node_has(*node, name); }))
-        kept[type][name] = t.index_select(0, at::tensor(rows, at::kLong).to(t.device()));
-    }
+    auto kept_rows = [&](const at::Tensor& t) {
+      return t.index_select(0, at::tensor(rows, at::kLong).to(t.device()));
+    };
+    auto any_has = [&](const std::string& name) {
+      return std::any_of(remaining.begin(), remaining.end(),
+                         [&](const Node* node) { return node_has(*node, name); });
+    };
+    TypeParameters& left = kept[type];
+    for (const auto& [name, t] : values.own) left.own[name] = kept_rows(t);
+    // a wet amount or curve while a remaining node has it
+    if (values.wet.defined() && any_has(dry_wet_spec().name)) left.wet = kept_rows(values.wet);
+    for (const auto& [name, t] : values.curves)
+      if (any_has(curve_name(name))) left.curves[name] = kept_rows(t);
   }
   return kept;
 }

@@ -89,9 +89,9 @@ RenderResult render(const RenderPlan& plan, const Processors& processors,
 
   // Without anything that needs a gradient, skip autograd's bookkeeping altogether.
   bool needs_gradient = sources.requires_grad();
-  for (const auto& [type, tensors] : parameters)
+  for (const auto& [type, values] : parameters)
     if (!options.frozen_types.count(type))
-      for (const auto& [name, tensor] : tensors)
+      for (const auto& [name, tensor] : values.named())
         needs_gradient = needs_gradient || tensor.requires_grad();
   std::optional<c10::NoGradGuard> no_grad;
   if (!needs_gradient) no_grad.emplace();
@@ -139,7 +139,7 @@ std::vector<at::Tensor> render_graphs(const std::vector<Graph>& graphs,
     for (size_t g = 0; g < graphs.size(); ++g) {
       auto it = parameters[g].find(type);
       if (it != parameters[g].end())
-        for (const auto& [name, tensor] : it->second) pieces[name].push_back(tensor);
+        for (const auto& [name, tensor] : it->second.named()) pieces[name].push_back(tensor);
     }
     for (auto& [name, list] : pieces) joined[type][name] = at::cat(list, 0);
   }

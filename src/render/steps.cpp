@@ -108,9 +108,10 @@ struct NodeMix {
   at::Tensor wet, kept;
 };
 
-/// The step's node mix; takes "dry_wet" out of the step's parameters (processors never see it).
-NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, TensorDict& step_parameters,
-                    int64_t B, const at::TensorOptions& options) {
+/// The step's node mix, of the step's wet amounts `raw` ([B·m, 1] or, automated, [B·m, 1, L];
+/// undefined where no node of the type carries one).
+NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, const at::Tensor& raw, int64_t B,
+                    const at::TensorOptions& options) {
   NodeMix mix;
   std::vector<int64_t> dry_wet, kept;
   for (int64_t node : step.nodes) {
@@ -121,7 +122,6 @@ NodeMix node_mix_of(const RenderPlan& plan, const PlanStep& step, TensorDict& st
   auto per_row = [&](const std::vector<int64_t>& values) {  // [m] -> [B·m, 1, 1]
     return device_index(values, options.device()).to(options).repeat({B}).view({-1, 1, 1});
   };
-  const at::Tensor raw = take_wet_amount(step_parameters);
   const auto n_dry_wet = std::count(dry_wet.begin(), dry_wet.end(), 1);
   if (raw.defined() && n_dry_wet > 0) {
     at::Tensor w = raw.sigmoid().view({raw.size(0), 1, -1});  // [B·m, 1, 1] or [B·m, 1, L]
@@ -141,7 +141,7 @@ std::map<TypeId, PreparedParameters> prepare_parameters(const RenderPlan& plan,
                                                         const RenderOptions& options,
                                                         at::Device device) {
   std::map<TypeId, PreparedParameters> prepared;
-  for (const auto& [type_name, tensors] : parameters) {
+  for (const auto& [type_name, values] : parameters) {
     TypeId type           = plan.types.id(type_name);
     PreparedParameters& p = prepared[type];
     p.per_item            = per_item.at(type_name);
@@ -149,7 +149,7 @@ std::map<TypeId, PreparedParameters> prepare_parameters(const RenderPlan& plan,
     at::Tensor order;
     if (reorder) order = device_index(plan.parameter_graph_rows[size_t(type)], device);
     auto hook = options.gradient_hooks.find(type_name);
-    for (const auto& [name, tensor] : tensors) {
+    p.values  = values.map([&](const std::string& name, const at::Tensor& tensor) {
       at::Tensor t = options.frozen_types.count(type_name) ? tensor.detach() : tensor;
       if (reorder) t = t.index_select(p.per_item ? 1 : 0, order);
       if (hook != options.gradient_hooks.end() && t.requires_grad()) {
@@ -158,23 +158,21 @@ std::map<TypeId, PreparedParameters> prepare_parameters(const RenderPlan& plan,
         std::string parameter = name;
         t.register_hook([apply, parameter](const at::Tensor& g) { return apply(parameter, g); });
       }
-      p.tensors[name] = t;
-    }
+      return t;
+    });
   }
   return prepared;
 }
 
-TensorDict step_rows(const PreparedParameters& prepared, const PlanStep& step) {
+TypeParameters step_rows(const PreparedParameters& prepared, const PlanStep& step) {
   const int64_t m = int64_t(step.nodes.size());
-  TensorDict rows;
-  for (const auto& [name, t] : prepared.tensors)
-    rows[name] = t.narrow(prepared.per_item ? 1 : 0, step.parameter_rows.start, m);
-  return rows;
+  return prepared.values.map([&](const std::string&, const at::Tensor& t) {
+    return t.narrow(prepared.per_item ? 1 : 0, step.parameter_rows.start, m);
+  });
 }
 
-TensorDict flatten_rows(const TensorDict& rows, bool per_item, int64_t B, int64_t m) {
-  TensorDict result;
-  for (const auto& [name, t] : rows) {
+TypeParameters flatten_rows(const TypeParameters& rows, bool per_item, int64_t B, int64_t m) {
+  return rows.map([&](const std::string&, const at::Tensor& t) {
     at::Tensor r = t;
     if (!per_item && B > 1) {
       std::vector<int64_t> expanded{B};
@@ -183,9 +181,8 @@ TensorDict flatten_rows(const TensorDict& rows, bool per_item, int64_t B, int64_
     }
     std::vector<int64_t> flat{B * m};
     flat.insert(flat.end(), r.sizes().begin() + (per_item || B > 1 ? 2 : 1), r.sizes().end());
-    result[name] = r.reshape(flat);
-  }
-  return result;
+    return r.reshape(flat);
+  });
 }
 
 SignalHooks::SignalHooks(const RenderPlan& plan, const RenderOptions& options) {
@@ -350,7 +347,7 @@ std::string step_name(const RenderPlan& plan, size_t k) {
 }
 
 StepResult run_processor_step(const RenderPlan& plan, size_t k, const Processors& processors,
-                              TensorDict parameters, const std::vector<at::Tensor>& inputs,
+                              TypeParameters parameters, const std::vector<at::Tensor>& inputs,
                               int64_t B, const RenderOptions& options) {
   const PlanStep& step                   = plan.steps[k];
   const int64_t m                        = int64_t(step.nodes.size());
@@ -365,12 +362,12 @@ StepResult run_processor_step(const RenderPlan& plan, size_t k, const Processors
       automated.push_back(plan.node_properties[size_t(node)].automated);
     automate_rows(parameters, automated, B, plan.automation, options.time, flat_inputs[0].size(2));
   }
-  NodeMix node_mix           = node_mix_of(plan, step, parameters, B, tensor_options);
+  NodeMix node_mix           = node_mix_of(plan, step, parameters.wet, B, tensor_options);
   const Processor& processor = *processors.at(type_name);
   std::optional<ProcessorOutput> mixed;  // the dry/wet mix folded into the processor's pass
   if (node_mix.wet.defined() && !node_mix.kept.defined() && node_mix.wet.size(-1) == 1)
-    mixed = processor.forward_mixed(flat_inputs, parameters, node_mix.wet);
-  ProcessorOutput out = mixed ? std::move(*mixed) : processor.forward(flat_inputs, parameters);
+    mixed = processor.forward_mixed(flat_inputs, parameters.own, node_mix.wet);
+  ProcessorOutput out = mixed ? std::move(*mixed) : processor.forward(flat_inputs, parameters.own);
   if (options.extra_aux_losses)
     for (auto& [name, loss] : options.extra_aux_losses(type_name, flat_inputs, out.outputs))
       out.aux_losses[name] = loss;

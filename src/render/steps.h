@@ -101,7 +101,7 @@ at::Tensor aggregate(const InletRead& read, const at::Tensor& gathered, int64_t 
 
 /// A type's parameters prepared for one render: plan order, frozen types detached, hooks set.
 struct PreparedParameters {
-  TensorDict tensors;  // [N_live, ...] or [B, N_live, ...]
+  TypeParameters values;  // [N_live, ...] or [B, N_live, ...]
   bool per_item = false;
 };
 
@@ -112,11 +112,11 @@ std::map<TypeId, PreparedParameters> prepare_parameters(const RenderPlan& plan,
                                                         at::Device device);
 
 /// A step's rows of its type's parameters: [m, ...], or [B, m, ...] per item.
-TensorDict step_rows(const PreparedParameters& prepared, const PlanStep& step);
+TypeParameters step_rows(const PreparedParameters& prepared, const PlanStep& step);
 
 /// A step's parameter rows as its processor takes them, [B·m, ...] (shared ones expanded over
 /// the batch).
-TensorDict flatten_rows(const TensorDict& rows, bool per_item, int64_t B, int64_t m);
+TypeParameters flatten_rows(const TypeParameters& rows, bool per_item, int64_t B, int64_t m);
 
 /// What a processor step puts out: per outlet [B, m, C, L], and its auxiliary losses [B, m].
 struct StepResult {
@@ -127,7 +127,7 @@ struct StepResult {
 /// Runs processor step k on its inputs (per inlet [B, m, C, L]) and parameters (from
 /// flatten_rows): the processor call, the nodes' wet amounts and bypasses, the aux losses.
 StepResult run_processor_step(const RenderPlan& plan, size_t k, const Processors& processors,
-                              TensorDict parameters, const std::vector<at::Tensor>& inputs,
+                              TypeParameters parameters, const std::vector<at::Tensor>& inputs,
                               int64_t B, const RenderOptions& options);
 
 /// The signal hooks of a render placed on the plan: the rows of each step's outputs and reads

@@ -178,8 +178,10 @@ class PhysicalValues {
     if (it == cache_.end()) {
       at::Tensor all;
       auto named = parameters_.find(type);
-      if (named != parameters_.end() && named->second.count(spec.name)) {
-        at::Tensor raw = named->second.at(spec.name).detach();
+      const at::Tensor* given =
+          named != parameters_.end() ? named->second.find(spec.name) : nullptr;
+      if (given) {
+        at::Tensor raw = given->detach();
         all            = spec.to_physical(raw).to(at::kDouble);
         if (raw.dim() == int64_t(spec.shape.size()) + 2) all = all[0];
       }
@@ -188,22 +190,20 @@ class PhysicalValues {
     return it->second.defined() ? it->second[row] : at::Tensor();
   }
 
-  /// The raw parameters of one node (first dimension 1, float64), its wet amount among them
-  /// where it carries one, and that amount (1 without dry/wet).
-  std::pair<TensorDict, double> node(const std::string& type, const Processor& processor,
-                                     int64_t row, bool dry_wet) const {
-    TensorDict raw;
-    const TensorDict& named = parameters_.at(type);
-    for (const auto& spec : node_parameter_specs(processor, dry_wet)) {
-      if (is_wet_amount(spec.name) && !named.count(spec.name)) continue;  // none known
-      at::Tensor p = named.at(spec.name).detach();
-      if (p.dim() == int64_t(spec.shape.size()) + 2) p = p[0];
-      raw[spec.name] = p.narrow(0, row, 1).to(at::kDouble);
-    }
-    const at::Tensor* raw_wet = find_wet_amount(raw);
-    const double wet =
-        raw_wet ? dry_wet_spec().to_physical(*raw_wet).flatten()[0].item<double>() : 1.0;
-    return {raw, wet};
+  /// The raw values of one node (first dimension 1, float64): its own parameters, and its wet
+  /// amount where it carries one and it is known.
+  TypeParameters node(const std::string& type, const Processor& processor, int64_t row,
+                      bool dry_wet) const {
+    TypeParameters raw;
+    const TypeParameters& given = parameters_.at(type);
+    auto row_of                 = [&](at::Tensor p, size_t rank) {
+      if (p.dim() == int64_t(rank) + 2) p = p[0];  // per batch item: the first
+      return p.detach().narrow(0, row, 1).to(at::kDouble);
+    };
+    for (const auto& spec : processor.parameter_specs())
+      raw.own[spec.name] = row_of(given.own.at(spec.name), spec.shape.size());
+    if (dry_wet && given.wet.defined()) raw.wet = row_of(given.wet, 1);
+    return raw;
   }
 
   bool has(const std::string& type) const { return parameters_.count(type) > 0; }
@@ -376,11 +376,14 @@ std::string tracks_html(const Fitter& fitter, const FitSummary& summary,
           curves_shown >= kMaxCurvesShown)
         continue;
       ++curves_shown;
-      auto [raw, wet] = fitted.node(type.name, processor, row, node.dry_wet);
-      Plot plot       = processor_response(*as_heard(processor, node), raw, sample_rate);
+      const TypeParameters raw = fitted.node(type.name, processor, row, node.dry_wet);
+      const double wet =
+          raw.wet.defined() ? dry_wet_spec().to_physical(raw.wet).flatten()[0].item<double>() : 1.0;
+      Plot plot = processor_response(*as_heard(processor, node, raw.wet), raw.own, sample_rate);
       if (reference && known.has(type.name)) {
-        const TensorDict true_raw = known.node(type.name, processor, row, node.dry_wet).first;
-        Plot truth = processor_response(*as_heard(processor, node), true_raw, sample_rate);
+        const TypeParameters truth_raw = known.node(type.name, processor, row, node.dry_wet);
+        Plot truth = processor_response(*as_heard(processor, node, truth_raw.wet), truth_raw.own,
+                                        sample_rate);
         // Series alike in both (a unity line) are drawn once; the others are told apart.
         auto same = [](const PlotSeries& a, const PlotSeries& b) {
           return a.label == b.label && a.x == b.x && a.y == b.y;
@@ -683,8 +686,8 @@ void write_fit_outputs(const Fitter& fitter, const FitSummary& summary, const st
   const SampleRate sample_rate = fitter.sample_rate();
   if (!summary.reference.empty()) {  // before anything is written
     at::ScalarType dtype = at::kFloat;
-    for (const auto& [type, named] : summary.reference)
-      if (!named.empty()) dtype = named.begin()->second.scalar_type();
+    for (const auto& [type, values] : summary.reference)
+      for (const auto& [name, tensor] : values.named()) dtype = tensor.scalar_type();
     check_parameters(graph, fitter.processors(),
                      with_curves(graph, fitter.processors(), summary.reference), 0, dtype);
   }

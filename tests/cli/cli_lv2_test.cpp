@@ -763,7 +763,7 @@ TEST(CliExportLv2, WhatCannotBeExportedIsRefusedInOneLine) {
   // log energy), which the plugin would refuse to load: refused here, nothing written.
   const Graph graph     = load_graph(e.folder + "/console.json");
   Parameters parameters = load_parameters(e.folder + "/parameters.safetensors", graph);
-  ASSERT_TRUE(parameters.count("compressor") && parameters["compressor"].count("log_knee"));
+  ASSERT_TRUE(parameters.count("compressor") && parameters["compressor"].own.count("log_knee"));
   parameters["compressor"]["log_knee"].fill_(100);
   save_parameters(e.dir.file("huge.safetensors"), graph, parameters, false, kRate);
   expect_error(run_grafx({"export-lv2", e.folder, "--params", e.dir.file("huge.safetensors"), "-o",

@@ -41,9 +41,9 @@ struct FitFolder {
     Parameters parameters       = create_parameters(graph, processors, {1, at::kFloat, false});
     if (automated) parameters = with_curves(graph, processors, parameters);
     at::manual_seed(2);
-    for (auto& [type, named] : parameters)  // curves move more
-      for (auto& [name, t] : named)
-        t = t + (automated_parameter(name).empty() ? 0.3 : 1.0) * at::randn_like(t);
+    for (auto& [type, values] : parameters)  // curves move more
+      for (const auto& [name, t] : values.named())
+        values[name] = t + (automated_parameter(name).empty() ? 0.3 : 1.0) * at::randn_like(t);
     save_parameters(folder + "/parameters.safetensors", graph, parameters, false, kRate);
     FitInputs inputs;
     for (int k = 0; k < 3; ++k) {

@@ -134,7 +134,7 @@ TEST(FitAutomation, CheckpointsResumeBeforeAndAfterTheCurvesStart) {
     resumed.load_checkpoint(dir.file("c.safetensors"));
     EXPECT_EQ(resumed.curves_live(), stop > 20) << stop;
     resumed.run();
-    for (const auto& [name, p] : whole.parameters().at("gain_pan"))
+    for (const auto& [name, p] : whole.parameters().at("gain_pan").named())
       EXPECT_TRUE(at::equal(resumed.parameters().at("gain_pan").at(name), p))
           << stop << " " << name;
   }

@@ -120,7 +120,7 @@ TEST(Fit, FitsConsolesOfFiltersAndEqualizers) {
   double after = fitter.evaluate().total.item<double>();
   EXPECT_LT(after, before / 3) << "before " << before << ", after " << after;
   for (const auto& [type, values] : fitter.parameters())
-    for (const auto& [name, value] : values)
+    for (const auto& [name, value] : values.named())
       EXPECT_TRUE(value.isfinite().all().item<bool>()) << type << "." << name;
 }
 

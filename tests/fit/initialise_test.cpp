@@ -137,7 +137,7 @@ TEST(DataInitialisation, AFitToTheDataIsKeptOnlyWhereItLowersTheLoss) {
   EXPECT_FALSE(d.gains.gains.defined());
   EXPECT_FALSE(d.eq.gains_db.defined());
   for (const auto& [type, named] : start)
-    for (const auto& [name, tensor] : named)
+    for (const auto& [name, tensor] : named.named())
       EXPECT_TRUE(at::equal(undone.at(type).at(name), tensor)) << type << "." << name;
   // One that falls keeps both, as without a loss.
   Parameters kept = cloned_parameters(start), unchecked = cloned_parameters(start);
@@ -148,7 +148,7 @@ TEST(DataInitialisation, AFitToTheDataIsKeptOnlyWhereItLowersTheLoss) {
   EXPECT_TRUE(d.steps[0].kept && d.steps[1].kept);
   EXPECT_TRUE(d.gains.gains.defined() && d.eq.gains_db.defined());
   for (const auto& [type, named] : unchecked)
-    for (const auto& [name, tensor] : named)
+    for (const auto& [name, tensor] : named.named())
       EXPECT_TRUE(at::equal(kept.at(type).at(name), tensor)) << type << "." << name;
   // The fitter checks with its whole-song loss: the start is never above the one without them.
   FitOptions options     = testing::small_options(0);
@@ -219,10 +219,10 @@ TEST(TypicalStarts, SetWhatTheDescriptorsSay) {
   Parameters defaults   = create_parameters(song.console, fitter.processors());
   TensorDict compressor = fitter.processors()
                               .at("compressor")
-                              ->to_physical(fitter.detached_parameters().at("compressor"));
+                              ->to_physical(fitter.detached_parameters().at("compressor").own);
   TensorDict gate = fitter.processors()
                         .at("noise_gate")
-                        ->to_physical(fitter.detached_parameters().at("noise_gate"));
+                        ->to_physical(fitter.detached_parameters().at("noise_gate").own);
   EXPECT_TRUE(at::allclose(compressor.at("smoothing_ms"),
                            at::full_like(compressor.at("smoothing_ms"), 10.0), 1e-4));
   EXPECT_TRUE(

@@ -3,7 +3,9 @@
 #include <grafx/graph/random_graph.h>
 #include <grafx/io/parameter_file.h>
 #include <grafx/io/safetensors.h>
+#include <grafx/processors/registry.h>
 #include <grafx/render/parameters.h>
+#include <grafx/render/render.h>
 
 #include "support/test_processors.h"
 #include "support/test_support.h"
@@ -12,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <set>
 
 namespace grafx {
 namespace {
@@ -143,12 +146,13 @@ TEST(ParameterFile, RoundTripsAndChecksTheGraph) {
   save_parameters(dir.file("p.safetensors"), graph, p);
   Parameters loaded = load_parameters(dir.file("p.safetensors"), graph);
   ASSERT_EQ(loaded.size(), p.size());
-  for (const auto& [type, named] : p)
-    for (const auto& [name, t] : named)
+  for (const auto& [type, values] : p)
+    for (const auto& [name, t] : values.named())
       EXPECT_TRUE(at::equal(loaded.at(type).at(name), t.detach())) << type << name;
   SafetensorsFile raw = load_safetensors(dir.file("p.safetensors"));
   EXPECT_EQ(raw.metadata.at("format"), "grafx.parameters");
-  EXPECT_TRUE(raw.tensors.count("p0.a"));
+  EXPECT_EQ(raw.metadata.at("version"), "2");
+  EXPECT_TRUE(raw.tensors.count("p0.parameters.a"));
 
   Graph other = graph;
   other.remove(other.nodes_of_type("p0").back());
@@ -193,6 +197,77 @@ TEST(ParameterFile, RoundTripsAndChecksTheGraph) {
                      "metadata \"sample_rate\" is \"30k\"; expected a positive whole number of Hz");
 }
 
+// Wet amounts and curves are stored beside each type's parameters (version 2); files of
+// version 1, which kept them among the parameters as "dry_wet" and "<name>@curve", read into
+// the same places.
+TEST(ParameterFile, WetAmountsAndCurvesHaveTheirOwnPlacesAndVersion1FilesMigrate) {
+  testing::TempDir dir;
+  Graph g(registry_node_types());
+  NodeId in = g.add("in"), gain = g.add("gain_pan"), plain = g.add("gain_pan"), out = g.add("out");
+  g.connect(in, gain);
+  g.connect(gain, plain);
+  g.connect(plain, out);
+  g.set_dry_wet(gain);
+  g.set_automation({10.0, 4});
+  g.set_automated(gain, "log_gain");
+  g.set_automated(gain, "dry_wet");
+  Processors processors  = make_processors(g.types(), {30000});
+  Parameters p           = create_parameters(g, processors, {3, at::kDouble, false});
+  TypeParameters& values = p.at("gain_pan");
+  values.wet.copy_(at::tensor({0.5, -1.5}, at::kDouble).view({2, 1}));
+  values.curves.at("log_gain").normal_();
+  EXPECT_EQ(values.own.size(), 1u);     // log_gain: nothing of the nodes' own among them
+  EXPECT_EQ(values.curves.size(), 2u);  // log_gain's and the wet amount's
+  EXPECT_EQ(values.curves.at("dry_wet").sizes(), at::IntArrayRef({2, 4, 1}));
+  save_parameters(dir.file("p.safetensors"), g, p);
+  SafetensorsFile file = load_safetensors(dir.file("p.safetensors"));
+  std::set<std::string> keys;
+  for (const auto& [key, tensor] : file.tensors) keys.insert(key);
+  EXPECT_EQ(keys, (std::set<std::string>{"gain_pan.parameters.log_gain", "gain_pan.wet",
+                                         "gain_pan.curves.log_gain", "gain_pan.curves.dry_wet"}));
+  auto expect_same = [&](const Parameters& loaded) {
+    const TypeParameters& l = loaded.at("gain_pan");
+    EXPECT_TRUE(at::equal(l.own.at("log_gain"), values.own.at("log_gain")));
+    EXPECT_TRUE(at::equal(l.wet, values.wet));
+    ASSERT_EQ(l.curves.size(), 2u);
+    EXPECT_TRUE(at::equal(l.curves.at("log_gain"), values.curves.at("log_gain")));
+    EXPECT_TRUE(at::equal(l.curves.at("dry_wet"), values.curves.at("dry_wet")));
+  };
+  expect_same(load_parameters(dir.file("p.safetensors"), g));
+
+  // Version 1 as grafx wrote it before, names and all.
+  SafetensorsFile v1     = file;
+  v1.tensors             = {{"gain_pan.log_gain", values.own.at("log_gain")},
+                            {"gain_pan.dry_wet", values.wet},
+                            {"gain_pan.log_gain@curve", values.curves.at("log_gain")},
+                            {"gain_pan.dry_wet@curve", values.curves.at("dry_wet")}};
+  v1.metadata["version"] = "1";
+  save_safetensors(dir.file("v1.safetensors"), v1.tensors, v1.metadata);
+  expect_same(load_parameters(dir.file("v1.safetensors"), g));
+  v1.metadata.erase("version");  // the earliest files recorded none
+  save_safetensors(dir.file("v0.safetensors"), v1.tensors, v1.metadata);
+  expect_same(load_parameters(dir.file("v0.safetensors"), g));
+  // A render takes them as they are.
+  RenderOptions options;
+  options.time = {30000, 0};
+  EXPECT_NO_THROW(render(make_render_plan(to_tensor(g)), processors,
+                         load_parameters(dir.file("v1.safetensors"), g),
+                         at::zeros({1, 2, 64}, at::kDouble), options));
+
+  // Version 1's names are not version 2's, and a later version is refused by name.
+  SafetensorsFile mixed             = file;
+  mixed.tensors["gain_pan.dry_wet"] = values.wet;
+  save_safetensors(dir.file("mixed.safetensors"), mixed.tensors, mixed.metadata);
+  EXPECT_GRAFX_ERROR(load_parameters(dir.file("mixed.safetensors"), g), "grafx.io.format",
+                     "tensor \"gain_pan.dry_wet\" is not named <type>.parameters.<name>, "
+                     "<type>.wet or <type>.curves.<parameter>");
+  SafetensorsFile later     = file;
+  later.metadata["version"] = "3";
+  save_safetensors(dir.file("later.safetensors"), later.tensors, later.metadata);
+  EXPECT_GRAFX_ERROR(load_parameters(dir.file("later.safetensors"), g), "grafx.io.format",
+                     "parameter file version \"3\"; this grafx reads versions 1 to 2");
+}
+
 TEST(ParameterFile, PhysicalJsonListsEveryNode) {
   Graph graph           = random_graph(3, RandomGraphOptions{});
   Processors processors = testing::random_graph_processors(graph.types());
@@ -200,7 +275,7 @@ TEST(ParameterFile, PhysicalJsonListsEveryNode) {
   auto json             = nlohmann::json::parse(physical_parameters_json(graph, processors, p));
   EXPECT_EQ(json["format"], "grafx.physical_parameters");
   int64_t processors_count = 0;
-  for (const auto& [type, named] : p) processors_count += named.begin()->second.size(0);
+  for (const auto& [type, values] : p) processors_count += values.own.begin()->second.size(0);
   EXPECT_EQ(int64_t(json["nodes"].size()), processors_count);
   const auto& first = json["nodes"][0];
   EXPECT_TRUE(first.contains("id") && first.contains("type") && first.contains("parameters"));

@@ -28,7 +28,7 @@ Rendered render_and_backward(RenderFunction&& render_function, const Parameters&
                              const at::Tensor& initial_sources) {
   Parameters parameters;
   for (const auto& [type, tensors] : initial)
-    for (const auto& [name, t] : tensors)
+    for (const auto& [name, t] : tensors.named())
       parameters[type][name] = t.detach().clone().requires_grad_(true);
   at::Tensor sources  = initial_sources.detach().clone().requires_grad_(true);
   RenderResult result = render_function(parameters, sources);
@@ -39,7 +39,7 @@ Rendered render_and_backward(RenderFunction&& render_function, const Parameters&
   loss.backward();
   Rendered r{result.outputs.detach(), sources.grad(), result.aux_losses, {}};
   for (const auto& [type, tensors] : parameters)
-    for (const auto& [name, t] : tensors) r.gradients[type][name] = t.grad();
+    for (const auto& [name, t] : tensors.named()) r.gradients[type][name] = t.grad();
   return r;
 }
 
@@ -48,7 +48,7 @@ void expect_batched_equals_naive(const Graph& graph, int64_t source_channels = 2
   Parameters parameters = create_parameters(graph, processors, {3, at::kDouble, false});
   at::manual_seed(4);
   for (auto& [type, tensors] : parameters)  // wider than the initial spread: processors act
-    for (auto& [name, t] : tensors) t = t + 0.3 * at::randn_like(t);
+    for (const auto& [name, t] : tensors.named()) tensors[name] = t + 0.3 * at::randn_like(t);
   GraphTensor tensor = to_tensor(graph);
   int64_t n_sources  = tensor.type_counts[tensor.types.id("in")].item<int64_t>();
   at::Tensor sources = at::randn({n_sources, source_channels, 2000}, at::kDouble) * 0.3;

@@ -126,9 +126,10 @@ TEST(Containers, MembersMayBeConfiguredTypesOfTheGraphAndRenderAsNodes) {
   // The low-pass's frequency and q, the drive's pre-gain and bias.
   EXPECT_EQ(processors.at("strip")->parameter_specs().size(), 4u);
   Parameters p = create_parameters(chained, processors, {1, at::kDouble, false});
-  for (auto& [name, value] : p.at("strip")) value = value + 0.4 * at::randn_like(value);
+  for (const auto& [name, value] : p.at("strip").named())
+    p.at("strip")[name] = value + 0.4 * at::randn_like(value);
   Parameters q;
-  for (const auto& [name, value] : p.at("strip"))
+  for (const auto& [name, value] : p.at("strip").named())
     q[name.rfind("members.0.", 0) == 0 ? "lowpass" : "biased_drive"][name.substr(10)] = value;
   at::Tensor sources = at::randn({1, 2, 1500}, at::kDouble);
   at::Tensor a       = render(make_render_plan(to_tensor(chained)), processors, p, sources).outputs;

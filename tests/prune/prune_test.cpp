@@ -335,7 +335,7 @@ void expect_same_run(const Pruner& a, const Fitter& fa, const Pruner& b, const F
   for (int64_t i = 0; i < fa.steps_done(); ++i)
     EXPECT_EQ(fa.history()[size_t(i)].loss, fb.history()[size_t(i)].loss) << what << ", step " << i;
   for (const auto& [type, named] : fa.parameters())
-    for (const auto& [name, p] : named)
+    for (const auto& [name, p] : named.named())
       EXPECT_TRUE(at::equal(p, fb.parameters().at(type).at(name)))
           << what << ": " << type << "." << name;
 }

@@ -40,7 +40,7 @@ Song song(at::ScalarType dtype) {
   s.parameters = create_parameters(s.graph, s.processors, {2, dtype, false});
   at::manual_seed(5);
   for (auto& [type, named] : s.parameters)
-    for (auto& [name, t] : named) t = t + 0.3 * at::randn_like(t);
+    for (const auto& [name, t] : named.named()) named[name] = t + 0.3 * at::randn_like(t);
   s.tracks           = at::randn({6, 2, 4 * kRate}, at::TensorOptions().dtype(dtype)) * 0.2;
   s.mix              = at::randn({2, 4 * kRate}, at::TensorOptions().dtype(dtype)) * 0.3;
   s.loss.sample_rate = kRate;

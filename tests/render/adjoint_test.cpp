@@ -33,7 +33,7 @@ Reference autograd_gradients(const RenderPlan& plan, const Processors& processor
                              const at::Tensor& weights, const RenderOptions& options) {
   Parameters parameters;
   for (const auto& [type, tensors] : initial)
-    for (const auto& [name, t] : tensors)
+    for (const auto& [name, t] : tensors.named())
       parameters[type][name] = t.detach().clone().requires_grad_(true);
   at::Tensor sources  = initial_sources.detach().clone().requires_grad_(true);
   RenderResult result = render(plan, processors, parameters, sources, options);
@@ -43,7 +43,7 @@ Reference autograd_gradients(const RenderPlan& plan, const Processors& processor
   loss.backward();
   Reference r{result.outputs.detach(), sources.grad(), {}, {}};
   for (const auto& [type, tensors] : parameters)
-    for (const auto& [name, t] : tensors)
+    for (const auto& [name, t] : tensors.named())
       r.gradients[type][name] = t.grad().defined() ? t.grad() : at::zeros_like(t);
   for (const auto& [type, named] : result.aux_losses)
     for (const auto& [name, value] : named) r.aux[type][name] = value.detach();
@@ -71,7 +71,7 @@ void expect_equal(const Gradients& mine, const Reference& reference, const std::
       EXPECT_FALSE(mine.parameters.count(type)) << what << ": frozen " << type;
       continue;
     }
-    for (const auto& [name, g] : grads) {
+    for (const auto& [name, g] : grads.named()) {
       const at::Tensor& m = mine.parameters.at(type).at(name);
       ASSERT_EQ(m.sizes(), g.sizes()) << what << ": " << type << "." << name;
       if (g.abs().max().item<double>() == 0)
@@ -143,7 +143,7 @@ TEST(AdjointRender, PerItemParametersEqualAutograd) {
   at::Tensor sources    = at::randn({3, plan.n_sources, 2, 128}, at::kDouble);
   Parameters parameters;  // one set per batch item: B×N×...
   for (const auto& [type, tensors] : create_parameters(graph, processors, {1, at::kDouble}))
-    for (const auto& [name, t] : tensors) {
+    for (const auto& [name, t] : tensors.named()) {
       at::Tensor items       = t.detach().unsqueeze(0).repeat_interleave(3, 0);
       parameters[type][name] = items + 0.1 * at::randn_like(items);
     }

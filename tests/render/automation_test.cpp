@@ -61,7 +61,7 @@ TEST(Automation, ConstantCurvesEqualStaticParametersForEveryAutomatableParameter
       automated.set_automated(node, spec.name);
       Processors processors = make_processors(automated.types(), {kRate});
       Parameters p_fixed    = create_parameters(fixed, processors, {5, at::kDouble, false});
-      for (auto& [name, t] : p_fixed[descriptor.name]) t.add_(at::randn_like(t) * 0.3);
+      for (auto& [name, t] : p_fixed[descriptor.name].named()) t.add_(at::randn_like(t) * 0.3);
       Parameters p_automated = p_fixed;
       at::Tensor value       = p_fixed[descriptor.name].at(spec.name);
       p_automated[descriptor.name][curve_name(spec.name)] =
@@ -166,7 +166,7 @@ AutomatedConsole automated_console(at::ScalarType dtype) {
   c.processors = make_processors(c.graph.types(), {kRate});
   c.parameters = create_parameters(c.graph, c.processors, {7, dtype, false});
   for (auto& [type, named] : c.parameters)
-    for (auto& [name, t] : named)
+    for (auto& [name, t] : named.named())
       if (!automated_parameter(name).empty()) t.add_(at::randn_like(t) * 0.5);
   return c;
 }
@@ -184,7 +184,7 @@ Rendered with_gradients(const std::function<RenderResult(const Parameters&)>& re
   (result.outputs * at::randn_like(result.outputs)).sum().backward();
   Rendered r{result.outputs.detach(), {}};
   for (const auto& [type, named] : parameters)
-    for (const auto& [name, t] : named)
+    for (const auto& [name, t] : named.named())
       r.gradients[type][name] = t.grad().defined() ? t.grad() : at::zeros_like(t);
   return r;
 }
@@ -192,7 +192,7 @@ Rendered with_gradients(const std::function<RenderResult(const Parameters&)>& re
 void expect_equal(const Rendered& got, const Rendered& expected, const std::string& what) {
   EXPECT_LT(relative_error(got.outputs, expected.outputs), 1e-10) << what;
   for (const auto& [type, named] : expected.gradients)
-    for (const auto& [name, g] : named) {
+    for (const auto& [name, g] : named.named()) {
       const at::Tensor& mine = got.gradients.at(type).at(name);
       if (g.abs().max().item<double>() > 1e-12)
         EXPECT_LT(relative_error(mine, g), 1e-10) << what << ": " << type << "." << name;
@@ -278,7 +278,7 @@ TEST(Automation, GradientsOfCurvePointsEqualFiniteDifferences) {
   std::vector<std::pair<std::string, std::string>> curves;
   std::vector<at::Tensor> inputs;
   for (const auto& [type, named] : c.parameters)
-    for (const auto& [name, t] : named)
+    for (const auto& [name, t] : named.named())
       if (!automated_parameter(name).empty()) {
         curves.emplace_back(type, name);
         inputs.push_back(t);
@@ -302,7 +302,7 @@ TEST(Automation, ForwardModeAlongTheCurvesEqualsCentralDifferences) {
   Parameters direction, plus = c.parameters, minus = c.parameters;
   const double step = 1e-6;
   for (const auto& [type, named] : c.parameters)
-    for (const auto& [name, t] : named)
+    for (const auto& [name, t] : named.named())
       if (!automated_parameter(name).empty()) {
         direction[type][name] = at::randn_like(t);
         plus[type][name]      = t + step * direction[type][name];

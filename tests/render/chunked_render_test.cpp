@@ -38,7 +38,7 @@ Song console_setup(const std::vector<std::string>& chain, at::ScalarType dtype,
   s.parameters = create_parameters(s.graph, s.processors, {5, dtype, false});
   at::manual_seed(6);
   for (auto& [type, tensors] : s.parameters)  // wider than the initial spread: processors act
-    for (auto& [name, t] : tensors) t = t + 0.3 * at::randn_like(t);
+    for (const auto& [name, t] : tensors.named()) tensors[name] = t + 0.3 * at::randn_like(t);
   s.sources = at::randn({4, 1, length}, at::TensorOptions().dtype(dtype)) * 0.3;
   return s;
 }
@@ -89,7 +89,8 @@ TEST(ChunkedRender, BatchedSourcesAndPerItemParametersInChunks) {
   Song s           = console_setup(kChains[0], at::kDouble, 3 * kRate);
   at::Tensor batch = at::stack({s.sources, 0.5 * s.sources.flip(-1)});  // B×K×C×L
   for (auto& [type, tensors] : s.parameters)  // B×N×...: one set per item
-    for (auto& [name, t] : tensors) t = at::stack({t, t + 0.2 * at::randn_like(t)});
+    for (const auto& [name, t] : tensors.named())
+      tensors[name] = at::stack({t, t + 0.2 * at::randn_like(t)});
   at::Tensor whole = render(s.plan, s.processors, s.parameters, batch).outputs;
   ChunkOptions options;
   options.chunk_samples = 2000;

@@ -35,7 +35,7 @@ Parameters random_like(const Parameters& parameters, uint64_t seed) {
   at::manual_seed(int64_t(seed));
   Parameters direction;
   for (const auto& [type, tensors] : parameters)
-    for (const auto& [name, t] : tensors)
+    for (const auto& [name, t] : tensors.named())
       direction[type][name] = is_surrogate(type, name) ? at::zeros_like(t) : at::randn_like(t);
   return direction;
 }
@@ -43,7 +43,7 @@ Parameters random_like(const Parameters& parameters, uint64_t seed) {
 Parameters moved(const Parameters& parameters, const Parameters& direction, double step) {
   Parameters result = parameters;
   for (const auto& [type, tensors] : direction)
-    for (const auto& [name, d] : tensors)
+    for (const auto& [name, d] : tensors.named())
       result[type][name] = parameters.at(type).at(name) + step * d;
   return result;
 }
@@ -55,7 +55,7 @@ at::Tensor double_backward_jvp(const RenderPlan& plan, const Processors& process
   Parameters leaves;
   std::vector<at::Tensor> flat, directions;
   for (const auto& [type, tensors] : parameters)
-    for (const auto& [name, t] : tensors) {
+    for (const auto& [name, t] : tensors.named()) {
       leaves[type][name] = t.detach().requires_grad_(true);
       flat.push_back(leaves[type][name]);
       directions.push_back(direction.at(type).at(name));
@@ -78,7 +78,7 @@ TEST(Derivatives, ForwardModeEqualsDifferencesAndDoubleBackwardOnRandomGraphs) {
     const Processors& processors = c.processors;
     Parameters parameters        = c.parameters;
     for (auto& [type, named] : parameters)  // float64 throughout, for the differences
-      for (auto& [name, t] : named) t = t.to(at::kDouble);
+      for (const auto& [name, t] : named.named()) named[name] = t.to(at::kDouble);
     const at::Tensor sources    = c.sources.to(at::kDouble);
     Parameters direction        = random_like(parameters, seed + 100);
     at::Tensor source_direction = at::randn_like(sources);
@@ -131,7 +131,7 @@ struct SmallConsole {
     processors           = make_processors(graph.types(), {8000});
     parameters           = create_parameters(graph, processors, {3, at::kDouble});
     for (auto& [type, named] : parameters)  // away from the initial values
-      for (auto& [name, t] : named) t = t + 0.2 * at::randn_like(t);
+      for (const auto& [name, t] : named.named()) named[name] = t + 0.2 * at::randn_like(t);
     at::manual_seed(4);
     sources = at::randn({4, 1, 2048}, at::kDouble) * 0.3;
     target  = at::randn({2, 2048}, at::kDouble) * 0.1;
@@ -177,7 +177,7 @@ TEST(Derivatives, HessianVectorProductsOfTheMixLossOnTheConsole) {
     Parameters leaves;
     std::vector<at::Tensor> flat, v;
     for (const auto& [type, tensors] : c.parameters)
-      for (const auto& [name, t] : tensors) {
+      for (const auto& [name, t] : tensors.named()) {
         leaves[type][name] = t.detach().requires_grad_(true);
         flat.push_back(leaves[type][name]);
         v.push_back(direction->count(type) ? direction->at(type).at(name) : at::zeros_like(t));
@@ -197,7 +197,7 @@ TEST(Derivatives, HessianVectorProductsOfTheMixLossOnTheConsole) {
     CurvatureResult plus = gradient_at(step), minus = gradient_at(-step);
     size_t i = 0;
     for (const auto& [type, tensors] : c.parameters)
-      for (const auto& [name, t] : tensors) {
+      for (const auto& [name, t] : tensors.named()) {
         if (is_surrogate(type, name)) {
           ++i;
           continue;
@@ -226,10 +226,10 @@ TEST(Derivatives, DirectionsThatDoNotFitAreRefused) {
   EXPECT_GRAFX_ERROR(
       jvp(c.plan, c.processors, c.parameters, c.sources, {{"eq", {{"nope", at::zeros({1})}}}}),
       "grafx.render.tangents", "eq.nope");
-  const at::Tensor& gains = c.parameters.at("gain_pan").begin()->second;
+  const at::Tensor& gains = c.parameters.at("gain_pan").own.begin()->second;
   EXPECT_GRAFX_ERROR(jvp(c.plan, c.processors, c.parameters, c.sources,
                          {{"gain_pan",
-                           {{c.parameters.at("gain_pan").begin()->first,
+                           {{c.parameters.at("gain_pan").own.begin()->first,
                              at::zeros({gains.size(0) + 1}, at::kDouble)}}}}),
                      "grafx.render.tangents", "shaped and typed like it");
   EXPECT_GRAFX_ERROR(

@@ -34,7 +34,7 @@ Rendered render_and_backward(RenderFunction&& render_function, const Parameters&
                              const at::Tensor& initial_sources) {
   Parameters parameters;
   for (const auto& [type, tensors] : initial)
-    for (const auto& [name, t] : tensors)
+    for (const auto& [name, t] : tensors.named())
       parameters[type][name] = t.detach().clone().requires_grad_(true);
   at::Tensor sources  = initial_sources.detach().clone().requires_grad_(true);
   RenderResult result = render_function(parameters, sources);
@@ -46,7 +46,7 @@ Rendered render_and_backward(RenderFunction&& render_function, const Parameters&
   loss.backward();
   Rendered r{result.outputs.detach(), sources.grad(), {}, {}};
   for (const auto& [type, tensors] : parameters)
-    for (const auto& [name, t] : tensors) r.gradients[type][name] = t.grad();
+    for (const auto& [name, t] : tensors.named()) r.gradients[type][name] = t.grad();
   for (const auto& [type, named] : result.aux_losses)
     for (const auto& [name, value] : named) r.aux[type][name] = value.detach();
   return r;
@@ -144,8 +144,8 @@ TEST(RenderEquivalence, DryWetAndBypassByHand) {
   double expected = w * (1 - w) * ((low - x0).sum() + 2 * high.sum()).item<double>();
   EXPECT_NEAR(z.grad().item<double>(), expected, 1e-10);
   // The node as heard alone (as the report pictures it) is what the graph renders.
-  const TensorDict row = {{"p", p}, {"dry_wet", z.detach()}};
-  auto heard           = as_heard(*processors.at("split"), g.node(split));
+  const TensorDict row = {{"p", p}};
+  auto heard           = as_heard(*processors.at("split"), g.node(split), z.detach());
   auto heard_outputs   = heard->forward({x}, row).outputs;
   EXPECT_TRUE(at::allclose(heard_outputs[0][0], y[0].detach(), 1e-12, 1e-12));
   EXPECT_TRUE(at::allclose(heard_outputs[1][0], y[1].detach(), 1e-12, 1e-12));
@@ -154,7 +154,8 @@ TEST(RenderEquivalence, DryWetAndBypassByHand) {
   y = render(make_render_plan(to_tensor(g)), processors, parameters, x).outputs;
   EXPECT_TRUE(at::equal(y[0], x0));
   EXPECT_TRUE(at::equal(y[1], at::zeros_like(x0)));
-  heard_outputs = as_heard(*processors.at("split"), g.node(split))->forward({x}, row).outputs;
+  heard_outputs =
+      as_heard(*processors.at("split"), g.node(split), z.detach())->forward({x}, row).outputs;
   EXPECT_TRUE(at::equal(heard_outputs[0][0], x0));
   EXPECT_TRUE(at::equal(heard_outputs[1][0], at::zeros_like(x0)));
   // A type with a dry/wet node needs its "dry_wet" rows; one without must not have them.
@@ -176,7 +177,7 @@ TEST(RenderEquivalence, PerItemParametersEqualRenderingEachItem) {
   for (uint64_t b = 0; b < 4; ++b)
     items.push_back(create_parameters(graph, processors, {b, at::kFloat, false}));
   for (const auto& [type, tensors] : items[0])
-    for (const auto& [name, t] : tensors) {
+    for (const auto& [name, t] : tensors.named()) {
       std::vector<at::Tensor> per_item;
       for (const auto& p : items) per_item.push_back(p.at(type).at(name));
       stacked[type][name] = at::stack(per_item);

@@ -48,7 +48,7 @@ TEST(Render, MultiPortGraphMatchesHandComputation) {
   // By hand, with the processors called one at a time.
   auto call = [&](const std::string& type, std::vector<at::Tensor> in, int64_t row) {
     TensorDict params;
-    for (const auto& [name, t] : p.at(type)) params[name] = t.narrow(0, row, 1);
+    for (const auto& [name, t] : p.at(type).own) params[name] = t.narrow(0, row, 1);
     return f.processors.at(type)->forward(in, params).outputs;
   };
   auto split    = call("split", {x}, 0);
@@ -67,7 +67,7 @@ TEST(Render, GradientsReachParametersByDefaultAndSourcesOnRequest) {
   RenderPlan plan = make_render_plan(to_tensor(f.graph));
   render(plan, f.processors, p, x).outputs.pow(2).sum().backward();
   for (const auto& [type, tensors] : p)
-    for (const auto& [name, t] : tensors) {
+    for (const auto& [name, t] : tensors.named()) {
       ASSERT_TRUE(t.grad().defined()) << type << "." << name;
       if (type == "p0") {
         EXPECT_EQ(t.grad()[1].abs().sum().item<double>(), 0.0) << "the dead node gets nothing";
@@ -215,7 +215,7 @@ TEST(Render, Errors) {
   EXPECT_FALSE(render(plan, f.processors, p, nan, allowed).outputs.isfinite().all().item<bool>());
   Parameters bad_parameter            = p;
   const std::string type              = bad_parameter.begin()->first;
-  at::Tensor& first                   = bad_parameter.begin()->second.begin()->second;
+  at::Tensor& first                   = bad_parameter.begin()->second.own.begin()->second;
   first                               = first.clone();
   first.view({-1})[first.numel() - 1] = INFINITY;
   EXPECT_GRAFX_ERROR(
@@ -240,13 +240,23 @@ TEST(Render, Errors) {
   EXPECT_GRAFX_ERROR(render(plan, f.processors, unknown, x), "grafx.render.parameters",
                      "\"flanger\", which is not a processor type of the graph");
   Parameters no_name = p;
-  no_name["p0"].erase("b");
+  no_name["p0"].own.erase("b");
   EXPECT_GRAFX_ERROR(render(plan, f.processors, no_name, x), "grafx.render.parameters",
                      "p0: missing parameter \"b\"");
   Parameters extra_name = p;
   extra_name["p0"]["c"] = at::zeros({2, 2});
   EXPECT_GRAFX_ERROR(render(plan, f.processors, extra_name, x), "grafx.render.parameters",
                      "p0: unknown parameter \"c\"; expected: a, b");
+  // Wet amounts have a place of their own: not a name among the processor's parameters, and
+  // not given for a type without dry/wet nodes.
+  Parameters wet_among_own           = p;
+  wet_among_own["p0"].own["dry_wet"] = at::zeros({2, 1});
+  EXPECT_GRAFX_ERROR(render(plan, f.processors, wet_among_own, x), "grafx.render.parameters",
+                     "p0: unknown parameter \"dry_wet\"; expected: a, b");
+  Parameters stray_wet = p;
+  stray_wet["p0"].wet  = at::zeros({2, 1});
+  EXPECT_GRAFX_ERROR(render(plan, f.processors, stray_wet, x), "grafx.render.parameters",
+                     "p0: unknown parameter \"dry_wet\"; expected: a, b");
   Parameters misshapen = p;
   misshapen["p0"]["a"] = at::zeros({1, 2});
   EXPECT_GRAFX_ERROR(render(plan, f.processors, misshapen, x), "grafx.render.parameters",
@@ -270,6 +280,51 @@ TEST(Render, Errors) {
   Processors wrong = f.processors;
   wrong["split"]   = make_test_processor("split", TestKind::kLinear);
   EXPECT_GRAFX_ERROR(render(plan, wrong, p, x), "grafx.render.processors", "other ports");
+}
+
+// A type's values keep each tensor in its place (own, wet, curves) and reach it by its spec's
+// name; named() and from_named() are each other's inverses.
+TEST(Parameters, EachTensorHasAPlaceAndAName) {
+  TypeParameters v{{"a", at::zeros({2, 2})}};  // by name, as from_named
+  EXPECT_EQ(v.own.size(), 1u);
+  EXPECT_TRUE(TypeParameters({{"dry_wet", at::ones({2, 1})}}).own.empty());
+  EXPECT_FALSE(v.empty());
+  EXPECT_TRUE(TypeParameters{}.empty());
+  v.wet                  = at::ones({2, 1});
+  v.curves["a"]          = at::full({2, 3, 2}, 2.0);
+  v.curves["dry_wet"]    = at::full({2, 3, 1}, 3.0);
+  const TensorDict named = v.named();
+  std::vector<std::string> names;
+  for (const auto& [name, t] : named) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "a@curve", "dry_wet", "dry_wet@curve"}));
+  for (const auto& [name, t] : named) EXPECT_TRUE(v.at(name).is_same(t)) << name;
+  EXPECT_TRUE(v["dry_wet"].is_same(v.wet));
+  EXPECT_TRUE(v["a@curve"].is_same(v.curves.at("a")));
+  EXPECT_TRUE(v["dry_wet@curve"].is_same(v.curves.at("dry_wet")));
+  EXPECT_EQ(v.find("b"), nullptr);
+  EXPECT_EQ(v.find("b@curve"), nullptr);
+  EXPECT_THROW(v.at("b"), std::out_of_range);
+  v["b@curve"] = at::zeros({2, 3, 1});  // by name, into its place
+  EXPECT_EQ(v.curves.size(), 3u);
+  EXPECT_EQ(v.own.size(), 1u);
+  v.curves.erase("b");
+
+  const TypeParameters back = TypeParameters::from_named(named);
+  EXPECT_EQ(back.own.size(), 1u);
+  EXPECT_TRUE(back.wet.is_same(v.wet));
+  EXPECT_EQ(back.curves.size(), 2u);
+  const TypeParameters doubled =
+      v.map([](const std::string&, const at::Tensor& t) { return t * 2; });
+  EXPECT_TRUE(at::equal(doubled.wet, v.wet * 2));
+  EXPECT_TRUE(at::equal(doubled.curves.at("dry_wet"), at::full({2, 3, 1}, 6.0)));
+  std::vector<std::string> seen;
+  map_parameters({{"p0", v}},
+                 [&](const std::string& type, const std::string& name, const at::Tensor& t) {
+                   seen.push_back(type + "." + name);
+                   return t;
+                 });
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"p0.a", "p0.a@curve", "p0.dry_wet", "p0.dry_wet@curve"}));
 }
 
 TEST(Parameters, CreatedFromSpecsSeededAndDescribed) {

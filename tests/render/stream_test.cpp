@@ -61,7 +61,7 @@ Parameters acting_parameters(const Graph& graph, const Processors& processors, u
   Parameters parameters = create_parameters(graph, processors, {seed, at::kFloat, false});
   at::manual_seed(int64_t(seed));
   for (auto& [type, named] : parameters)
-    for (auto& [name, t] : named) t = t + 0.3 * at::randn_like(t);
+    for (const auto& [name, t] : named.named()) named[name] = t + 0.3 * at::randn_like(t);
   return parameters;
 }
 
@@ -214,8 +214,8 @@ struct AutomatedConsole {
     parameters = with_curves(graph, processors, acting_parameters(graph, processors, 7));
     at::manual_seed(9);
     for (auto& [type, named] : parameters)  // curves that move
-      for (auto& [name, t] : named)
-        if (!automated_parameter(name).empty()) t = t + 0.5 * at::randn_like(t);
+      for (const auto& [name, t] : named.named())
+        if (!automated_parameter(name).empty()) named[name] = t + 0.5 * at::randn_like(t);
   }
 };
 
@@ -462,7 +462,7 @@ TEST(Stream, ParametersChangeByGlidingToTheirNewValues) {
     // The offline render of the new values.
     Parameters moved;
     for (const auto& [type, named] : parameters)
-      for (const auto& [name, value] : named) moved[type][name] = value.clone();
+      for (const auto& [name, value] : named.named()) moved[type][name] = value.clone();
     moved["gain_pan"]["log_gain"][1][0] += 12 * std::log(10.0) / 20;
     moved["compressor"]["log_threshold"][0][0] = -40 * std::log(10.0) / 10 + 6;
     moved["gain_pan"]["dry_wet"][0][0]         = std::log(0.25 / 0.75);

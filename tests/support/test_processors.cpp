@@ -116,8 +116,8 @@ EquivalenceCase equivalence_case(uint64_t seed, int64_t length) {
   c.tolerance                = dtype == at::kDouble ? 1e-10 : 1e-5;
   c.parameters               = create_parameters(c.graph, c.processors, {seed, dtype});
   at::manual_seed(int64_t(seed));
-  for (auto& [type, named] : c.parameters)  // wet amounts other than ½
-    if (named.count("dry_wet")) named["dry_wet"] = at::randn_like(named["dry_wet"]);
+  for (auto& [type, values] : c.parameters)  // wet amounts other than ½
+    if (values.wet.defined()) values.wet = at::randn_like(values.wet);
   c.sources = at::randn({options.n_inputs, 2, length}, dtype) * 0.5;
   if (seed % 2 == 1) c.sources = at::randn({3, options.n_inputs, 2, length}, dtype) * 0.5;
   return c;

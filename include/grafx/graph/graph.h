@@ -38,14 +38,15 @@ using NodeId = int64_t;
 struct NodeProperties {
   std::string name;  ///< optional, free text (e.g. "bass.eq")
   /// Carries a learnable wet amount w: the node renders w·f(u) + (1 − w)·dry(u), where dry(u)
-  /// is what a bypassed node passes on (see NodeTypes::passed_inlet). Its raw value is the
-  /// type's parameter "dry_wet" ([N_t, 1], w = σ(raw)).
+  /// is what a bypassed node passes on (see NodeTypes::passed_inlet). Its raw value is its row
+  /// of the type's wet amounts (TypeParameters::wet, [N_t, 1], w = σ(raw)).
   bool dry_wet = false;
   /// Renders as bypassed (w = 0): its inputs pass through, its parameters are kept.
   bool bypassed = false;
   /// Raw names of the parameters it automates (sorted): their values follow curves on the
-  /// graph's automation clock (Graph::automation), kept in the type's parameter
-  /// "<name>@curve" ([N_t, points, shape...]), instead of staying constant.
+  /// graph's automation clock (Graph::automation), kept in the type's curves
+  /// (TypeParameters::curves, [N_t, points, shape...]), instead of staying constant. The wet
+  /// amount's raw name is "dry_wet" (dry_wet_spec()).
   std::vector<std::string> automated;
 
   bool operator==(const NodeProperties& o) const {

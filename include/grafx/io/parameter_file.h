@@ -1,7 +1,11 @@
 #pragma once
 /// Parameter files: a graph's raw parameters in the safetensors format, readable from Python
-/// (`safetensors.torch.load_file`). Tensors are named "<type>.<parameter>" with rows in graph
-/// order; the metadata records the format, per type the node ids of the rows
+/// (`safetensors.torch.load_file`). Format version 2 names each tensor by its place in its
+/// type's values (TypeParameters): "<type>.parameters.<name>" (the processor's own),
+/// "<type>.wet" (the nodes' wet amounts) and "<type>.curves.<parameter>" (automation curves),
+/// rows in graph order. Version 1 files ("<type>.<name>", "<type>.dry_wet",
+/// "<type>.<parameter>@curve") still read; a later version is refused [grafx.io.format].
+/// The metadata records the format and version, per type the node ids of the rows
 /// ("node_ids.<type>": "[2, 9, 16]"), so a file is checked against the graph it is loaded for,
 /// and the sample rate the parameters were made for ("sample_rate": "30000"; time constants
 /// and filter frequencies depend on it), where known.

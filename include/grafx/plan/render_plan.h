@@ -64,10 +64,11 @@ struct RenderPlan {
   std::vector<TypeId> node_types;               ///< type of each plan node
   std::vector<NodeProperties> node_properties;  ///< name, dry/wet, bypass, automation of each
   /// For each type, whether any of its graph nodes (dead ones included) carries a wet amount:
-  /// then its parameters include "dry_wet", one row per graph node.
+  /// then its values include wet amounts (TypeParameters::wet), one row per graph node.
   std::vector<bool> dry_wet_types;
   /// The clock of the automation curves, and for each type the parameters any of its graph
-  /// nodes automates: then its parameters include "<name>@curve", one row per graph node.
+  /// nodes automates: then its values include their curves (TypeParameters::curves), one row
+  /// per graph node.
   Automation automation;
   std::vector<std::set<std::string>> automated_types;
   /// Number of sources the graph takes: one per `in` node, live or dead.

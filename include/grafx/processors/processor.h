@@ -144,16 +144,10 @@ ParameterSpec dry_wet_spec();
 TensorDict to_physical(const std::vector<ParameterSpec>& specs, const TensorDict& parameters);
 /// Whether `raw_name` is the wet amount's raw name ("dry_wet"; no other code spells it).
 bool is_wet_amount(const std::string& raw_name);
-/// The raw wet amounts among a type's raw parameters ([N_t, 1] or, automated, [N_t, 1, L]), or
-/// null where no node of the type carries one.
-const at::Tensor* find_wet_amount(const TensorDict& parameters);
 class Processor;
 /// The raw parameters of a node of `processor`: the processor's own, then the wet amount where
 /// the node carries one. What every listing, check and setter of a node's parameters uses.
 std::vector<ParameterSpec> node_parameter_specs(const Processor& processor, bool dry_wet);
-/// Takes the raw wet amount out of a node's (or step's) parameters, which processors never see:
-/// the tensor, or an undefined one where there is none.
-at::Tensor take_wet_amount(TensorDict& parameters);
 /// A dry/wet node's output, w·processed + (1 − w)·dry with w = σ(raw_wet) ([N, 1, 1], or
 /// [N, 1, L] where automated).
 at::Tensor mix_dry_wet(const at::Tensor& dry, const at::Tensor& processed,

@@ -24,9 +24,9 @@ struct ParameterOptions {
   bool requires_grad   = true;
 };
 
-/// The parameters of a type's nodes in `graph`: its processor's specs, plus `dry_wet_spec()`
-/// when any node of the type carries a wet amount and a curve_spec for each parameter any node
-/// automates (one row per node of the type either way). Throws RenderError
+/// The specs of a type's values in `graph` (TypeParameters, by name): its processor's specs,
+/// plus `dry_wet_spec()` when any node of the type carries a wet amount and a curve_spec for
+/// each parameter any node automates (one row per node of the type either way). Throws RenderError
 /// [grafx.render.automation] for a parameter the processor cannot automate.
 std::vector<ParameterSpec> graph_parameter_specs(const Graph& graph, const std::string& type,
                                                  const Processor& processor);
@@ -35,9 +35,9 @@ std::vector<ParameterSpec> graph_parameter_specs(const Graph& graph, const std::
 /// or "" for a name that is not a curve's.
 std::string automated_parameter(const std::string& name);
 
-/// Whether a node uses its row of the type's parameter `parameter`: "dry_wet" where it carries
-/// a wet amount, a curve where it automates its parameter, any other where it does not
-/// automate it.
+/// Whether a node uses its row of the type's values named `parameter` (TypeParameters names):
+/// the wet amount's where it carries one, a curve's where it automates its parameter, any other
+/// where it does not automate it.
 bool node_has(const Node& node, const std::string& parameter);
 
 /// Initial raw parameters from the processors' specs: N(init_mean, init_std²) per element,
@@ -46,11 +46,6 @@ bool node_has(const Node& node, const std::string& parameter);
 /// initial values.
 Parameters create_parameters(const Graph& graph, const Processors& processors,
                              const ParameterOptions& options = {});
-
-/// `parameters` with the automation curves `graph` needs and they lack, each constant at its
-/// parameter's values (where a fit of the graph without automation left them), and without
-/// curves the graph does not automate.
-Parameters with_curves(const Graph& graph, const Processors& processors, Parameters parameters);
 
 /// `parameters` with the automation curves `graph` needs and they lack, each constant at its
 /// parameter's values (where a fit of the graph without automation left them), and without
@@ -82,9 +77,9 @@ void check_parameters(const Graph& graph, const Processors& processors,
 Parameters cloned_parameters(const Parameters& parameters, bool requires_grad = false);
 
 /// The parameters of `graph` without the nodes `removed`: each type's rows of the nodes that
-/// remain, in order; no "dry_wet" for a type whose remaining nodes carry none, and no entry for
-/// a type left without nodes. What the graph with those
-/// nodes removed (Graph::remove or bypass) takes.
+/// remain, in order; no wet amounts or curve for a type whose remaining nodes carry none, and no
+/// entry for a type left without nodes. What the graph with those nodes removed (Graph::remove
+/// or bypass) takes.
 Parameters parameters_without(const Graph& graph, const Parameters& parameters,
                               const std::vector<NodeId>& removed);
 

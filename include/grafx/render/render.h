@@ -31,6 +31,7 @@
 
 #include <grafx/plan/render_plan.h>
 #include <grafx/processors/registry.h>
+#include <grafx/render/type_parameters.h>
 
 #include <ATen/Tensor.h>
 
@@ -41,9 +42,6 @@
 #include <vector>
 
 namespace grafx {
-
-/// Raw parameters of a graph: processor type name -> parameter name -> tensor.
-using Parameters = std::map<std::string, TensorDict>;
 
 /// Gradient surgery on one type's parameters, applied to each parameter's gradient as it flows
 /// back to the caller's tensors (rows in plan order, one row per node; see RenderPlan).
