@@ -13,6 +13,7 @@
 #include <grafx/files.h>
 #include <grafx/fit/demo.h>
 #include <grafx/fit/fit_record.h>
+#include <grafx/fit/track_losses.h>
 #include <grafx/graph/console.h>
 #include <grafx/io/audio.h>
 #include <grafx/program.h>
@@ -194,6 +195,11 @@ void run_session(Fitter& fitter, Session& session) {
     throw FitError("grafx.fit.diverged",
                    "the fitted console's whole-song loss is not finite, so there are no results: "
                    "fit again with a lower --lr or --clip");
+  session.summary.by_track = track_losses(fitter, [&](int64_t done, int64_t total) {
+    report_progress({{"stage", "tracks"}, {"step", done}, {"steps", total}}, done == total);
+    std::cout << (terminal ? "\r" : "") << "what each track's processing does: render " << done
+              << "/" << total << (terminal && done < total ? "" : "\n") << std::flush;
+  });
   write_fit_outputs(fitter, session.summary, session.folder, /*overwrite=*/true);
   write_fit_record(session.folder, session.inputs, fitter.options(), /*overwrite=*/true);
   keep_outputs(session.folder);  // complete, whatever becomes of its pruning

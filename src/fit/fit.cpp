@@ -649,10 +649,9 @@ at::Tensor Fitter::render_mix() const {
 namespace {
 
 /// The loss of a whole song: the fit's, without the warm-up skip.
-MixLoss whole_song_loss(const FitOptions& options) {
-  MixLossOptions whole = options.loss;
-  whole.skip_samples   = 0;
-  return MixLoss(whole);
+MixLoss whole_song_loss(MixLossOptions loss) {
+  loss.skip_samples = 0;
+  return MixLoss(loss);
 }
 
 /// `terms` on the CPU: a few numbers, for reports on any device.
@@ -665,23 +664,34 @@ MixLossTerms on_cpu(MixLossTerms terms) {
 
 }  // namespace
 
+MixLossTerms whole_song_terms(const RenderPlan& plan, const Processors& processors,
+                              const Parameters& parameters, const at::Tensor& sources,
+                              const at::Tensor& target, SampleRate sample_rate,
+                              const MixLossOptions& loss) {
+  c10::NoGradGuard no_grad;
+  MixLossStream stream = whole_song_loss(loss).stream(target.size(-1));
+  ChunkOptions whole_song;
+  whole_song.render.time = {sample_rate, 0};
+  render_chunks(
+      plan, processors, parameters, sources,
+      [&](int64_t start, const at::Tensor& outputs) {
+        stream.add(outputs[0], target.narrow(-1, start, outputs.size(-1)));
+      },
+      whole_song);
+  return stream.finish();
+}
+
 MixLossTerms Fitter::evaluate(const at::Tensor& fitted) const {
   // In chunks, rendered or cut from `fitted`: the spectrograms of a whole song would not fit
   // in memory (MixLossStream).
   if (fitted.defined())
-    return on_cpu(whole_song_loss(options_).streamed_terms(fitted.to(mix_.device()), mix_));
-  MixLossStream stream = whole_song_loss(options_).stream(mix_.size(-1));
-  render_chunks(
-      live_plan(), processors_, live(detached_parameters()), tracks_,
-      [&](int64_t start, const at::Tensor& outputs) {
-        stream.add(outputs[0], mix_.narrow(-1, start, outputs.size(-1)));
-      },
-      whole_song());
-  return on_cpu(stream.finish());
+    return on_cpu(whole_song_loss(options_.loss).streamed_terms(fitted.to(mix_.device()), mix_));
+  return on_cpu(whole_song_terms(live_plan(), processors_, live(detached_parameters()), tracks_,
+                                 mix_, sample_rate_, options_.loss));
 }
 
 MixLossBreakdown Fitter::evaluate_parts(const at::Tensor& fitted) const {
-  MixLossBreakdown b = whole_song_loss(options_).breakdown(fitted.to(mix_.device()), mix_);
+  MixLossBreakdown b = whole_song_loss(options_.loss).breakdown(fitted.to(mix_.device()), mix_);
   b.terms            = on_cpu(b.terms);
   for (MixLossParts* parts : {&b.bands, &b.seconds}) {
     parts->loss     = parts->loss.to(at::kCPU);

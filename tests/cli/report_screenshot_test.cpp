@@ -5,6 +5,7 @@
 
 #include "support/test_support.h"
 
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -117,6 +118,22 @@ TEST(ReportScreenshot, DemoReportShowsWhatAMixingEngineerLooksFor) {
        {">Loss by octave band<", ">Loss by second<", ">band (Hz)<", ">second of the song (s)<"})
     EXPECT_EQ(occurrences(html, part), 1) << part;
   EXPECT_EQ(occurrences(html, ">left/right<"), 2) << "each picture's legend";
+  // By track: a row for each of the four tracks, whose strips all have processors of their own,
+  // as summary.json lists them.
+  const size_t table = html.find("id=\"by_track\"");
+  ASSERT_NE(table, std::string::npos);
+  const std::string by_track = html.substr(table, html.find("</table>", table) - table);
+  EXPECT_TRUE(contains(by_track, "<th>loss with that gain</th>"));
+  EXPECT_EQ(occurrences(by_track, "<tr><td>"), 4);
+  for (const char* track : {"<tr><td>drums</td>", "<tr><td>bass</td>", "<tr><td>chords</td>",
+                            "<tr><td>lead</td>"})
+    EXPECT_EQ(occurrences(by_track, track), 1) << track;
+  const auto summary = nlohmann::json::parse(testing::read_file(out + "/summary.json"));
+  ASSERT_EQ(summary.at("by_track").size(), 4u);
+  for (const auto& t : summary.at("by_track")) {
+    EXPECT_GT(t.at("loss").get<double>(), 0);
+    EXPECT_EQ(t.at("gain").size(), 2u);
+  }
   // Players of the hidden console's mix, the fitted mix and the four tracks, linked relative to
   // the folder, where the files are.
   EXPECT_EQ(occurrences(html, "<audio "), 6);

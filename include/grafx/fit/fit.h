@@ -129,6 +129,14 @@ struct FitOptions {
   bool capture_steps = true;
 };
 
+/// The mix-matching loss of a whole song (`loss` without its warm-up skip) of the mix `plan`
+/// renders from `sources` (K×C×L) at `sample_rate`, against `target` (C×L): rendered and scored
+/// in chunks (MixLossStream), without gradients. What Fitter::evaluate and track_losses measure.
+MixLossTerms whole_song_terms(const RenderPlan& plan, const Processors& processors,
+                              const Parameters& parameters, const at::Tensor& sources,
+                              const at::Tensor& target, SampleRate sample_rate,
+                              const MixLossOptions& loss);
+
 /// Scales every gradient so that their global norm is at most `max_norm` (as PyTorch's
 /// clip_grad_norm_); returns the norm before clipping (infinite or NaN if a gradient is).
 double clip_gradient_norm(Parameters& parameters, double max_norm);

@@ -15,6 +15,7 @@
 /// "<track>.<anything>") the filters' curves as heard (the descriptors' magnitude `response`
 /// pictures, wet amount included) and a table of every setting in physical units (the specs'
 /// physical names and units; vectors of more than four values summarised by median and range);
+/// where the loss lives (by band, by second and, given FitSummary::by_track, by track);
 /// the console's picture with a legend of its letters (from the registry's descriptors), the
 /// loss curve, the initial console and the files. When the summary holds `reference` settings
 /// (the demo's hidden console), each fitted setting stands beside the reference one with the
@@ -27,6 +28,7 @@
 ///   write_fit_outputs(fitter, summary, "fit", /*overwrite=*/false);
 
 #include <grafx/fit/fit.h>
+#include <grafx/fit/track_losses.h>
 
 #include <string>
 #include <vector>
@@ -38,8 +40,10 @@ struct FitSummary {
   std::vector<std::string> track_names;
   MixLossTerms before;     ///< whole-song loss before fitting
   MixLossBreakdown after;  ///< and after, with its parts (Fitter::evaluate_parts of `fitted`)
-  at::Tensor fitted;       ///< the fitted mix (C×L); rendered by write_fit_outputs if undefined
-  double seconds = 0;      ///< time spent fitting
+  /// What each track's own processing does (track_losses of the fitter); empty: not shown.
+  std::vector<TrackLoss> by_track;
+  at::Tensor fitted;   ///< the fitted mix (C×L); rendered by write_fit_outputs if undefined
+  double seconds = 0;  ///< time spent fitting
   /// Audio files the page plays beside the fitted mix.wav: the target mix and the tracks (in
   /// track order), as paths absolute or relative to the working directory; the page links them
   /// relative to the folder (so it finds them while both stay where they are). Empty: no player.
