@@ -198,9 +198,8 @@ std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate
       << (spec.raw_mapping.empty() ? "" : " (raw: " + spec.raw_mapping + ")") << "\n";
     if (!detailed) continue;
     s << "  " << std::setw(30) << ""
-      << "range " << number(spec.physical_min) << " to "
-      << with_unit(number(spec.physical_max), spec.unit) << "; initial " << initial_value(spec)
-      << " (raw " << spec.init_mean << " ± " << spec.init_std << ")"
+      << "range " << range_text(spec) << "; initial " << initial_value(spec) << " (raw "
+      << spec.init_mean << " ± " << spec.init_std << ")"
       << (spec.to_raw ? "" : "; set by its raw value only") << "; "
       << (spec.automation.empty() ? "not automatable" : "automatable, " + spec.automation) << "\n";
   }

@@ -602,7 +602,8 @@ std::string track_losses_html(const std::vector<TrackLoss>& by_track, double fit
   std::stable_sort(order.begin(), order.end(),
                    [](const TrackLoss* a, const TrackLoss* b) { return a->loss > b->loss; });
   std::ostringstream html;
-  html << "<table class=\"settings\" id=\"by_track\"><tr><th>track</th><th>its own nodes</th><th>best static "
+  html << "<table class=\"settings\" id=\"by_track\"><tr><th>track</th><th>its own "
+          "nodes</th><th>best static "
           "gain (dB)</th><th>loss with that gain</th><th>change</th></tr>\n";
   for (const TrackLoss* t : order) {
     const size_t k = size_t(t->track);

@@ -97,11 +97,12 @@ TEST(CliFit, FitReadsResamplesAndTrims) {
                       dir.file("progress.json")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto progress = nlohmann::json::parse(testing::read_file(dir.file("progress.json")));
-  EXPECT_EQ(progress.at("stage"), "fit");
-  EXPECT_EQ(progress.at("step"), 3) << progress.dump();  // the last step is always written
-  EXPECT_EQ(progress.at("steps"), 3);
-  EXPECT_TRUE(std::isfinite(progress.at("loss").get<double>()));
-  EXPECT_GT(progress.at("steps_per_second").get<double>(), 0);
+  // It ends as the fit's last stage ended, the renders that measure what each track's own
+  // processing does, each written (the fit's fields went with its stage).
+  EXPECT_EQ(progress.at("stage"), "tracks") << progress.dump();
+  EXPECT_GE(progress.at("steps").get<int64_t>(), 2) << progress.dump();
+  EXPECT_EQ(progress.at("step"), progress.at("steps")) << progress.dump();
+  EXPECT_FALSE(progress.contains("steps_per_second")) << progress.dump();
   // A file that cannot be written is refused before any work: no fit folder.
   const auto refused =
       run_grafx({"--progress-json", dir.file("nowhere/progress.json"), "fit", "--tracks",

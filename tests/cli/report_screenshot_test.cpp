@@ -5,9 +5,9 @@
 
 #include "support/test_support.h"
 
-#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 #include <zlib.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <cstdlib>
@@ -125,8 +125,8 @@ TEST(ReportScreenshot, DemoReportShowsWhatAMixingEngineerLooksFor) {
   const std::string by_track = html.substr(table, html.find("</table>", table) - table);
   EXPECT_TRUE(contains(by_track, "<th>loss with that gain</th>"));
   EXPECT_EQ(occurrences(by_track, "<tr><td>"), 4);
-  for (const char* track : {"<tr><td>drums</td>", "<tr><td>bass</td>", "<tr><td>chords</td>",
-                            "<tr><td>lead</td>"})
+  for (const char* track :
+       {"<tr><td>drums</td>", "<tr><td>bass</td>", "<tr><td>chords</td>", "<tr><td>lead</td>"})
     EXPECT_EQ(occurrences(by_track, track), 1) << track;
   const auto summary = nlohmann::json::parse(testing::read_file(out + "/summary.json"));
   ASSERT_EQ(summary.at("by_track").size(), 4u);
