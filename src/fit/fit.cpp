@@ -418,11 +418,10 @@ at::Tensor Fitter::device_step(const StepInputs& inputs, double done) {
   Parameters curvature;
   if (options_.hessian_preconditioning) {
     // Hutchinson: E[v ⊙ Hv] = diag H for v of random signs; the gradient comes with it.
-    Parameters signs;
-    signs = map_parameters(parameters_,
-                           [](const std::string&, const std::string&, const at::Tensor& p) {
-                             return at::randint(0, 2, p.sizes(), p.options()).mul_(2).sub_(1);
-                           });
+    const Parameters signs = map_parameters(
+        parameters_, [](const std::string&, const std::string&, const at::Tensor& p) {
+          return at::randint(0, 2, p.sizes(), p.options()).mul_(2).sub_(1);
+        });
     CurvatureResult c =
         hvp([&](const Parameters& all) { return crop_loss(all, inputs, terms, regularization); },
             parameters_, signs);

@@ -5,10 +5,19 @@
 #include <stdexcept>
 
 namespace grafx {
+namespace {
+
+/// The wet amount's name, made once: named() runs for every step of every render.
+const std::string& wet_amount_name() {
+  static const std::string name = dry_wet_spec().name;
+  return name;
+}
+
+}  // namespace
 
 TensorDict TypeParameters::named() const {
   TensorDict all = own;
-  if (wet.defined()) all[dry_wet_spec().name] = wet;
+  if (wet.defined()) all[wet_amount_name()] = wet;
   for (const auto& [parameter, curve] : curves) all[curve_name(parameter)] = curve;
   return all;
 }
