@@ -183,7 +183,6 @@ void run_session(Fitter& fitter, Session& session) {
     if (terminal) std::cout << "\n";
     throw;
   }
-  stop.reset();
   fitter.save_checkpoint(checkpoint);
   session.summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -196,10 +195,17 @@ void run_session(Fitter& fitter, Session& session) {
                    "the fitted console's whole-song loss is not finite, so there are no results: "
                    "fit again with a lower --lr or --clip");
   session.summary.by_track = track_losses(fitter, [&](int64_t done, int64_t total) {
+    if (stop->requested()) {  // the fit's steps are all saved: what is left is made again
+      if (terminal) std::cout << "\n";
+      throw FitError("grafx.fit.interrupted",
+                     "interrupted while measuring the tracks; " + checkpoint +
+                         " holds the finished fit: its results come with --resume");
+    }
     report_progress({{"stage", "tracks"}, {"step", done}, {"steps", total}}, done == total);
     std::cout << (terminal ? "\r" : "") << "what each track's processing does: render " << done
               << "/" << total << (terminal && done < total ? "" : "\n") << std::flush;
   });
+  stop.reset();
   write_fit_outputs(fitter, session.summary, session.folder, /*overwrite=*/true);
   write_fit_record(session.folder, session.inputs, fitter.options(), /*overwrite=*/true);
   keep_outputs(session.folder);  // complete, whatever becomes of its pruning
