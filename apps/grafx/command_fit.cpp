@@ -16,6 +16,7 @@
 #include <grafx/fit/track_losses.h>
 #include <grafx/graph/console.h>
 #include <grafx/io/audio.h>
+#include <grafx/processors/registry.h>
 #include <grafx/program.h>
 #include <grafx/report/fit_report.h>
 #include <grafx/report/prune_report.h>
@@ -318,8 +319,12 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
   cmd.add_option_function<std::vector<std::string>>(
       "--automate",
       [&options](const std::vector<std::string>& lists) {
+        if (lists == std::vector<std::string>{"none"}) return;  // not grafx fit's levels either
         for (const auto& list : lists)
           for (const std::string& item : split(list, ',')) {
+            if (item == "none")
+              throw FitError("grafx.fit.options",
+                             "--automate " + list + ": none stands alone (nothing automated)");
             const size_t colon     = item.find(':');
             const std::string type = item.substr(0, colon);
             if (type.empty() || (colon != std::string::npos && colon + 1 == item.size()))
@@ -333,7 +338,8 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
       },
       "TYPE or TYPE:PARAMETER, comma-separated: after a static fit (--automation-start), these "
       "parameters follow curves over the song (a type alone: all it can automate, its wet "
-      "amounts too; grafx processors TYPE says which); repeatable");
+      "amounts too; grafx processors TYPE says which); repeatable. grafx fit's consoles "
+      "automate gain_pan unless told (none: nothing)");
   cmd.add_option("--checkpoint-every", session.checkpoint_every,
                  "Save a checkpoint every N steps (0: only at the end)")
       ->capture_default_str()
@@ -345,12 +351,24 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
   add_force_flag(cmd, session.force);
 }
 
+/// The types of `graph`'s nodes that set a track's level by a gain per channel (gain_pan).
+std::vector<std::string> level_types(const Graph& graph) {
+  std::vector<std::string> found;
+  const NodeTypes& types = graph.types();
+  for (TypeId t = NodeTypes::kMix + 1; t < types.size(); ++t) {
+    const ProcessorDescriptor* d = find_processor(types[t].processor_name());
+    if (d && !d->channel_gain_parameter.empty() && !graph.nodes_of_type(types.name(t)).empty())
+      found.push_back(types.name(t));
+  }
+  return found;
+}
+
 }  // namespace
 
 void add_fit_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> tracks;
-    std::string mix, groups, chain = default_chain_letters(), graph, types;
+    std::string mix, groups, chain = chain_letters(default_fit_chain()), graph, types;
     std::vector<std::string> sends, sidechains;
     SampleRate sample_rate = 30000;
     bool strict_rate       = false;
@@ -384,7 +402,7 @@ void add_fit_command(CLI::App& app) {
                 "Refuse audio at another sample rate instead of resampling it");
   cmd->add_option("-o,--output", args->session.folder, "Output folder")->required();
   add_fit_options(*cmd, args->options, args->session);
-  cmd->callback([args] {
+  cmd->callback([args, cmd] {
     apply_time_budget(args->options, args->session);
     std::vector<std::string> names;
     for (const auto& path : args->tracks) names.push_back(fs::path(path).stem().string());
@@ -403,6 +421,11 @@ void add_fit_command(CLI::App& app) {
       console.dry_wet       = true;
       parse_routing(args->sends, args->sidechains, types, console);
       graph = build_console(console, types).graph;
+      // Level rides are part of a mix: a console's levels follow curves after the static fit,
+      // unless --automate says otherwise (docs/benchmarks.md, "Hidden producers").
+      if (cmd->get_option("--automate")->count() == 0)
+        for (const std::string& type : level_types(graph))
+          args->options.automation.parameters[type];
     }
     FitInputs inputs{args->tracks, args->mix, names, args->sample_rate, args->strict_rate};
     auto [tracks, mix, notes] = load_fit_audio(inputs);

@@ -10,6 +10,7 @@
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_json.h>
 #include <grafx/io/draw.h>
+#include <grafx/processors/registry.h>
 #include <grafx/render/parameters.h>
 
 #include <algorithm>
@@ -39,7 +40,7 @@ void add_console_command(CLI::App& app) {
     int64_t n_tracks = 8;
     std::string groups, names;
     std::vector<std::string> sends, sidechains;
-    std::string chain  = default_chain_letters(), types;
+    std::string chain  = chain_letters(default_console_chain()), types;
     int64_t prune_seed = -1;
     std::string output, picture;
     bool dry_wet = false, force = false;

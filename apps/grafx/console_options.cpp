@@ -32,9 +32,9 @@ int64_t track_index(const std::vector<std::string>& names, const std::string& na
 
 NodeTypes known_node_types() { return registry_node_types(); }
 
-std::string default_chain_letters() {
+std::string chain_letters(const std::vector<std::string>& chain) {
   std::string letters;
-  for (const auto& type : default_console_chain()) letters += type_letter(type);
+  for (const auto& type : chain) letters += type_letter(type);
   return letters;
 }
 

@@ -296,6 +296,12 @@ std::vector<std::string> default_console_chain() {
   return chain;
 }
 
+std::vector<std::string> default_fit_chain() {
+  std::vector<std::string> chain = default_console_chain();
+  std::replace(chain.begin(), chain.end(), std::string("eq"), std::string("parametric_eq"));
+  return chain;
+}
+
 const std::vector<std::pair<std::string, std::string>>& grafx_classes_without_a_type() {
   static const std::vector<std::pair<std::string, std::string>> classes = {
       {"DryWet", "the node flag dry_wet: any node renders w*f(u) + (1 - w)*u, w = sigmoid(raw)"},

@@ -311,6 +311,71 @@ TEST(CliFit, FitsConsolesWithSendsAndSidechains) {
   EXPECT_FALSE(testing::file_exists(dir.file("bad")));
 }
 
+// grafx fit's console: the paper's chain with parametric EQs for its FIR EQs, and the levels
+// (gain/pan nodes, their wet amounts too) following curves, unless --automate says otherwise.
+TEST(CliFit, DefaultConsoleHasParametricEqsAndRidesItsLevels) {
+  testing::TempDir dir;
+  at::manual_seed(3);
+  for (const char* name : {"a", "b", "mix"})
+    write_audio(dir.file(std::string(name) + ".wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
+  auto fit = [&](std::vector<std::string> options, const std::string& folder) {
+    std::vector<std::string> args = {"fit",
+                                     dir.file("a.wav"),
+                                     dir.file("b.wav"),
+                                     "--mix",
+                                     dir.file("mix.wav"),
+                                     "--sample-rate",
+                                     "16000",
+                                     "--crop",
+                                     "1",
+                                     "--warm-up",
+                                     "0.2",
+                                     "--steps",
+                                     "2",
+                                     "-o",
+                                     dir.file(folder)};
+    args.insert(args.begin() + 1, "--tracks");
+    args.insert(args.end(), options.begin(), options.end());
+    return run_grafx(args);
+  };
+  auto automated = [&](const std::string& folder) {
+    Graph g = load_graph(dir.file(folder + "/console.json"), registry_node_types());
+    std::vector<std::string> found;
+    for (NodeId id : g.nodes())
+      for (const auto& name : g.node(id).automated)
+        found.push_back(g.types().name(g.node(id).type) + "." + name);
+    return found;
+  };
+  auto r = fit({}, "default");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Graph g = load_graph(dir.file("default/console.json"), registry_node_types());
+  EXPECT_EQ(g.nodes_of_type("parametric_eq").size(), 2u);
+  EXPECT_TRUE(g.nodes_of_type("eq").empty());
+  EXPECT_EQ(g.nodes_of_type("compressor").size(), 2u);
+  EXPECT_EQ(g.nodes_of_type("reverb").size(), 2u);
+  const std::vector<std::string> levels = {"gain_pan.dry_wet", "gain_pan.log_gain",
+                                           "gain_pan.dry_wet", "gain_pan.log_gain"};
+  EXPECT_EQ(automated("default"), levels);
+  const auto file = load_safetensors(dir.file("default/parameters.safetensors"));
+  EXPECT_TRUE(file.tensors.count("gain_pan.curves.log_gain")) << "the curves are written";
+  // Told otherwise: nothing, or what was asked.
+  ASSERT_EQ(fit({"--automate", "none"}, "none").exit_code, 0);
+  EXPECT_TRUE(automated("none").empty());
+  ASSERT_EQ(fit({"--automate", "stereo_imager:log_gain"}, "imager").exit_code, 0);
+  EXPECT_EQ(automated("imager"),
+            (std::vector<std::string>{"stereo_imager.log_gain", "stereo_imager.log_gain"}));
+  // A chain without gain/pan nodes has no levels to ride, and a graph file is fitted as it is.
+  ASSERT_EQ(fit({"--chain", "ec"}, "no_levels").exit_code, 0);
+  EXPECT_TRUE(automated("no_levels").empty());
+  ASSERT_EQ(fit({"--graph", dir.file("none/console.json")}, "graph").exit_code, 0);
+  EXPECT_TRUE(automated("graph").empty());
+  r = fit({"--automate", "none,gain_pan"}, "both");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "[grafx.fit.options] --automate none,gain_pan: none stands alone"))
+      << r.err;
+  EXPECT_FALSE(testing::file_exists(dir.file("both")));
+}
+
 TEST(CliFit, LibTorchsOutOfMemoryIsOneLine) {
   // 300,000 crops of 50 s at once (960 GB): LibTorch's allocator refuses (a c10::Error, not
   // bad_alloc).

@@ -1,0 +1,491 @@
+"""Hidden producers: consoles fitted to mixes made by graphs they do not contain (issue 62).
+
+Each seed draws a hidden "producer": a random mixing graph built from the whole processor
+registry with musical settings, in one of seven families or all of them at once:
+
+  multiband   2-band dynamics (crossover, a compressor per band) on tracks, bus compression
+  saturation  tanh, piecewise-tanh, Chebyshev and power distortions on tracks and the master
+  space       send buses to other reverbs and delays (filtered-noise reverb, STFT reverb,
+              multitap delay), fully wet
+  stereo      mid/side EQ, wideners, stereo echoes, mid/side bus processing
+  routing     a sidechain (the bass ducked by the drums), parallel compression, a reverb send
+  master      a master bus: parametric EQ, glue compression, a limiter
+  rides       level rides: fades and slow moves of every track's level (automation)
+  everything  each of the above with probability 1/2
+
+Every producer has a base of its own kind beneath that: per track an optional high-pass, an EQ
+(one of: parametric, third-octave graphic, the zero-phase FIR EQ with a smooth musical curve,
+Bark-band FIR, cookbook shelves and bell), an optional compressor with ballistics and a
+gain/pan; two subgroups (drums and bass, the rest) with their
+own level. The song is either the five testdata stems (30 kHz, 13 s) or a synthetic song (the
+demo's four synthesised tracks, 13 s, 30 kHz, its noise drawn with the seed); the mix is
+normalised to a peak of 0.9.
+
+Each contender (a console and its fit settings) is fitted to each mix for the same wall-clock
+time, one after the other in one process, and scored by the whole-song loss (the fit's mix
+loss, evaluated after the fit, not timed). The EQ ripple column is the median over EQ nodes of
+the RMS deviation (dB) of each node's magnitude response as heard (40 Hz–12 kHz, 1/24 octave)
+from its own one-octave average: the hidden producers' parametric EQs against the fitted ones.
+Prints a line per fit and the tables of docs/benchmarks.md ("Hidden producers") last.
+
+    PYTHONPATH=build/python python3 bench/producer_eval.py SEEDS [seconds=45] [CONTENDER ...]
+
+SEEDS: a list (1,2,5) or a range (1-16); seed s draws family FAMILIES[s % 8], and the stems or
+a synthetic song in turns, so that each family gets both in 16 consecutive seeds. CONTENDER names entries of CONTENDERS (default: all).
+"""
+
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+import grafx
+
+sys.path.insert(0, os.path.dirname(__file__))
+from time_to_quality import stems  # noqa: E402
+
+RATE = 30000
+SECONDS = 13.0
+FAMILIES = ("multiband", "saturation", "space", "stereo", "routing", "master", "rides",
+            "everything")
+STEM_NAMES = ("bass", "drums", "guitar", "guitar2", "singing")
+
+
+# ---------------------------------------------------------------------------------------------
+# Songs
+
+
+def uses_stems(seed):
+    return (seed + seed // len(FAMILIES)) % 2 == 1
+
+
+def song(seed):
+    """(track names, K×2×L tracks) of seed: the stems or a synthetic song, in turns (each
+    family gets both in every run of 16 seeds)."""
+    if uses_stems(seed):
+        tracks = stems()
+        return list(STEM_NAMES), tracks[:, :, :int(SECONDS * RATE)].contiguous()
+    demo = grafx.demo_song(sample_rate=RATE, seconds=SECONDS, seed=seed)
+    return list(demo["track_names"]), demo["tracks"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Producers
+
+
+class Producer:
+    """A hidden graph under construction, with the raw values it overrides after the musical
+    draw: {node id: {raw name: value}} and the curves of its level rides."""
+
+    def __init__(self, seed, family, names):
+        self.g = grafx.Graph()
+        self.random = torch.Generator().manual_seed(1000 + seed)
+        self.family = family
+        self.names = names
+        self.overrides = {}
+        self.rides = []
+
+    def chance(self, p):
+        return torch.rand(1, generator=self.random).item() < p
+
+    def uniform(self, lo, hi):
+        return lo + (hi - lo) * torch.rand(1, generator=self.random).item()
+
+    def pick(self, options):
+        return options[int(torch.randint(len(options), (1,), generator=self.random))]
+
+    def wants(self, family):
+        return self.family == family or (self.family == "everything" and self.chance(0.5))
+
+    def chain(self, source, types, name, outlet="main"):
+        """Appends `types` after `source` (its `outlet`); returns the last node."""
+        last = source
+        for i, t in enumerate(types):
+            node = self.g.add(t, f"{name}.{t}{i}")
+            self.g.connect(last, node, outlet if last == source else "main")
+            last = node
+        return last
+
+    def set_raw(self, node, **raw):
+        self.overrides.setdefault(node, {}).update(raw)
+
+
+def compressor_raw(threshold_db=None, ratio=None, attack_ms=None, release_ms=None):
+    """Raw values of compressor_ballistics' parameters (grafx processors compressor_ballistics)."""
+    raw = {}
+    if threshold_db is not None:
+        raw["log_threshold"] = threshold_db / (10 / math.log(10)) + 6
+    if ratio is not None:
+        raw["log_ratio"] = math.log(ratio - 1)
+    for key, ms in (("z_alpha_attack", attack_ms), ("z_alpha_release", release_ms)):
+        if ms is not None:
+            alpha = 1 - math.exp(-1000 / (ms * RATE))
+            raw[key] = math.log(alpha / (1 - alpha))
+    return raw
+
+
+# A track's EQ: bells and shelves, a graphic EQ, a smooth FIR curve (the fitted console's own
+# type, with musical curves), Bark bands, or cookbook shelf and bell.
+TRACK_EQS = (["parametric_eq"], ["graphic_eq_third_octave"], ["eq"], ["fir_eq"],
+             ["low_shelf", "peaking", "high_shelf"])
+
+
+def track_strip(p, k, source, key_sources):
+    """A track's strip: the base and the family's inserts; returns its last node."""
+    name = p.names[k]
+    base = (["highpass"] if p.chance(0.5) else []) + p.pick(TRACK_EQS)
+    if p.chance(0.6):
+        base.append("compressor_ballistics")
+    last = p.chain(source, base, name)
+    if p.wants("multiband") and p.chance(0.6):
+        split = p.g.add("crossover", f"{name}.crossover")
+        p.g.connect(last, split)
+        band_mix = p.g.add("mix", f"{name}.bands")
+        for band in ("low", "high"):
+            comp = p.chain(split, ["compressor_ballistics"], f"{name}.{band}", outlet=band)
+            p.set_raw(comp, **compressor_raw(ratio=p.uniform(2, 6), attack_ms=p.uniform(2, 20),
+                                             release_ms=p.uniform(50, 300)))
+            p.g.connect(comp, band_mix)
+        last = band_mix
+    if p.wants("saturation") and p.chance(0.6):
+        last = p.chain(last, [p.pick(["tanh_distortion", "piecewise_tanh_distortion",
+                                      "chebyshev_distortion", "power_distortion"])], name)
+    if p.wants("routing") and name in ("bass",) and "drums" in key_sources:
+        duck = p.g.add("sidechain_compressor", f"{name}.ducked")
+        p.g.connect(last, duck, "main", "main")
+        p.g.connect(key_sources["drums"], duck, "main", "sidechain")
+        last = duck
+    if p.wants("routing") and name == "drums":
+        # Parallel compression: the dry drums plus a crushed copy.
+        crushed = p.chain(last, ["compressor_ballistics", "send"], f"{name}.parallel")
+        p.set_raw(crushed - 1, **compressor_raw(ratio=p.uniform(8, 20), attack_ms=1,
+                                                release_ms=p.uniform(40, 120)))
+        both = p.g.add("mix", f"{name}.parallel_mix")
+        p.g.connect(last, both)
+        p.g.connect(crushed, both)
+        last = both
+    level = p.chain(last, ["gain_pan"], name)
+    if p.wants("rides"):
+        p.g.set_automated(level, "log_gain")
+        p.rides.append(level)
+    last = level
+    if p.wants("stereo") and p.chance(0.6):
+        kind = p.pick(["stereo_imager", "eq_midside", "echo"])
+        if kind == "echo":
+            last = p.chain(last, ["delay"], name)
+            p.g.set_dry_wet(last)
+        else:
+            last = p.chain(last, [kind], name)
+            if kind == "stereo_imager":
+                p.set_raw(last, log_gain=p.uniform(2, 8) / (20 / math.log(10)))
+    return last
+
+
+def midside_bus(p, source, name):
+    """Mid and side processed apart: the mid EQ'd, the side high-passed and raised."""
+    split = p.g.add("stereo_to_mid_side", f"{name}.ms")
+    p.g.connect(source, split)
+    join = p.g.add("mid_side_to_stereo", f"{name}.lr")
+    mid = p.chain(split, ["parametric_eq"], f"{name}.mid", outlet="mid")
+    side = p.chain(split, ["highpass", "send"], f"{name}.side", outlet="side")
+    p.set_raw(side, log_gain=p.uniform(0, 6) / (20 / math.log(10)))
+    p.g.connect(mid, join, "main", "mid")
+    p.g.connect(side, join, "main", "side")
+    return join
+
+
+def producer(seed, names):
+    """The hidden graph of seed (its family by seed % 8), and its overrides and rides."""
+    p = Producer(seed, FAMILIES[seed % len(FAMILIES)], names)
+    sources = [p.g.add("in", n) for n in names]
+    rhythm = {"drums", "bass"}
+    groups = {g: p.g.add("mix", f"group{g}") for g in (0, 1)}
+    master = p.g.add("mix", "master")
+    key_sources = {n: s for n, s in zip(names, sources)}
+    strips = [track_strip(p, k, sources[k], key_sources) for k in range(len(names))]
+    for k, last in enumerate(strips):
+        p.g.connect(last, groups[0 if names[k] in rhythm else 1])
+    for g, mix in groups.items():
+        last = mix
+        if p.wants("multiband") and p.chance(0.7):
+            last = p.chain(last, ["compressor_ballistics"], f"group{g}")
+        if p.wants("stereo") and g == 1 and p.chance(0.7):
+            last = midside_bus(p, last, f"group{g}")
+        last = p.chain(last, ["gain_pan"], f"group{g}")
+        p.g.connect(last, master)
+    if p.wants("space") or p.family == "routing":
+        kinds = ["filtered_noise_reverb", "reverb", "delay"]
+        for b in range(1 if p.family == "routing" else (1 if p.chance(0.5) else 2)):
+            kind = kinds.pop(int(torch.randint(len(kinds), (1,), generator=p.random)))
+            bus = p.g.add("mix", f"bus{b}")
+            for k, last in enumerate(strips):
+                if p.chance(0.8):
+                    p.g.connect(p.chain(last, ["send"], f"{names[k]}.send{b}"), bus)
+            if p.g.in_edges(bus):
+                p.g.connect(p.chain(bus, [kind], f"bus{b}"), master)
+            else:
+                p.g.remove(bus)
+    last = master
+    if p.wants("stereo") and p.chance(0.7):
+        last = p.chain(last, [p.pick(["eq_midside", "stereo_imager"])], "master")
+    if p.wants("saturation") and p.chance(0.5):
+        last = p.chain(last, ["tanh_distortion"], "master")
+    if p.wants("master"):
+        last = p.chain(last, ["parametric_eq", "compressor_ballistics", "compressor_ballistics"],
+                       "master")
+        p.set_raw(last - 1, **compressor_raw(ratio=p.uniform(1.5, 3), attack_ms=p.uniform(10, 30),
+                                             release_ms=p.uniform(100, 400)))
+        p.set_raw(last, **compressor_raw(ratio=20, attack_ms=0.5, release_ms=p.uniform(30, 80)))
+    p.g.connect(last, p.g.add("out", "out"))
+    if p.rides:
+        p.g.automation = (2.0, int(SECONDS * 2) + 1)
+    return p
+
+
+def ride(p, points):
+    """A level ride in natural-log gain: a fade in or out sometimes, and slow moves of ±5 dB."""
+    moves = torch.randn(points, generator=p.random).cumsum(0) * 0.6
+    moves = (moves - moves.mean()).clamp(-5, 5)
+    if p.chance(0.3):
+        fade = torch.linspace(-30, 0, min(6, points))
+        moves[:fade.numel()] += fade if p.chance(0.5) else 0
+        if p.chance(0.5):
+            moves[-fade.numel():] += fade.flip(0)
+    return moves / (20 / math.log(10))
+
+
+def hidden_mix(seed):
+    """(track names, tracks, mix, the producer) of seed."""
+    names, tracks = song(seed)
+    p = producer(seed, names)
+    processors = grafx.make_processors(p.g, RATE)
+    parameters = grafx.musical_parameters(p.g, processors, seed=seed)
+    for t in parameters:
+        rows = {node: r for r, node in enumerate(p.g.nodes_of_type(t))}
+        for node, raw in p.overrides.items():
+            if node in rows:
+                for name, value in raw.items():
+                    parameters[t][name][rows[node]] = value
+    if p.rides:
+        rows = {node: r for r, node in enumerate(p.g.nodes_of_type("gain_pan"))}
+        curves = parameters["gain_pan"]["log_gain@curve"]
+        for node in p.rides:
+            r = rows[node]
+            curves[r] = parameters["gain_pan"]["log_gain"][r] + ride(p, curves.shape[1])[:, None]
+    p.parameters = parameters
+    with torch.no_grad():
+        plan = grafx.compute_render_plan(p.g)
+        mix = grafx.render(plan, processors, parameters, tracks)[0]
+    return names, tracks, mix * (0.9 / mix.abs().max()), p
+
+
+# ---------------------------------------------------------------------------------------------
+# Contenders: a console for the tracks and the fit's settings (grafx fit's defaults otherwise)
+
+
+def paper(names):
+    """The paper's console as grafx fit built it by default until this evaluation: its chain
+    e-c-n-s-g-d-r with a wet amount on every processor, no subgroups."""
+    return grafx.mixing_console(n_tracks=len(names), dry_wet=True, track_names=names), {}
+
+
+def node_named(graph, name):
+    return next(n for n in graph.nodes() if graph.node(n)["name"] == name)
+
+
+def with_master_bus(graph, types):
+    """The console with a chain of `types` (each with a wet amount) between master and out."""
+    master, out = node_named(graph, "master"), node_named(graph, "out")
+    graph.disconnect(master, out)
+    last = master
+    for t in types:
+        node = graph.add(t, f"master.{t}")
+        graph.connect(last, node)
+        graph.set_dry_wet(node)
+        last = node
+    graph.connect(last, out)
+    return graph
+
+
+def with_send_bus(graph, kind):
+    """The console with a send from every track's chain into a bus of `kind`, fully wet (the
+    send levels say how much is heard), into the master, as grafx fit --send reverb=KIND."""
+    master = node_named(graph, "master")
+    bus = graph.add("mix", "reverb bus")
+    for end in [source for source, *_ in graph.in_edges(master)]:
+        send = graph.add("send", f"{graph.node(end)['name']}.send")
+        graph.connect(end, send)
+        graph.connect(send, bus)
+    effect = graph.add(kind, f"reverb bus.{kind}")
+    graph.connect(bus, effect)
+    graph.connect(effect, master)
+    return graph
+
+
+def extended(names, groups=0, master=(), send=None, automate=False, chain=None):
+    console = grafx.mixing_console(n_tracks=len(names), n_groups=groups or None, dry_wet=True,
+                                   track_names=names, chain=chain)
+    if send:
+        console = with_send_bus(console, send)
+    if master:
+        console = with_master_bus(console, master)
+    return console, ({"automate": {"gain_pan": []}} if automate else {})
+
+
+CONTENDERS = {
+    "paper": paper,
+    "2 subgroups": lambda names: extended(names, groups=2),
+    "master bus (mid/side EQ, compressor, imager)":
+        lambda names: extended(names, master=["eq_midside", "compressor", "stereo_imager"]),
+    "reverb send (filtered-noise reverb)":
+        lambda names: extended(names, send="filtered_noise_reverb"),
+    "levels automated": lambda names: extended(names, automate=True),
+    "Bark-band EQ (fir_eq) for the FIR EQ": lambda names: extended(names, chain="fcnsgdr"),
+    "parametric EQ for the FIR EQ": lambda names: extended(names, chain="qcnsgdr"),
+    # grafx fit's console since this evaluation (issue 62): `grafx fit` with no --chain or
+    # --automate.
+    "parametric EQ, levels automated":
+        lambda names: extended(names, chain="qcnsgdr", automate=True),
+    "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
+                                       master=["eq_midside", "compressor", "stereo_imager"],
+                                       automate=True),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# EQ ripple: how jagged an EQ curve is, as a mixing engineer reads it
+
+EQ_TYPES = ("eq", "parametric_eq", "fir_eq", "graphic_eq", "graphic_eq_third_octave",
+            "low_shelf", "peaking", "high_shelf")
+RIPPLE_HZ = torch.logspace(math.log10(40), math.log10(12000), 200)  # 1/24 octave
+
+
+def response_db(graph, node, parameters):
+    """The node's magnitude response as heard (its wet amount included) at RIPPLE_HZ, in dB."""
+    t = graph.node(node)["type"]
+    row = graph.nodes_of_type(t).index(node)
+    alone = grafx.Graph()
+    source, eq, out = alone.add("in"), alone.add(t), alone.add("out")
+    alone.connect(source, eq)
+    alone.connect(eq, out)
+    own = {name: value[row:row + 1] for name, value in parameters[t].items()
+           if not name.endswith("@curve")}
+    if graph.node(node)["dry_wet"]:
+        alone.set_dry_wet(eq)
+    else:
+        own.pop("dry_wet", None)
+    length = 1 << 15
+    impulse = torch.zeros(1, 1, length)
+    impulse[0, 0, length // 2] = 1
+    with torch.no_grad():
+        y = grafx.render(grafx.compute_render_plan(alone), grafx.make_processors(alone, RATE),
+                         {t: own}, impulse)
+    spectrum = torch.fft.rfft(y[0, 0].double()).abs()
+    bins = RIPPLE_HZ / (RATE / 2) * (spectrum.numel() - 1)
+    lo = bins.floor().long()
+    frac = bins - lo
+    magnitude = spectrum[lo] * (1 - frac) + spectrum[lo + 1] * frac
+    return 20 * torch.log10(magnitude.clamp_min(1e-6))
+
+
+def ripple_db(curve_db):
+    """RMS deviation (dB) of a curve from its own one-octave moving average: smooth bells and
+    shelves stay low, a jagged curve does not."""
+    half = 12  # 1/24-octave points: ±1/2 octave
+    padded = torch.nn.functional.pad(curve_db[None, None], (half, half), mode="replicate")
+    smooth = torch.nn.functional.avg_pool1d(padded, 2 * half + 1, stride=1)[0, 0]
+    return (curve_db - smooth).pow(2).mean().sqrt().item()
+
+
+def eq_ripples(graph, parameters):
+    """Ripple (dB) of every single-filter EQ node of the graph that is not bypassed."""
+    return [ripple_db(response_db(graph, n, parameters))
+            for n in graph.nodes() if graph.node(n)["type"] in EQ_TYPES
+            and not graph.node(n)["bypassed"]]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def fit(console, settings, tracks, mix, seconds):
+    """Whole-song loss after `seconds` of fitting, the steps taken, the fitted EQs' ripples."""
+    fitter = grafx.Fitter(console, tracks, mix, RATE, time_budget_minutes=seconds / 60,
+                          **settings)
+    fitter.run()
+    ripples = eq_ripples(console, fitter.detached_parameters())
+    return fitter.evaluate()["total"].item(), len(fitter.history), ripples
+
+
+def median(values):
+    return f"{statistics.median(values):.2f}" if values else "–"
+
+
+def parse_seeds(text):
+    seeds = []
+    for item in text.split(","):
+        lo, _, hi = item.partition("-")
+        seeds += list(range(int(lo), int(hi or lo) + 1))
+    if not seeds or any(s < 0 for s in seeds):
+        raise ValueError
+    return seeds
+
+
+def main():
+    try:
+        seeds = parse_seeds(sys.argv[1])
+        seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 45.0
+        names = sys.argv[3:] or list(CONTENDERS)
+        if not 5 <= seconds <= 3600 or any(n not in CONTENDERS for n in names):
+            raise ValueError
+    except (ValueError, IndexError):
+        print(__doc__, file=sys.stderr)
+        print("contenders:", *CONTENDERS, sep="\n  ", file=sys.stderr)
+        return 2
+    torch.set_num_threads(os.cpu_count())  # as the CLI (Debian's PyTorch starts with one)
+    results = {n: {} for n in names}  # contender -> seed -> loss
+    ripples = {n: [] for n in names + ["hidden producers"]}  # EQ ripples (dB)
+    family_of = {}
+    for seed in seeds:
+        track_names, tracks, mix, p = hidden_mix(seed)
+        family_of[seed] = p.family
+        ripples["hidden producers"] += eq_ripples(p.g, p.parameters)
+        song_name = "stems" if uses_stems(seed) else "synthetic"
+        for name in names:
+            console, settings = CONTENDERS[name](track_names)
+            start = time.perf_counter()
+            loss, steps, fitted_ripples = fit(console, settings, tracks, mix, seconds)
+            results[name][seed] = loss
+            ripples[name] += fitted_ripples
+            print(f"seed {seed} ({p.family}, {song_name}, producer of "
+                  f"{len(p.g.nodes())} nodes): {name}: {loss:.4f} after {steps} steps "
+                  f"({time.perf_counter() - start:.0f} s with setup and evaluation)",
+                  file=sys.stderr, flush=True)
+    base = names[0]
+    print(f"\nWhole-song loss after {seconds:g} s of fitting per mix, seeds {sys.argv[1]} "
+          f"(ratio: against {base} on the same mixes):\n")
+    print("| contender | mean | stdev | min–max | mean ratio | better on | EQ ripple (dB) |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name in names:
+        losses = [results[name][s] for s in seeds]
+        ratios = [results[name][s] / results[base][s] for s in seeds]
+        spread = statistics.stdev(losses) if len(losses) > 1 else 0.0
+        print(f"| {name} | {statistics.mean(losses):.4f} | {spread:.4f} | "
+              f"{min(losses):.3f}–{max(losses):.3f} | {statistics.mean(ratios):.3f} | "
+              f"{sum(r < 1 for r in ratios)} of {len(seeds)} | {median(ripples[name])} |")
+    print(f"| hidden producers | | | | | | {median(ripples['hidden producers'])} |")
+    print("\nMean whole-song loss per family:\n")
+    families = [f for f in FAMILIES if f in family_of.values()]
+    print("| contender | " + " | ".join(families) + " |")
+    print("|---|" + "---:|" * len(families))
+    for name in names:
+        means = [statistics.mean(results[name][s] for s in seeds if family_of[s] == f)
+                 for f in families]
+        print(f"| {name} | " + " | ".join(f"{m:.4f}" for m in means) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
