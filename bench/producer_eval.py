@@ -31,7 +31,8 @@ Prints a line per fit and the tables of docs/benchmarks.md ("Hidden producers") 
     PYTHONPATH=build/python python3 bench/producer_eval.py SEEDS [seconds=45] [CONTENDER ...]
 
 SEEDS: a list (1,2,5) or a range (1-16); seed s draws family FAMILIES[s % 8], and the stems or
-a synthetic song in turns, so that each family gets both in 16 consecutive seeds. CONTENDER names entries of CONTENDERS (default: all).
+a synthetic song in turns, so that each family gets both in 16 consecutive seeds. CONTENDER
+names entries of CONTENDERS (default: all).
 """
 
 import math
@@ -160,9 +161,10 @@ def track_strip(p, k, source, key_sources):
         last = duck
     if p.wants("routing") and name == "drums":
         # Parallel compression: the dry drums plus a crushed copy.
-        crushed = p.chain(last, ["compressor_ballistics", "send"], f"{name}.parallel")
-        p.set_raw(crushed - 1, **compressor_raw(ratio=p.uniform(8, 20), attack_ms=1,
-                                                release_ms=p.uniform(40, 120)))
+        crush = p.chain(last, ["compressor_ballistics"], f"{name}.parallel")
+        p.set_raw(crush, **compressor_raw(ratio=p.uniform(8, 20), attack_ms=1,
+                                          release_ms=p.uniform(40, 120)))
+        crushed = p.chain(crush, ["send"], f"{name}.parallel")
         both = p.g.add("mix", f"{name}.parallel_mix")
         p.g.connect(last, both)
         p.g.connect(crushed, both)
@@ -234,10 +236,10 @@ def producer(seed, names):
     if p.wants("saturation") and p.chance(0.5):
         last = p.chain(last, ["tanh_distortion"], "master")
     if p.wants("master"):
-        last = p.chain(last, ["parametric_eq", "compressor_ballistics", "compressor_ballistics"],
-                       "master")
-        p.set_raw(last - 1, **compressor_raw(ratio=p.uniform(1.5, 3), attack_ms=p.uniform(10, 30),
-                                             release_ms=p.uniform(100, 400)))
+        glue = p.chain(last, ["parametric_eq", "compressor_ballistics"], "master")
+        p.set_raw(glue, **compressor_raw(ratio=p.uniform(1.5, 3), attack_ms=p.uniform(10, 30),
+                                         release_ms=p.uniform(100, 400)))
+        last = p.chain(glue, ["compressor_ballistics"], "master.limiter")
         p.set_raw(last, **compressor_raw(ratio=20, attack_ms=0.5, release_ms=p.uniform(30, 80)))
     p.g.connect(last, p.g.add("out", "out"))
     if p.rides:
