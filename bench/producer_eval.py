@@ -443,9 +443,11 @@ def main():
         if not 5 <= seconds <= 3600 or any(n not in CONTENDERS for n in names):
             raise ValueError
     except (ValueError, IndexError):
-        print(__doc__, file=sys.stderr)
-        print("contenders:", *CONTENDERS, sep="\n  ", file=sys.stderr)
-        return 2
+        asked = sys.argv[1:] == ["--help"]
+        out = sys.stdout if asked else sys.stderr
+        print(__doc__, file=out)
+        print("contenders:", *CONTENDERS, sep="\n  ", file=out)
+        return 0 if asked else 2
     torch.set_num_threads(os.cpu_count())  # as the CLI (Debian's PyTorch starts with one)
     results = {n: {} for n in names}  # contender -> seed -> loss
     ripples = {n: [] for n in names + ["hidden producers"]}  # EQ ripples (dB)
