@@ -23,6 +23,19 @@ namespace {
 using testing::contains;
 using testing::run_grafx;
 
+/// grafx fit of `tracks` to `mix` at 16 kHz, 2 steps of 1 s crops (0.2 s warm-up), into
+/// `folder`, with `options` after.
+testing::CommandResult short_fit(const std::vector<std::string>& tracks, const std::string& mix,
+                                 const std::string& folder,
+                                 const std::vector<std::string>& options) {
+  std::vector<std::string> args = {"fit", "--tracks"};
+  args.insert(args.end(), tracks.begin(), tracks.end());
+  args.insert(args.end(), {"--mix", mix, "--sample-rate", "16000", "--crop", "1", "--warm-up",
+                           "0.2", "--steps", "2", "-o", folder});
+  args.insert(args.end(), options.begin(), options.end());
+  return run_grafx(args);
+}
+
 TEST(CliFit, DemoWritesEverythingAndResumes) {
   testing::TempDir dir;
   std::string out = dir.file("demo");
@@ -278,26 +291,9 @@ TEST(CliFit, FitsConsolesWithSendsAndSidechains) {
   for (const char* name : {"kick", "bass", "mix"})
     write_audio(dir.file(std::string(name) + ".wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
   auto fit = [&](std::vector<std::string> routing, const std::string& folder) {
-    std::vector<std::string> args = {"fit",
-                                     "--tracks",
-                                     dir.file("kick.wav"),
-                                     dir.file("bass.wav"),
-                                     "--mix",
-                                     dir.file("mix.wav"),
-                                     "--chain",
-                                     "g",
-                                     "--sample-rate",
-                                     "16000",
-                                     "--crop",
-                                     "1",
-                                     "--warm-up",
-                                     "0.2",
-                                     "--steps",
-                                     "2",
-                                     "-o",
-                                     dir.file(folder)};
-    args.insert(args.end(), routing.begin(), routing.end());
-    return run_grafx(args);
+    routing.insert(routing.begin(), {"--chain", "g"});
+    return short_fit({dir.file("kick.wav"), dir.file("bass.wav")}, dir.file("mix.wav"),
+                     dir.file(folder), routing);
   };
   auto r = fit({"--send", "reverb=r", "--sidechain", "bass=kick"}, "routed");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -318,25 +314,9 @@ TEST(CliFit, DefaultConsoleHasParametricEqsAndRidesItsLevels) {
   at::manual_seed(3);
   for (const char* name : {"a", "b", "mix"})
     write_audio(dir.file(std::string(name) + ".wav"), at::randn({2, 16000 * 2}) * 0.1, 16000);
-  auto fit = [&](std::vector<std::string> options, const std::string& folder) {
-    std::vector<std::string> args = {"fit",
-                                     dir.file("a.wav"),
-                                     dir.file("b.wav"),
-                                     "--mix",
-                                     dir.file("mix.wav"),
-                                     "--sample-rate",
-                                     "16000",
-                                     "--crop",
-                                     "1",
-                                     "--warm-up",
-                                     "0.2",
-                                     "--steps",
-                                     "2",
-                                     "-o",
-                                     dir.file(folder)};
-    args.insert(args.begin() + 1, "--tracks");
-    args.insert(args.end(), options.begin(), options.end());
-    return run_grafx(args);
+  auto fit = [&](const std::vector<std::string>& options, const std::string& folder) {
+    return short_fit({dir.file("a.wav"), dir.file("b.wav")}, dir.file("mix.wav"), dir.file(folder),
+                     options);
   };
   auto automated = [&](const std::string& folder) {
     Graph g = load_graph(dir.file(folder + "/console.json"), registry_node_types());
