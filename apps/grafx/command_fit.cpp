@@ -117,8 +117,9 @@ MixLossTerms initial_loss(const Fitter& fitter) {
   return terms;
 }
 
-/// Fits with a live progress line, checkpoints and Ctrl-C handling, then writes the outputs.
-void run_session(Fitter& fitter, Session& session) {
+/// Fits with a live progress line, checkpoints and Ctrl-C handling (`stop`, the command's, held
+/// since its start), then writes the outputs.
+void run_session(Fitter& fitter, Session& session, const StopRequest& stop) {
   const std::string checkpoint      = session.folder + "/" + kCheckpoint;
   const DataInitialisation& initial = fitter.initialisation();
   if (!session.resume) {
@@ -143,7 +144,6 @@ void run_session(Fitter& fitter, Session& session) {
   }
   const bool terminal = ::isatty(STDOUT_FILENO);
   // Ctrl-C and SIGTERM both stop after the step, with a checkpoint.
-  auto stop  = std::make_unique<StopRequest>();
   auto start = std::chrono::steady_clock::now();
   try {
     fitter.run([&](const FitProgress& p) {
@@ -173,9 +173,9 @@ void run_session(Fitter& fitter, Session& session) {
                   << "   " << (terminal && !last ? "" : "\n") << std::flush;
       }
       if ((session.checkpoint_every > 0 && p.step % session.checkpoint_every == 0) ||
-          stop->requested())
+          stop.requested())
         fitter.save_checkpoint(checkpoint);
-      if (stop->requested())
+      if (stop.requested())
         throw FitError("grafx.fit.interrupted", "interrupted at step " + std::to_string(p.step) +
                                                     "; " + checkpoint +
                                                     " is saved: continue with --resume");
@@ -196,7 +196,7 @@ void run_session(Fitter& fitter, Session& session) {
                    "the fitted console's whole-song loss is not finite, so there are no results: "
                    "fit again with a lower --lr or --clip");
   session.summary.by_track = track_losses(fitter, [&](int64_t done, int64_t total) {
-    if (stop->requested()) {  // the fit's steps are all saved: what is left is made again
+    if (stop.requested()) {  // the fit's steps are all saved: what is left is made again
       if (terminal) std::cout << "\n";
       throw FitError("grafx.fit.interrupted",
                      "interrupted while measuring the tracks; " + checkpoint +
@@ -206,7 +206,7 @@ void run_session(Fitter& fitter, Session& session) {
     std::cout << (terminal ? "\r" : "") << "what each track's processing does: render " << done
               << "/" << total << (terminal && done < total ? "" : "\n") << std::flush;
   });
-  stop.reset();
+  // A request from here on lets the outputs be written; pruning then stops at its first step.
   write_fit_outputs(fitter, session.summary, session.folder, /*overwrite=*/true);
   write_fit_record(session.folder, session.inputs, fitter.options(), /*overwrite=*/true);
   keep_outputs(session.folder);  // complete, whatever becomes of its pruning
@@ -403,6 +403,7 @@ void add_fit_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->session.folder, "Output folder")->required();
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args, cmd] {
+    StopRequest stop;  // loading and set-up take seconds: Ctrl-C then also ends with a coded error
     apply_time_budget(args->options, args->session);
     std::vector<std::string> names;
     for (const auto& path : args->tracks) names.push_back(fs::path(path).stem().string());
@@ -429,6 +430,7 @@ void add_fit_command(CLI::App& app) {
     }
     FitInputs inputs{args->tracks, args->mix, names, args->sample_rate, args->strict_rate};
     auto [tracks, mix, notes] = load_fit_audio(inputs);
+    stop_if_requested(stop);
     print_notes(notes);
     inputs.hashes        = content_hashes(inputs);  // as read, for `grafx prune` to compare
     const int64_t length = mix.size(1);
@@ -447,6 +449,7 @@ void add_fit_command(CLI::App& app) {
     for (const auto& name : fit_folder_files())
       check_not_an_input(args->session.folder + "/" + name, files);
     args->session.summary.before = initial_loss(fitter);
+    stop_if_requested(stop);
     prepare_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
                           args->session.force, "fit");  // only once everything has been checked
     args->session.summary.title       = "grafx fit: " + fs::path(args->mix).filename().string();
@@ -454,7 +457,7 @@ void add_fit_command(CLI::App& app) {
     args->session.summary.target_file = args->mix;  // the page plays it beside the fitted mix
     args->session.summary.track_files = args->tracks;
     args->session.inputs              = inputs;
-    run_session(fitter, args->session);
+    run_session(fitter, args->session, stop);
   });
 }
 
@@ -478,6 +481,8 @@ void add_demo_command(CLI::App& app) {
       ->check(whole_number(0));
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
+    StopRequest
+        stop;  // synthesis and set-up take seconds: Ctrl-C then also ends with a coded error
     apply_time_budget(args->options, args->session);
     // Refused before minutes of synthesis and set-up, not after.
     check_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
@@ -486,12 +491,14 @@ void add_demo_command(CLI::App& app) {
               << " s at " << args->demo.sample_rate
               << " Hz) and mixing it through a hidden console\n";
     DemoSong song = make_demo_song(args->demo);
+    stop_if_requested(stop);
     args->options.node_gradient_hooks =
         parse_gradient_hooks(args->session.gradient_hooks, song.console);
     args->options.adapt_threads = !threads_chosen();
     // Made (options checked, initial console from the data) before anything is written.
     Fitter fitter(song.console, song.tracks, song.mix, song.sample_rate, args->options);
     args->session.summary.before = initial_loss(fitter);
+    stop_if_requested(stop);
     prepare_output_folder(args->session.folder, fit_folder_files(), args->session.resume,
                           args->session.force, "fit");
     // The tracks as files, so that `grafx render` can reproduce the fitted mix from them.
@@ -520,7 +527,7 @@ void add_demo_command(CLI::App& app) {
     args->session.summary.track_files     = inputs.tracks;
     args->session.summary.reference       = song.hidden;
     args->session.summary.reference_label = "hidden console";
-    run_session(fitter, args->session);
+    run_session(fitter, args->session, stop);
   });
 }
 

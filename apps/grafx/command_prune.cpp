@@ -46,6 +46,7 @@ void add_prune_command(CLI::App& app) {
   cmd->add_flag("--resume", args->resume, "Continue the pruning saved in the output folder");
   add_force_flag(*cmd, args->force);
   cmd->callback([args] {
+    StopRequest stop;  // loading and set-up take seconds: Ctrl-C then also ends with a coded error
     auto [inputs, options] = read_fit_record(args->fit);
     check_fit_audio_unchanged(inputs, args->fit);
     // Fine-tuning goes on at the rate the fit ended with, constant (as `fit --prune` does),
@@ -78,6 +79,7 @@ void add_prune_command(CLI::App& app) {
     options.n_steps       = args->options.rounds * args->options.steps_between;
     options.adapt_threads = !threads_chosen();
     Fitter fitter(graph, tracks, mix, inputs.sample_rate, options, file.parameters);
+    stop_if_requested(stop);
     prepare_output_folder(args->output, files, args->resume, args->force, "pruning");
     run_pruning(fitter, args->options,
                 {args->output, "grafx prune: " + fs::path(args->fit).filename().string(),

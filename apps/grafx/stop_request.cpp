@@ -1,5 +1,7 @@
 #include "stop_request.h"
 
+#include <grafx/error.h>
+
 #include <atomic>
 #include <csignal>
 
@@ -7,20 +9,29 @@ namespace grafx::cli {
 namespace {
 
 std::atomic<bool> stop_requested{false};
+int depth = 0;  // instances alive (the commands run on the main thread only)
 
 }  // namespace
 
-StopRequest::StopRequest() {
+StopRequest::StopRequest() : outermost_(depth++ == 0) {
+  if (!outermost_) return;
   stop_requested = false;
   previous_int_  = std::signal(SIGINT, [](int) { stop_requested = true; });
   previous_term_ = std::signal(SIGTERM, [](int) { stop_requested = true; });
 }
 
 StopRequest::~StopRequest() {
+  --depth;
+  if (!outermost_) return;
   std::signal(SIGINT, previous_int_);
   std::signal(SIGTERM, previous_term_);
 }
 
 bool StopRequest::requested() const { return stop_requested; }
+
+void stop_if_requested(const StopRequest& stop) {
+  if (stop.requested())
+    throw FitError("grafx.fit.interrupted", "interrupted before work began; nothing was written");
+}
 
 }  // namespace grafx::cli

@@ -4,7 +4,10 @@
 namespace grafx::cli {
 
 /// Ctrl-C and SIGTERM (a scheduler, `kill`) taken as a request to stop after the current step,
-/// while an instance lives; the previous handlers come back when it goes.
+/// while an instance lives; the previous handlers come back when it goes. Instances nest: a
+/// command holds one from its start (loading, set-up) and its stages may hold their own; only
+/// the outermost installs the handlers and clears an earlier request, so none is lost between
+/// stages.
 class StopRequest {
  public:
   StopRequest();
@@ -14,8 +17,13 @@ class StopRequest {
   bool requested() const;
 
  private:
-  void (*previous_int_)(int);
-  void (*previous_term_)(int);
+  bool outermost_;
+  void (*previous_int_)(int)  = nullptr;
+  void (*previous_term_)(int) = nullptr;
 };
+
+/// Throws FitError [grafx.fit.interrupted] when a stop was requested while a fit or a pruning
+/// loaded its inputs and set up, before anything was written.
+void stop_if_requested(const StopRequest& stop);
 
 }  // namespace grafx::cli

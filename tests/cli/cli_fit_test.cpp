@@ -285,6 +285,30 @@ TEST(CliFit, SigtermSavesACheckpointAndForceNeverMixesTwoFits) {
       << r.err;
 }
 
+// SIGTERM (as Ctrl-C) while a fit is still setting up, right after its inputs are read: one
+// coded error, not the signal's default exit 143, and no folder.
+TEST(CliFit, StopWhileSettingUpEndsWithACodedErrorAndWritesNothing) {
+  testing::TempDir dir;
+  at::manual_seed(6);
+  for (const char* name : {"a", "mix"})  // a minute: set-up takes a while
+    write_audio(dir.file(std::string(name) + ".wav"), at::randn({2, 16000 * 60}) * 0.1, 16000);
+  // Runs grafx with line-buffered output into $OUT and signals it once "fitting ..." is there.
+  const std::string signal_when_loaded =
+      "stdbuf -oL \"$@\" > \"$OUT\" & p=$!; "
+      "while kill -0 $p 2>/dev/null && ! grep -q '^fitting ' \"$OUT\"; do sleep 0.05; done; "
+      "kill -TERM $p; wait $p";
+  auto r = run_grafx({"fit", "--tracks", dir.file("a.wav"), "--mix", dir.file("mix.wav"),
+                      "--sample-rate", "16000", "--chain", "g", "--crop", "1", "--warm-up", "0.2",
+                      "--steps", "1000000", "-o", dir.file("out")},
+                     {{"OUT", dir.file("stdout.txt")}}, {"sh", "-c", signal_when_loaded, "sh"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "[grafx.fit.interrupted]")) << r.err;
+  if (contains(r.err, "before work began"))
+    EXPECT_FALSE(testing::file_exists(dir.file("out")));
+  else  // a machine so slow that the fit had begun: stopped after its first step
+    EXPECT_TRUE(testing::file_exists(dir.file("out/checkpoint.safetensors"))) << r.err;
+}
+
 TEST(CliFit, FitsConsolesWithSendsAndSidechains) {
   testing::TempDir dir;
   at::manual_seed(2);
