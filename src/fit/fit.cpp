@@ -343,12 +343,6 @@ at::Tensor Fitter::curve_roughness(const Parameters& parameters) const {
   return bends.empty() ? at::zeros({}, tracks_.options()) : at::cat(bends).mean();
 }
 
-ChunkOptions Fitter::whole_song() const {
-  ChunkOptions options;
-  options.render.time = {sample_rate_, 0};
-  return options;
-}
-
 int64_t Fitter::crop_start(int64_t step, int64_t crop) const {
   const int64_t choices = tracks_.size(2) - crop_samples_ + 1;
   // Crop 0 as before crops per step existed, so that one crop per step fits as it did.
@@ -642,7 +636,7 @@ Parameters Fitter::detached_parameters() const {
 
 at::Tensor Fitter::render_mix() const {
   return render_in_chunks(live_plan(), processors_, live(detached_parameters()), tracks_,
-                          whole_song())[0];
+                          ChunkOptions::whole_song(sample_rate_))[0];
 }
 
 namespace {
@@ -669,14 +663,12 @@ MixLossTerms whole_song_terms(const RenderPlan& plan, const Processors& processo
                               const MixLossOptions& loss) {
   c10::NoGradGuard no_grad;
   MixLossStream stream = whole_song_loss(loss).stream(target.size(-1));
-  ChunkOptions whole_song;
-  whole_song.render.time = {sample_rate, 0};
   render_chunks(
       plan, processors, parameters, sources,
       [&](int64_t start, const at::Tensor& outputs) {
         stream.add(outputs[0], target.narrow(-1, start, outputs.size(-1)));
       },
-      whole_song);
+      ChunkOptions::whole_song(sample_rate));
   return stream.finish();
 }
 

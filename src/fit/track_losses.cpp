@@ -66,8 +66,7 @@ std::vector<TrackLoss> track_losses(const Fitter& fitter,
   if (parts.empty()) return {};
   const int64_t total             = 1 + int64_t(parts.size());
   const ScheduleOptions& schedule = fitter.options().schedule;
-  ChunkOptions whole_song;
-  whole_song.render.time = {fitter.sample_rate(), 0};
+  const ChunkOptions whole_song   = ChunkOptions::whole_song(fitter.sample_rate());
 
   // What each part sends on, rendered once through an `out` per exit and reduced as it comes
   // to the least-squares gain per channel: Σ x·y over Σ x·x, summed over the part's exits.

@@ -70,6 +70,12 @@ TemporalSupport temporal_support(const RenderPlan& plan, const Processors& proce
   return of_step.back();
 }
 
+ChunkOptions ChunkOptions::whole_song(SampleRate sample_rate) {
+  ChunkOptions options;
+  options.render.time = {sample_rate, 0};
+  return options;
+}
+
 ChunkWindow ChunkWindow::of(int64_t start, int64_t chunk_samples, int64_t length,
                             const TemporalSupport& support) {
   ChunkWindow w;

@@ -297,7 +297,6 @@ class Fitter {
   void start_curves();
   /// The smoothness prior of the curves of `parameters`.
   at::Tensor curve_roughness(const Parameters& parameters) const;
-  ChunkOptions whole_song() const;
 
   Graph graph_;
   at::Tensor tracks_, mix_;

@@ -26,6 +26,10 @@ struct ChunkOptions {
   int64_t chunk_samples = int64_t(1) << 19;
   /// Options of each chunk's render (check_finite is applied once, to the whole sources).
   RenderOptions render;
+
+  /// A whole song's sources at `sample_rate`, from its first sample (where automation curves
+  /// start), in chunks of the default size.
+  static ChunkOptions whole_song(SampleRate sample_rate);
 };
 
 /// The graph's temporal support with these parameters: the largest sum of supports along a path
