@@ -25,7 +25,8 @@ Each contender (a console and its fit settings) is fitted to each mix for the sa
 time, one after the other in one process, and scored by the whole-song loss (the fit's mix
 loss, evaluated after the fit, not timed). The EQ ripple column is the median over EQ nodes of
 the RMS deviation (dB) of each node's magnitude response as heard (40 Hz–12 kHz, 1/24 octave)
-from its own one-octave average: the hidden producers' parametric EQs against the fitted ones.
+from its own one-octave average: the hidden producers' EQs against the fitted ones (high-passes
+are not EQ nodes, so both sides' are left out).
 Prints a line per fit and the tables of docs/benchmarks.md ("Hidden producers") last.
 
     PYTHONPATH=build/python python3 bench/producer_eval.py SEEDS [seconds=45] [CONTENDER ...]
@@ -327,14 +328,22 @@ def with_send_bus(graph, kind):
     return graph
 
 
-def extended(names, groups=0, master=(), send=None, automate=False, chain=None):
+# The regulariser weights of the fits before the EQ curvature term (issue 62): the contenders
+# measured then are measured the same way.
+WITHOUT_CURVATURE = {"gain_staging": 1e-3, "radii": 0.5, "eq_curvature": 0.0}
+
+
+def extended(names, groups=0, master=(), send=None, automate=False, chain=None, weights=None):
     console = grafx.mixing_console(n_tracks=len(names), n_groups=groups or None, dry_wet=True,
                                    track_names=names, chain=chain)
     if send:
         console = with_send_bus(console, send)
     if master:
         console = with_master_bus(console, master)
-    return console, ({"automate": {"gain_pan": []}} if automate else {})
+    settings = {"automate": {"gain_pan": []}} if automate else {}
+    if weights:
+        settings["regularizer_weights"] = weights
+    return console, settings
 
 
 CONTENDERS = {
@@ -346,11 +355,18 @@ CONTENDERS = {
         lambda names: extended(names, send="filtered_noise_reverb"),
     "levels automated": lambda names: extended(names, automate=True),
     "Bark-band EQ (fir_eq) for the FIR EQ": lambda names: extended(names, chain="fcnsgdr"),
-    "parametric EQ for the FIR EQ": lambda names: extended(names, chain="qcnsgdr"),
-    # grafx fit's console since this evaluation (issue 62): `grafx fit` with no --chain or
-    # --automate.
+    "parametric EQ for the FIR EQ":
+        lambda names: extended(names, chain="qcnsgdr", weights=WITHOUT_CURVATURE),
+    # grafx fit's console from the first round of this evaluation (issue 62).
     "parametric EQ, levels automated":
+        lambda names: extended(names, chain="qcnsgdr", automate=True, weights=WITHOUT_CURVATURE),
+    # The second round: the EQ curvature regulariser (docs/loss.md), and a high-pass before the
+    # parametric EQ, so that the bells need not draw one.
+    "parametric EQ, EQ curvature, levels automated":
         lambda names: extended(names, chain="qcnsgdr", automate=True),
+    # grafx fit's console now: `grafx fit` with no --chain or --automate.
+    "high-pass and parametric EQ, EQ curvature, levels automated":
+        lambda names: extended(names, chain="hqcnsgdr", automate=True),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),

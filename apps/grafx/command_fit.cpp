@@ -313,7 +313,8 @@ void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
              init.*part->second = true;
            }
          },
-         "Starting values from the data, a comma list of: starts (typical dynamics), gains "
+         "Starting values from the data, a comma list of: starts (typical dynamics and "
+         "high-passes), gains "
          "(least-squares track gains and pans), eq (track EQs from spectral ratios); or none")
       ->default_str("starts,gains");
   cmd.add_option_function<std::vector<std::string>>(

@@ -17,7 +17,7 @@ namespace grafx::cli {
 /// Node types a graph file may use without declaring them.
 NodeTypes known_node_types();
 /// A chain's type letters, e.g. of default_console_chain() ("ecnsgdr", the paper's) or of
-/// default_fit_chain() ("qcnsgdr"), as --chain shows its default.
+/// default_fit_chain() ("hqcnsgdr"), as --chain shows its default.
 std::string chain_letters(const std::vector<std::string>& chain);
 /// Loads a graph file with the known node types.
 Graph load_graph_file(const std::string& path);

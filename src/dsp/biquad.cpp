@@ -773,14 +773,31 @@ at::Tensor biquad_cascade_time_varying_scan(const at::Tensor& x, const at::Tenso
   return varying_cascade(x, b, a, true);
 }
 
+namespace {
+
+/// Σ_i c_i·e^{−jωi} for each section of `c` ([..., K, 3]), as real and imaginary parts [..., K, F].
+std::pair<at::Tensor, at::Tensor> section_polynomials(const at::Tensor& c,
+                                                      const at::Tensor& omega) {
+  at::Tensor lags = at::arange(3, omega.options()).unsqueeze(1) * omega;  // 3×F
+  return {at::matmul(c, at::cos(lags)), -at::matmul(c, at::sin(lags))};
+}
+
+}  // namespace
+
 at::Tensor biquad_response(const at::Tensor& b, const at::Tensor& a, const at::Tensor& omega) {
-  // Σ_i c_i·e^{−jωi} for each section, as real and imaginary parts: [..., K, F].
   auto polynomial = [&](const at::Tensor& c) {
-    at::Tensor lags = at::arange(3, omega.options()).unsqueeze(1) * omega;  // 3×F
-    at::Tensor re = at::matmul(c, at::cos(lags)), im = -at::matmul(c, at::sin(lags));
+    auto [re, im] = section_polynomials(c, omega);
     return at::complex(re, im);
   };
   return (polynomial(b) / polynomial(a)).prod(-2);
+}
+
+at::Tensor biquad_magnitude_db(const at::Tensor& b, const at::Tensor& a, const at::Tensor& omega) {
+  auto log_power = [&](const at::Tensor& c) {
+    auto [re, im] = section_polynomials(c, omega);
+    return (re.square() + im.square()).clamp_min(1e-12).log10();
+  };
+  return 10 * (log_power(b) - log_power(a)).sum(-2);
 }
 
 at::Tensor biquad_cascade_frequency_sampling(const at::Tensor& x, const at::Tensor& b,

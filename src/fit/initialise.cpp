@@ -299,7 +299,7 @@ DataInitialisation initialise_from_data(const Graph& graph, const Processors& pr
               started.push_back(id);
             }
           }
-          return std::to_string(started.size()) + " dynamics nodes";
+          return std::to_string(started.size()) + " nodes";
         },
         /*gated=*/false);
     done.started = started;

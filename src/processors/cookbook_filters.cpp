@@ -67,6 +67,13 @@ ProcessorDescriptor cookbook(CookbookShape shape) {
   d.grafx_name    = s.grafx_name;
   d.response      = ResponsePicture::kMagnitude;
   d.musical_prior = musical_setting;
+  // A fit starts a track's high-pass where it hears nothing (its initial 1 kHz cuts the
+  // track); its wet amount, where it has one, nearly whole, so that it cuts rather than shelves.
+  if (shape == CookbookShape::kHighpass)
+    d.fit_start = [](const PriorContext&) {
+      return TensorDict{{"cutoff_hz", at::full({1}, 20.0, at::kDouble)},
+                        {"wet", at::full({1}, 0.99, at::kDouble)}};
+    };
   return d;
 }
 

@@ -297,8 +297,12 @@ std::vector<std::string> default_console_chain() {
 }
 
 std::vector<std::string> default_fit_chain() {
-  std::vector<std::string> chain = default_console_chain();
-  std::replace(chain.begin(), chain.end(), std::string("eq"), std::string("parametric_eq"));
+  std::vector<std::string> chain;
+  for (const std::string& type : default_console_chain())
+    if (type == "eq")  // a channel strip's EQ for the FIR EQ: a high-pass, then bells and shelves
+      chain.insert(chain.end(), {"highpass", "parametric_eq"});
+    else
+      chain.push_back(type);
   return chain;
 }
 

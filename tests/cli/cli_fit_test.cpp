@@ -331,9 +331,10 @@ TEST(CliFit, FitsConsolesWithSendsAndSidechains) {
   EXPECT_FALSE(testing::file_exists(dir.file("bad")));
 }
 
-// grafx fit's console: the paper's chain with parametric EQs for its FIR EQs, and the levels
-// (gain/pan nodes, their wet amounts too) following curves, unless --automate says otherwise.
-TEST(CliFit, DefaultConsoleHasParametricEqsAndRidesItsLevels) {
+// grafx fit's console: the paper's chain with a high-pass and a parametric EQ for its FIR EQ,
+// and the levels (gain/pan nodes, their wet amounts too) following curves, unless --automate
+// says otherwise.
+TEST(CliFit, DefaultConsoleHasHighPassesParametricEqsAndRidesItsLevels) {
   testing::TempDir dir;
   at::manual_seed(3);
   for (const char* name : {"a", "b", "mix"})
@@ -353,6 +354,7 @@ TEST(CliFit, DefaultConsoleHasParametricEqsAndRidesItsLevels) {
   auto r = fit({}, "default");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Graph g = load_graph(dir.file("default/console.json"), registry_node_types());
+  EXPECT_EQ(g.nodes_of_type("highpass").size(), 2u);
   EXPECT_EQ(g.nodes_of_type("parametric_eq").size(), 2u);
   EXPECT_TRUE(g.nodes_of_type("eq").empty());
   EXPECT_EQ(g.nodes_of_type("compressor").size(), 2u);

@@ -83,6 +83,8 @@ TEST(BiquadCascade, ImpulseResponseHasTheAnalyticSpectrum) {
   }
   EXPECT_LT((measured - expected).abs().max().item<double>(), 1e-10);
   EXPECT_LT((biquad_response(b, a, omega) - expected).abs().max().item<double>(), 1e-12);
+  at::Tensor expected_db = 20 * expected.abs().log10();
+  EXPECT_LT((biquad_magnitude_db(b, a, omega) - expected_db).abs().max().item<double>(), 1e-9);
 }
 
 TEST(BiquadCascade, GradientsMatchFiniteDifferencesInBothDirections) {

@@ -61,6 +61,8 @@ TEST(FitSettings, EverySettingRoundTripsThroughJsonAndReachesItsField) {
   EXPECT_NE(changed.automation.rate_hz, FitOptions{}.automation.rate_hz);
   EXPECT_NE(changed.initialisation.spectral_eq, FitOptions{}.initialisation.spectral_eq);
   EXPECT_TRUE(changed.hessian_preconditioning);
+  EXPECT_NE(changed.regularizer_weights.at("eq_curvature"),
+            FitOptions{}.regularizer_weights.at("eq_curvature"));
   const nlohmann::json json = fit_settings_json(changed);
   EXPECT_EQ(json.size(), fit_settings().size());
   FitOptions back = fit_options_from_json(nlohmann::json::parse(json.dump()));

@@ -6,7 +6,9 @@
 
 #include <grafx/fit/demo.h>
 #include <grafx/fit/initialise.h>
+#include <grafx/graph/console.h>
 #include <grafx/graph/graph_tensor.h>
+#include <grafx/processors/registry.h>
 #include <grafx/render/parameters.h>
 
 #include "fit_test_support.h"
@@ -232,6 +234,27 @@ TEST(TypicalStarts, SetWhatTheDescriptorsSay) {
   EXPECT_EQ(fitter.initialisation().started.size(),
             song.console.nodes_of_type("compressor").size() +
                 song.console.nodes_of_type("noise_gate").size());
+}
+
+TEST(TypicalStarts, HighPassesStartWhereTheyHearNothing) {
+  // grafx fit's console: each track's high-pass at 20 Hz and 99 % wet, not at its spec's 1 kHz
+  // and half wet, which would cut and shelve the track before the first step.
+  DemoSong song = make_demo_song({8000, 3.0, 1});
+  ConsoleOptions console;
+  console.n_tracks       = song.tracks.size(0);
+  console.chain          = default_fit_chain();
+  console.dry_wet        = true;
+  Graph graph            = build_console(console, registry_node_types()).graph;
+  FitOptions options     = testing::small_options(0);
+  options.initialisation = {true, false, false};
+  Fitter fitter(graph, song.tracks, song.mix, song.sample_rate, options);
+  const Parameters started       = fitter.detached_parameters();
+  const TypeParameters& highpass = started.at("highpass");
+  ASSERT_EQ(highpass.own.at("frequency").size(0), console.n_tracks);
+  TensorDict physical = fitter.processors().at("highpass")->to_physical(highpass.own);
+  EXPECT_TRUE(
+      at::allclose(physical.at("cutoff_hz"), at::full_like(physical.at("cutoff_hz"), 20.0), 1e-4));
+  EXPECT_TRUE(at::allclose(highpass.wet.sigmoid(), at::full_like(highpass.wet, 0.99), 1e-5));
 }
 
 TEST(LearningRateGroups, FreezeAndNameCheck) {

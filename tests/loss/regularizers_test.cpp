@@ -90,12 +90,13 @@ TEST(RegularizationLoss, WeightsAndSumsTheAuxiliaryLosses) {
               1e-15);
   EXPECT_EQ(regularization_loss({}).item<double>(), 0.0);
   EXPECT_EQ(default_regularizer_weights().at("gain_staging"), 1e-3);
+  EXPECT_EQ(default_regularizer_weights().at("eq_curvature"), 0.03);  // the parametric EQs'
 }
 
 TEST(RegularizationLoss, RejectsAnUnknownKey) {
   EXPECT_GRAFX_ERROR(regularization_loss({{"sparsity", at::ones({2})}}),
                      "grafx.loss.unknown_regularizer",
-                     "(gain_staging, radii), but got \"sparsity\"");
+                     "(eq_curvature, gain_staging, radii), but got \"sparsity\"");
 }
 
 }  // namespace

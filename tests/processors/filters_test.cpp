@@ -216,10 +216,33 @@ TEST(Filters, ParametricEqIsItsShelvesAndBellsInEveryChannelMode) {
   expect_response(
       measured[0][0], [&](double w) { return response(1, w); }, "side");
 
-  // Raw 0 (the initial values) is the identity.
+  // Raw 0 (the initial values) is the identity, and its curve has no curvature.
   TensorDict initial = raw_parameters(*mono, {});
   at::Tensor x       = at::randn({1, 2, 3000}, at::kDouble);
-  EXPECT_TRUE(at::allclose(mono->forward({x}, initial).outputs[0], x, 0, 1e-12));
+  ProcessorOutput flat = mono->forward({x}, initial);
+  EXPECT_TRUE(at::allclose(flat.outputs[0], x, 0, 1e-12));
+  EXPECT_LT(flat.aux_losses.at("eq_curvature").abs().max().item<double>(), 1e-20);
+
+  // The "eq_curvature" regulariser: the mean square second difference of the response in dB on
+  // the 1/6-octave grid from 40 Hz to 12 kHz, from the cookbook's formulas; the stereo filter's
+  // is the mean of its two filters'.
+  auto curvature = [&](int64_t offset) {
+    std::vector<double> curve;
+    for (double f = 40; f <= 12000 * (1 + 1e-12); f *= std::pow(2.0, 1.0 / 6))
+      curve.push_back(20 * std::log10(std::abs(response(offset, 2 * M_PI * f / kRate))));
+    double sum = 0;
+    for (size_t k = 2; k < curve.size(); ++k)
+      sum += std::pow(curve[k] - 2 * curve[k - 1] + curve[k - 2], 2);
+    return sum / double(curve.size() - 2);
+  };
+  auto aux = [&](const Processor& p, const std::map<std::string, std::vector<double>>& values) {
+    return p.forward({x}, raw_parameters(p, values)).aux_losses.at("eq_curvature").item<double>();
+  };
+  const double expected = curvature(0);
+  EXPECT_GT(expected, 0.01);
+  EXPECT_NEAR(aux(*mono, {{"frequency_hz", hz}, {"q", q}, {"gain_db", db}}), expected,
+              1e-9 * expected);
+  EXPECT_NEAR(aux(*stereo, physical), (expected + curvature(1)) / 2, 1e-9 * expected);
 }
 
 TEST(Filters, GraphicEqIsItsLiskiValimakiBands) {

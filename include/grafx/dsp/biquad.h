@@ -63,6 +63,9 @@ at::Tensor biquad_cascade_time_varying_scan(const at::Tensor& x, const at::Tenso
 
 /// The cascade's complex response H(e^{jω}) at `omega` (rad/sample, [F]): `[..., F]` complex.
 at::Tensor biquad_response(const at::Tensor& b, const at::Tensor& a, const at::Tensor& omega);
+/// The cascade's magnitude response in dB at `omega` (rad/sample, [F]): `[..., F]`, summed over
+/// its sections' |B|²/|A|² (each floored at 1e-12, so differentiable everywhere).
+at::Tensor biquad_magnitude_db(const at::Tensor& b, const at::Tensor& a, const at::Tensor& omega);
 
 /// GRAFX's frequency-sampling approximation with `n_taps` (even) taps.
 at::Tensor biquad_cascade_frequency_sampling(const at::Tensor& x, const at::Tensor& b,

@@ -3,7 +3,8 @@
 /// Three parts, in this order, each optional:
 ///
 /// 1. Typical starts: nodes whose type's descriptor names a `fit_start` (dynamics: smoothing
-///    10 ms instead of 0.05 ms, a gate at −50 dB for silence only) are set to it.
+///    10 ms instead of 0.05 ms, a gate at −50 dB for silence only; a high-pass at 20 Hz, not
+///    1 kHz) are set to it.
 ///
 /// 2. Channel gains by least squares: each track's contribution to the mix through the
 ///    graph is rendered alone (batched renders of an excerpt), then the non-negative gains

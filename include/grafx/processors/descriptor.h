@@ -106,7 +106,7 @@ struct ProcessorDescriptor {
   /// Where a fit that initialises from the data starts this type's nodes, in physical settings
   /// keyed as the musical prior's ("wet" for the dry/wet amount); empty: the specs' initial
   /// values. For types whose initial values are far from any mix (dynamics smoothing in
-  /// microseconds, a gate that mutes quiet tracks).
+  /// microseconds, a gate that mutes quiet tracks, a high-pass at 1 kHz).
   MusicalPrior fit_start;
   /// Probability that `prune_randomly` bypasses a node (the paper's pruning ratios).
   double random_pruning_rate = 0.0;

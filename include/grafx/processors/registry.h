@@ -87,9 +87,10 @@ std::vector<std::string> parse_chain(const std::string& text, const NodeTypes& t
 /// position, in that order (the paper's e-c-n-s-g-d-r).
 std::vector<std::string> default_console_chain();
 
-/// The chain `grafx fit` builds by default: the paper's with the parametric EQ in the place of
-/// its 1,024-point FIR EQ (q-c-n-s-g-d-r). Against mixes by hidden producers it fits lower at
-/// equal time, with curves an engineer reads (docs/benchmarks.md, "Hidden producers").
+/// The chain `grafx fit` builds by default: the paper's with a channel strip's EQ in the place of
+/// its 1,024-point FIR EQ, a high-pass and then a parametric EQ (h-q-c-n-s-g-d-r). Against mixes
+/// by hidden producers it fits lower at equal time, with curves an engineer reads
+/// (docs/benchmarks.md, "Hidden producers").
 std::vector<std::string> default_fit_chain();
 
 /// A processor for listings: name, letter, summary, ports, and each parameter's raw name and
