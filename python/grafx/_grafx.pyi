@@ -74,6 +74,10 @@ class FitOptions:
     """
     Where the steps run ("cpu", "cuda", a torch.device): the tracks, mix, parameters and the optimizer's moments move there once the initialisation from the data is done.
     """
+    eq_curvature: Any
+    """
+    Weight of the parametric EQs' curvature regulariser (mean square second difference of each curve in dB); 0: curves as jagged as the crops ask
+    """
     final_lr_ratio: Any
     """
     Cosine decay of the learning rate to this share of lr by the last step (or the end of the time budget); 1: constant

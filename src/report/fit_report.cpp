@@ -68,8 +68,7 @@ std::string initialisation_html(const Fitter& fitter, const std::vector<std::str
   std::ostringstream html;
   html << "<h2>Initial console</h2>\n<p>Starting values from the data, before the first step "
           "(docs/fitting.md, \"Initialisation from the data\")";
-  if (!done.started.empty())
-    html << "; " << done.started.size() << " nodes at typical settings";
+  if (!done.started.empty()) html << "; " << done.started.size() << " nodes at typical settings";
   html << ".</p>\n";
   if (gains) {
     const ChannelGainFit& g = done.gains;

@@ -217,8 +217,8 @@ TEST(Filters, ParametricEqIsItsShelvesAndBellsInEveryChannelMode) {
       measured[0][0], [&](double w) { return response(1, w); }, "side");
 
   // Raw 0 (the initial values) is the identity, and its curve has no curvature.
-  TensorDict initial = raw_parameters(*mono, {});
-  at::Tensor x       = at::randn({1, 2, 3000}, at::kDouble);
+  TensorDict initial   = raw_parameters(*mono, {});
+  at::Tensor x         = at::randn({1, 2, 3000}, at::kDouble);
   ProcessorOutput flat = mono->forward({x}, initial);
   EXPECT_TRUE(at::allclose(flat.outputs[0], x, 0, 1e-12));
   EXPECT_LT(flat.aux_losses.at("eq_curvature").abs().max().item<double>(), 1e-20);
