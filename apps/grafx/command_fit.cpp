@@ -206,7 +206,7 @@ void run_session(Fitter& fitter, Session& session, const StopRequest& stop) {
     std::cout << (terminal ? "\r" : "") << "what each track's processing does: render " << done
               << "/" << total << (terminal && done < total ? "" : "\n") << std::flush;
   });
-  // A request from here on lets the outputs be written; pruning then stops at its first step.
+  // A request from here on lets the outputs be written; pruning then stops at its first trial.
   write_fit_outputs(fitter, session.summary, session.folder, /*overwrite=*/true);
   write_fit_record(session.folder, session.inputs, fitter.options(), /*overwrite=*/true);
   keep_outputs(session.folder);  // complete, whatever becomes of its pruning
@@ -222,7 +222,7 @@ void run_session(Fitter& fitter, Session& session, const StopRequest& stop) {
   if (!session.prune) return;
   const std::string pruned = session.folder + "/pruned";
   make_output_subfolder(pruned, prune_output_files());
-  run_pruning(fitter, session.pruning, {pruned, session.summary.title + ", pruned"});
+  run_pruning(fitter, session.pruning, {pruned, session.summary.title + ", pruned"}, stop);
 }
 
 void add_fit_options(CLI::App& cmd, FitOptions& options, Session& session) {
@@ -482,8 +482,7 @@ void add_demo_command(CLI::App& app) {
       ->check(whole_number(0));
   add_fit_options(*cmd, args->options, args->session);
   cmd->callback([args] {
-    StopRequest
-        stop;  // synthesis and set-up take seconds: Ctrl-C then also ends with a coded error
+    StopRequest stop;  // synthesis and set-up take seconds: Ctrl-C then ends with a coded error
     apply_time_budget(args->options, args->session);
     // Refused before minutes of synthesis and set-up, not after.
     check_output_folder(args->session.folder, fit_folder_files(), args->session.resume,

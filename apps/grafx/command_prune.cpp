@@ -83,7 +83,8 @@ void add_prune_command(CLI::App& app) {
     prepare_output_folder(args->output, files, args->resume, args->force, "pruning");
     run_pruning(fitter, args->options,
                 {args->output, "grafx prune: " + fs::path(args->fit).filename().string(),
-                 args->resume, /*keep_state=*/true});
+                 args->resume, /*keep_state=*/true},
+                stop);
   });
 }
 

@@ -4,7 +4,6 @@
 
 #include "arguments.h"
 #include "progress_file.h"
-#include "stop_request.h"
 
 #include <grafx/duration.h>
 #include <grafx/error.h>
@@ -71,7 +70,8 @@ std::string plan_text(const PruningEstimate& e) {
 
 }  // namespace
 
-void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSession& session) {
+void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSession& session,
+                 const StopRequest& stop) {
   Pruner pruner(fitter, options);
   const std::string checkpoint = session.folder + "/" + kPruneCheckpoint,
                     state      = session.folder + "/" + kPruneState;
@@ -107,7 +107,6 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSes
             << plan_text(pruner.estimate(loss_seconds, loss_seconds, step_seconds)) << std::endl;
 
   const bool terminal = ::isatty(STDOUT_FILENO);
-  auto stop           = std::make_unique<StopRequest>();
   auto start          = std::chrono::steady_clock::now();
   // The state at the first round's start: a round cut short runs again from it.
   if (session.keep_state && !session.resume) pruner.save_state(checkpoint, state);
@@ -170,12 +169,12 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSes
       if (session.keep_state) {
         const bool tuning_save =
             p.record && p.step < p.n_steps && (p.step % 100 == 0 || seconds_since(last_save) >= 60);
-        if ((p.last_trial && !p.replayed) || tuning_save || stop->requested()) {
+        if ((p.last_trial && !p.replayed) || tuning_save || stop.requested()) {
           pruner.save_state(checkpoint, state);
           last_save = std::chrono::steady_clock::now();
         }
       }
-      if (stop->requested()) {
+      if (stop.requested()) {
         const std::string where = "pruning interrupted in round " + std::to_string(p.round) +
                                   " of " + std::to_string(p.n_rounds) +
                                   (p.record ? " at fine-tuning step " + std::to_string(p.step) +
@@ -203,7 +202,7 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSes
     if (terminal) std::cout << "\n";
     throw;
   }
-  stop.reset();
+  // A request from here on lets the outputs be written.
   if (terminal) std::cout << "\n";
   summary.seconds = seconds_since(start);
   summary.pruned  = fitter.evaluate();

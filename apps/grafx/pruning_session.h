@@ -1,6 +1,8 @@
 #pragma once
 // Pruning as `grafx prune` and `grafx fit --prune` run it: options, live progress, outputs.
 
+#include "stop_request.h"
+
 #include <grafx/prune/prune.h>
 
 #include <CLI/CLI.hpp>
@@ -22,7 +24,9 @@ struct PruningSession {
   bool resume     = false;  ///< continue from the state saved in the folder
   bool keep_state = false;  ///< save the state after every round (for --resume)
 };
-/// Prunes with live progress and writes the outputs (report/prune_report.h) into the folder.
-void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSession& session);
+/// Prunes with live progress and writes the outputs (report/prune_report.h) into the folder;
+/// `stop` (the command's, held since its start) ends it after the current trial or step.
+void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSession& session,
+                 const StopRequest& stop);
 
 }  // namespace grafx::cli

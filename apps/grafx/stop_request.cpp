@@ -9,20 +9,16 @@ namespace grafx::cli {
 namespace {
 
 std::atomic<bool> stop_requested{false};
-int depth = 0;  // instances alive (the commands run on the main thread only)
 
 }  // namespace
 
-StopRequest::StopRequest() : outermost_(depth++ == 0) {
-  if (!outermost_) return;
+StopRequest::StopRequest() {
   stop_requested = false;
   previous_int_  = std::signal(SIGINT, [](int) { stop_requested = true; });
   previous_term_ = std::signal(SIGTERM, [](int) { stop_requested = true; });
 }
 
 StopRequest::~StopRequest() {
-  --depth;
-  if (!outermost_) return;
   std::signal(SIGINT, previous_int_);
   std::signal(SIGTERM, previous_term_);
 }

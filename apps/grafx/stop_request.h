@@ -4,10 +4,8 @@
 namespace grafx::cli {
 
 /// Ctrl-C and SIGTERM (a scheduler, `kill`) taken as a request to stop after the current step,
-/// while an instance lives; the previous handlers come back when it goes. Instances nest: a
-/// command holds one from its start (loading, set-up) and its stages may hold their own; only
-/// the outermost installs the handlers and clears an earlier request, so none is lost between
-/// stages.
+/// while an instance lives; the previous handlers come back when it goes. A command holds one
+/// from its start (loading, set-up take seconds) and hands it to its stages.
 class StopRequest {
  public:
   StopRequest();
@@ -17,9 +15,8 @@ class StopRequest {
   bool requested() const;
 
  private:
-  bool outermost_;
-  void (*previous_int_)(int)  = nullptr;
-  void (*previous_term_)(int) = nullptr;
+  void (*previous_int_)(int);
+  void (*previous_term_)(int);
 };
 
 /// Throws FitError [grafx.fit.interrupted] when a stop was requested while a fit or a pruning
