@@ -42,6 +42,16 @@ def version():
     return re.search(r"project\(grafx\s+VERSION\s+([0-9.]+)", text).group(1)
 
 
+def torch_cmake_prefix():
+    """The folder of the imported torch's CMake package (TorchConfig.cmake), or None."""
+    try:
+        import torch.utils
+    except ImportError:
+        return None
+    path = pathlib.Path(torch.utils.cmake_prefix_path)
+    return str(path) if (path / "Torch" / "TorchConfig.cmake").exists() else None
+
+
 def cache_entry(build_dir, name):
     """A variable of a configured tree's CMakeCache.txt, or None."""
     for line in (build_dir / "CMakeCache.txt").read_text().splitlines():
@@ -81,6 +91,11 @@ class CMakeBuild(build_ext):
                    "-DCMAKE_BUILD_TYPE=Release", "-DGRAFX_BUILD_TESTS=OFF",
                    "-DGRAFX_BUILD_BENCH=OFF", "-DGRAFX_BUILD_EXAMPLES=OFF",
                    "-DGRAFX_BUILD_PYTHON=ON", f"-DGRAFX_PYTHON={sys.executable}"]
+        # The torch this interpreter imports: pip's PyTorch carries its CMake package inside
+        # (Debian's is in the system's paths, where CMake looks anyway).
+        torch_cmake = torch_cmake_prefix()
+        if torch_cmake:
+            command.append(f"-DCMAKE_PREFIX_PATH={torch_cmake}")
         if not (BUILD_DIR / "CMakeCache.txt").exists() and shutil.which("ninja"):
             command += ["-G", "Ninja"]
         self.announce(" ".join(command), level=2)

@@ -1,7 +1,9 @@
 // Where a fit step's time goes on a device: LibTorch's profiler (Kineto) around fitting steps of
-// device_bench's console (8 tracks, 3 groups, dry/wet, 3.8 s crops at 30 kHz) and around
-// forward+backward renders of the paper's console, each after warm-up steps. Writes one
-// Chrome trace per case into FOLDER (fit_step.json, forward_backward.json), which
+// device_bench's console (8 tracks, 3 groups, dry/wet, 3.8 s crops at 30 kHz), launched and
+// captured, and around forward+backward renders of the paper's console and of the same console
+// built of biquad EQs and ballistics dynamics, each after warm-up steps. Writes one Chrome trace
+// per case into FOLDER (fit_step.json, fit_step_captured.json, forward_backward.json,
+// forward_backward_iir.json), which
 // bench/profile_summary.py turns into the table of docs/benchmarks.md ("Where a GPU step's time
 // goes"): kernels launched, device busy time against wall time, the operations that take the
 // most device time, and every host synchronisation. On a machine without CUDA it profiles the
@@ -39,11 +41,11 @@ void synchronize(at::Device device) {
   if (!device.is_cpu()) at::zeros({1}, at::TensorOptions().device(device)).item<float>();
 }
 
-Graph console(bool dry_wet) {
+Graph console(bool dry_wet, const std::vector<std::string>& chain = default_console_chain()) {
   ConsoleOptions options;
   options.n_tracks     = 8;
   options.track_groups = ConsoleOptions::even_groups(8, 3);
-  options.chain        = default_console_chain();
+  options.chain        = chain;
   options.dry_wet      = dry_wet;
   return build_console(options, registry_node_types()).graph;
 }
@@ -108,8 +110,18 @@ int run(int argc, char** argv) {
     profile(folder + (capture ? "/fit_step_captured.json" : "/fit_step.json"), device, steps,
             [&] { fitter.step(); });
   }
-  {  // forward+backward renders
-    const Graph graph     = console(false);
+  // Forward+backward renders of the paper's console and of device_bench's biquad EQ and
+  // ballistics one.
+  const std::vector<std::string> iir_chain = {"parametric_eq",
+                                              "compressor_ballistics",
+                                              "noise_gate_ballistics",
+                                              "stereo_imager",
+                                              "gain_pan",
+                                              "delay",
+                                              "reverb"};
+  for (const auto& [file, chain] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"forward_backward", default_console_chain()}, {"forward_backward_iir", iir_chain}}) {
+    const Graph graph     = console(false, chain);
     Processors processors = make_processors(graph.types(), {kRate});
     RenderPlan plan       = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
     at::manual_seed(0);
@@ -123,7 +135,7 @@ int run(int argc, char** argv) {
         for (auto& [name, p] : named.named()) p.mutable_grad() = at::Tensor();
     };
     for (int i = 0; i < 3; ++i) both();
-    profile(folder + "/forward_backward.json", device, steps, both);
+    profile(folder + "/" + file + ".json", device, steps, both);
   }
   return 0;
 }

@@ -373,6 +373,19 @@ def test_files_named_in_settings_are_made_absolute(tmp_path, monkeypatch):
         "--graph", str(tmp_path / "g.json"), "--steps", "3", f"--types={tmp_path / 't.json'}"]
 
 
+def test_songs_fitting_on_a_gpu_share_it_eight_at_a_time():
+    # One worker per core on the CPU; on a GPU eight songs at once fill it (docs/datasets.md).
+    from grafx.dataset.run import SONGS_PER_GPU, default_workers, fit_device
+    assert fit_device(["--steps", "5"]) == "cpu"
+    assert fit_device(["--device", "cuda:1", "--steps", "5"]) == "cuda:1"
+    assert fit_device(["--device=cuda"]) == "cuda"
+    assert default_workers(1, [], cores=32) == 32
+    assert default_workers(2, ["--device", "cpu"], cores=32) == 16
+    assert default_workers(1, ["--device", "cuda"], cores=32) == SONGS_PER_GPU == 8
+    assert default_workers(1, ["--device=cuda:0"], cores=4) == 4
+    assert default_workers(4, ["--device", "cuda"], cores=2) == 1
+
+
 def test_a_folder_that_is_not_a_run_is_refused(tmp_path):
     make_dataset(tmp_path / "data", songs=1, seconds=1.0, sample_rate=RATE)
     run = tmp_path / "run"

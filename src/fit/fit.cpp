@@ -289,6 +289,7 @@ void Fitter::move_to(at::Device device) {
   tracks_                = tracks_.to(device);
   mix_                   = mix_.to(device);
   song_frames_.reset();  // made again on the device at the next step
+  next_inputs_.reset();
   parameters_ =
       map_parameters(parameters_, [&](const std::string&, const std::string&, const at::Tensor& p) {
         return p.detach().to(device).requires_grad_(true);
@@ -363,6 +364,15 @@ double LearningRateSchedule::factor(int64_t step, double done) const {
 }
 
 Fitter::StepInputs Fitter::step_inputs(int64_t step) {
+  if (next_inputs_ && next_inputs_->first == step) {
+    StepInputs inputs = std::move(next_inputs_->second);
+    next_inputs_.reset();
+    return inputs;
+  }
+  return make_step_inputs(step);
+}
+
+Fitter::StepInputs Fitter::make_step_inputs(int64_t step) {
   StepInputs inputs;
   for (int64_t b = 0; b < options_.crops_per_step; ++b)
     inputs.starts.push_back(crop_start(step, b));
@@ -523,6 +533,9 @@ FitRecord Fitter::take_step(double done) {
   const StepInputs inputs = step_inputs(s);
   at::Tensor numbers      = captured_step(inputs, done);
   if (!numbers.defined()) numbers = device_step(inputs, done);
+  // On a GPU the step is queued, not done: make the next step's inputs meanwhile.
+  if (!tracks_.device().is_cpu() && (options_.n_steps <= 0 || s + 1 < options_.n_steps))
+    next_inputs_.emplace(s + 1, make_step_inputs(s + 1));
   const at::Tensor read = numbers.to(at::kCPU);  // the step's one wait for the device
   const double* n       = read.data_ptr<double>();
   FitRecord record{s + 1, n[0], n[1], n[2]};

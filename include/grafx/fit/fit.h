@@ -269,7 +269,9 @@ class Fitter {
     at::Tensor sources;
     std::vector<at::Tensor> target_frames;
   };
+  /// The inputs of step `step`: those made ahead while the previous step ran, if they were.
   StepInputs step_inputs(int64_t step);
+  StepInputs make_step_inputs(int64_t step);
   /// The loss of `all` on `inputs`: the match with the target plus the regularisers, whose
   /// parts land in `terms` and `regularization`.
   at::Tensor crop_loss(const Parameters& all, const StepInputs& inputs, MixLossTerms& terms,
@@ -311,6 +313,9 @@ class Fitter {
   Parameters parameters_;
   MixLoss loss_;
   std::optional<MixLossTargetFrames> song_frames_;  // the mix's frames, made at the first step
+  /// The next step's inputs, made while the device runs a step (their kernels queue behind
+  /// it), so that on a GPU the host's share of the next step overlaps the device's work.
+  std::optional<std::pair<int64_t, StepInputs>> next_inputs_;
   AdamW optimizer_;
   DataInitialisation initialisation_;
   Parameters initial_parameters_;

@@ -91,7 +91,8 @@ def main(argv=None):
     run_command.add_argument("dataset", help="The dataset folder (a folder per song)")
     run_command.add_argument("-o", "--output", required=True, help="The run's folder")
     run_command.add_argument("--workers", type=int, default=None,
-                             help="Local worker processes (default: cores / threads)")
+                             help="Local worker processes (default: cores / threads; at most 8 "
+                             "fitting on a GPU, --device cuda)")
     run_command.add_argument("--threads-per-worker", type=int, default=1,
                              help="Threads of each song's grafx program (default 1)")
     run_command.add_argument("--scheduler", help="A Dask scheduler's address, e.g. "

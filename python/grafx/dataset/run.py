@@ -23,6 +23,9 @@ RESERVED = {"--tracks", "--mix", "-o", "--output", "--resume", "--force", "-f", 
 # Options with which the program prints and exits 0, fitting nothing.
 NOT_SETTINGS = {"-h", "--help", "--version"}
 PATH_OPTIONS = {"--graph", "--types"}  # grafx fit options that name files
+# Local workers fitting on one GPU (--device cuda): eight songs at once did 3.8x the songs per
+# hour of one at a time on an H200 (docs/benchmarks.md, "Songs on one GPU").
+SONGS_PER_GPU = 8
 SCHEDULER_TIMEOUT = "10s"  # to connect to a --scheduler (docs/datasets.md)
 # A tls:// scheduler's files: the run's options and Dask's Security's names.
 TLS_OPTIONS = {"--tls-ca-file": "tls_ca_file", "--tls-cert": "tls_client_cert",
@@ -365,7 +368,7 @@ def run(dataset, output, fit_arguments, prune=False, workers=None, threads=1, sc
 def _run_songs(folder, todo, names, fit_arguments, prune_arguments, workers, threads, scheduler,
                sequential, log, show_progress, tls):
     records = folder.songs
-    workers = workers or max(1, (os.cpu_count() or 1) // max(1, threads))
+    workers = workers or default_workers(threads, fit_arguments)
     submit, close, slots = _executor(workers, threads, scheduler, sequential, tls)
     where = ("one after another in this process" if sequential else
              f"on the Dask cluster at {scheduler}" if scheduler else
@@ -425,6 +428,26 @@ def _record(record, future):
                "message": f"{type(error).__name__}: {error}", "seconds": 0}
     record.update(state=row["status"], code=row.get("code", ""), message=row.get("message", ""),
                   seconds=round(row.get("seconds", 0), 2), worked=True)
+
+
+def fit_device(fit_arguments):
+    """The --device the fit settings name ("cpu" where none)."""
+    device = "cpu"
+    for i, argument in enumerate(fit_arguments):
+        if argument == "--device" and i + 1 < len(fit_arguments):
+            device = fit_arguments[i + 1]
+        elif argument.startswith("--device="):
+            device = argument.split("=", 1)[1]
+    return device
+
+
+def default_workers(threads, fit_arguments, cores=None):
+    """Local workers when --workers is not given: one per `threads` cores; fitting on a GPU, at
+    most SONGS_PER_GPU of them share it."""
+    workers = max(1, (cores or os.cpu_count() or 1) // max(1, threads))
+    if fit_device(fit_arguments).startswith("cuda"):
+        workers = min(workers, SONGS_PER_GPU)
+    return workers
 
 
 def _steps(fit_arguments):
