@@ -99,6 +99,10 @@ compile() {  # source; compiles it into the cache unless its object there is cur
 export -f compile key_of
 export flags nvflags cache cuda torch_version
 
+kernels_check=none  # the recursion kernels' own check, built beside the rest
+if [ "${SKIP_BUILD:-0}" = 1 ]; then  # for RUNS=pip alone, which builds with CMake
+  note "build: skipped (SKIP_BUILD=1)"
+else
 step "compiling"
 rm -f "$cache"/*.status
 # The LibTorch headers every library source includes, parsed once (cmake/pch.h, as the CMake
@@ -110,7 +114,6 @@ cp cmake/pch.h "$pch/grafx_pch.h"
 g++ $flags -x c++-header "$pch/grafx_pch.h" -o "$pch/grafx_pch.h.gch" 2>"$pch/log.txt" ||
   { echo "precompiled header failed (compiling without it)"; head -5 "$pch/log.txt"; }
 export pch
-kernels_check=none  # the recursion kernels' own check, built beside the rest
 if [ -f bench/recursion_kernels_check.cu ]; then
   $cuda/bin/nvcc $nvflags bench/recursion_kernels_check.cu src/dsp/cuda/*.cu -o "$out/kernels" \
     >"$work/kernels_build.txt" 2>&1 &
@@ -141,6 +144,7 @@ done
 [ "${KEEP_OBJECTS:-0}" = 1 ] && (cd .device-cache && tar -cf - objects | xz -T0 -6 >"$log/objects.tar.xz")
 export LD_LIBRARY_PATH=$libs GVBINDIR=$libs/graphviz
 note "build: $(cat "$cache"/*.status 2>/dev/null | sort | uniq -c | tr '\n' ' ')failed=$failed, $(($(date +%s) - started)) s"
+fi
 
 runs=" ${RUNS:-kernels cuda_check profile bench grafx_py songs} "
 if [ "$kernels_check" != none ] && may_run kernels 30; then
@@ -205,7 +209,9 @@ if may_run pip 120; then
   if timeout "$(cap 300)" python3 -m pip install --no-build-isolation --no-deps --target "$site" . \
     >"$work/pip.txt" 2>&1; then
     PYTHONPATH=$site timeout "$(cap 60)" python3 bench/python_cuda_smoke.py 2>&1 | tee "$work/pip_tests.txt"
-    PYTHONPATH=$site GRAFX_BIN=$out/grafx timeout "$(cap 240)" python3 -m pytest -q -p no:cacheprovider \
+    program=$out/grafx
+    [ -x "$program" ] || program=$site/grafx/bin/grafx
+    PYTHONPATH=$site GRAFX_BIN=$program timeout "$(cap 240)" python3 -m pytest -q -p no:cacheprovider \
       -n 8 -k "not pip_install" python/tests 2>&1 | tail -15 | tee -a "$work/pip_tests.txt"
     note "pip: installed; $(grep -E 'smoke|passed|failed' "$work/pip_tests.txt" | tail -4 | tr '\n' ' ')"
   else
