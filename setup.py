@@ -82,7 +82,10 @@ class CMakeBuild(build_ext):
 
     def configure(self):
         owned = "GRAFX_CMAKE_BUILD_DIR" not in os.environ
-        if (BUILD_DIR / "CMakeCache.txt").exists():
+        # A configuration that failed leaves its cache but no build files: configure again.
+        configured = (BUILD_DIR / "CMakeCache.txt").exists() and any(
+            (BUILD_DIR / name).exists() for name in ("build.ninja", "Makefile"))
+        if configured:
             # A tree given by GRAFX_CMAKE_BUILD_DIR keeps its configuration (its other users
             # rely on it); build/pip is configured again only for another interpreter.
             if not owned or cache_entry(BUILD_DIR, "GRAFX_PYTHON") == sys.executable:

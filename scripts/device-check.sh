@@ -100,6 +100,7 @@ export -f compile key_of
 export flags nvflags cache cuda torch_version
 
 kernels_check=none  # the recursion kernels' own check, built beside the rest
+failed=0
 if [ "${SKIP_BUILD:-0}" = 1 ]; then  # for RUNS=pip alone, which builds with CMake
   note "build: skipped (SKIP_BUILD=1)"
 else
@@ -142,10 +143,10 @@ for program in cuda_check device_bench device_profile; do
 done
 # The objects for a later call that carries .device-cache (a warm machine keeps them anyway).
 [ "${KEEP_OBJECTS:-0}" = 1 ] && (cd .device-cache && tar -cf - objects | xz -T0 -6 >"$log/objects.tar.xz")
-export LD_LIBRARY_PATH=$libs GVBINDIR=$libs/graphviz
 note "build: $(cat "$cache"/*.status 2>/dev/null | sort | uniq -c | tr '\n' ' ')failed=$failed, $(($(date +%s) - started)) s"
 fi
 
+export LD_LIBRARY_PATH=$libs GVBINDIR=$libs/graphviz  # the programs' and the module's libraries
 runs=" ${RUNS:-kernels cuda_check profile bench grafx_py songs} "
 if [ "$kernels_check" != none ] && may_run kernels 30; then
   step "recursion kernels against host loops"
