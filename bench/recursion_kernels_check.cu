@@ -315,6 +315,47 @@ void check_recurrence(int64_t rows, int64_t length, uint32_t seed) {
     }
 }
 
+/// The two-pole recursion (the biquads' poles) against a host loop, and its time on 256 rows of
+/// 2^18 doubles (the biquad cascades run it in float64).
+void check_two_pole(int64_t rows, int64_t length, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uniform;
+  std::vector<double> x(rows * length), c1(rows * length), c2(rows * length);
+  for (double& v : x) v = normal(random);
+  for (int64_t i = 0; i < rows * length; ++i) {  // poles of radius 0.5 … 0.999
+    const double radius = 0.5 + 0.499 * uniform(random), angle = M_PI * uniform(random);
+    c1[i] = 2 * radius * std::cos(angle), c2[i] = -radius * radius;
+  }
+  DeviceArray<double> dx(x), dy(x.size()), d1(c1), d2(c2);
+  for (bool per_sample : {false, true})
+    for (bool reverse : {false, true}) {
+      std::vector<double> a1(rows), a2(rows);  // per row: each row's first sample's pole
+      for (int64_t r = 0; r < rows; ++r) a1[r] = c1[r * length], a2[r] = c2[r * length];
+      DeviceArray<double> r1(a1), r2(a2);
+      gpu::two_pole(dx.data, per_sample ? d1.data : r1.data, per_sample ? d2.data : r2.data,
+                    per_sample, dy.data, rows, length, reverse, nullptr);
+      CHECK_CUDA(cudaGetLastError());
+      CHECK_CUDA(cudaDeviceSynchronize());
+      std::vector<double> want(x.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        double previous = 0, before = 0;
+        for (int64_t i = 0; i < length; ++i) {
+          const int64_t n = reverse ? length - 1 - i : i, k = r * length + n;
+          const double y = x[k] + (per_sample ? c1[k] : a1[r]) * previous +
+                           (per_sample ? c2[k] : a2[r]) * before;
+          want[k] = y, before = previous, previous = y;
+        }
+      }
+      const double error    = worst_row_error(dy.download(), want, rows, length, 1.0);
+      const std::string tag = "rows " + std::to_string(rows) + " length " + std::to_string(length) +
+                              (per_sample ? " per sample" : " per row") +
+                              (reverse ? " reverse" : " forward");
+      std::printf("two poles  double   %-52s error %.2e of the peak\n", tag.c_str(), error);
+      expect(error <= 1e-10, "two poles " + tag);
+    }
+}
+
 // ---- timing -----------------------------------------------------------------------------------
 
 /// Detector-like levels on the device: |noise| under a moving envelope, a hash per sample.
@@ -447,6 +488,35 @@ void time_ballistics() {
   CHECK_CUDA(cudaStreamDestroy(stream));
 }
 
+void time_two_pole() {
+  const int64_t rows = 256, length = int64_t(1) << 18, total = rows * length;
+  std::vector<double> x(total), c1(total, 1.6), c2(total, -0.81);
+  std::mt19937 random(5);
+  std::normal_distribution<double> normal;
+  for (double& v : x) v = normal(random);
+  DeviceArray<double> dx(x), dy(total), d1(c1), d2(c2);
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  for (bool per_sample : {false, true}) {
+    std::vector<double> times;
+    for (int run = 0; run < 10; ++run) {
+      CHECK_CUDA(cudaEventRecord(start));
+      gpu::two_pole(dx.data, d1.data, d2.data, per_sample, dy.data, rows, length, false, nullptr);
+      CHECK_CUDA(cudaEventRecord(stop));
+      CHECK_CUDA(cudaEventSynchronize(stop));
+      float ms;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      if (run >= 2) times.push_back(ms);
+    }
+    std::printf("time 256 x 2^18 double: two poles %s %.3f ms (%.1f G samples/s)\n",
+                per_sample ? "per sample" : "per row", median(times),
+                double(total) / median(times) * 1e-6);
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+}
+
 }  // namespace
 
 int main() {
@@ -467,7 +537,9 @@ int main() {
       check_recurrence<float>(24, length, ++seed);
       check_recurrence<double>(24, length, ++seed);
     }
+    for (int64_t length : {1, 5, 255, 257, 4099, 60000}) check_two_pole(8, length, ++seed);
     time_ballistics();
+    time_two_pole();
   } catch (const std::exception& error) {
     std::printf("FAIL: %s\n", error.what());
     return 1;

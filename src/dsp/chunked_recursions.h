@@ -291,4 +291,39 @@ GRAFX_HOST_DEVICE inline void linear_step(Acc& state, Acc& product, Acc a, Acc x
   if (kProduct) product *= a;
 }
 
+// ---- two poles: y[n] = x[n] + c1[n]·y[n−1] + c2[n]·y[n−2] ---------------------------------
+// The state s[n] = (y[n], y[n−1]) follows the linear recursion s[n] = M[n]·s[n−1] + (x[n], 0),
+// M = [[c1, c2], [1, 0]]: each chunk's map from its start state to its end state is affine,
+// s ↦ P·s + B, computed from a zero start; the maps' composition in chunk order gives every
+// chunk's start, and each chunk then runs again from its start, writing y. In double.
+
+/// A chunk's map of the two-sample state: s ↦ P·s + B.
+struct TwoPoleMap {
+  double p00, p01, p10, p11, b0, b1;
+};
+
+GRAFX_HOST_DEVICE inline TwoPoleMap two_pole_identity() { return {1, 0, 0, 1, 0, 0}; }
+
+/// One sample on a map: M·(P, B) + (x, 0).
+GRAFX_HOST_DEVICE inline void two_pole_map_step(TwoPoleMap& m, double c1, double c2, double x) {
+  const double p00 = c1 * m.p00 + c2 * m.p10, p01 = c1 * m.p01 + c2 * m.p11;
+  const double b0 = c1 * m.b0 + c2 * m.b1 + x;
+  m.p10 = m.p00, m.p11 = m.p01, m.b1 = m.b0;
+  m.p00 = p00, m.p01 = p01, m.b0 = b0;
+}
+
+/// The state a chunk of map `m` ends in from the start (s0, s1) = (y[n−1], y[n−2]).
+GRAFX_HOST_DEVICE inline void two_pole_apply(const TwoPoleMap& m, double& s0, double& s1) {
+  const double end0 = m.p00 * s0 + m.p01 * s1 + m.b0, end1 = m.p10 * s0 + m.p11 * s1 + m.b1;
+  s0 = end0, s1 = end1;
+}
+
+/// One sample of the recursion from the state (y[n−1], y[n−2]); returns y[n].
+GRAFX_HOST_DEVICE inline double two_pole_step(double& s0, double& s1, double c1, double c2,
+                                              double x) {
+  const double y = x + c1 * s0 + c2 * s1;
+  s1 = s0, s0 = y;
+  return y;
+}
+
 }  // namespace grafx::dsp::chunked

@@ -117,6 +117,32 @@ int chunked_rows(const T* x, const T* rise, const T* fall, const T* initial, T* 
   return n_rows ? *std::max_element(iterations.begin(), iterations.end()) : 0;
 }
 
+/// One row of two_pole_chunked, in logical order (`reverse`: sample i is L − 1 − i), c1 and c2
+/// one value (per_sample false) or one per sample; `maps` holds `chunks` maps. The CUDA kernel
+/// runs the same steps, chunk t on thread t.
+void two_pole_chunked_row(const double* x, const double* c1, const double* c2, bool per_sample,
+                          double* y, int64_t length, bool reverse, int64_t chunks,
+                          chunked::TwoPoleMap* maps) {
+  const int64_t chunk = chunked::chunk_length(length, chunks);
+  auto at             = [&](int64_t i) { return reverse ? length - 1 - i : i; };
+  auto coefficient    = [&](const double* c, int64_t i) { return per_sample ? c[at(i)] : *c; };
+  for (int64_t t = 0; t < chunks; ++t) {  // each chunk's map, from a zero start
+    const chunked::Range r = chunked::chunk_range(t, chunk, length);
+    maps[t]                = chunked::two_pole_identity();
+    for (int64_t i = r.begin; i < r.end; ++i)
+      chunked::two_pole_map_step(maps[t], coefficient(c1, i), coefficient(c2, i), x[at(i)]);
+  }
+  double s0 = 0, s1 = 0;  // the state each chunk starts from, in chunk order
+  for (int64_t t = 0; t < chunks; ++t) {
+    const chunked::Range r = chunked::chunk_range(t, chunk, length);
+    double run0 = s0, run1 = s1;
+    for (int64_t i = r.begin; i < r.end; ++i)
+      y[at(i)] =
+          chunked::two_pole_step(run0, run1, coefficient(c1, i), coefficient(c2, i), x[at(i)]);
+    chunked::two_pole_apply(maps[t], s0, s1);
+  }
+}
+
 // ---- scans for other devices: s[n] = A[n]·s[n−1] + v[n] with S×S matrices (S = 1 or 2) -----
 //
 // In chunks of T samples, all rows and chunks at once: each chunk runs from a zero state, the
@@ -315,6 +341,19 @@ std::vector<at::Tensor> cuda_ballistics_backward(const at::Tensor& x, const at::
         grad_initial.data_ptr<scalar_t>(), xc.size(0), xc.size(1), current_stream(x));
   });
   return {grad_x, grad_rise, grad_fall, grad_initial};
+}
+
+/// two_pole_scan by the CUDA kernel, on rows x R×L and coefficients R×1 or R×L, in float64.
+at::Tensor cuda_two_pole(const at::Tensor& x, const at::Tensor& c1, const at::Tensor& c2,
+                         bool reverse) {
+  c10::cuda::CUDAGuard device(x.device());
+  const auto wide     = [](const at::Tensor& t) { return t.to(at::kDouble).contiguous(); };
+  const at::Tensor xd = wide(x), ad = wide(c1), bd = wide(c2);
+  at::Tensor y = at::empty(xd.sizes(), xd.options());
+  grafx::dsp::cuda::two_pole(xd.data_ptr<double>(), ad.data_ptr<double>(), bd.data_ptr<double>(),
+                             ad.size(1) > 1, y.data_ptr<double>(), xd.size(0), xd.size(1), reverse,
+                             current_stream(x));
+  return y;
 }
 #endif
 
@@ -643,6 +682,10 @@ at::Tensor two_pole_scan(const at::Tensor& x, const at::Tensor& c1, const at::Te
   TORCH_CHECK(first.size(1) == second.size(1),
               "two_pole_scan: expected c1 and c2 both per row or both per sample");
   c10::NoGradGuard values_only;
+#ifdef GRAFX_CUDA
+  if (x.is_cuda() && first.device() == x.device() && second.device() == x.device())
+    return cuda_two_pole(rows_of(x), first, second, reverse).to(x.scalar_type()).reshape(x.sizes());
+#endif
   // s[n] = (y[n], y[n−1]) = [[c1, c2], [1, 0]]·s[n−1] + (x[n], 0).
   const at::Tensor rows = rows_of(x);
   const at::Tensor m    = at::stack({at::stack({first, second}, -1),
@@ -652,6 +695,33 @@ at::Tensor two_pole_scan(const at::Tensor& x, const at::Tensor& c1, const at::Te
   return matrix_scan(v, m, at::zeros({rows.size(0), 2}, v.options()), reverse, chunk)
       .select(2, 0)
       .reshape(x.sizes());
+}
+
+at::Tensor two_pole_chunked(const at::Tensor& x, const at::Tensor& c1, const at::Tensor& c2,
+                            bool reverse, int64_t chunks_per_row) {
+  check_signal(x, "two_pole_chunked");
+  TORCH_CHECK(chunks_per_row >= 1,
+              "two_pole_chunked: expected at least one chunk per row, but got ", chunks_per_row);
+  const at::Tensor first  = recurrence_rows_of(x, c1, {}, "two_pole_chunked: c1").first;
+  const at::Tensor second = recurrence_rows_of(x, c2, {}, "two_pole_chunked: c2").first;
+  TORCH_CHECK(first.size(1) == second.size(1),
+              "two_pole_chunked: expected c1 and c2 both per row or both per sample");
+  c10::NoGradGuard values_only;
+  const auto wide = [](const at::Tensor& t) {
+    return t.detach().to(at::kCPU, at::kDouble).contiguous();
+  };
+  const at::Tensor rows = wide(rows_of(x)), a = wide(first), b = wide(second);
+  at::Tensor y         = at::empty_like(rows);
+  const int64_t length = rows.size(1), step = a.size(1);  // coefficients per row: 1 or L
+  at::parallel_for(0, rows.size(0), 1, [&](int64_t begin, int64_t end) {
+    std::vector<chunked::TwoPoleMap> maps(chunks_per_row);
+    for (int64_t r = begin; r < end; ++r)
+      two_pole_chunked_row(rows.data_ptr<double>() + r * length, a.data_ptr<double>() + r * step,
+                           b.data_ptr<double>() + r * step, step > 1,
+                           y.data_ptr<double>() + r * length, length, reverse, chunks_per_row,
+                           maps.data());
+  });
+  return y.to(x.device(), x.scalar_type()).reshape(x.sizes());
 }
 
 at::Tensor one_pole(const at::Tensor& x, const at::Tensor& alpha) {

@@ -219,6 +219,69 @@ double worst_row_error(const at::Tensor& y, const at::Tensor& expected) {
       .item<double>();
 }
 
+/// y[n] = x[n] + c1·y[n−1] + c2·y[n−2] (reverse: from the end), a plain loop on rows R×L with
+/// coefficients R×1 or R×L, in double.
+at::Tensor two_pole_loop(const at::Tensor& x, const at::Tensor& c1, const at::Tensor& c2,
+                         bool reverse) {
+  at::Tensor y = at::empty_like(x);
+  auto xa = x.accessor<double, 2>(), ya = y.accessor<double, 2>();
+  auto a = c1.accessor<double, 2>(), b = c2.accessor<double, 2>();
+  const int64_t length = x.size(1);
+  for (int64_t r = 0; r < x.size(0); ++r) {
+    double previous = 0, before = 0;
+    for (int64_t i = 0; i < length; ++i) {
+      const int64_t n = reverse ? length - 1 - i : i, k = c1.size(1) > 1 ? n : 0;
+      ya[r][n] = xa[r][n] + a[r][k] * previous + b[r][k] * before;
+      before = previous, previous = ya[r][n];
+    }
+  }
+  return y;
+}
+
+TEST(TwoPoleChunked, EqualsTheLoopForFixedAndMovingPoles) {
+  // The CUDA kernel's steps on the CPU (each chunk's map of the two-sample state from zero,
+  // their composition for the starts, each chunk again from its start) against a plain loop:
+  // both directions, lengths below, at and off multiples of the chunk count, one chunk, a few
+  // and the GPU's 256, pole radii up to 0.999 (a ring over the whole row), and poles moving
+  // at every sample.
+  at::manual_seed(21);
+  for (int64_t length : {1, 5, 255, 256, 257, 3000, 114000})
+    for (bool moving : {false, true})
+      for (bool reverse : {false, true})
+        for (int64_t chunks : {1, 7, 256}) {
+          const int64_t rows = 4, count = moving ? length : 1;
+          const at::Tensor radius = 0.5 + 0.499 * at::rand({rows, count}, at::kDouble);
+          const at::Tensor angle  = M_PI * at::rand({rows, count}, at::kDouble);
+          const at::Tensor c1 = 2 * radius * angle.cos(), c2 = -radius * radius;
+          const at::Tensor x      = at::randn({rows, length}, at::kDouble);
+          const at::Tensor loop   = two_pole_loop(x, c1, c2, reverse);
+          const std::string where = "length " + std::to_string(length) +
+                                    (moving ? ", moving" : "") + (reverse ? ", reverse" : "") +
+                                    ", " + std::to_string(chunks) + " chunks";
+          // Per row: one value a row ([R]); moving: one a sample ([R, L]).
+          auto as_given      = [&](const at::Tensor& c) { return moving ? c : c.view({rows}); };
+          const at::Tensor y = two_pole_chunked(x, as_given(c1), as_given(c2), reverse, chunks);
+          ASSERT_EQ(y.sizes(), x.sizes()) << where;
+          EXPECT_LE(worst_row_error(y, loop), 1e-10) << where;
+          if (chunks == 256 && length <= 3000)  // the ATen scan other devices run
+            EXPECT_LE(worst_row_error(two_pole_scan(x, as_given(c1), as_given(c2), reverse), loop),
+                      1e-10)
+                << where;
+        }
+  // Per-row coefficients of any leading shape, float32 in and out, and refusals.
+  const at::Tensor x  = at::randn({2, 3, 500});
+  const at::Tensor c1 = at::full({2, 3}, 1.6), c2 = at::full({2, 3}, -0.8);
+  const at::Tensor y = two_pole_chunked(x, c1, c2);
+  EXPECT_EQ(y.scalar_type(), at::kFloat);
+  EXPECT_LE(
+      worst_row_error(y.view({6, 500}), two_pole_loop(x.view({6, 500}).to(at::kDouble),
+                                                      c1.reshape({6, 1}).to(at::kDouble),
+                                                      c2.reshape({6, 1}).to(at::kDouble), false)),
+      1e-6);
+  EXPECT_THROW(two_pole_chunked(x, c1, c2, false, 0), c10::Error);
+  EXPECT_THROW(two_pole_chunked(x, c1, at::full({2, 3, 500}, -0.8)), c10::Error);
+}
+
 TEST(BallisticsChunked, EqualsTheSequentialKernelInFloat32AndFloat64) {
   // The CUDA kernel's algorithm (Newton's method on the chunks' starts) on the CPU against the
   // CPU loop: lengths below and off multiples of the chunk count (empty chunks at the end), one

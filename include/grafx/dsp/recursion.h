@@ -90,10 +90,19 @@ int last_ballistics_iterations();
 /// y[n] = x[n] + c1[n]·y[n∓1] + c2[n]·y[n∓2] from a zero state (`reverse`: from n = L−1 down), c1
 /// and c2 per row ([...]) or per sample ([..., L]): the all-pole part of a biquad section
 /// (c = −a₁/a₀, −a₂/a₀) as a chunked scan of its two-sample state, in float64 whatever x's
-/// type. The biquad cascades' kernel on devices other than the CPU (dsp/biquad.h); callable on
-/// the CPU for the tests; values only.
+/// type. The biquad cascades' kernel on devices other than the CPU (dsp/biquad.h): on CUDA one
+/// block per row (two_pole_chunked runs its steps on the CPU), elsewhere a scan of ATen
+/// operations in chunks of `chunk` samples; callable on the CPU for the tests; values only.
 at::Tensor two_pole_scan(const at::Tensor& x, const at::Tensor& c1, const at::Tensor& c2,
                          bool reverse = false, int64_t chunk = 64);
+
+/// two_pole_scan's CUDA kernel, its steps run on the CPU, so that the tests check it against the
+/// loop in every build: each row is cut into `chunks_per_row` chunks (one per GPU thread); each
+/// chunk's affine map of the state (y[n−1], y[n−2]) from a zero start, their composition in
+/// order for every chunk's start, and each chunk run again from its start. In float64, returned
+/// in x's type; values only.
+at::Tensor two_pole_chunked(const at::Tensor& x, const at::Tensor& c1, const at::Tensor& c2,
+                            bool reverse = false, int64_t chunks_per_row = 256);
 
 /// Samples after which a recursion whose slowest pole has radius `pole_radius` (any shape; the
 /// largest element counts) has decayed below `tolerance` of its start: ⌈ln tolerance / ln r⌉,

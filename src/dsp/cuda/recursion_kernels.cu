@@ -362,6 +362,48 @@ __global__ void __launch_bounds__(kThreads)
                      [&](int slot, int64_t i) { yr[at(i)] = xs[slot]; });
 }
 
+// ---- two poles ------------------------------------------------------------------------------
+
+/// y[n] = x[n] + c1·y[n−1] + c2·y[n−2] in logical order (kReverse: sample i is L − 1 − i): each
+/// thread its chunk's map from a zero start, one thread their composition into the chunks'
+/// starts (256 small steps), each thread its chunk again from its start. Each thread reads its
+/// own chunk's consecutive samples (a warp's 32 chunks are 32 cache lines, reused for 16
+/// samples each).
+template <bool kPerSample, bool kReverse>
+__global__ void __launch_bounds__(kThreads)
+    two_pole_kernel(const double* __restrict__ x, const double* __restrict__ c1,
+                    const double* __restrict__ c2, double* __restrict__ y, int64_t length) {
+  __shared__ ch::TwoPoleMap maps[kThreads];
+  __shared__ double starts[kThreads][2];
+  const int64_t row     = blockIdx.x;
+  const int t           = threadIdx.x;
+  const double* xr      = x + row * length;
+  const double* ar      = c1 + (kPerSample ? row * length : row);
+  const double* br      = c2 + (kPerSample ? row * length : row);
+  double* yr            = y + row * length;
+  const int64_t chunk   = ch::chunk_length(length, kThreads);
+  const ch::Range range = ch::chunk_range(t, chunk, length);
+  auto at               = [&](int64_t i) { return kReverse ? length - 1 - i : i; };
+  auto coefficient      = [&](const double* c, int64_t i) { return kPerSample ? c[at(i)] : *c; };
+
+  ch::TwoPoleMap map = ch::two_pole_identity();
+  for (int64_t i = range.begin; i < range.end; ++i)
+    ch::two_pole_map_step(map, coefficient(ar, i), coefficient(br, i), xr[at(i)]);
+  maps[t] = map;
+  __syncthreads();
+  if (t == 0) {
+    double s0 = 0, s1 = 0;
+    for (int c = 0; c < kThreads; ++c) {
+      starts[c][0] = s0, starts[c][1] = s1;
+      ch::two_pole_apply(maps[c], s0, s1);
+    }
+  }
+  __syncthreads();
+  double s0 = starts[t][0], s1 = starts[t][1];
+  for (int64_t i = range.begin; i < range.end; ++i)
+    yr[at(i)] = ch::two_pole_step(s0, s1, coefficient(ar, i), coefficient(br, i), xr[at(i)]);
+}
+
 // ---- launches -------------------------------------------------------------------------------
 
 /// Whether there is anything to launch; one block per row.
@@ -424,6 +466,22 @@ void linear_recurrence(const T* x, const T* a, bool a_per_sample, const T* initi
   if (!a_per_sample && !reverse)
     launch_recurrence<T, false, false>(x, a, initial, y, rows, length, stream);
   check_launch("linear_recurrence");
+}
+
+void two_pole(const double* x, const double* c1, const double* c2, bool per_sample, double* y,
+              int64_t rows, int64_t length, bool reverse, void* stream) {
+  if (!launchable(rows, length, "two_pole")) return;
+  const unsigned blocks = unsigned(rows);
+  cudaStream_t s        = as_stream(stream);
+  if (per_sample && reverse)
+    two_pole_kernel<true, true><<<blocks, kThreads, 0, s>>>(x, c1, c2, y, length);
+  if (per_sample && !reverse)
+    two_pole_kernel<true, false><<<blocks, kThreads, 0, s>>>(x, c1, c2, y, length);
+  if (!per_sample && reverse)
+    two_pole_kernel<false, true><<<blocks, kThreads, 0, s>>>(x, c1, c2, y, length);
+  if (!per_sample && !reverse)
+    two_pole_kernel<false, false><<<blocks, kThreads, 0, s>>>(x, c1, c2, y, length);
+  check_launch("two_pole");
 }
 
 #define GRAFX_INSTANTIATE(T)                                                                       \

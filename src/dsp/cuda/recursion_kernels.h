@@ -36,4 +36,9 @@ template <typename T>
 void linear_recurrence(const T* x, const T* a, bool a_per_sample, const T* initial, T* y,
                        int64_t rows, int64_t length, bool reverse, void* stream);
 
+/// y[n] = x[n] + c1[n]·y[n−1] + c2[n]·y[n−2] from a zero state (`reverse`: y[n+1], y[n+2], from
+/// n = L − 1 down), c1 and c2 one value per row or (per_sample) per sample; in double.
+void two_pole(const double* x, const double* c1, const double* c2, bool per_sample, double* y,
+              int64_t rows, int64_t length, bool reverse, void* stream);
+
 }  // namespace grafx::dsp::cuda
