@@ -3,9 +3,11 @@
 # Debian packages, which scripts/device-deps.sh unpacks into .deps beforehand (carry it there):
 #   1. compiles every library and program source against that LibTorch, with CUDA (GRAFX_CUDA:
 #      captured fit steps, the recursions' kernels built by nvcc for sm_90), and links the grafx
-#      program and the device benchmarks. Objects are kept in .device-cache, keyed by the
-#      content of each source and the project headers it includes: a later call that carries
-#      .device-cache/objects.tar.xz (written to $OUT) compiles only what changed;
+#      program and the device benchmarks, LibTorch's headers precompiled once. Objects are kept
+#      in .device-cache, keyed by the content of each source and the project headers it
+#      includes: a later call on the same (warm) machine, or one that carries
+#      .device-cache/objects.tar.xz (written to $OUT with KEEP_OBJECTS=1), compiles only what
+#      changed; SKIP_BUILD=1 skips this step (for RUNS=pip alone, which builds with CMake);
 #   2. RUNS picks what runs, in this order (default: all but demo and pip):
 #        kernels   bench/recursion_kernels_check: the recursion kernels against host loops
 #        cuda_check  CUDA against the CPU (the demo's console, every processor, fitting steps,
@@ -23,7 +25,8 @@
 # seconds (default 570) from the start leave it time, and is cut at the deadline, so that the
 # summary is always printed.
 # Into $OUT (or a temporary folder): log.txt (everything printed), traces.tar.xz (the profiles'
-# Chrome traces) and objects.tar.xz; a summary is printed last.
+# Chrome traces), pip.txt (pip's build log) and, with KEEP_OBJECTS=1, objects.tar.xz; a summary
+# is printed last.
 #
 #   GRAFX_SITE=.grafx_ref/site scripts/device-check.sh
 set -uo pipefail
