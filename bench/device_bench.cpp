@@ -17,6 +17,7 @@
 #include <grafx/render/render.h>
 
 #include "bench_support.h"
+#include "device_consoles.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
@@ -27,24 +28,12 @@
 #include <iostream>
 
 using namespace grafx;
+using bench::device_console;
+using bench::kConsoleCrop;
+using bench::kConsoleRate;
+using bench::synchronize;
 
 namespace {
-
-constexpr int64_t kRate = 30000, kCrop = 114000;
-
-/// Waits for the device's queued work (a copy to the host is ordered after it).
-void synchronize(at::Device device) {
-  if (!device.is_cpu()) at::zeros({1}, at::TensorOptions().device(device)).item<float>();
-}
-
-Graph console(const std::vector<std::string>& chain, bool dry_wet) {
-  ConsoleOptions options;
-  options.n_tracks     = 8;
-  options.track_groups = ConsoleOptions::even_groups(8, 3);
-  options.chain        = chain;
-  options.dry_wet      = dry_wet;
-  return build_console(options, registry_node_types()).graph;
-}
 
 int run(int argc, char** argv) {
   const int repeats = int(bench::parse_arguments(argc, argv, {{"repeats", 10, 1, 1000}})[0]);
@@ -58,21 +47,14 @@ int run(int argc, char** argv) {
   std::cout << "8 tracks, 3 subgroups, stereo crops of 3.8 s at 30 kHz, float32; medians of "
             << repeats << " runs after a warm-up.\n\n";
 
-  const std::vector<std::string> iir_chain = {"parametric_eq",
-                                              "compressor_ballistics",
-                                              "noise_gate_ballistics",
-                                              "stereo_imager",
-                                              "gain_pan",
-                                              "delay",
-                                              "reverb"};
   bench::Table table({"device", "console", "forward (ms)", "forward+backward (ms)"});
   for (const auto& [label, graph] : std::vector<std::pair<std::string, Graph>>{
-           {"paper's chain e-c-n-s-g-d-r", console(default_console_chain(), false)},
-           {"biquad EQ, ballistics dynamics", console(iir_chain, false)}}) {
-    Processors processors = make_processors(graph.types(), {kRate});
+           {"paper's chain e-c-n-s-g-d-r", device_console(default_console_chain(), false)},
+           {"biquad EQ, ballistics dynamics", device_console(bench::iir_console_chain(), false)}}) {
+    Processors processors = make_processors(graph.types(), {kConsoleRate});
     RenderPlan plan       = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
     at::manual_seed(0);
-    const at::Tensor sources = at::randn({8, 2, kCrop}) * 0.1;
+    const at::Tensor sources = at::randn({8, 2, kConsoleCrop}) * 0.1;
     for (at::Device device : devices) {
       Parameters fixed = create_parameters(graph, processors, {0, at::kFloat, false}), trained;
       for (auto& [type, named] : fixed)
@@ -101,14 +83,15 @@ int run(int argc, char** argv) {
   }
   table.print(std::cout);
 
-  std::cout << "\nFitting steps (fit_bench's console with dry/wet, " << kCrop
+  std::cout << "\nFitting steps (fit_bench's console with dry/wet, " << kConsoleCrop
             << "-sample crops of a 10 s song, loss on the last 2.8 s), ms per step over " << repeats
             << " steps after 3; on a GPU as launched and as a captured CUDA graph replayed:\n\n";
   bench::Table steps({"device", "steps", "step (ms)", "how"});
-  const Graph fitted = console(default_console_chain(), true);
+  const Graph fitted = device_console(default_console_chain(), true);
   at::manual_seed(0);
-  const at::Tensor tracks = (at::randn({8, 1, 10 * kRate}) * 0.1).expand({8, 2, 10 * kRate});
-  const at::Tensor mix    = tracks.sum(0) * 0.5;
+  const at::Tensor tracks =
+      (at::randn({8, 1, 10 * kConsoleRate}) * 0.1).expand({8, 2, 10 * kConsoleRate});
+  const at::Tensor mix = tracks.sum(0) * 0.5;
   // The last row's step is GRAFX's: the mix-matching loss and AdamW, without the regularisers.
   // The GPU first: after the CPU's steps its 16 threads may still spin while the GPU's launching
   // thread runs (a launched GPU step measured 36 and 57 ms in two calls that way).
@@ -128,7 +111,7 @@ int run(int argc, char** argv) {
       options.capture_steps = kind.capture;
       if (!kind.regularised)
         for (auto& [name, weight] : options.regularizer_weights) weight = 0;
-      Fitter fitter(fitted, tracks.contiguous(), mix, kRate, options);
+      Fitter fitter(fitted, tracks.contiguous(), mix, kConsoleRate, options);
       std::string how;
       struct WarmedUp {};
       try {

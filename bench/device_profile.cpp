@@ -21,6 +21,7 @@
 #include <grafx/render/render.h>
 
 #include "bench_support.h"
+#include "device_consoles.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
@@ -30,25 +31,13 @@
 #include <iostream>
 
 using namespace grafx;
+using bench::device_console;
+using bench::kConsoleCrop;
+using bench::kConsoleRate;
+using bench::synchronize;
 namespace profiler = torch::autograd::profiler;
 
 namespace {
-
-constexpr int64_t kRate = 30000, kCrop = 114000;
-
-/// Waits for the device's queued work (a copy to the host is ordered after it).
-void synchronize(at::Device device) {
-  if (!device.is_cpu()) at::zeros({1}, at::TensorOptions().device(device)).item<float>();
-}
-
-Graph console(bool dry_wet, const std::vector<std::string>& chain = default_console_chain()) {
-  ConsoleOptions options;
-  options.n_tracks     = 8;
-  options.track_groups = ConsoleOptions::even_groups(8, 3);
-  options.chain        = chain;
-  options.dry_wet      = dry_wet;
-  return build_console(options, registry_node_types()).graph;
-}
 
 /// Runs `work` `steps` times under the profiler, the device synchronised before and after, and
 /// saves the trace.
@@ -98,34 +87,30 @@ int run(int argc, char** argv) {
   for (bool capture : {false, true}) {
     if (capture && !device.is_cuda()) continue;
     at::manual_seed(0);
-    const at::Tensor tracks = (at::randn({8, 1, 10 * kRate}) * 0.1).expand({8, 2, 10 * kRate});
-    const at::Tensor mix    = tracks.sum(0) * 0.5;
+    const at::Tensor tracks =
+        (at::randn({8, 1, 10 * kConsoleRate}) * 0.1).expand({8, 2, 10 * kConsoleRate});
+    const at::Tensor mix = tracks.sum(0) * 0.5;
     FitOptions options;
     options.n_steps       = 100;
     options.adapt_threads = false;
     options.device        = device;
     options.capture_steps = capture;
-    Fitter fitter(console(true), tracks.contiguous(), mix, kRate, options);
+    Fitter fitter(device_console(default_console_chain(), true), tracks.contiguous(), mix,
+                  kConsoleRate, options);
     for (int i = 0; i < 3; ++i) fitter.step();  // warm-up (and the capture): plans, caches
     profile(folder + (capture ? "/fit_step_captured.json" : "/fit_step.json"), device, steps,
             [&] { fitter.step(); });
   }
   // Forward+backward renders of the paper's console and of device_bench's biquad EQ and
   // ballistics one.
-  const std::vector<std::string> iir_chain = {"parametric_eq",
-                                              "compressor_ballistics",
-                                              "noise_gate_ballistics",
-                                              "stereo_imager",
-                                              "gain_pan",
-                                              "delay",
-                                              "reverb"};
   for (const auto& [file, chain] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"forward_backward", default_console_chain()}, {"forward_backward_iir", iir_chain}}) {
-    const Graph graph     = console(false, chain);
-    Processors processors = make_processors(graph.types(), {kRate});
+           {"forward_backward", default_console_chain()},
+           {"forward_backward_iir", bench::iir_console_chain()}}) {
+    const Graph graph     = device_console(chain, false);
+    Processors processors = make_processors(graph.types(), {kConsoleRate});
     RenderPlan plan       = make_render_plan(to_tensor(graph), ScheduleMethod::kOptimal);
     at::manual_seed(0);
-    const at::Tensor x = (at::randn({8, 2, kCrop}) * 0.1).to(device);
+    const at::Tensor x = (at::randn({8, 2, kConsoleCrop}) * 0.1).to(device);
     Parameters trained = create_parameters(graph, processors, {0, at::kFloat, false});
     for (auto& [type, named] : trained)
       for (const auto& [name, p] : named.named()) named[name] = p.to(device).requires_grad_(true);
