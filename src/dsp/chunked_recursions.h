@@ -326,4 +326,47 @@ GRAFX_HOST_DEVICE inline double two_pole_step(double& s0, double& s1, double c1,
   return y;
 }
 
+/// A row as the recursion reads it, in logical order (kReverse: logical sample i is the row's
+/// L − 1 − i): its samples and coefficients, one per row or (kPerSample) one per sample.
+template <bool kPerSample, bool kReverse>
+struct TwoPoleRow {
+  const double *x, *c1, *c2;
+  double* y;
+  int64_t length;
+  GRAFX_HOST_DEVICE int64_t at(int64_t i) const { return kReverse ? length - 1 - i : i; }
+  GRAFX_HOST_DEVICE double coefficient(const double* c, int64_t i) const {
+    return kPerSample ? c[at(i)] : *c;
+  }
+};
+
+/// The map of the row's chunk `r` from a zero start.
+template <class Row>
+GRAFX_HOST_DEVICE inline TwoPoleMap two_pole_chunk_map(const Row& row, Range r) {
+  TwoPoleMap map = two_pole_identity();
+  for (int64_t i = r.begin; i < r.end; ++i)
+    two_pole_map_step(map, row.coefficient(row.c1, i), row.coefficient(row.c2, i),
+                      row.x[row.at(i)]);
+  return map;
+}
+
+/// Each chunk's start state (y[n−1], y[n−2]) into starts[2t], starts[2t + 1]: the maps of the
+/// chunks before it composed in order, from a zero state.
+GRAFX_HOST_DEVICE inline void two_pole_starts(const TwoPoleMap* maps, int64_t chunks,
+                                              double* starts) {
+  double s0 = 0, s1 = 0;
+  for (int64_t t = 0; t < chunks; ++t) {
+    starts[2 * t] = s0, starts[2 * t + 1] = s1;
+    two_pole_apply(maps[t], s0, s1);
+  }
+}
+
+/// Writes y over the row's chunk `r` from its start state.
+template <class Row>
+GRAFX_HOST_DEVICE inline void two_pole_chunk_write(const Row& row, Range r, const double* start) {
+  double s0 = start[0], s1 = start[1];
+  for (int64_t i = r.begin; i < r.end; ++i)
+    row.y[row.at(i)] = two_pole_step(s0, s1, row.coefficient(row.c1, i), row.coefficient(row.c2, i),
+                                     row.x[row.at(i)]);
+}
+
 }  // namespace grafx::dsp::chunked

@@ -117,30 +117,28 @@ int chunked_rows(const T* x, const T* rise, const T* fall, const T* initial, T* 
   return n_rows ? *std::max_element(iterations.begin(), iterations.end()) : 0;
 }
 
-/// One row of two_pole_chunked, in logical order (`reverse`: sample i is L − 1 − i), c1 and c2
-/// one value (per_sample false) or one per sample; `maps` holds `chunks` maps. The CUDA kernel
-/// runs the same steps, chunk t on thread t.
-void two_pole_chunked_row(const double* x, const double* c1, const double* c2, bool per_sample,
-                          double* y, int64_t length, bool reverse, int64_t chunks,
-                          chunked::TwoPoleMap* maps) {
+/// two_pole_chunked on rows x R×L with coefficients R×1 or R×L (kPerSample), in double: the
+/// CUDA kernel's steps (dsp/chunked_recursions.h), chunk t in turn where the kernel runs it on
+/// thread t.
+template <bool kPerSample, bool kReverse>
+void two_pole_chunked_rows(const double* x, const double* c1, const double* c2, double* y,
+                           int64_t n_rows, int64_t length, int64_t chunks) {
   const int64_t chunk = chunked::chunk_length(length, chunks);
-  auto at             = [&](int64_t i) { return reverse ? length - 1 - i : i; };
-  auto coefficient    = [&](const double* c, int64_t i) { return per_sample ? c[at(i)] : *c; };
-  for (int64_t t = 0; t < chunks; ++t) {  // each chunk's map, from a zero start
-    const chunked::Range r = chunked::chunk_range(t, chunk, length);
-    maps[t]                = chunked::two_pole_identity();
-    for (int64_t i = r.begin; i < r.end; ++i)
-      chunked::two_pole_map_step(maps[t], coefficient(c1, i), coefficient(c2, i), x[at(i)]);
-  }
-  double s0 = 0, s1 = 0;  // the state each chunk starts from, in chunk order
-  for (int64_t t = 0; t < chunks; ++t) {
-    const chunked::Range r = chunked::chunk_range(t, chunk, length);
-    double run0 = s0, run1 = s1;
-    for (int64_t i = r.begin; i < r.end; ++i)
-      y[at(i)] =
-          chunked::two_pole_step(run0, run1, coefficient(c1, i), coefficient(c2, i), x[at(i)]);
-    chunked::two_pole_apply(maps[t], s0, s1);
-  }
+  at::parallel_for(0, n_rows, 1, [&](int64_t begin, int64_t end) {
+    std::vector<chunked::TwoPoleMap> maps(chunks);
+    std::vector<double> starts(2 * chunks);
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t offset = kPerSample ? r * length : r;
+      const chunked::TwoPoleRow<kPerSample, kReverse> row{x + r * length, c1 + offset, c2 + offset,
+                                                          y + r * length, length};
+      for (int64_t t = 0; t < chunks; ++t)
+        maps[t] = chunked::two_pole_chunk_map(row, chunked::chunk_range(t, chunk, length));
+      chunked::two_pole_starts(maps.data(), chunks, starts.data());
+      for (int64_t t = 0; t < chunks; ++t)
+        chunked::two_pole_chunk_write(row, chunked::chunk_range(t, chunk, length),
+                                      starts.data() + 2 * t);
+    }
+  });
 }
 
 // ---- scans for other devices: s[n] = A[n]·s[n−1] + v[n] with S×S matrices (S = 1 or 2) -----
@@ -609,6 +607,18 @@ std::pair<at::Tensor, at::Tensor> recurrence_rows_of(const at::Tensor& x, const 
   return {coefficients, start};
 }
 
+/// The checked coefficient rows of a two-pole recursion on x: both R×1 or both R×L.
+std::pair<at::Tensor, at::Tensor> two_pole_coefficients(const at::Tensor& x, const at::Tensor& c1,
+                                                        const at::Tensor& c2,
+                                                        const std::string& what) {
+  check_signal(x, what.c_str());
+  at::Tensor first  = recurrence_rows_of(x, c1, {}, what + ": c1").first;
+  at::Tensor second = recurrence_rows_of(x, c2, {}, what + ": c2").first;
+  TORCH_CHECK(first.size(1) == second.size(1), what,
+              ": expected c1 and c2 both per row or both per sample");
+  return {first, second};
+}
+
 }  // namespace
 
 at::Tensor linear_recurrence(const at::Tensor& x, const at::Tensor& a, const at::Tensor& initial,
@@ -675,12 +685,8 @@ int last_ballistics_iterations() {
 
 at::Tensor two_pole_scan(const at::Tensor& x, const at::Tensor& c1, const at::Tensor& c2,
                          bool reverse, int64_t chunk) {
-  check_signal(x, "two_pole_scan");
   TORCH_CHECK(chunk >= 2, "two_pole_scan: expected chunks of at least 2 samples, but got ", chunk);
-  const at::Tensor first  = recurrence_rows_of(x, c1, {}, "two_pole_scan: c1").first;
-  const at::Tensor second = recurrence_rows_of(x, c2, {}, "two_pole_scan: c2").first;
-  TORCH_CHECK(first.size(1) == second.size(1),
-              "two_pole_scan: expected c1 and c2 both per row or both per sample");
+  const auto [first, second] = two_pole_coefficients(x, c1, c2, "two_pole_scan");
   c10::NoGradGuard values_only;
 #ifdef GRAFX_CUDA
   if (x.is_cuda() && first.device() == x.device() && second.device() == x.device())
@@ -699,28 +705,24 @@ at::Tensor two_pole_scan(const at::Tensor& x, const at::Tensor& c1, const at::Te
 
 at::Tensor two_pole_chunked(const at::Tensor& x, const at::Tensor& c1, const at::Tensor& c2,
                             bool reverse, int64_t chunks_per_row) {
-  check_signal(x, "two_pole_chunked");
   TORCH_CHECK(chunks_per_row >= 1,
               "two_pole_chunked: expected at least one chunk per row, but got ", chunks_per_row);
-  const at::Tensor first  = recurrence_rows_of(x, c1, {}, "two_pole_chunked: c1").first;
-  const at::Tensor second = recurrence_rows_of(x, c2, {}, "two_pole_chunked: c2").first;
-  TORCH_CHECK(first.size(1) == second.size(1),
-              "two_pole_chunked: expected c1 and c2 both per row or both per sample");
+  const auto [first, second] = two_pole_coefficients(x, c1, c2, "two_pole_chunked");
   c10::NoGradGuard values_only;
   const auto wide = [](const at::Tensor& t) {
     return t.detach().to(at::kCPU, at::kDouble).contiguous();
   };
   const at::Tensor rows = wide(rows_of(x)), a = wide(first), b = wide(second);
-  at::Tensor y         = at::empty_like(rows);
-  const int64_t length = rows.size(1), step = a.size(1);  // coefficients per row: 1 or L
-  at::parallel_for(0, rows.size(0), 1, [&](int64_t begin, int64_t end) {
-    std::vector<chunked::TwoPoleMap> maps(chunks_per_row);
-    for (int64_t r = begin; r < end; ++r)
-      two_pole_chunked_row(rows.data_ptr<double>() + r * length, a.data_ptr<double>() + r * step,
-                           b.data_ptr<double>() + r * step, step > 1,
-                           y.data_ptr<double>() + r * length, length, reverse, chunks_per_row,
-                           maps.data());
-  });
+  at::Tensor y          = at::empty_like(rows);
+  const bool per_sample = a.size(1) > 1;
+  auto run              = [&](auto rows_kernel) {
+    rows_kernel(rows.data_ptr<double>(), a.data_ptr<double>(), b.data_ptr<double>(),
+                             y.data_ptr<double>(), rows.size(0), rows.size(1), chunks_per_row);
+  };
+  if (per_sample && reverse) run(two_pole_chunked_rows<true, true>);
+  if (per_sample && !reverse) run(two_pole_chunked_rows<true, false>);
+  if (!per_sample && reverse) run(two_pole_chunked_rows<false, true>);
+  if (!per_sample && !reverse) run(two_pole_chunked_rows<false, false>);
   return y.to(x.device(), x.scalar_type()).reshape(x.sizes());
 }
 

@@ -364,44 +364,26 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- two poles ------------------------------------------------------------------------------
 
-/// y[n] = x[n] + c1·y[n−1] + c2·y[n−2] in logical order (kReverse: sample i is L − 1 − i): each
-/// thread its chunk's map from a zero start, one thread their composition into the chunks'
-/// starts (256 small steps), each thread its chunk again from its start. Each thread reads its
-/// own chunk's consecutive samples (a warp's 32 chunks are 32 cache lines, reused for 16
-/// samples each).
+/// y[n] = x[n] + c1·y[n−1] + c2·y[n−2] in logical order (kReverse: sample i is L − 1 − i), by
+/// dsp/chunked_recursions.h's steps: each thread its chunk's map from a zero start, one thread
+/// their composition into the chunks' starts (256 small steps), each thread its chunk again from
+/// its start. Each thread reads its own chunk's consecutive samples (a warp's 32 chunks are 32
+/// cache lines, reused for 16 samples each).
 template <bool kPerSample, bool kReverse>
 __global__ void __launch_bounds__(kThreads)
     two_pole_kernel(const double* __restrict__ x, const double* __restrict__ c1,
                     const double* __restrict__ c2, double* __restrict__ y, int64_t length) {
   __shared__ ch::TwoPoleMap maps[kThreads];
-  __shared__ double starts[kThreads][2];
-  const int64_t row     = blockIdx.x;
-  const int t           = threadIdx.x;
-  const double* xr      = x + row * length;
-  const double* ar      = c1 + (kPerSample ? row * length : row);
-  const double* br      = c2 + (kPerSample ? row * length : row);
-  double* yr            = y + row * length;
-  const int64_t chunk   = ch::chunk_length(length, kThreads);
-  const ch::Range range = ch::chunk_range(t, chunk, length);
-  auto at               = [&](int64_t i) { return kReverse ? length - 1 - i : i; };
-  auto coefficient      = [&](const double* c, int64_t i) { return kPerSample ? c[at(i)] : *c; };
-
-  ch::TwoPoleMap map = ch::two_pole_identity();
-  for (int64_t i = range.begin; i < range.end; ++i)
-    ch::two_pole_map_step(map, coefficient(ar, i), coefficient(br, i), xr[at(i)]);
-  maps[t] = map;
+  __shared__ double starts[2 * kThreads];
+  const int64_t row = blockIdx.x, offset = kPerSample ? row * length : row;
+  const ch::TwoPoleRow<kPerSample, kReverse> r{x + row * length, c1 + offset, c2 + offset,
+                                               y + row * length, length};
+  const ch::Range range = ch::chunk_range(threadIdx.x, ch::chunk_length(length, kThreads), length);
+  maps[threadIdx.x]     = ch::two_pole_chunk_map(r, range);
   __syncthreads();
-  if (t == 0) {
-    double s0 = 0, s1 = 0;
-    for (int c = 0; c < kThreads; ++c) {
-      starts[c][0] = s0, starts[c][1] = s1;
-      ch::two_pole_apply(maps[c], s0, s1);
-    }
-  }
+  if (threadIdx.x == 0) ch::two_pole_starts(maps, kThreads, starts);
   __syncthreads();
-  double s0 = starts[t][0], s1 = starts[t][1];
-  for (int64_t i = range.begin; i < range.end; ++i)
-    yr[at(i)] = ch::two_pole_step(s0, s1, coefficient(ar, i), coefficient(br, i), xr[at(i)]);
+  ch::two_pole_chunk_write(r, range, starts + 2 * threadIdx.x);
 }
 
 // ---- launches -------------------------------------------------------------------------------
