@@ -159,42 +159,37 @@ int run(int argc, char** argv) {
   options.device = device;
   Fitter on_cuda(song.console, song.tracks, song.mix, song.sample_rate, options);
   // The starts from the data (made on the CPU for both) must agree before the first step.
+  const Parameters start  = on_cpu.detached_parameters();
   double start_difference = 0;
   std::string start_worst = "-";
   {
-    const Parameters a = on_cpu.detached_parameters(), b = on_cuda.detached_parameters();
-    for (const auto& [type, named] : a)
+    const Parameters on_device = on_cuda.detached_parameters();
+    for (const auto& [type, named] : start)
       for (const auto& [name, p] : named.named()) {
         if (p.numel() == 0) continue;
-        const double d = relative_difference(b.at(type).at(name).cpu(), p);
+        const double d = relative_difference(on_device.at(type).at(name).cpu(), p);
         if (d > start_difference) start_difference = d, start_worst = type + "." + name;
       }
   }
+  on_cpu.run(), on_cuda.run();
   // How far the first step's loss moves on the CPU alone when the start moves by float32
   // rounding (relative 1e-7): fresh delays pick their whole-sample delay by an argmax of nearly
   // flat responses, so the devices' rounding can move the first loss by as much.
   double sensitivity = 0;
-  {
-    FitOptions one         = options;
-    one.n_steps            = 1;
-    one.device             = at::kCPU;
-    const Parameters start = on_cpu.detached_parameters();
-    Fitter plain(song.console, song.tracks, song.mix, song.sample_rate, one, start);
-    plain.run();
-    const double a = plain.history()[0].match_loss;
-    for (uint64_t seed : {1, 2}) {
-      at::manual_seed(seed);
-      const Parameters nudged =
-          map_parameters(start, [](const std::string&, const std::string&, const at::Tensor& p) {
-            return p.is_floating_point() ? p * (1 + 1e-7 * at::randn_like(p)) : p;
-          });
-      Fitter moved(song.console, song.tracks, song.mix, song.sample_rate, one, nudged);
-      moved.run();
-      sensitivity =
-          std::max(sensitivity, std::abs(moved.history()[0].match_loss - a) / std::abs(a));
-    }
+  for (uint64_t seed : {1, 2}) {
+    at::manual_seed(seed);
+    const Parameters nudged =
+        map_parameters(start, [](const std::string&, const std::string&, const at::Tensor& p) {
+          return p.is_floating_point() ? p * (1 + 1e-7 * at::randn_like(p)) : p;
+        });
+    FitOptions one = options;
+    one.n_steps    = 1;
+    one.device     = at::kCPU;
+    Fitter moved(song.console, song.tracks, song.mix, song.sample_rate, one, nudged);
+    moved.run();
+    const double a = on_cpu.history()[0].match_loss;
+    sensitivity = std::max(sensitivity, std::abs(moved.history()[0].match_loss - a) / std::abs(a));
   }
-  on_cpu.run(), on_cuda.run();
   const double first_bound = std::max(1e-3, 3 * sensitivity);
   std::cout << "\nFitting the demo's console, 5 steps from the same start (match loss per step; "
                "starting parameters differ by "
