@@ -26,7 +26,8 @@ time, one after the other in one process, and scored by the whole-song loss (the
 loss, evaluated after the fit, not timed). The EQ ripple column is the median over EQ nodes of
 the RMS deviation (dB) of each node's magnitude response as heard (40 Hz–12 kHz, 1/24 octave)
 from its own one-octave average: the hidden producers' EQs against the fitted ones (high-passes
-are not EQ nodes, so both sides' are left out).
+are not EQ nodes, so both sides' are left out), and the producers' parametric EQs alone, the
+kind the fitted console holds.
 Prints a line per fit and the tables of docs/benchmarks.md ("Hidden producers") last.
 
     PYTHONPATH=build/python python3 bench/producer_eval.py SEEDS [seconds=45] [CONTENDER ...]
@@ -115,18 +116,16 @@ class Producer:
         self.overrides.setdefault(node, {}).update(raw)
 
 
-def compressor_raw(threshold_db=None, ratio=None, attack_ms=None, release_ms=None):
-    """Raw values of compressor_ballistics' parameters (grafx processors compressor_ballistics)."""
-    raw = {}
-    if threshold_db is not None:
-        raw["log_threshold"] = threshold_db / (10 / math.log(10)) + 6
-    if ratio is not None:
-        raw["log_ratio"] = math.log(ratio - 1)
-    for key, ms in (("z_alpha_attack", attack_ms), ("z_alpha_release", release_ms)):
-        if ms is not None:
-            alpha = 1 - math.exp(-1000 / (ms * RATE))
-            raw[key] = math.log(alpha / (1 - alpha))
-    return raw
+COMPRESSOR = grafx.processors.CompressorBallistics(sample_rate=RATE)
+
+
+def compressor_raw(**physical):
+    """Raw values of compressor_ballistics' parameters from physical ones (threshold_db, ratio,
+    attack_ms, release_ms), through the processor's own mapping, so that they cannot drift from
+    it. (A hand-written mapping here once took alpha for one minus the smoother's pole, and made
+    every attack and release set here about 0.01 ms: waveshapers, not compressors.)"""
+    raw = COMPRESSOR.to_raw(**physical)
+    return {name: value.item() for name, value in raw.items()}
 
 
 # A track's EQ: bells and shelves, a graphic EQ, a smooth FIR curve (the fitted console's own
@@ -367,6 +366,14 @@ CONTENDERS = {
     # grafx fit's console now: `grafx fit` with no --chain or --automate.
     "high-pass and parametric EQ, EQ curvature, levels automated":
         lambda names: extended(names, chain="hqcnsgdr", automate=True),
+    # The third round (the producers' compressors corrected): a master bus on grafx fit's
+    # console, for the glue compression and limiting that the master family adds.
+    "default console, master compressor":
+        lambda names: extended(names, chain="hqcnsgdr", automate=True,
+                               master=["compressor_ballistics"]),
+    "default console, master EQ and compressor":
+        lambda names: extended(names, chain="hqcnsgdr", automate=True,
+                               master=["parametric_eq_midside", "compressor_ballistics"]),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),
@@ -418,10 +425,10 @@ def ripple_db(curve_db):
     return (curve_db - smooth).pow(2).mean().sqrt().item()
 
 
-def eq_ripples(graph, parameters):
-    """Ripple (dB) of every single-filter EQ node of the graph that is not bypassed."""
+def eq_ripples(graph, parameters, types=EQ_TYPES):
+    """Ripple (dB) of every single-filter EQ node of the graph (of `types`) not bypassed."""
     return [ripple_db(response_db(graph, n, parameters))
-            for n in graph.nodes() if graph.node(n)["type"] in EQ_TYPES
+            for n in graph.nodes() if graph.node(n)["type"] in types
             and not graph.node(n)["bypassed"]]
 
 
@@ -466,12 +473,15 @@ def main():
         return 0 if asked else 2
     torch.set_num_threads(os.cpu_count())  # as the CLI (Debian's PyTorch starts with one)
     results = {n: {} for n in names}  # contender -> seed -> loss
-    ripples = {n: [] for n in names + ["hidden producers"]}  # EQ ripples (dB)
+    producers = ["hidden producers", "hidden producers' parametric EQs"]
+    ripples = {n: [] for n in names + producers}  # EQ ripples (dB)
     family_of = {}
     for seed in seeds:
         track_names, tracks, mix, p = hidden_mix(seed)
         family_of[seed] = p.family
         ripples["hidden producers"] += eq_ripples(p.g, p.parameters)
+        ripples["hidden producers' parametric EQs"] += eq_ripples(p.g, p.parameters,
+                                                                  ["parametric_eq"])
         song_name = "stems" if uses_stems(seed) else "synthetic"
         for name in names:
             console, settings = CONTENDERS[name](track_names)
@@ -495,7 +505,8 @@ def main():
         print(f"| {name} | {statistics.mean(losses):.4f} | {spread:.4f} | "
               f"{min(losses):.3f}–{max(losses):.3f} | {statistics.mean(ratios):.3f} | "
               f"{sum(r < 1 for r in ratios)} of {len(seeds)} | {median(ripples[name])} |")
-    print(f"| hidden producers | | | | | | {median(ripples['hidden producers'])} |")
+    for name in producers:
+        print(f"| {name} | | | | | | {median(ripples[name])} |")
     print("\nMean whole-song loss per family:\n")
     families = [f for f in FAMILIES if f in family_of.values()]
     print("| contender | " + " | ".join(families) + " |")
