@@ -370,7 +370,7 @@ void add_fit_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> tracks;
     std::string mix, groups, chain = chain_letters(default_fit_chain()), graph, types;
-    std::vector<std::string> sends, sidechains;
+    RoutingArgs routing{{}, {}, chain_letters(default_fit_master_chain())};
     SampleRate sample_rate = 30000;
     bool strict_rate       = false;
     FitOptions options;
@@ -386,7 +386,7 @@ void add_fit_command(CLI::App& app) {
       "--groups", args->groups,
       "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
   auto [chain, types] = add_chain_options(*cmd, args->chain, args->types);
-  add_routing_options(*cmd, args->sends, args->sidechains);
+  add_routing_options(*cmd, args->routing);
   cmd->add_option("--graph", args->graph,
                   "Fit this graph file instead of a console: any processors and wiring, one `in` "
                   "node per track "
@@ -395,7 +395,8 @@ void add_fit_command(CLI::App& app) {
       ->excludes(chain)
       ->excludes(types)
       ->excludes("--send")
-      ->excludes("--sidechain");
+      ->excludes("--sidechain")
+      ->excludes("--master");
   cmd->add_option("--sample-rate", args->sample_rate, "Sample rate of the fit (Hz)")
       ->capture_default_str()
       ->check(CLI::Range(8000, 192000));
@@ -421,7 +422,7 @@ void add_fit_command(CLI::App& app) {
       console.chain         = parse_chain(args->chain, types);
       console.track_names   = names;
       console.dry_wet       = true;
-      parse_routing(args->sends, args->sidechains, types, console);
+      parse_routing(args->routing, types, console);
       graph = build_console(console, types).graph;
       // Level rides are part of a mix: a console's levels follow curves after the static fit,
       // unless --automate says otherwise (docs/benchmarks.md, "Hidden producers").

@@ -39,7 +39,7 @@ void add_console_command(CLI::App& app) {
   struct Args {
     int64_t n_tracks = 8;
     std::string groups, names;
-    std::vector<std::string> sends, sidechains;
+    RoutingArgs routing{{}, {}, "none"};
     std::string chain  = chain_letters(default_console_chain()), types;
     int64_t prune_seed = -1;
     std::string output, picture;
@@ -54,7 +54,7 @@ void add_console_command(CLI::App& app) {
   cmd->add_option("--groups", args->groups,
                   "Subgroups: a count (tracks split evenly) or a subgroup per track, e.g. 0,0,1");
   add_chain_options(*cmd, args->chain, args->types);
-  add_routing_options(*cmd, args->sends, args->sidechains);
+  add_routing_options(*cmd, args->routing);
   cmd->add_option("--prune-seed", args->prune_seed,
                   "Bypass processors at random (per-type ratios of the paper) with this seed")
       ->check(whole_number(0));
@@ -74,7 +74,7 @@ void add_console_command(CLI::App& app) {
     const NodeTypes types = console_types(args->types);
     options.chain         = parse_chain(args->chain, types);
     options.dry_wet       = args->dry_wet;
-    parse_routing(args->sends, args->sidechains, types, options);
+    parse_routing(args->routing, types, options);
     Console console = build_console(options, types);
     std::string pruned;
     if (args->prune_seed >= 0) {

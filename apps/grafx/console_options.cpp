@@ -82,15 +82,19 @@ std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks) {
   return groups;
 }
 
-void add_routing_options(CLI::App& command, std::vector<std::string>& sends,
-                         std::vector<std::string>& sidechains) {
-  command.add_option("--send", sends,
+void add_routing_options(CLI::App& command, RoutingArgs& routing) {
+  command.add_option("--send", routing.sends,
                      "A send bus NAME=CHAIN[@TRACK,...] (CHAIN as --chain takes it): every track "
                      "(or those listed) sends to it, e.g. --send reverb=r --send "
                      "echo=eq,delay@vocals,guitar");
-  command.add_option("--sidechain", sidechains,
+  command.add_option("--sidechain", routing.sidechains,
                      "TRACK=KEY[:TYPE]: TRACK's level follows KEY's input, e.g. --sidechain "
                      "bass=kick (a sidechain_compressor; TYPE is a letter or name)");
+  command
+      .add_option("--master", routing.master,
+                  "Processor chain of the master bus, after the master mix (as --chain takes it; "
+                  "C: a compressor with attack and release), or none")
+      ->capture_default_str();
 }
 
 std::pair<CLI::Option*, CLI::Option*> add_chain_options(CLI::App& command, std::string& chain,
@@ -107,15 +111,13 @@ std::pair<CLI::Option*, CLI::Option*> add_chain_options(CLI::App& command, std::
   return {chain_option, types_option};
 }
 
-void parse_routing(const std::vector<std::string>& sends,
-                   const std::vector<std::string>& sidechains, const NodeTypes& types,
-                   ConsoleOptions& options) {
+void parse_routing(const RoutingArgs& routing, const NodeTypes& types, ConsoleOptions& options) {
   std::vector<std::string> names;
   for (int64_t t = 0; t < options.n_tracks; ++t) names.push_back(options.track_name(t));
   auto fail = [](const std::string& option, const std::string& text, const std::string& what) {
     throw GraphError("grafx.graph.invalid_console", option + " \"" + text + "\": " + what);
   };
-  for (const auto& text : sends) {
+  for (const auto& text : routing.sends) {
     size_t equals = text.find('=');
     if (equals == std::string::npos || equals == 0)
       fail("--send", text, "expected NAME=CHAIN[@TRACK,...], e.g. reverb=r or echo=eq,delay");
@@ -132,7 +134,7 @@ void parse_routing(const std::vector<std::string>& sends,
         bus.tracks.push_back(track_index(names, name, "--send \"" + text + "\""));
     options.sends.push_back(bus);
   }
-  for (const auto& text : sidechains) {
+  for (const auto& text : routing.sidechains) {
     size_t equals = text.find('='), colon = text.find(':', equals);
     if (equals == std::string::npos) fail("--sidechain", text, "expected TRACK=KEY[:TYPE]");
     std::string option = "--sidechain \"" + text + "\"";
@@ -147,6 +149,13 @@ void parse_routing(const std::vector<std::string>& sends,
       }
     }
     options.sidechains.push_back(route);
+  }
+  if (routing.master != "none") {
+    try {
+      options.master_chain = parse_chain(routing.master, types);
+    } catch (const Error& e) {
+      fail("--master", routing.master, e.message());
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Graph files and consoles from the command line: known types, --chain, --types, --groups, --send,
-// --sidechain.
+// --sidechain, --master.
 
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph.h>
@@ -30,15 +30,17 @@ std::pair<CLI::Option*, CLI::Option*> add_chain_options(CLI::App& command, std::
 /// Subgroups from "--groups": a count (tracks split evenly), or a subgroup per track ("0,0,1");
 /// empty or "0" for none.
 std::vector<int64_t> parse_groups(const std::string& text, int64_t n_tracks);
-/// Adds "--send" and "--sidechain" (console routing) to a subcommand.
-void add_routing_options(CLI::App& command, std::vector<std::string>& sends,
-                         std::vector<std::string>& sidechains);
-/// Adds the send buses ("NAME=CHAIN[@TRACK,...]", CHAIN as parse_chain reads it) and sidechains
-/// ("TRACK=KEY[:TYPE]", TYPE a letter or name) to a console's options; types of `types`,
-/// tracks by name (options.track_names, else "track<i>"). Throws GraphError
+/// Console routing given on the command line: --send, --sidechain and --master.
+struct RoutingArgs {
+  std::vector<std::string> sends, sidechains;
+  std::string master;  ///< a chain as parse_chain reads it, or "none"
+};
+/// Adds "--send", "--sidechain" and "--master" (its default: `routing.master`) to a subcommand.
+void add_routing_options(CLI::App& command, RoutingArgs& routing);
+/// Adds the send buses ("NAME=CHAIN[@TRACK,...]", CHAIN as parse_chain reads it), sidechains
+/// ("TRACK=KEY[:TYPE]", TYPE a letter or name) and master chain to a console's options; types of
+/// `types`, tracks by name (options.track_names, else "track<i>"). Throws GraphError
 /// [grafx.graph.invalid_console] naming the option.
-void parse_routing(const std::vector<std::string>& sends,
-                   const std::vector<std::string>& sidechains, const NodeTypes& types,
-                   ConsoleOptions& options);
+void parse_routing(const RoutingArgs& routing, const NodeTypes& types, ConsoleOptions& options);
 
 }  // namespace grafx::cli

@@ -109,22 +109,26 @@ def mixing_console(
     dry_wet=False,
     track_names=None,
     types=None,
+    master_chain=None,
 ):
     """A mixing console of the pruning paper as a Graph.
 
     ``chain`` is a list of type names or a string of chain letters ("ecg"); by default the
     paper's e-c-n-s-g-d-r. Tracks are grouped by ``track_groups`` (the subgroup of each track) or
     split into ``n_groups`` even subgroups; neither gives no subgroups. ``types`` is a Graph whose
-    (configured) types the chain may name.
+    (configured) types the chain may name. ``master_chain`` (names or letters, as ``chain``)
+    puts processors on the master bus, between the master mix and the output: ``"C"``, a
+    compressor with attack and release, is ``grafx fit``'s; by default none.
     """
-    if chain is None:
-        chain = default_console_chain()
-    elif isinstance(chain, str):
-        chain = chain_from_letters(chain)
+    def type_names(chain):
+        return chain_from_letters(chain) if isinstance(chain, str) else list(chain)
+
+    chain = default_console_chain() if chain is None else type_names(chain)
     if track_groups is None:
         track_groups = even_groups(n_tracks, n_groups) if n_groups else []
     return _grafx.mixing_console(
-        n_tracks, list(track_groups), list(chain), dry_wet, list(track_names or []), types
+        n_tracks, list(track_groups), chain, dry_wet, list(track_names or []), types,
+        type_names(master_chain or [])
     )
 
 

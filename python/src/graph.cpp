@@ -341,17 +341,19 @@ void bind_graph(py::module_& m) {
       "mixing_console",
       [](int64_t n_tracks, const std::vector<int64_t>& track_groups,
          const std::vector<std::string>& chain, bool dry_wet,
-         const std::vector<std::string>& track_names, const Graph* types) {
+         const std::vector<std::string>& track_names, const Graph* types,
+         const std::vector<std::string>& master_chain) {
         ConsoleOptions options;
         options.n_tracks     = n_tracks;
         options.track_groups = track_groups;
         options.chain        = chain;
         options.dry_wet      = dry_wet;
         options.track_names  = track_names;
+        options.master_chain = master_chain;
         return build_console(options, types ? types->types() : registry_node_types()).graph;
       },
       py::arg("n_tracks"), py::arg("track_groups"), py::arg("chain"), py::arg("dry_wet"),
-      py::arg("track_names"), py::arg("types"));
+      py::arg("track_names"), py::arg("types"), py::arg("master_chain"));
   m.def("chain_from_letters", &chain_from_letters, py::arg("letters"),
         "The processor type names of chain letters (\"ecg\" -> [\"eq\", \"compressor\", "
         "\"gain_pan\"]); ProcessorError for an unknown letter.");

@@ -112,6 +112,19 @@ def test_plans_and_schedules():
     assert len(sequence) == order.max().item() + 1 and order.shape == (console.num_nodes,)
 
 
+def test_console_master_chain_from_letters_or_names():
+    for master_chain in ("qC", ["parametric_eq", "compressor_ballistics"]):
+        console = grafx.mixing_console(2, chain="g", dry_wet=True, master_chain=master_chain)
+        by_name = {console.node(n)["name"]: n for n in console.nodes()}
+        eq, glue = by_name["master.parametric_eq"], by_name["master.compressor_ballistics"]
+        assert [source for source, *_ in console.in_edges(eq)] == [by_name["master"]]
+        assert [source for source, *_ in console.in_edges(glue)] == [eq]
+        assert [source for source, *_ in console.in_edges(by_name["out"])] == [glue]
+        assert console.node(glue)["dry_wet"]
+    plain = grafx.mixing_console(2, chain="g")
+    assert "compressor_ballistics" not in {plain.node(n)["type"] for n in plain.nodes()}
+
+
 def test_console_options_and_drawing(tmp_path):
     console = grafx.mixing_console(3, chain="ecg", dry_wet=True, track_names=["a", "b", "c"])
     first_eq = console.node(console.nodes_of_type("eq")[0])

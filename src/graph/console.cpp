@@ -60,6 +60,7 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
     }
   };
   check_chain(options.chain, "a console chain");
+  check_chain(options.master_chain, "the master chain");
   auto check_track = [&](int64_t track, const std::string& where) {
     if (track < 0 || track >= options.n_tracks)
       fail(where + " names track " + std::to_string(track) + ", but the console has tracks 0 to " +
@@ -101,10 +102,11 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
     for (const auto& type : chain) names.push_back(prefix + "." + type);
     return names;
   };
-  // Adds a chain after `from` and returns its last node (or `from` for an empty chain).
-  auto add_chain = [&](NodeId from, const std::string& prefix) {
-    if (options.chain.empty()) return from;
-    auto [first, last] = g.add_serial_chain(options.chain, chain_names(options.chain, prefix));
+  // Adds `chain` after `from` and returns its last node (or `from` for an empty chain).
+  auto add_chain = [&](NodeId from, const std::string& prefix,
+                       const std::vector<std::string>& chain) {
+    if (chain.empty()) return from;
+    auto [first, last] = g.add_serial_chain(chain, chain_names(chain, prefix));
     g.connect(from, first);
     if (options.dry_wet)
       for (NodeId id = first; id <= last; ++id)
@@ -113,12 +115,13 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
   };
 
   // Ids follow the signal: track inputs first (so source k feeds track k), then track chains,
-  // sidechains, subgroups, send buses, the master mix and the output.
+  // sidechains, subgroups, send buses, the master mix, its chain and the output.
   std::vector<NodeId> track_ends;
   for (int64_t t = 0; t < options.n_tracks; ++t)
     console.inputs.push_back(g.add("in", options.track_name(t)));
   for (int64_t t = 0; t < options.n_tracks; ++t)
-    track_ends.push_back(add_chain(console.inputs[size_t(t)], options.track_name(t)));
+    track_ends.push_back(
+        add_chain(console.inputs[size_t(t)], options.track_name(t), options.chain));
   for (const SidechainRoute& route : options.sidechains) {
     NodeId node = g.add(route.type, options.track_name(route.track) + "." + route.type +
                                         " keyed by " + options.track_name(route.key));
@@ -132,7 +135,7 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
   for (int64_t group = 0; group < n_groups; ++group) {
     std::string prefix = "group" + std::to_string(group);
     console.group_mixes.push_back(g.add("mix", prefix + ".mix"));
-    group_ends.push_back(add_chain(console.group_mixes.back(), prefix));
+    group_ends.push_back(add_chain(console.group_mixes.back(), prefix, options.chain));
   }
   // Bus processors are fully wet: the send levels say how much of them is heard.
   std::vector<NodeId> bus_ends;
@@ -151,14 +154,15 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
       g.connect(send, console.bus_mixes.back());
     }
   }
-  console.master = g.add("mix", "master");
-  console.output = g.add("out", "out");
+  console.master          = g.add("mix", "master");
+  const NodeId master_end = add_chain(console.master, "master", options.master_chain);
+  console.output          = g.add("out", "out");
   for (int64_t t = 0; t < options.n_tracks; ++t)
     g.connect(track_ends[size_t(t)],
               groups.empty() ? console.master : console.group_mixes[size_t(groups[size_t(t)])]);
   for (NodeId end : group_ends) g.connect(end, console.master);
   for (NodeId end : bus_ends) g.connect(end, console.master);
-  g.connect(console.master, console.output);
+  g.connect(master_end, console.output);
   return console;
 }
 

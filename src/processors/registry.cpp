@@ -306,6 +306,8 @@ std::vector<std::string> default_fit_chain() {
   return chain;
 }
 
+std::vector<std::string> default_fit_master_chain() { return {"compressor_ballistics"}; }
+
 const std::vector<std::pair<std::string, std::string>>& grafx_classes_without_a_type() {
   static const std::vector<std::pair<std::string, std::string>> classes = {
       {"DryWet", "the node flag dry_wet: any node renders w*f(u) + (1 - w)*u, w = sigmoid(raw)"},

@@ -129,7 +129,7 @@ TEST(CliFit, FitReadsResamplesAndTrims) {
   EXPECT_TRUE(contains(unnamed.err, "[grafx.cli.arguments]") &&
               contains(unnamed.err, "expected a file name"))
       << unnamed.err;
-  EXPECT_TRUE(contains(r.out, "fitting a console of 8 nodes to")) << r.out;
+  EXPECT_TRUE(contains(r.out, "fitting a console of 9 nodes to")) << r.out;
   EXPECT_TRUE(contains(r.err, "mix.wav is 0.05 s longer than")) << r.err;
   Audio fitted = read_audio(dir.file("fit/mix.wav"));
   EXPECT_EQ(fitted.sample_rate, 16000);
@@ -187,7 +187,7 @@ TEST(CliFit, HostileOptionsFailAtOnceAndMakeNoFolder) {
       {{"--schedule-method", "x"}, "--schedule-method: expected one of optimal, beam"},
       {{"--max-non-finite-steps", "1.5"}, "--max-non-finite-steps: expected a whole number"},
       {{"--checkpoint-every", "-5"}, "--checkpoint-every"},
-      {{"--chain", "m"}, "[grafx.fit.options] the graph has nothing to fit"},
+      {{"--chain", "m", "--master", "none"}, "[grafx.fit.options] the graph has nothing to fit"},
       {{"--chain", ""}, "[grafx.graph.unknown_type] expected a chain of type letters"},
       {{"--warm-up", "1e300"}, "[grafx.fit.data] a crop of"},
       {{"--gradient-hook", "nothere=stop"}, "no node has the id or name \"nothere\""},
@@ -334,7 +334,7 @@ TEST(CliFit, FitsConsolesWithSendsAndSidechains) {
 // grafx fit's console: the paper's chain with a high-pass and a parametric EQ for its FIR EQ,
 // and the levels (gain/pan nodes, their wet amounts too) following curves, unless --automate
 // says otherwise.
-TEST(CliFit, DefaultConsoleHasHighPassesParametricEqsAndRidesItsLevels) {
+TEST(CliFit, DefaultConsoleHasHighPassesParametricEqsAMasterCompressorAndRidesItsLevels) {
   testing::TempDir dir;
   at::manual_seed(3);
   for (const char* name : {"a", "b", "mix"})
@@ -359,14 +359,28 @@ TEST(CliFit, DefaultConsoleHasHighPassesParametricEqsAndRidesItsLevels) {
   EXPECT_TRUE(g.nodes_of_type("eq").empty());
   EXPECT_EQ(g.nodes_of_type("compressor").size(), 2u);
   EXPECT_EQ(g.nodes_of_type("reverb").size(), 2u);
+  // A glue compressor on the master bus, between the master mix and the output.
+  ASSERT_EQ(g.nodes_of_type("compressor_ballistics").size(), 1u);
+  const NodeId glue = g.nodes_of_type("compressor_ballistics")[0];
+  EXPECT_EQ(g.node(glue).name, "master.compressor_ballistics");
+  EXPECT_EQ(g.type_name(g.successors(glue).at(0)), "out");
+  EXPECT_TRUE(g.node(glue).dry_wet);
   const std::vector<std::string> levels = {"gain_pan.dry_wet", "gain_pan.log_gain",
                                            "gain_pan.dry_wet", "gain_pan.log_gain"};
   EXPECT_EQ(automated("default"), levels);
   const auto file = load_safetensors(dir.file("default/parameters.safetensors"));
   EXPECT_TRUE(file.tensors.count("gain_pan.curves.log_gain")) << "the curves are written";
   // Told otherwise: nothing, or what was asked.
-  ASSERT_EQ(fit({"--automate", "none"}, "none").exit_code, 0);
+  ASSERT_EQ(fit({"--automate", "none", "--master", "none"}, "none").exit_code, 0);
   EXPECT_TRUE(automated("none").empty());
+  EXPECT_TRUE(load_graph(dir.file("none/console.json"), registry_node_types())
+                  .nodes_of_type("compressor_ballistics")
+                  .empty());
+  r = fit({"--master", "C7"}, "bad_master");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "[grafx.graph.invalid_console] --master \"C7\": chain letter '7'"))
+      << r.err;
+  EXPECT_FALSE(testing::file_exists(dir.file("bad_master")));
   ASSERT_EQ(fit({"--automate", "stereo_imager:log_gain"}, "imager").exit_code, 0);
   EXPECT_EQ(automated("imager"),
             (std::vector<std::string>{"stereo_imager.log_gain", "stereo_imager.log_gain"}));

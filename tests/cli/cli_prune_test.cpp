@@ -74,10 +74,10 @@ TEST(CliPrune, PrunesAFitFolderAndTheResultRendersAsItsMix) {
   EXPECT_EQ(per_type_after, after);
   EXPECT_TRUE(contains(r.out, "round 1/1 brute-force")) << r.out;
   EXPECT_TRUE(contains(r.out, "pruned ")) << r.out;
-  // The plan: brute force tries each of the 4 processors once; the losses at the round's start
-  // and after its fine-tuning; 3 steps.
+  // The plan: brute force tries each of the 5 processors (2 per track, the master compressor)
+  // once; the losses at the round's start and after its fine-tuning; 3 steps.
   EXPECT_TRUE(contains(r.out, "expected time: about ")) << r.out;
-  EXPECT_TRUE(contains(r.out, "(1 round: ~4 trials and 2 whole-song losses of ~")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(1 round: ~5 trials and 2 whole-song losses of ~")) << r.out;
   EXPECT_TRUE(contains(r.out, ", 3 fine-tuning steps of ~")) << r.out;
   EXPECT_TRUE(contains(r.out, "  ETA ")) << r.out;
   EXPECT_FALSE(contains(r.out, "e+") || contains(r.out, "e-0")) << "times as people read them";
@@ -89,7 +89,7 @@ TEST(CliPrune, PrunesAFitFolderAndTheResultRendersAsItsMix) {
   for (const char* part : {"removed (ρ)", "Whole-song loss", "Pruned console", "<svg"})
     EXPECT_TRUE(contains(report, part)) << part;
   std::string trials = testing::read_file(out + "/trials.csv");
-  EXPECT_EQ(std::count(trials.begin(), trials.end(), '\n'), 1 + 4) << "every processor once";
+  EXPECT_EQ(std::count(trials.begin(), trials.end(), '\n'), 1 + 5) << "every processor once";
 
   // The pruned console and parameters reproduce its mix.
   r = run_grafx({"render", out + "/console.json", "--sources", dir.file("a.wav"), dir.file("b.wav"),

@@ -209,6 +209,33 @@ TEST(Console, RejectsBadRouting) {
   expect_refused([](ConsoleOptions& o) { o.sidechains[0].type = "flanger"; }, "unknown type");
 }
 
+TEST(Console, MasterChainRunsFromTheMasterMixToTheOutputInOrder) {
+  ConsoleOptions options;
+  options.n_tracks     = 2;
+  options.track_groups = {0, 1};
+  options.chain        = {"gain_pan"};
+  options.dry_wet      = true;
+  options.master_chain = {"parametric_eq", "compressor_ballistics"};
+  Console console      = build_console(options, registry_node_types());
+  const Graph& g       = console.graph;
+  ASSERT_EQ(g.successors(console.master).size(), 1u);
+  NodeId eq = g.successors(console.master)[0];
+  ASSERT_EQ(g.successors(eq).size(), 1u);
+  NodeId compressor = g.successors(eq)[0];
+  EXPECT_EQ(g.node(eq).name, "master.parametric_eq");
+  EXPECT_EQ(g.node(compressor).name, "master.compressor_ballistics");
+  EXPECT_TRUE(g.node(eq).dry_wet && g.node(compressor).dry_wet);
+  EXPECT_EQ(g.successors(compressor), std::vector<NodeId>{console.output});
+  EXPECT_EQ(g.predecessors(console.master).size(), 2u);  // both subgroups, as without the chain
+  // Without dry_wet the chain is fully wet, as every other chain.
+  options.dry_wet = false;
+  Console dry     = build_console(options, registry_node_types());
+  EXPECT_FALSE(dry.graph.node(dry.graph.predecessors(dry.output)[0]).dry_wet);
+  options.master_chain = {"crossover"};
+  EXPECT_GRAFX_ERROR(build_console(options, registry_node_types()), "grafx.graph.invalid_console",
+                     "the master chain takes types of one inlet and one outlet");
+}
+
 TEST(Console, RandomPruningIsSeededAndKeepsTheGraphValid) {
   ConsoleOptions options;
   options.n_tracks     = 40;

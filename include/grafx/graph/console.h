@@ -58,6 +58,9 @@ struct ConsoleOptions {
   std::vector<std::string> track_names;
   std::vector<SendBus> sends;
   std::vector<SidechainRoute> sidechains;
+  /// Processor types of the master bus, in order, between the master mix and the output
+  /// (e.g. a glue compressor); with `dry_wet`, each with a wet amount. Empty: none.
+  std::vector<std::string> master_chain;
 
   /// The name of track t: track_names[t], or "track<t>" without names.
   std::string track_name(int64_t t) const;

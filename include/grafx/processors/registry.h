@@ -93,6 +93,11 @@ std::vector<std::string> default_console_chain();
 /// (docs/benchmarks.md, "Hidden producers").
 std::vector<std::string> default_fit_chain();
 
+/// The master bus `grafx fit` builds by default: a glue compressor with attack/release ballistics
+/// (compressor_ballistics), for the bus compression and limiting of finished mixes, which no
+/// track's processors can draw (docs/benchmarks.md, "Hidden producers").
+std::vector<std::string> default_fit_master_chain();
+
 /// A processor for listings: name, letter, summary, ports, and each parameter's raw name and
 /// shape, physical name, unit and meaning; `detailed` adds ranges and initial values.
 std::string describe_processor(const ProcessorDescriptor& descriptor, SampleRate sample_rate,
