@@ -363,11 +363,12 @@ CONTENDERS = {
     # parametric EQ, so that the bells need not draw one.
     "parametric EQ, EQ curvature, levels automated":
         lambda names: extended(names, chain="qcnsgdr", automate=True),
-    # grafx fit's console now: `grafx fit` with no --chain or --automate.
+    # grafx fit's console of the second round (`grafx fit --master none`).
     "high-pass and parametric EQ, EQ curvature, levels automated":
         lambda names: extended(names, chain="hqcnsgdr", automate=True),
-    # The third round (the producers' compressors corrected): a master bus on grafx fit's
-    # console, for the glue compression and limiting that the master family adds.
+    # The third round (the producers' compressors corrected): a master bus on that console, for
+    # the glue compression and limiting the master family adds. The first is grafx fit's console
+    # now: `grafx fit` with no --chain, --automate or --master.
     "default console, master compressor":
         lambda names: extended(names, chain="hqcnsgdr", automate=True,
                                master=["compressor_ballistics"]),
