@@ -298,20 +298,6 @@ def node_named(graph, name):
     return next(n for n in graph.nodes() if graph.node(n)["name"] == name)
 
 
-def with_master_bus(graph, types):
-    """The console with a chain of `types` (each with a wet amount) between master and out."""
-    master, out = node_named(graph, "master"), node_named(graph, "out")
-    graph.disconnect(master, out)
-    last = master
-    for t in types:
-        node = graph.add(t, f"master.{t}")
-        graph.connect(last, node)
-        graph.set_dry_wet(node)
-        last = node
-    graph.connect(last, out)
-    return graph
-
-
 def with_send_bus(graph, kind):
     """The console with a send from every track's chain into a bus of `kind`, fully wet (the
     send levels say how much is heard), into the master, as grafx fit --send reverb=KIND."""
@@ -334,11 +320,9 @@ WITHOUT_CURVATURE = {"gain_staging": 1e-3, "radii": 0.5, "eq_curvature": 0.0}
 
 def extended(names, groups=0, master=(), send=None, automate=False, chain=None, weights=None):
     console = grafx.mixing_console(n_tracks=len(names), n_groups=groups or None, dry_wet=True,
-                                   track_names=names, chain=chain)
+                                   track_names=names, chain=chain, master_chain=list(master))
     if send:
         console = with_send_bus(console, send)
-    if master:
-        console = with_master_bus(console, master)
     settings = {"automate": {"gain_pan": []}} if automate else {}
     if weights:
         settings["regularizer_weights"] = weights
