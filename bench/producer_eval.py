@@ -318,7 +318,8 @@ def with_send_bus(graph, kind):
 WITHOUT_CURVATURE = {"gain_staging": 1e-3, "radii": 0.5, "eq_curvature": 0.0}
 
 
-def extended(names, groups=0, master=(), send=None, automate=False, chain=None, weights=None):
+def extended(names, groups=0, master=(), send=None, automate=False, chain=None, weights=None,
+             eq_curvature=None, master_start=None):
     console = grafx.mixing_console(n_tracks=len(names), n_groups=groups or None, dry_wet=True,
                                    track_names=names, chain=chain, master_chain=list(master))
     if send:
@@ -326,7 +327,26 @@ def extended(names, groups=0, master=(), send=None, automate=False, chain=None, 
     settings = {"automate": {"gain_pan": []}} if automate else {}
     if weights:
         settings["regularizer_weights"] = weights
+    if eq_curvature is not None:
+        settings["eq_curvature"] = eq_curvature
+    if master_start:
+        settings["master_start"] = master_start
     return console, settings
+
+
+def make_fitter(console, settings, tracks, mix, **length):
+    """The contender's Fitter. A "master_start" in its settings (physical values of the master
+    compressor_ballistics) is written over the fit's initialisation: after the typical starts
+    and the least-squares track gains, which were found with the typical start."""
+    settings = dict(settings)
+    start = settings.pop("master_start", None)
+    fitter = grafx.Fitter(console, tracks, mix, RATE, **settings, **length)
+    if start:
+        live = fitter.parameters["compressor_ballistics"]  # the master's, the console's only
+        with torch.no_grad():
+            for name, value in compressor_raw(**start).items():
+                live[name].fill_(value)
+    return fitter
 
 
 CONTENDERS = {
@@ -359,6 +379,21 @@ CONTENDERS = {
     "default console, master EQ and compressor":
         lambda names: extended(names, chain="hqcnsgdr", automate=True,
                                master=["parametric_eq_midside", "compressor_ballistics"]),
+    # The fourth round: grafx fit's console with a master compressor that starts at ratio 1.1
+    # (compressing next to nothing, still with a gradient), with a master stereo imager (the
+    # width of the whole mix, reverb returns included), and with smoother EQ curves.
+    "default console, master compressor from ratio 1.1":
+        lambda names: extended(names, chain="hqcnsgdr", automate=True,
+                               master=["compressor_ballistics"], master_start={"ratio": 1.1}),
+    "default console, master compressor and stereo imager":
+        lambda names: extended(names, chain="hqcnsgdr", automate=True,
+                               master=["compressor_ballistics", "stereo_imager"]),
+    "default console, EQ curvature 0.1":
+        lambda names: extended(names, chain="hqcnsgdr", automate=True,
+                               master=["compressor_ballistics"], eq_curvature=0.1),
+    "default console, EQ curvature 0.3":
+        lambda names: extended(names, chain="hqcnsgdr", automate=True,
+                               master=["compressor_ballistics"], eq_curvature=0.3),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),
@@ -422,8 +457,7 @@ def eq_ripples(graph, parameters, types=EQ_TYPES):
 
 def fit(console, settings, tracks, mix, seconds):
     """Whole-song loss after `seconds` of fitting, the steps taken, the fitted EQs' ripples."""
-    fitter = grafx.Fitter(console, tracks, mix, RATE, time_budget_minutes=seconds / 60,
-                          **settings)
+    fitter = make_fitter(console, settings, tracks, mix, time_budget_minutes=seconds / 60)
     fitter.run()
     ripples = eq_ripples(console, fitter.detached_parameters())
     return fitter.evaluate()["total"].item(), len(fitter.history), ripples

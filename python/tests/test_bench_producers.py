@@ -4,7 +4,9 @@ import math
 import sys
 
 import pytest
+import torch
 
+import grafx
 from conftest import SOURCE_DIR
 
 sys.path.insert(0, str(SOURCE_DIR / "bench"))
@@ -36,3 +38,15 @@ def test_a_master_producer_glues_and_limits_with_musical_times():
     limiter = times["master.limiter.compressor_ballistics0"]
     assert 10 <= glue[0] <= 30 and 100 <= glue[1] <= 400
     assert limiter[0] == pytest.approx(0.5) and 30 <= limiter[1] <= 80
+
+
+def test_a_contenders_master_start_is_written_over_the_typical_start():
+    names = ["a", "b"]
+    console, settings = producer_eval.CONTENDERS[
+        "default console, master compressor from ratio 1.1"](names)
+    tracks = torch.randn(2, 2, 5 * producer_eval.RATE) * 0.1
+    fitter = producer_eval.make_fitter(console, settings, tracks, tracks.sum(0), num_steps=1)
+    master = grafx.to_physical(console, grafx.make_processors(console, producer_eval.RATE),
+                               fitter.parameters)["compressor_ballistics"]
+    assert master["ratio"].item() == pytest.approx(1.1, rel=1e-5)
+    assert master["attack_ms"].item() == pytest.approx(5, rel=1e-4)  # the typical start's
