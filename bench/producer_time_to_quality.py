@@ -17,7 +17,8 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from producer_eval import CONTENDERS, hidden_mix, make_fitter, parse_seeds, uses_stems  # noqa: E402
+from producer_eval import (CONTENDERS, hidden_mix, make_fitter, parse_seeds,  # noqa: E402
+                           uses_stems)
 
 DEFAULT = "default console, master compressor"  # grafx fit's console
 
