@@ -342,10 +342,12 @@ def make_fitter(console, settings, tracks, mix, **length):
     start = settings.pop("master_start", None)
     fitter = grafx.Fitter(console, tracks, mix, RATE, **settings, **length)
     if start:
-        live = fitter.parameters["compressor_ballistics"]  # the master's, the console's only
+        row = console.nodes_of_type("compressor_ballistics").index(
+            node_named(console, "master.compressor_ballistics"))
+        live = fitter.parameters["compressor_ballistics"]
         with torch.no_grad():
             for name, value in compressor_raw(**start).items():
-                live[name].fill_(value)
+                live[name][row] = value
     return fitter
 
 
@@ -470,8 +472,8 @@ def median(values):
 def parse_seeds(text):
     seeds = []
     for item in text.split(","):
-        lo, _, hi = item.partition("-")
-        seeds += list(range(int(lo), int(hi or lo) + 1))
+        lo, dash, hi = item.partition("-")
+        seeds += list(range(int(lo), int(hi if dash else lo) + 1))  # "1-" is no range
     if not seeds or any(s < 0 for s in seeds):
         raise ValueError
     return seeds
@@ -537,5 +539,14 @@ def main():
     return 0
 
 
+def interruptible(main):
+    """Runs main; Ctrl-C (which stops a fit between steps) ends with one line and exit 1."""
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print("interrupted: nothing was written", file=sys.stderr)
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interruptible(main))

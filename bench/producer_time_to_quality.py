@@ -17,8 +17,8 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from producer_eval import (CONTENDERS, hidden_mix, make_fitter, parse_seeds,  # noqa: E402
-                           uses_stems)
+from producer_eval import (CONTENDERS, hidden_mix, interruptible, make_fitter,  # noqa: E402
+                           parse_seeds, uses_stems)
 
 DEFAULT = "default console, master compressor"  # grafx fit's console
 
@@ -48,11 +48,11 @@ def main():
     for seed in seeds:
         track_names, tracks, mix, p = hidden_mix(seed)
         song = "stems" if uses_stems(seed) else "synthetic"
-        budget = timed_fit(*CONTENDERS[name](track_names), tracks, mix,
-                           time_budget_minutes=minutes)
+        contender = CONTENDERS[name](track_names)  # (console, settings); a fit copies both
+        budget = timed_fit(*contender, tracks, mix, time_budget_minutes=minutes)
         print(f"seed {seed}: {minutes:g} minutes: {budget[0]:.4f} after {budget[1]} steps",
               file=sys.stderr, flush=True)
-        long = timed_fit(*CONTENDERS[name](track_names), tracks, mix, num_steps=steps)
+        long = timed_fit(*contender, tracks, mix, num_steps=steps)
         print(f"seed {seed}: {steps} steps: {long[0]:.4f} in {long[2]:.0f} s", file=sys.stderr,
               flush=True)
         rows.append((seed, p.family, song, budget, long))
@@ -67,4 +67,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interruptible(main))
