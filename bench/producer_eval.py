@@ -319,9 +319,12 @@ WITHOUT_CURVATURE = {"gain_staging": 1e-3, "radii": 0.5, "eq_curvature": 0.0}
 
 
 def extended(names, groups=0, master=(), send=None, automate=False, chain=None, weights=None,
-             eq_curvature=None, master_start=None):
+             eq_curvature=None, master_start=None, buses=None):
+    """A console and its fit settings. `send`: a reverb bus of that type wired by this script;
+    `buses`: the console's own send buses (grafx.mixing_console's `sends`, grafx fit's --send)."""
     console = grafx.mixing_console(n_tracks=len(names), n_groups=groups or None, dry_wet=True,
-                                   track_names=names, chain=chain, master_chain=list(master))
+                                   track_names=names, chain=chain, master_chain=list(master),
+                                   sends=buses)
     if send:
         console = with_send_bus(console, send)
     settings = {"automate": {"gain_pan": []}} if automate else {}
@@ -396,6 +399,19 @@ CONTENDERS = {
     "default console, EQ curvature 0.3":
         lambda names: extended(names, chain="hqcnsgdr", automate=True,
                                master=["compressor_ballistics"], eq_curvature=0.3),
+    # The fifth round: the track reverbs (and delays) moved to send buses that every track feeds,
+    # as a mixing console shares them (`grafx fit --chain hqcnsgd --send reverb=r`,
+    # `--chain hqcnsg --send reverb=r --send delay=d` and `--chain hqcnsgr --send delay=d`).
+    "default console, one reverb bus for the track reverbs":
+        lambda names: extended(names, chain="hqcnsgd", automate=True,
+                               master=["compressor_ballistics"], buses={"reverb": "r"}),
+    "default console, reverb and delay buses for the track reverbs and delays":
+        lambda names: extended(names, chain="hqcnsg", automate=True,
+                               master=["compressor_ballistics"],
+                               buses={"reverb": "r", "delay": "d"}),
+    "default console, one delay bus for the track delays":
+        lambda names: extended(names, chain="hqcnsgr", automate=True,
+                               master=["compressor_ballistics"], buses={"delay": "d"}),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),

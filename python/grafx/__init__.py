@@ -110,6 +110,7 @@ def mixing_console(
     track_names=None,
     types=None,
     master_chain=None,
+    sends=None,
 ):
     """A mixing console of the pruning paper as a Graph.
 
@@ -118,17 +119,35 @@ def mixing_console(
     split into ``n_groups`` even subgroups; neither gives no subgroups. ``types`` is a Graph whose
     (configured) types the chain may name. ``master_chain`` (names or letters, as ``chain``)
     puts processors on the master bus, between the master mix and the output: ``"C"``, a
-    compressor with attack and release, is ``grafx fit``'s; by default none.
+    compressor with attack and release, is ``grafx fit``'s; by default none. ``sends`` maps a
+    bus name to its chain (as ``chain``), or to ``(chain, tracks)`` with the tracks that send to
+    it (indices or names; every track without): each track sends to the bus after its own chain,
+    at a learnable level, and the bus returns to the master mix. ``{"reverb": "r", "delay":
+    "d"}`` with ``chain="hqcnsg"`` is ``grafx fit``'s; by default none.
     """
     def type_names(chain):
         return chain_from_letters(chain) if isinstance(chain, str) else list(chain)
 
+    names = list(track_names or [])
+
+    def track_index(track):
+        if isinstance(track, str):
+            if track not in names:
+                raise _errors.graph_error("grafx.graph.invalid_console",
+                                          f"send: no track named {track!r} among {names}")
+            return names.index(track)
+        return int(track)
+
+    buses = []
+    for name, bus in (sends or {}).items():
+        bus_chain, tracks = bus if isinstance(bus, tuple) else (bus, [])
+        buses.append((name, type_names(bus_chain), [track_index(t) for t in tracks]))
     chain = default_console_chain() if chain is None else type_names(chain)
     if track_groups is None:
         track_groups = even_groups(n_tracks, n_groups) if n_groups else []
     return _grafx.mixing_console(
-        n_tracks, list(track_groups), chain, dry_wet, list(track_names or []), types,
-        type_names(master_chain or [])
+        n_tracks, list(track_groups), chain, dry_wet, names, types, type_names(master_chain or []),
+        buses
     )
 
 

@@ -10,6 +10,7 @@
 #include <grafx/plan/render_plan.h>
 
 #include <optional>
+#include <tuple>
 
 namespace grafx::python {
 
@@ -342,7 +343,9 @@ void bind_graph(py::module_& m) {
       [](int64_t n_tracks, const std::vector<int64_t>& track_groups,
          const std::vector<std::string>& chain, bool dry_wet,
          const std::vector<std::string>& track_names, const Graph* types,
-         const std::vector<std::string>& master_chain) {
+         const std::vector<std::string>& master_chain,
+         const std::vector<std::tuple<std::string, std::vector<std::string>, std::vector<int64_t>>>&
+             sends) {
         ConsoleOptions options;
         options.n_tracks     = n_tracks;
         options.track_groups = track_groups;
@@ -350,10 +353,12 @@ void bind_graph(py::module_& m) {
         options.dry_wet      = dry_wet;
         options.track_names  = track_names;
         options.master_chain = master_chain;
+        for (const auto& [name, bus_chain, tracks] : sends)
+          options.sends.push_back({name, bus_chain, tracks});
         return build_console(options, types ? types->types() : registry_node_types()).graph;
       },
       py::arg("n_tracks"), py::arg("track_groups"), py::arg("chain"), py::arg("dry_wet"),
-      py::arg("track_names"), py::arg("types"), py::arg("master_chain"));
+      py::arg("track_names"), py::arg("types"), py::arg("master_chain"), py::arg("sends"));
   m.def("chain_from_letters", &chain_from_letters, py::arg("letters"),
         "The processor type names of chain letters (\"ecg\" -> [\"eq\", \"compressor\", "
         "\"gain_pan\"]); ProcessorError for an unknown letter.");

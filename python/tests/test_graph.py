@@ -125,6 +125,27 @@ def test_console_master_chain_from_letters_or_names():
     assert "compressor_ballistics" not in {plain.node(n)["type"] for n in plain.nodes()}
 
 
+def test_console_send_buses_by_letters_names_and_tracks():
+    names = ["kick", "bass", "keys"]
+    console = grafx.mixing_console(3, chain="g", dry_wet=True, track_names=names,
+                                   sends={"reverb": "r", "echo": (["delay"], ["keys", 0])})
+    by_name = {console.node(n)["name"]: n for n in console.nodes()}
+    senders = {bus: sorted(console.node(s)["name"] for s, *_ in console.in_edges(by_name[bus]))
+               for bus in ("reverb bus.mix", "echo bus.mix")}
+    assert senders == {"reverb bus.mix": [f"{t}.send to reverb" for t in sorted(names)],
+                       "echo bus.mix": ["keys.send to echo", "kick.send to echo"]}
+    for effect in ("reverb bus.reverb", "echo bus.delay"):  # fully wet, back to the master
+        assert not console.node(by_name[effect])["dry_wet"]
+        assert [d for _, d, *_ in console.out_edges(by_name[effect])] == [by_name["master"]]
+    # A send is taken after its track's own chain.
+    kick_send = by_name["kick.send to reverb"]
+    assert [s for s, *_ in console.in_edges(kick_send)] == [by_name["kick.gain_pan"]]
+    with pytest.raises(grafx.GraphError, match="no track named 'snare'"):
+        grafx.mixing_console(3, chain="g", track_names=names, sends={"echo": ("d", ["snare"])})
+    with pytest.raises(grafx.GraphError, match="names track 7"):
+        grafx.mixing_console(3, chain="g", sends={"echo": ("d", [7])})
+
+
 def test_console_options_and_drawing(tmp_path):
     console = grafx.mixing_console(3, chain="ecg", dry_wet=True, track_names=["a", "b", "c"])
     first_eq = console.node(console.nodes_of_type("eq")[0])
