@@ -122,8 +122,8 @@ def mixing_console(
     compressor with attack and release, is ``grafx fit``'s; by default none. ``sends`` maps a
     bus name to its chain (as ``chain``), or to ``(chain, tracks)`` with the tracks that send to
     it (indices or names; every track without): each track sends to the bus after its own chain,
-    at a learnable level, and the bus returns to the master mix. ``{"reverb": "r", "delay":
-    "d"}`` with ``chain="hqcnsg"`` is ``grafx fit``'s; by default none.
+    at a learnable level, and the bus returns to the master mix, as ``grafx fit --send`` builds
+    it: e.g. ``{"reverb": "r", "echo": ("d", ["vocals"])}``; by default none.
     """
     def type_names(chain):
         return chain_from_letters(chain) if isinstance(chain, str) else list(chain)
