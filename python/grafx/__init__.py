@@ -130,17 +130,22 @@ def mixing_console(
 
     names = list(track_names or [])
 
-    def track_index(track):
+    def refuse(what):
+        raise _errors.graph_error("grafx.graph.invalid_console", f"send: {what}")
+
+    def track_index(track):  # the range is the console's to check
         if isinstance(track, str):
-            if track not in names:
-                raise _errors.graph_error("grafx.graph.invalid_console",
-                                          f"send: no track named {track!r} among {names}")
-            return names.index(track)
-        return int(track)
+            return names.index(track) if track in names else refuse(
+                f"no track named {track!r} among {names}")
+        if isinstance(track, bool) or not isinstance(track, int):
+            refuse(f"expected a track name or index, but got {track!r}")
+        return track
 
     buses = []
     for name, bus in (sends or {}).items():
         bus_chain, tracks = bus if isinstance(bus, tuple) else (bus, [])
+        if not isinstance(tracks, (list, tuple)):
+            refuse(f"bus {name!r}: expected a list of tracks, but got {tracks!r}")
         buses.append((name, type_names(bus_chain), [track_index(t) for t in tracks]))
     chain = default_console_chain() if chain is None else type_names(chain)
     if track_groups is None:

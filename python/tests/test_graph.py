@@ -144,6 +144,15 @@ def test_console_send_buses_by_letters_names_and_tracks():
         grafx.mixing_console(3, chain="g", track_names=names, sends={"echo": ("d", ["snare"])})
     with pytest.raises(grafx.GraphError, match="names track 7"):
         grafx.mixing_console(3, chain="g", sends={"echo": ("d", [7])})
+    # Never a truncated index, nor a name read letter by letter.
+    for tracks, refused in (([1.5], "track name or index"), ([True], "track name or index"),
+                            ("kick", "list of tracks")):
+        with pytest.raises(grafx.GraphError, match=refused):
+            grafx.mixing_console(3, chain="g", track_names=names, sends={"e": ("d", tracks)})
+    with pytest.raises(grafx.GraphError, match="has no name"):
+        grafx.mixing_console(3, chain="g", sends={"": "r"})
+    with pytest.raises(grafx.GraphError, match="chain of type letters, but got none"):
+        grafx.mixing_console(3, chain="g", sends={"echo": ""})
 
 
 def test_console_options_and_drawing(tmp_path):
