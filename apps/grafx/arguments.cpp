@@ -84,10 +84,4 @@ std::vector<std::string> split(const std::string& text, char separator) {
   return items;
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text;
-}
-
 }  // namespace grafx::cli

@@ -22,8 +22,6 @@ bool threads_chosen();
 /// Records that the user chose it (main, as it reads the command line).
 void note_threads_chosen();
 
-/// "a, b, c".
-std::string join(const std::vector<std::string>& items);
 /// "1 subgroup", "3 subgroups"; `plural` where adding "s" is wrong ("send buses").
 std::string counted(int64_t n, const std::string& singular, const std::string& plural = "");
 /// The items between separators ("a,,b" has three; "" has one, empty).

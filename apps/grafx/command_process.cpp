@@ -10,6 +10,7 @@
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/io/audio.h>
+#include <grafx/text.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>

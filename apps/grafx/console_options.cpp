@@ -14,21 +14,6 @@
 #include <vector>
 
 namespace grafx::cli {
-namespace {
-
-int64_t track_index(const std::vector<std::string>& names, const std::string& name,
-                    const std::string& option) {
-  auto it = std::find(names.begin(), names.end(), name);
-  if (it == names.end())
-    throw GraphError("grafx.graph.invalid_console",
-                     option + ": no track is named \"" + name + "\" (tracks: " + join(names) + ")");
-  if (std::find(it + 1, names.end(), name) != names.end())
-    throw GraphError("grafx.graph.invalid_console",
-                     option + ": two tracks are named \"" + name + "\"; rename one");
-  return it - names.begin();
-}
-
-}  // namespace
 
 NodeTypes known_node_types() { return registry_node_types(); }
 
@@ -112,8 +97,6 @@ std::pair<CLI::Option*, CLI::Option*> add_chain_options(CLI::App& command, std::
 }
 
 void parse_routing(const RoutingArgs& routing, const NodeTypes& types, ConsoleOptions& options) {
-  std::vector<std::string> names;
-  for (int64_t t = 0; t < options.n_tracks; ++t) names.push_back(options.track_name(t));
   auto fail = [](const std::string& option, const std::string& text, const std::string& what) {
     throw GraphError("grafx.graph.invalid_console", option + " \"" + text + "\": " + what);
   };
@@ -131,7 +114,7 @@ void parse_routing(const RoutingArgs& routing, const NodeTypes& types, ConsoleOp
     }
     if (at != std::string::npos)
       for (const auto& name : split(text.substr(at + 1), ','))
-        bus.tracks.push_back(track_index(names, name, "--send \"" + text + "\""));
+        bus.tracks.push_back(options.track_named(name, "--send \"" + text + "\""));
     options.sends.push_back(bus);
   }
   for (const auto& text : routing.sidechains) {
@@ -139,8 +122,8 @@ void parse_routing(const RoutingArgs& routing, const NodeTypes& types, ConsoleOp
     if (equals == std::string::npos) fail("--sidechain", text, "expected TRACK=KEY[:TYPE]");
     std::string option = "--sidechain \"" + text + "\"";
     SidechainRoute route;
-    route.track = track_index(names, text.substr(0, equals), option);
-    route.key   = track_index(names, text.substr(equals + 1, colon - equals - 1), option);
+    route.track = options.track_named(text.substr(0, equals), option);
+    route.key   = options.track_named(text.substr(equals + 1, colon - equals - 1), option);
     if (colon != std::string::npos) {
       try {
         route.type = parse_chain(text.substr(colon + 1), types).front();

@@ -12,6 +12,7 @@
 #include <grafx/graph/graph_json.h>
 #include <grafx/processors/registry.h>
 #include <grafx/program.h>
+#include <grafx/text.h>
 
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
@@ -68,7 +69,7 @@ void check_command(const CLI::App& app, int argc, char** argv) {
       continue;
     }
     throw CLI::ParseError(
-        "unknown command \"" + word + "\"; the commands are " + grafx::cli::join(names),
+        "unknown command \"" + word + "\"; the commands are " + grafx::join(names),
         CLI::ExitCodes::InvalidError);
   }
 }

@@ -7,6 +7,7 @@
 #include <grafx/error.h>
 #include <grafx/processors/parameter_values.h>
 #include <grafx/render/type_parameters.h>
+#include <grafx/text.h>
 
 #include <ATen/ATen.h>
 

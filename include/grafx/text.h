@@ -6,8 +6,10 @@
 ///   escape_markup("a < b & \"c\"")   // "a &lt; b &amp; &quot;c&quot;"
 ///   significant_digits(0.123456, 4) // "0.1235"; 1e-05; inf
 ///   fixed_decimals(-0.001, 2)       // "0.00" (never "-0.00")
+///   join({"kick", "bass"})            // "kick, bass"; join({}, "none"): "none"
 
 #include <string>
+#include <vector>
 
 namespace grafx {
 
@@ -21,5 +23,8 @@ std::string significant_digits(double value, int digits);
 
 /// `value` with exactly `decimals` decimals; a value that rounds to zero prints without a sign.
 std::string fixed_decimals(double value, int decimals);
+
+/// `items` separated by ", ", as messages list names; `none` when there are no items.
+std::string join(const std::vector<std::string>& items, const std::string& none = "");
 
 }  // namespace grafx

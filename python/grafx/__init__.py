@@ -128,31 +128,22 @@ def mixing_console(
     def type_names(chain):
         return chain_from_letters(chain) if isinstance(chain, str) else list(chain)
 
-    names = list(track_names or [])
+    def send_bus(name, bus):  # its tracks (names or indices) are the console's to check
+        if not isinstance(bus, tuple):
+            return name, type_names(bus), []
+        if len(bus) != 2:
+            raise _errors.graph_error("grafx.graph.invalid_console",
+                                      f"send to {name!r}: expected a chain or (chain, tracks), "
+                                      f"but got {bus!r}")
+        return name, type_names(bus[0]), bus[1]
 
-    def refuse(what):
-        raise _errors.graph_error("grafx.graph.invalid_console", f"send: {what}")
-
-    def track_index(track):  # the range is the console's to check
-        if isinstance(track, str):
-            return names.index(track) if track in names else refuse(
-                f"no track named {track!r} among {names}")
-        if isinstance(track, bool) or not isinstance(track, int):
-            refuse(f"expected a track name or index, but got {track!r}")
-        return track
-
-    buses = []
-    for name, bus in (sends or {}).items():
-        bus_chain, tracks = bus if isinstance(bus, tuple) else (bus, [])
-        if not isinstance(tracks, (list, tuple)):
-            refuse(f"bus {name!r}: expected a list of tracks, but got {tracks!r}")
-        buses.append((name, type_names(bus_chain), [track_index(t) for t in tracks]))
+    buses = [send_bus(name, bus) for name, bus in (sends or {}).items()]
     chain = default_console_chain() if chain is None else type_names(chain)
     if track_groups is None:
         track_groups = even_groups(n_tracks, n_groups) if n_groups else []
     return _grafx.mixing_console(
-        n_tracks, list(track_groups), chain, dry_wet, names, types, type_names(master_chain or []),
-        buses
+        n_tracks, list(track_groups), chain, dry_wet, list(track_names or []), types,
+        type_names(master_chain or []), buses
     )
 
 

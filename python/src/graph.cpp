@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 
+#include <grafx/error.h>
 #include <grafx/graph/console.h>
 #include <grafx/graph/graph_json.h>
 #include <grafx/graph/graph_tensor.h>
@@ -133,6 +134,33 @@ py::list steps_to_python(const std::vector<std::vector<int64_t>>& steps) {
   py::list result;
   for (const auto& step : steps) result.append(py::cast(step));
   return result;
+}
+
+// A send bus's tracks, by name or index (the range is build_console's to check).
+std::vector<int64_t> send_tracks(const ConsoleOptions& options, const std::string& bus,
+                                 const py::object& tracks) {
+  const std::string context = "send to \"" + bus + "\"";
+  auto refuse               = [&](const std::string& what) {
+    throw GraphError("grafx.graph.invalid_console", context + ": " + what);
+  };
+  if (!py::isinstance<py::list>(tracks) && !py::isinstance<py::tuple>(tracks))
+    refuse("expected a list of tracks, but got " + py::repr(tracks).cast<std::string>());
+  std::vector<int64_t> indices;
+  for (const py::handle track : tracks) {
+    const std::string shown = py::repr(track).cast<std::string>();
+    if (py::isinstance<py::str>(track)) {
+      indices.push_back(options.track_named(track.cast<std::string>(), context));
+      continue;
+    }
+    if (!py::isinstance<py::int_>(track) || py::isinstance<py::bool_>(track))
+      refuse("expected a track name or index, but got " + shown);
+    try {
+      indices.push_back(track.cast<int64_t>());
+    } catch (const py::cast_error&) {
+      refuse("track index " + shown + " is out of range");
+    }
+  }
+  return indices;
 }
 
 }  // namespace
@@ -344,8 +372,7 @@ void bind_graph(py::module_& m) {
          const std::vector<std::string>& chain, bool dry_wet,
          const std::vector<std::string>& track_names, const Graph* types,
          const std::vector<std::string>& master_chain,
-         const std::vector<std::tuple<std::string, std::vector<std::string>, std::vector<int64_t>>>&
-             sends) {
+         const std::vector<std::tuple<std::string, std::vector<std::string>, py::object>>& sends) {
         ConsoleOptions options;
         options.n_tracks     = n_tracks;
         options.track_groups = track_groups;
@@ -354,7 +381,7 @@ void bind_graph(py::module_& m) {
         options.track_names  = track_names;
         options.master_chain = master_chain;
         for (const auto& [name, bus_chain, tracks] : sends)
-          options.sends.push_back({name, bus_chain, tracks});
+          options.sends.push_back(SendBus{name, bus_chain, send_tracks(options, name, tracks)});
         return build_console(options, types ? types->types() : registry_node_types()).graph;
       },
       py::arg("n_tracks"), py::arg("track_groups"), py::arg("chain"), py::arg("dry_wet"),

@@ -140,15 +140,25 @@ def test_console_send_buses_by_letters_names_and_tracks():
     # A send is taken after its track's own chain.
     kick_send = by_name["kick.send to reverb"]
     assert [s for s, *_ in console.in_edges(kick_send)] == [by_name["kick.gain_pan"]]
-    with pytest.raises(grafx.GraphError, match="no track named 'snare'"):
+    # Names are looked up as grafx fit's --send looks them up (ConsoleOptions::track_named).
+    with pytest.raises(grafx.GraphError,
+                       match='no track is named "snare" \\(tracks: kick, bass, keys\\)'):
         grafx.mixing_console(3, chain="g", track_names=names, sends={"echo": ("d", ["snare"])})
+    with pytest.raises(grafx.GraphError, match='two tracks are named "kick"'):
+        grafx.mixing_console(3, chain="g", track_names=["kick", "kick", "keys"],
+                             sends={"echo": ("d", ["kick"])})
+    for n_tracks in (10**9, 2**40):  # refused before a node or a name list is made
+        with pytest.raises(grafx.GraphError, match="1 to 100000 tracks"):
+            grafx.mixing_console(n_tracks, n_groups=2, sends={"echo": ("d", ["track3"])})
     with pytest.raises(grafx.GraphError, match="names track 7"):
         grafx.mixing_console(3, chain="g", sends={"echo": ("d", [7])})
-    # Never a truncated index, nor a name read letter by letter.
+    # Never a truncated or wrapped index, nor a name read letter by letter.
     for tracks, refused in (([1.5], "track name or index"), ([True], "track name or index"),
-                            ("kick", "list of tracks")):
+                            ([2**64], "out of range"), ("kick", "list of tracks")):
         with pytest.raises(grafx.GraphError, match=refused):
             grafx.mixing_console(3, chain="g", track_names=names, sends={"e": ("d", tracks)})
+    with pytest.raises(grafx.GraphError, match=r"expected a chain or \(chain, tracks\)"):
+        grafx.mixing_console(3, chain="g", sends={"e": ("d", [0], "extra")})
     with pytest.raises(grafx.GraphError, match="has no name"):
         grafx.mixing_console(3, chain="g", sends={"": "r"})
     with pytest.raises(grafx.GraphError, match="chain of type letters, but got none"):

@@ -45,4 +45,10 @@ std::string fixed_decimals(double value, int decimals) {
   return text;
 }
 
+std::string join(const std::vector<std::string>& items, const std::string& none) {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text.empty() ? none : text;
+}
+
 }  // namespace grafx

@@ -1,5 +1,6 @@
 #include <grafx/error.h>
 #include <grafx/graph/console.h>
+#include <grafx/text.h>
 
 #include <algorithm>
 #include <random>
@@ -16,7 +17,33 @@ std::string ConsoleOptions::track_name(int64_t t) const {
   return track_names[size_t(t)];
 }
 
+int64_t ConsoleOptions::track_named(const std::string& name, const std::string& context) const {
+  auto refuse = [&](const std::string& what) {
+    throw GraphError("grafx.graph.invalid_console", context + ": " + what);
+  };
+  if (track_names.empty()) {  // "track<t>", read rather than listed: n_tracks may be anything
+    const std::string digits = name.rfind("track", 0) == 0 ? name.substr(5) : "";
+    const bool canonical     = !digits.empty() && digits.size() <= 18 &&
+                           digits.find_first_not_of("0123456789") == std::string::npos &&
+                           (digits == "0" || digits[0] != '0');
+    if (canonical && std::stoll(digits) < n_tracks) return std::stoll(digits);
+    refuse("no track is named \"" + name + "\" (tracks: track0 to track" +
+           std::to_string(n_tracks - 1) + ")");
+  }
+  std::vector<int64_t> found;
+  for (int64_t t = 0; t < n_tracks; ++t)
+    if (track_name(t) == name) found.push_back(t);
+  if (found.empty())
+    refuse("no track is named \"" + name + "\" (tracks: " + join(track_names) + ")");
+  if (found.size() > 1) refuse("two tracks are named \"" + name + "\"; rename one");
+  return found.front();
+}
+
 std::vector<int64_t> ConsoleOptions::even_groups(int64_t n_tracks, int64_t n_groups) {
+  if (n_tracks < 1 || n_tracks > kMaxTracks)
+    throw GraphError("grafx.graph.invalid_console", "expected 1 to " + std::to_string(kMaxTracks) +
+                                                        " tracks, but got " +
+                                                        std::to_string(n_tracks));
   if (n_groups < 1 || n_groups > n_tracks)
     throw GraphError("grafx.graph.invalid_console",
                      "expected between 1 and " + std::to_string(n_tracks) +
@@ -30,8 +57,9 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
   auto fail = [](const std::string& message) {
     throw GraphError("grafx.graph.invalid_console", message);
   };
-  if (options.n_tracks < 1)
-    fail("a console needs at least one track, but got " + std::to_string(options.n_tracks));
+  if (options.n_tracks < 1 || options.n_tracks > ConsoleOptions::kMaxTracks)
+    fail("a console takes 1 to " + std::to_string(ConsoleOptions::kMaxTracks) +
+         " tracks, but got " + std::to_string(options.n_tracks));
   const auto& groups = options.track_groups;
   if (!groups.empty() && static_cast<int64_t>(groups.size()) != options.n_tracks)
     fail("expected a subgroup for each of the " + std::to_string(options.n_tracks) +

@@ -1,5 +1,6 @@
 #include <grafx/error.h>
 #include <grafx/graph/node_types.h>
+#include <grafx/text.h>
 
 #include <nlohmann/json.hpp>
 
@@ -7,12 +8,6 @@
 
 namespace grafx {
 namespace {
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out.empty() ? "none" : out;
-}
 
 int64_t port_index(const std::vector<std::string>& ports, const std::string& port) {
   auto it = std::find(ports.begin(), ports.end(), port);
@@ -33,7 +28,8 @@ void check_ports(const NodeType& type, const std::vector<std::string>& ports, co
 
 /// What a type is, for messages: its ports, and its processor and options when configured.
 std::string describe(const NodeType& type) {
-  std::string text = "inlets (" + join(type.inlets) + ") and outlets (" + join(type.outlets) + ")";
+  std::string text =
+      "inlets (" + join(type.inlets, "none") + ") and outlets (" + join(type.outlets, "none") + ")";
   if (type.processor_name() != type.name) text += ", processor \"" + type.processor + "\"";
   if (!type.options.empty()) text += ", options " + to_json_text(type.options);
   return text;
@@ -91,7 +87,7 @@ TypeId NodeTypes::id(const std::string& name) const {
     std::vector<std::string> names;
     for (const auto& type : types_) names.push_back(type.name);
     throw GraphError("grafx.graph.unknown_type",
-                     "unknown node type \"" + name + "\"; known types: " + join(names));
+                     "unknown node type \"" + name + "\"; known types: " + join(names, "none"));
   }
   return it->second;
 }
@@ -100,9 +96,9 @@ int64_t NodeTypes::inlet_index(TypeId id, const std::string& inlet) const {
   const NodeType& type = (*this)[id];
   int64_t index        = port_index(type.inlets, inlet);
   if (index < 0)
-    throw GraphError("grafx.graph.unknown_port", "node type \"" + type.name + "\" has no inlet \"" +
-                                                     inlet +
-                                                     "\"; its inlets: " + join(type.inlets));
+    throw GraphError("grafx.graph.unknown_port",
+                     "node type \"" + type.name + "\" has no inlet \"" + inlet +
+                         "\"; its inlets: " + join(type.inlets, "none"));
   return index;
 }
 
@@ -110,9 +106,9 @@ int64_t NodeTypes::outlet_index(TypeId id, const std::string& outlet) const {
   const NodeType& type = (*this)[id];
   int64_t index        = port_index(type.outlets, outlet);
   if (index < 0)
-    throw GraphError("grafx.graph.unknown_port", "node type \"" + type.name +
-                                                     "\" has no outlet \"" + outlet +
-                                                     "\"; its outlets: " + join(type.outlets));
+    throw GraphError("grafx.graph.unknown_port",
+                     "node type \"" + type.name + "\" has no outlet \"" + outlet +
+                         "\"; its outlets: " + join(type.outlets, "none"));
   return index;
 }
 

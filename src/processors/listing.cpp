@@ -16,12 +16,6 @@
 namespace grafx {
 namespace {
 
-std::string join(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text;
-}
-
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::vector<std::string> sizes;
   for (int64_t n : shape) sizes.push_back(std::to_string(n));

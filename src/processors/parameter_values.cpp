@@ -1,5 +1,6 @@
 #include <grafx/error.h>
 #include <grafx/processors/parameter_values.h>
+#include <grafx/text.h>
 
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
@@ -25,12 +26,6 @@ std::string number_text(double value) {
   std::ostringstream s;
   s << value;
   return s.str();
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text;
 }
 
 /// The name the values were given under, as messages show it.

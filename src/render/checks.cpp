@@ -3,6 +3,7 @@
 #include "common/tensors.h"
 
 #include <grafx/error.h>
+#include <grafx/text.h>
 
 #include <ATen/ATen.h>
 
@@ -11,15 +12,6 @@
 #include <sstream>
 
 namespace grafx::detail {
-namespace {
-
-std::string join(const std::vector<std::string>& names) {
-  std::string text;
-  for (const auto& n : names) text += (text.empty() ? "" : ", ") + n;
-  return text.empty() ? "none" : text;
-}
-
-}  // namespace
 
 NodeExtras NodeExtras::of(const Graph& graph) {
   NodeExtras extras;
@@ -54,7 +46,7 @@ std::vector<ParameterSpec> type_parameter_specs(const Processor& processor, cons
           "a node of type \"" + type + "\" automates \"" + name + "\", which " +
               (spec == specs.begin() + long(n_own) ? std::string("is not one of its parameters")
                                                    : processor.name() + " cannot automate") +
-              "; automatable: " + join(automatable));
+              "; automatable: " + join(automatable, "none"));
     }
     specs.push_back(curve_spec(*spec, extras.points));
   }
@@ -176,7 +168,7 @@ std::map<std::string, bool> check_parameters(const NodeTypes& types,
       for (const auto& spec : known) names.push_back(spec.name);
       if (std::find(names.begin(), names.end(), name) == names.end())
         fail("grafx.render.parameters",
-             type + ": unknown parameter \"" + name + "\"; expected: " + join(names));
+             type + ": unknown parameter \"" + name + "\"; expected: " + join(names, "none"));
     };
     for (const auto& [name, tensor] : given->second.own)  // no wet amount or curve among them
       unknown(name, processor->second->parameter_specs());

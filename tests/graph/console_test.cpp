@@ -110,7 +110,12 @@ TEST(Console, WithoutSubgroupsAndWithCustomChainAndNames) {
 TEST(Console, RejectsBadOptions) {
   ConsoleOptions options;
   options.n_tracks = 0;
-  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "at least one track");
+  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console",
+                     "a console takes 1 to 100000 tracks, but got 0");
+  options.n_tracks = ConsoleOptions::kMaxTracks + 1;  // refused before anything is allocated
+  EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "but got 100001");
+  EXPECT_GRAFX_ERROR(ConsoleOptions::even_groups(int64_t(1) << 40, 2),
+                     "grafx.graph.invalid_console", "expected 1 to 100000 tracks");
   options.n_tracks     = 3;
   options.track_groups = {0, 1};
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console",
@@ -207,6 +212,22 @@ TEST(Console, RejectsBadRouting) {
   expect_refused([](ConsoleOptions& o) { o.sidechains[0].type = "crossover"; },
                  "inlets main and sidechain");
   expect_refused([](ConsoleOptions& o) { o.sidechains[0].type = "flanger"; }, "unknown type");
+}
+
+TEST(Console, TracksAreFoundByNameOnceOrRefused) {
+  ConsoleOptions options = routed_console();  // kick, bass, keys, vocals
+  EXPECT_EQ(options.track_named("keys", "--send"), 2);
+  EXPECT_GRAFX_ERROR(options.track_named("snare", "--send \"echo=d@snare\""),
+                     "grafx.graph.invalid_console",
+                     "--send \"echo=d@snare\": no track is named \"snare\" (tracks: kick, bass, "
+                     "keys, vocals)");
+  options.track_names[1] = "kick";
+  EXPECT_GRAFX_ERROR(options.track_named("kick", "x"), "grafx.graph.invalid_console",
+                     "x: two tracks are named \"kick\"; rename one");
+  options.track_names = {};  // the default names
+  EXPECT_EQ(options.track_named("track3", "x"), 3);
+  EXPECT_GRAFX_ERROR(options.track_named("track4", "x"), "grafx.graph.invalid_console",
+                     "no track is named \"track4\"");
 }
 
 TEST(Console, MasterChainRunsFromTheMasterMixToTheOutputInOrder) {

@@ -46,7 +46,10 @@ struct SidechainRoute {
 };
 
 struct ConsoleOptions {
-  int64_t n_tracks = 8;
+  /// The most tracks a console takes: far above any session; a larger count is a mistake that
+  /// would only fill the memory.
+  static constexpr int64_t kMaxTracks = 100000;
+  int64_t n_tracks                    = 8;  ///< 1 to kMaxTracks
   /// The subgroup of each track (0-based, every group from 0 to max used at least once);
   /// empty for no subgroups.
   std::vector<int64_t> track_groups;
@@ -64,6 +67,10 @@ struct ConsoleOptions {
 
   /// The name of track t: track_names[t], or "track<t>" without names.
   std::string track_name(int64_t t) const;
+  /// The track whose track_name is `name` (routing by name, for the CLI and Python alike);
+  /// throws GraphError [grafx.graph.invalid_console], prefixed by `context`, for no such track
+  /// or two of that name.
+  int64_t track_named(const std::string& name, const std::string& context) const;
 
   /// `n_tracks` tracks split into `n_groups` contiguous, near-equal subgroups.
   static std::vector<int64_t> even_groups(int64_t n_tracks, int64_t n_groups);
