@@ -319,7 +319,7 @@ WITHOUT_CURVATURE = {"gain_staging": 1e-3, "radii": 0.5, "eq_curvature": 0.0}
 
 
 def extended(names, groups=0, master=(), send=None, automate=False, chain=None, weights=None,
-             eq_curvature=None, master_start=None, buses=None):
+             eq_curvature=None, master_start=None, buses=None, crop_seconds=None):
     """A console and its fit settings. `send`: a reverb bus of that type wired by this script;
     `buses`: the console's own send buses (grafx.mixing_console's `sends`, grafx fit's --send)."""
     console = grafx.mixing_console(n_tracks=len(names), n_groups=groups or None, dry_wet=True,
@@ -334,6 +334,8 @@ def extended(names, groups=0, master=(), send=None, automate=False, chain=None, 
         settings["eq_curvature"] = eq_curvature
     if master_start:
         settings["master_start"] = master_start
+    if crop_seconds:
+        settings["crop_seconds"] = crop_seconds
     return console, settings
 
 
@@ -412,6 +414,13 @@ CONTENDERS = {
     "default console, one delay bus for the track delays":
         lambda names: extended(names, chain="hqcnsgr", automate=True,
                                master=["compressor_ballistics"], buses={"delay": "d"}),
+    # The sixth round: shorter crops (the warm-up kept at 1 s), more steps in the same time.
+    "default console, 2.8 s crops":
+        lambda names: extended(names, chain="hqcnsgdr", automate=True,
+                               master=["compressor_ballistics"], crop_seconds=2.8),
+    "default console, 2.3 s crops":
+        lambda names: extended(names, chain="hqcnsgdr", automate=True,
+                               master=["compressor_ballistics"], crop_seconds=2.3),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),
