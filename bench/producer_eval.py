@@ -414,13 +414,17 @@ CONTENDERS = {
     "default console, one delay bus for the track delays":
         lambda names: extended(names, chain="hqcnsgr", automate=True,
                                master=["compressor_ballistics"], buses={"delay": "d"}),
-    # The sixth round: shorter crops (the warm-up kept at 1 s), more steps in the same time.
+    # The sixth round: shorter crops (the warm-up kept at 1 s), more steps in the same time, and
+    # longer ones, fewer steps on more audio.
     "default console, 2.8 s crops":
         lambda names: extended(names, chain="hqcnsgdr", automate=True,
                                master=["compressor_ballistics"], crop_seconds=2.8),
     "default console, 2.3 s crops":
         lambda names: extended(names, chain="hqcnsgdr", automate=True,
                                master=["compressor_ballistics"], crop_seconds=2.3),
+    "default console, 4.8 s crops":
+        lambda names: extended(names, chain="hqcnsgdr", automate=True,
+                               master=["compressor_ballistics"], crop_seconds=4.8),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),
