@@ -7,6 +7,18 @@
 
 namespace grafx {
 
+namespace {
+
+// Both the console and its even groups refuse a count before they allocate per track.
+void check_track_count(int64_t n_tracks) {
+  if (n_tracks < 1 || n_tracks > ConsoleOptions::kMaxTracks)
+    throw GraphError("grafx.graph.invalid_console",
+                     "a console takes 1 to " + std::to_string(ConsoleOptions::kMaxTracks) +
+                         " tracks, but got " + std::to_string(n_tracks));
+}
+
+}  // namespace
+
 std::string ConsoleOptions::track_name(int64_t t) const {
   if (track_names.empty()) return "track" + std::to_string(t);
   // Names are looked up (routing, node names) before build_console checks their count.
@@ -40,10 +52,7 @@ int64_t ConsoleOptions::track_named(const std::string& name, const std::string& 
 }
 
 std::vector<int64_t> ConsoleOptions::even_groups(int64_t n_tracks, int64_t n_groups) {
-  if (n_tracks < 1 || n_tracks > kMaxTracks)
-    throw GraphError("grafx.graph.invalid_console", "expected 1 to " + std::to_string(kMaxTracks) +
-                                                        " tracks, but got " +
-                                                        std::to_string(n_tracks));
+  check_track_count(n_tracks);
   if (n_groups < 1 || n_groups > n_tracks)
     throw GraphError("grafx.graph.invalid_console",
                      "expected between 1 and " + std::to_string(n_tracks) +
@@ -57,9 +66,7 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
   auto fail = [](const std::string& message) {
     throw GraphError("grafx.graph.invalid_console", message);
   };
-  if (options.n_tracks < 1 || options.n_tracks > ConsoleOptions::kMaxTracks)
-    fail("a console takes 1 to " + std::to_string(ConsoleOptions::kMaxTracks) +
-         " tracks, but got " + std::to_string(options.n_tracks));
+  check_track_count(options.n_tracks);
   const auto& groups = options.track_groups;
   if (!groups.empty() && static_cast<int64_t>(groups.size()) != options.n_tracks)
     fail("expected a subgroup for each of the " + std::to_string(options.n_tracks) +

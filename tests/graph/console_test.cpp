@@ -115,7 +115,8 @@ TEST(Console, RejectsBadOptions) {
   options.n_tracks = ConsoleOptions::kMaxTracks + 1;  // refused before anything is allocated
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console", "but got 100001");
   EXPECT_GRAFX_ERROR(ConsoleOptions::even_groups(int64_t(1) << 40, 2),
-                     "grafx.graph.invalid_console", "expected 1 to 100000 tracks");
+                     "grafx.graph.invalid_console",
+                     "a console takes 1 to 100000 tracks, but got 1099511627776");
   options.n_tracks     = 3;
   options.track_groups = {0, 1};
   EXPECT_GRAFX_ERROR(build_console(options), "grafx.graph.invalid_console",
