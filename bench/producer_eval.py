@@ -339,6 +339,13 @@ def extended(names, groups=0, master=(), send=None, automate=False, chain=None, 
     return console, settings
 
 
+def default_console(names, **changes):
+    """grafx fit's console (its chain, level curves, master compressor), with `changes` to
+    `extended`'s arguments."""
+    return extended(names, **{"chain": "hqcnsgdr", "automate": True,
+                              "master": ["compressor_ballistics"], **changes})
+
+
 def make_fitter(console, settings, tracks, mix, **length):
     """The contender's Fitter. A "master_start" in its settings (physical values of the master
     compressor_ballistics) is written over the fit's initialisation: after the typical starts
@@ -380,51 +387,38 @@ CONTENDERS = {
     # The third round (the producers' compressors corrected): a master bus on that console, for
     # the glue compression and limiting the master family adds. The first is grafx fit's console
     # now: `grafx fit` with no --chain, --automate or --master.
-    "default console, master compressor":
-        lambda names: extended(names, chain="hqcnsgdr", automate=True,
-                               master=["compressor_ballistics"]),
+    "default console, master compressor": default_console,
     "default console, master EQ and compressor":
-        lambda names: extended(names, chain="hqcnsgdr", automate=True,
-                               master=["parametric_eq_midside", "compressor_ballistics"]),
+        lambda names: default_console(names,
+                                      master=["parametric_eq_midside", "compressor_ballistics"]),
     # The fourth round: grafx fit's console with a master compressor that starts at ratio 1.1
     # (compressing next to nothing, still with a gradient), with a master stereo imager (the
     # width of the whole mix, reverb returns included), and with smoother EQ curves.
     "default console, master compressor from ratio 1.1":
-        lambda names: extended(names, chain="hqcnsgdr", automate=True,
-                               master=["compressor_ballistics"], master_start={"ratio": 1.1}),
+        lambda names: default_console(names, master_start={"ratio": 1.1}),
     "default console, master compressor and stereo imager":
-        lambda names: extended(names, chain="hqcnsgdr", automate=True,
-                               master=["compressor_ballistics", "stereo_imager"]),
+        lambda names: default_console(names, master=["compressor_ballistics", "stereo_imager"]),
     "default console, EQ curvature 0.1":
-        lambda names: extended(names, chain="hqcnsgdr", automate=True,
-                               master=["compressor_ballistics"], eq_curvature=0.1),
+        lambda names: default_console(names, eq_curvature=0.1),
     "default console, EQ curvature 0.3":
-        lambda names: extended(names, chain="hqcnsgdr", automate=True,
-                               master=["compressor_ballistics"], eq_curvature=0.3),
+        lambda names: default_console(names, eq_curvature=0.3),
     # The fifth round: the track reverbs (and delays) moved to send buses that every track feeds,
     # as a mixing console shares them (`grafx fit --chain hqcnsgd --send reverb=r`,
     # `--chain hqcnsg --send reverb=r --send delay=d` and `--chain hqcnsgr --send delay=d`).
     "default console, one reverb bus for the track reverbs":
-        lambda names: extended(names, chain="hqcnsgd", automate=True,
-                               master=["compressor_ballistics"], buses={"reverb": "r"}),
+        lambda names: default_console(names, chain="hqcnsgd", buses={"reverb": "r"}),
     "default console, reverb and delay buses for the track reverbs and delays":
-        lambda names: extended(names, chain="hqcnsg", automate=True,
-                               master=["compressor_ballistics"],
-                               buses={"reverb": "r", "delay": "d"}),
+        lambda names: default_console(names, chain="hqcnsg", buses={"reverb": "r", "delay": "d"}),
     "default console, one delay bus for the track delays":
-        lambda names: extended(names, chain="hqcnsgr", automate=True,
-                               master=["compressor_ballistics"], buses={"delay": "d"}),
+        lambda names: default_console(names, chain="hqcnsgr", buses={"delay": "d"}),
     # The sixth round: shorter crops (the warm-up kept at 1 s), more steps in the same time, and
     # longer ones, fewer steps on more audio.
     "default console, 2.8 s crops":
-        lambda names: extended(names, chain="hqcnsgdr", automate=True,
-                               master=["compressor_ballistics"], crop_seconds=2.8),
+        lambda names: default_console(names, crop_seconds=2.8),
     "default console, 2.3 s crops":
-        lambda names: extended(names, chain="hqcnsgdr", automate=True,
-                               master=["compressor_ballistics"], crop_seconds=2.3),
+        lambda names: default_console(names, crop_seconds=2.3),
     "default console, 4.8 s crops":
-        lambda names: extended(names, chain="hqcnsgdr", automate=True,
-                               master=["compressor_ballistics"], crop_seconds=4.8),
+        lambda names: default_console(names, crop_seconds=4.8),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),
