@@ -9,6 +9,13 @@ import grafx
 SOURCE_DIR = pathlib.Path(os.environ.get("GRAFX_SOURCE_DIR", pathlib.Path(__file__).parents[2]))
 
 
+@pytest.fixture(autouse=True)
+def seeded_torch():
+    """Every test draws the same numbers from torch's global generator, whatever ran before it,
+    so a failure is reproduced by running its test alone."""
+    torch.manual_seed(0)
+
+
 @pytest.fixture
 def chain_graph():
     """in -> eq -> compressor -> gain_pan -> out."""

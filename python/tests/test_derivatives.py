@@ -72,7 +72,11 @@ def test_pytorchs_own_forward_mode_passes_through_render():
 
 def test_hvp_equals_double_backward_and_differences_of_gradients():
     _, processors, plan, parameters, sources = _setup(chain="eg")
-    target = torch.randn(2, 3000, dtype=torch.float64) * 0.1
+    # The log-magnitude distance is |log Y − log T| per band and frame: its gradient jumps where a
+    # term crosses zero, and differences of gradients across such a kink are meaningless. Half the
+    # mix keeps every term near log 2. (With an unseeded random target this failed once in CI and
+    # never in 400 targets here; such a kink is the likely cause.)
+    target = 0.5 * grafx.render(plan, processors, parameters, sources).detach().squeeze(0)
     mix_loss = grafx.MixLoss(fft_sizes=(256, 512), sample_rate=8000, n_mels=32)
 
     def loss(p):

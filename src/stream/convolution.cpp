@@ -587,9 +587,12 @@ StreamConvolverMatrix::StreamConvolverMatrix(int64_t n_inputs, int64_t n_outputs
   for (size_t i = 0; i < paths.size(); ++i) {
     const int64_t length = int64_t(paths[i].taps.size());
     Reach reach{paths[i].input, paths[i].output, length, filled_runs(paths[i].taps)};
+    // Costed alone, the path runs between the channels of a 1×1 matrix (0 and 0: its own would
+    // index past that matrix's channel flags).
     in_levels[i] = length > kDirectOnly ||
-                   (length > kBlock && kDirectTap * double(length - kBlock) >
-                                           LevelChoices({reach}, 1, 1).cost_from(kBlock));
+                   (length > kBlock &&
+                    kDirectTap * double(length - kBlock) >
+                        LevelChoices({Reach{0, 0, length, reach.filled}}, 1, 1).cost_from(kBlock));
     if (in_levels[i]) reaches.push_back(std::move(reach));
   }
   const Plan plan = reaches.empty() ? Plan{} : plan_paths(reaches, n_inputs, n_outputs, max_block);
