@@ -319,9 +319,10 @@ WITHOUT_CURVATURE = {"gain_staging": 1e-3, "radii": 0.5, "eq_curvature": 0.0}
 
 
 def extended(names, groups=0, master=(), send=None, automate=False, chain=None, weights=None,
-             eq_curvature=None, master_start=None, buses=None, crop_seconds=None):
+             eq_curvature=None, master_start=None, buses=None, crop_seconds=None, fit=None):
     """A console and its fit settings. `send`: a reverb bus of that type wired by this script;
-    `buses`: the console's own send buses (grafx.mixing_console's `sends`, grafx fit's --send)."""
+    `buses`: the console's own send buses (grafx.mixing_console's `sends`, grafx fit's --send);
+    `fit`: more grafx.Fitter settings."""
     console = grafx.mixing_console(n_tracks=len(names), n_groups=groups or None, dry_wet=True,
                                    track_names=names, chain=chain, master_chain=list(master),
                                    sends=buses)
@@ -336,6 +337,7 @@ def extended(names, groups=0, master=(), send=None, automate=False, chain=None, 
         settings["master_start"] = master_start
     if crop_seconds:
         settings["crop_seconds"] = crop_seconds
+    settings.update(fit or {})
     return console, settings
 
 
@@ -419,6 +421,10 @@ CONTENDERS = {
         lambda names: default_console(names, crop_seconds=2.3),
     "default console, 4.8 s crops":
         lambda names: default_console(names, crop_seconds=4.8),
+    # The seventh round: the level curves. The producers' rides move 2 points a second; the
+    # curves have 10, each fitted only when a crop covers it. Fewer points see more crops each.
+    "default console, level curves of 3 points a second":
+        lambda names: default_console(names, fit={"automation_rate": 3.0}),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),

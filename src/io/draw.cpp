@@ -253,7 +253,10 @@ void render_dot(const std::string& dot, const std::string& path, const std::stri
     errors += message;
     return 0;
   });
-  std::unique_ptr<GVC_t, int (*)(GVC_t*)> context(gvContext(), gvFreeContext);
+  // One context for the whole process, never freed: Graphviz's text layout keeps a pointer to
+  // the last font's name across contexts, which gvFreeContext frees, and the next drawing reads
+  // it (valgrind: a use after free in libgvplugin_pango at a process's second picture).
+  static GVC_t* const context = gvContext();
   std::unique_ptr<Agraph_t, int (*)(Agraph_t*)> g(read_dot(dot), agclose);
   auto fail = [&](const std::string& what) {
     while (!errors.empty() && errors.back() == '\n') errors.pop_back();
@@ -261,13 +264,16 @@ void render_dot(const std::string& dot, const std::string& path, const std::stri
     throw IoError("grafx.io.draw", path + ": " + what + (errors.empty() ? "" : ": " + errors));
   };
   if (!context || !g) fail("Graphviz could not read the picture description");
-  if (gvLayout(context.get(), g.get(), "dot") != 0) fail("Graphviz layout failed");
+  if (gvLayout(context, g.get(), "dot") != 0) {
+    gvFreeLayout(context, g.get());  // the context outlives the graph
+    fail("Graphviz layout failed");
+  }
   // Rendered in memory and written by grafx: Graphviz ends the whole process when it cannot
   // write a file (a full disk, a file-size limit).
   char* data          = nullptr;
   unsigned int length = 0;
-  int status          = gvRenderData(context.get(), g.get(), format.c_str(), &data, &length);
-  gvFreeLayout(context.get(), g.get());
+  int status          = gvRenderData(context, g.get(), format.c_str(), &data, &length);
+  gvFreeLayout(context, g.get());
   const std::string bytes = data ? std::string(data, length) : std::string();
   gvFreeRenderData(data);
   if (status != 0 || bytes.empty()) fail("Graphviz could not render " + format);
