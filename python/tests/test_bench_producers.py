@@ -50,3 +50,33 @@ def test_a_contenders_master_start_is_written_over_the_typical_start():
                                fitter.parameters)["compressor_ballistics"]
     assert master["ratio"].item() == pytest.approx(1.1, rel=1e-5)
     assert master["attack_ms"].item() == pytest.approx(5, rel=1e-4)  # the typical start's
+
+
+def test_the_ripple_hears_a_configured_eq_as_configured():
+    """A parametric EQ of 4 bells, configured as the eighth round's contenders are, is measured
+    with its own bands: one bell moved is the cookbook's peaking response (RBJ's formulas here),
+    and the graph's one EQ ripples as that response does."""
+    graph, _ = producer_eval.CONTENDERS["default console, 4 bells"](["a"])
+    eq_type = producer_eval.CONFIGURED_EQ
+    node = graph.nodes_of_type(eq_type)[0]
+    parameters = grafx.create_parameters(graph, grafx.make_processors(graph, producer_eval.RATE),
+                                         requires_grad=False)
+    eq = parameters[eq_type]
+    assert eq["log_gain"].shape[-1] == 6  # two shelves and four bells
+    with torch.no_grad():
+        eq["frequency"].zero_(), eq["log_q"].zero_(), eq["log_gain"].zero_()
+        eq["log_gain"][0, 2] = 6 * math.log(10) / 20  # the second bell, +6 dB at Q 1
+        eq["dry_wet"].fill_(20.0)  # fully wet, as far as its logit goes
+    centre_hz = 150 * (8000 / 150) ** (1 / 3)  # its start: a third of the way, 150 Hz to 8 kHz
+    w0 = 2 * math.pi * centre_hz / producer_eval.RATE
+    amplitude, alpha = 10 ** (6 / 40), math.sin(w0) / 2
+    z = torch.exp(-1j * 2 * math.pi * producer_eval.RIPPLE_HZ.double() / producer_eval.RATE)
+    b = [1 + alpha * amplitude, -2 * math.cos(w0), 1 - alpha * amplitude]
+    a = [1 + alpha / amplitude, -2 * math.cos(w0), 1 - alpha / amplitude]
+    peaking = ((b[0] + b[1] * z + b[2] * z**2) / (a[0] + a[1] * z + a[2] * z**2)).abs()
+    measured = producer_eval.response_db(graph, node, parameters)
+    assert measured.double() == pytest.approx(20 * torch.log10(peaking), abs=0.02)
+    expected = producer_eval.ripple_db(20 * torch.log10(peaking))
+    assert expected > 0.1  # a bell of 6 dB at Q 1 ripples about 0.2 dB
+    assert producer_eval.eq_ripples(graph, parameters, ["parametric_eq"]) == pytest.approx(
+        [expected], abs=0.005)

@@ -1,5 +1,6 @@
 #include <grafx/dsp/biquad.h>
 #include <grafx/dsp/signal.h>
+#include <grafx/error.h>
 #include <grafx/processors/parametric_eq.h>
 
 #include "processors/units.h"
@@ -45,8 +46,9 @@ at::Tensor curvature(const at::Tensor& b, const at::Tensor& a, SampleRate sample
 
 ProcessorDescriptor parametric(std::string name, char letter, EqChannels channels,
                                ResponsePicture response, std::string summary) {
-  auto d          = ProcessorDescriptor::of<ParametricEq>(std::move(name), letter, channels, 8);
+  auto d          = ProcessorDescriptor::of<ParametricEq>(std::move(name), letter, channels);
   d.summary       = std::move(summary);
+  d.options       = ParametricEq::option_specs();
   d.grafx_name    = "ParametricEqualizer";
   d.response      = response;
   d.musical_prior = musical_bands;
@@ -74,6 +76,22 @@ ProcessorDescriptor parametric_eq_midside_descriptor() {
                     "parametric EQ with one filter for mid and one for side");
 }
 
+std::vector<OptionSpec> ParametricEq::option_specs() {
+  return {OptionSpec::integer("bells", 8, 0, 32, "peaking filters between the shelves"),
+          OptionSpec::flag("shelves", true,
+                           "a low shelf first and a high shelf last (else only bells)")};
+}
+
+ParametricEq::ParametricEq(const ProcessorConfig& config, EqChannels channels)
+    : sample_rate_(config.sample_rate), channels_(channels) {
+  const ProcessorOptions options = resolve_options(option_specs(), config.options);
+  n_bells_                       = int64_t(option_number(options, "bells"));
+  shelves_                       = option_flag(options, "shelves");
+  if (n_bands() == 0)
+    throw ProcessorError("grafx.processor.options",
+                         "option \"bells\": expected at least 1 without shelves, but got 0");
+}
+
 std::string ParametricEq::name() const {
   switch (channels_) {
     case EqChannels::kStereo:
@@ -86,13 +104,18 @@ std::string ParametricEq::name() const {
 }
 
 std::vector<ParameterSpec> ParametricEq::parameter_specs() const {
-  std::vector<int64_t> shape{n_peaks_ + 2};
+  std::vector<int64_t> shape{n_bands()};
   if (channels_ != EqChannels::kMono) shape.insert(shape.begin(), 2);
-  std::vector<double> initial_hz{80.0};
-  for (int64_t i = 0; i < n_peaks_; ++i)
-    initial_hz.push_back(
-        150.0 * std::pow(8000.0 / 150.0, double(i) / double(std::max<int64_t>(n_peaks_ - 1, 1))));
-  initial_hz.push_back(12000.0);
+  // The bells spread evenly in log frequency: 150 Hz to 8 kHz between the shelves (80 Hz and
+  // 12 kHz), 80 Hz to 12 kHz without them; one bell alone sits at their geometric middle.
+  const double lowest_hz = shelves_ ? 150.0 : 80.0, highest_hz = shelves_ ? 8000.0 : 12000.0;
+  std::vector<double> initial_hz;
+  if (shelves_) initial_hz.push_back(80.0);
+  for (int64_t i = 0; i < n_bells_; ++i) {
+    const double place = n_bells_ == 1 ? 0.5 : double(i) / double(n_bells_ - 1);
+    initial_hz.push_back(lowest_hz * std::pow(highest_hz / lowest_hz, place));
+  }
+  if (shelves_) initial_hz.push_back(12000.0);
   std::string filters = channels_ == EqChannels::kMono     ? ""
                         : channels_ == EqChannels::kStereo ? ", of the left and right filter"
                                                            : ", of the mid and side filter";
@@ -111,17 +134,20 @@ std::pair<at::Tensor, at::Tensor> ParametricEq::sections(const TensorDict& param
   at::Tensor q = parameters.at("log_q").exp(), log_gain = parameters.at("log_gain");
   const bool automated = log_gain.dim() > omega.dim();  // gains per sample: [..., bands, L]
   if (automated) omega = omega.unsqueeze(-1), q = q.unsqueeze(-1);
-  const int64_t band_axis = automated ? -2 : -1, n = n_peaks_ + 2;
+  const int64_t band_axis = automated ? -2 : -1;
+  std::vector<at::Tensor> bs, as;
   auto design = [&](dsp::CookbookShape shape, int64_t first, int64_t count) {
-    return dsp::cookbook_biquad(shape, omega.narrow(band_axis, first, count),
-                                q.narrow(band_axis, first, count),
-                                log_gain.narrow(band_axis, first, count));
+    if (count == 0) return;
+    auto [b, a] = dsp::cookbook_biquad(shape, omega.narrow(band_axis, first, count),
+                                       q.narrow(band_axis, first, count),
+                                       log_gain.narrow(band_axis, first, count));
+    bs.push_back(b), as.push_back(a);
   };
-  auto [b_low, a_low]   = design(dsp::CookbookShape::kLowShelf, 0, 1);
-  auto [b_peak, a_peak] = design(dsp::CookbookShape::kPeaking, 1, n_peaks_);
-  auto [b_high, a_high] = design(dsp::CookbookShape::kHighShelf, n - 1, 1);
-  at::Tensor b          = at::cat({b_low, b_peak, b_high}, band_axis - 1);
-  at::Tensor a          = at::cat({a_low, a_peak, a_high}, band_axis - 1);
+  const int64_t first_bell = shelves_ ? 1 : 0;
+  if (shelves_) design(dsp::CookbookShape::kLowShelf, 0, 1);
+  design(dsp::CookbookShape::kPeaking, first_bell, n_bells_);
+  if (shelves_) design(dsp::CookbookShape::kHighShelf, first_bell + n_bells_, 1);
+  at::Tensor b = at::cat(bs, band_axis - 1), a = at::cat(as, band_axis - 1);
   if (channels_ == EqChannels::kMono) b = b.unsqueeze(1), a = a.unsqueeze(1);  // N×1×n×(L×)3
   return {b, a};
 }

@@ -245,6 +245,66 @@ TEST(Filters, ParametricEqIsItsShelvesAndBellsInEveryChannelMode) {
   EXPECT_NEAR(aux(*stereo, physical), (expected + curvature(1)) / 2, 1e-9 * expected);
 }
 
+// Its options (GRAFX's num_filters and use_shelving_filters): the bands they choose, each the
+// cookbook's filter of its kind, spread from their own starts; no band at all is refused.
+TEST(Filters, ParametricEqOptionsChooseItsBands) {
+  auto made = [](ProcessorOptions options) {
+    ProcessorConfig config{kRate};
+    config.options = std::move(options);
+    return make_processor("parametric_eq", config);
+  };
+  struct Case {
+    ProcessorOptions options;
+    std::vector<std::string> shapes;
+  };
+  std::vector<Case> cases{
+      {{{"bells", 3.0}}, {"low_shelf", "peaking", "peaking", "peaking", "high_shelf"}},
+      {{{"bells", 4.0}, {"shelves", false}}, {"peaking", "peaking", "peaking", "peaking"}},
+      {{{"bells", 0.0}}, {"low_shelf", "high_shelf"}},
+      {{{"bells", 1.0}, {"shelves", false}}, {"peaking"}}};
+  for (const Case& c : cases) {
+    auto eq         = made(c.options);
+    const int64_t n = int64_t(c.shapes.size());
+    SCOPED_TRACE(to_json_text(c.options));
+    ASSERT_EQ(eq->parameter_specs().front().shape, std::vector<int64_t>{n});
+    // The starts: shelves at 80 Hz and 12 kHz, bells evenly spread in log frequency between
+    // 150 Hz and 8 kHz (80 Hz and 12 kHz without shelves), one bell alone in the middle.
+    const TensorDict initial = raw_parameters(*eq, {});
+    at::Tensor start_hz =
+        eq->parameter_specs().front().to_physical(initial.at("frequency")).to(at::kDouble)[0];
+    const bool shelves  = c.shapes.front() == "low_shelf";
+    const int64_t bells = n - (shelves ? 2 : 0);
+    const double lo = shelves ? 150 : 80, hi = shelves ? 8000 : 12000;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t bell    = k - (shelves ? 1 : 0);
+      const double expected = c.shapes[k] == "low_shelf"    ? 80.0
+                              : c.shapes[k] == "high_shelf" ? 12000.0
+                              : bells == 1
+                                  ? std::sqrt(lo * hi)
+                                  : lo * std::pow(hi / lo, double(bell) / double(bells - 1));
+      EXPECT_NEAR(start_hz[k].item<double>(), expected, 1e-6 * expected) << "band " << k;
+    }
+    std::vector<double> hz, q, db;
+    for (int64_t k = 0; k < n; ++k) {
+      hz.push_back(90 * std::pow(1.9, double(k)));
+      q.push_back(0.6 + 0.3 * double(k));
+      db.push_back(k % 2 ? -4.0 + double(k) : 5.0 - double(k));
+    }
+    expect_response(
+        measured_db(*eq,
+                    raw_parameters(*eq, {{"frequency_hz", hz}, {"q", q}, {"gain_db", db}}))[0][0],
+        [&](double w) {
+          Complex h = 1;
+          for (int64_t k = 0; k < n; ++k) h *= cookbook(c.shapes[k], hz[k], q[k], db[k], w);
+          return h;
+        },
+        "parametric_eq");
+  }
+  EXPECT_GRAFX_ERROR(made({{"bells", 0.0}, {"shelves", false}}), "grafx.processor.options",
+                     "expected at least 1 without shelves");
+  EXPECT_GRAFX_ERROR(made({{"bells", 40.0}}), "grafx.processor.options", "bells");
+}
+
 TEST(Filters, GraphicEqIsItsLiskiValimakiBands) {
   for (const char* name : {"graphic_eq", "graphic_eq_third_octave"}) {
     auto p         = make_processor(name, {kRate});
