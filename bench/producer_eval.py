@@ -358,13 +358,78 @@ def default_console(names, **changes):
                               "master": ["compressor_ballistics"], **changes})
 
 
+def band_powers(x):
+    """Power per third-octave band (31.25 Hz up) and frame of a [2, L] signal: [2, B, T]."""
+    spectrum = torch.stft(x.double(), 2048, 512, window=torch.hann_window(2048, dtype=torch.double),
+                          return_complex=True).abs().pow(2)  # [2, F, T]
+    hz = torch.arange(spectrum.shape[1], dtype=torch.double) * RATE / 2048
+    band = (3 * torch.log2(hz.clamp_min(31.25) / 31.25)).floor().long()
+    powers = torch.zeros(2, int(band.max()) + 1, spectrum.shape[2], dtype=torch.double)
+    return powers.index_add_(1, band, spectrum)
+
+
+def non_negative_least_squares(a, b):
+    """min ‖a w − b‖², w ≥ 0, by cyclic coordinate descent on unit-norm columns."""
+    norms = a.norm(dim=0).clamp_min(1e-30)
+    a = a / norms
+    gram, rhs = a.T @ a, a.T @ b
+    w = torch.zeros(a.shape[1], dtype=torch.double)
+    for _ in range(2000):
+        for i in range(len(w)):
+            w[i] = max(0.0, float(w[i] + (rhs[i] - gram[i] @ w) / gram[i, i]))
+    return w / norms
+
+
+def start_gains_from_band_powers(fitter, console, names, tracks, mix):
+    """The eighth round's second look (issue 62): each track's level per channel from band
+    powers, which do not depend on phase, instead of waveforms, and set as the level heard: the
+    gain node fully wet (99 %), as the fit's high-passes start. Kept only where the whole-song
+    loss falls."""
+    graph, parameters = fitter.rendered_graph(), fitter.rendered_parameters()
+    unit = {t: {k: v.clone() for k, v in d.items()} for t, d in parameters.items()}
+    rows = [console.nodes_of_type("gain_pan").index(node_named(console, f"{n}.gain_pan"))
+            for n in names]
+    unit["gain_pan"]["log_gain"][rows] = 0
+    unit["gain_pan"]["dry_wet"][rows] = 20.0  # fully wet
+    plan, processors = grafx.compute_render_plan(graph), grafx.make_processors(graph, RATE)
+    alone = []
+    with torch.no_grad():
+        for k in range(len(names)):
+            sources = torch.zeros_like(tracks)
+            sources[k] = tracks[k]
+            alone.append(band_powers(grafx.render(plan, processors, unit, sources)[0]))
+    target = band_powers(mix)
+    weight = (1 / target.mean(2, keepdim=True).clamp_min(1e-20)).expand_as(target)  # bands alike
+    before = fitter.evaluate()["total"].item()
+    live = fitter.parameters["gain_pan"]
+    saved = {k: v.detach().clone() for k, v in live.items() if k in ("log_gain", "dry_wet")}
+    with torch.no_grad():
+        for c in range(2):
+            a = torch.stack([p[c].flatten() * weight[c].flatten() for p in alone], 1)
+            w = non_negative_least_squares(a, target[c].flatten() * weight[c].flatten())
+            level = w.sqrt().clamp_min(1e-2)  # −40 dB at least: a track stays audible
+            for k, row in enumerate(rows):
+                live["log_gain"][row, c] = math.log(max((float(level[k]) - 0.01) / 0.99, 1e-3))
+        for row in rows:
+            live["dry_wet"][row] = math.log(0.99 / 0.01)
+    if fitter.evaluate()["total"].item() >= before:
+        with torch.no_grad():
+            for k, v in saved.items():
+                live[k].copy_(v)
+
+
 def make_fitter(console, settings, tracks, mix, **length):
     """The contender's Fitter. A "master_start" in its settings (physical values of the master
     compressor_ballistics) is written over the fit's initialisation: after the typical starts
-    and the least-squares track gains, which were found with the typical start."""
+    and the least-squares track gains, which were found with the typical start. A "gain_start"
+    of "band powers" sets the track levels again (start_gains_from_band_powers)."""
     settings = dict(settings)
     start = settings.pop("master_start", None)
+    gain_start = settings.pop("gain_start", None)
     fitter = grafx.Fitter(console, tracks, mix, RATE, **settings, **length)
+    if gain_start == "band powers":
+        names = [console.node(n)["name"] for n in console.nodes_of_type("in")]
+        start_gains_from_band_powers(fitter, console, names, tracks, mix)
     if start:
         row = console.nodes_of_type("compressor_ballistics").index(
             node_named(console, "master.compressor_ballistics"))
@@ -442,6 +507,11 @@ CONTENDERS = {
         lambda names: default_console(names, eq_options={"bells": 4}),
     "default console, 6 bells":
         lambda names: default_console(names, eq_options={"bells": 6}),
+    # The eighth round's second look: the least-squares track gains are found on waveforms
+    # (phase-sensitive: 22 of 32 mixes start with a track channel at the −60 dB floor) and set
+    # on gain nodes whose dry/wet (0.5) makes the level heard 0.5·(1 + gain), not the gain.
+    "default console, track levels from band powers":
+        lambda names: default_console(names, fit={"gain_start": "band powers"}),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),
