@@ -508,7 +508,7 @@ CONTENDERS = {
     "default console, 6 bells":
         lambda names: default_console(names, eq_options={"bells": 6}),
     # The eighth round's second look: the least-squares track gains are found on waveforms
-    # (phase-sensitive: 22 of 32 mixes start with a track channel at the −60 dB floor) and set
+    # (phase-sensitive: 19 of 32 mixes start with a track channel at the −60 dB floor) and set
     # on gain nodes whose dry/wet (0.5) makes the level heard 0.5·(1 + gain), not the gain.
     "default console, track levels from band powers":
         lambda names: default_console(names, fit={"gain_start": "band powers"}),
