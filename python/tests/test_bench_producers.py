@@ -80,3 +80,20 @@ def test_the_ripple_hears_a_configured_eq_as_configured():
     assert expected > 0.1  # a bell of 6 dB at Q 1 ripples about 0.2 dB
     assert producer_eval.eq_ripples(graph, parameters, ["parametric_eq"]) == pytest.approx(
         [expected], abs=0.005)
+
+
+def test_the_prototypes_non_negative_least_squares_meets_its_optimality_conditions():
+    """KKT of min ‖A w − b‖², w ≥ 0: w ≥ 0, the gradient Aᵀ(A w − b) zero where w > 0 and
+    non-negative where w = 0; an exact non-negative solution is found as it is."""
+    generator = torch.Generator().manual_seed(3)
+    a = torch.rand(200, 5, generator=generator, dtype=torch.double) * torch.tensor(
+        [1.0, 10.0, 0.1, 3.0, 1e-3], dtype=torch.double)  # columns of very different scales
+    exact = torch.tensor([0.5, 0.0, 2.0, 0.1, 30.0], dtype=torch.double)
+    assert producer_eval.non_negative_least_squares(a, a @ exact) == pytest.approx(exact, abs=1e-6)
+    b = a @ torch.tensor([1.0, -0.05, 2.0, -0.1, 20.0], dtype=torch.double) + 0.01 * torch.randn(
+        200, generator=generator, dtype=torch.double)  # no exact non-negative solution
+    w = producer_eval.non_negative_least_squares(a, b)
+    gradient = a.T @ (a @ w - b)
+    assert (w >= 0).all() and (w > 0).any() and (w == 0).any()
+    assert gradient[w > 0].abs().max() < 1e-6 * b.norm()
+    assert (gradient[w == 0] > -1e-6 * b.norm()).all()
