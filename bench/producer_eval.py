@@ -390,7 +390,7 @@ def start_gains_from_band_powers(fitter, console, names, tracks, mix):
     gain node fully wet (99 %), as the fit's high-passes start. Kept only where the whole-song
     loss falls."""
     graph, parameters = fitter.rendered_graph(), fitter.rendered_parameters()
-    unit = {t: {k: v.clone() for k, v in d.items()} for t, d in parameters.items()}
+    unit = dict(parameters, gain_pan={k: v.clone() for k, v in parameters["gain_pan"].items()})
     rows = [console.nodes_of_type("gain_pan").index(node_named(console, f"{n}.gain_pan"))
             for n in names]
     unit["gain_pan"]["log_gain"][rows] = 0
@@ -578,9 +578,10 @@ def type_of(graph, name):
 def eq_ripples(graph, parameters, processors=EQ_TYPES):
     """Ripple (dB) of every single-filter EQ node of the graph (whose type runs one of
     `processors`) not bypassed."""
+    processor_of = {t["name"]: t["processor"] for t in graph.types}
     return [ripple_db(response_db(graph, n, parameters))
             for n in graph.nodes()
-            if type_of(graph, graph.node(n)["type"])["processor"] in processors
+            if processor_of[graph.node(n)["type"]] in processors
             and not graph.node(n)["bypassed"]]
 
 

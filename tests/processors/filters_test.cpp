@@ -249,9 +249,7 @@ TEST(Filters, ParametricEqIsItsShelvesAndBellsInEveryChannelMode) {
 // cookbook's filter of its kind, spread from their own starts; no band at all is refused.
 TEST(Filters, ParametricEqOptionsChooseItsBands) {
   auto made = [](ProcessorOptions options) {
-    ProcessorConfig config{kRate};
-    config.options = std::move(options);
-    return make_processor("parametric_eq", config);
+    return make_processor("parametric_eq", {kRate, std::move(options)});
   };
   struct Case {
     ProcessorOptions options;
