@@ -74,7 +74,8 @@ std::string initialisation_html(const Fitter& fitter, const std::vector<std::str
     const ChannelGainFit& g = done.gains;
     html << "<p>Track gains by least squares (relative waveform error on the excerpt "
          << fixed_decimals(g.error_before, 3) << " → " << fixed_decimals(g.error_after, 3)
-         << "):</p>\n"
+         << " as heard, " << fixed_decimals(g.error_found, 3)
+         << " with the gains found fully wet); what each track's level heard moved by:</p>\n"
          << "<table><tr><th>track</th><th>left dB</th><th>right dB</th></tr>";
     for (size_t k = 0; k < g.nodes.size(); ++k) {
       html << "<tr><td>" << escape_markup(name(k)) << "</td>";
@@ -82,7 +83,7 @@ std::string initialisation_html(const Fitter& fitter, const std::vector<std::str
         html << "<td>"
              << (g.nodes[k] < 0
                      ? std::string("(no gain node)")
-                     : fixed_decimals(20 * std::log10(g.gains[int64_t(k)][c].item<double>()), 1))
+                     : fixed_decimals(20 * std::log10(g.heard[int64_t(k)][c].item<double>()), 1))
              << "</td>";
       html << "</tr>";
     }

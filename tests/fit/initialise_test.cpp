@@ -69,6 +69,51 @@ TEST(GainInitialisation, FindsHiddenGainsAndPansExactly) {
   EXPECT_LT((again - mix).abs().max().item<double>(), 1e-3 * mix.abs().max().item<double>());
 }
 
+TEST(GainInitialisation, ReportsTheLevelsHeardThroughAWetAmount) {
+  // Each gain/pan at 50 % wet passes (1 − w + w·g) of its input: the gains found move what is
+  // heard by less, and the report says what the graph renders, measured here on renders.
+  Graph graph = test_graph(3);
+  for (NodeId id : graph.nodes_of_type("gain_pan")) graph.set_dry_wet(id);
+  Processors processors   = make_processors(graph.types(), {kRate});
+  RenderPlan plan         = make_render_plan(to_tensor(graph));
+  Parameters initial      = create_parameters(graph, processors, {0, at::kDouble, false});
+  initial["gain_pan"].wet = at::zeros({3, 1}, at::kDouble);  // w = 0.5
+  initial["gain_pan"]["log_gain"] =
+      at::tensor({0.2, -0.4, 0.0, 0.1, -0.3, 0.3}, at::kDouble).view({3, 2});
+  at::manual_seed(4);
+  const int64_t length = 4 * kRate;
+  at::Tensor tracks    = at::randn({3, 1, length}, at::kDouble) * 0.2;
+  auto alone           = [&](const Parameters& p, int64_t k) {
+    at::Tensor only = at::zeros_like(tracks);
+    only[k]         = tracks[k];
+    return render(plan, processors, p, only).outputs[0];  // [2, L]
+  };
+  // The mix: each track's contribution through the console, scaled by hidden levels.
+  at::Tensor hidden = at::tensor({1.6, 0.4, 0.0, 0.9, 0.7, 0.7}, at::kDouble).view({3, 2});
+  at::Tensor mix    = at::zeros({2, length}, at::kDouble);
+  for (int64_t k = 0; k < 3; ++k) mix += alone(initial, k) * hidden[k].unsqueeze(-1);
+
+  Parameters fitted  = cloned_parameters(initial);
+  ChannelGainFit fit = fit_channel_gains(graph, processors, plan, fitted, tracks, mix, kRate, 2.0);
+  EXPECT_TRUE(at::allclose(fit.gains, hidden.clamp_min(1e-3), 1e-6, 1e-9)) << fit.gains;
+  EXPECT_LT(fit.error_found, 1e-5);  // all but the floor of the silent channel
+  for (int64_t k = 0; k < 3; ++k) {  // each level heard: the ratio of the renders' channels
+    at::Tensor ratio =
+        alone(fitted, k).pow(2).sum(-1).sqrt() / alone(initial, k).pow(2).sum(-1).sqrt();
+    EXPECT_TRUE(at::allclose(fit.heard[k], ratio, 1e-9)) << k << ": " << fit.heard[k] << ratio;
+    EXPECT_TRUE(
+        (fit.heard[k] - 1).abs().le((hidden[k].clamp_min(1e-3) - 1).abs()).all().item<bool>());
+  }
+  // The error reported is the fitted graph's on the excerpt (the middle 2 s).
+  at::Tensor excerpt = at::arange(length / 2 - kRate, length / 2 + kRate);
+  at::Tensor wrong   = render(plan, processors, fitted, tracks).outputs[0] - mix;
+  const double error =
+      (wrong.index_select(1, excerpt).pow(2).sum() / mix.index_select(1, excerpt).pow(2).sum())
+          .item<double>();
+  EXPECT_NEAR(fit.error_after, error, 1e-9 + 1e-6 * error);
+  EXPECT_GT(fit.error_after, 0.01) << "at 50 % wet the levels heard are not the gains found";
+}
+
 TEST(GainInitialisation, TracksWithoutTheirOwnGainPanKeepTheirs) {
   // Track 0 feeds a reverb shared with track 1's eq: its chain branches before any gain/pan.
   NodeTypes types;

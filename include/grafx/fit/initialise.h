@@ -14,10 +14,11 @@
 ///
 ///    are folded into each track's first channel-gain node (a node whose descriptor names a
 ///    `channel_gain_parameter`, the gain_pan of a console track): its raw log gains move by
-///    log a_kc. Per channel, so each track starts at its level and on its side of the mix (a
-///    fit from a centred start can otherwise settle in a left/right-mirrored solution). Exact
-///    for graphs that are linear in each track's gain (gains, EQs, delays, reverbs);
-///    approximate through dynamics.
+///    log a_kc. A node with a wet amount w passes (1 − w + w·g) of its input, so there the
+///    level heard moves by less (ChannelGainFit::heard). Per channel, so each track starts at its
+///    level and on its side of the mix (a fit from a centred start can otherwise settle in a
+///    left/right-mirrored solution). Exact for graphs that are linear in each track's gain (gains,
+///    EQs, delays, reverbs); approximate through dynamics.
 ///
 /// 3. EQ from smoothed spectral ratios: with those gains, per third-octave band b the
 ///    non-negative power gains w_kb that best sum the tracks' band powers to the mix's, over
@@ -67,9 +68,13 @@ struct ChannelGainFit {
   /// Per track (in id order), the channel-gain node set, or -1 for a track without one (its
   /// chain branches before one, or holds none).
   std::vector<NodeId> nodes;
-  at::Tensor gains;         ///< [K, 2] float64: the least-squares gains (1 where no node)
+  at::Tensor gains;  ///< [K, 2] float64: the least-squares gains (at least 1e-3; 1 where no node)
+  /// [K, 2] float64: what they did to each track's level heard, per channel: the gains where
+  /// the node has no wet amount, less where it has (1 where no node)
+  at::Tensor heard;
   double error_before = 0;  ///< ‖m − Σ_k y_k‖² / ‖m‖² on the excerpt, before
-  double error_after  = 0;  ///< the same with the gains
+  double error_found  = 0;  ///< the same with the gains found (as if fully wet)
+  double error_after  = 0;  ///< the same with the levels heard: what the graph now renders
 };
 
 struct SpectralEqFit {
