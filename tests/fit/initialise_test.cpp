@@ -1,8 +1,9 @@
 // The initialisation from the data. The least-squares start of the channel gains: on a mix made
 // by the graph itself with hidden gains and pans (hard pans included), it finds them exactly and
-// moves each track's gain/pan by them; tracks without their own gain/pan keep theirs. The EQ
-// from spectral ratios finds hidden smooth EQ curves within 1.5 dB. Typical starts set what the
-// descriptors say. A fit to the data is kept only where it lowers the loss.
+// moves each track's gain/pan by them, saying what is heard through a wet amount; tracks without
+// their own gain/pan keep theirs. The EQ from spectral ratios finds hidden smooth EQ curves
+// within 1.5 dB. Typical starts set what the descriptors say. A fit to the data is kept only
+// where it lowers the loss.
 
 #include <grafx/fit/demo.h>
 #include <grafx/fit/initialise.h>
