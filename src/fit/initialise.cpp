@@ -45,18 +45,12 @@ std::vector<NodeId> first_on_tracks(const Graph& graph, std::string ProcessorDes
   return nodes;
 }
 
-/// Node `id`'s row in its type's values.
-int64_t row_of(const Graph& graph, NodeId id) {
-  const std::vector<NodeId> of = graph.nodes_of_type(graph.type_name(id));
-  return std::find(of.begin(), of.end(), id) - of.begin();
-}
-
 /// Node `id`'s raw parameter named by its descriptor's `fact`, a row of its type's.
 at::Tensor parameter_row(const Graph& graph, Parameters& parameters, NodeId id,
                          std::string ProcessorDescriptor::*fact) {
   const std::string& name =
       find_processor(graph.types()[graph.node(id).type].processor_name())->*fact;
-  return parameters.at(graph.type_name(id)).at(name).select(0, row_of(graph, id));
+  return parameters.at(graph.type_name(id)).at(name).select(0, row_in_type(graph, id));
 }
 
 /// The middle `seconds` of the song: each track's contribution to the first output alone,
@@ -129,7 +123,7 @@ at::Tensor multiply_gains(const Graph& graph, Parameters& parameters, NodeId id,
       parameter_row(graph, parameters, id, &ProcessorDescriptor::channel_gain_parameter);
   const double wet =
       graph.node(id).dry_wet
-          ? parameters.at(graph.type_name(id)).wet[row_of(graph, id)].sigmoid().item<double>()
+          ? parameters.at(graph.type_name(id)).wet[row_in_type(graph, id)].sigmoid().item<double>()
           : 1.0;
   const at::Tensor gains = raw.to(at::kDouble).exp();
   raw.add_(factors.log().to(raw.dtype()));

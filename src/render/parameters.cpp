@@ -90,12 +90,16 @@ Parameters with_curves(const Graph& graph, const Processors& processors, Paramet
   return parameters;
 }
 
+int64_t row_in_type(const Graph& graph, NodeId id) {
+  const std::vector<NodeId> of = graph.nodes_of_type(graph.type_name(id));
+  return std::find(of.begin(), of.end(), id) - of.begin();
+}
+
 void set_physical(const Graph& graph, const Processor& processor, Parameters& parameters, NodeId id,
                   const TensorDict& settings) {
   c10::NoGradGuard no_grad;
-  const std::string& type      = graph.type_name(id);
-  const std::vector<NodeId> of = graph.nodes_of_type(type);
-  const int64_t row            = std::find(of.begin(), of.end(), id) - of.begin();
+  const std::string& type = graph.type_name(id);
+  const int64_t row       = row_in_type(graph, id);
   for (const auto& spec : graph_parameter_specs(graph, type, processor)) {
     auto setting = settings.find(spec.physical_name);
     if (setting == settings.end() || !spec.to_raw) continue;

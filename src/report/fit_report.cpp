@@ -480,9 +480,8 @@ std::string automation_html(const Graph& graph, const Processors& processors,
   for (NodeId id : graph.nodes()) {
     const Node& node = graph.node(id);
     if (node.automated.empty()) continue;
-    const std::string& type       = graph.type_name(id);
-    const std::vector<NodeId> ids = graph.nodes_of_type(type);
-    const int64_t row             = std::find(ids.begin(), ids.end(), id) - ids.begin();
+    const std::string& type = graph.type_name(id);
+    const int64_t row       = row_in_type(graph, id);
     for (const auto& spec : graph_parameter_specs(graph, type, *processors.at(type))) {
       if (automated_parameter(spec.name).empty() || !node_has(node, spec.name)) continue;
       at::Tensor curve  = parameters.at(type).at(spec.name).narrow(0, row, 1).detach();

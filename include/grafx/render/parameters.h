@@ -59,6 +59,9 @@ Parameters with_curves(const Graph& graph, const Processors& processors, Paramet
 /// and `grafx render` share it, so that no graph is called valid that every render refuses.
 Processors renderable_processors(const Graph& graph, const ProcessorConfig& config);
 
+/// Node `id`'s row in its type's values (the rows follow Graph::nodes_of_type).
+int64_t row_in_type(const Graph& graph, NodeId id);
+
 /// Sets node `id`'s raw parameters (its row of its type's) to physical settings: {physical
 /// name: value of the parameter's per-node shape}, "wet" for its dry/wet amount; names the node
 /// has no parameter of are ignored. In place, without gradient tracking.
