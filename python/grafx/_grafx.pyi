@@ -239,9 +239,9 @@ class Graph:
     """
     The automation clock (rate_hz, points): point i of every curve lies at i / rate_hz seconds of the song. GraphError (grafx.graph.automation) for a rate that is not positive or fewer than one point.
     """
-    def bypass(self, node: int) -> None:
+    def bypass(self, node: int) -> List[int]:
         """
-        Removes a processor node and connects each node that fed it to each node it fed (each outlet passing on its pass-through inlet). GraphError if the new edges would repeat existing ones.
+        Removes a processor node and connects each node that fed it to each node it fed (each outlet passing on its pass-through inlet); a bypassed send passes nothing, and takes with it a bus left with nothing. Returns the removed node ids. GraphError if the new edges would repeat existing ones, or if a node other than a mix or a bypassed one would be left with nothing at an inlet.
         """
         ...
     def check(self) -> None:

@@ -253,8 +253,10 @@ void bind_graph(py::module_& m) {
           py::arg("node"), "Removes a node; returns its (incoming, outgoing) edges.")
       .def("bypass", &Graph::bypass, py::arg("node"),
            "Removes a processor node and connects each node that fed it to each node it fed (each "
-           "outlet passing on its pass-through inlet). GraphError if the new edges would repeat "
-           "existing ones.")
+           "outlet passing on its pass-through inlet); a bypassed send passes nothing, and takes "
+           "with it a bus left with nothing. Returns the removed node ids. GraphError if the new "
+           "edges would repeat existing ones, or if a node other than a mix or a bypassed one "
+           "would be left with nothing at an inlet.")
       .def("set_name", &Graph::set_name, py::arg("node"), py::arg("name"),
            "Sets a node's free-text name (e.g. \"bass.eq\").")
       .def("set_dry_wet", &Graph::set_dry_wet, py::arg("node"), py::arg("dry_wet") = true,

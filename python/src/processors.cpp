@@ -210,11 +210,9 @@ void bind_processors(py::module_& m) {
   m.def(
       "make_processor",
       [](const std::string& name, SampleRate sample_rate, const py::dict& options) {
-        NodeType type{name, {}, {}, "", options_from_python(options, "processor \"" + name + "\"")};
-        const NodeType own =
-            processor_descriptor(name).make({sample_rate, type.options})->node_type();
-        type.inlets  = own.inlets;
-        type.outlets = own.outlets;
+        const ProcessorOptions own = options_from_python(options, "processor \"" + name + "\"");
+        NodeType type = processor_descriptor(name).make({sample_rate, own})->node_type();
+        type.options  = own;
         return handle(make_processor(type, {sample_rate}));
       },
       py::arg("name"), py::arg("sample_rate"), py::arg("options"));

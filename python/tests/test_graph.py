@@ -31,6 +31,29 @@ def test_mutations_keep_ids_and_bypass_rewires(chain_graph):
     assert g.add("reverb") == 5  # ids are never reused
 
 
+def test_a_bypassed_send_passes_nothing_and_takes_its_bus():
+    g = grafx.Graph()
+    track, send, bus, reverb, master, out = (g.add(t) for t in ("in", "send", "mix", "reverb",
+                                                                "mix", "out"))
+    for source, dest in ((track, send), (send, bus), (bus, reverb), (reverb, master),
+                         (track, master), (master, out)):
+        g.connect(source, dest)
+    with pytest.raises(grafx.GraphError) as error:
+        g.bypass(send)  # the reverb would have nothing to process
+    assert error.value.code == "grafx.graph.invalid_bypass" and "(reverb)" in error.value.message
+    assert len(g) == 6
+    g.set_bypassed(reverb)
+    assert g.bypass(send) == [send, bus, reverb]
+    assert g.edges() == [(track, master, "main", "main"), (master, out, "main", "main")]
+    # A configured type of the send processor, through a graph file, passes nothing either.
+    g = grafx.Graph()
+    g.add_type("fx_send", processor="send")
+    track, send, out = g.add("in"), g.add("fx_send"), g.add("out")
+    g.connect(track, send), g.connect(send, out), g.connect(track, out)
+    g = grafx.Graph.from_json(g.to_json())
+    assert g.bypass(send) == [send] and g.edges() == [(track, out, "main", "main")]
+
+
 def test_errors_carry_codes(chain_graph):
     with pytest.raises(grafx.GraphError) as error:
         chain_graph.connect(2, 0)  # would close a cycle

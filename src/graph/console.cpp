@@ -203,18 +203,19 @@ Console build_console(const ConsoleOptions& options, const NodeTypes& types) {
 
 std::vector<NodeId> prune_randomly(Graph& graph, const PruneOptions& options) {
   std::mt19937_64 rng(options.seed);
-  std::vector<NodeId> bypassed;
+  std::vector<NodeId> removed;
   for (NodeId id : graph.nodes()) {
-    TypeId type = graph.node(id).type;
-    double u    = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // same stream on every platform
-    if (is_utility_type(type)) continue;
-    auto it = options.probability.find(graph.types().name(type));
-    if (it != options.probability.end() && u < it->second) {
-      graph.bypass(id);
-      bypassed.push_back(id);
+    double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;  // same stream on every platform
+    if (!graph.contains(id) || is_utility_type(graph.node(id).type)) continue;
+    auto it = options.probability.find(graph.types().name(graph.node(id).type));
+    if (it == options.probability.end() || u >= it->second) continue;
+    try {
+      for (NodeId gone : graph.bypass(id)) removed.push_back(gone);
+    } catch (const GraphError& e) {  // a kept node needs what it would leave silent: it stays
+      if (e.code() != "grafx.graph.invalid_bypass") throw;
     }
   }
-  return bypassed;
+  return removed;
 }
 
 }  // namespace grafx

@@ -297,13 +297,63 @@ std::vector<Edge> Graph::remove(NodeId id) {
   return removed;
 }
 
-void Graph::bypass(NodeId id) {
+std::vector<NodeId> Graph::bypass(NodeId id) {
   const NodeData& d    = data(id);
   const NodeType& type = types_[d.node.type];
   if (type.inlets.empty() || type.outlets.empty())
     throw GraphError("grafx.graph.invalid_bypass", "cannot bypass " + describe(id) +
                                                        ": only nodes with inlets and outlets " +
                                                        "pass a signal through");
+  const bool silences = std::any_of(d.out.begin(), d.out.end(), [&](const Edge& e) {
+    return types_.passed_inlet(d.node.type, e.outlet) < 0;
+  });
+  if (!silences) {
+    bypass_one(id);
+    return {id};
+  }
+  // An outlet that passes nothing when bypassed (a send's, a crossover's `high`) leaves its
+  // destinations without that input. A mix, or a node already marked bypassed, whose inlet is
+  // then fed by nothing renders silence, or passes what it still has, either way as if removed:
+  // it goes too, in turn. Any other node left so is refused, on a copy, so nothing changes.
+  Graph result = *this;
+  std::vector<NodeId> removed;
+  std::queue<NodeId> queue;
+  queue.push(id);
+  while (!queue.empty()) {
+    const NodeId next = queue.front();
+    queue.pop();
+    if (!result.contains(next)) continue;
+    std::set<NodeId> destinations;
+    for (const Edge& e : result.data(next).out) destinations.insert(e.dest);
+    if (result.node(next).type == NodeTypes::kMix)
+      result.remove(next);
+    else
+      result.bypass_one(next);
+    removed.push_back(next);
+    for (NodeId dest : destinations) {
+      if (!result.contains(dest)) continue;
+      const NodeType& dest_type = result.types_[result.node(dest).type];
+      std::vector<bool> fed(dest_type.inlets.size(), false);
+      for (const Edge& e : result.data(dest).in) fed[size_t(e.inlet)] = true;
+      auto unfed = std::find(fed.begin(), fed.end(), false);
+      if (unfed == fed.end()) continue;
+      if (result.node(dest).type == NodeTypes::kMix || result.node(dest).bypassed) {
+        queue.push(dest);
+        continue;
+      }
+      throw GraphError("grafx.graph.invalid_bypass",
+                       "bypassing " + describe(id) + " would leave " + describe(dest) +
+                           " with nothing at its inlet \"" +
+                           dest_type.inlets[size_t(unfed - fed.begin())] +
+                           "\"; bypass or remove that node too");
+    }
+  }
+  *this = std::move(result);
+  return removed;
+}
+
+void Graph::bypass_one(NodeId id) {
+  const NodeData& d = data(id);
   std::vector<Edge> created;
   for (const Edge& out : d.out) {
     int64_t inlet = types_.passed_inlet(d.node.type, out.outlet);

@@ -119,7 +119,9 @@ bool NodeTypes::single_port_only() const {
 }
 
 int64_t NodeType::passed_inlet(int64_t outlet) const {
-  auto it = std::find(inlets.begin(), inlets.end(), outlets.at(size_t(outlet)));
+  const std::string& name = outlets.at(size_t(outlet));
+  if (processor_name() == kSendProcessor) return -1;
+  auto it = std::find(inlets.begin(), inlets.end(), name);
   if (it != inlets.end()) return it - inlets.begin();
   return outlet == 0 && !inlets.empty() ? 0 : -1;
 }

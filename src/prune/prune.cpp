@@ -525,11 +525,18 @@ void Pruner::run(const std::function<void(const PruningProgress&)>& progress) {
 }
 
 std::pair<Graph, Parameters> Pruner::result() const {
-  Graph graph              = fitter_.graph();
-  std::vector<NodeId> gone = removed();
-  Parameters parameters = parameters_without(graph, cloned_parameters(fitter_.parameters()), gone);
-  for (NodeId id : gone) graph.bypass(id);
-  return {graph, parameters};
+  const Graph& before = fitter_.graph();
+  Graph graph         = before;
+  std::vector<NodeId> gone;
+  for (NodeId id : removed()) {
+    if (!graph.contains(id)) continue;  // gone with a send's bus already
+    try {
+      for (NodeId node : graph.bypass(id)) gone.push_back(node);
+    } catch (const GraphError& e) {  // a kept node needs what it left silent: it stays, bypassed
+      if (e.code() != "grafx.graph.invalid_bypass") throw;
+    }
+  }
+  return {graph, parameters_without(before, cloned_parameters(fitter_.parameters()), gone)};
 }
 
 void Pruner::save_state(const std::string& checkpoint_path, const std::string& state_path) const {

@@ -9,7 +9,7 @@ class AsHeard final : public Processor {
  public:
   AsHeard(const Processor& inner, const NodeProperties& properties, const at::Tensor& raw_wet)
       : inner_(inner),
-        type_{inner.name(), inner.inlets(), inner.outlets()},
+        type_(inner.node_type()),
         raw_wet_(properties.dry_wet && raw_wet.defined() ? raw_wet.view({-1, 1, 1}) : at::Tensor()),
         bypassed_(properties.bypassed) {}
 

@@ -15,6 +15,7 @@ NodeTypes test_types() {
   types.add("reverb");
   types.add({"crossover", {"main"}, {"low", "high"}});
   types.add({"sidechain_compressor", {"main", "sidechain"}, {"main"}});
+  types.add("send");
   return types;
 }
 
@@ -166,12 +167,53 @@ TEST(Graph, BypassIsPortAware) {
   g.connect(sc, x);
   g.connect(x, lo, "low");
   g.connect(x, hi, "high");
-  g.bypass(x);  // low passes main on; high has no namesake and is not first: silent
+  // low passes main on; high has no namesake and is not first: silent, leaving hi with nothing.
+  EXPECT_GRAFX_ERROR(g.bypass(x), "grafx.graph.invalid_bypass",
+                     "bypassing node 3 (crossover) would leave node 5 (reverb) with nothing at "
+                     "its inlet \"main\"");
+  g.set_bypassed(hi);  // what hi renders is silence either way: it goes with the crossover
+  EXPECT_EQ(g.bypass(x), (std::vector<NodeId>{x, hi}));
   EXPECT_TRUE(g.has_edge({sc, lo, 0, 0}));
-  EXPECT_TRUE(g.in_edges(hi).empty());
+  EXPECT_FALSE(g.contains(hi));
   g.bypass(sc);  // main passes main on; the sidechain is dropped
   EXPECT_TRUE(g.has_edge({in, lo, 0, 0}));
   EXPECT_TRUE(g.out_edges(key).empty());
+}
+
+TEST(Graph, ABypassedSendPassesNothingAndTakesWithItABusLeftWithNothing) {
+  // Two tracks, each to the master and through a send to a reverb bus; one keys a compressor.
+  Graph g(test_types());
+  EXPECT_EQ(g.types().passed_inlet(g.types().id("send"), 0), -1);
+  NodeId a = g.add("in"), b = g.add("in");
+  NodeId send_a = g.add("send"), send_b = g.add("send"), send_key = g.add("send");
+  NodeId bus = g.add("mix"), reverb = g.add("reverb"), master = g.add("mix");
+  NodeId keyed = g.add("sidechain_compressor"), out = g.add("out");
+  g.connect(a, send_a), g.connect(b, send_b), g.connect(send_a, bus), g.connect(send_b, bus);
+  g.connect(bus, reverb), g.connect(reverb, master);
+  g.connect(a, keyed), g.connect(b, send_key), g.connect(send_key, keyed, "main", "sidechain");
+  g.connect(keyed, master), g.connect(b, master), g.connect(master, out);
+  ASSERT_TRUE(g.validate().empty());
+
+  EXPECT_EQ(g.bypass(send_a), std::vector<NodeId>{send_a});
+  EXPECT_TRUE(g.out_edges(a).size() == 1 && g.has_edge({a, keyed, 0, 0})) << "nothing passed";
+  const Graph before = g;
+  // The last send to the bus would leave the reverb with nothing to process.
+  EXPECT_GRAFX_ERROR(g.bypass(send_b), "grafx.graph.invalid_bypass",
+                     "bypassing node 3 (send) would leave node 6 (reverb) with nothing at its "
+                     "inlet \"main\"");
+  EXPECT_GRAFX_ERROR(g.bypass(send_key), "grafx.graph.invalid_bypass",
+                     "node 8 (sidechain_compressor) with nothing at its inlet \"sidechain\"");
+  EXPECT_EQ(g, before) << "a refused bypass changes nothing";
+  // With the reverb marked bypassed, the bus goes with the send: what renders is unchanged.
+  g.set_bypassed(reverb);
+  EXPECT_EQ(g.bypass(send_b), (std::vector<NodeId>{send_b, bus, reverb}));
+  EXPECT_EQ(g.predecessors(master), (std::vector<NodeId>{b, keyed}));
+  EXPECT_TRUE(g.validate().empty());
+  // A send straight into the output would leave it with nothing.
+  Graph direct(test_types());
+  NodeId in = direct.add("in"), send = direct.add("send"), sink = direct.add("out");
+  direct.connect(in, send), direct.connect(send, sink);
+  EXPECT_GRAFX_ERROR(direct.bypass(send), "grafx.graph.invalid_bypass", "node 2 (out)");
 }
 
 TEST(Graph, BypassErrors) {

@@ -167,6 +167,50 @@ TEST(ConsoleRender, SendBusesAndSidechainsBatchedEqualNaive) {
   expect_batched_equals_naive(build_console(options, registry_node_types()).graph);
 }
 
+TEST(ConsoleRender, BypassedSendsSendNothingAndTheirBusGoesWithThem) {
+  // A console whose sends are all bypassed renders as the same console built without its bus;
+  // so does the graph with those sends taken out (Graph::bypass), the bus going with them.
+  ConsoleOptions options;
+  options.n_tracks            = 3;
+  options.track_groups        = {0, 1, 1};
+  options.chain               = {"eq", "gain_pan"};
+  options.dry_wet             = true;
+  const Graph without         = build_console(options, registry_node_types()).graph;
+  options.sends               = {{"reverb", {"reverb"}, {}}};
+  Graph with                  = build_console(options, registry_node_types()).graph;
+  const Processors processors = make_processors(with.types(), {4000});
+  Parameters parameters       = create_parameters(with, processors, {3, at::kDouble, false});
+  at::manual_seed(4);
+  for (auto& [type, tensors] : parameters)
+    for (const auto& [name, t] : tensors.named()) tensors[name] = t + 0.3 * at::randn_like(t);
+  const at::Tensor sources = at::randn({3, 2, 2000}, at::kDouble) * 0.3;
+  Parameters without_bus   = parameters;
+  without_bus.erase("send"), without_bus.erase("reverb");
+  const at::Tensor expected =
+      render(make_render_plan(to_tensor(without)), processors, without_bus, sources).outputs;
+
+  auto rendered = [&](const Graph& graph, const Parameters& p) {
+    return render(make_render_plan(to_tensor(graph)), processors, p, sources).outputs;
+  };
+  EXPECT_GT(relative_error(rendered(with, parameters), expected), 0.01) << "the bus is heard";
+  for (NodeId send : with.nodes_of_type("send")) with.set_bypassed(send);
+  EXPECT_LT(relative_error(rendered(with, parameters), expected), 1e-12);
+  EXPECT_LT(relative_error(render_naive(with, processors, parameters, sources).outputs, expected),
+            1e-12);
+
+  Graph pruned = with;
+  pruned.set_bypassed(pruned.nodes_of_type("reverb").front());
+  std::vector<NodeId> removed;
+  for (NodeId send : with.nodes_of_type("send"))
+    for (NodeId node : pruned.bypass(send)) removed.push_back(node);
+  EXPECT_EQ(removed.size(), 3u + 2u) << "three sends, the bus's mix and its reverb";
+  EXPECT_EQ(pruned.n_nodes(), without.n_nodes());
+  EXPECT_TRUE(pruned.validate().empty());
+  EXPECT_LT(
+      relative_error(rendered(pruned, parameters_without(with, parameters, removed)), expected),
+      1e-12);
+}
+
 TEST(ConsoleRender, ConfiguredTypesAndContainersBatchedEqualNaive) {
   // Types of the graph file that configure processors: options, and containers whose members
   // are registered processors and other configured types.

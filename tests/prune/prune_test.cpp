@@ -109,6 +109,44 @@ TEST(Prune, RemovesMostOfWhatTheHiddenConsoleDidNotUse) {
             1e-5 * expected.abs().max().item<double>());
 }
 
+TEST(Prune, PrunedSendsTakeTheirBusAwayWhereNothingElseNeedsIt) {
+  at::Tensor x = tracks(1);
+  ConsoleOptions console_options;
+  console_options.n_tracks        = 4;
+  console_options.chain           = {"gain_pan"};
+  console_options.dry_wet         = true;
+  console_options.sends           = {{"reverb", {"reverb"}, {}}};
+  const Graph full                = build_console(console_options, registry_node_types()).graph;
+  at::Tensor mix                  = x.sum(0);
+  const std::vector<NodeId> sends = full.nodes_of_type("send");
+  const NodeId reverb             = full.nodes_of_type("reverb").front();
+  for (bool reverb_pruned : {true, false}) {
+    SCOPED_TRACE(reverb_pruned ? "the sends and the bus reverb pruned" : "the sends pruned");
+    Fitter fitter(full, x, mix, kRate, small_options(10));
+    std::vector<NodeId> pruned = sends;
+    if (reverb_pruned) pruned.push_back(reverb);
+    fitter.set_bypassed(pruned, true);  // as pruning rounds leave them
+    Pruner pruner(fitter, PruningOptions{});
+    auto [graph, parameters] = pruner.result();
+    EXPECT_TRUE(graph.validate().empty());
+    if (reverb_pruned) {  // the sends, the bus's mix and its reverb are gone
+      EXPECT_EQ(graph.n_nodes(), full.n_nodes() - 6);
+      EXPECT_TRUE(graph.nodes_of_type("send").empty() && graph.nodes_of_type("reverb").empty());
+      EXPECT_EQ(parameters.count("send") + parameters.count("reverb"), 0u);
+    } else {  // the last send stays, bypassed: the reverb it feeds was kept
+      EXPECT_EQ(graph.nodes_of_type("send"), std::vector<NodeId>{sends.back()});
+      EXPECT_TRUE(graph.node(sends.back()).bypassed);
+      EXPECT_EQ(parameters.at("send").at("log_gain").size(0), 1);
+    }
+    Processors processors = make_processors(graph.types(), {kRate});
+    at::Tensor again =
+        render_in_chunks(make_render_plan(to_tensor(graph)), processors, parameters, x)[0];
+    at::Tensor expected = fitter.render_mix();
+    EXPECT_LT((again - expected).abs().max().item<double>(),
+              1e-6 * expected.abs().max().item<double>());
+  }
+}
+
 TEST(Prune, KeepsATrialExactlyWhenItsLossIsWithinTheToleranceOfTheBest) {
   at::Tensor x = tracks(2);
   Graph full   = console({"eq", "gain_pan"});

@@ -99,7 +99,9 @@ struct PruneOptions {
 };
 
 /// Bypasses each processor node (not in, out or mix) with its type's probability; types
-/// without a probability are kept. Deterministic for a seed. Returns the bypassed node ids.
+/// without a probability are kept. Deterministic for a seed. Returns the removed node ids:
+/// the bypassed ones, and what a bypassed send left with nothing (Graph::bypass); a node whose
+/// bypass Graph::bypass refuses stays.
 std::vector<NodeId> prune_randomly(Graph& graph, const PruneOptions& options);
 
 }  // namespace grafx

@@ -145,8 +145,12 @@ class Graph {
   /// Removes a processor node and connects each source that fed it to each destination it fed,
   /// each outlet passing on its NodeTypes::passed_inlet (so a bypassed crossover sends
   /// everything to `low`, and a bypassed sidechain compressor drops its sidechain). Throws if
-  /// the new edges would duplicate existing ones.
-  void bypass(NodeId id);
+  /// the new edges would duplicate existing ones. An outlet that passes nothing (a send's, a
+  /// crossover's `high`) leaves its destinations without that input: a mix, or a node marked
+  /// bypassed, left with an inlet fed by nothing is removed in turn (what renders is unchanged);
+  /// any other node left so refuses the bypass [grafx.graph.invalid_bypass], and nothing
+  /// changes. Returns the removed nodes, `id` first.
+  std::vector<NodeId> bypass(NodeId id);
   void set_name(NodeId id, const std::string& name);
   /// Sets all of a node's properties, each checked as its own setter checks it (nothing is set
   /// when one is refused).
@@ -228,6 +232,8 @@ class Graph {
                const std::string& inlet) const;
   void check_new_edge(const Edge& edge) const;
   void insert_edge(const Edge& edge);
+  /// Removes one node, connecting what fed it to what it fed as passed_inlet says (bypass).
+  void bypass_one(NodeId id);
   /// Whether the edges, added to the graph's, would make a cycle (Kahn's algorithm, linear).
   bool closes_cycle(const std::vector<Edge>& added) const;
   void erase_edge(const Edge& edge);

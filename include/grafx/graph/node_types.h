@@ -40,6 +40,11 @@ inline constexpr char kSidechainInlet[] = "sidechain";
 /// The value of a processor option: a flag, a number, a choice among names, or a list of names
 /// (a container's member types).
 using OptionValue = std::variant<bool, double, std::string, std::vector<std::string>>;
+
+/// The processor whose nodes pass nothing when bypassed (and whose dry signal is silence): a
+/// send switched off sends nothing to its bus, as in a DAW. The one processor the graph's rules
+/// know by name, as they know the utility types.
+inline constexpr char kSendProcessor[] = "send";
 /// Options by name.
 using ProcessorOptions = std::map<std::string, OptionValue>;
 
@@ -60,7 +65,8 @@ struct NodeType {
   /// The registered processor that renders the type.
   const std::string& processor_name() const { return processor.empty() ? name : processor; }
   /// The inlet whose signal a bypassed (or dry) node passes on at `outlet`: the inlet of the
-  /// same name, else the first inlet for the first outlet; -1 for none (the outlet is silent).
+  /// same name, else the first inlet for the first outlet; -1 for none (the outlet is silent),
+  /// and for every outlet of a send (kSendProcessor).
   int64_t passed_inlet(int64_t outlet) const;
 
   bool operator==(const NodeType& other) const {

@@ -8,7 +8,9 @@
 /// `grafx processors TYPE`).
 ///
 /// Input and output: N×C×L, any C. A send starts at −12 dB so that a fresh console's effect
-/// buses colour the mix without drowning it.
+/// buses colour the mix without drowning it. Bypassed (or dry), it is silent, as a DAW's send
+/// switched off (kSendProcessor, grafx/graph/node_types.h): pruning can take a track's send away,
+/// and with the last of them the bus.
 ///
 ///   Send send({/*sample_rate=*/30000});
 ///   auto y = send.forward({x}, {{"log_gain", at::full({x.size(0), 1}, -1.38)}}).outputs[0];

@@ -153,7 +153,9 @@ class Pruner {
   int64_t initial_processors() const { return initial_processors_; }
   int64_t remaining_processors() const;
   /// The pruned console: the graph with the pruned nodes taken out (their inputs passing
-  /// through, Graph::bypass) and its parameters (detached), which render as the fitter does.
+  /// through, Graph::bypass; a pruned send takes with it a bus left with nothing, and a pruned
+  /// node whose silent outlet feeds a kept node stays, bypassed) and its parameters
+  /// (detached), which render as the fitter does.
   std::pair<Graph, Parameters> result() const;
 
   /// What is left of the run (the round under way included, from where it is) and its time at
