@@ -9,6 +9,7 @@
 #include <grafx/error.h>
 #include <grafx/files.h>
 #include <grafx/report/prune_report.h>
+#include <grafx/text.h>
 
 #include <unistd.h>
 #include <algorithm>
@@ -96,8 +97,9 @@ void run_pruning(Fitter& fitter, const PruningOptions& options, const PruningSes
     std::cout << " (" << pruner.remaining_processors() << " processors left)\n";
   }
   std::cout << "pruning " << pruner.initial_processors() << " processors ("
-            << to_string(options.method) << ", τ " << options.tolerance << ", " << options.rounds
-            << " rounds of " << options.steps_between << " fine-tuning steps); whole-song loss "
+            << to_string(options.method) << ", τ " << significant_digits(options.tolerance, 3)
+            << ", " << options.rounds << " rounds of " << options.steps_between
+            << " fine-tuning steps); whole-song loss "
             << loss_text(summary.unpruned.total.item<double>()) << std::endl;
   // The expected time, from the whole-song loss just measured (a trial costs at most that) and
   // a fine-tuning step timed on a copy of the fitter (the run's result does not change).

@@ -140,6 +140,8 @@ TEST(CliPrune, AnAutomatedFitPrunesAndItsCurvesRenderAsFitted) {
                            "--prune-rounds", "1", "--prune-steps-between", "2"});
   auto r = run_grafx(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The default tolerance as it is (the fit's lines before set a precision of one decimal).
+  EXPECT_TRUE(contains(r.out, "(hybrid, τ 0.01, 1 rounds")) << r.out;
   for (const std::string& folder : {dir.file("fit"), dir.file("fit/pruned")}) {
     const std::string console = testing::read_file(folder + "/console.json");
     EXPECT_TRUE(contains(console, "\"automation\": {\"points\":16,\"rate_hz\":5}")) << console;
