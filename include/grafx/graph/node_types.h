@@ -36,15 +36,14 @@ using TypeId = int64_t;
 /// The name of an inlet that only drives level detection (a sidechain compressor's key): its
 /// signal is not heard. Consoles route keys into it; pictures draw its edges dashed.
 inline constexpr char kSidechainInlet[] = "sidechain";
-
-/// The value of a processor option: a flag, a number, a choice among names, or a list of names
-/// (a container's member types).
-using OptionValue = std::variant<bool, double, std::string, std::vector<std::string>>;
-
 /// The processor whose nodes pass nothing when bypassed (and whose dry signal is silence): a
 /// send switched off sends nothing to its bus, as in a DAW. The one processor the graph's rules
 /// know by name, as they know the utility types.
 inline constexpr char kSendProcessor[] = "send";
+
+/// The value of a processor option: a flag, a number, a choice among names, or a list of names
+/// (a container's member types).
+using OptionValue = std::variant<bool, double, std::string, std::vector<std::string>>;
 /// Options by name.
 using ProcessorOptions = std::map<std::string, OptionValue>;
 

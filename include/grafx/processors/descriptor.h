@@ -2,7 +2,8 @@
 /// Processor descriptors: the one place that says everything the rest of grafx knows about a
 /// processor type. Consoles, the demo, response pictures, drawings, listings, random pruning and
 /// the generated contract tests read descriptors from the registry (registry.h); no other file
-/// tests a processor's name.
+/// tests a processor's name, but for the graph's one rule about sends (kSendProcessor in
+/// graph/node_types.h: a bypassed send passes nothing), which the graph layer must know alone.
 ///
 /// Each processor's source file defines its descriptor next to its math:
 ///
