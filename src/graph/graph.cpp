@@ -14,6 +14,16 @@
 namespace grafx {
 namespace {
 
+/// The inlets of a node of `type` that none of its in-edges `in` feeds, in order.
+std::vector<int64_t> unconnected_inlets(const NodeType& type, const std::vector<Edge>& in) {
+  std::vector<bool> connected(type.inlets.size(), false);
+  for (const Edge& e : in) connected[size_t(e.inlet)] = true;
+  std::vector<int64_t> inlets;
+  for (size_t i = 0; i < connected.size(); ++i)
+    if (!connected[i]) inlets.push_back(int64_t(i));
+  return inlets;
+}
+
 bool in_order(const Edge& a, const Edge& b) {  // order of a node's in-edges
   return std::tie(a.inlet, a.source, a.outlet) < std::tie(b.inlet, b.source, b.outlet);
 }
@@ -332,20 +342,18 @@ std::vector<NodeId> Graph::bypass(NodeId id) {
     removed.push_back(next);
     for (NodeId dest : destinations) {
       if (!result.contains(dest)) continue;
-      const NodeType& dest_type = result.types_[result.node(dest).type];
-      std::vector<bool> fed(dest_type.inlets.size(), false);
-      for (const Edge& e : result.data(dest).in) fed[size_t(e.inlet)] = true;
-      auto unfed = std::find(fed.begin(), fed.end(), false);
-      if (unfed == fed.end()) continue;
+      const NodeType& dest_type        = result.types_[result.node(dest).type];
+      const std::vector<int64_t> unfed = unconnected_inlets(dest_type, result.data(dest).in);
+      if (unfed.empty()) continue;
       if (result.node(dest).type == NodeTypes::kMix || result.node(dest).bypassed) {
         queue.push(dest);
         continue;
       }
-      throw GraphError("grafx.graph.invalid_bypass",
-                       "bypassing " + describe(id) + " would leave " + describe(dest) +
-                           " with nothing at its inlet \"" +
-                           dest_type.inlets[size_t(unfed - fed.begin())] +
-                           "\"; bypass or remove that node too");
+      throw GraphError("grafx.graph.invalid_bypass", "bypassing " + describe(id) + " would leave " +
+                                                         describe(dest) +
+                                                         " with nothing at its inlet \"" +
+                                                         dest_type.inlets[size_t(unfed.front())] +
+                                                         "\"; bypass or remove that node too");
     }
   }
   *this = std::move(result);
@@ -514,13 +522,10 @@ std::vector<ValidationIssue> Graph::validate() const {
     issues.push_back({"grafx.graph.no_output", -1, "the graph has no \"out\" node"});
   for (const auto& [id, d] : nodes_) {
     const NodeType& type = types_[d.node.type];
-    std::vector<bool> connected(type.inlets.size(), false);
-    for (const Edge& e : d.in) connected[static_cast<size_t>(e.inlet)] = true;
-    for (size_t i = 0; i < connected.size(); ++i)
-      if (!connected[i])
-        issues.push_back(
-            {"grafx.graph.unconnected_inlet", id,
-             describe(id) + " has nothing connected to its inlet \"" + type.inlets[i] + "\""});
+    for (int64_t i : unconnected_inlets(type, d.in))
+      issues.push_back({"grafx.graph.unconnected_inlet", id,
+                        describe(id) + " has nothing connected to its inlet \"" +
+                            type.inlets[size_t(i)] + "\""});
   }
   return issues;
 }

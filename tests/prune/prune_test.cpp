@@ -47,6 +47,18 @@ Graph console(const std::vector<std::string>& chain) {
 
 using testing::small_options;
 
+/// The pruned console renders, in chunks, as the fitter with the pruned nodes bypassed.
+void expect_renders_as_the_fitter(const Graph& graph, const Parameters& parameters,
+                                  const Fitter& fitter, const at::Tensor& tracks,
+                                  double tolerance) {
+  Processors processors = make_processors(graph.types(), {kRate});
+  at::Tensor again =
+      render_in_chunks(make_render_plan(to_tensor(graph)), processors, parameters, tracks)[0];
+  at::Tensor expected = fitter.render_mix();
+  EXPECT_LT((again - expected).abs().max().item<double>(),
+            tolerance * expected.abs().max().item<double>());
+}
+
 /// The mix of a console whose gain/pan nodes set distinct gains and whose other processors are
 /// all bypassed: the processors the song does not use.
 at::Tensor hidden_mix(const Graph& full, const at::Tensor& x, std::vector<NodeId>& unused) {
@@ -101,12 +113,7 @@ TEST(Prune, RemovesMostOfWhatTheHiddenConsoleDidNotUse) {
   // The pruned console renders as the fitter with those nodes bypassed.
   auto [graph, parameters] = pruner.result();
   EXPECT_EQ(graph.n_nodes(), fitter.graph().n_nodes() - int64_t(removed.size()));
-  Processors processors = make_processors(graph.types(), {kRate});
-  at::Tensor again =
-      render_in_chunks(make_render_plan(to_tensor(graph)), processors, parameters, x)[0];
-  at::Tensor expected = fitter.render_mix();
-  EXPECT_LT((again - expected).abs().max().item<double>(),
-            1e-5 * expected.abs().max().item<double>());
+  expect_renders_as_the_fitter(graph, parameters, fitter, x, 1e-5);
 }
 
 TEST(Prune, PrunedSendsTakeTheirBusAwayWhereNothingElseNeedsIt) {
@@ -138,12 +145,7 @@ TEST(Prune, PrunedSendsTakeTheirBusAwayWhereNothingElseNeedsIt) {
       EXPECT_TRUE(graph.node(sends.back()).bypassed);
       EXPECT_EQ(parameters.at("send").at("log_gain").size(0), 1);
     }
-    Processors processors = make_processors(graph.types(), {kRate});
-    at::Tensor again =
-        render_in_chunks(make_render_plan(to_tensor(graph)), processors, parameters, x)[0];
-    at::Tensor expected = fitter.render_mix();
-    EXPECT_LT((again - expected).abs().max().item<double>(),
-              1e-6 * expected.abs().max().item<double>());
+    expect_renders_as_the_fitter(graph, parameters, fitter, x, 1e-6);
   }
 }
 
