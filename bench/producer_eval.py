@@ -30,7 +30,11 @@ are not EQ nodes, so both sides' are left out), and the producers' parametric EQ
 kind the fitted console holds.
 Prints a line per fit and the tables of docs/benchmarks.md ("Hidden producers") last.
 
-    PYTHONPATH=build/python python3 bench/producer_eval.py SEEDS [seconds=45] [CONTENDER ...]
+    PYTHONPATH=build/python python3 bench/producer_eval.py SEEDS [LENGTH=45] [CONTENDER ...]
+
+LENGTH: seconds of fitting per mix (each contender the same wall-clock time), or "300steps" for
+that many steps, the schedule spread over them: deterministic, and a fair comparison of
+contenders whose steps cost the same (a change of starting values), also on a busy machine.
 
 SEEDS: a list (1,2,5) or a range (1-16); seed s draws family FAMILIES[s % 8], and the stems or
 a synthetic song in turns, so that each family gets both in 16 consecutive seeds. CONTENDER
@@ -430,10 +434,17 @@ def make_fitter(console, settings, tracks, mix, **length):
     settings = dict(settings)
     start = settings.pop("master_start", None)
     gain_start = settings.pop("gain_start", None)
+    wet_start = settings.pop("wet_start", {})
+    if not settings.pop("dry_gains", True):
+        for node in console.nodes_of_type("gain_pan"):
+            console.set_dry_wet(node, False)
     fitter = grafx.Fitter(console, tracks, mix, RATE, **settings, **length)
     if gain_start == "band powers":
         names = [console.node(n)["name"] for n in console.nodes_of_type("in")]
         start_gains_from_band_powers(fitter, console, names, tracks, mix)
+    with torch.no_grad():
+        for type_name, wet in wet_start.items():  # after the least-squares gains, as above
+            fitter.parameters[type_name]["dry_wet"].fill_(math.log(wet / (1 - wet)))
     if start:
         row = console.nodes_of_type("compressor_ballistics").index(
             node_named(console, "master.compressor_ballistics"))
@@ -533,6 +544,16 @@ CONTENDERS = {
     "default console, reverbs and delays at lr 0.1":
         lambda names: default_console(names, fit={"learning_rates": {"reverb": 0.1,
                                                                       "delay": 0.1}}),
+    # The fourteenth round: the track levels without a wet amount. Every node of the console
+    # has one (the paper's), so a gain node passes (1 - w) + w·gain: a track gets quieter only
+    # as its gain falls and its wet amount rises together, two coupled moves.
+    "default console, gains without a wet amount":
+        lambda names: default_console(names, fit={"dry_gains": False}),
+    # The fourteenth round: the track reverbs and delays start 10 % wet instead of their specs'
+    # 50 %. Most producers have no reverb or delay, and the ones that do send to a bus; at 50 %
+    # every track starts with as much reverb and echo as dry signal, which the fit must undo.
+    "default console, reverbs and delays from 10 % wet":
+        lambda names: default_console(names, fit={"wet_start": {"reverb": 0.1, "delay": 0.1}}),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),
@@ -605,9 +626,12 @@ def eq_ripples(graph, parameters, processors=EQ_TYPES):
 # ---------------------------------------------------------------------------------------------
 
 
-def fit(console, settings, tracks, mix, seconds):
-    """Whole-song loss after `seconds` of fitting, the steps taken, the fitted EQs' ripples."""
-    fitter = make_fitter(console, settings, tracks, mix, time_budget_minutes=seconds / 60)
+def fit(console, settings, tracks, mix, length):
+    """Whole-song loss after `length` of fitting ({"seconds": s} or {"steps": n}), the steps
+    taken, the fitted EQs' ripples."""
+    fitter = make_fitter(console, settings, tracks, mix,
+                         **({"num_steps": length["steps"]} if "steps" in length else
+                            {"time_budget_minutes": length["seconds"] / 60}))
     fitter.run()
     ripples = eq_ripples(console, fitter.detached_parameters())
     return fitter.evaluate()["total"].item(), len(fitter.history), ripples
@@ -630,7 +654,14 @@ def parse_seeds(text):
 def main():
     try:
         seeds = parse_seeds(sys.argv[1])
-        seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 45.0
+        text = sys.argv[2] if len(sys.argv) > 2 else "45"
+        if text.endswith("steps"):
+            length, seconds = {"steps": int(text[:-5])}, 45.0
+            if not 1 <= length["steps"] <= 100000:
+                raise ValueError
+        else:
+            seconds = float(text)
+            length = {"seconds": seconds}
         names = sys.argv[3:] or list(CONTENDERS)
         if not 5 <= seconds <= 3600 or any(n not in CONTENDERS for n in names):
             raise ValueError
@@ -655,7 +686,7 @@ def main():
         for name in names:
             console, settings = CONTENDERS[name](track_names)
             start = time.perf_counter()
-            loss, steps, fitted_ripples = fit(console, settings, tracks, mix, seconds)
+            loss, steps, fitted_ripples = fit(console, settings, tracks, mix, length)
             results[name][seed] = loss
             ripples[name] += fitted_ripples
             print(f"seed {seed} ({p.family}, {song_name}, producer of "
@@ -663,7 +694,8 @@ def main():
                   f"({time.perf_counter() - start:.0f} s with setup and evaluation)",
                   file=sys.stderr, flush=True)
     base = names[0]
-    print(f"\nWhole-song loss after {seconds:g} s of fitting per mix, seeds {sys.argv[1]} "
+    after = f"{length['steps']} steps" if "steps" in length else f"{seconds:g} s"
+    print(f"\nWhole-song loss after {after} of fitting per mix, seeds {sys.argv[1]} "
           f"(ratio: against {base} on the same mixes):\n")
     print("| contender | mean | stdev | min–max | mean ratio | better on | EQ ripple (dB) |")
     print("|---|---:|---:|---:|---:|---:|---:|")

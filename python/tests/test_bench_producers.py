@@ -52,6 +52,34 @@ def test_a_contenders_master_start_is_written_over_the_typical_start():
     assert master["attack_ms"].item() == pytest.approx(5, rel=1e-4)  # the typical start's
 
 
+def test_the_fourteenth_rounds_starts_are_what_they_say():
+    """One contender starts the track reverbs and delays 10 % wet, after the least-squares
+    gains; the other takes the wet amount off every gain/pan, so the gain is the level heard."""
+    names = ["a", "b"]
+    tracks = torch.randn(2, 2, 5 * producer_eval.RATE) * 0.1
+    console, settings = producer_eval.CONTENDERS[
+        "default console, reverbs and delays from 10 % wet"](names)
+    fitter = producer_eval.make_fitter(console, settings, tracks, tracks.sum(0), num_steps=1)
+    physical = grafx.to_physical(console, grafx.make_processors(console, producer_eval.RATE),
+                                 fitter.parameters)
+    for type_name in ("reverb", "delay"):
+        assert physical[type_name]["wet"].flatten().tolist() == pytest.approx([0.1, 0.1])
+    assert physical["parametric_eq"]["wet"].flatten().tolist() == pytest.approx([0.5, 0.5])
+    console, settings = producer_eval.CONTENDERS[
+        "default console, gains without a wet amount"](names)
+    producer_eval.make_fitter(console, settings, tracks, tracks.sum(0), num_steps=1)
+    wet = [console.node(n)["dry_wet"] for n in console.nodes_of_type("gain_pan")]
+    assert wet == [False, False]
+    assert all(console.node(n)["dry_wet"] for n in console.nodes_of_type("reverb"))
+
+
+def test_a_length_in_steps_fits_that_many_steps():
+    console, settings = producer_eval.CONTENDERS["default console, master compressor"](["a"])
+    tracks = torch.randn(1, 2, 5 * producer_eval.RATE) * 0.1
+    _, steps, _ = producer_eval.fit(console, settings, tracks, tracks[0], {"steps": 3})
+    assert steps == 3
+
+
 def test_the_ripple_hears_a_configured_eq_as_configured():
     """A parametric EQ of 4 bells, configured as the eighth round's contenders are, is measured
     with its own bands: one bell moved is the cookbook's peaking response (RBJ's formulas here),
