@@ -76,8 +76,13 @@ def test_the_fourteenth_rounds_starts_are_what_they_say():
 def test_a_length_in_steps_fits_that_many_steps():
     console, settings = producer_eval.CONTENDERS["default console, master compressor"](["a"])
     tracks = torch.randn(1, 2, 5 * producer_eval.RATE) * 0.1
-    _, steps, _ = producer_eval.fit(console, settings, tracks, tracks[0], {"steps": 3})
+    length = producer_eval.parse_length("3steps")
+    _, steps, _ = producer_eval.fit(console, settings, tracks, tracks[0], length)
     assert steps == 3
+    assert producer_eval.parse_length("45") == {"time_budget_minutes": 0.75}
+    for text in ("0steps", "4", "xsteps"):
+        with pytest.raises(ValueError):
+            producer_eval.parse_length(text)
 
 
 def test_the_ripple_hears_a_configured_eq_as_configured():
