@@ -85,6 +85,32 @@ def test_a_length_in_steps_fits_that_many_steps():
             producer_eval.parse_length(text)
 
 
+def test_the_better_of_two_starts_is_the_one_lower_on_the_song_and_the_steps_add_up():
+    name = "default console, the better of 2 starts after 50 steps"
+    console, settings = producer_eval.CONTENDERS[name](["a"])
+    assert settings.pop("restarts") == {"starts": 2, "steps": 50}
+    torch.manual_seed(3)
+    tracks = torch.randn(1, 2, 5 * producer_eval.RATE) * 0.1
+    mix = tracks[0] * 0.3
+    length = producer_eval.parse_length("7steps")
+    chosen, elsewhere = producer_eval.better_start(console, settings, tracks, mix, length,
+                                                   starts=2, steps=2)
+    assert (chosen.steps_done, elsewhere) == (2, 2)
+    losses = []
+    for seed in (0, 1):  # each start again, alone
+        alone = producer_eval.make_fitter(console, {**settings, "seed": seed}, tracks, mix,
+                                          num_steps=5)
+        alone.step()
+        alone.step()
+        losses.append(alone.evaluate()["total"].item())
+    assert losses[0] != losses[1]  # the seeds' crops differ, so the choice means something
+    assert chosen.evaluate()["total"].item() == pytest.approx(min(losses), rel=1e-5)
+    chosen.run()
+    assert chosen.steps_done == 5  # with the other's 2, the 7 steps asked for
+    with pytest.raises(ValueError):
+        producer_eval.better_start(console, settings, tracks, mix, length, starts=3, steps=3)
+
+
 def test_the_ripple_hears_a_configured_eq_as_configured():
     """A parametric EQ of 4 bells, configured as the eighth round's contenders are, is measured
     with its own bands: one bell moved is the cookbook's peaking response (RBJ's formulas here),
