@@ -42,8 +42,8 @@ def breakdown(fitted, target, folder):
 def main():
     try:
         seeds = producer_eval.parse_seeds(sys.argv[1])
-        seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 45.0
-        if not 5 <= seconds <= 3600 or len(sys.argv) > 3:
+        length = producer_eval.parse_length(sys.argv[2] if len(sys.argv) > 2 else "45")
+        if "num_steps" in length or len(sys.argv) > 3:  # seconds only, as the docstring says
             raise ValueError
     except (ValueError, IndexError):
         print(__doc__, file=sys.stderr)
@@ -54,15 +54,14 @@ def main():
         for seed in seeds:
             names, tracks, mix, producer = producer_eval.hidden_mix(seed)
             console, settings = producer_eval.default_console(names)
-            fitter = producer_eval.make_fitter(console, settings, tracks, mix,
-                                               time_budget_minutes=seconds / 60)
+            fitter = producer_eval.make_fitter(console, settings, tracks, mix, **length)
             fitter.run()
             scores[seed] = breakdown(fitter.render_mix().detach(), mix, folder)
             families[seed] = producer.family
             print(f"seed {seed} ({producer.family}): {scores[seed]['loss']:.4f} after "
                   f"{len(fitter.history)} steps", file=sys.stderr, flush=True)
     bands = [part["part"] for part in scores[seeds[0]]["by_band"]]
-    print(f"\nShare of the whole-song loss per octave band after {seconds:g} s of fitting:\n")
+    print(f"\nShare of the whole-song loss per octave band after {60 * length['time_budget_minutes']:g} s of fitting:\n")
     print("| band | mean | " + " | ".join(f"{s} {families[s]}" for s in seeds) + " |")
     print("|---|---:|" + "---:|" * len(seeds))
     for i, band in enumerate(bands):
