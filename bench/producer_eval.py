@@ -708,7 +708,7 @@ def main():
         names = sys.argv[3:] or list(CONTENDERS)
         if any(n not in CONTENDERS for n in names):
             raise ValueError
-        if "num_steps" not in length and any("restarts" in CONTENDERS[n](["a"])[1]
+        if "num_steps" not in length and any("restarts" in CONTENDERS[n](list(STEM_NAMES))[1]
                                              for n in names):
             raise ValueError  # restarts share out steps
     except (ValueError, IndexError):

@@ -111,6 +111,14 @@ def test_the_better_of_two_starts_is_the_one_lower_on_the_song_and_the_steps_add
         producer_eval.better_start(console, settings, tracks, mix, length, starts=3, steps=3)
 
 
+def test_every_contender_builds_for_the_stems_so_the_argument_check_can_read_it(monkeypatch):
+    for make in producer_eval.CONTENDERS.values():  # what main() builds to look for restarts
+        make(list(producer_eval.STEM_NAMES))
+    name = "default console, the better of 2 starts after 50 steps"
+    monkeypatch.setattr(sys, "argv", ["producer_eval.py", "201", "45", name])
+    assert producer_eval.main() == 2  # restarts share out steps, not seconds: before any fit
+
+
 def test_the_ripple_hears_a_configured_eq_as_configured():
     """A parametric EQ of 4 bells, configured as the eighth round's contenders are, is measured
     with its own bands: one bell moved is the cookbook's peaking response (RBJ's formulas here),
