@@ -26,8 +26,10 @@ time, one after the other in one process, and scored by the whole-song loss (the
 loss, evaluated after the fit, not timed). The EQ ripple column is the median over EQ nodes of
 the RMS deviation (dB) of each node's magnitude response as heard (40 Hz–12 kHz, 1/24 octave)
 from its own one-octave average: the hidden producers' EQs against the fitted ones (high-passes
-are not EQ nodes, so both sides' are left out), and the producers' parametric EQs alone, the
-kind the fitted console holds.
+are not EQ nodes, so both sides' are left out); the producers' EQs per strip (the EQ nodes
+of a track's strip, or of a bus, heard in series as one curve: like for like with the fitted
+console's one EQ per track); and the producers' parametric EQs alone, the kind the fitted
+console holds.
 Prints a line per fit and the tables of docs/benchmarks.md ("Hidden producers") last.
 
     PYTHONPATH=build/python python3 bench/producer_eval.py SEEDS [LENGTH=45] [CONTENDER ...]
@@ -323,7 +325,7 @@ CONFIGURED_EQ = "parametric_eq_configured"
 
 # The regulariser weights of the fits before the EQ curvature term (issue 62): the contenders
 # measured then are measured the same way.
-WITHOUT_CURVATURE = {"gain_staging": 1e-3, "radii": 0.5, "eq_curvature": 0.0}
+WITHOUT_CURVATURE = {"gain_staging": 1e-3, "radii": 0.5, "eq_curvature": 0.0, "eq_ripple": 0.0}
 
 
 def extended(names, groups=0, master=(), send=None, automate=False, chain=None, weights=None,
@@ -570,6 +572,16 @@ CONTENDERS = {
     "default console, fit seed 1": lambda names: default_console(names, fit={"seed": 1}),
     "default console, the better of 2 starts after 50 steps":
         lambda names: default_console(names, fit={"restarts": {"starts": 2, "steps": 50}}),
+    # The sixteenth round: the ripple itself as the EQs' regulariser (docs/loss.md), beyond an
+    # allowance of 0.1 dB RMS, where the curvature also costs broad bells and costs narrow
+    # features nine times what the ripple measure counts them.
+    "default console, EQ ripple beyond 0.1 dB":
+        lambda names: default_console(names, fit={"eq_ripple": 10.0}),
+    "default console, EQ ripple beyond 0.1 dB, no curvature":
+        lambda names: default_console(names, eq_curvature=0.0, fit={"eq_ripple": 10.0}),
+    "default console, EQ ripple beyond 0.15 dB":
+        lambda names: default_console(names, eq_options={"ripple_allowance_db": 0.15},
+                                      fit={"eq_ripple": 10.0}),
     "all four": lambda names: extended(names, groups=2, send="filtered_noise_reverb",
                                        master=["eq_midside", "compressor", "stereo_imager"],
                                        automate=True),
@@ -607,7 +619,12 @@ def response_db(graph, node, parameters):
     with torch.no_grad():
         y = grafx.render(grafx.compute_render_plan(alone), grafx.make_processors(alone, RATE),
                          {t: own}, impulse)
-    spectrum = torch.fft.rfft(y[0, 0].double()).abs()
+    return spectrum_db(y[0, 0])
+
+
+def spectrum_db(response):
+    """The magnitude (dB) of an impulse response (its impulse at any lag) at RIPPLE_HZ."""
+    spectrum = torch.fft.rfft(response.double()).abs()
     bins = RIPPLE_HZ / (RATE / 2) * (spectrum.numel() - 1)
     lo = bins.floor().long()
     frac = bins - lo
@@ -637,6 +654,23 @@ def eq_ripples(graph, parameters, processors=EQ_TYPES):
             for n in graph.nodes()
             if processor_of[graph.node(n)["type"]] in processors
             and not graph.node(n)["bypassed"]]
+
+
+def strip_eq_ripples(graph, parameters, processors=EQ_TYPES):
+    """Ripple (dB) of each strip's whole EQ: the curves of the EQ nodes (as eq_ripples chooses
+    them) that share a strip, the part of their names before the first dot ("drums" in
+    "drums.peaking2", "group1", "master"), added in dB as the nodes in series are heard. A
+    producer's track EQ of three cookbook nodes is one curve here, as a fitted console's one
+    parametric EQ is."""
+    processor_of = {t["name"]: t["processor"] for t in graph.types}
+    curves = {}
+    for n in graph.nodes():
+        node = graph.node(n)
+        if processor_of[node["type"]] in processors and not node["bypassed"]:
+            strip = node["name"].split(".")[0]
+            curve = response_db(graph, n, parameters)
+            curves[strip] = curves[strip] + curve if strip in curves else curve
+    return [ripple_db(curve) for curve in curves.values()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -719,13 +753,15 @@ def main():
         return 0 if asked else 2
     torch.set_num_threads(os.cpu_count())  # as the CLI (Debian's PyTorch starts with one)
     results = {n: {} for n in names}  # contender -> seed -> loss
-    producers = ["hidden producers", "hidden producers' parametric EQs"]
+    producers = ["hidden producers", "hidden producers, per strip",
+                 "hidden producers' parametric EQs"]
     ripples = {n: [] for n in names + producers}  # EQ ripples (dB)
     family_of = {}
     for seed in seeds:
         track_names, tracks, mix, p = hidden_mix(seed)
         family_of[seed] = p.family
         ripples["hidden producers"] += eq_ripples(p.g, p.parameters)
+        ripples["hidden producers, per strip"] += strip_eq_ripples(p.g, p.parameters)
         ripples["hidden producers' parametric EQs"] += eq_ripples(p.g, p.parameters,
                                                                   ["parametric_eq"])
         song_name = "stems" if uses_stems(seed) else "synthetic"

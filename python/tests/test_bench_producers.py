@@ -149,6 +149,29 @@ def test_the_ripple_hears_a_configured_eq_as_configured():
         [expected], abs=0.005)
 
 
+def test_a_strips_eq_nodes_ripple_as_their_chain_heard_whole():
+    """Three cookbook EQ nodes of one track's strip ("a.*") are one curve per strip: the ripple
+    of the chain's response rendered whole, where per node they count three times."""
+    graph = grafx.Graph()
+    last = graph.add("in", "a")
+    for i, t in enumerate(["low_shelf", "peaking", "high_shelf"]):
+        node = graph.add(t, f"a.{t}{i}")
+        graph.connect(last, node)
+        last = node
+    graph.connect(last, graph.add("out", "out"))
+    processors = grafx.make_processors(graph, producer_eval.RATE)
+    parameters = grafx.musical_parameters(graph, processors, seed=4)
+    length = 1 << 15
+    impulse = torch.zeros(1, 1, length)
+    impulse[0, 0, length // 2] = 1
+    with torch.no_grad():
+        whole = grafx.render(grafx.compute_render_plan(graph), processors, parameters, impulse)
+    expected = producer_eval.ripple_db(producer_eval.spectrum_db(whole[0, 0]))
+    assert expected > 0.05  # the musical settings move the curve
+    assert len(producer_eval.eq_ripples(graph, parameters)) == 3
+    assert producer_eval.strip_eq_ripples(graph, parameters) == pytest.approx([expected], abs=1e-3)
+
+
 def test_the_prototypes_non_negative_least_squares_meets_its_optimality_conditions():
     """KKT of min ‖A w − b‖², w ≥ 0: w ≥ 0, the gradient Aᵀ(A w − b) zero where w > 0 and
     non-negative where w = 0; an exact non-negative solution is found as it is."""

@@ -50,7 +50,7 @@ at::Tensor gain_staging_loss(const at::Tensor& input, const at::Tensor& output) 
 }
 
 std::map<std::string, double> default_regularizer_weights() {
-  return {{"gain_staging", 1e-3}, {"radii", 0.5}, {"eq_curvature", 0.03}};
+  return {{"gain_staging", 1e-3}, {"radii", 0.5}, {"eq_curvature", 0.03}, {"eq_ripple", 0.0}};
 }
 
 at::Tensor regularization_loss(const TensorDict& aux_losses,
@@ -65,6 +65,7 @@ at::Tensor regularization_loss(const TensorDict& aux_losses,
                       "regularization loss: expected an auxiliary loss with a weight (" + known +
                           "), but got \"" + key + "\"");
     }
+    if (weight->second == 0) continue;
     at::Tensor term = weight->second * loss.sum();
     total           = total.defined() ? total + term : term;
   }
