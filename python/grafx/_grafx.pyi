@@ -78,10 +78,6 @@ class FitOptions:
     """
     Weight of the parametric EQs' curvature regulariser (mean square second difference of each curve in dB); 0: curves as jagged as the crops ask
     """
-    eq_ripple: Any
-    """
-    Weight of the parametric EQs' ripple regulariser (mean square deviation of each curve in dB from its one-octave average, beyond 0.1 dB RMS); 0: off
-    """
     final_lr_ratio: Any
     """
     Cosine decay of the learning rate to this share of lr by the last step (or the end of the time budget); 1: constant
@@ -769,7 +765,7 @@ def load_audio(path: str) -> tuple:
 def load_parameters(path: str, graph: Graph) -> tuple: ...
 def make_processor(name: str, sample_rate: int, options: dict) -> Processor: ...
 def make_processors(graph: Graph, sample_rate: int, overrides: dict = ...) -> ProcessorSet: ...
-def mixing_console(n_tracks: int, track_groups: List[int], chain: List[str], dry_wet: bool, track_names: List[str], types: Graph, master_chain: List[str], sends: List[Tuple[str, List[str], Any]]) -> Graph: ...
+def mixing_console(n_tracks: int, track_groups: List[int], chain: List[str], dry_wet: bool, track_names: List[str], types: Graph, master_chain: List[str], sends: List[Tuple[str, List[str], object]]) -> Graph: ...
 def musical_parameters(graph: Graph, processors: ProcessorSet, seed: int) -> dict: ...
 def processor_registry() -> list:
     """

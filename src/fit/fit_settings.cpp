@@ -104,27 +104,22 @@ std::vector<FitSetting> make_settings() {
   s.push_back(field<int64_t>(integer("max_non_finite_steps", "optimizer", "number of skipped steps",
                                      0, "Stop after this many skipped (non-finite) steps in a row"),
                              [](O& o) -> int64_t& { return o.max_non_finite_steps; }));
-  // ---- loss: the weights of the parametric EQs' own regularisers (docs/loss.md)
-  auto weight_setting = [&s](const std::string& key, const std::string& title,
-                             const std::string& help) {
-    FitSetting setting = number(key, "loss", title, "", 0, false, 1000, false, help);
-    setting.get        = [key](const O& o) {
-      auto weight = o.regularizer_weights.find(key);
+  // ---- loss
+  {
+    FitSetting curvature =
+        number("eq_curvature", "loss", "EQ curvature weight", "", 0, false, 1000, false,
+               "Weight of the parametric EQs' curvature regulariser (mean square second "
+               "difference of each curve in dB); 0: curves as jagged as the crops ask");
+    curvature.get = [](const O& o) {
+      auto weight = o.regularizer_weights.find("eq_curvature");
       return nlohmann::json(weight == o.regularizer_weights.end() ? 0.0 : weight->second);
     };
-    setting.set = [key](O& o, const nlohmann::json& v) {
-      o.regularizer_weights[key] = v.get<double>();
+    curvature.set = [](O& o, const nlohmann::json& v) {
+      o.regularizer_weights["eq_curvature"] = v.get<double>();
     };
-    setting.same_on_resume = true;
-    s.push_back(setting);
-  };
-  weight_setting("eq_curvature", "EQ curvature weight",
-                 "Weight of the parametric EQs' curvature regulariser (mean square second "
-                 "difference of each curve in dB); 0: curves as jagged as the crops ask");
-  weight_setting(
-      "eq_ripple", "EQ ripple weight",
-      "Weight of the parametric EQs' ripple regulariser (mean square deviation of each "
-      "curve in dB from its one-octave average, beyond each EQ's ripple_allowance_db); 0: off");
+    curvature.same_on_resume = true;
+    s.push_back(curvature);
+  }
   // ---- schedule
   s.push_back(field<int64_t>(integer("warmup_steps", "schedule", "number of warm-up steps", 0,
                                      "Steps of linear learning-rate warm-up from lr/10"),

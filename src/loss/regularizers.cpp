@@ -50,7 +50,7 @@ at::Tensor gain_staging_loss(const at::Tensor& input, const at::Tensor& output) 
 }
 
 std::map<std::string, double> default_regularizer_weights() {
-  return {{"gain_staging", 1e-3}, {"radii", 0.5}, {"eq_curvature", 0.03}, {"eq_ripple", 0.0}};
+  return {{"gain_staging", 1e-3}, {"radii", 0.5}, {"eq_curvature", 0.03}};
 }
 
 at::Tensor regularization_loss(const TensorDict& aux_losses,

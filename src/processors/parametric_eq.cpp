@@ -28,47 +28,20 @@ TensorDict musical_bands(const PriorContext& c) {
   return {{"frequency_hz", values(hz)}, {"q", values(q)}, {"gain_db", values(db)}};
 }
 
-/// The cascade's (b, a: N×C×sections×3) magnitude response in dB (N×C×F) at `per_octave` points
-/// an octave from 40 Hz to 12 kHz (or 0.45·fs): the grid of the EQ regularisers. Undefined at
-/// sample rates too low for three points.
-at::Tensor curve_db(const at::Tensor& b, const at::Tensor& a, SampleRate sample_rate,
-                    int64_t per_octave) {
+/// Each node's "eq_curvature" regulariser ([N]) from its cascade (b, a: N×C×sections×3): the
+/// mean square of the second difference (dB) of its magnitude response over a 1/6-octave grid
+/// from 40 Hz to 12 kHz (or 0.45·fs). Resonant shelves, bells much narrower than an octave and
+/// neighbouring bands that cancel each other curve it strongly; the broad moves a mixing engineer
+/// sets hardly do, so the fit keeps the curves an engineer would read (docs/loss.md). Zero at
+/// sample rates too low for three points on the grid.
+at::Tensor curvature(const at::Tensor& b, const at::Tensor& a, SampleRate sample_rate) {
   const double lowest_hz = 40, highest_hz = std::min(12000.0, 0.45 * double(sample_rate));
   const auto n_points =
-      highest_hz > lowest_hz
-          ? int64_t(std::floor(double(per_octave) * std::log2(highest_hz / lowest_hz))) + 1
-          : 0;
-  if (n_points < 3) return {};
-  at::Tensor hz = lowest_hz * at::pow(2.0, at::arange(n_points, b.options()) / double(per_octave));
-  return dsp::biquad_magnitude_db(b, a, units::omega(hz, sample_rate));
-}
-
-/// Each node's "eq_curvature" regulariser ([N]): the mean square of the second difference (dB)
-/// of its curve over a 1/6-octave grid. Resonant shelves, bells much narrower than an octave and
-/// neighbouring bands that cancel each other curve it strongly; the broad moves a mixing engineer
-/// sets hardly do, so the fit keeps the curves an engineer would read (docs/loss.md).
-at::Tensor curvature(const at::Tensor& b, const at::Tensor& a, SampleRate sample_rate) {
-  at::Tensor curve = curve_db(b, a, sample_rate, 6);
-  if (!curve.defined()) return at::zeros({b.size(0)}, b.options());
+      highest_hz > lowest_hz ? int64_t(std::floor(6 * std::log2(highest_hz / lowest_hz))) + 1 : 0;
+  if (n_points < 3) return at::zeros({b.size(0)}, b.options());
+  at::Tensor hz    = lowest_hz * at::pow(2.0, at::arange(n_points, b.options()) / 6.0);
+  at::Tensor curve = dsp::biquad_magnitude_db(b, a, units::omega(hz, sample_rate));  // N×C×F
   return curve.diff(1, -1).diff(1, -1).square().mean({-2, -1});
-}
-
-/// Each node's "eq_ripple" regulariser ([N]): the ripple as issue 62 measures it, the mean square
-/// deviation (dB²) of the curve from its own one-octave moving average on a 1/24-octave grid (the
-/// ends repeated), beyond the square of `allowance_db` (an RMS); averaged over the node's filters.
-/// Broad bells cost little, and any curve within the allowance nothing.
-at::Tensor ripple(const at::Tensor& b, const at::Tensor& a, SampleRate sample_rate,
-                  double allowance_db) {
-  at::Tensor curve = curve_db(b, a, sample_rate, 24);
-  if (!curve.defined()) return at::zeros({b.size(0)}, b.options());
-  const int64_t half           = 12;  // ±1/2 octave
-  const int64_t last           = curve.size(-1) - 1;
-  const at::Tensor padded      = at::cat({curve.narrow(-1, 0, 1).expand({-1, -1, half}), curve,
-                                          curve.narrow(-1, last, 1).expand({-1, -1, half})},
-                                         -1);
-  const at::Tensor average     = padded.unfold(-1, 2 * half + 1, 1).mean(-1);
-  const at::Tensor mean_square = (curve - average).square().mean(-1);  // N×C
-  return (mean_square - allowance_db * allowance_db).clamp_min(0).mean(-1);
 }
 
 ProcessorDescriptor parametric(std::string name, char letter, EqChannels channels,
@@ -106,10 +79,7 @@ ProcessorDescriptor parametric_eq_midside_descriptor() {
 std::vector<OptionSpec> ParametricEq::option_specs() {
   return {OptionSpec::integer("bells", 8, 0, 32, "peaking filters between the shelves"),
           OptionSpec::flag("shelves", true,
-                           "a low shelf first and a high shelf last (else only bells)"),
-          OptionSpec::number("ripple_allowance_db", 0.1, 0, 10,
-                             "ripple (dB RMS) the eq_ripple regulariser leaves free; 0.1 is "
-                             "about a +3 dB bell's at Q 1")};
+                           "a low shelf first and a high shelf last (else only bells)")};
 }
 
 ParametricEq::ParametricEq(const ProcessorConfig& config, EqChannels channels)
@@ -117,7 +87,6 @@ ParametricEq::ParametricEq(const ProcessorConfig& config, EqChannels channels)
   const ProcessorOptions options = resolve_options(option_specs(), config.options);
   n_bells_                       = int64_t(option_number(options, "bells"));
   shelves_                       = option_flag(options, "shelves");
-  ripple_allowance_db_           = option_number(options, "ripple_allowance_db");
   if (n_bands() == 0)
     throw ProcessorError("grafx.processor.options",
                          "option \"bells\": expected at least 1 without shelves, but got 0");
@@ -200,9 +169,7 @@ ProcessorOutput ParametricEq::forward(const std::vector<at::Tensor>& inputs,
     at_mean["log_gain"] = parameters.at("log_gain").mean(-1);
     still               = sections(at_mean);
   }
-  TensorDict aux{
-      {"eq_curvature", curvature(still.first, still.second, sample_rate_)},
-      {"eq_ripple", ripple(still.first, still.second, sample_rate_, ripple_allowance_db_)}};
+  TensorDict aux{{"eq_curvature", curvature(still.first, still.second, sample_rate_)}};
   if (channels_ != EqChannels::kMidSide) return {{cascade(x)}, aux};
   return {{dsp::from_mid_side(cascade(dsp::to_mid_side(x)))}, aux};
 }

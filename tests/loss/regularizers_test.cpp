@@ -91,16 +91,17 @@ TEST(RegularizationLoss, WeightsAndSumsTheAuxiliaryLosses) {
   EXPECT_EQ(regularization_loss({}).item<double>(), 0.0);
   EXPECT_EQ(default_regularizer_weights().at("gain_staging"), 1e-3);
   EXPECT_EQ(default_regularizer_weights().at("eq_curvature"), 0.03);  // the parametric EQs'
-  EXPECT_EQ(default_regularizer_weights().at("eq_ripple"), 0.0);      // theirs too, off
   // A term weighed 0 is left out: its values cost nothing, not even NaN·0.
-  aux["eq_ripple"] = at::tensor({std::nan("")}, at::kDouble);
-  EXPECT_NEAR(regularization_loss(aux).item<double>(), 1e-3 * 6 + 0.5 * 9, 1e-15);
+  aux["eq_curvature"]                         = at::tensor({std::nan("")}, at::kDouble);
+  const std::map<std::string, double> without = {
+      {"gain_staging", 1e-3}, {"radii", 0.5}, {"eq_curvature", 0.0}};
+  EXPECT_NEAR(regularization_loss(aux, without).item<double>(), 1e-3 * 6 + 0.5 * 9, 1e-15);
 }
 
 TEST(RegularizationLoss, RejectsAnUnknownKey) {
   EXPECT_GRAFX_ERROR(regularization_loss({{"sparsity", at::ones({2})}}),
                      "grafx.loss.unknown_regularizer",
-                     "(eq_curvature, eq_ripple, gain_staging, radii), but got \"sparsity\"");
+                     "(eq_curvature, gain_staging, radii), but got \"sparsity\"");
 }
 
 }  // namespace

@@ -13,9 +13,8 @@
 ///   R = Σ_key weight[key] · Σ_n aux[key][n]
 ///
 /// with the paper's weights by default: λ_g = 1e-3 for "gain_staging" and 1/2 for "radii"
-/// (grafx-prune halves the summed radii loss); and, ours (docs/loss.md), 0.03 for the parametric
-/// EQs' "eq_curvature" (the mean square second difference of each EQ's curve in dB) and 0 for
-/// their "eq_ripple" (the ripple beyond an allowance, the user's choice).
+/// (grafx-prune halves the summed radii loss); and 0.03 for the parametric EQs' "eq_curvature"
+/// (ours: the mean square second difference of each EQ's curve in dB, docs/loss.md).
 ///
 ///   at::Tensor per_node = grafx::gain_staging_loss(eq_input, eq_output);  // [N]
 ///   at::Tensor r = grafx::regularization_loss({{"gain_staging", per_node}, {"radii", radii}});
@@ -34,8 +33,7 @@ namespace grafx {
 /// are `N×C×L` alike, float32 or float64, on one device.
 at::Tensor gain_staging_loss(const at::Tensor& input, const at::Tensor& output);
 
-/// The weight of each auxiliary loss: {"gain_staging": 1e-3, "radii": 0.5, "eq_curvature": 0.03,
-/// "eq_ripple": 0}.
+/// The weight of each auxiliary loss: {"gain_staging": 1e-3, "radii": 0.5, "eq_curvature": 0.03}.
 std::map<std::string, double> default_regularizer_weights();
 
 /// Σ_key weight[key] · Σ aux[key] (a scalar; zero for no losses); a key weighed 0 is left out, so

@@ -50,7 +50,6 @@ class ParametricEq : public LinearProcessor {
   EqChannels channels_;
   int64_t n_bells_;
   bool shelves_;
-  double ripple_allowance_db_;
   int64_t n_bands() const { return n_bells_ + (shelves_ ? 2 : 0); }
 };
 
