@@ -639,30 +639,29 @@ def type_of(graph, name):
     return next(t for t in graph.types if t["name"] == name)
 
 
-def eq_ripples(graph, parameters, processors=EQ_TYPES):
-    """Ripple (dB) of every single-filter EQ node of the graph (whose type runs one of
-    `processors`) not bypassed."""
+def eq_nodes(graph, processors=EQ_TYPES):
+    """The graph's single-filter EQ nodes (whose type runs one of `processors`) not bypassed."""
     processor_of = {t["name"]: t["processor"] for t in graph.types}
-    return [ripple_db(response_db(graph, n, parameters))
-            for n in graph.nodes()
+    return [n for n in graph.nodes()
             if processor_of[graph.node(n)["type"]] in processors
             and not graph.node(n)["bypassed"]]
 
 
+def eq_ripples(graph, parameters, processors=EQ_TYPES):
+    """Ripple (dB) of each of eq_nodes."""
+    return [ripple_db(response_db(graph, n, parameters)) for n in eq_nodes(graph, processors)]
+
+
 def strip_eq_ripples(graph, parameters, processors=EQ_TYPES):
-    """Ripple (dB) of each strip's whole EQ: the curves of the EQ nodes (as eq_ripples chooses
-    them) that share a strip, the part of their names before the first dot ("drums" in
-    "drums.peaking2", "group1", "master"), added in dB as the nodes in series are heard. A
-    producer's track EQ of three cookbook nodes is one curve here, as a fitted console's one
-    parametric EQ is."""
-    processor_of = {t["name"]: t["processor"] for t in graph.types}
+    """Ripple (dB) of each strip's whole EQ: the curves of the eq_nodes that share a strip, the
+    part of their names before the first dot ("drums" in "drums.peaking2", "group1", "master"),
+    added in dB as the nodes in series are heard. A producer's track EQ of three cookbook nodes
+    is one curve here, as a fitted console's one parametric EQ is."""
     curves = {}
-    for n in graph.nodes():
-        node = graph.node(n)
-        if processor_of[node["type"]] in processors and not node["bypassed"]:
-            strip = node["name"].split(".")[0]
-            curve = response_db(graph, n, parameters)
-            curves[strip] = curves[strip] + curve if strip in curves else curve
+    for n in eq_nodes(graph, processors):
+        strip = graph.node(n)["name"].split(".")[0]
+        curve = response_db(graph, n, parameters)
+        curves[strip] = curves[strip] + curve if strip in curves else curve
     return [ripple_db(curve) for curve in curves.values()]
 
 
