@@ -498,6 +498,12 @@ CONTENDERS = {
         lambda names: default_console(names, eq_curvature=0.1),
     "default console, EQ curvature 0.3":
         lambda names: default_console(names, eq_curvature=0.3),
+    # The seventeenth round: a place for the bus EQs' curves (the producers' master glue EQ, a
+    # mid/side bus's mid EQ) that the track EQs drew when held smooth, before the compressor as
+    # the producers' master has it. The same type as the track EQs, so its ripple is measured.
+    "default console, master EQ, EQ curvature 0.3":
+        lambda names: default_console(names, master=["parametric_eq", "compressor_ballistics"],
+                                      eq_curvature=0.3),
     # The fifth round: the track reverbs (and delays) moved to send buses that every track feeds,
     # as a mixing console shares them (`grafx fit --chain hqcnsgd --send reverb=r`,
     # `--chain hqcnsg --send reverb=r --send delay=d` and `--chain hqcnsgr --send delay=d`).
