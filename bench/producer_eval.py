@@ -359,6 +359,9 @@ def extended(names, groups=0, master=(), send=None, automate=False, chain=None, 
     return console, settings
 
 
+MASTER_EQ_AND_COMPRESSOR = ["parametric_eq", "compressor_ballistics"]
+
+
 def default_console(names, **changes):
     """grafx fit's console (its chain, level curves, master compressor), with `changes` to
     `extended`'s arguments."""
@@ -502,8 +505,11 @@ CONTENDERS = {
     # mid/side bus's mid EQ) that the track EQs drew when held smooth, before the compressor as
     # the producers' master has it. The same type as the track EQs, so its ripple is measured.
     "default console, master EQ, EQ curvature 0.3":
-        lambda names: default_console(names, master=["parametric_eq", "compressor_ballistics"],
-                                      eq_curvature=0.3),
+        lambda names: default_console(names, master=MASTER_EQ_AND_COMPRESSOR, eq_curvature=0.3),
+    "default console, master EQ, EQ curvature 0.1":
+        lambda names: default_console(names, master=MASTER_EQ_AND_COMPRESSOR, eq_curvature=0.1),
+    "default console, master EQ":
+        lambda names: default_console(names, master=MASTER_EQ_AND_COMPRESSOR),
     # The fifth round: the track reverbs (and delays) moved to send buses that every track feeds,
     # as a mixing console shares them (`grafx fit --chain hqcnsgd --send reverb=r`,
     # `--chain hqcnsg --send reverb=r --send delay=d` and `--chain hqcnsgr --send delay=d`).
