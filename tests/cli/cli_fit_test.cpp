@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
@@ -272,7 +273,8 @@ TEST(CliFit, SigtermSavesACheckpointAndForceNeverMixesTwoFits) {
   write_text_file(dir.file("out/notes.txt"), "mine", false);
   // A forced fit, stopped by SIGTERM: the earlier outputs are gone from the start, the user's
   // own file stays, and a checkpoint is saved as for Ctrl-C.
-  auto r = run_grafx(with({"--steps", "1000000", "--force"}), {}, {"timeout", "-s", "TERM", "8"});
+  auto r = run_grafx(with({"--steps", "1000000", "--force"}), {{"OUT", dir.file("stdout.txt")}},
+                     testing::signal_once_printed(SIGTERM, "step "));
   EXPECT_TRUE(contains(r.err, "[grafx.fit.interrupted]")) << r.exit_code << " " << r.err;
   EXPECT_TRUE(testing::file_exists(dir.file("out/checkpoint.safetensors")));
   EXPECT_FALSE(testing::file_exists(dir.file("out/report.html"))) << "no report of the first fit";
@@ -292,15 +294,11 @@ TEST(CliFit, StopWhileSettingUpEndsWithACodedErrorAndWritesNothing) {
   at::manual_seed(6);
   for (const char* name : {"a", "mix"})  // a minute: set-up takes a while
     write_audio(dir.file(std::string(name) + ".wav"), at::randn({2, 16000 * 60}) * 0.1, 16000);
-  // Runs grafx with line-buffered output into $OUT and signals it once "fitting ..." is there.
-  const std::string signal_when_loaded =
-      "stdbuf -oL \"$@\" > \"$OUT\" & p=$!; "
-      "while kill -0 $p 2>/dev/null && ! grep -q '^fitting ' \"$OUT\"; do sleep 0.05; done; "
-      "kill -TERM $p; wait $p";
   auto r = run_grafx({"fit", "--tracks", dir.file("a.wav"), "--mix", dir.file("mix.wav"),
                       "--sample-rate", "16000", "--chain", "g", "--crop", "1", "--warm-up", "0.2",
                       "--steps", "1000000", "-o", dir.file("out")},
-                     {{"OUT", dir.file("stdout.txt")}}, {"sh", "-c", signal_when_loaded, "sh"});
+                     {{"OUT", dir.file("stdout.txt")}},
+                     testing::signal_once_printed(SIGTERM, "fitting "));
   ASSERT_EQ(r.exit_code, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "[grafx.fit.interrupted]")) << r.err;
   if (contains(r.err, "before work began"))

@@ -84,6 +84,24 @@ CommandResult run_grafx(const std::vector<std::string>& args,
   return result;
 }
 
+std::vector<std::string> signal_once_handled(int signal) {
+  // SigCgt is a 64-bit mask in hex; bit n-1 is signal n (the signals here are below 32).
+  const char* script =
+      "n=$1; shift; \"$@\" & p=$!; while kill -0 $p 2>/dev/null; do "
+      "m=$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$p/status 2>/dev/null); "
+      "[ -n \"$m\" ] && [ $(( 0x${m#????????} >> (n - 1) & 1 )) = 1 ] && break; sleep 0.01; "
+      "done; kill -$n $p 2>/dev/null; wait $p";
+  return {"sh", "-c", script, "sh", std::to_string(signal)};
+}
+
+std::vector<std::string> signal_once_printed(int signal, const std::string& line_start) {
+  const char* script =
+      "n=$1; s=$2; shift 2; stdbuf -oL \"$@\" > \"$OUT\" & p=$!; "
+      "while kill -0 $p 2>/dev/null && ! grep -q \"^$s\" \"$OUT\" 2>/dev/null; do sleep 0.05; "
+      "done; kill -$n $p 2>/dev/null; wait $p";
+  return {"sh", "-c", script, "sh", std::to_string(signal), line_start};
+}
+
 std::string testdata_dir() { return GRAFX_TESTDATA_DIR; }
 
 bool contains(const std::string& text, const std::string& part) {

@@ -76,6 +76,16 @@ CommandResult run_grafx(const std::vector<std::string>& args,
                         const std::map<std::string, std::string>& environment = {},
                         const std::vector<std::string>& wrapper               = {});
 
+/// A wrapper for run_grafx that sends `signal` (SIGINT, SIGTERM) once the program handles it (its
+/// /proc status lists a handler), so a test interrupts it neither before its handler is set,
+/// where the signal would kill it, nor after work a fast machine finished within a fixed delay.
+std::vector<std::string> signal_once_handled(int signal);
+
+/// A wrapper for run_grafx that sends `signal` once a line of the program's standard output
+/// starts with `line_start`; that output goes, line by line, to the file named by the
+/// environment variable OUT (give it to run_grafx), not to CommandResult::out.
+std::vector<std::string> signal_once_printed(int signal, const std::string& line_start);
+
 /// The repository's test audio folder, testdata/.
 std::string testdata_dir();
 
