@@ -206,8 +206,11 @@ TEST(DataInitialisation, AFitToTheDataIsKeptOnlyWhereItLowersTheLoss) {
   Fitter fitter(graph, tracks, mix, kRate, options);
   const double started = fitter.evaluate().total.item<double>();
   EXPECT_LE(started, plain);
-  for (const auto& step : fitter.initialisation().steps)
-    if (step.kept) EXPECT_LT(step.loss_after, step.loss_before) << step.name;
+  for (const auto& step : fitter.initialisation().steps) {
+    if (step.kept) {
+      EXPECT_LT(step.loss_after, step.loss_before) << step.name;
+    }
+  }
   EXPECT_NEAR(fitter.initialisation().steps.back().kept
                   ? fitter.initialisation().steps.back().loss_after
                   : fitter.initialisation().steps.back().loss_before,
