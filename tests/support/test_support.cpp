@@ -87,11 +87,11 @@ CommandResult run_grafx(const std::vector<std::string>& args,
 std::vector<std::string> signal_once_handled(int signal) {
   // SigCgt is a 64-bit mask in hex; bit n-1 is signal n (the signals here are below 32). Until
   // the child has exec'd the program it is a copy of this shell, which catches SIGINT (sh -c)
-  // and would exit 130: so the mask counts only once the child runs another executable.
+  // and would exit 130: so the mask is read only once the child runs another executable.
   const char* script =
       "n=$1; shift; \"$@\" & p=$!; s=$(readlink /proc/$$/exe); while kill -0 $p 2>/dev/null; do "
+      "m=; [ \"$(readlink /proc/$p/exe 2>/dev/null)\" != \"$s\" ] && "
       "m=$(sed -n 's/^SigCgt:[[:space:]]*//p' /proc/$p/status 2>/dev/null); "
-      "[ \"$(readlink /proc/$p/exe 2>/dev/null)\" = \"$s\" ] && m=; "
       "[ -n \"$m\" ] && [ $(( 0x${m#????????} >> (n - 1) & 1 )) = 1 ] && break; sleep 0.01; "
       "done; kill -$n $p 2>/dev/null; wait $p";
   return {"sh", "-c", script, "sh", std::to_string(signal)};
