@@ -2,9 +2,12 @@
 (through PyTorch) around whole `Fitter.step()` calls on fit_bench's console (8 tracks, 3
 subgroups, the paper's chain with dry/wet, stereo crops of 3.8 s at 30 kHz), one table of the
 operations that take the most time, each with its time per step under both thread counts and the
-speed-up the second core gives it: what bounds a step and its use of two cores.
+speed-up the second core gives it: what bounds a step and its use of two cores. --chain and
+--master (letters, as grafx fit takes them) profile another console: what a processor costs is
+the difference between two runs.
 
     PYTHONPATH=build/python python3 bench/python_fit_profile.py [--steps 3] [--rows 16]
+        [--chain LETTERS] [--master LETTERS]
 """
 
 import argparse
@@ -19,6 +22,8 @@ import grafx
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--steps", type=int, default=3, help="profiled steps per thread count")
 parser.add_argument("--rows", type=int, default=16, help="operations listed")
+parser.add_argument("--chain", help="the tracks' chain (default: the paper's)")
+parser.add_argument("--master", default="", help="the master bus's chain (default: none)")
 arguments = parser.parse_args()
 if not (1 <= arguments.steps <= 100 and 1 <= arguments.rows <= 1000):
     parser.error("steps in [1, 100], rows in [1, 1000]")
@@ -26,7 +31,8 @@ cores = os.cpu_count()
 print(f"{platform.machine()}, {cores} cores, PyTorch {torch.__version__}\n")
 
 rate, seconds = 30000, 10.0
-console = grafx.mixing_console(8, n_groups=3, dry_wet=True)
+console = grafx.mixing_console(8, n_groups=3, dry_wet=True, chain=arguments.chain,
+                               master_chain=arguments.master or None)
 torch.manual_seed(0)
 tracks = 0.1 * torch.randn(8, 2, int(seconds * rate))
 mix = 0.1 * torch.randn(2, int(seconds * rate))
