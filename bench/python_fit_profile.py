@@ -31,8 +31,11 @@ cores = os.cpu_count()
 print(f"{platform.machine()}, {cores} cores, PyTorch {torch.__version__}\n")
 
 rate, seconds = 30000, 10.0
-console = grafx.mixing_console(8, n_groups=3, dry_wet=True, chain=arguments.chain,
-                               master_chain=arguments.master or None)
+try:
+    console = grafx.mixing_console(8, n_groups=3, dry_wet=True, chain=arguments.chain,
+                                   master_chain=arguments.master or None)
+except grafx.GraphError as error:
+    parser.error(str(error))
 torch.manual_seed(0)
 tracks = 0.1 * torch.randn(8, 2, int(seconds * rate))
 mix = 0.1 * torch.randn(2, int(seconds * rate))
