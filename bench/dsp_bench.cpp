@@ -8,9 +8,9 @@
 //   4. the reverb's inverse STFT (its impulse responses from masked noise spectra): one Function
 //      against the same composed of ATen operations and against at::istft;
 //   5. a dry/wet mix: at::lerp differentiated by autograd against dsp::dry_wet;
-//   6. IIR filters: a cascade of 10 biquads per row run exactly, against GRAFX's default
-//      4000-tap frequency sampling, against autograd through a per-sample loop, and with
-//      coefficients per sample (automated gains);
+//   6. IIR filters: a cascade of 10 biquads per row run exactly (also on one stereo item, as
+//      a master bus), against GRAFX's default 4000-tap frequency sampling, against autograd
+//      through a per-sample loop, and with coefficients per sample (automated gains);
 //   7. streamed convolution of a multitap delay's sparse response, against the same response
 //      made dense (its zeros replaced by a floor far below float32's resolution of it);
 //   8. streamed convolutions of an EQ and a reverb planned for calls of 64 or 512 samples,
@@ -261,6 +261,14 @@ void biquads() {
                    fixed(t.backward_ms / exact.backward_ms, 1) + "×"});
   };
   add("**exact recursion, hand-written adjoint**", exact);
+  // One stereo item (a master bus): a group of two rows, whose lanes the kernel packs with a
+  // second section; scaled to the 32 rows above (on one thread, as one group runs).
+  Timings master =
+      time_forward_backward([](const auto& in) { return dsp::biquad_cascade(in[0], in[1], in[2]); },
+                            {x.narrow(0, 0, 1).contiguous(), b.narrow(0, 0, 1).contiguous(),
+                             a.narrow(0, 0, 1).contiguous()});
+  add("exact recursion on one stereo item (2 rows, one group, as a master bus), × 16",
+      {master.forward_ms * kItems, master.backward_ms * kItems});
   // GRAFX's fsm backend: the response sampled at 2001 frequencies, irfft to 4000 taps, then an
   // FFT convolution zero-padded to L + K − 1.
   add("frequency sampling, 4000 taps, FFT of L + K − 1 (GRAFX's default)",

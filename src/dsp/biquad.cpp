@@ -66,6 +66,13 @@ using Acc = double;  // states and sums in double precision for float and double
 /// same on current CPUs), so that blocks of lanes live in plain vectors of doubles (LaneBuffer).
 typedef Acc Lanes __attribute__((vector_size(4 * sizeof(Acc)), aligned(alignof(Acc)), may_alias));
 
+typedef int64_t LaneIndices __attribute__((vector_size(4 * sizeof(int64_t))));
+
+/// Lanes 0-1 of a vector: the rows of a group of two. Aligned to 16 bytes, as the lanes of a
+/// LaneBuffer are (operator new's alignment, strides of 32 bytes).
+typedef Acc HalfLanes __attribute__((vector_size(2 * sizeof(Acc)), aligned(16), may_alias));
+static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= 16 && sizeof(Lanes) % 16 == 0);
+
 /// `size` lanes in a vector of doubles (a container of Lanes would drop its alignment attribute).
 class LaneBuffer {
  public:
@@ -105,6 +112,11 @@ struct SectionState {
   Lanes u1{}, u2{}, v1{}, v2{};  // the section's last inputs and outputs
   Lanes w1{}, w2{};              // the adjoint one and two samples later
   Lanes gb0{}, gb1{}, gb2{}, ga1{}, ga2{};
+  static constexpr Lanes SectionState::*kLanes[] = {
+      &SectionState::b0,  &SectionState::b1,  &SectionState::b2,  &SectionState::a1,
+      &SectionState::a2,  &SectionState::u1,  &SectionState::u2,  &SectionState::v1,
+      &SectionState::v2,  &SectionState::w1,  &SectionState::w2,  &SectionState::gb0,
+      &SectionState::gb1, &SectionState::gb2, &SectionState::ga1, &SectionState::ga2};
 
   template <typename T>
   SectionState(const T* b, const T* a, int64_t first, int64_t count, int64_t section,
@@ -132,22 +144,50 @@ struct SectionState {
   }
 };
 
+/// The steps of a sweep over `count` samples, in time order or from the end.
+template <bool kBackward>
+struct Sweep {
+  int64_t count;
+  int64_t at(int64_t step) const { return kBackward ? count - 1 - step : step; }
+  /// The first sample of steps [first, first + n), which cover consecutive samples.
+  int64_t start(int64_t first, int64_t n) const { return kBackward ? count - first - n : first; }
+};
+
 /// The recursions over one block of `count` samples in lanes. Written once, compiled twice (for
-/// AVX2 with FMA and for the x86-64 baseline) and chosen at run time.
+/// AVX2 with FMA and for the x86-64 baseline) and chosen at run time. Every kernel goes through
+/// `sample` and `adjoint_sample`, so the forward pass and the backward pass's recomputation give
+/// the same values.
 struct Block {
+  /// One sample of a section: its output for input x; the state moves on.
+  static inline __attribute__((always_inline)) Lanes sample(SectionState& s, Lanes x) {
+    // Only the last multiply-add waits for the previous output (the latency chain).
+    Lanes y = s.b0 * x + s.b1 * s.u1 + s.b2 * s.u2 - s.a2 * s.v2;
+    y -= s.a1 * s.v1;
+    s.u2 = s.u1, s.u1 = x, s.v2 = s.v1, s.v1 = y;
+    return y;
+  }
+
+  /// One sample of the section's adjoint (below): ∂/∂u from g = ∂/∂v, u and v.
+  static inline __attribute__((always_inline)) Lanes adjoint_sample(SectionState& s, Lanes g,
+                                                                    Lanes u, Lanes v) {
+    Lanes w = g - s.a2 * s.w2;
+    w -= s.a1 * s.w1;
+    Lanes input_gradient = s.b0 * w + s.b1 * s.w1 + s.b2 * s.w2;
+    s.gb0 += w * u, s.gb1 += s.w1 * u, s.gb2 += s.w2 * u;
+    s.ga1 -= s.w1 * v, s.ga2 -= s.w2 * v;
+    s.w2 = s.w1, s.w1 = w;
+    return input_gradient;
+  }
+
   /// One section in the recursion's direction; `out` may equal `in`.
   template <bool kReverse>
   static inline __attribute__((always_inline)) void forward(SectionState& state, const Lanes* in,
                                                             Lanes* out, int64_t count) {
     SectionState s = state;  // a local copy: its values live in registers
+    Sweep<kReverse> sweep{count};
     for (int64_t step = 0; step < count; ++step) {
-      int64_t n = kReverse ? count - 1 - step : step;
-      Lanes x   = in[n];
-      // Only the last multiply-add waits for the previous output (the latency chain).
-      Lanes y = s.b0 * x + s.b1 * s.u1 + s.b2 * s.u2 - s.a2 * s.v2;
-      y -= s.a1 * s.v1;
-      s.u2 = s.u1, s.u1 = x, s.v2 = s.v1, s.v1 = y;
-      out[n] = y;
+      int64_t n = sweep.at(step);
+      out[n]    = sample(s, in[n]);
     }
     state = s;
   }
@@ -162,38 +202,139 @@ struct Block {
                                                             const Lanes* u, const Lanes* v,
                                                             int64_t count) {
     SectionState s = state;
+    Sweep<!kReverse> sweep{count};
     for (int64_t step = 0; step < count; ++step) {
-      int64_t n = kReverse ? step : count - 1 - step;
-      Lanes w   = g[n] - s.a2 * s.w2;
-      w -= s.a1 * s.w1;
-      g[n]     = s.b0 * w + s.b1 * s.w1 + s.b2 * s.w2;
-      Lanes un = u[n], vn = v[n];
-      s.gb0 += w * un, s.gb1 += s.w1 * un, s.gb2 += s.w2 * un;
-      s.ga1 -= s.w1 * vn, s.ga2 -= s.w2 * vn;
-      s.w2 = s.w1, s.w1 = w;
+      int64_t n = sweep.at(step);
+      g[n]      = adjoint_sample(s, g[n], u[n], v[n]);
     }
     state = s;
   }
+
+  // Two consecutive sections at once, the second kLag samples behind the first: one section
+  // alone waits every sample on its last multiply-add, two overlap their waits. With rows ≤ 2
+  // the pair is packed into one vector (the first section's rows in lanes 0-1, the second's in
+  // lanes 2-3), which also fills the lanes a group of two rows leaves empty. Each section does
+  // the same operations in the same order as alone, so the values are those of `forward` and
+  // `adjoint`; the first and last kLag steps run one section alone.
+
+  /// The first section maps `in` to `mid`, the second `mid` to `out` (any may be the same).
+  template <bool kReverse, bool kPacked>
+  static inline __attribute__((always_inline)) void forward_pair(SectionState& first,
+                                                                 SectionState& second,
+                                                                 const Lanes* in, Lanes* mid,
+                                                                 Lanes* out, int64_t count) {
+    Sweep<kReverse> sweep{count};
+    if (count <= kLag) {
+      forward<kReverse>(first, in, mid, count);
+      forward<kReverse>(second, mid, out, count);
+      return;
+    }
+    const int64_t head = sweep.start(0, kLag), tail = sweep.start(count - kLag, kLag);
+    forward<kReverse>(first, in + head, mid + head, kLag);
+    if constexpr (kPacked) {
+      SectionState s = packed(first, second);
+      for (int64_t step = kLag; step < count; ++step) {
+        int64_t n = sweep.at(step), m = sweep.at(step - kLag);
+        split(sample(s, join(in[n], mid[m])), mid[n], out[m]);
+      }
+      unpack(s, first, second);
+    } else {
+      SectionState s = first, t = second;
+      for (int64_t step = kLag; step < count; ++step) {
+        int64_t n = sweep.at(step), m = sweep.at(step - kLag);
+        mid[n] = sample(s, in[n]);
+        out[m] = sample(t, mid[m]);
+      }
+      first = s, second = t;
+    }
+    forward<kReverse>(second, mid + tail, out + tail, kLag);
+  }
+
+  /// The adjoints of sections k (`first`) and k − 1 (`second`), packed, in place in `g`: u0
+  /// is section k − 1's input, u1 section k's, v1 section k's output.
+  template <bool kReverse>
+  static inline __attribute__((always_inline)) void adjoint_pair(SectionState& first,
+                                                                 SectionState& second, Lanes* g,
+                                                                 const Lanes* u0, const Lanes* u1,
+                                                                 const Lanes* v1, int64_t count) {
+    Sweep<!kReverse> sweep{count};
+    if (count <= kLag) {
+      adjoint<kReverse>(first, g, u1, v1, count);
+      adjoint<kReverse>(second, g, u0, u1, count);
+      return;
+    }
+    const int64_t head = sweep.start(0, kLag), tail = sweep.start(count - kLag, kLag);
+    adjoint<kReverse>(first, g + head, u1 + head, v1 + head, kLag);
+    SectionState s = packed(first, second);
+    for (int64_t step = kLag; step < count; ++step) {
+      int64_t n = sweep.at(step), m = sweep.at(step - kLag);
+      split(adjoint_sample(s, join(g[n], g[m]), join(u1[n], u0[m]), join(v1[n], u1[m])), g[n],
+            g[m]);
+    }
+    unpack(s, first, second);
+    adjoint<kReverse>(second, g + tail, u0 + tail, u1 + tail, kLag);
+  }
+
+  static constexpr int64_t kLag = 8;  // samples: longer than a store takes to reach a load
+
+  /// Lanes 0-1 of `low` and of `high` as one vector (one shuffle, not one per lane).
+  static inline __attribute__((always_inline)) Lanes join(const Lanes& low, const Lanes& high) {
+#if defined(__clang__)
+    return __builtin_shufflevector(low, high, 0, 1, 4, 5);
+#else
+    return __builtin_shuffle(low, high, LaneIndices{0, 1, 4, 5});
+#endif
+  }
+  /// Lanes 0-1 of y into lanes 0-1 of `low`, lanes 2-3 into lanes 0-1 of `high`.
+  static inline __attribute__((always_inline)) void split(Lanes y, Lanes& low, Lanes& high) {
+    *reinterpret_cast<HalfLanes*>(&low)  = HalfLanes{y[0], y[1]};
+    *reinterpret_cast<HalfLanes*>(&high) = HalfLanes{y[2], y[3]};
+  }
+
+  /// Lanes 0-1 of every value of `first`, then lanes 0-1 of `second`'s.
+  static inline __attribute__((always_inline)) SectionState packed(const SectionState& first,
+                                                                   const SectionState& second) {
+    SectionState s = first;
+    for (auto field : SectionState::kLanes)
+      s.*field =
+          Lanes{(first.*field)[0], (first.*field)[1], (second.*field)[0], (second.*field)[1]};
+    return s;
+  }
+  static inline __attribute__((always_inline)) void unpack(const SectionState& s,
+                                                           SectionState& first,
+                                                           SectionState& second) {
+    for (auto field : SectionState::kLanes) {
+      (first.*field)[0] = (s.*field)[0], (first.*field)[1] = (s.*field)[1];
+      (second.*field)[0] = (s.*field)[2], (second.*field)[1] = (s.*field)[3];
+    }
+  }
 };
 
-template <bool kReverse>
-__attribute__((target("avx2,fma"))) void forward_avx2(SectionState& s, const Lanes* in, Lanes* out,
-                                                      int64_t count) {
-  Block::forward<kReverse>(s, in, out, count);
-}
-template <bool kReverse>
-void forward_baseline(SectionState& s, const Lanes* in, Lanes* out, int64_t count) {
-  Block::forward<kReverse>(s, in, out, count);
-}
-template <bool kReverse>
-__attribute__((target("avx2,fma"))) void adjoint_avx2(SectionState& s, Lanes* g, const Lanes* u,
-                                                      const Lanes* v, int64_t count) {
-  Block::adjoint<kReverse>(s, g, u, v, count);
-}
-template <bool kReverse>
-void adjoint_baseline(SectionState& s, Lanes* g, const Lanes* u, const Lanes* v, int64_t count) {
-  Block::adjoint<kReverse>(s, g, u, v, count);
-}
+// The block kernels compiled for one target: `avx2` (AVX2 with FMA) or `baseline` (x86-64).
+#define GRAFX_BLOCK_KERNELS(target, attributes)                                                   \
+  template <bool kReverse>                                                                        \
+  attributes void forward_##target(SectionState& s, const Lanes* in, Lanes* out, int64_t count) { \
+    Block::forward<kReverse>(s, in, out, count);                                                  \
+  }                                                                                               \
+  template <bool kReverse, bool kPacked>                                                          \
+  attributes void forward_pair_##target(SectionState& s, SectionState& t, const Lanes* in,        \
+                                        Lanes* mid, Lanes* out, int64_t count) {                  \
+    Block::forward_pair<kReverse, kPacked>(s, t, in, mid, out, count);                            \
+  }                                                                                               \
+  template <bool kReverse>                                                                        \
+  attributes void adjoint_##target(SectionState& s, Lanes* g, const Lanes* u, const Lanes* v,     \
+                                   int64_t count) {                                               \
+    Block::adjoint<kReverse>(s, g, u, v, count);                                                  \
+  }                                                                                               \
+  template <bool kReverse>                                                                        \
+  attributes void adjoint_pair_##target(SectionState& s, SectionState& t, Lanes* g,               \
+                                        const Lanes* u0, const Lanes* u1, const Lanes* v1,        \
+                                        int64_t count) {                                          \
+    Block::adjoint_pair<kReverse>(s, t, g, u0, u1, v1, count);                                    \
+  }
+GRAFX_BLOCK_KERNELS(avx2, __attribute__((target("avx2,fma"))))
+GRAFX_BLOCK_KERNELS(baseline, )
+#undef GRAFX_BLOCK_KERNELS
 
 /// Whether this CPU runs the AVX2 + FMA compilation of the recursions (GRAFX_BASELINE_KERNELS=1
 /// chooses the baseline compilation, which the tests also run).
@@ -217,6 +358,52 @@ struct Blocks {
   }
 };
 
+/// The block kernels of the compilation this CPU runs, for groups of R rows (packed when R ≤ 2).
+template <bool kReverse, int R>
+struct Kernels {
+  static constexpr bool kPacked = R <= 2;
+  bool avx2                     = has_avx2();
+  decltype(&forward_baseline<kReverse>) forward =
+      avx2 ? forward_avx2<kReverse> : forward_baseline<kReverse>;
+  decltype(&forward_pair_baseline<kReverse, kPacked>) forward_pair =
+      avx2 ? forward_pair_avx2<kReverse, kPacked> : forward_pair_baseline<kReverse, kPacked>;
+  decltype(&adjoint_baseline<kReverse>) adjoint =
+      avx2 ? adjoint_avx2<kReverse> : adjoint_baseline<kReverse>;
+  decltype(&adjoint_pair_baseline<kReverse>) adjoint_pair =
+      avx2 ? adjoint_pair_avx2<kReverse> : adjoint_pair_baseline<kReverse>;
+
+  /// Sections 0 … K − 1 over a block, two at a time: section k maps signal(k) to signal(k + 1)
+  /// (the same buffer when in place); before(k) runs before section k starts.
+  template <typename Signal, typename Before>
+  void cascade(std::vector<SectionState>& states, const Signal& signal, int64_t count,
+               const Before& before) const {
+    const auto n_sections = int64_t(states.size());
+    for (int64_t k = 0; k < n_sections; k += 2) {
+      before(k);
+      if (k + 1 == n_sections) {
+        forward(states[k], signal(k), signal(k + 1), count);
+      } else {
+        before(k + 1);
+        forward_pair(states[k], states[k + 1], signal(k), signal(k + 1), signal(k + 2), count);
+      }
+    }
+  }
+
+  /// The sections' adjoints K − 1 … 0 over a block, in place in `g`, packed two at a time.
+  template <typename Signal>
+  void adjoints(std::vector<SectionState>& states, Lanes* g, const Signal& signal,
+                int64_t count) const {
+    for (auto k = int64_t(states.size()) - 1; k >= 0; --k) {
+      if (kPacked && k > 0) {
+        adjoint_pair(states[k], states[k - 1], g, signal(k - 1), signal(k), signal(k + 1), count);
+        --k;
+      } else {
+        adjoint(states[k], g, signal(k), signal(k + 1), count);
+      }
+    }
+  }
+};
+
 /// y = the cascade of x, block by block; saves the states at block starts when `checkpoints`.
 template <typename T, bool kReverse>
 struct CascadeForward {
@@ -227,20 +414,20 @@ struct CascadeForward {
 
   template <int R>
   void run(int64_t first) const {
-    auto section = has_avx2() ? forward_avx2<kReverse> : forward_baseline<kReverse>;
+    Kernels<kReverse, R> kernels;
     std::vector<SectionState> states;
     for (int64_t k = 0; k < n_sections; ++k) states.emplace_back(b, a, first, R, k, n_sections);
     LaneBuffer lanes(kBlock);  // the block, in place through the sections
+    auto in_place = [&](int64_t) { return lanes.at(0); };
     Blocks blocks{length};
     for (int64_t i = 0; i < blocks.count(); ++i) {
       int64_t block = blocks.index(i, kReverse), begin = blocks.begin(block);
       int64_t count = blocks.size(block);
       load_block<R>(x, first, length, begin, count, lanes.at(0));
-      for (int64_t k = 0; k < n_sections; ++k) {
+      kernels.cascade(states, in_place, count, [&](int64_t k) {
         if (checkpoints)
           states[k].save(checkpoints, first, R, block, k, blocks.count(), n_sections);
-        section(states[k], lanes.at(0), lanes.at(0), count);
-      }
+      });
       store_block<R>(lanes.at(0), y, first, length, begin, count);
     }
   }
@@ -259,9 +446,7 @@ struct CascadeBackward {
 
   template <int R>
   void run(int64_t first) const {
-    bool avx2    = has_avx2();
-    auto section = avx2 ? forward_avx2<kReverse> : forward_baseline<kReverse>;
-    auto adjoint = avx2 ? adjoint_avx2<kReverse> : adjoint_baseline<kReverse>;
+    Kernels<kReverse, R> kernels;
     std::vector<SectionState> states;
     for (int64_t k = 0; k < n_sections; ++k) states.emplace_back(b, a, first, R, k, n_sections);
     // The block's input, each section's output and the gradient, in lanes.
@@ -272,13 +457,11 @@ struct CascadeBackward {
       int64_t block = blocks.index(i, !kReverse), begin = blocks.begin(block);
       int64_t count = blocks.size(block);
       load_block<R>(x, first, length, begin, count, signal(0));
-      for (int64_t k = 0; k < n_sections; ++k) {
+      kernels.cascade(states, signal, count, [&](int64_t k) {
         states[k].load(checkpoints, first, R, block, k, blocks.count(), n_sections);
-        section(states[k], signal(k), signal(k + 1), count);
-      }
+      });
       load_block<R>(grad_in, first, length, begin, count, gradient.at(0));
-      for (int64_t k = n_sections - 1; k >= 0; --k)
-        adjoint(states[k], gradient.at(0), signal(k), signal(k + 1), count);
+      kernels.adjoints(states, gradient.at(0), signal, count);
       store_block<R>(gradient.at(0), grad, first, length, begin, count);
     }
     for (int64_t k = 0; k < n_sections; ++k)

@@ -1,8 +1,9 @@
 // The biquad cascade against an independent transposed-direct-form loop and the FFT of its
-// analytic response; its hand-written adjoint against float64 finite differences, once and
-// twice differentiated; GRAFX's frequency-sampling path against the exact one. The cascade with
-// coefficients per sample against a plain per-sample loop, the fixed cascade, finite
-// differences (once and twice) and central differences of its tangents.
+// analytic response, for every grouping of rows, sections and blocks; its hand-written adjoint
+// against float64 finite differences, once and twice differentiated, and the recorded adjoint;
+// GRAFX's frequency-sampling path against the exact one. The cascade with coefficients per sample
+// against a plain per-sample loop, the fixed cascade, finite differences (once and twice) and
+// central differences of its tangents.
 
 #include <grafx/dsp/biquad.h>
 #include <grafx/dsp/forward_mode.h>
@@ -124,6 +125,41 @@ TEST(BiquadCascade, FirstOrderBackwardEqualsTheRecordedOne) {
   auto recorded =
       torch::autograd::grad({(biquad_cascade(x, b, a) * weights).sum()}, {x, b, a}, {}, true, true);
   for (int i = 0; i < 3; ++i) EXPECT_LT(max_error(fast[i], recorded[i]), 1e-10) << i;
+}
+
+TEST(BiquadCascade, EveryGroupingOfRowsAndSectionsGivesTheSameValuesAndGradients) {
+  // The kernel runs rows in groups of four, sections two at a time (the second some samples
+  // behind), and a group of one or two rows with both sections of a pair in one vector; blocks
+  // of 1024 samples. Every split of rows, sections and blocks against the direct-form loop and
+  // the recorded adjoint, and a row's output bit for bit the same whatever group it is in.
+  at::manual_seed(11);
+  for (int64_t n_rows : {1, 2, 3, 4, 5, 6})
+    for (int64_t n_sections : {1, 2, 3, 4, 5})
+      for (int64_t length : {5, 1030, 2051})
+        for (bool reverse : {false, true}) {
+          SCOPED_TRACE(::testing::Message() << n_rows << " rows, " << n_sections << " sections, "
+                                            << length << " samples, reverse " << reverse);
+          at::Tensor x  = at::randn({n_rows, length}, at::kDouble).requires_grad_(true);
+          auto [bs, as] = random_sections({n_rows}, n_sections, 0.99);
+          at::Tensor b = bs.requires_grad_(true), a = as.requires_grad_(true);
+          at::Tensor y = biquad_cascade(x, b, a, reverse);
+          at::Tensor expected =
+              reverse ? reference::biquad_cascade(x.detach().flip(-1), bs.detach(), as.detach())
+                            .flip(-1)
+                      : reference::biquad_cascade(x.detach(), bs.detach(), as.detach());
+          EXPECT_LT(max_error(y, expected), 1e-11 * expected.abs().max().item<double>());
+          at::Tensor alone = biquad_cascade(x.detach().narrow(0, 0, 1), bs.detach().narrow(0, 0, 1),
+                                            as.detach().narrow(0, 0, 1), reverse);
+          EXPECT_TRUE(at::equal(alone, y.detach().narrow(0, 0, 1)));
+          at::Tensor weights = at::randn({n_rows, length}, at::kDouble);
+          auto fast          = torch::autograd::grad({(y * weights).sum()}, {x, b, a});
+          auto recorded      = torch::autograd::grad(
+                   {(biquad_cascade(x, b, a, reverse) * weights).sum()}, {x, b, a}, {}, true, true);
+          for (int i = 0; i < 3; ++i)
+            EXPECT_LT(max_error(fast[i], recorded[i]),
+                      1e-10 * (1 + recorded[i].abs().max().item<double>()))
+                << i;
+        }
 }
 
 TEST(BiquadCascade, FrequencySamplingIsCloseOnlyWhenTheResponseDecaysWithinItsTaps) {
