@@ -66,6 +66,7 @@ using Acc = double;  // states and sums in double precision for float and double
 /// same on current CPUs), so that blocks of lanes live in plain vectors of doubles (LaneBuffer).
 typedef Acc Lanes __attribute__((vector_size(4 * sizeof(Acc)), aligned(alignof(Acc)), may_alias));
 
+/// Lane indices for GCC's __builtin_shuffle of two Lanes (0-3 the first, 4-7 the second).
 typedef int64_t LaneIndices __attribute__((vector_size(4 * sizeof(int64_t))));
 
 /// Lanes 0-1 of a vector: the rows of a group of two. Aligned to 16 bytes, as the lanes of a
@@ -275,7 +276,9 @@ struct Block {
     adjoint<kReverse>(second, g + tail, u0 + tail, u1 + tail, kLag);
   }
 
-  static constexpr int64_t kLag = 8;  // samples: longer than a store takes to reach a load
+  /// Samples between the sections of a pair. A packed vector's second half reads what its first
+  /// half stored kLag samples before, so that wait is spread over kLag samples; 8 hide it.
+  static constexpr int64_t kLag = 8;
 
   /// Lanes 0-1 of `low` and of `high` as one vector (one shuffle, not one per lane).
   static inline __attribute__((always_inline)) Lanes join(const Lanes& low, const Lanes& high) {
