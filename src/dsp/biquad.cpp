@@ -365,15 +365,14 @@ struct Blocks {
 template <bool kReverse, int R>
 struct Kernels {
   static constexpr bool kPacked = R <= 2;
-  bool avx2                     = has_avx2();
   decltype(&forward_baseline<kReverse>) forward =
-      avx2 ? forward_avx2<kReverse> : forward_baseline<kReverse>;
+      has_avx2() ? forward_avx2<kReverse> : forward_baseline<kReverse>;
   decltype(&forward_pair_baseline<kReverse, kPacked>) forward_pair =
-      avx2 ? forward_pair_avx2<kReverse, kPacked> : forward_pair_baseline<kReverse, kPacked>;
+      has_avx2() ? forward_pair_avx2<kReverse, kPacked> : forward_pair_baseline<kReverse, kPacked>;
   decltype(&adjoint_baseline<kReverse>) adjoint =
-      avx2 ? adjoint_avx2<kReverse> : adjoint_baseline<kReverse>;
+      has_avx2() ? adjoint_avx2<kReverse> : adjoint_baseline<kReverse>;
   decltype(&adjoint_pair_baseline<kReverse>) adjoint_pair =
-      avx2 ? adjoint_pair_avx2<kReverse> : adjoint_pair_baseline<kReverse>;
+      has_avx2() ? adjoint_pair_avx2<kReverse> : adjoint_pair_baseline<kReverse>;
 
   /// Sections 0 … K − 1 over a block, two at a time: section k maps signal(k) to signal(k + 1)
   /// (the same buffer when in place); before(k) runs before section k starts.
