@@ -13,6 +13,7 @@ the difference between two runs.
 import argparse
 import os
 import platform
+import sys
 import time
 
 import torch
@@ -42,20 +43,23 @@ mix = 0.1 * torch.randn(2, int(seconds * rate))
 
 per_thread = {}
 step_ms = {}
-for threads in (1, cores):
-    torch.set_num_threads(threads)
-    fitter = grafx.Fitter(console, tracks, mix, rate, crop_seconds=3.8, adapt_threads=False)
-    for _ in range(2):  # warm-up: constants, allocator
-        fitter.step()
-    start = time.perf_counter()
-    for _ in range(arguments.steps):
-        fitter.step()
-    step_ms[threads] = 1000 * (time.perf_counter() - start) / arguments.steps
-    with torch.autograd.profiler.profile() as profile:
+try:
+    for threads in (1, cores):
+        torch.set_num_threads(threads)
+        fitter = grafx.Fitter(console, tracks, mix, rate, crop_seconds=3.8, adapt_threads=False)
+        for _ in range(2):  # warm-up: constants, allocator
+            fitter.step()
+        start = time.perf_counter()
         for _ in range(arguments.steps):
             fitter.step()
-    per_thread[threads] = {e.key: e.self_cpu_time_total / 1000 / arguments.steps
-                           for e in profile.key_averages()}
+        step_ms[threads] = 1000 * (time.perf_counter() - start) / arguments.steps
+        with torch.autograd.profiler.profile() as profile:
+            for _ in range(arguments.steps):
+                fitter.step()
+        per_thread[threads] = {e.key: e.self_cpu_time_total / 1000 / arguments.steps
+                               for e in profile.key_averages()}
+except KeyboardInterrupt:  # Ctrl-C between or within steps: one line, no table, exit 1
+    sys.exit("interrupted: no table was printed")
 
 one, many = per_thread[1], per_thread[cores]
 total_one, total_many = sum(one.values()), sum(many.values())
