@@ -194,7 +194,7 @@ std::vector<at::Tensor> MixLoss::crop_target_frames(const at::Tensor& song,
   // How far the A-weighting reads either side of a sample.
   const int64_t reach = options_.a_weighting ? constants_->a_weighting.size(0) / 2 : 0;
   std::vector<at::Tensor> y_mels;
-  at::Tensor channels;  // the regions' four channels, weighted, where a resolution needs them all
+  at::Tensor weighted;  // the regions weighted, where a resolution needs them all
   for (size_t r = 0; r < constants_->resolutions.size(); ++r) {
     const int64_t hop = constants_->resolutions[r].hop_size,
                   fft = constants_->resolutions[r].fft_size, half = fft / 2,
@@ -209,8 +209,8 @@ std::vector<at::Tensor> MixLoss::crop_target_frames(const at::Tensor& song,
     bool from_song            = fft % 2 == 0 && inner_first < inner_end;
     for (int64_t start : starts) from_song = from_song && (start + skip) % hop == 0;
     if (!from_song) {
-      if (!channels.defined()) channels = four_channels(a_weighted(regions));
-      y_mels.push_back(mel_frames(channels, half, r));
+      if (!weighted.defined()) weighted = a_weighted(regions);
+      y_mels.push_back(mel_frames(weighted, half, r));
       continue;
     }
     std::vector<at::Tensor> inner;
@@ -255,8 +255,7 @@ at::Tensor MixLoss::edge_frames(const at::Tensor& regions, size_t r, int64_t fir
       (index - from).contiguous();  // the same few per fit: made once per device
   const std::vector<int64_t> positions(local.data_ptr<int64_t>(),
                                        local.data_ptr<int64_t>() + local.numel());
-  return mel_frames(four_channels(piece.index_select(2, device_index(positions, piece.device()))),
-                    0, r);
+  return mel_frames(piece.index_select(2, device_index(positions, piece.device())), 0, r);
 }
 
 MixLossTerms MixLoss::compared(const std::vector<at::Tensor>& x_mels,
@@ -293,29 +292,27 @@ at::Tensor MixLoss::constant(const std::string& key, const at::Tensor& value,
   return constants_->cache.get(key, like.options(), [&] { return value; });
 }
 
-at::Tensor MixLoss::four_channels(const at::Tensor& stereo) {
-  at::Tensor left = stereo.select(1, 0), right = stereo.select(1, 1);
-  return at::stack({left, right, left + right, left - right}, 1).view({-1, stereo.size(2)});
-}
-
-at::Tensor MixLoss::mel_frames(const at::Tensor& signal, int64_t reflect_pad, size_t r) const {
+at::Tensor MixLoss::mel_frames(const at::Tensor& stereo, int64_t reflect_pad, size_t r) const {
   const std::string key          = std::to_string(r);
-  const at::Tensor window        = constant("window" + key, constants_->windows[r], signal);
+  const at::Tensor window        = constant("window" + key, constants_->windows[r], stereo);
   const int64_t hop              = constants_->resolutions[r].hop_size;
   const detail::BandPairs& pairs = constants_->band_pairs[r];
   // The mel triangles overlap their neighbours only: on the CPU, frames to mel bands in one
   // Function; with tangents (forward mode), magnitudes then the sparse product; elsewhere
-  // magnitudes then a dense product.
-  if (pairs.bands.defined() && signal.device().is_cpu() && !dsp::tangent_of(signal).defined())
-    return detail::mel_frame_magnitudes(signal, reflect_pad, window, hop, options_.eps, pairs.bands,
-                                        constant("pairs" + key, pairs.weights, signal),
-                                        pairs.n_bands);
-  const at::Tensor padded      = detail::reflection_padded(signal, reflect_pad);
-  at::Tensor magnitude         = detail::frame_magnitudes(padded, window, hop, options_.eps);
+  // magnitudes then a dense product. Each [B, 4, frames, bands], flattened to [B·4, ...].
+  if (pairs.bands.defined() && stereo.device().is_cpu() && !dsp::tangent_of(stereo).defined())
+    return detail::mel_frame_magnitudes(stereo, reflect_pad, window, hop, options_.eps,
+                                        pairs.bands,
+                                        constant("pairs" + key, pairs.weights, stereo),
+                                        pairs.n_bands, /*mid_side=*/true)
+        .flatten(0, 1);
+  const at::Tensor padded = detail::reflection_padded(stereo, reflect_pad);
+  const at::Tensor magnitude =
+      detail::frame_magnitudes(padded, window, hop, options_.eps, /*mid_side=*/true).flatten(0, 1);
   const at::Tensor& filterbank = constants_->filterbanks[r];
   // On a GPU a dense product: one matrix multiply, where the sparse one merges its indices on
   // every call (a wait for the device, which a captured step cannot hold).
-  if (!signal.device().is_cpu())
+  if (!stereo.device().is_cpu())
     return at::matmul(magnitude, constant("mel" + key + "/dense_t",
                                           filterbank.to_dense().t().contiguous(), padded));
   // ConstantCache holds dense tensors: cache the parts, assemble the sparse tensor per call.
@@ -340,10 +337,10 @@ at::Tensor MixLoss::a_weighted(const at::Tensor& stereo) const {
 std::vector<at::Tensor> MixLoss::mel_spectrograms(const at::Tensor& stereo) const {
   // A-weighting is linear, so filtering L and R before forming M and S equals filtering all four
   // channels, at half the cost.
-  at::Tensor channels = four_channels(a_weighted(stereo));
+  const at::Tensor weighted = a_weighted(stereo);
   std::vector<at::Tensor> mels;
   for (size_t r = 0; r < constants_->resolutions.size(); ++r)
-    mels.push_back(mel_frames(channels, constants_->resolutions[r].fft_size / 2, r));
+    mels.push_back(mel_frames(weighted, constants_->resolutions[r].fft_size / 2, r));
   return mels;
 }
 
@@ -516,9 +513,8 @@ void MixLossStream::compute_frames() {
       const int64_t f1 = std::min(ready, f0 + per_block);
       const at::Tensor index =
           reflected_range(f0 * hop - half, (f1 - 1) * hop + half, length_) - weighted_start_;
-      at::Tensor padded =
-          MixLoss::four_channels(weighted_.index_select(2, index.to(weighted_.device())));
-      at::Tensor mel = loss_.mel_frames(padded, 0, r);  // [2·B·4, frames, bands]
+      at::Tensor padded = weighted_.index_select(2, index.to(weighted_.device()));
+      at::Tensor mel    = loss_.mel_frames(padded, 0, r);  // [2·B·4, frames, bands]
       if (collected_) {                                 // the target's rows alone
         collected_->mels[r].push_back(mel);
         continue;

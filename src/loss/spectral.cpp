@@ -155,15 +155,36 @@ inline int64_t reflected(int64_t i, int64_t length) {
   return i < 0 ? -i : i >= length ? 2 * (length - 1) - i : i;
 }
 
+/// How MelFrames numbers its frames and mel rows. Rows are read in sets of `channels`: 1, or 2
+/// for a (left, right) pair, which makes 4 mel rows per frame time (left, right, sum,
+/// difference). Frame f is frame t of channel c of set s, f = (s·T + t)·channels + c, so that the
+/// channels of one moment lie side by side (in one group of frames); mel row (s·outputs + o)·T + t
+/// is output o at time t of set s.
+struct FrameOrder {
+  int64_t channels = 1, n_frames = 0;
+
+  int64_t outputs() const { return channels == 1 ? 1 : 4; }
+  int64_t row(int64_t f) const { return f / (channels * n_frames) * channels + f % channels; }
+  int64_t time(int64_t f) const { return f / channels % n_frames; }
+  int64_t frame(int64_t row, int64_t t) const {
+    return (row / channels * n_frames + t) * channels + row % channels;
+  }
+  int64_t mel_row(int64_t f, int64_t o) const {
+    return (f / (channels * n_frames) * outputs() + o) * n_frames + time(f);
+  }
+};
+
 /// Frames [first, first + count) of rows reflected by `pad` samples at both ends, times the
-/// window, frame f = r·T + t being padded row_r[t·hop, t·hop + F)·window, written from `frames`
-/// on. Only the frames that reach past a row's ends read it sample by sample.
+/// window, frame f being padded row_order.row(f)[t·hop, t·hop + F)·window with t =
+/// order.time(f), written from `frames` on. Only the frames that reach past a row's ends read
+/// it sample by sample.
 template <typename T>
 void windowed_frames(const T* rows, const T* window, T* frames, int64_t first, int64_t count,
-                     int64_t length, int64_t pad, int64_t n_frames, int64_t size, int64_t hop) {
+                     int64_t length, int64_t pad, const FrameOrder& order, int64_t size,
+                     int64_t hop) {
   for (int64_t f = first; f < first + count; ++f) {
-    const T* row        = rows + (f / n_frames) * length;
-    const int64_t start = (f % n_frames) * hop - pad;
+    const T* row        = rows + order.row(f) * length;
+    const int64_t start = order.time(f) * hop - pad;
     T* out              = frames + (f - first) * size;
     if (start >= 0 && start + size <= length) {
 #pragma omp simd
@@ -184,44 +205,99 @@ void magnitudes(const c10::complex<T>* spectrum, int64_t bins, T* out) {
     out[k] = std::sqrt(parts[2 * k] * parts[2 * k] + parts[2 * k + 1] * parts[2 * k + 1]);
 }
 
-/// mel[f] = the bands' weights times max(|X_f[k]|, floor) of every bin k of spectra X.
+/// The spectra of the sum and the difference of two channels, from theirs (the transform is
+/// linear): `sum` and `difference` hold `bins` values each.
 template <typename T>
-void mel_of_spectra(const c10::complex<T>* spectra, const BandSpans<T>& spans, T* mel,
-                    int64_t n_spectra, int64_t bins, int64_t n_bands, T floor) {
-  std::vector<T> magnitude(static_cast<size_t>(bins));
-  for (int64_t f = 0; f < n_spectra; ++f) {
-    magnitudes(spectra + f * bins, bins, magnitude.data());
+void sum_and_difference(const c10::complex<T>* left, const c10::complex<T>* right, int64_t bins,
+                        c10::complex<T>* sum, c10::complex<T>* difference) {
+  const T *l = reinterpret_cast<const T*>(left), *r = reinterpret_cast<const T*>(right);
+  T *s = reinterpret_cast<T*>(sum), *d = reinterpret_cast<T*>(difference);
 #pragma omp simd
-    for (int64_t k = 0; k < bins; ++k) magnitude[k] = std::max(magnitude[k], floor);
-    spans.project(magnitude.data(), mel + f * n_bands);
+  for (int64_t i = 0; i < 2 * bins; ++i) {
+    s[i] = l[i] + r[i];
+    d[i] = l[i] - r[i];
   }
 }
 
-/// The adjoint of mel_of_spectra and of the real FFT of `size` points, per spectrum: the mel
-/// gradient through the band pairs, times X/|X| where |X| passed the floor, with every bin but DC
-/// and Nyquist halved (they stand for two bins of the full spectrum) and times `size` (undoing
-/// the inverse transform's 1/size), so that the inverse transform of the result is the frames'
-/// gradient.
+/// The mel rows of transformed frames [first, first + count) of `spectra` (the group's): mel
+/// row order.mel_row(f, o) = the bands' weights times max(|X[k]|, floor) over the bins k of
+/// spectrum X, which for one channel is frame f's and for a (left, right) pair (frames f and
+/// f + 1) is the left's, the right's, their sum's and their difference's (o = 0 … 3).
+template <typename T>
+void mel_of_spectra(const c10::complex<T>* spectra, const BandSpans<T>& spans, T* mel,
+                    int64_t first, int64_t count, const FrameOrder& order, int64_t bins,
+                    int64_t n_bands, T floor) {
+  std::vector<T> magnitude(static_cast<size_t>(bins));
+  std::vector<c10::complex<T>> combined(static_cast<size_t>(2 * bins));  // sum, difference
+  auto project = [&](const c10::complex<T>* spectrum, int64_t f, int64_t o) {
+    magnitudes(spectrum, bins, magnitude.data());
+#pragma omp simd
+    for (int64_t k = 0; k < bins; ++k) magnitude[k] = std::max(magnitude[k], floor);
+    spans.project(magnitude.data(), mel + order.mel_row(f, o) * n_bands);
+  };
+  for (int64_t i = 0; i < count; i += order.channels) {
+    const c10::complex<T>* x = spectra + i * bins;
+    project(x, first + i, 0);
+    if (order.channels == 1) continue;
+    sum_and_difference(x, x + bins, bins, combined.data(), combined.data() + bins);
+    project(x + bins, first + i, 1);
+    project(combined.data(), first + i, 2);
+    project(combined.data() + bins, first + i, 3);
+  }
+}
+
+/// The adjoint of mel_of_spectra and of the real FFT of `size` points: for each spectrum X it
+/// reads, the mel gradient through the band pairs, times X/|X| where |X| passed the floor, with
+/// every bin but DC and Nyquist halved (they stand for two bins of the full spectrum) and times
+/// `size` (undoing the inverse transform's 1/size), summed over the spectra that a frame's
+/// makes, so that the inverse transform of `out` (the group's) is the frames' gradient.
 template <typename T>
 void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const BandSpans<T>& spans,
-                      c10::complex<T>* out, int64_t n_spectra, int64_t bins, int64_t n_bands,
-                      int64_t size, T floor) {
+                      c10::complex<T>* out, int64_t first, int64_t count, const FrameOrder& order,
+                      int64_t bins, int64_t n_bands, int64_t size, T floor) {
   const size_t n = size_t(bins);
-  std::vector<T> magnitude(n), scale(n), bin_weight(n, T(size) / 2);
+  std::vector<T> magnitude(n), bin_weight(n, T(size) / 2);
+  std::vector<T> scales(4 * n);  // per spectrum read: left (or the one channel), right, sum, difference
+  std::vector<c10::complex<T>> combined(2 * n);
   bin_weight[0] = T(size);
-  if (size % 2 == 0) bin_weight[size_t(bins - 1)] = T(size);
-  for (int64_t f = 0; f < n_spectra; ++f) {
-    spans.adjoint(grad_mel + f * n_bands, scale.data(), bins);
-    magnitudes(spectra + f * bins, bins, magnitude.data());
+  if (size % 2 == 0) bin_weight[n - 1] = T(size);
+  auto scale_of = [&](const c10::complex<T>* spectrum, int64_t f, int64_t o) {
+    T* scale = scales.data() + size_t(o) * n;
+    spans.adjoint(grad_mel + order.mel_row(f, o) * n_bands, scale, bins);
+    magnitudes(spectrum, bins, magnitude.data());
 #pragma omp simd
     for (int64_t k = 0; k < bins; ++k) {
       const T m = magnitude[k];
       scale[k]  = m >= floor && m > 0 ? scale[k] / m * bin_weight[k] : T(0);
     }
-    const T* x = reinterpret_cast<const T*>(spectra + f * bins);
-    T* h       = reinterpret_cast<T*>(out + f * bins);
+  };
+  for (int64_t i = 0; i < count; i += order.channels) {
+    const c10::complex<T>* x = spectra + i * bins;
+    const T* left            = reinterpret_cast<const T*>(x);
+    T* h                     = reinterpret_cast<T*>(out + i * bins);
+    scale_of(x, first + i, 0);
+    const T* own = scales.data();
+    if (order.channels == 1) {
 #pragma omp simd
-    for (int64_t k = 0; k < 2 * bins; ++k) h[k] = x[k] * scale[k / 2];
+      for (int64_t k = 0; k < 2 * bins; ++k) h[k] = left[k] * own[k / 2];
+      continue;
+    }
+    // The left's gradient a_L·L + a_M·(L + R) + a_S·(L − R) = (a_L + a_M + a_S)·L + (a_M − a_S)·R,
+    // the right's a_R·R + a_M·(L + R) − a_S·(L − R) = (a_M − a_S)·L + (a_R + a_M + a_S)·R.
+    sum_and_difference(x, x + bins, bins, combined.data(), combined.data() + n);
+    scale_of(x + bins, first + i, 1);
+    scale_of(combined.data(), first + i, 2);
+    scale_of(combined.data() + n, first + i, 3);
+    const T* right = left + 2 * bins;
+    const T *a_right = own + n, *a_sum = own + 2 * n, *a_difference = own + 3 * n;
+    T* h_right = h + 2 * bins;
+#pragma omp simd
+    for (int64_t k = 0; k < 2 * bins; ++k) {
+      const int64_t b = k / 2;
+      const T cross   = a_sum[b] - a_difference[b], shared = a_sum[b] + a_difference[b];
+      h[k]            = (own[b] + shared) * left[k] + cross * right[k];
+      h_right[k]      = cross * left[k] + (a_right[b] + shared) * right[k];
+    }
   }
 }
 
@@ -231,11 +307,11 @@ void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const B
 template <typename T>
 void windowed_overlap_add(const std::vector<const T*>& groups, int64_t group, const T* window,
                           T* grad_rows, int64_t n_rows, int64_t length, int64_t pad,
-                          int64_t n_frames, int64_t size, int64_t hop) {
+                          const FrameOrder& order, int64_t size, int64_t hop) {
   at::parallel_for(0, n_rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
-      for (int64_t t = 0; t < n_frames; ++t) {
-        const int64_t f = r * n_frames + t, start = t * hop - pad;
+      for (int64_t t = 0; t < order.n_frames; ++t) {
+        const int64_t f = order.frame(r, t), start = t * hop - pad;
         const T* in = groups[size_t(f / group)] + (f % group) * size;
         T* row      = grad_rows + r * length;
         if (start >= 0 && start + size <= length) {
@@ -265,36 +341,40 @@ int64_t frames_per_group(int64_t size) {
 struct MelFrames : public torch::autograd::Function<MelFrames> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& signal,
                             int64_t pad, const at::Tensor& window, int64_t hop, double eps,
-                            const at::Tensor& bands, const at::Tensor& weights, int64_t n_bands) {
+                            const at::Tensor& bands, const at::Tensor& weights, int64_t n_bands,
+                            bool mid_side) {
     const int64_t length = signal.size(-1), size = window.size(0), bins = size / 2 + 1;
-    const int64_t n_frames = (length + 2 * pad - size) / hop + 1;
-    const at::Tensor rows  = signal.reshape({-1, length}).contiguous();
+    const FrameOrder order{mid_side ? 2 : 1, (length + 2 * pad - size) / hop + 1};
+    const at::Tensor rows = signal.reshape({-1, length}).contiguous();
     const at::Tensor w = window.contiguous(), b = bands.contiguous(), p = weights.contiguous();
-    const int64_t n_rows = rows.size(0), n_spectra = n_rows * n_frames;
-    const int64_t group = frames_per_group(size);
-    at::Tensor mel      = at::empty({n_spectra, n_bands}, rows.options());
+    const int64_t n_rows = rows.size(0), n_spectra = n_rows * order.n_frames;
+    const int64_t group = frames_per_group(size);  // even: a pair's frames share a group
+    at::Tensor mel =
+        at::empty({n_rows / order.channels * order.outputs() * order.n_frames, n_bands},
+                  rows.options());
     std::vector<at::Tensor> spectra(size_t((n_spectra + group - 1) / group));
     AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "mel_frames", [&] {
       const BandSpans<scalar_t> spans(b.data_ptr<int64_t>(), p.data_ptr<scalar_t>(), bins, n_bands);
       dsp::for_groups(n_spectra, group, [&](int64_t g, int64_t first, int64_t count) {
         at::Tensor frames = at::empty({count, size}, rows.options());
         windowed_frames(rows.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
-                        frames.data_ptr<scalar_t>(), first, count, length, pad, n_frames, size,
-                        hop);
+                        frames.data_ptr<scalar_t>(), first, count, length, pad, order, size, hop);
         spectra[size_t(g)] = dsp::rfft_rows(frames, size);
         mel_of_spectra(spectra[size_t(g)].data_ptr<c10::complex<scalar_t>>(), spans,
-                       mel.data_ptr<scalar_t>() + first * n_bands, count, bins, n_bands,
+                       mel.data_ptr<scalar_t>(), first, count, order, bins, n_bands,
                        scalar_t(std::sqrt(eps)));
       });
     });
     ctx->save_for_backward({signal, w, b, p});
-    ctx->saved_data["spectra"] = c10::List<at::Tensor>(spectra);
-    ctx->saved_data["pad"]     = pad;
-    ctx->saved_data["hop"]     = hop;
-    ctx->saved_data["eps"]     = eps;
-    ctx->saved_data["n_bands"] = n_bands;
+    ctx->saved_data["spectra"]  = c10::List<at::Tensor>(spectra);
+    ctx->saved_data["pad"]      = pad;
+    ctx->saved_data["hop"]      = hop;
+    ctx->saved_data["eps"]      = eps;
+    ctx->saved_data["n_bands"]  = n_bands;
+    ctx->saved_data["mid_side"] = mid_side;
     std::vector<int64_t> shape = signal.sizes().vec();
-    shape.back()               = n_frames;
+    shape.back()               = order.n_frames;
+    if (mid_side) shape[shape.size() - 2] = 4;
     shape.push_back(n_bands);
     return mel.view(shape);
   }
@@ -305,19 +385,21 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
     const at::Tensor &signal = saved[0], &window = saved[1], &bands = saved[2], &weights = saved[3];
     const int64_t hop = ctx->saved_data["hop"].toInt(), pad = ctx->saved_data["pad"].toInt(),
                   n_bands = ctx->saved_data["n_bands"].toInt();
-    const double eps      = ctx->saved_data["eps"].toDouble();
+    const double eps    = ctx->saved_data["eps"].toDouble();
+    const bool mid_side = ctx->saved_data["mid_side"].toBool();
     if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined())
-      return dsp::composed_backward(ctx, {signal}, 8, grads[0], [&](const auto& in) {
-        return apply_band_pairs(frame_magnitudes(reflection_padded(in[0], pad), window, hop, eps),
-                                bands, weights, n_bands);
+      return dsp::composed_backward(ctx, {signal}, 9, grads[0], [&](const auto& in) {
+        return apply_band_pairs(
+            frame_magnitudes(reflection_padded(in[0], pad), window, hop, eps, mid_side), bands,
+            weights, n_bands);
       });
     const int64_t length = signal.size(-1), size = window.size(0), bins = size / 2 + 1;
-    const int64_t n_frames              = (length + 2 * pad - size) / hop + 1,
-                  n_spectra             = grads[0].numel() / n_bands;
-    const int64_t group                 = frames_per_group(size);
+    const FrameOrder order{mid_side ? 2 : 1, (length + 2 * pad - size) / hop + 1};
+    const int64_t n_rows = signal.numel() / length, n_spectra = n_rows * order.n_frames;
+    const int64_t group  = frames_per_group(size);
     const c10::List<at::Tensor> spectra = ctx->saved_data["spectra"].toTensorList();
-    const at::Tensor g                  = grads[0].reshape({n_spectra, n_bands}).contiguous();
-    at::Tensor grad_rows = at::zeros({n_spectra / n_frames, length}, signal.options());
+    const at::Tensor g                  = grads[0].contiguous();
+    at::Tensor grad_rows                = at::zeros({n_rows, length}, signal.options());
     std::vector<at::Tensor> grad_frames(spectra.size());
     AT_DISPATCH_FLOATING_TYPES(signal.scalar_type(), "mel_frames_backward", [&] {
       const BandSpans<scalar_t> spans(bands.data_ptr<int64_t>(), weights.data_ptr<scalar_t>(), bins,
@@ -325,19 +407,17 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
       dsp::for_groups(n_spectra, group, [&](int64_t k, int64_t first, int64_t count) {
         const at::Tensor x = spectra.get(size_t(k));
         at::Tensor h       = at::empty_like(x);
-        spectra_gradient(g.data_ptr<scalar_t>() + first * n_bands,
-                         x.data_ptr<c10::complex<scalar_t>>(), spans,
-                         h.data_ptr<c10::complex<scalar_t>>(), count, bins, n_bands, size,
-                         scalar_t(std::sqrt(eps)));
+        spectra_gradient(g.data_ptr<scalar_t>(), x.data_ptr<c10::complex<scalar_t>>(), spans,
+                         h.data_ptr<c10::complex<scalar_t>>(), first, count, order, bins,
+                         n_bands, size, scalar_t(std::sqrt(eps)));
         grad_frames[size_t(k)] = dsp::irfft_rows(h, size).contiguous();
       });
       std::vector<const scalar_t*> groups;
       for (const at::Tensor& frames : grad_frames) groups.push_back(frames.data_ptr<scalar_t>());
       windowed_overlap_add(groups, group, window.data_ptr<scalar_t>(),
-                           grad_rows.data_ptr<scalar_t>(), n_spectra / n_frames, length, pad,
-                           n_frames, size, hop);
+                           grad_rows.data_ptr<scalar_t>(), n_rows, length, pad, order, size, hop);
     });
-    torch::autograd::variable_list result(8);
+    torch::autograd::variable_list result(9);
     result[0] = grad_rows.view(signal.sizes());
     return result;
   }
@@ -376,11 +456,15 @@ at::Tensor apply_band_pairs(const at::Tensor& magnitude, const at::Tensor& bands
 at::Tensor mel_frame_magnitudes(const at::Tensor& signal, int64_t reflect_pad,
                                 const at::Tensor& window, int64_t hop_size, double eps,
                                 const at::Tensor& bands, const at::Tensor& weights,
-                                int64_t n_bands) {
+                                int64_t n_bands, bool mid_side) {
   TORCH_CHECK(reflect_pad >= 0 && reflect_pad < signal.size(-1),
               "mel_frame_magnitudes: expected a reflection shorter than the signal's ",
               signal.size(-1), " samples, but got ", reflect_pad);
-  return MelFrames::apply(signal, reflect_pad, window, hop_size, eps, bands, weights, n_bands);
+  TORCH_CHECK(!mid_side || (signal.dim() >= 2 && signal.size(-2) == 2),
+              "mel_frame_magnitudes: expected (left, right) pairs [..., 2, T], but got ",
+              signal.sizes());
+  return MelFrames::apply(signal, reflect_pad, window, hop_size, eps, bands, weights, n_bands,
+                          mid_side);
 }
 
 void check_signal_pair(const at::Tensor& x, const at::Tensor& y, const std::string& what) {
@@ -460,10 +544,14 @@ at::Tensor stft_magnitude(const at::Tensor& x, const at::Tensor& window, int64_t
 }
 
 at::Tensor frame_magnitudes(const at::Tensor& padded, const at::Tensor& window, int64_t hop_size,
-                            double eps) {
+                            double eps, bool mid_side) {
   at::Tensor frames = padded.unfold(-1, window.size(0), hop_size) * window;
-  // sqrt(max(|X|², eps)) = max(|X|, √eps); the complex abs is twice as fast as squaring the parts.
   at::Tensor spectra = dsp::rfft(frames, frames.size(-1));
+  if (mid_side) {  // [..., 2, frames, bins] → [..., 4, frames, bins]
+    const at::Tensor left = spectra.select(-3, 0), right = spectra.select(-3, 1);
+    spectra = at::stack({left, right, left + right, left - right}, -3);
+  }
+  // sqrt(max(|X|², eps)) = max(|X|, √eps); the complex abs is twice as fast as squaring the parts.
   return at::abs(spectra).clamp_min(std::sqrt(eps));
 }
 

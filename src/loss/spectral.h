@@ -50,8 +50,12 @@ at::Tensor stft_magnitude(const at::Tensor& x, const at::Tensor& window, int64_t
 
 /// The magnitudes of the frames of already padded `rows×T` signals (frame f = samples
 /// [f·hop, f·hop + fft_size)): `rows×frames×(fft_size/2+1)`, as stft_magnitude after its padding.
+/// With `mid_side`, the rows are (left, right) pairs [..., 2, T] and the result holds four rows
+/// per pair, [..., 4, frames, bins]: left, right, and left + right and left − right, whose
+/// spectra are the sum and difference of the pair's (the transform is linear: half the
+/// transforms of the four channels').
 at::Tensor frame_magnitudes(const at::Tensor& padded, const at::Tensor& window, int64_t hop_size,
-                            double eps);
+                            double eps, bool mid_side = false);
 
 /// librosa.filters.mel(sr, n_fft, n_mels) with its defaults: triangles on the Slaney mel scale
 /// (linear below 1 kHz, logarithmic above) from 0 Hz to sample_rate / 2, each scaled by
@@ -90,11 +94,12 @@ at::Tensor reflection_padded(const at::Tensor& x, int64_t pad);
 /// frames' intermediate tensors (the windowed frames, their magnitudes, the floor's mask, and
 /// their gradients): a third of the loss's time on a fit step's crops (docs/benchmarks.md,
 /// "Roofline"). CPU only, without tangents; a backward pass that is recorded (create_graph) or
-/// carries tangents differentiates the composition.
+/// carries tangents differentiates the composition. `mid_side` as frame_magnitudes's:
+/// [..., 2, L] → [..., 4, frames, n_bands].
 at::Tensor mel_frame_magnitudes(const at::Tensor& signal, int64_t reflect_pad,
                                 const at::Tensor& window, int64_t hop_size, double eps,
                                 const at::Tensor& bands, const at::Tensor& weights,
-                                int64_t n_bands);
+                                int64_t n_bands, bool mid_side = false);
 
 /// Slaney mel scale of librosa (htk=False) and its inverse.
 double hz_to_mel(double frequency_hz);

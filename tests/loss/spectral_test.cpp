@@ -224,6 +224,87 @@ TEST(Mel, FramesToBandsInOneFunctionEqualTheComposition) {
   }
 }
 
+TEST(Mel, MidAndSideFromTheChannelsSpectraEqualTheirOwnTransforms) {
+  // With mid_side, (left, right) pairs give the mel frames of left, right, left + right and
+  // left − right from the pair's two transforms (the sum's and difference's spectra summed and
+  // subtracted). Against the four channels formed in time and transformed one by one (the
+  // composition, recorded by autograd), in float64: values and gradients of the fused Function
+  // and of frame_magnitudes alone, recorded gradients and second derivatives, results
+  // independent of the threads; a pair with a silent side (left = right) and one with a silent
+  // mid (left = −right) at the floor, for even and odd FFT sizes, with and without reflection.
+  at::manual_seed(23);
+  constexpr int64_t kLength = 30000;
+  for (int64_t fft : {512, 1023}) {
+    const StftResolution resolution{fft, fft / 4, fft};
+    const at::Tensor window = padded_hann_window(resolution);
+    at::Tensor mel          = mel_filterbank(30000, fft, 64);
+    mel                     = mel.index_select(0, (mel.amax(1) > 0).nonzero().squeeze(1));
+    const BandPairs pairs   = band_pairs(mel);
+    const double eps        = 1e-4;
+    for (int64_t pad : {int64_t(0), fft / 2}) {
+      at::Tensor signal = at::randn({3, 2, kLength}, at::kDouble) *
+                          at::linspace(0, 2, kLength, at::kDouble);  // from silence up
+      signal[1][1].copy_(signal[1][0]);                            // no side
+      signal[2][1].copy_(-signal[2][0]);                           // no mid
+      const at::Tensor x       = signal.clone().requires_grad_(true);
+      const int64_t n_frames   = (kLength + 2 * pad - fft) / (fft / 4) + 1;
+      const at::Tensor weights = at::randn({3, 4, n_frames, pairs.n_bands}, at::kDouble);
+      auto four = [](const at::Tensor& pair) {  // [3, 2, T] → [3, 4, T]
+        const at::Tensor left = pair.select(1, 0), right = pair.select(1, 1);
+        return at::stack({left, right, left + right, left - right}, 1);
+      };
+      auto padded = [&](const at::Tensor& rows) {
+        return at::reflection_pad1d(rows.reshape({-1, 1, kLength}), {pad, pad})
+            .view({3, rows.size(1), -1});
+      };
+      auto fused = [&](const at::Tensor& in) {
+        return mel_frame_magnitudes(in, pad, window, fft / 4, eps, pairs.bands, pairs.weights,
+                                    pairs.n_bands, /*mid_side=*/true);
+      };
+      auto in_time = [&](const at::Tensor& in) {
+        return apply_band_pairs(frame_magnitudes(padded(four(in)), window, fft / 4, eps),
+                                pairs.bands, pairs.weights, pairs.n_bands);
+      };
+      auto in_frequency = [&](const at::Tensor& in) {
+        return apply_band_pairs(frame_magnitudes(padded(in), window, fft / 4, eps, true),
+                                pairs.bands, pairs.weights, pairs.n_bands);
+      };
+      const at::Tensor ours = fused(x), theirs = in_time(x), composed = in_frequency(x);
+      ASSERT_EQ(ours.sizes(), weights.sizes());
+      EXPECT_TRUE(at::allclose(ours, theirs, 1e-12, 1e-12)) << "FFT " << fft << ", pad " << pad;
+      EXPECT_TRUE(at::allclose(composed, theirs, 1e-12, 1e-12)) << "FFT " << fft;
+      // The silent side and mid sit at the floor: max(|X|, √eps) times each band's weights.
+      const at::Tensor floor = apply_band_pairs(
+          at::full({1, pairs.bands.size(1)}, std::sqrt(eps), at::kDouble), pairs.bands,
+          pairs.weights, pairs.n_bands);
+      EXPECT_TRUE(at::allclose(ours[1][3], floor.expand_as(ours[1][3]), 0, 1e-12));
+      EXPECT_TRUE(at::allclose(ours[2][2], floor.expand_as(ours[2][2]), 0, 1e-12));
+      const at::Tensor g1 = torch::autograd::grad({(ours * weights).sum()}, {x})[0];
+      const at::Tensor g2 =
+          torch::autograd::grad({(theirs * weights).sum()}, {x}, {}, true, true)[0];
+      const at::Tensor g3 = torch::autograd::grad({(composed * weights).sum()}, {x})[0];
+      EXPECT_TRUE(at::allclose(g1, g2, 1e-10, 1e-12)) << "FFT " << fft << ", pad " << pad;
+      EXPECT_TRUE(at::allclose(g3, g2, 1e-10, 1e-12)) << "FFT " << fft;
+      const at::Tensor g4 =
+          torch::autograd::grad({(fused(x) * weights).sum()}, {x}, {}, true, true)[0];
+      EXPECT_TRUE(at::allclose(g4, g2, 1e-10, 1e-12)) << "FFT " << fft;
+      const at::Tensor v  = at::randn_like(signal);
+      const at::Tensor h1 = torch::autograd::grad({(g4 * v).sum()}, {x})[0];
+      const at::Tensor h2 = torch::autograd::grad({(g2 * v).sum()}, {x})[0];
+      EXPECT_TRUE(at::allclose(h1, h2, 1e-10, 1e-12)) << "FFT " << fft;
+      const int threads = at::get_num_threads();
+      at::set_num_threads(1);
+      const at::Tensor one    = fused(x);
+      const at::Tensor g1_one = torch::autograd::grad({(one * weights).sum()}, {x})[0];
+      at::set_num_threads(threads);
+      EXPECT_TRUE(at::equal(one, ours) && at::equal(g1_one, g1)) << "FFT " << fft;
+    }
+  }
+  EXPECT_THROW(mel_frame_magnitudes(at::zeros({3, 100}), 0, at::ones({32}), 8, 1e-4,
+                                    at::zeros({2, 17}, at::kLong), at::zeros({2, 17}), 1, true),
+               c10::Error);
+}
+
 TEST(AWeighting, AnalogCurveMatchesIecTable) {
   // IEC 61672-1 nominal A-weightings (dB, 0.1 dB rounding) at exact base-10 third-octave
   // frequencies 1000·10^(k/10).

@@ -170,11 +170,10 @@ class MixLoss {
   /// The terms of estimates' and targets' mel frames (mel_spectrograms), B items.
   MixLossTerms compared(const std::vector<at::Tensor>& x_mels,
                         const std::vector<at::Tensor>& y_mels, int64_t n_items) const;
-  /// The L, R, M, S channels of B×2×T signals as [B·4, T].
-  static at::Tensor four_channels(const at::Tensor& stereo);
-  /// Mel magnitudes [rows, frames, n_mels] at resolution r of [rows, T] signals reflected by
-  /// `reflect_pad` samples at both ends (0: signals padded already).
-  at::Tensor mel_frames(const at::Tensor& signal, int64_t reflect_pad, size_t r) const;
+  /// Mel magnitudes [B·4, frames, n_mels] at resolution r of the L, R, M = L + R and S = L − R
+  /// channels of B×2×T signals reflected by `reflect_pad` samples at both ends (0: signals
+  /// padded already). M's and S's spectra are the sum and difference of L's and R's.
+  at::Tensor mel_frames(const at::Tensor& stereo, int64_t reflect_pad, size_t r) const;
   /// A cached constant in the dtype and device of `like`.
   at::Tensor constant(const std::string& key, const at::Tensor& value,
                       const at::Tensor& like) const;
