@@ -324,12 +324,12 @@ void windowed_overlap_add(const std::vector<const T*>& groups, int64_t group, co
   });
 }
 
-/// Frames in groups of about 1 MiB of float32 (a multiple of four: pocketfft transforms rows in
+/// Frames in groups of about 256 KiB of float32 (a multiple of four: pocketfft transforms rows in
 /// fours), each group's frames, transform and bands in turn on one thread while the groups share
 /// the threads: a group stays in cache between its steps, and no transform's result is copied
 /// into a shared tensor. Fixed by frame index, so results do not depend on the threads.
 int64_t frames_per_group(int64_t size) {
-  return std::max<int64_t>(4, ((int64_t(1) << 18) / size) / 4 * 4);
+  return std::max<int64_t>(4, ((int64_t(1) << 16) / size) / 4 * 4);
 }
 
 /// frame_magnitudes then apply_band_pairs in one Function on the CPU, without their
