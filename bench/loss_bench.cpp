@@ -1,7 +1,8 @@
 // Mix-matching loss: grafx's batched four-channel STFT (L, R, M and S in one STFT per
-// resolution, once for the estimate and once for the target) against a naive path (one
-// A-weighting and one STFT per signal, channel and resolution, with the same building blocks),
-// forward and forward+backward, on stereo mixes at 30 kHz.
+// resolution, M's and S's spectra from L's and R's; once for the estimate and once for the
+// target) against a naive path (one A-weighting and one STFT per signal, channel and
+// resolution, with the same building blocks), forward and forward+backward, on stereo mixes at
+// 30 kHz.
 //
 // Each time is the best of three alternating rounds' medians.
 //
