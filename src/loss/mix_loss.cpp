@@ -301,8 +301,7 @@ at::Tensor MixLoss::mel_frames(const at::Tensor& stereo, int64_t reflect_pad, si
   // Function; with tangents (forward mode), magnitudes then the sparse product; elsewhere
   // magnitudes then a dense product. Each [B, 4, frames, bands], flattened to [B·4, ...].
   if (pairs.bands.defined() && stereo.device().is_cpu() && !dsp::tangent_of(stereo).defined())
-    return detail::mel_frame_magnitudes(stereo, reflect_pad, window, hop, options_.eps,
-                                        pairs.bands,
+    return detail::mel_frame_magnitudes(stereo, reflect_pad, window, hop, options_.eps, pairs.bands,
                                         constant("pairs" + key, pairs.weights, stereo),
                                         pairs.n_bands, /*mid_side=*/true)
         .flatten(0, 1);
@@ -515,7 +514,7 @@ void MixLossStream::compute_frames() {
           reflected_range(f0 * hop - half, (f1 - 1) * hop + half, length_) - weighted_start_;
       at::Tensor padded = weighted_.index_select(2, index.to(weighted_.device()));
       at::Tensor mel    = loss_.mel_frames(padded, 0, r);  // [2·B·4, frames, bands]
-      if (collected_) {                                 // the target's rows alone
+      if (collected_) {                                    // the target's rows alone
         collected_->mels[r].push_back(mel);
         continue;
       }

@@ -257,7 +257,8 @@ void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const B
                       int64_t bins, int64_t n_bands, int64_t size, T floor) {
   const size_t n = size_t(bins);
   std::vector<T> magnitude(n), bin_weight(n, T(size) / 2);
-  std::vector<T> scales(4 * n);  // per spectrum read: left (or the one channel), right, sum, difference
+  // The scales of each spectrum read: left (or the one channel), right, sum, difference.
+  std::vector<T> scales(4 * n);
   std::vector<c10::complex<T>> combined(2 * n);
   bin_weight[0] = T(size);
   if (size % 2 == 0) bin_weight[n - 1] = T(size);
@@ -288,15 +289,15 @@ void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const B
     scale_of(x + bins, first + i, 1);
     scale_of(combined.data(), first + i, 2);
     scale_of(combined.data() + n, first + i, 3);
-    const T* right = left + 2 * bins;
+    const T* right   = left + 2 * bins;
     const T *a_right = own + n, *a_sum = own + 2 * n, *a_difference = own + 3 * n;
     T* h_right = h + 2 * bins;
 #pragma omp simd
     for (int64_t k = 0; k < 2 * bins; ++k) {
       const int64_t b = k / 2;
-      const T cross   = a_sum[b] - a_difference[b], shared = a_sum[b] + a_difference[b];
-      h[k]            = (own[b] + shared) * left[k] + cross * right[k];
-      h_right[k]      = cross * left[k] + (a_right[b] + shared) * right[k];
+      const T cross = a_sum[b] - a_difference[b], shared = a_sum[b] + a_difference[b];
+      h[k]       = (own[b] + shared) * left[k] + cross * right[k];
+      h_right[k] = cross * left[k] + (a_right[b] + shared) * right[k];
     }
   }
 }
@@ -348,10 +349,9 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
     const at::Tensor rows = signal.reshape({-1, length}).contiguous();
     const at::Tensor w = window.contiguous(), b = bands.contiguous(), p = weights.contiguous();
     const int64_t n_rows = rows.size(0), n_spectra = n_rows * order.n_frames;
-    const int64_t group = frames_per_group(size);  // even: a pair's frames share a group
-    at::Tensor mel =
-        at::empty({n_rows / order.channels * order.outputs() * order.n_frames, n_bands},
-                  rows.options());
+    const int64_t group      = frames_per_group(size);  // even: a pair's frames share a group
+    const int64_t n_mel_rows = n_rows / order.channels * order.outputs() * order.n_frames;
+    at::Tensor mel           = at::empty({n_mel_rows, n_bands}, rows.options());
     std::vector<at::Tensor> spectra(size_t((n_spectra + group - 1) / group));
     AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "mel_frames", [&] {
       const BandSpans<scalar_t> spans(b.data_ptr<int64_t>(), p.data_ptr<scalar_t>(), bins, n_bands);
@@ -372,8 +372,8 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
     ctx->saved_data["eps"]      = eps;
     ctx->saved_data["n_bands"]  = n_bands;
     ctx->saved_data["mid_side"] = mid_side;
-    std::vector<int64_t> shape = signal.sizes().vec();
-    shape.back()               = order.n_frames;
+    std::vector<int64_t> shape  = signal.sizes().vec();
+    shape.back()                = order.n_frames;
     if (mid_side) shape[shape.size() - 2] = 4;
     shape.push_back(n_bands);
     return mel.view(shape);
@@ -385,8 +385,8 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
     const at::Tensor &signal = saved[0], &window = saved[1], &bands = saved[2], &weights = saved[3];
     const int64_t hop = ctx->saved_data["hop"].toInt(), pad = ctx->saved_data["pad"].toInt(),
                   n_bands = ctx->saved_data["n_bands"].toInt();
-    const double eps    = ctx->saved_data["eps"].toDouble();
-    const bool mid_side = ctx->saved_data["mid_side"].toBool();
+    const double eps      = ctx->saved_data["eps"].toDouble();
+    const bool mid_side   = ctx->saved_data["mid_side"].toBool();
     if (c10::GradMode::is_enabled() || dsp::tangent_of(grads[0]).defined())
       return dsp::composed_backward(ctx, {signal}, 9, grads[0], [&](const auto& in) {
         return apply_band_pairs(
@@ -396,7 +396,7 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
     const int64_t length = signal.size(-1), size = window.size(0), bins = size / 2 + 1;
     const FrameOrder order{mid_side ? 2 : 1, (length + 2 * pad - size) / hop + 1};
     const int64_t n_rows = signal.numel() / length, n_spectra = n_rows * order.n_frames;
-    const int64_t group  = frames_per_group(size);
+    const int64_t group                 = frames_per_group(size);
     const c10::List<at::Tensor> spectra = ctx->saved_data["spectra"].toTensorList();
     const at::Tensor g                  = grads[0].contiguous();
     at::Tensor grad_rows                = at::zeros({n_rows, length}, signal.options());
@@ -408,8 +408,8 @@ struct MelFrames : public torch::autograd::Function<MelFrames> {
         const at::Tensor x = spectra.get(size_t(k));
         at::Tensor h       = at::empty_like(x);
         spectra_gradient(g.data_ptr<scalar_t>(), x.data_ptr<c10::complex<scalar_t>>(), spans,
-                         h.data_ptr<c10::complex<scalar_t>>(), first, count, order, bins,
-                         n_bands, size, scalar_t(std::sqrt(eps)));
+                         h.data_ptr<c10::complex<scalar_t>>(), first, count, order, bins, n_bands,
+                         size, scalar_t(std::sqrt(eps)));
         grad_frames[size_t(k)] = dsp::irfft_rows(h, size).contiguous();
       });
       std::vector<const scalar_t*> groups;
@@ -455,8 +455,8 @@ at::Tensor apply_band_pairs(const at::Tensor& magnitude, const at::Tensor& bands
 
 at::Tensor mel_frame_magnitudes(const at::Tensor& signal, int64_t reflect_pad,
                                 const at::Tensor& window, int64_t hop_size, double eps,
-                                const at::Tensor& bands, const at::Tensor& weights,
-                                int64_t n_bands, bool mid_side) {
+                                const at::Tensor& bands, const at::Tensor& weights, int64_t n_bands,
+                                bool mid_side) {
   TORCH_CHECK(reflect_pad >= 0 && reflect_pad < signal.size(-1),
               "mel_frame_magnitudes: expected a reflection shorter than the signal's ",
               signal.size(-1), " samples, but got ", reflect_pad);
@@ -545,7 +545,7 @@ at::Tensor stft_magnitude(const at::Tensor& x, const at::Tensor& window, int64_t
 
 at::Tensor frame_magnitudes(const at::Tensor& padded, const at::Tensor& window, int64_t hop_size,
                             double eps, bool mid_side) {
-  at::Tensor frames = padded.unfold(-1, window.size(0), hop_size) * window;
+  at::Tensor frames  = padded.unfold(-1, window.size(0), hop_size) * window;
   at::Tensor spectra = dsp::rfft(frames, frames.size(-1));
   if (mid_side) {  // [..., 2, frames, bins] → [..., 4, frames, bins]
     const at::Tensor left = spectra.select(-3, 0), right = spectra.select(-3, 1);

@@ -98,8 +98,8 @@ at::Tensor reflection_padded(const at::Tensor& x, int64_t pad);
 /// [..., 2, L] → [..., 4, frames, n_bands].
 at::Tensor mel_frame_magnitudes(const at::Tensor& signal, int64_t reflect_pad,
                                 const at::Tensor& window, int64_t hop_size, double eps,
-                                const at::Tensor& bands, const at::Tensor& weights,
-                                int64_t n_bands, bool mid_side = false);
+                                const at::Tensor& bands, const at::Tensor& weights, int64_t n_bands,
+                                bool mid_side = false);
 
 /// Slaney mel scale of librosa (htk=False) and its inverse.
 double hz_to_mel(double frequency_hz);

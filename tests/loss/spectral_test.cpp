@@ -244,12 +244,12 @@ TEST(Mel, MidAndSideFromTheChannelsSpectraEqualTheirOwnTransforms) {
     for (int64_t pad : {int64_t(0), fft / 2}) {
       at::Tensor signal = at::randn({3, 2, kLength}, at::kDouble) *
                           at::linspace(0, 2, kLength, at::kDouble);  // from silence up
-      signal[1][1].copy_(signal[1][0]);                            // no side
-      signal[2][1].copy_(-signal[2][0]);                           // no mid
+      signal[1][1].copy_(signal[1][0]);                              // no side
+      signal[2][1].copy_(-signal[2][0]);                             // no mid
       const at::Tensor x       = signal.clone().requires_grad_(true);
       const int64_t n_frames   = (kLength + 2 * pad - fft) / (fft / 4) + 1;
       const at::Tensor weights = at::randn({3, 4, n_frames, pairs.n_bands}, at::kDouble);
-      auto four = [](const at::Tensor& pair) {  // [3, 2, T] → [3, 4, T]
+      auto four                = [](const at::Tensor& pair) {  // [3, 2, T] → [3, 4, T]
         const at::Tensor left = pair.select(1, 0), right = pair.select(1, 1);
         return at::stack({left, right, left + right, left - right}, 1);
       };
@@ -274,9 +274,9 @@ TEST(Mel, MidAndSideFromTheChannelsSpectraEqualTheirOwnTransforms) {
       EXPECT_TRUE(at::allclose(ours, theirs, 1e-12, 1e-12)) << "FFT " << fft << ", pad " << pad;
       EXPECT_TRUE(at::allclose(composed, theirs, 1e-12, 1e-12)) << "FFT " << fft;
       // The silent side and mid sit at the floor: max(|X|, √eps) times each band's weights.
-      const at::Tensor floor = apply_band_pairs(
-          at::full({1, pairs.bands.size(1)}, std::sqrt(eps), at::kDouble), pairs.bands,
-          pairs.weights, pairs.n_bands);
+      const at::Tensor floor =
+          apply_band_pairs(at::full({1, pairs.bands.size(1)}, std::sqrt(eps), at::kDouble),
+                           pairs.bands, pairs.weights, pairs.n_bands);
       EXPECT_TRUE(at::allclose(ours[1][3], floor.expand_as(ours[1][3]), 0, 1e-12));
       EXPECT_TRUE(at::allclose(ours[2][2], floor.expand_as(ours[2][2]), 0, 1e-12));
       const at::Tensor g1 = torch::autograd::grad({(ours * weights).sum()}, {x})[0];
