@@ -175,7 +175,7 @@ struct FrameOrder {
 };
 
 /// Frames [first, first + count) of rows reflected by `pad` samples at both ends, times the
-/// window, frame f being padded row_order.row(f)[t·hop, t·hop + F)·window with t =
+/// window, frame f being padded row order.row(f)[t·hop, t·hop + F)·window with t =
 /// order.time(f), written from `frames` on. Only the frames that reach past a row's ends read
 /// it sample by sample.
 template <typename T>
@@ -249,8 +249,8 @@ void mel_of_spectra(const c10::complex<T>* spectra, const BandSpans<T>& spans, T
 /// The adjoint of mel_of_spectra and of the real FFT of `size` points: for each spectrum X it
 /// reads, the mel gradient through the band pairs, times X/|X| where |X| passed the floor, with
 /// every bin but DC and Nyquist halved (they stand for two bins of the full spectrum) and times
-/// `size` (undoing the inverse transform's 1/size), summed over the spectra that a frame's
-/// makes, so that the inverse transform of `out` (the group's) is the frames' gradient.
+/// `size` (undoing the inverse transform's 1/size), summed over the spectra made from a frame's,
+/// so that the inverse transform of `out` (the group's) is the frames' gradient.
 template <typename T>
 void spectra_gradient(const T* grad_mel, const c10::complex<T>* spectra, const BandSpans<T>& spans,
                       c10::complex<T>* out, int64_t first, int64_t count, const FrameOrder& order,

@@ -21,6 +21,25 @@ namespace {
 
 const double kPi = std::acos(-1.0);
 
+/// The 64 mel triangles of an `fft`-point frame at 30 kHz that hold a bin.
+at::Tensor mel_bands_with_bins(int64_t fft) {
+  const at::Tensor mel = mel_filterbank(30000, fft, 64);
+  return mel.index_select(0, (mel.amax(1) > 0).nonzero().squeeze(1));
+}
+
+/// Whether `fused` gives the same values and gradients (against `weights`) on one thread as
+/// `values` and `gradient`, found on every thread: its groups of frames are fixed by index.
+template <typename Fused>
+bool same_on_one_thread(const Fused& fused, const at::Tensor& x, const at::Tensor& weights,
+                        const at::Tensor& values, const at::Tensor& gradient) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const at::Tensor one      = fused(x);
+  const at::Tensor one_grad = torch::autograd::grad({(one * weights).sum()}, {x})[0];
+  at::set_num_threads(threads);
+  return at::equal(one, values) && at::equal(one_grad, gradient);
+}
+
 TEST(Stft, MagnitudeMatchesDirectDftWithReflectPaddingAndPaddedWindow) {
   const StftResolution resolution{16, 5, 11};  // odd hop and window, window shorter than FFT
   at::Tensor x           = at::randn({3, 50}, at::kDouble);
@@ -164,10 +183,9 @@ TEST(Mel, FramesToBandsInOneFunctionEqualTheComposition) {
     const StftResolution resolution{fft, fft / 4, fft};
     const at::Tensor window = padded_hann_window(resolution);
     // Mel triangles leave out DC and Nyquist; two overlapping halves take them in.
-    at::Tensor mel     = mel_filterbank(30000, fft, 64);
-    mel                = mel.index_select(0, (mel.amax(1) > 0).nonzero().squeeze(1));
-    const int64_t bins = fft / 2 + 1;
-    at::Tensor halves  = at::zeros({2, bins}, at::kDouble);
+    const at::Tensor mel = mel_bands_with_bins(fft);
+    const int64_t bins   = fft / 2 + 1;
+    at::Tensor halves    = at::zeros({2, bins}, at::kDouble);
     halves[0].narrow(0, 0, bins / 2).fill_(1.0);
     halves[1].narrow(0, bins / 3, bins - bins / 3).fill_(0.5);
     for (const at::Tensor& bank : {mel, halves})
@@ -214,12 +232,7 @@ TEST(Mel, FramesToBandsInOneFunctionEqualTheComposition) {
                   1e-5 * ours.abs().max().item<double>());
         EXPECT_LT((g32.to(at::kDouble) - g1).abs().max().item<double>(),
                   1e-4 * g1.abs().max().item<double>());
-        const int threads = at::get_num_threads();
-        at::set_num_threads(1);
-        const at::Tensor one    = fused(padded);
-        const at::Tensor g1_one = torch::autograd::grad({(one * weights).sum()}, {padded})[0];
-        at::set_num_threads(threads);
-        EXPECT_TRUE(at::equal(one, ours) && at::equal(g1_one, g1)) << "FFT " << fft;
+        EXPECT_TRUE(same_on_one_thread(fused, padded, weights, ours, g1)) << "FFT " << fft;
       }
   }
 }
@@ -237,9 +250,7 @@ TEST(Mel, MidAndSideFromTheChannelsSpectraEqualTheirOwnTransforms) {
   for (int64_t fft : {512, 1023}) {
     const StftResolution resolution{fft, fft / 4, fft};
     const at::Tensor window = padded_hann_window(resolution);
-    at::Tensor mel          = mel_filterbank(30000, fft, 64);
-    mel                     = mel.index_select(0, (mel.amax(1) > 0).nonzero().squeeze(1));
-    const BandPairs pairs   = band_pairs(mel);
+    const BandPairs pairs   = band_pairs(mel_bands_with_bins(fft));
     const double eps        = 1e-4;
     for (int64_t pad : {int64_t(0), fft / 2}) {
       at::Tensor signal = at::randn({3, 2, kLength}, at::kDouble) *
@@ -292,12 +303,7 @@ TEST(Mel, MidAndSideFromTheChannelsSpectraEqualTheirOwnTransforms) {
       const at::Tensor h1 = torch::autograd::grad({(g4 * v).sum()}, {x})[0];
       const at::Tensor h2 = torch::autograd::grad({(g2 * v).sum()}, {x})[0];
       EXPECT_TRUE(at::allclose(h1, h2, 1e-10, 1e-12)) << "FFT " << fft;
-      const int threads = at::get_num_threads();
-      at::set_num_threads(1);
-      const at::Tensor one    = fused(x);
-      const at::Tensor g1_one = torch::autograd::grad({(one * weights).sum()}, {x})[0];
-      at::set_num_threads(threads);
-      EXPECT_TRUE(at::equal(one, ours) && at::equal(g1_one, g1)) << "FFT " << fft;
+      EXPECT_TRUE(same_on_one_thread(fused, x, weights, ours, g1)) << "FFT " << fft;
     }
   }
   EXPECT_THROW(mel_frame_magnitudes(at::zeros({3, 100}), 0, at::ones({32}), 8, 1e-4,
