@@ -345,15 +345,21 @@ at::Tensor Fitter::curve_roughness(const Parameters& parameters) const {
 }
 
 int64_t Fitter::crop_start(int64_t step, int64_t crop) const {
-  const int64_t choices = tracks_.size(2) - crop_samples_ + 1;
   // Crop 0 as before crops per step existed, so that one crop per step fits as it did.
   const uint64_t key  = splitmix64(uint64_t(step)) ^ (crop ? splitmix64(~uint64_t(crop)) : 0);
   const uint64_t draw = splitmix64(options_.seed ^ key);
-  // The first start whose loss (after the skipped samples) starts on the grid, and how many.
-  const int64_t grid = loss_.frame_alignment(), skip = loss_.options().skip_samples;
-  const int64_t first = (grid - skip % grid) % grid;
-  if (first >= choices) return int64_t(draw % uint64_t(choices));
-  return first + grid * int64_t(draw % uint64_t((choices - 1 - first) / grid + 1));
+  // The compared part (after the warm-up) lies within the song; its centre is drawn uniformly
+  // over the song and the part moved inside, so that every second is compared as often on
+  // average, the song's ends too. (Uniform starts compared the first and last compared lengths
+  // less, ramping down to never, and the first warm-up's length never.) A crop at the start
+  // warms up on the silence before the song, as a whole-song render starts from silence.
+  const int64_t length = tracks_.size(2), skip = loss_.options().skip_samples,
+                compared = crop_samples_ - skip, last = length - compared;
+  const int64_t centre = int64_t(draw % uint64_t(length));
+  int64_t first        = std::min(std::max<int64_t>(centre - compared / 2, 0), last);
+  // Down onto the grid of the song's frames (MixLoss::frame_alignment), which stays inside.
+  first -= first % loss_.frame_alignment();
+  return first - skip;
 }
 
 double LearningRateSchedule::factor(int64_t step, double done) const {
@@ -378,7 +384,10 @@ Fitter::StepInputs Fitter::make_step_inputs(int64_t step) {
     inputs.starts.push_back(crop_start(step, b));
   if (!song_frames_) song_frames_ = loss_.song_frames(mix_);
   std::vector<at::Tensor> crops;
-  for (int64_t start : inputs.starts) crops.push_back(tracks_.narrow(2, start, crop_samples_));
+  for (int64_t start : inputs.starts)
+    crops.push_back(start >= 0 ? tracks_.narrow(2, start, crop_samples_)
+                               : at::constant_pad_nd(tracks_.narrow(2, 0, crop_samples_ + start),
+                                                     {-start, 0}));  // silence before the song
   inputs.sources = crops.size() == 1 ? crops[0] : at::stack(crops);  // B×K×C×T for several
   inputs.target_frames =
       loss_.crop_target_frames(mix_, *song_frames_, inputs.starts, crop_samples_);

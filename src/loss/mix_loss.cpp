@@ -163,7 +163,9 @@ MixLossTerms MixLoss::crop_terms(const at::Tensor& estimate, const at::Tensor& s
                         std::to_string(starts.size()) + " starts");
   const int64_t n                      = estimate.size(2);
   const std::vector<at::Tensor> target = crop_target_frames(song, frames, starts, n);
-  detail::check_signal_pair(estimate.select(0, 0), song.narrow(1, starts[0], n), kWhat);
+  const int64_t skip                   = options_.skip_samples;  // the warm-up is not compared
+  detail::check_signal_pair(estimate.select(0, 0).narrow(-1, skip, n - skip),
+                            song.narrow(1, starts[0] + skip, n - skip), kWhat);
   return terms_against(estimate, target);
 }
 
@@ -178,19 +180,20 @@ std::vector<at::Tensor> MixLoss::crop_target_frames(const at::Tensor& song,
   if (song.dim() != 2 || frames.n_samples != song.size(1) ||
       frames.mels.size() != constants_->resolutions.size())
     fail("expected a 2×L song and its frames (song_frames)");
-  for (int64_t start : starts)
-    if (start < 0 || start + n > song.size(1))
-      fail("a crop of " + std::to_string(n) + " samples from sample " + std::to_string(start) +
-           " does not lie within the song's " + std::to_string(song.size(1)));
-  c10::NoGradGuard no_grad;
-  std::vector<at::Tensor> crops;
-  for (int64_t start : starts) crops.push_back(song.narrow(1, start, n));
-  const at::Tensor target = at::stack(crops);
-  const int64_t skip      = options_.skip_samples;
+  const int64_t skip = options_.skip_samples;
   detail::check_length(
       n, skip, *std::max_element(options_.fft_sizes.begin(), options_.fft_sizes.end()), kWhat);
-  const int64_t length     = n - skip;
-  const at::Tensor regions = target.narrow(2, skip, length);
+  // Only the compared part must lie within the song: a warm-up before its start is not read.
+  for (int64_t start : starts)
+    if (start + skip < 0 || start + n > song.size(1))
+      fail("a crop of " + std::to_string(n) + " samples from sample " + std::to_string(start) +
+           " (compared from sample " + std::to_string(start + skip) +
+           ") does not lie within the song's " + std::to_string(song.size(1)));
+  c10::NoGradGuard no_grad;
+  const int64_t length = n - skip;
+  std::vector<at::Tensor> scored_parts;
+  for (int64_t start : starts) scored_parts.push_back(song.narrow(1, start + skip, length));
+  const at::Tensor regions = at::stack(scored_parts);
   // How far the A-weighting reads either side of a sample.
   const int64_t reach = options_.a_weighting ? constants_->a_weighting.size(0) / 2 : 0;
   std::vector<at::Tensor> y_mels;

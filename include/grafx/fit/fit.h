@@ -194,9 +194,11 @@ class Fitter {
   const FitOptions& options() const { return options_; }
   const AdamW& optimizer() const { return optimizer_; }
   /// Where crop `crop` of step `step` starts: a function of the seed, the step and the crop
-  /// alone, so that a resumed fit sees the same crops as an uninterrupted one. Its loss starts
-  /// on the grid of the loss's frames (MixLoss::frame_alignment) where the song has room for
-  /// such crops, so that the target's frames come from the song's, made once.
+  /// alone, so that a resumed fit sees the same crops as an uninterrupted one. Every second of
+  /// the song is compared equally often on average (a crop at the start warms up on the silence
+  /// before the song, so the start may be negative, down to −skip_samples). Its loss starts on
+  /// the grid of the loss's frames (MixLoss::frame_alignment), so that the target's frames come
+  /// from the song's, made once.
   int64_t crop_start(int64_t step, int64_t crop) const;
   /// What the initialisation from the data did (empty when the parameters were given).
   const DataInitialisation& initialisation() const { return initialisation_; }

@@ -136,8 +136,10 @@ class MixLoss {
   /// few at the crop's ends, when the crop's loss starts (start + skip_samples) at a multiple
   /// of frame_alignment(). Elsewhere, and for crops off that grid, the crop's frames are made
   /// from its samples. Equal to terms of the crops up to float rounding; a fit's crops on the
-  /// grid save it the target's transforms. Throws LossError [grafx.loss.shape] for crops
-  /// outside the song, as terms does for bad signals.
+  /// grid save it the target's transforms. A crop's skipped warm-up is never read, so it may
+  /// reach before the song (start < 0 ≤ start + skip_samples): a fit's crop at the song's start
+  /// warms up on the silence before it. Throws LossError [grafx.loss.shape] for crops whose
+  /// compared part lies outside the song, as terms does for bad signals.
   MixLossTerms crop_terms(const at::Tensor& estimate, const at::Tensor& song,
                           const MixLossTargetFrames& frames,
                           const std::vector<int64_t>& starts) const;
