@@ -357,8 +357,9 @@ int64_t Fitter::crop_start(int64_t step, int64_t crop) const {
                 compared = crop_samples_ - skip, last = length - compared;
   const int64_t centre = int64_t(draw % uint64_t(length));
   int64_t first        = std::min(std::max<int64_t>(centre - compared / 2, 0), last);
-  // Down onto the grid of the song's frames (MixLoss::frame_alignment), which stays inside.
-  first -= first % loss_.frame_alignment();
+  // Down onto the grid of the song's frames (MixLoss::frame_alignment), but for the part that
+  // ends with the song: its last samples are compared nowhere else.
+  if (first < last) first -= first % loss_.frame_alignment();
   return first - skip;
 }
 

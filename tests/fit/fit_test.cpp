@@ -50,6 +50,12 @@ Graph gain_console() {
 
 using testing::small_options;
 
+/// Samples [start, start + n) of signals (…×L), silent before the song where start < 0.
+at::Tensor crop_of(const at::Tensor& signals, int64_t start, int64_t n) {
+  if (start >= 0) return signals.narrow(-1, start, n);
+  return at::constant_pad_nd(signals.narrow(-1, 0, n + start), {-start, 0});
+}
+
 /// The hidden mix: each track's left and right gains set by hand.
 at::Tensor hidden_mix(const Graph& console, const at::Tensor& x, const at::Tensor& log_gains) {
   Processors processors = make_processors(console.types(), {kRate});
@@ -489,23 +495,19 @@ TEST(Fit, SeveralCropsPerStepAreOneBatchWhoseLossIsTheirMean) {
   EXPECT_EQ(batched.crop_start(0, 0), single.crop_start(0, 0)) << "crop 0 as with one crop";
   std::set<int64_t> starts;
   for (int64_t step = 0; step < 4; ++step)
-    for (int64_t b = 0; b < 3; ++b) {
-      const int64_t start = batched.crop_start(step, b);
-      starts.insert(start);
-      // The crop's loss starts on the grid of the loss's frames.
-      EXPECT_EQ((start + batched.options().loss.skip_samples) % MixLoss().frame_alignment(), 0);
-    }
+    for (int64_t b = 0; b < 3; ++b) starts.insert(batched.crop_start(step, b));
   EXPECT_GE(starts.size(), 6u) << "crops differ";
-  // The loss of each crop rendered on its own, averaged.
+  // The loss of each crop rendered on its own (from silence before the song where it starts
+  // there), averaged.
   const int64_t crop          = int64_t(1.0 * kRate);
   MixLossOptions loss_options = batched.options().loss;
   double expected             = 0;
   for (int64_t b = 0; b < 3; ++b) {
     const int64_t start = batched.crop_start(0, b);
     at::Tensor out      = render(make_render_plan(to_tensor(console)), batched.processors(),
-                                 batched.detached_parameters(), x.narrow(2, start, crop))
+                                 batched.detached_parameters(), crop_of(x, start, crop))
                          .outputs[0];
-    expected += MixLoss(loss_options)(out.unsqueeze(0), mix.narrow(1, start, crop).unsqueeze(0))
+    expected += MixLoss(loss_options)(out.unsqueeze(0), crop_of(mix, start, crop).unsqueeze(0))
                     .item<double>() /
                 3;
   }
@@ -514,6 +516,82 @@ TEST(Fit, SeveralCropsPerStepAreOneBatchWhoseLossIsTheirMean) {
   options.crops_per_step = 0;
   EXPECT_GRAFX_ERROR(Fitter(console, x, mix, kRate, options), "grafx.fit.options",
                      "a whole number of crops per step of at least 1");
+}
+
+TEST(Fit, CropsCompareEverySecondOfTheSongAsOften) {
+  // The whole-song loss weighs every second alike, so the crops' compared parts (after the
+  // warm-up) should cover the song evenly on average, its first and last seconds too: counted
+  // here over 20,000 crops of 1 s (0.1 s warm-up) on a 6-s song, per tenth of a second.
+  Graph console  = gain_console();
+  at::Tensor x   = tracks(6);
+  at::Tensor mix = hidden_mix(console, x, at::zeros({3, 2}));
+  Fitter fitter(console, x, mix, kRate, small_options(1));
+  const int64_t length = x.size(2), crop = kRate, skip = kRate / 10, bin = kRate / 10;
+  const int64_t grid = MixLoss().frame_alignment();
+  std::vector<double> visits(size_t(length / bin), 0.0);
+  const int64_t n_crops = 20000;
+  int64_t off_grid = 0, before_the_song = 0;
+  for (int64_t step = 0; step < n_crops; ++step) {
+    const int64_t start = fitter.crop_start(step, 0);
+    ASSERT_GE(start + skip, 0) << "the compared part starts within the song";
+    ASSERT_LE(start + crop, length) << "and ends within it";
+    before_the_song += start < 0;
+    if ((start + skip) % grid != 0) {
+      ++off_grid;
+      EXPECT_EQ(start + crop, length) << "only a crop that ends with the song is off the grid";
+    }
+    for (int64_t sample = start + skip; sample < start + crop; ++sample)
+      visits[size_t(sample / bin)] += 1.0 / double(bin);
+  }
+  // A uniform centre moved inside: on average every bin is compared (crop − skip)/L of the time.
+  const double even   = double(n_crops) * double(crop - skip) / double(length);
+  double first_second = 0, last_second = 0, middle = 0;
+  for (size_t b = 0; b < visits.size(); ++b) {
+    EXPECT_GT(visits[b], 0.4 * even) << "bin " << b;
+    EXPECT_LT(visits[b], 1.6 * even) << "bin " << b;
+    (b < 10 ? first_second : b >= visits.size() - 10 ? last_second : middle) += visits[b];
+  }
+  EXPECT_NEAR(first_second / 10, even, 0.1 * even) << "the first second as often as the rest";
+  EXPECT_NEAR(last_second / 10, even, 0.1 * even) << "the last second too";
+  EXPECT_NEAR(middle / double(visits.size() - 20), even, 0.05 * even);
+  EXPECT_GT(before_the_song, n_crops / 20) << "crops at the start warm up before the song";
+  EXPECT_GT(off_grid, n_crops / 20) << "crops that end with the song";
+  EXPECT_LT(off_grid, n_crops / 5);
+}
+
+TEST(Fit, ACropAtTheSongsStartIsTheSongsOwnStart) {
+  // A crop warms up on the silence before the song: its render and loss equal those of the
+  // whole song's render (from its first sample, as a whole-song render starts) over the crop.
+  Graph console = gain_console();
+  at::Tensor x  = tracks(3);
+  ConsoleOptions options;
+  options.n_tracks = 3;
+  options.chain    = {"compressor", "gain_pan"};  // memory: an envelope that warms up
+  Graph dynamic    = build_console(options, registry_node_types()).graph;
+  at::Tensor mix   = hidden_mix(console, x, at::full({3, 2}, 0.2f));
+  Fitter fitter(dynamic, x, mix, kRate, small_options(1000));
+  int64_t step = 0;
+  while (fitter.crop_start(step, 0) >= 0) ASSERT_LT(++step, 1000);
+  const int64_t start = fitter.crop_start(step, 0), crop = kRate, skip = kRate / 10;
+  ASSERT_EQ(start, -skip) << "the compared part starts with the song";
+  const Parameters parameters = fitter.detached_parameters();
+  const RenderPlan plan       = make_render_plan(to_tensor(dynamic));
+  const at::Tensor whole      = render(plan, fitter.processors(), parameters, x).outputs[0];
+  const at::Tensor cropped =
+      render(plan, fitter.processors(), parameters, crop_of(x, start, crop)).outputs[0];
+  EXPECT_LE((cropped.narrow(-1, skip, crop - skip) - whole.narrow(-1, 0, crop - skip))
+                .abs()
+                .max()
+                .item<double>(),
+            1e-6 * whole.abs().max().item<double>());
+  // The step's loss at that crop: the song's own start against the mix's.
+  for (int64_t s = 0; s < step; ++s) fitter.step();
+  const Parameters now  = fitter.detached_parameters();
+  const at::Tensor out  = render(plan, fitter.processors(), now, x).outputs[0];
+  const double expected = MixLoss(fitter.options().loss)(crop_of(out, start, crop).unsqueeze(0),
+                                                         crop_of(mix, start, crop).unsqueeze(0))
+                              .item<double>();
+  EXPECT_NEAR(fitter.step().match_loss, expected, 1e-5 * expected);
 }
 
 TEST(Fit, ATimeBudgetStopsTheFitOnTime) {

@@ -362,6 +362,8 @@ TEST(MixLoss, CropsOfASongTakeTheirTargetFramesFromTheSong) {
         auto on_grid = [&](int64_t k) { return k * grid - skip % grid; };
         for (const std::vector<int64_t>& starts :
              std::vector<std::vector<int64_t>>{{on_grid(skip > 0 ? 1 : 0)},
+                                               {-skip},  // warm-up before the song (or none)
+                                               {on_grid(0), on_grid(3)},
                                                {on_grid(7), on_grid(3), on_grid(20)},
                                                {(n_song - n) / grid * grid - skip % grid},
                                                {on_grid(5) + 64},
@@ -373,8 +375,11 @@ TEST(MixLoss, CropsOfASongTakeTheirTargetFramesFromTheSong) {
                        std::to_string(starts[0]));
           std::vector<at::Tensor> crops, estimates;
           for (size_t b = 0; b < starts.size(); ++b) {
-            crops.push_back(y.narrow(1, starts[b], n));
-            estimates.push_back(0.7 * y.narrow(1, starts[b], n) +
+            // Silent before the song: the part a warm-up reaches there is never compared.
+            const int64_t before = std::max<int64_t>(0, -starts[b]);
+            crops.push_back(
+                at::constant_pad_nd(y.narrow(1, starts[b] + before, n - before), {before, 0}));
+            estimates.push_back(0.7 * crops.back() +
                                 0.05 * estimate_signal(n)[0].to(dtype) * double(b + 1));
           }
           const at::Tensor x        = at::stack(estimates).requires_grad_(true);
@@ -399,6 +404,11 @@ TEST(MixLoss, CropsOfASongTakeTheirTargetFramesFromTheSong) {
   const at::Tensor x               = estimate_signal(n);
   EXPECT_GRAFX_ERROR(loss.crop_terms(x, song, frames, {n_song - n + 1}), "grafx.loss.shape",
                      "does not lie within the song's 40000");
+  MixLossOptions warming;
+  warming.skip_samples = 3000;
+  const MixLoss warm(warming);
+  EXPECT_GRAFX_ERROR(warm.crop_terms(x, song, warm.song_frames(song), {-3001}), "grafx.loss.shape",
+                     "(compared from sample -1) does not lie within");
   EXPECT_GRAFX_ERROR(loss.crop_terms(x, song, frames, {0, 1024}), "grafx.loss.shape",
                      "one B×2×T estimate per crop start");
   EXPECT_GRAFX_ERROR(loss.crop_terms(x, song.narrow(1, 0, 30000), frames, {0}), "grafx.loss.shape",

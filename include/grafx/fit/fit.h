@@ -198,7 +198,7 @@ class Fitter {
   /// the song is compared equally often on average (a crop at the start warms up on the silence
   /// before the song, so the start may be negative, down to −skip_samples). Its loss starts on
   /// the grid of the loss's frames (MixLoss::frame_alignment), so that the target's frames come
-  /// from the song's, made once.
+  /// from the song's, made once; but for a crop that ends with the song.
   int64_t crop_start(int64_t step, int64_t crop) const;
   /// What the initialisation from the data did (empty when the parameters were given).
   const DataInitialisation& initialisation() const { return initialisation_; }
