@@ -344,6 +344,26 @@ at::Tensor Fitter::curve_roughness(const Parameters& parameters) const {
   return bends.empty() ? at::zeros({}, tracks_.options()) : at::cat(bends).mean();
 }
 
+namespace {
+
+/// The crops of `n` samples of tracks (K×C×L) at `starts`, silent before the song: a K×C×n view
+/// for one crop within the song, else K×C×n or B×K×C×n for several, in one allocation (which
+/// fails at once where the batch cannot be held).
+at::Tensor crops_of(const at::Tensor& tracks, const std::vector<int64_t>& starts, int64_t n) {
+  if (starts.size() == 1 && starts[0] >= 0) return tracks.narrow(2, starts[0], n);
+  at::Tensor crops =
+      at::empty({int64_t(starts.size()), tracks.size(0), tracks.size(1), n}, tracks.options());
+  for (size_t b = 0; b < starts.size(); ++b) {
+    const int64_t before = std::max<int64_t>(0, -starts[b]);
+    at::Tensor crop      = crops.select(0, int64_t(b));
+    crop.narrow(2, 0, before).zero_();
+    crop.narrow(2, before, n - before).copy_(tracks.narrow(2, starts[b] + before, n - before));
+  }
+  return starts.size() == 1 ? crops.select(0, 0) : crops;
+}
+
+}  // namespace
+
 int64_t Fitter::crop_start(int64_t step, int64_t crop) const {
   // Crop 0 as before crops per step existed, so that one crop per step fits as it did.
   const uint64_t key  = splitmix64(uint64_t(step)) ^ (crop ? splitmix64(~uint64_t(crop)) : 0);
@@ -384,12 +404,7 @@ Fitter::StepInputs Fitter::make_step_inputs(int64_t step) {
   for (int64_t b = 0; b < options_.crops_per_step; ++b)
     inputs.starts.push_back(crop_start(step, b));
   if (!song_frames_) song_frames_ = loss_.song_frames(mix_);
-  std::vector<at::Tensor> crops;
-  for (int64_t start : inputs.starts)
-    crops.push_back(start >= 0 ? tracks_.narrow(2, start, crop_samples_)
-                               : at::constant_pad_nd(tracks_.narrow(2, 0, crop_samples_ + start),
-                                                     {-start, 0}));  // silence before the song
-  inputs.sources = crops.size() == 1 ? crops[0] : at::stack(crops);  // B×K×C×T for several
+  inputs.sources = crops_of(tracks_, inputs.starts, crop_samples_);
   inputs.target_frames =
       loss_.crop_target_frames(mix_, *song_frames_, inputs.starts, crop_samples_);
   return inputs;
