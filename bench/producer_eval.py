@@ -529,6 +529,12 @@ CONTENDERS = {
         lambda names: default_console(names, crop_seconds=4.8),
     # The seventh round: the level curves. The producers' rides move 2 points a second; the
     # curves have 10, each fitted only when a crop covers it. Fewer points see more crops each.
+    # The twenty-first round: a shorter warm-up. The same compared audio from a shorter crop
+    # (cheaper steps, more of them), or more compared audio from the same crop.
+    "default console, 0.5 s warm-up, 3.3 s crops":
+        lambda names: default_console(names, crop_seconds=3.3, fit={"skip_seconds": 0.5}),
+    "default console, 0.5 s warm-up":
+        lambda names: default_console(names, fit={"skip_seconds": 0.5}),
     "default console, level curves of 3 points a second":
         lambda names: default_console(names, fit={"automation_rate": 3.0}),
     # The eighth round: fewer bells in the track EQs, predicted to draw the same broad moves
