@@ -535,6 +535,9 @@ CONTENDERS = {
         lambda names: default_console(names, crop_seconds=3.3, fit={"skip_seconds": 0.5}),
     "default console, 0.5 s warm-up":
         lambda names: default_console(names, fit={"skip_seconds": 0.5}),
+    "default console, master EQ, EQ curvature 0.1, 0.5 s warm-up, 3.3 s crops":
+        lambda names: default_console(names, master=MASTER_EQ_AND_COMPRESSOR, eq_curvature=0.1,
+                                      crop_seconds=3.3, fit={"skip_seconds": 0.5}),
     "default console, level curves of 3 points a second":
         lambda names: default_console(names, fit={"automation_rate": 3.0}),
     # The eighth round: fewer bells in the track EQs, predicted to draw the same broad moves
