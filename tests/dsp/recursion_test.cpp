@@ -263,10 +263,11 @@ TEST(TwoPoleChunked, EqualsTheLoopForFixedAndMovingPoles) {
           const at::Tensor y = two_pole_chunked(x, as_given(c1), as_given(c2), reverse, chunks);
           ASSERT_EQ(y.sizes(), x.sizes()) << where;
           EXPECT_LE(worst_row_error(y, loop), 1e-10) << where;
-          if (chunks == 256 && length <= 3000)  // the ATen scan other devices run
+          if (chunks == 256 && length <= 3000) {  // the ATen scan other devices run
             EXPECT_LE(worst_row_error(two_pole_scan(x, as_given(c1), as_given(c2), reverse), loop),
                       1e-10)
                 << where;
+          }
         }
   // Per-row coefficients of any leading shape, float32 in and out, and refusals.
   const at::Tensor x  = at::randn({2, 3, 500});

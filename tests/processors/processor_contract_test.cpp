@@ -209,8 +209,9 @@ TEST_P(ProcessorContract, ParametersSetByPhysicalNameRenderAsTheirRawValues) {
       raw_parameters(specs, c.processor->name(), values, 3, at::TensorOptions(at::kDouble));
   ASSERT_EQ(mapped.size(), specs.size());
   for (const auto& spec : specs)
-    if (values.count(spec.physical_name) && spec.physical_name != spec.name)
+    if (values.count(spec.physical_name) && spec.physical_name != spec.name) {
       EXPECT_TRUE(mapped.at(spec.name).requires_grad()) << spec.physical_name;
+    }
   auto expected = c.processor->forward(c.inputs, c.parameters).outputs;
   auto got      = c.processor->forward(c.inputs, mapped).outputs;
   for (size_t o = 0; o < got.size(); ++o)
@@ -597,8 +598,9 @@ TEST(ParameterValues, MapsValuesByNameAndRefusesWhatCannotBeSet) {
   EXPECT_TRUE(
       at::allclose(raw.at("log_threshold"), at::full({2, 1}, -3.0 * std::log(10.0) + 6, f64)));
   for (const auto& spec : specs)
-    if (spec.name != "log_threshold" && spec.name != "log_ratio")
+    if (spec.name != "log_threshold" && spec.name != "log_ratio") {
       EXPECT_TRUE(at::equal(raw.at(spec.name), at::full({2, 1}, spec.init_mean, f64))) << spec.name;
+    }
   raw.at("log_threshold").sum().backward();
   EXPECT_NEAR(threshold.grad().item<double>(), 2 * std::log(10.0) / 10, 1e-12);
 }

@@ -191,8 +191,9 @@ TEST(Registration, TheDocsParameterTablesAreTheSpecs) {
     }
   }
   for (const auto& d : processor_registry())
-    if (d.name.rfind("test_", 0) != 0 && !d.make({44100})->parameter_specs().empty())
+    if (d.name.rfind("test_", 0) != 0 && !d.make({44100})->parameter_specs().empty()) {
       EXPECT_TRUE(tabled.count(d.name)) << d.name << " has no generated parameter table";
+    }
 
   // A table tells what the specs say: the compressor's threshold starts at
   // (0 − 6)·10/ln 10 = −26.06 dB (raw N(0, 0.01²)), |-bars in a text are escaped.
