@@ -542,6 +542,13 @@ CONTENDERS = {
     # curves have 10, each fitted only when a crop covers it. Fewer points see more crops each.
     "default console, level curves of 3 points a second":
         lambda names: default_console(names, fit={"automation_rate": 3.0}),
+    # The twenty-second round: when the curves start. They start from the static fit's values
+    # after half the fit (automation_start 0.5, never measured against another share); a
+    # 3-minute fit of held-out mix 103 loses most by swapping in another fit's level curves.
+    "default console, level curves from a quarter of the fit":
+        lambda names: default_console(names, fit={"automation_start": 0.25}),
+    "default console, level curves from the start":
+        lambda names: default_console(names, fit={"automation_start": 0.0}),
     # The eighth round: fewer bells in the track EQs, predicted to draw the same broad moves
     # more smoothly than neighbouring bells moved together or opposed. Measured: the ripple did
     # not move (0.22 dB with 4, 6 and 8 bells; docs/benchmarks.md).
