@@ -266,6 +266,162 @@ struct DryWet : public torch::autograd::Function<DryWet> {
   }
 };
 
+/// Where the samples of a curve through points at ascending `positions` lie: runs of samples
+/// between the same two points (equal where the curve is held, before the first point and after
+/// the last), and each sample's fraction of the way from one to the other, in float64.
+struct CurveSamples {
+  std::vector<int64_t> run_starts, before, after;  // per run; the last run ends at the length
+  std::vector<double> fraction;                    // per sample
+};
+
+CurveSamples curve_samples(const std::vector<double>& positions, int64_t length) {
+  CurveSamples s;
+  s.fraction.assign(size_t(length), 0.0);
+  const auto last = int64_t(positions.size()) - 1;
+  int64_t next    = 0;  // the first point after sample i: samples ascend, so it only moves on
+  for (int64_t i = 0; i < length; ++i) {
+    const double at        = double(i);
+    const int64_t was_next = next;
+    while (next <= last && positions[size_t(next)] <= at) ++next;
+    const int64_t before = std::max<int64_t>(next - 1, 0), after = std::min(next, last);
+    if (i == 0 || next != was_next)  // a run starts where a point is passed
+      s.run_starts.push_back(i), s.before.push_back(before), s.after.push_back(after);
+    if (before != after)
+      s.fraction[size_t(i)] =
+          (at - positions[size_t(before)]) / (positions[size_t(after)] - positions[size_t(before)]);
+  }
+  s.run_starts.push_back(length);
+  return s;
+}
+
+/// piecewise_linear by composed ATen operations: on other devices, for tangents and for
+/// recorded backward passes.
+at::Tensor composed_piecewise_linear(const at::Tensor& values, const CurveSamples& s,
+                                     int64_t length) {
+  std::vector<int64_t> before, after;  // per sample
+  for (size_t run = 0; run + 1 < s.run_starts.size(); ++run) {
+    const int64_t n = s.run_starts[run + 1] - s.run_starts[run];
+    before.insert(before.end(), size_t(n), s.before[run]);
+    after.insert(after.end(), size_t(n), s.after[run]);
+  }
+  const at::Device device = values.device();
+  at::Tensor lo           = values.index_select(1, at::tensor(before, at::kLong).to(device));
+  at::Tensor hi           = values.index_select(1, at::tensor(after, at::kLong).to(device));
+  std::vector<int64_t> shape(size_t(values.dim()), 1);  // [1, length, 1...]
+  shape[1]     = length;
+  at::Tensor t = at::tensor(s.fraction, at::kDouble).to(values.options()).view(shape);
+  return at::lerp(lo, hi, t).movedim(1, -1);
+}
+
+/// Curves through the points of rows [R, K, C] (row = r·C + c; `w`: each sample's fraction in
+/// T) into y [R, C, length], run by run, rows in parallel; in at::lerp's two-sided form, as the
+/// streams' curves take it (stream/curve.cpp).
+template <typename T>
+void piecewise_linear_rows(const T* points, T* y, const CurveSamples& s, const std::vector<T>& w,
+                           int64_t rows, int64_t n_points, int64_t channels) {
+  const int64_t length = int64_t(w.size()), runs = int64_t(s.before.size());
+  const T* weight = w.data();
+  at::parallel_for(0, rows * channels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const T* curve = points + (row / channels) * n_points * channels + row % channels;
+      T* out         = y + row * length;
+      for (int64_t run = 0; run < runs; ++run) {
+        const T lo          = curve[s.before[size_t(run)] * channels],
+                hi          = curve[s.after[size_t(run)] * channels];
+        const int64_t first = s.run_starts[size_t(run)], last = s.run_starts[size_t(run) + 1];
+#pragma omp simd
+        for (int64_t i = first; i < last; ++i)
+          out[i] =
+              weight[i] < T(0.5) ? lo + weight[i] * (hi - lo) : hi - (hi - lo) * (T(1) - weight[i]);
+      }
+    }
+  });
+}
+
+/// The adjoint of piecewise_linear_rows: each run's gradients g [R, C, length] summed into its
+/// two points in float64 (∂/∂lo = 1 − w and ∂/∂hi = w in either form of the lerp), into
+/// grad [R, K, C].
+template <typename T>
+void piecewise_linear_adjoint_rows(const T* g, T* grad, const CurveSamples& s,
+                                   const std::vector<T>& w, int64_t rows, int64_t n_points,
+                                   int64_t channels) {
+  const int64_t length = int64_t(w.size()), runs = int64_t(s.before.size());
+  const T* weight = w.data();
+  at::parallel_for(0, rows * channels, 1, [&](int64_t begin, int64_t end) {
+    std::vector<double> sums(static_cast<size_t>(n_points));
+    for (int64_t row = begin; row < end; ++row) {
+      std::fill(sums.begin(), sums.end(), 0.0);
+      const T* gy = g + row * length;
+      for (int64_t run = 0; run < runs; ++run) {
+        const int64_t first = s.run_starts[size_t(run)], last = s.run_starts[size_t(run) + 1];
+        double lo = 0, hi = 0;
+#pragma omp simd reduction(+ : lo, hi)
+        for (int64_t i = first; i < last; ++i) {
+          lo += double(gy[i] * (T(1) - weight[i]));
+          hi += double(gy[i] * weight[i]);
+        }
+        sums[size_t(s.before[size_t(run)])] += lo;
+        sums[size_t(s.after[size_t(run)])] += hi;
+      }
+      T* point = grad + (row / channels) * n_points * channels + row % channels;
+      for (int64_t k = 0; k < n_points; ++k) point[k * channels] = T(sums[size_t(k)]);
+    }
+  });
+}
+
+/// piecewise_linear of values [R, K, C] on the CPU -> [R, C, length], one vectorised pass over
+/// the output each way. The composed form's backward scatters each sample's gradient into its
+/// two points (index_add, on one thread: about three quarters of what automating the levels
+/// added to a fit step).
+struct PiecewiseLinear : public torch::autograd::Function<PiecewiseLinear> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& values,
+                            CurveSamples samples) {
+    const at::Tensor v = values.contiguous();
+    const int64_t rows = v.size(0), points = v.size(1), channels = v.size(2);
+    at::Tensor out = at::empty({rows, channels, int64_t(samples.fraction.size())}, v.options());
+    AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "piecewise_linear", [&] {
+      piecewise_linear_rows(v.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), samples,
+                            weights<scalar_t>(samples), rows, points, channels);
+    });
+    ctx->saved_data["run_starts"] = std::move(samples.run_starts);
+    ctx->saved_data["before"]     = std::move(samples.before);
+    ctx->saved_data["after"]      = std::move(samples.after);
+    ctx->saved_data["fraction"]   = std::move(samples.fraction);
+    ctx->saved_data["points"]     = points;
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const CurveSamples s{
+        ctx->saved_data["run_starts"].toIntVector(), ctx->saved_data["before"].toIntVector(),
+        ctx->saved_data["after"].toIntVector(), ctx->saved_data["fraction"].toDoubleVector()};
+    const int64_t points = ctx->saved_data["points"].toInt();
+    const at::Tensor g   = grads[0].contiguous();
+    const int64_t rows = g.size(0), channels = g.size(1), length = g.size(2);
+    if (c10::GradMode::is_enabled() || tangent_of(grads[0]).defined()) {
+      // Recorded or carrying a tangent: by the composed form, which is linear in the values, so
+      // any values serve as its point of differentiation.
+      const at::Tensor zeros = at::zeros({rows, points, channels}, g.options());
+      return composed_backward(ctx, {zeros.requires_grad_()}, 2, grads[0], [&](const auto& in) {
+        return composed_piecewise_linear(in[0], s, length);
+      });
+    }
+    at::Tensor grad = at::empty({rows, points, channels}, g.options());
+    AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "piecewise_linear_backward", [&] {
+      piecewise_linear_adjoint_rows(g.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>(), s,
+                                    weights<scalar_t>(s), rows, points, channels);
+    });
+    return {grad, at::Tensor()};
+  }
+
+  /// The fractions in T, as the forward pass weighs the points.
+  template <typename T>
+  static std::vector<T> weights(const CurveSamples& s) {
+    return std::vector<T>(s.fraction.begin(), s.fraction.end());
+  }
+};
+
 }  // namespace
 
 at::Tensor zero_padded(const at::Tensor& x, int64_t left, int64_t right) {
@@ -355,27 +511,18 @@ at::Tensor normalized_impulse_responses(const at::Tensor& h, ImpulseLayout layou
 
 at::Tensor piecewise_linear(const at::Tensor& values, const std::vector<double>& positions,
                             int64_t length) {
-  const auto n = static_cast<size_t>(length);
-  std::vector<int64_t> before(n), after(n);
-  std::vector<double> fraction(n, 0.0);
-  for (size_t i = 0; i < n; ++i) {
-    const double at = double(i);
-    const auto next = std::upper_bound(positions.begin(), positions.end(), at) - positions.begin();
-    before[i]       = std::max<int64_t>(next - 1, 0);
-    after[i]        = std::min<int64_t>(next, int64_t(positions.size()) - 1);
-    if (before[i] != after[i])
-      fraction[i] = (at - positions[size_t(before[i])]) /
-                    (positions[size_t(after[i])] - positions[size_t(before[i])]);
-    else
-      after[i] = before[i];  // held
-  }
-  const at::Device device = values.device();
-  at::Tensor lo           = values.index_select(1, at::tensor(before, at::kLong).to(device));
-  at::Tensor hi           = values.index_select(1, at::tensor(after, at::kLong).to(device));
-  std::vector<int64_t> shape(size_t(values.dim()), 1);  // [1, length, 1...]
-  shape[1]     = length;
-  at::Tensor t = at::tensor(fraction, at::kDouble).to(values.options()).view(shape);
-  return at::lerp(lo, hi, t).movedim(1, -1);
+  TORCH_CHECK(values.dim() >= 2 && values.size(1) == int64_t(positions.size()) &&
+                  !positions.empty() && length >= 0,
+              "piecewise_linear: expected values [R, K, ...] with K = ", positions.size(),
+              " > 0 points and a length of at least 0, but got ", values.sizes(), " and ", length);
+  CurveSamples samples       = curve_samples(positions, length);
+  std::vector<int64_t> shape = values.sizes().vec();  // [R, shape..., length]
+  shape.erase(shape.begin() + 1);
+  shape.push_back(length);
+  if (!plain_on_cpu({values}) || !at::isFloatingType(values.scalar_type()) || values.numel() == 0)
+    return composed_piecewise_linear(values, samples, length);
+  const int64_t rows = values.size(0), points = values.size(1);
+  return PiecewiseLinear::apply(values.reshape({rows, points, -1}), std::move(samples)).view(shape);
 }
 
 }  // namespace grafx::dsp
