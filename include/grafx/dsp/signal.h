@@ -66,16 +66,17 @@ at::Tensor inverse_stft(const at::Tensor& spectra, const at::Tensor& window, int
 at::Tensor composed_inverse_stft(const at::Tensor& spectra, const at::Tensor& window, int64_t hop,
                                  int64_t length);
 
-/// Uniform noise in [−1, 1), `n_channels`×`length` doubles on the CPU, from a 64-bit Mersenne
-/// Twister seeded with `seed` (53 random bits per sample): the same numbers on every run and
-/// platform, independent of LibTorch's global generator.
 /// Values per sample of curves through points: `values` [R, K, shape...] at the sample positions
-/// `positions` (K, ascending, fractional and outside [0, length) allowed) -> [R, shape...,
+/// `positions` (K > 0, ascending, fractional and outside [0, length) allowed) -> [R, shape...,
 /// length]: linear between neighbouring points, held before the first and after the last.
-/// Positions are resolved in float64 whatever the values' type; differentiable in `values`.
+/// Positions are resolved in float64 whatever the values' type; differentiable in `values` (on
+/// the CPU by one pass over the samples each way, elsewhere by composed ATen operations).
 at::Tensor piecewise_linear(const at::Tensor& values, const std::vector<double>& positions,
                             int64_t length);
 
+/// Uniform noise in [−1, 1), `n_channels`×`length` doubles on the CPU, from a 64-bit Mersenne
+/// Twister seeded with `seed` (53 random bits per sample): the same numbers on every run and
+/// platform, independent of LibTorch's global generator.
 at::Tensor uniform_noise(int64_t n_channels, int64_t length, uint64_t seed);
 
 }  // namespace grafx::dsp
