@@ -371,8 +371,8 @@ void piecewise_linear_adjoint_rows(const T* g, T* grad, const CurveSamples& s,
 
 /// piecewise_linear of values [R, K, C] on the CPU -> [R, C, length], one vectorised pass over
 /// the output each way. The composed form's backward scatters each sample's gradient into its
-/// two points (index_add, on one thread: about three quarters of what automating the levels
-/// added to a fit step).
+/// two points (index_add, on one thread: about half of what automating the levels added to a
+/// fit step).
 struct PiecewiseLinear : public torch::autograd::Function<PiecewiseLinear> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& values,
                             CurveSamples samples) {
