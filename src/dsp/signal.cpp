@@ -1,3 +1,4 @@
+#include <grafx/dsp/float_math.h>
 #include <grafx/dsp/parallel_fft.h>
 #include <grafx/dsp/signal.h>
 
@@ -314,8 +315,8 @@ at::Tensor composed_piecewise_linear(const at::Tensor& values, const CurveSample
 }
 
 /// Curves through the points of rows [R, K, C] (row = r·C + c; `w`: each sample's fraction in
-/// T) into y [R, C, length], run by run, rows in parallel; in at::lerp's two-sided form, as the
-/// streams' curves take it (stream/curve.cpp).
+/// T) into y [R, C, length], run by run, rows in parallel; in the two-sided form the streams'
+/// curves take too (stream/curve.cpp).
 template <typename T>
 void piecewise_linear_rows(const T* points, T* y, const CurveSamples& s, const std::vector<T>& w,
                            int64_t rows, int64_t n_points, int64_t channels) {
@@ -330,9 +331,7 @@ void piecewise_linear_rows(const T* points, T* y, const CurveSamples& s, const s
                 hi          = curve[s.after[size_t(run)] * channels];
         const int64_t first = s.run_starts[size_t(run)], last = s.run_starts[size_t(run) + 1];
 #pragma omp simd
-        for (int64_t i = first; i < last; ++i)
-          out[i] =
-              weight[i] < T(0.5) ? lo + weight[i] * (hi - lo) : hi - (hi - lo) * (T(1) - weight[i]);
+        for (int64_t i = first; i < last; ++i) out[i] = lerp_two_sided(lo, hi, weight[i]);
       }
     }
   });

@@ -1,3 +1,4 @@
+#include <grafx/dsp/float_math.h>
 #include <grafx/stream/curve.h>
 
 #include <algorithm>
@@ -27,7 +28,7 @@ std::shared_ptr<const StreamCurve> StreamCurve::load(StreamReader& in) {
 }
 
 float StreamCurve::at(int64_t sample, int64_t element) const {
-  // As dsp::piecewise_linear: the points either side, and at::lerp's two-sided form in float.
+  // As dsp::piecewise_linear: the points either side, and the two-sided lerp in float.
   const double t   = double(sample);
   const auto next  = std::upper_bound(positions_.begin(), positions_.end(), t) - positions_.begin();
   const auto last  = int64_t(positions_.size()) - 1;
@@ -37,7 +38,7 @@ float StreamCurve::at(int64_t sample, int64_t element) const {
   const float hi = points_[size_t(above * elements_ + element)];
   const float w  = float((t - positions_[size_t(below)]) /
                         (positions_[size_t(above)] - positions_[size_t(below)]));
-  return w < 0.5f ? lo + w * (hi - lo) : hi - (hi - lo) * (1 - w);
+  return dsp::lerp_two_sided(lo, hi, w);
 }
 
 }  // namespace grafx

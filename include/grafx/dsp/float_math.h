@@ -4,7 +4,8 @@
 /// under -ffast-math): the streams' gain computers run them on blocks of samples. Range
 /// reduction to a power of two and Cephes' minimax polynomials (S. Moshier, Cephes Math
 /// Library): within 2 units in the last place of the float result over the ranges below
-/// (tests/dsp/float_math_test.cpp, against double).
+/// (tests/dsp/float_math_test.cpp, against double). And the linear interpolation the automation
+/// curves share.
 
 #include <algorithm>
 #include <cstdint>
@@ -58,6 +59,14 @@ inline float exp_float(float x) {
   // NaN's conversion to an integer, and a negative one's shift, are not), NaN giving NaN by y.
   const uint32_t exponent = (__builtin_bit_cast(uint32_t, shifted) - 0x4B400000u + 127u) << 23;
   return y * __builtin_bit_cast(float, exponent);
+}
+
+/// lo + w·(hi − lo) in at::lerp's two-sided form (from the nearer end, exact at w = 0 and 1): one
+/// formula for the curves sampled offline (dsp::piecewise_linear) and by the streams
+/// (stream/curve.h).
+template <typename T>
+inline T lerp_two_sided(T lo, T hi, T w) {
+  return w < T(0.5) ? lo + w * (hi - lo) : hi - (hi - lo) * (T(1) - w);
 }
 
 }  // namespace grafx::dsp
