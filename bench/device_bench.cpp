@@ -3,8 +3,9 @@
 // the shape ../tools/grafx-py/bench_console.py and bench/grafx_python_device.py give GRAFX), of
 // the same console built of biquad EQs and ballistics dynamics (the recursions' device
 // kernels), and fitting steps of fit_bench's console (with dry/wet; Fitter::step on 3.8 s crops,
-// loss, backward, AdamW). Each device's work ends with a synchronisation inside the timed span.
-// Where LibTorch has no CUDA device, the CPU rows alone and a note.
+// loss, backward, AdamW; static, and with its levels automated). Each device's work ends with a
+// synchronisation inside the timed span. Where LibTorch has no CUDA device, the CPU rows alone and
+// a note.
 //
 //   build/bin/device_bench [repeats=10]
 
@@ -95,14 +96,17 @@ int run(int argc, char** argv) {
   // The last row's step is GRAFX's: the mix-matching loss and AdamW, without the regularisers.
   // The GPU first: after the CPU's steps its 16 threads may still spin while the GPU's launching
   // thread runs (a launched GPU step measured 36 and 57 ms in two calls that way).
+  // The levels automated from the first step, as the second half of a `grafx fit` runs.
   struct StepKind {
     std::string how;
-    bool capture, regularised;
+    bool capture, regularised, automated;
   };
   for (at::Device device : std::vector<at::Device>(devices.rbegin(), devices.rend()))
     for (const StepKind& kind :
-         {StepKind{"launched", false, true}, StepKind{"captured", true, true},
-          StepKind{"captured, loss alone", true, false}}) {
+         {StepKind{"launched", false, true, false}, StepKind{"captured", true, true, false},
+          StepKind{"captured, loss alone", true, false, false},
+          StepKind{"launched, levels automated", false, true, true},
+          StepKind{"captured, levels automated", true, true, true}}) {
       if (kind.capture && device.is_cpu()) continue;
       FitOptions options;
       options.n_steps       = repeats + 3;
@@ -111,6 +115,10 @@ int run(int argc, char** argv) {
       options.capture_steps = kind.capture;
       if (!kind.regularised)
         for (auto& [name, weight] : options.regularizer_weights) weight = 0;
+      if (kind.automated) {
+        options.automation.parameters = {{"gain_pan", {}}};
+        options.automation.start      = 0;
+      }
       Fitter fitter(fitted, tracks.contiguous(), mix, kConsoleRate, options);
       std::string how;
       struct WarmedUp {};

@@ -11,7 +11,7 @@
 #   2. RUNS picks what runs, in this order (default: all but demo and pip):
 #        kernels   bench/recursion_kernels_check: the recursion kernels against host loops
 #        cuda_check  CUDA against the CPU (the demo's console, every processor, fitting steps,
-#                  captured steps against uncaptured ones)
+#                  captured steps against uncaptured ones, static and with levels automated)
 #        profile   bench/device_profile and bench/profile_summary.py: where a step's time goes
 #        bench     bench/device_bench: the paper's consoles and fitting steps, GPU beside CPU
 #        grafx_py  GRAFX (Python) on the same GPU, where GRAFX_SITE names its site folder
@@ -178,7 +178,7 @@ fi
 if may_run bench 45; then
   step "device_bench"
   timeout "$(cap 240)" "$out/device_bench" 2>&1 | tee "$work/device_bench.txt"
-  note "device_bench: exit ${PIPESTATUS[0]}"
+  note "device_bench: exit ${PIPESTATUS[0]}; $(grep -E '^\| cuda.*(launched|captured)' "$work/device_bench.txt" | cut -d'|' -f3,4 | tr '\n' ';')"
 fi
 if [ -n "${GRAFX_SITE:-}" ] && may_run grafx_py 40; then
   step "GRAFX (Python) on the same GPU"

@@ -9,6 +9,7 @@
 #include "dsp/tangents.h"
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -522,6 +523,33 @@ at::Tensor piecewise_linear(const at::Tensor& values, const std::vector<double>&
     return composed_piecewise_linear(values, samples, length);
   const int64_t rows = values.size(0), points = values.size(1);
   return PiecewiseLinear::apply(values.reshape({rows, points, -1}), std::move(samples)).view(shape);
+}
+
+at::Tensor piecewise_linear_at(const at::Tensor& values, const at::Tensor& first_points,
+                               double points_per_sample, int64_t length) {
+  TORCH_CHECK(values.dim() >= 2 && values.size(1) > 0 && first_points.dim() == 1 &&
+                  first_points.size(0) == values.size(0) && length >= 0 && points_per_sample > 0 &&
+                  std::isfinite(points_per_sample),
+              "piecewise_linear_at: expected values [R, K, ...] with K > 0, first points [R], a "
+              "positive spacing and a length of at least 0, but got ",
+              values.sizes(), ", ", first_points.sizes(), ", ", points_per_sample, " and ", length);
+  const int64_t rows = values.size(0), points = values.size(1);
+  const at::Tensor flat = values.reshape({rows, points, -1});  // [R, K, S]
+  const at::Tensor place =
+      first_points.to(at::kDouble).unsqueeze(1) +
+      at::arange(length, first_points.options().dtype(at::kDouble)) * points_per_sample;  // [R, L]
+  // Held before the first point (the fraction clamps to 0) and after the last (both ends there).
+  const at::Tensor before   = place.floor().clamp(0, double(points - 1));
+  const at::Tensor fraction = (place - before).clamp(0, 1).to(values.scalar_type()).unsqueeze(2);
+  const at::Tensor lo_index = before.to(at::kLong);
+  const at::Tensor hi_index = (lo_index + 1).clamp_max(points - 1);
+  auto gathered             = [&](const at::Tensor& index) {  // [R, L, S]
+    return flat.gather(1, index.unsqueeze(2).expand({rows, length, flat.size(2)}));
+  };
+  std::vector<int64_t> shape = values.sizes().vec();  // [R, shape..., length]
+  shape.erase(shape.begin() + 1);
+  shape.push_back(length);
+  return at::lerp(gathered(lo_index), gathered(hi_index), fraction).movedim(1, -1).reshape(shape);
 }
 
 }  // namespace grafx::dsp

@@ -7,6 +7,7 @@
 #include <grafx/render/chunked.h>
 #include <grafx/render/derivatives.h>
 #include <grafx/render/parameters.h>
+#include <grafx/tensors.h>
 #include <grafx/text.h>
 
 #include <ATen/ATen.h>
@@ -335,7 +336,7 @@ at::Tensor Fitter::curve_roughness(const Parameters& parameters) const {
       const std::vector<NodeId> ids = graph_.nodes_of_type(type);
       for (size_t row = 0; row < ids.size(); ++row)
         if (node_has(graph_.node(ids[row]), curve_name(parameter))) rows.push_back(int64_t(row));
-      at::Tensor c    = curve.index_select(0, at::tensor(rows, at::kLong).to(curve.device()));
+      at::Tensor c    = curve.index_select(0, device_index(rows, curve.device()));
       const int64_t n = c.size(1);
       bends.push_back((c.narrow(1, 2, n - 2) - 2 * c.narrow(1, 1, n - 2) + c.narrow(1, 0, n - 2))
                           .abs()
@@ -407,6 +408,11 @@ Fitter::StepInputs Fitter::make_step_inputs(int64_t step) {
   inputs.sources = crops_of(tracks_, inputs.starts, crop_samples_);
   inputs.target_frames =
       loss_.crop_target_frames(mix_, *song_frames_, inputs.starts, crop_samples_);
+  if (tracks_.device().is_cuda()) {
+    // Pinned, so that the copy is queued without waiting for the step the device runs now.
+    const at::Tensor starts = at::tensor(inputs.starts, at::kLong).pin_memory();
+    inputs.first_samples    = starts.to(tracks_.device(), /*non_blocking=*/true);
+  }
   return inputs;
 }
 
@@ -423,6 +429,7 @@ at::Tensor Fitter::crop_loss(const Parameters& all, const StepInputs& inputs, Mi
     options.time.first_sample = inputs.starts[0];
   else
     options.time.item_first_samples = inputs.starts;
+  options.time.first_samples = inputs.first_samples;  // on a GPU: read there, and captured
   const RenderResult rendered =
       render(live_plan(), processors_, parameters, inputs.sources, options);
   terms = loss_.terms_against(
@@ -492,14 +499,11 @@ void Fitter::tell(const std::string& note) {
 at::Tensor Fitter::captured_step(const StepInputs& inputs, double done) {
   const at::Device device = options_.device;
   if (!options_.capture_steps || !DeviceGraph::available(device)) return {};
-  if (curves_live_ && graph_.has_automation()) {
-    tell("steps run uncaptured: automation curves are read at each crop's own place in the song");
-    return {};
-  }
   const std::string shape = step_shape(done);
   if (uncapturable_.count(shape)) return {};
   if (shape == graph_shape_) {  // the step's inputs into the graph's, then one launch
     graph_inputs_.sources.copy_(inputs.sources);
+    graph_inputs_.first_samples.copy_(inputs.first_samples);
     for (size_t r = 0; r < inputs.target_frames.size(); ++r)
       graph_inputs_.target_frames[r].copy_(inputs.target_frames[r]);
     step_graph_.replay();
@@ -511,7 +515,7 @@ at::Tensor Fitter::captured_step(const StepInputs& inputs, double done) {
     step_graph_.run_on_capture_stream(device, [&] { record = device_step(inputs, done); });
     return record;
   }
-  graph_inputs_ = {inputs.starts, inputs.sources.clone(), {}};
+  graph_inputs_ = {inputs.starts, inputs.sources.clone(), {}, inputs.first_samples.clone()};
   for (const at::Tensor& frames : inputs.target_frames)
     graph_inputs_.target_frames.push_back(frames.clone());
   try {

@@ -409,6 +409,49 @@ TEST(Signal, PiecewiseLinearCarriesTangents) {
   EXPECT_TRUE(at::allclose(dy, naive_piecewise_linear(direction, positions, 20), 1e-14, 1e-14));
 }
 
+TEST(Signal, PiecewiseLinearAtEvenPointsEqualsTheNaiveCurvePerRow) {
+  // Each row's place from a tensor (as a captured GPU step reads it): the naive curve at that
+  // row's positions, points 6.5 samples apart, the first sample before, among and after them.
+  at::manual_seed(5);
+  const double samples_per_point          = 6.5;
+  const std::vector<double> first_samples = {-20, 0, 9.25, 60};  // sample 0's place, in samples
+  at::Tensor values                       = at::randn({4, 5, 2}, at::kDouble).requires_grad_(true);
+  at::Tensor first_points = at::tensor(first_samples, at::kDouble) / samples_per_point;
+  at::Tensor ours         = piecewise_linear_at(values, first_points, 1 / samples_per_point, 30);
+  std::vector<at::Tensor> rows;
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<double> positions;  // of the points, in samples from the row's first
+    for (int64_t k = 0; k < 5; ++k)
+      positions.push_back(double(k) * samples_per_point - first_samples[size_t(r)]);
+    rows.push_back(naive_piecewise_linear(values.narrow(0, r, 1), positions, 30));
+  }
+  at::Tensor theirs = at::cat(rows);
+  ASSERT_EQ(ours.sizes(), theirs.sizes());
+  EXPECT_TRUE(at::allclose(ours, theirs, 1e-12, 1e-12));
+  at::Tensor weights = at::randn_like(theirs);
+  at::Tensor g_ours  = torch::autograd::grad({(ours * weights).sum()}, {values})[0];
+  at::Tensor g_naive = torch::autograd::grad({(theirs * weights).sum()}, {values})[0];
+  EXPECT_TRUE(at::allclose(g_ours, g_naive, 1e-12, 1e-12));
+  // The host form with the same positions agrees (the render takes one or the other), in float32
+  // too, and the tangent of the curve is the curve of the tangents.
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<double> positions;
+    for (int64_t k = 0; k < 5; ++k)
+      positions.push_back(double(k) * samples_per_point - first_samples[size_t(r)]);
+    at::Tensor row = values.detach().narrow(0, r, 1).to(at::kFloat);
+    EXPECT_TRUE(at::allclose(
+        piecewise_linear_at(row, first_points.narrow(0, r, 1), 1 / samples_per_point, 30),
+        piecewise_linear(row, positions, 30), 1e-6, 1e-6));
+  }
+  at::Tensor direction = at::randn_like(values);
+  ForwardMode mode;
+  auto [y, dy] = unpack_dual(piecewise_linear_at(make_dual(values.detach(), direction),
+                                                 first_points, 1 / samples_per_point, 30));
+  EXPECT_TRUE(at::allclose(y, theirs, 1e-12, 1e-12));
+  EXPECT_TRUE(at::allclose(
+      dy, piecewise_linear_at(direction, first_points, 1 / samples_per_point, 30), 1e-14, 1e-14));
+}
+
 TEST(Signal, SeededNoiseIsFixedAndUniform) {
   at::Tensor noise = uniform_noise(2, 100000, 0);
   EXPECT_TRUE(at::equal(noise, uniform_noise(2, 100000, 0)));

@@ -231,6 +231,36 @@ TEST(Automation, BatchedOneByOneNaiveAndAdjointRendersAgree) {
   expect_equal(explicit_backward, naive, "adjoint");
 }
 
+TEST(Automation, CurvesReadTheirPlaceFromATensorAsFromTheHost) {
+  // A fit's crops on a GPU give their first samples as a tensor on the device (so that a
+  // captured step replays anywhere in the song): the same outputs and gradients as the host's
+  // numbers, for two crops at their own places and for one.
+  AutomatedConsole c = automated_console(at::kDouble);
+  at::Tensor one     = sources_for(c.graph, 3000, at::kDouble);
+  at::Tensor two     = at::stack({one, one.flip(-1)});
+  RenderPlan plan    = make_render_plan(to_tensor(c.graph));
+  auto rendered      = [&](const at::Tensor& x, const SongTime& time) {
+    RenderOptions options;
+    options.time = time;
+    return with_gradients(
+        [&](const Parameters& p) { return render(plan, c.processors, p, x, options); },
+        c.parameters);
+  };
+  SongTime on_host{kRate, 0, {1234, 9000}}, on_device{kRate};
+  on_device.first_samples = at::tensor(std::vector<int64_t>{1234, 9000});
+  expect_equal(rendered(two, on_device), rendered(two, on_host), "two crops");
+  EXPECT_GT(relative_error(rendered(two, on_device).outputs,
+                           rendered(two, {kRate, 0, {1234, 1234}}).outputs),
+            1e-3);  // each crop reads its own place
+  on_device.first_samples = at::tensor(std::vector<int64_t>{1234});
+  expect_equal(rendered(one, on_device), rendered(one, {kRate, 1234}), "one crop");
+  on_device.first_samples = at::tensor(std::vector<int64_t>{1, 2, 3});
+  RenderOptions wrong;
+  wrong.time = on_device;
+  EXPECT_GRAFX_ERROR(render(plan, c.processors, c.parameters, two, wrong),
+                     "grafx.render.automation", "or one for all");
+}
+
 TEST(Automation, ChunkedRendersReadTheCurvesOverTheirSpans) {
   AutomatedConsole c = automated_console(at::kFloat);
   at::Tensor x       = sources_for(c.graph, 5000);

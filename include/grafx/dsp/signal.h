@@ -74,6 +74,14 @@ at::Tensor composed_inverse_stft(const at::Tensor& spectra, const at::Tensor& wi
 at::Tensor piecewise_linear(const at::Tensor& values, const std::vector<double>& positions,
                             int64_t length);
 
+/// piecewise_linear for points that lie evenly, with each row's place read from a tensor on the
+/// values' device: sample i of row r lies at point coordinate first_points[r] + i ·
+/// points_per_sample (`first_points` [R], any floating type, resolved in float64). Composed of
+/// ATen operations whatever the device, with no value read on the host, so that a captured CUDA
+/// graph replays it at any place of the song; differentiable in `values`.
+at::Tensor piecewise_linear_at(const at::Tensor& values, const at::Tensor& first_points,
+                               double points_per_sample, int64_t length);
+
 /// Uniform noise in [−1, 1), `n_channels`×`length` doubles on the CPU, from a 64-bit Mersenne
 /// Twister seeded with `seed` (53 random bits per sample): the same numbers on every run and
 /// platform, independent of LibTorch's global generator.

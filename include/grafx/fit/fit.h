@@ -270,6 +270,7 @@ class Fitter {
     std::vector<int64_t> starts;
     at::Tensor sources;
     std::vector<at::Tensor> target_frames;
+    at::Tensor first_samples;  ///< `starts` on the device, where it is not the CPU
   };
   /// The inputs of step `step`: those made ahead while the previous step ran, if they were.
   StepInputs step_inputs(int64_t step);

@@ -92,6 +92,11 @@ struct SongTime {
   /// For a batch of sources that lie at different places of the song (a fit's crops): the
   /// first sample of each batch item; empty: `first_sample` for all.
   std::vector<int64_t> item_first_samples;
+  /// The same first samples held on the sources' device (B values, or one for all), which then
+  /// take the place of `first_sample` and `item_first_samples`: the curves read their place
+  /// there, so that a captured fit step replays at each crop's own place
+  /// (dsp::piecewise_linear_at).
+  at::Tensor first_samples;
 };
 
 struct RenderOptions {
