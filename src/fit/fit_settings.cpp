@@ -72,6 +72,17 @@ std::vector<FitSetting> make_settings() {
                                    kUnbounded, false, "AdamW's decoupled weight decay"),
                             [](O& o) -> double& { return o.optimizer.weight_decay; }));
   s.back().same_on_resume = true;
+  s.push_back(
+      field<double>(number("adam_beta1", "optimizer", "first-moment decay", "", 0, false, 1, true,
+                           "AdamW's decay of its running mean of the gradients per step"),
+                    [](O& o) -> double& { return o.optimizer.beta1; }));
+  s.back().same_on_resume = true;
+  s.push_back(field<double>(
+      number("adam_beta2", "optimizer", "second-moment decay", "", 0, false, 1, true,
+             "AdamW's decay of its running mean of the squared gradients per step (0.999 "
+             "averages about 1,000 steps)"),
+      [](O& o) -> double& { return o.optimizer.beta2; }));
+  s.back().same_on_resume = true;
   {
     FitSetting optimizer;
     optimizer.name    = "optimizer";

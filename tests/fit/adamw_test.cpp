@@ -12,29 +12,32 @@ namespace grafx {
 namespace {
 
 TEST(AdamW, MatchesTheUpdateRule) {
-  at::Tensor p = at::tensor({1.0, -2.0}, at::kDouble).requires_grad_(true);
-  Parameters parameters{{"eq", {{"w", p}}}};
-  AdamWOptions options;
-  options.lr           = 0.1;
-  options.weight_decay = 0.01;
-  AdamW optimizer(parameters, options);
-  std::vector<double> value = {1.0, -2.0}, m = {0, 0}, v = {0, 0};
-  for (int t = 1; t <= 5; ++t) {
-    (p * p * p).sum().backward();  // gradient 3p²
-    optimizer.step();
-    for (int i = 0; i < 2; ++i) {
-      double g = 3 * value[size_t(i)] * value[size_t(i)];
-      value[size_t(i)] *= 1 - 0.1 * 0.01;
-      m[size_t(i)] = 0.9 * m[size_t(i)] + 0.1 * g;
-      v[size_t(i)] = 0.999 * v[size_t(i)] + 0.001 * g * g;
-      double m_hat = m[size_t(i)] / (1 - std::pow(0.9, t)),
-             v_hat = v[size_t(i)] / (1 - std::pow(0.999, t));
-      value[size_t(i)] -= 0.1 * m_hat / (std::sqrt(v_hat) + 1e-8);
-      EXPECT_NEAR(p[i].item<double>(), value[size_t(i)], 1e-12) << "step " << t;
+  for (const auto& [beta1, beta2] : {std::pair{0.9, 0.999}, std::pair{0.8, 0.99}}) {
+    at::Tensor p = at::tensor({1.0, -2.0}, at::kDouble).requires_grad_(true);
+    Parameters parameters{{"eq", {{"w", p}}}};
+    AdamWOptions options;
+    options.lr           = 0.1;
+    options.weight_decay = 0.01;
+    options.beta1 = beta1, options.beta2 = beta2;
+    AdamW optimizer(parameters, options);
+    std::vector<double> value = {1.0, -2.0}, m = {0, 0}, v = {0, 0};
+    for (int t = 1; t <= 5; ++t) {
+      (p * p * p).sum().backward();  // gradient 3p²
+      optimizer.step();
+      for (size_t i = 0; i < 2; ++i) {
+        double g = 3 * value[i] * value[i];
+        value[i] *= 1 - 0.1 * 0.01;
+        m[i]         = beta1 * m[i] + (1 - beta1) * g;
+        v[i]         = beta2 * v[i] + (1 - beta2) * g * g;
+        double m_hat = m[i] / (1 - std::pow(beta1, t)), v_hat = v[i] / (1 - std::pow(beta2, t));
+        value[i] -= 0.1 * m_hat / (std::sqrt(v_hat) + 1e-8);
+        EXPECT_NEAR(p[int64_t(i)].item<double>(), value[i], 1e-12)
+            << "step " << t << ", betas " << beta1 << ", " << beta2;
+      }
+      EXPECT_FALSE(p.grad().defined()) << "gradients are cleared";
     }
-    EXPECT_FALSE(p.grad().defined()) << "gradients are cleared";
+    EXPECT_EQ(optimizer.n_steps(), 5);
   }
-  EXPECT_EQ(optimizer.n_steps(), 5);
 }
 
 TEST(AdamW, ParameterGroupsScaleTheirLearningRate) {

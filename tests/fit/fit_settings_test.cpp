@@ -58,6 +58,8 @@ TEST(FitSettings, EverySettingRoundTripsThroughJsonAndReachesItsField) {
   EXPECT_NE(changed.crop_seconds, FitOptions{}.crop_seconds);
   EXPECT_NE(changed.lr_schedule.final_ratio, FitOptions{}.lr_schedule.final_ratio);
   EXPECT_NE(changed.optimizer.lr, FitOptions{}.optimizer.lr);
+  EXPECT_NE(changed.optimizer.beta1, FitOptions{}.optimizer.beta1);
+  EXPECT_NE(changed.optimizer.beta2, FitOptions{}.optimizer.beta2);
   EXPECT_NE(changed.automation.rate_hz, FitOptions{}.automation.rate_hz);
   EXPECT_NE(changed.initialisation.spectral_eq, FitOptions{}.initialisation.spectral_eq);
   EXPECT_TRUE(changed.hessian_preconditioning);
@@ -88,6 +90,9 @@ TEST(FitSettings, BadValuesAreRefusedNamingTheSetting) {
   EXPECT_GRAFX_ERROR(set_fit_setting(o, "seed", -1), "grafx.fit.options", "seed:");
   EXPECT_GRAFX_ERROR(set_fit_setting(o, "automation_start", 1.0), "grafx.fit.options",
                      "of at least 0 and below 1, but got 1");
+  EXPECT_GRAFX_ERROR(set_fit_setting(o, "adam_beta2", 1.0), "grafx.fit.options",
+                     "adam_beta2: expected a finite second-moment decay of at least 0 and below "
+                     "1, but got 1");
   EXPECT_GRAFX_ERROR(set_fit_setting(o, "optimizer", "sgd"), "grafx.fit.options",
                      "expected one of adamw, adahessian, but got \"sgd\"");
   EXPECT_GRAFX_ERROR(set_fit_setting(o, "adapt_threads", 1), "grafx.fit.options",
