@@ -38,6 +38,14 @@ class FitOptions:
     Options of a mix fit (grafx fit's defaults); set fields by name: `o = grafx.FitOptions(); o.num_steps = 500`. grafx.fit_settings() lists the settings.
     """
     def __init__(self) -> None: ...
+    adam_beta1: Any
+    """
+    AdamW's decay of its running mean of the gradients per step
+    """
+    adam_beta2: Any
+    """
+    AdamW's decay of its running mean of the squared gradients per step (0.999 averages about 1,000 steps)
+    """
     adapt_threads: Any
     """
     Time the steps and use fewer threads when that steps faster
