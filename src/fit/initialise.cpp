@@ -337,16 +337,25 @@ DataInitialisation initialise_from_data(const Graph& graph, const Processors& pr
       done.gains = gains;
   }
   if (options.spectral_eq) {
+    const std::vector<NodeId> nodes =
+        first_on_tracks(graph, &ProcessorDescriptor::spectral_gain_parameter);
     SpectralEqFit eq;
-    if (run(
-            "track EQs from spectral ratios",
-            [&] {
-              eq = fit_spectral_eq(graph, processors, plan, parameters, tracks, mix, sample_rate,
-                                   options.excerpt_seconds, options.max_eq_db);
-              return "relative band-power error " + fixed(eq.error_before) + " -> " +
-                     fixed(eq.error_after);
-            },
-            /*gated=*/true))
+    if (std::all_of(nodes.begin(), nodes.end(), [](NodeId id) { return id < 0; }))
+      // Asked for where no track's chain has an EQ of gains per frequency (a parametric EQ has
+      // bands): said, not silently skipped, and no whole-song loss spent on it.
+      done.steps.push_back({"track EQs from spectral ratios",
+                            "not run: no track's own chain has an EQ of gains per frequency (eq; "
+                            "a parametric EQ has bands)",
+                            NAN, NAN, false});
+    else if (run(
+                 "track EQs from spectral ratios",
+                 [&] {
+                   eq = fit_spectral_eq(graph, processors, plan, parameters, tracks, mix,
+                                        sample_rate, options.excerpt_seconds, options.max_eq_db);
+                   return "relative band-power error " + fixed(eq.error_before) + " -> " +
+                          fixed(eq.error_after);
+                 },
+                 /*gated=*/true))
       done.eq = eq;
   }
   return done;

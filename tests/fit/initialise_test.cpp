@@ -260,6 +260,36 @@ TEST(SpectralEqInitialisation, FindsHiddenSmoothEqCurves) {
   EXPECT_GT(fit.gains_db[0][-3].item<double>(), 5.0) << "the first track's highs are louder";
 }
 
+TEST(SpectralEqInitialisation, SaysSoWhereNoTrackHasAnEqOfSpectralGains) {
+  // grafx fit's console: its tracks' EQs are parametric (bands, not gains per frequency).
+  DemoSong song = make_demo_song({8000, 3.0, 1});
+  ConsoleOptions console;
+  console.n_tracks      = song.tracks.size(0);
+  console.chain         = default_fit_chain();
+  Graph graph           = build_console(console, registry_node_types()).graph;
+  Processors processors = make_processors(graph.types(), {song.sample_rate});
+  const RenderPlan plan = make_render_plan(to_tensor(graph));
+  Parameters start      = create_parameters(graph, processors, {1, at::kFloat, false});
+  Parameters asked      = cloned_parameters(start);
+  int calls             = 0;
+  DataInitialisation d =
+      initialise_from_data(graph, processors, plan, asked, song.tracks, song.mix, song.sample_rate,
+                           {false, false, true}, [&] { return double(++calls); });
+  ASSERT_EQ(d.steps.size(), 1u);
+  EXPECT_EQ(d.steps[0].name, "track EQs from spectral ratios");
+  EXPECT_NE(
+      d.steps[0].detail.find("not run: no track's own chain has an EQ of gains per frequency"),
+      std::string::npos)
+      << d.steps[0].detail;
+  EXPECT_FALSE(d.steps[0].kept);
+  EXPECT_TRUE(std::isnan(d.steps[0].loss_after));
+  EXPECT_EQ(calls, 0) << "no whole-song loss spent on a part that cannot run";
+  EXPECT_FALSE(d.eq.gains_db.defined());
+  for (const auto& [type, named] : start)
+    for (const auto& [name, tensor] : named.named())
+      EXPECT_TRUE(at::equal(asked.at(type).at(name), tensor)) << type << "." << name;
+}
+
 TEST(TypicalStarts, SetWhatTheDescriptorsSay) {
   // The demo's console: dynamics start with 10 ms smoothing, the gates at −50 dB; nodes of
   // types without a fit start keep the specs' initial values.

@@ -29,7 +29,8 @@
 ///    interpolated in log frequency, as ½·ln w (clamped to ±max_eq_db), are added to each
 ///    track's first spectral-gain node (a descriptor's `spectral_gain_parameter`: the EQ's
 ///    log-magnitudes). With one track it is the smoothed ratio |M|²/|Y|²; with several, each
-///    track takes the share of the band its level over time explains.
+///    track takes the share of the band its level over time explains. Where no track has such
+///    a node (a parametric EQ has bands instead), the part is not run and its step says so.
 ///
 /// Given a loss (the fitter passes its whole-song loss), parts 2 and 3, fits to the data, are
 /// kept only where they lower it: one that raises it (the EQ from spectral ratios can, on real
