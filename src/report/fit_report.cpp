@@ -54,28 +54,35 @@ std::vector<PlotSeries> loss_series(const std::vector<FitRecord>& history) {
   return {raw, smooth};
 }
 
-/// The initial console: what the initialisation from the data set (track gains, the EQ curves
-/// as a picture) and every node's starting parameters; empty for a fit that started from given
+/// The initial console: every part of the initialisation from the data as `grafx fit` prints
+/// it (kept, undone or not run), what the kept parts set (track gains, the EQ curves as a
+/// picture) and every node's starting parameters; empty for a fit that started from given
 /// parameters.
 std::string initialisation_html(const Fitter& fitter, const std::vector<std::string>& names,
                                 const std::string& settings) {
   const DataInitialisation& done = fitter.initialisation();
+  if (done.steps.empty()) return "";
   const bool gains = done.gains.gains.defined(), eq = done.eq.gains_db.defined();
-  if (!gains && !eq && done.started.empty()) return "";
   auto name = [&](size_t k) {  // as given, not escaped
     return k < names.size() ? names[k] : "track " + std::to_string(k + 1);
   };
   std::ostringstream html;
   html << "<h2>Initial console</h2>\n<p>Starting values from the data, before the first step "
-          "(docs/fitting.md, \"Initialisation from the data\")";
-  if (!done.started.empty()) html << "; " << done.started.size() << " nodes at typical settings";
-  html << ".</p>\n";
+          "(docs/fitting.md, \"Initialisation from the data\"):</p>\n<ul>";
+  for (const InitialisationStep& step : done.steps) {
+    std::string detail = step.detail;  // as printed, with the page's arrows
+    for (size_t at = detail.find(" -> "); at != std::string::npos; at = detail.find(" -> ", at))
+      detail.replace(at, 4, " → ");
+    html << "<li>" << escape_markup(step.name) << ": " << escape_markup(detail);
+    if (!std::isnan(step.loss_after))
+      html << "; whole-song loss " << fixed_decimals(step.loss_before, 3) << " → "
+           << fixed_decimals(step.loss_after, 3) << (step.kept ? "" : ", higher: <b>undone</b>");
+    html << "</li>";
+  }
+  html << "</ul>\n";
   if (gains) {
     const ChannelGainFit& g = done.gains;
-    html << "<p>Track gains by least squares (relative waveform error on the excerpt "
-         << fixed_decimals(g.error_before, 3) << " → " << fixed_decimals(g.error_after, 3)
-         << " as heard, " << fixed_decimals(g.error_found, 3)
-         << " with the gains found fully wet); what each track's level heard moved by:</p>\n"
+    html << "<p>What the least-squares gains moved each track's level heard by:</p>\n"
          << "<table><tr><th>track</th><th>left dB</th><th>right dB</th></tr>";
     for (size_t k = 0; k < g.nodes.size(); ++k) {
       html << "<tr><td>" << escape_markup(name(k)) << "</td>";
@@ -107,10 +114,7 @@ std::string initialisation_html(const Fitter& fitter, const std::vector<std::str
     plot.y_label = "gain (dB)";
     plot.log_x   = true;
     plot.id      = "initial-eq";
-    html << "<p>Track EQs from smoothed spectral ratios (relative band-power error "
-         << fixed_decimals(e.error_before, 3) << " → " << fixed_decimals(e.error_after, 3)
-         << "):</p>\n"
-         << (curves.empty() ? "" : plot_svg(curves, plot)) << "\n";
+    html << (curves.empty() ? "" : plot_svg(curves, plot)) << "\n";
   }
   html << "<details><summary>every node of the initial console in physical units</summary>"
        << settings << "</details>\n";

@@ -53,6 +53,21 @@ TEST(CliFit, DemoWritesEverythingAndResumes) {
   for (const char* part :
        {"Whole-song loss", "Loss curve", "data:image/png;base64,", "<svg", "Parameters"})
     EXPECT_TRUE(contains(report, part)) << part;
+  // Every initialisation part the fit printed is in the report, with its whole-song losses and
+  // whether it was undone (the demo's least-squares gains raise the loss and are undone).
+  for (const std::string part : {"typical starts: ", "track gains by least squares: "}) {
+    const size_t line = r.out.find(part);
+    ASSERT_NE(line, std::string::npos) << part << "\n" << r.out;
+    std::string printed = r.out.substr(line, r.out.find('\n', line) - line);
+    EXPECT_TRUE(contains(report, "<li>" + part)) << part;
+    const size_t losses = printed.find("whole-song loss ");
+    if (losses == std::string::npos) continue;
+    std::string shown = printed.substr(losses);
+    shown.replace(shown.find(" -> "), 4, " → ");
+    if (const size_t undone = shown.find("higher: undone"); undone != std::string::npos)
+      shown.replace(undone, 14, "higher: <b>undone</b>");
+    EXPECT_TRUE(contains(report, shown)) << shown;
+  }
   std::string csv = testing::read_file(out + "/loss.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << "a header and one line per step";
   EXPECT_EQ(read_audio(out + "/mix.wav").sample_rate, 24000);
