@@ -29,7 +29,7 @@ from its own one-octave average: the hidden producers' EQs against the fitted on
 are not EQ nodes, so both sides' are left out); the producers' EQs per strip (the EQ nodes
 of a track's strip, or of a bus, heard in series as one curve: like for like with the fitted
 console's one EQ per track); and the producers' parametric EQs alone, the kind the fitted
-console holds.
+console holds; and per family, the fitted EQs' median beside the producers' per strip.
 Prints a line per fit and the tables of docs/benchmarks.md ("Hidden producers") last.
 
     PYTHONPATH=build/python python3 bench/producer_eval.py SEEDS [LENGTH=45] [CONTENDER ...]
@@ -787,12 +787,15 @@ def main():
     producers = ["hidden producers", "hidden producers, per strip",
                  "hidden producers' parametric EQs"]
     ripples = {n: [] for n in names + producers}  # EQ ripples (dB)
+    family_ripples = {n: {} for n in names + producers[1:2]}  # name -> family -> ripples
     family_of = {}
     for seed in seeds:
         track_names, tracks, mix, p = hidden_mix(seed)
         family_of[seed] = p.family
         ripples["hidden producers"] += eq_ripples(p.g, p.parameters)
-        ripples["hidden producers, per strip"] += strip_eq_ripples(p.g, p.parameters)
+        strips = strip_eq_ripples(p.g, p.parameters)
+        ripples["hidden producers, per strip"] += strips
+        family_ripples[producers[1]].setdefault(p.family, []).extend(strips)
         ripples["hidden producers' parametric EQs"] += eq_ripples(p.g, p.parameters,
                                                                   ["parametric_eq"])
         song_name = "stems" if uses_stems(seed) else "synthetic"
@@ -802,8 +805,10 @@ def main():
             loss, steps, fitted_ripples = fit(console, settings, tracks, mix, length)
             results[name][seed] = loss
             ripples[name] += fitted_ripples
+            family_ripples[name].setdefault(p.family, []).extend(fitted_ripples)
             print(f"seed {seed} ({p.family}, {song_name}, producer of "
-                  f"{len(p.g.nodes())} nodes): {name}: {loss:.4f} after {steps} steps "
+                  f"{len(p.g.nodes())} nodes): {name}: {loss:.4f} after {steps} steps, "
+                  f"EQ ripple {median(fitted_ripples)} dB "
                   f"({time.perf_counter() - start:.0f} s with setup and evaluation)",
                   file=sys.stderr, flush=True)
     base = names[0]
@@ -830,6 +835,11 @@ def main():
         means = [statistics.mean(results[name][s] for s in seeds if family_of[s] == f)
                  for f in families]
         print(f"| {name} | " + " | ".join(f"{m:.4f}" for m in means) + " |")
+    print("\nMedian EQ ripple per family (dB):\n")
+    print("| contender | " + " | ".join(families) + " |")
+    print("|---|" + "---:|" * len(families))
+    for name, by_family in family_ripples.items():
+        print(f"| {name} | " + " | ".join(median(by_family.get(f, [])) for f in families) + " |")
     return 0
 
 
