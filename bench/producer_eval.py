@@ -787,15 +787,16 @@ def main():
     producers = ["hidden producers", "hidden producers, per strip",
                  "hidden producers' parametric EQs"]
     ripples = {n: [] for n in names + producers}  # EQ ripples (dB)
-    family_ripples = {n: {} for n in names + producers[1:2]}  # name -> family -> ripples
+    per_strip = producers[1]
+    family_ripples = {n: {} for n in names + [per_strip]}  # name -> family -> ripples
     family_of = {}
     for seed in seeds:
         track_names, tracks, mix, p = hidden_mix(seed)
         family_of[seed] = p.family
         ripples["hidden producers"] += eq_ripples(p.g, p.parameters)
         strips = strip_eq_ripples(p.g, p.parameters)
-        ripples["hidden producers, per strip"] += strips
-        family_ripples[producers[1]].setdefault(p.family, []).extend(strips)
+        ripples[per_strip] += strips
+        family_ripples[per_strip].setdefault(p.family, []).extend(strips)
         ripples["hidden producers' parametric EQs"] += eq_ripples(p.g, p.parameters,
                                                                   ["parametric_eq"])
         song_name = "stems" if uses_stems(seed) else "synthetic"
