@@ -646,6 +646,11 @@ CONTENDERS = {
     # track's compressor split in two bands, or the master's in three.
     "default console, two-band track compressors":
         lambda names: multiband(default_console(names), "compressor", "crossover"),
+    # The twenty-eighth round: the two-band compressors in the steps of the gates, which
+    # lowered the paper's loss least of its console's processors on real mixes (2 %).
+    "default console, two-band track compressors, no gates":
+        lambda names: multiband(default_console(names, chain="hqcsgdr"), "compressor",
+                                "crossover"),
     "default console, three-band master compressor":
         lambda names: multiband(default_console(names), "compressor_ballistics",
                                 "crossover_3band"),
