@@ -651,6 +651,10 @@ CONTENDERS = {
     "default console, two-band track compressors, no gates":
         lambda names: multiband(default_console(names, chain="hqcsgdr"), "compressor",
                                 "crossover"),
+    # The same console as the twenty-seventh round's first, with the multiband processor those
+    # rounds brought (`grafx fit --chain hqDnsgdr`).
+    "default console, multiband track compressors":
+        lambda names: default_console(names, chain="hqDnsgdr"),
     "default console, three-band master compressor":
         lambda names: multiband(default_console(names), "compressor_ballistics",
                                 "crossover_3band"),

@@ -307,9 +307,10 @@ DataInitialisation initialise_from_data(const Graph& graph, const Processors& pr
         [&] {
           Random unused(0);                               // fit starts are not drawn
           for (const auto& [type, named] : parameters) {  // (set_physical writes rows in place)
-            const ProcessorDescriptor* d = find_processor(type);
+            // By the processor: a configured type starts as its processor does.
+            const Processor& processor   = *processors.at(type);
+            const ProcessorDescriptor* d = find_processor(processor.name());
             if (!d || !d->fit_start) continue;
-            const Processor& processor = *processors.at(type);
             for (NodeId id : graph.nodes_of_type(type)) {
               set_physical(graph, processor, parameters, id,
                            d->fit_start({processor, sample_rate, false, unused}));

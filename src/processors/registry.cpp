@@ -79,6 +79,7 @@ std::vector<ProcessorDescriptor> built_in() {
       chebyshev_distortion_descriptor(),
       serial_chain_descriptor(),
       parallel_mix_descriptor(),
+      multiband_descriptor(),
   };
 }
 

@@ -1,5 +1,5 @@
 // The streaming form of the containers (processors/containers.h): their members' forms in
-// series or in parallel. No LibTorch here: the LV2 plugin runs this.
+// series, in parallel or on a crossover's bands. No LibTorch here: the LV2 plugin runs this.
 
 #include <grafx/stream/container_form.h>
 
@@ -9,8 +9,8 @@
 namespace grafx {
 namespace {
 
-/// This form's kind in programs, saved first (its number since programs of version 2).
-constexpr int32_t kKind = 4;
+/// These forms' kinds in programs, saved first (their numbers since programs of version 2).
+constexpr int32_t kKind = 4, kBandsKind = 5;
 
 }  // namespace
 namespace {
@@ -135,7 +135,128 @@ class ContainerStream : public NodeStream {
   int64_t clock_ = 0, song_end_ = std::numeric_limits<int64_t>::max();
 };
 
+/// A multiband container: its crossover's bands, each through its member, summed (mono and
+/// stereo members as dual mono), each member delayed to the slowest. The bands are silenced
+/// outside the song, as the offline render's crossover output ends at the song's ends.
+class BandStream : public NodeStream {
+ public:
+  BandStream(std::unique_ptr<NodeStream> split, std::vector<std::unique_ptr<NodeStream>> members,
+             int64_t max_block)
+      : split_(std::move(split)), members_(std::move(members)) {
+    const std::vector<int64_t> bands = split_->outlet_channels();
+    int64_t slowest                  = 0;
+    for (const auto& member : members_) {
+      slowest   = std::max(slowest, member->latency_samples());
+      channels_ = std::max(channels_, member->outlet_channels().front());
+    }
+    latency_ = split_->latency_samples() + slowest;
+    for (size_t k = 0; k < members_.size(); ++k) {
+      band_buffers_.emplace_back(size_t(bands[k] * max_block), 0.0f);
+      bands_.push_back({}), band_inputs_.push_back({});
+      for (int64_t c = 0; c < bands[k]; ++c) {
+        bands_.back().push_back(band_buffers_.back().data() + c * max_block);
+        band_inputs_.back().push_back(bands_.back().back());
+      }
+      const int64_t out = members_[k]->outlet_channels().front();
+      output_buffers_.emplace_back(size_t(out * max_block), 0.0f);
+      outputs_.push_back({});
+      for (int64_t c = 0; c < out; ++c)
+        outputs_.back().push_back(output_buffers_.back().data() + c * max_block);
+      delays_.emplace_back(size_t(out), DelayLine(slowest - members_[k]->latency_samples()));
+    }
+  }
+
+  std::vector<int64_t> outlet_channels() const override { return {channels_}; }
+  bool takes(int64_t n_inlets, int64_t channels) const override {
+    if (!split_->takes(n_inlets, channels)) return false;
+    const std::vector<int64_t> bands = split_->outlet_channels();
+    if (bands.size() != members_.size()) return false;
+    for (size_t k = 0; k < members_.size(); ++k)
+      if (!members_[k]->takes(1, bands[k])) return false;
+    return true;
+  }
+  int64_t latency_samples() const override { return latency_; }
+
+  void process(const InletBuffers& inlets, const OutletBuffers& outlets, int64_t n) override {
+    split_->process(inlets, bands_, n);
+    keep_to_song(n);
+    for (size_t c = 0; c < outlets[0].size(); ++c) std::fill_n(outlets[0][c], n, 0.0f);
+    for (size_t k = 0; k < members_.size(); ++k) {
+      members_[k]->process({band_inputs_[k]}, {outputs_[k]}, n);
+      const size_t member_channels = outputs_[k].size();
+      for (size_t c = 0; c < member_channels; ++c)
+        delays_[k][c].process(outputs_[k][c], outputs_[k][c], n);
+      for (size_t c = 0; c < outlets[0].size(); ++c) {
+        const float* y = outputs_[k][std::min(c, member_channels - 1)];
+        for (int64_t i = 0; i < n; ++i) outlets[0][c][i] += y[i];
+      }
+    }
+    clock_ += n;
+  }
+
+  void reset() override {
+    split_->reset();
+    for (auto& member : members_) member->reset();
+    for (auto& member : delays_)
+      for (DelayLine& d : member) d.reset();
+    clock_ = 0;
+  }
+  std::vector<StreamBurst> bursts() const override {  // the crossover's and members', together
+    std::vector<StreamBurst> bursts = split_->bursts();
+    for (const auto& member : members_)
+      for (const StreamBurst& burst : member->bursts()) bursts.push_back(burst);
+    return bursts;
+  }
+  void set_phase(int64_t phase) override {
+    split_->set_phase(phase);
+    for (auto& member : members_) member->set_phase(phase);
+    reset();
+  }
+  void save(StreamWriter& out) const override {
+    out.write(kBandsKind);
+    split_->save(out);
+    out.write(uint64_t(members_.size()));
+    for (const auto& member : members_) member->save(out);
+  }
+  void set_song_end(int64_t samples) override {
+    song_end_ = samples < 0 ? std::numeric_limits<int64_t>::max() : samples;
+    split_->set_song_end(samples);
+    for (auto& member : members_) member->set_song_end(samples);
+  }
+  void locate(int64_t clock) override {
+    clock_ = clock;
+    split_->locate(clock);
+    for (auto& member : members_) member->locate(clock);
+  }
+
+ private:
+  void keep_to_song(int64_t n) {
+    const int64_t start = clock_ - split_->latency_samples();  // song time of the bands' block
+    if (start >= 0 && start + n <= song_end_) return;
+    for (const auto& band : bands_)
+      for (float* channel : band)
+        for (int64_t i = 0; i < n; ++i)
+          if (start + i < 0 || start + i >= song_end_) channel[i] = 0;
+  }
+
+  std::unique_ptr<NodeStream> split_;
+  std::vector<std::unique_ptr<NodeStream>> members_;
+  int64_t channels_ = 1, latency_ = 0;
+  std::vector<std::vector<float>> band_buffers_, output_buffers_;
+  OutletBuffers bands_;                                // the crossover's outlets
+  std::vector<InletBuffers::value_type> band_inputs_;  // the same, as the members' inlets
+  std::vector<OutletBuffers::value_type> outputs_;     // each member's
+  std::vector<std::vector<DelayLine>> delays_;
+  int64_t clock_ = 0, song_end_ = std::numeric_limits<int64_t>::max();
+};
+
 }  // namespace
+
+std::unique_ptr<NodeStream> band_stream(std::unique_ptr<NodeStream> split,
+                                        std::vector<std::unique_ptr<NodeStream>> members,
+                                        int64_t max_block) {
+  return std::make_unique<BandStream>(std::move(split), std::move(members), max_block);
+}
 
 std::unique_ptr<NodeStream> container_stream(std::vector<std::unique_ptr<NodeStream>> members,
                                              std::vector<float> weights, int64_t channels,
@@ -146,9 +267,16 @@ std::unique_ptr<NodeStream> container_stream(std::vector<std::unique_ptr<NodeStr
 
 namespace {
 
+/// A member's form: one outlet, which is all a container hands it.
+std::unique_ptr<NodeStream> load_member(StreamReader& in, int64_t max_block) {
+  std::unique_ptr<NodeStream> member = load_node_stream(in, max_block);
+  if (member->outlet_channels().size() != 1) in.corrupt("a container's member without one outlet");
+  return member;
+}
+
 std::unique_ptr<NodeStream> load_container_stream(StreamReader& in, int64_t max_block) {
   std::vector<std::unique_ptr<NodeStream>> members(size_t(in.read_count(1, 1 << 10)));
-  for (auto& member : members) member = load_node_stream(in, max_block);
+  for (auto& member : members) member = load_member(in, max_block);
   std::vector<float> weights = in.read_vector<float>();
   if (!weights.empty() && weights.size() != members.size())
     in.corrupt("parallel members without their weights");
@@ -162,7 +290,24 @@ std::unique_ptr<NodeStream> load_container_stream(StreamReader& in, int64_t max_
   return container_stream(std::move(members), std::move(weights), channels, max_block);
 }
 
-const bool kRegistered = register_form(kKind, "container", load_container_stream);
+std::unique_ptr<NodeStream> load_band_stream(StreamReader& in, int64_t max_block) {
+  std::unique_ptr<NodeStream> split = load_node_stream(in, max_block);
+  const std::vector<int64_t> bands  = split->outlet_channels();
+  std::vector<std::unique_ptr<NodeStream>> members(size_t(in.read_count(2, 3)));
+  if (members.size() != bands.size()) in.corrupt("a crossover's bands without a member each");
+  for (auto& member : members) member = load_member(in, max_block);
+  // Its bands' and members' buffers, and delay lines that align the members to the slowest.
+  int64_t slowest = 0;
+  for (const auto& member : members) slowest = std::max(slowest, member->latency_samples());
+  for (size_t k = 0; k < members.size(); ++k)
+    in.allocate(4.0 * double(bands[k]) * double(max_block) +
+                4.0 * double(members[k]->outlet_channels().front()) *
+                    double(max_block + slowest - members[k]->latency_samples()));
+  return band_stream(std::move(split), std::move(members), max_block);
+}
+
+const bool kRegistered      = register_form(kKind, "container", load_container_stream);
+const bool kBandsRegistered = register_form(kBandsKind, "multiband container", load_band_stream);
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // Containers against their members called one by one: a serial chain is its members in turn, a
-// parallel mix their outputs weighted by softmax or softplus weights computed here; members may
-// be configured types of the graph, and what cannot be built is refused with the member named.
+// parallel mix their outputs weighted by softmax or softplus weights computed here, a multiband
+// container its members on a crossover's bands, summed; members may be configured types of the
+// graph, and what cannot be built is refused with the member named.
 
 #include <grafx/graph/graph_tensor.h>
 #include <grafx/processors/containers.h>
@@ -137,6 +138,55 @@ TEST(Containers, MembersMayBeConfiguredTypesOfTheGraphAndRenderAsNodes) {
   EXPECT_TRUE(at::equal(a, b));
 }
 
+TEST(Containers, AMultibandContainerIsItsMembersOnTheCrossoversBands) {
+  at::Tensor x = at::randn({3, 2, 2500}, at::kDouble) * 0.4;
+  for (const std::vector<std::string>& members :
+       {std::vector<std::string>{"compressor", "tanh_distortion"},
+        std::vector<std::string>{"eq", "compressor_ballistics", "gain_pan"}}) {
+    auto bands     = make("multiband", {{"members", members}});
+    TensorDict p   = random_parameters(*bands, 3, 3);
+    at::Tensor y   = bands->forward({x}, p).outputs[0];
+    auto crossover = make_processor(members.size() == 2 ? "crossover" : "crossover_3band", {kRate});
+    std::vector<at::Tensor> split =
+        crossover->forward({x}, {{"crossover", p.at("crossover")}}).outputs;
+    ASSERT_EQ(split.size(), members.size());
+    at::Tensor expected = at::zeros_like(x);
+    for (size_t k = 0; k < members.size(); ++k)
+      expected =
+          expected +
+          make_processor(members[k], {kRate})->forward({split[k]}, member_part(p, k)).outputs[0];
+    EXPECT_TRUE(at::equal(y, expected)) << members.front();
+  }
+  // Neutral members pass the crossover's bands, which sum to an all-pass: the input's power.
+  auto neutral = make("multiband", {{"members", std::vector<std::string>{"gain_pan", "gain_pan"}}});
+  TensorDict p = random_parameters(*neutral, 3, 4);
+  p.at("members.0.log_gain").zero_(), p.at("members.1.log_gain").zero_();
+  at::Tensor y = neutral->forward({x}, p).outputs[0];
+  EXPECT_NEAR(y.pow(2).sum().item<double>() / x.pow(2).sum().item<double>(), 1.0, 0.05);
+}
+
+TEST(Containers, StartAndDrawTheirMembersAsLoneNodes) {
+  // A fit's typical start of a multiband compressor: each band's compressor as a lone one's
+  // (10 ms smoothing, not the specs' 0.05 ms), its crossover where the specs put it.
+  auto bands                   = make("multiband", {});
+  const ProcessorDescriptor* d = find_processor("multiband");
+  ASSERT_TRUE(d && d->fit_start && d->musical_prior);
+  Random random(1);
+  TensorDict start = d->fit_start({*bands, kRate, false, random});
+  for (const char* name : {"members.0.smoothing_ms", "members.1.smoothing_ms"})
+    EXPECT_DOUBLE_EQ(start.at(name).item<double>(), 10.0) << name;
+  // Its wet amount nearly whole, so that the dry input does not undo the bands' compression.
+  EXPECT_DOUBLE_EQ(start.at("wet").item<double>(), 0.99);
+  for (const auto& [name, value] : start)
+    EXPECT_TRUE(name == "wet" || name.rfind("members.", 0) == 0) << name;
+  // Its musical settings: the crossover's split (200 Hz–2 kHz) and each member's.
+  TensorDict musical = d->musical_prior({*bands, kRate, false, random});
+  ASSERT_TRUE(musical.count("crossover_hz"));
+  const double hz = musical.at("crossover_hz").item<double>();
+  EXPECT_TRUE(hz >= 200 && hz <= 2000) << hz;
+  EXPECT_TRUE(musical.count("members.1.threshold_db"));
+}
+
 TEST(Containers, RefuseMembersTheyCannotHold) {
   NodeTypes types;
   types.add({"loop",
@@ -163,6 +213,10 @@ TEST(Containers, RefuseMembersTheyCannotHold) {
                      "grafx.processor.unknown", "member 0 \"flanger\": no processor implements");
   EXPECT_GRAFX_ERROR(make("parallel_mix", {{"members", std::vector<std::string>{}}}),
                      "grafx.processor.options", "option \"members\": expected at least one");
+  for (size_t n : {size_t(1), size_t(4)})
+    EXPECT_GRAFX_ERROR(make("multiband", {{"members", std::vector<std::string>(n, "compressor")}}),
+                       "grafx.processor.options",
+                       "a multiband container takes 2 or 3 members (one per band)");
   EXPECT_GRAFX_ERROR(make("serial_chain", {{"activation", std::string("softmax")}}),
                      "grafx.processor.options", "unknown option \"activation\"; options: members");
 }

@@ -153,12 +153,15 @@ TEST(StreamContract, DynamicsOfEveryOptionStreamAsTheyRenderOffline) {
 }
 
 // Containers: zero-phase members in series hear no pre-echo of each other (each silenced outside
-// the song), and parallel members of different latencies are aligned before they are summed.
+// the song), and parallel members and bands of different latencies are aligned before they are
+// summed (a zero-phase EQ on a band hears its band silent outside the song, as offline).
 TEST(StreamContract, ContainersBoundAndAlignTheirMembers) {
   for (const auto& [processor, members] :
        std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"serial_chain", {"eq", "eq", "compressor"}},
-           {"parallel_mix", {"eq", "compressor", "reverb"}}}) {
+           {"parallel_mix", {"eq", "compressor", "reverb"}},
+           {"multiband", {"eq", "compressor"}},
+           {"multiband", {"compressor", "eq_midside", "gain_pan"}}}) {
     Graph graph(registry_node_types());
     graph.add_type({"box", {"main"}, {"main"}, processor, {{"members", members}}});
     const NodeId in = graph.add("in"), box = graph.add("box");

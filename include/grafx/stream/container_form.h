@@ -1,5 +1,5 @@
 #pragma once
-/// The streaming form of a container: its members' forms in series or summed.
+/// The streaming form of a container: its members' forms in series, summed, or on bands.
 
 #include <grafx/stream/form.h>
 
@@ -12,5 +12,10 @@ namespace grafx {
 std::unique_ptr<NodeStream> container_stream(std::vector<std::unique_ptr<NodeStream>> members,
                                              std::vector<float> weights, int64_t channels,
                                              int64_t max_block);
+/// A multiband container: `split`'s outlets (a crossover's bands), each through its member, the
+/// members' outputs summed (container_form.cpp).
+std::unique_ptr<NodeStream> band_stream(std::unique_ptr<NodeStream> split,
+                                        std::vector<std::unique_ptr<NodeStream>> members,
+                                        int64_t max_block);
 
 }  // namespace grafx
