@@ -27,7 +27,9 @@ at::Tensor softmax(const at::Tensor& z) {
 
 using Layout = Container::Layout;
 
-const char kWeights[] = "parallel_weights";
+// Raw names; a multiband node's band wet amounts are physically `band_wet`, as a node's `dry_wet`
+// is `wet`.
+const char kWeights[] = "parallel_weights", kBandDryWet[] = "band_dry_wet";
 
 std::string prefix(size_t k) { return "members." + std::to_string(k) + "."; }
 
@@ -113,17 +115,22 @@ ProcessorDescriptor container_descriptor(Layout layout) {
     d.grafx_name = "ParallelMix";
   } else {  // GRAFX lists multiband processing as to do
     d.summary =
-        "multiband: a Linkwitz-Riley crossover into a band per member, the members' "
-        "outputs summed (default a compressor on each of 2 bands)";
+        "multiband: a Linkwitz-Riley crossover into a band per member, each band's dry and "
+        "processed signal mixed by its wet amount, the bands summed (default a compressor on "
+        "each of 2 bands)";
   }
   d.options = Container::option_specs(layout);
   // Each part's own musical settings and fit start, members under their prefixes.
   d.musical_prior = [](const PriorContext& c) {
-    return parts_settings(c, &ProcessorDescriptor::musical_prior);
+    TensorDict settings   = parts_settings(c, &ProcessorDescriptor::musical_prior);
+    const auto& container = dynamic_cast<const Container&>(c.processor);
+    if (container.split())  // a musical multiband compressor processes its bands whole
+      settings["band_wet"] = at::ones({int64_t(container.members().size())}, at::kDouble);
+    return settings;
   };
-  // A multiband node's wet amount, where it has one, starts nearly whole: its bands sum to an
-  // all-pass of the input, 180° out of phase at the crossover, so half wet is a notch there
-  // (hidden producers' mix 216, 200 steps: 0.37 at half wet, 0.19 at 99 %).
+  // A multiband node's wet amount, where it has one, starts nearly whole (its bands' own wet
+  // amounts at half): its bands sum to an all-pass of the input, 180° out of phase at the
+  // crossover, so half wet is a notch there (hidden producers' mix 216, 200 steps).
   d.fit_start = [layout](const PriorContext& c) {
     TensorDict start = parts_settings(c, &ProcessorDescriptor::fit_start);
     if (layout == Layout::kBands)
@@ -196,6 +203,16 @@ std::vector<ParameterSpec> Container::parameter_specs() const {
       specs.push_back(std::move(spec));
     }
   }
+  if (split_)
+    specs.push_back(ParameterSpec::raw(kBandDryWet, {int64_t(members_.size())})
+                        .physical(
+                            "band_wet", "ratio",
+                            [](const at::Tensor& raw) { return raw.sigmoid(); },
+                            [](const at::Tensor& wet) { return wet.logit(); })
+                        .range(0, 1)
+                        .about("share of each band's processed signal in its sum with its dry band "
+                               "(low first)")
+                        .maps("sigmoid(raw)"));
   if (layout_ == Layout::kParallel) {
     const double k = double(members_.size());
     ValueMap to_weight, to_raw;
@@ -238,7 +255,9 @@ ProcessorOutput Container::forward(const std::vector<at::Tensor>& inputs,
                                    const TensorDict& parameters) const {
   check_arguments(inputs, parameters);
   ProcessorOutput out;
-  at::Tensor w      = layout_ == Layout::kParallel ? weights(parameters) : at::Tensor();
+  at::Tensor w      = layout_ == Layout::kParallel ? weights(parameters)
+                      : layout_ == Layout::kBands  ? parameters.at(kBandDryWet).sigmoid()
+                                                   : at::Tensor();
   at::Tensor signal = inputs[0];
   std::vector<at::Tensor> bands;
   if (split_) bands = split_->forward(inputs, split_parameters(parameters)).outputs;
@@ -258,10 +277,13 @@ ProcessorOutput Container::forward(const std::vector<at::Tensor>& inputs,
       continue;
     }
     // Mono and stereo outputs add as dual mono (broadcast over channels).
-    at::Tensor weighted = layout_ == Layout::kBands
-                              ? member.outputs[0]
-                              : member.outputs[0] * w.select(1, int64_t(k)).view({-1, 1, 1});
-    sum                 = sum.defined() ? sum + weighted : weighted;
+    // Each band mixed with its own dry band, in phase with it (the input is not: the bands sum
+    // to an all-pass of it).
+    at::Tensor weighted =
+        layout_ == Layout::kBands
+            ? at::lerp(input, member.outputs[0], w.select(1, int64_t(k)).view({-1, 1, 1}))
+            : member.outputs[0] * w.select(1, int64_t(k)).view({-1, 1, 1});
+    sum = sum.defined() ? sum + weighted : weighted;
   }
   out.outputs = {layout_ == Layout::kSerial ? signal : sum};
   return out;
@@ -291,11 +313,15 @@ std::unique_ptr<NodeStream> Container::make_stream(const TensorDict& parameters,
     channels = members.back()->outlet_channels().front();
   }
   std::vector<float> weights;
-  if (layout_ == Layout::kParallel) {
-    const at::Tensor w = this->weights(parameters).to(at::kFloat).reshape({-1}).contiguous();
+  if (layout_ != Layout::kSerial) {
+    const at::Tensor w = (split_ ? parameters.at(kBandDryWet).sigmoid() : this->weights(parameters))
+                             .to(at::kFloat)
+                             .reshape({-1})
+                             .contiguous();
     weights.assign(w.data_ptr<float>(), w.data_ptr<float>() + w.numel());
   }
-  if (split) return band_stream(std::move(split), std::move(members), setup.max_block);
+  if (split)
+    return band_stream(std::move(split), std::move(members), std::move(weights), setup.max_block);
   return container_stream(std::move(members), std::move(weights), setup.inlet_channels.front(),
                           setup.max_block);
 }

@@ -135,14 +135,15 @@ class ContainerStream : public NodeStream {
   int64_t clock_ = 0, song_end_ = std::numeric_limits<int64_t>::max();
 };
 
-/// A multiband container: its crossover's bands, each through its member, summed (mono and
-/// stereo members as dual mono), each member delayed to the slowest. The bands are silenced
-/// outside the song, as the offline render's crossover output ends at the song's ends.
+/// A multiband container: its crossover's bands, each through its member and mixed with itself
+/// by its wet amount, summed (mono and stereo as dual mono), each member and dry band delayed to
+/// the slowest member. The bands are silenced outside the song, as the offline render's
+/// crossover output ends at the song's ends.
 class BandStream : public NodeStream {
  public:
   BandStream(std::unique_ptr<NodeStream> split, std::vector<std::unique_ptr<NodeStream>> members,
-             int64_t max_block)
-      : split_(std::move(split)), members_(std::move(members)) {
+             std::vector<float> wet, int64_t max_block)
+      : split_(std::move(split)), members_(std::move(members)), wet_(std::move(wet)) {
     const std::vector<int64_t> bands = split_->outlet_channels();
     int64_t slowest                  = 0;
     for (const auto& member : members_) {
@@ -163,6 +164,7 @@ class BandStream : public NodeStream {
       for (int64_t c = 0; c < out; ++c)
         outputs_.back().push_back(output_buffers_.back().data() + c * max_block);
       delays_.emplace_back(size_t(out), DelayLine(slowest - members_[k]->latency_samples()));
+      dry_delays_.emplace_back(size_t(bands[k]), DelayLine(slowest));
     }
   }
 
@@ -183,12 +185,16 @@ class BandStream : public NodeStream {
     for (size_t c = 0; c < outlets[0].size(); ++c) std::fill_n(outlets[0][c], n, 0.0f);
     for (size_t k = 0; k < members_.size(); ++k) {
       members_[k]->process({band_inputs_[k]}, {outputs_[k]}, n);
-      const size_t member_channels = outputs_[k].size();
+      const size_t member_channels = outputs_[k].size(), band_channels = bands_[k].size();
       for (size_t c = 0; c < member_channels; ++c)
         delays_[k][c].process(outputs_[k][c], outputs_[k][c], n);
+      for (size_t c = 0; c < band_channels; ++c)  // the member has read its band
+        dry_delays_[k][c].process(bands_[k][c], bands_[k][c], n);
+      const float wet = wet_[k];
       for (size_t c = 0; c < outlets[0].size(); ++c) {
-        const float* y = outputs_[k][std::min(c, member_channels - 1)];
-        for (int64_t i = 0; i < n; ++i) outlets[0][c][i] += y[i];
+        const float* y   = outputs_[k][std::min(c, member_channels - 1)];
+        const float* dry = bands_[k][std::min(c, band_channels - 1)];
+        for (int64_t i = 0; i < n; ++i) outlets[0][c][i] += dry[i] + wet * (y[i] - dry[i]);
       }
     }
     clock_ += n;
@@ -197,8 +203,9 @@ class BandStream : public NodeStream {
   void reset() override {
     split_->reset();
     for (auto& member : members_) member->reset();
-    for (auto& member : delays_)
-      for (DelayLine& d : member) d.reset();
+    for (auto* lines : {&delays_, &dry_delays_})
+      for (auto& member : *lines)
+        for (DelayLine& d : member) d.reset();
     clock_ = 0;
   }
   std::vector<StreamBurst> bursts() const override {  // the crossover's and members', together
@@ -217,6 +224,7 @@ class BandStream : public NodeStream {
     split_->save(out);
     out.write(uint64_t(members_.size()));
     for (const auto& member : members_) member->save(out);
+    out.write(wet_);
   }
   void set_song_end(int64_t samples) override {
     song_end_ = samples < 0 ? std::numeric_limits<int64_t>::max() : samples;
@@ -241,12 +249,13 @@ class BandStream : public NodeStream {
 
   std::unique_ptr<NodeStream> split_;
   std::vector<std::unique_ptr<NodeStream>> members_;
+  std::vector<float> wet_;  // each band's
   int64_t channels_ = 1, latency_ = 0;
   std::vector<std::vector<float>> band_buffers_, output_buffers_;
-  OutletBuffers bands_;                                // the crossover's outlets
-  std::vector<InletBuffers::value_type> band_inputs_;  // the same, as the members' inlets
-  std::vector<OutletBuffers::value_type> outputs_;     // each member's
-  std::vector<std::vector<DelayLine>> delays_;
+  OutletBuffers bands_;                                      // the crossover's outlets
+  std::vector<InletBuffers::value_type> band_inputs_;        // the same, as the members' inlets
+  std::vector<OutletBuffers::value_type> outputs_;           // each member's
+  std::vector<std::vector<DelayLine>> delays_, dry_delays_;  // [member or band][channel]
   int64_t clock_ = 0, song_end_ = std::numeric_limits<int64_t>::max();
 };
 
@@ -254,8 +263,9 @@ class BandStream : public NodeStream {
 
 std::unique_ptr<NodeStream> band_stream(std::unique_ptr<NodeStream> split,
                                         std::vector<std::unique_ptr<NodeStream>> members,
-                                        int64_t max_block) {
-  return std::make_unique<BandStream>(std::move(split), std::move(members), max_block);
+                                        std::vector<float> wet, int64_t max_block) {
+  return std::make_unique<BandStream>(std::move(split), std::move(members), std::move(wet),
+                                      max_block);
 }
 
 std::unique_ptr<NodeStream> container_stream(std::vector<std::unique_ptr<NodeStream>> members,
@@ -296,14 +306,16 @@ std::unique_ptr<NodeStream> load_band_stream(StreamReader& in, int64_t max_block
   std::vector<std::unique_ptr<NodeStream>> members(size_t(in.read_count(2, 3)));
   if (members.size() != bands.size()) in.corrupt("a crossover's bands without a member each");
   for (auto& member : members) member = load_member(in, max_block);
-  // Its bands' and members' buffers, and delay lines that align the members to the slowest.
+  std::vector<float> wet = in.read_vector<float>();
+  if (wet.size() != members.size()) in.corrupt("bands without their wet amounts");
+  // Its bands' and members' buffers, and delay lines that align them to the slowest member.
   int64_t slowest = 0;
   for (const auto& member : members) slowest = std::max(slowest, member->latency_samples());
   for (size_t k = 0; k < members.size(); ++k)
-    in.allocate(4.0 * double(bands[k]) * double(max_block) +
+    in.allocate(4.0 * double(bands[k]) * double(max_block + slowest) +
                 4.0 * double(members[k]->outlet_channels().front()) *
                     double(max_block + slowest - members[k]->latency_samples()));
-  return band_stream(std::move(split), std::move(members), max_block);
+  return band_stream(std::move(split), std::move(members), std::move(wet), max_block);
 }
 
 const bool kRegistered      = register_form(kKind, "container", load_container_stream);

@@ -150,12 +150,15 @@ TEST(Containers, AMultibandContainerIsItsMembersOnTheCrossoversBands) {
     std::vector<at::Tensor> split =
         crossover->forward({x}, {{"crossover", p.at("crossover")}}).outputs;
     ASSERT_EQ(split.size(), members.size());
+    // Each band mixed with its own dry band by its wet amount, σ(raw) written out here.
     at::Tensor expected = at::zeros_like(x);
-    for (size_t k = 0; k < members.size(); ++k)
-      expected =
-          expected +
+    for (size_t k = 0; k < members.size(); ++k) {
+      const at::Tensor processed =
           make_processor(members[k], {kRate})->forward({split[k]}, member_part(p, k)).outputs[0];
-    EXPECT_TRUE(at::equal(y, expected)) << members.front();
+      const at::Tensor wet = 1 / (1 + (-p.at("band_dry_wet").select(1, int64_t(k))).exp());
+      expected             = expected + split[k] + wet.view({-1, 1, 1}) * (processed - split[k]);
+    }
+    EXPECT_TRUE(at::allclose(y, expected, 1e-12, 1e-12)) << members.front();
   }
   // Neutral members pass the crossover's bands, which sum to an all-pass: the input's power.
   auto neutral = make("multiband", {{"members", std::vector<std::string>{"gain_pan", "gain_pan"}}});
@@ -180,11 +183,13 @@ TEST(Containers, StartAndDrawTheirMembersAsLoneNodes) {
   for (const auto& [name, value] : start)
     EXPECT_TRUE(name == "wet" || name.rfind("members.", 0) == 0) << name;
   // Its musical settings: the crossover's split (200 Hz–2 kHz) and each member's.
+  EXPECT_FALSE(start.count("band_wet"));  // the bands' wet amounts start at half, as nodes'
   TensorDict musical = d->musical_prior({*bands, kRate, false, random});
   ASSERT_TRUE(musical.count("crossover_hz"));
   const double hz = musical.at("crossover_hz").item<double>();
   EXPECT_TRUE(hz >= 200 && hz <= 2000) << hz;
   EXPECT_TRUE(musical.count("members.1.threshold_db"));
+  EXPECT_TRUE(at::equal(musical.at("band_wet"), at::ones({2}, at::kDouble)));  // bands whole
 }
 
 TEST(Containers, RefuseMembersTheyCannotHold) {

@@ -7,7 +7,7 @@
 /// |----------------|--------|---------------------------------------------------------------|
 /// | `serial_chain` | A      | f_K(… f_2(f_1(x)))                                            |
 /// | `parallel_mix` | V      | Σ_k w_k·f_k(x), w = softmax(z) or softplus(z)/(K·ln 2) (≈ 1/K at z = 0) |
-/// | `multiband`    | D      | Σ_k f_k(band_k(x)), band_k a Linkwitz-Riley crossover's (processors/crossover.h) |
+/// | `multiband`    | D      | Σ_k b_k + v_k·(f_k(b_k) − b_k), b_k a Linkwitz-Riley crossover's band k (processors/crossover.h), v_k its wet amount |
 ///
 /// Options: `members`, a list of node type names: registered processors (with their default
 /// options) or types the graph declares (with theirs); `serial_chain` defaults to
@@ -21,11 +21,12 @@
 /// Parameters are the members', named `members.K.NAME` (K from 0, e.g. `members.1.log_ratio`,
 /// physically `members.1.ratio`), plus `parallel_weights` [K] (physical `weight`, the
 /// activated w) for `parallel_mix`, and the crossover's `crossover` (physical `crossover_hz`)
-/// for `multiband`. Members' auxiliary losses are summed by name (two delays'
-/// `radii` make one `radii`), so the fit's regularisers weigh them as a lone processor's.
-/// Members may change the channel count (mono_to_stereo): a parallel mix adds mono to stereo
-/// as dual mono. A member may itself be a container (to a depth of 8), but not contain itself.
-/// A fit's typical starts (fit/initialise.h) start each member as a lone node of its type.
+/// and `band_dry_wet` [K] (physical `band_wet`, v = sigmoid(raw)) for `multiband`. Members'
+/// auxiliary losses are summed by name (two delays' `radii` make one `radii`), so the fit's
+/// regularisers weigh them as a lone processor's. Members may change the channel count
+/// (mono_to_stereo): a parallel mix adds mono to stereo as dual mono. A member may itself be a
+/// container (to a depth of 8), but not contain itself. A fit's typical starts (fit/initialise.h)
+/// start each member as a lone node of its type.
 
 #include <grafx/processors/descriptor.h>
 #include <grafx/processors/linear_processor.h>

@@ -12,10 +12,10 @@ namespace grafx {
 std::unique_ptr<NodeStream> container_stream(std::vector<std::unique_ptr<NodeStream>> members,
                                              std::vector<float> weights, int64_t channels,
                                              int64_t max_block);
-/// A multiband container: `split`'s outlets (a crossover's bands), each through its member, the
-/// members' outputs summed (container_form.cpp).
+/// A multiband container: `split`'s outlets (a crossover's bands), each through its member and
+/// mixed with itself by its `wet` amount, summed (container_form.cpp).
 std::unique_ptr<NodeStream> band_stream(std::unique_ptr<NodeStream> split,
                                         std::vector<std::unique_ptr<NodeStream>> members,
-                                        int64_t max_block);
+                                        std::vector<float> wet, int64_t max_block);
 
 }  // namespace grafx
